@@ -1,0 +1,64 @@
+"""funcgrad: array programs and their derivatives.
+
+Immutable arrays over shared strided buffers, one registry of primitives with
+NumPy (CPU) and CuPy (GPU) kernels, and (in later layers) JAX-style transforms
+and a PyTorch-style tape. This module is the public namespace ``fg`` only.
+"""
+
+from __future__ import annotations
+
+import math as _math
+from types import SimpleNamespace as _NS
+
+from . import dtypes as _dtypes
+from .array import Array
+from .backends import Buffer, Device, DeviceUnavailableError, device, devices
+from .backends import memory
+from .dtypes import (DType, bfloat16, can_cast, finfo, float16, float32, float64, iinfo, int8, int16, int32,
+                     int64, isdtype, result_type, uint8)
+from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
+from .errors import (ConcretizationError, DeviceMismatchError, DTypeError, FuncgradError, GraphFreedError,
+                     ShapeError, TracerLeakError, ViewError)
+from .ops import *  # noqa: F403
+from .ops import linalg as _linalg_ops
+from .primitives import Primitive, ShapedArray, bind, registry
+
+__version__ = "0.1.0"
+__array_api_version__ = "2023.12"
+
+bool_ = bool
+e = _math.e
+pi = _math.pi
+inf = _math.inf
+nan = _math.nan
+newaxis = None
+
+linalg = _NS(
+    norm=_linalg_ops.norm, vector_norm=_linalg_ops.vector_norm, matrix_norm=_linalg_ops.matrix_norm,
+    solve=_linalg_ops.solve, inv=_linalg_ops.inv, cholesky=_linalg_ops.cholesky,
+    matmul=_linalg_ops.matmul, matrix_transpose=_linalg_ops.matrix_transpose, vecdot=_linalg_ops.vecdot,
+    tensordot=_linalg_ops.tensordot, outer=_linalg_ops.outer,
+)
+"""``fg.linalg``: the array API linear-algebra extension (the differentiable subset)."""
+
+
+def __array_namespace_info__() -> _NS:
+    """Array API 2023.12 inspection: capabilities, devices and dtypes of this namespace."""
+    numeric = {d.name: d for d in _dtypes.all_dtypes}
+
+    def dtypes(*, device: object = None, kind: object = None) -> dict[str, DType]:
+        if kind is None:
+            return dict(numeric)
+        return {n: d for n, d in numeric.items() if isdtype(d, kind)}
+
+    return _NS(
+        capabilities=lambda: {"boolean indexing": True, "data-dependent shapes": True},
+        default_device=lambda: device("cpu"),
+        default_dtypes=lambda *, device=None: {"real floating": float32, "integral": int64,
+                                               "indexing": int64, "complex floating": None},
+        dtypes=dtypes,
+        devices=devices,
+    )
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

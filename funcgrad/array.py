@@ -1,0 +1,549 @@
+"""``Array``: immutable metadata (shape, strides, offset, dtype, device) over a ``Buffer``.
+
+Two classes split the work:
+
+* ``ArrayBase`` holds everything that is only *calls*: operators and methods
+  that forward to the ``fg.*`` functions. Anything array-like that the
+  transforms add later (tracers) inherits it, so ``x + 1`` means one thing.
+* ``Array`` is the concrete array. Its backend array (``_data``, a NumPy or
+  CuPy array with exactly this view's shape and strides) is built once, when the
+  array is made: kernel outputs *are* their backend array, and a view builds
+  its own from the buffer. So the eager path never re-derives a view.
+
+Nothing ever writes into a buffer after it is made, so views are always safe to
+share. ``x[...] = v`` raises; ``x.at[...].set(v)`` returns a new array.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import dtypes as _dt
+from .backends.buffer import Buffer
+from .backends.device import CPU, Device
+from .backends.device import device as _as_device
+from .primitives import core as _core
+from .primitives.core import Layout, Primitive, ShapedArray, fmt_shape
+
+__all__ = ["Array", "ArrayBase"]
+
+_NP_TO_DTYPE = _dt._BY_NP
+_generic = np.generic
+
+
+# The fg.* functions (funcgrad.ops) import this module, so they are reached
+# through this global, which funcgrad.ops fills in when it loads.
+_o: Any = None
+
+
+class ArrayBase:
+    """Operators and NumPy-style methods shared by every array-like in funcgrad."""
+
+    __slots__ = ()
+    __array_priority__ = 100.0  # ndarray (op) Array defers to Array's reflected operator
+
+    # subclasses provide: shape, dtype, device, ndim, size
+
+    # -- arithmetic ----------------------------------------------------------
+    def __add__(self, other: Any) -> Any: return _o.add(self, other)
+    def __radd__(self, other: Any) -> Any: return _o.add(other, self)
+    def __sub__(self, other: Any) -> Any: return _o.subtract(self, other)
+    def __rsub__(self, other: Any) -> Any: return _o.subtract(other, self)
+    def __mul__(self, other: Any) -> Any: return _o.multiply(self, other)
+    def __rmul__(self, other: Any) -> Any: return _o.multiply(other, self)
+    def __truediv__(self, other: Any) -> Any: return _o.divide(self, other)
+    def __rtruediv__(self, other: Any) -> Any: return _o.divide(other, self)
+    def __floordiv__(self, other: Any) -> Any: return _o.floor_divide(self, other)
+    def __rfloordiv__(self, other: Any) -> Any: return _o.floor_divide(other, self)
+    def __mod__(self, other: Any) -> Any: return _o.remainder(self, other)
+    def __rmod__(self, other: Any) -> Any: return _o.remainder(other, self)
+    def __pow__(self, other: Any) -> Any: return _o.power(self, other)
+    def __rpow__(self, other: Any) -> Any: return _o.power(other, self)
+    def __matmul__(self, other: Any) -> Any: return _o.matmul(self, other)
+    def __rmatmul__(self, other: Any) -> Any: return _o.matmul(other, self)
+    def __neg__(self) -> Any: return _o.negative(self)
+    def __pos__(self) -> Any: return self
+    def __abs__(self) -> Any: return _o.abs(self)
+    def __invert__(self) -> Any: return _o.bitwise_invert(self)
+    def __and__(self, other: Any) -> Any: return _o.bitwise_and(self, other)
+    def __rand__(self, other: Any) -> Any: return _o.bitwise_and(other, self)
+    def __or__(self, other: Any) -> Any: return _o.bitwise_or(self, other)
+    def __ror__(self, other: Any) -> Any: return _o.bitwise_or(other, self)
+    def __xor__(self, other: Any) -> Any: return _o.bitwise_xor(self, other)
+    def __rxor__(self, other: Any) -> Any: return _o.bitwise_xor(other, self)
+    def __lshift__(self, other: Any) -> Any: return _o.bitwise_left_shift(self, other)
+    def __rlshift__(self, other: Any) -> Any: return _o.bitwise_left_shift(other, self)
+    def __rshift__(self, other: Any) -> Any: return _o.bitwise_right_shift(self, other)
+    def __rrshift__(self, other: Any) -> Any: return _o.bitwise_right_shift(other, self)
+
+    # -- comparison (elementwise, as in NumPy) -------------------------------
+    def __eq__(self, other: Any) -> Any: return _o.equal(self, other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any: return _o.not_equal(self, other)  # type: ignore[override]
+    def __lt__(self, other: Any) -> Any: return _o.less(self, other)
+    def __le__(self, other: Any) -> Any: return _o.less_equal(self, other)
+    def __gt__(self, other: Any) -> Any: return _o.greater(self, other)
+    def __ge__(self, other: Any) -> Any: return _o.greater_equal(self, other)
+    __hash__ = object.__hash__  # identity, as torch.Tensor: arrays can key dicts and sets
+
+    # -- immutability --------------------------------------------------------
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise TypeError(
+            "funcgrad arrays are immutable: `x[index] = value` cannot change x. "
+            "Use `x = x.at[index].set(value)`, which returns a new array (also .add, .multiply, .min, .max)."
+        )
+
+    def __getitem__(self, index: Any) -> Any:
+        return _o.getitem(self, index)
+
+    @property
+    def at(self) -> _AtIndexer:
+        """Functional updates: ``x.at[idx].set(v)``, ``.add``, ``.multiply``, ``.min``, ``.max``, ``.get()``."""
+        return _AtIndexer(self)
+
+    # -- shape ----------------------------------------------------------------
+    @property
+    def T(self) -> Any:
+        return _o.transpose(self)
+
+    @property
+    def mT(self) -> Any:
+        return _o.matrix_transpose(self)
+
+    def reshape(self, *shape: Any) -> Any:
+        return _o.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+
+    def transpose(self, *axes: Any) -> Any:
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return _o.transpose(self, axes or None)
+
+    def permute(self, *dims: Any) -> Any:
+        return self.transpose(*dims)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Any:
+        return _o.swapaxes(self, axis1, axis2)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        return _o.squeeze(self, axis)
+
+    def expand_dims(self, axis: Any) -> Any:
+        return _o.expand_dims(self, axis)
+
+    unsqueeze = expand_dims
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        return _o.flatten(self, start_dim, end_dim)
+
+    def ravel(self) -> Any:
+        return _o.reshape(self, (-1,))
+
+    def flip(self, axis: Any = None) -> Any:
+        return _o.flip(self, axis)
+
+    def broadcast_to(self, shape: Any) -> Any:
+        return _o.broadcast_to(self, shape)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        return _o.diagonal(self, offset, axis1, axis2)
+
+    def split(self, indices_or_sections: Any, axis: int = 0) -> Any:
+        return _o.split(self, indices_or_sections, axis)
+
+    def chunk(self, chunks: int, dim: int = 0) -> Any:
+        return _o.chunk(self, chunks, dim)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        return _o.repeat(self, repeats, axis)
+
+    def take(self, indices: Any, axis: Any = None) -> Any:
+        return _o.take(self, indices, axis)
+
+    def astype(self, dtype: Any, copy: bool = True) -> Any:
+        return _o.astype(self, dtype, copy=copy)
+
+    # -- reductions and math as methods (NumPy names) -------------------------
+    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+        return _o.sum(self, axis, keepdims=keepdims, dtype=dtype)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.mean(self, axis, keepdims=keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.prod(self, axis, keepdims=keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.max(self, axis, keepdims=keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.min(self, axis, keepdims=keepdims)
+
+    def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.argmax(self, axis, keepdims=keepdims)
+
+    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.argmin(self, axis, keepdims=keepdims)
+
+    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        return _o.var(self, axis, ddof=ddof, keepdims=keepdims)
+
+    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        return _o.std(self, axis, ddof=ddof, keepdims=keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.any(self, axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return _o.all(self, axis, keepdims=keepdims)
+
+    def cumsum(self, axis: Any = None) -> Any:
+        return _o.cumsum(self, axis)
+
+    def clip(self, min: Any = None, max: Any = None) -> Any:
+        return _o.clip(self, min, max)
+
+    def round(self, decimals: int = 0) -> Any:
+        return _o.round(self, decimals)
+
+    def dot(self, other: Any) -> Any:
+        return _o.dot(self, other)
+
+    def sort(self, axis: int = -1, descending: bool = False) -> Any:
+        return _o.sort(self, axis=axis, descending=descending)
+
+    def argsort(self, axis: int = -1, descending: bool = False) -> Any:
+        return _o.argsort(self, axis=axis, descending=descending)
+
+    def exp(self) -> Any: return _o.exp(self)
+    def log(self) -> Any: return _o.log(self)
+    def sqrt(self) -> Any: return _o.sqrt(self)
+    def tanh(self) -> Any: return _o.tanh(self)
+    def sigmoid(self) -> Any: return _o.sigmoid(self)
+    def abs(self) -> Any: return _o.abs(self)
+
+    def __array_namespace__(self, api_version: str | None = None) -> Any:
+        if api_version not in (None, "2023.12", "2022.12", "2021.12"):
+            raise ValueError(f"funcgrad implements the array API 2023.12, not {api_version!r}")
+        import funcgrad
+
+        return funcgrad
+
+
+class Array(ArrayBase):
+    """An immutable n-dimensional array: a view over a ``Buffer`` on one device."""
+
+    __slots__ = ("_data", "_dtype", "_device", "_buf", "_layout", "__weakref__")
+
+    _data: Any
+    _dtype: _dt.DType
+    _device: Device
+    _buf: Buffer
+    _layout: Layout | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("create arrays with fg.array(...), fg.asarray(...) or fg.from_numpy(...)")
+
+    # -- construction (internal) ----------------------------------------------
+    @staticmethod
+    def _from_kernel(out: Any, device: Device) -> Array:
+        """Wrap a freshly allocated backend array (a kernel's output) without copying."""
+        return wrap_kernel_output(out, device)
+
+    @staticmethod
+    def _view_of(base: Array, layout: Layout) -> Array:
+        """A new array over ``base``'s buffer with ``layout`` (no copy)."""
+        a = object.__new__(Array)
+        buf = base._buf
+        a._data = base._device.backend.view(buf.flat, layout.shape, layout.strides, layout.offset)
+        a._dtype = base._dtype
+        a._device = base._device
+        a._buf = buf
+        a._layout = layout
+        return a
+
+    @staticmethod
+    def _apply_view(prim: Primitive, x: Array, params: dict[str, Any]) -> Array:
+        layout = prim.view(x._layout_obj(), **params)  # type: ignore[misc]
+        if layout is None:  # only reshape: the elements are not in a viewable order
+            from .primitives.elementwise import copy_p
+
+            x = _core.eager(copy_p, (x,), {})
+            layout = prim.view(x._layout_obj(), **params)  # type: ignore[misc]
+        return Array._view_of(x, layout)
+
+    def _layout_obj(self) -> Layout:
+        layout = self._layout
+        if layout is None:
+            flat, offset, strides = self._device.backend.flat_span(self._data)
+            if self._buf._flat is None:
+                self._buf._flat = flat
+            layout = self._layout = Layout(tuple(self._data.shape), strides, offset)
+        return layout
+
+    # -- metadata ---------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape  # type: ignore[no-any-return]
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim  # type: ignore[no-any-return]
+
+    @property
+    def size(self) -> int:
+        return int(self._data.size)
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self._dtype.itemsize
+
+    @property
+    def aval(self) -> ShapedArray:
+        return ShapedArray(self.shape, self._dtype, self._device)
+
+    @property
+    def buffer(self) -> Buffer:
+        """The flat memory this array is a view of (shared by all its views)."""
+        return self._buf
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Element strides, as ``torch.Tensor.stride()`` (NumPy's are in bytes)."""
+        strides = self._layout_obj().strides
+        return strides if dim is None else strides[dim]
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides (not bytes): the same as ``stride()``."""
+        return self._layout_obj().strides
+
+    def storage_offset(self) -> int:
+        """Where element ``[0, ..., 0]`` sits in the buffer, in elements."""
+        return self._layout_obj().offset
+
+    def is_contiguous(self) -> bool:
+        """Row-major with no gaps (sizes-1 axes may have any stride, as in PyTorch)."""
+        expected = 1
+        layout = self._layout_obj()
+        for d, s in zip(reversed(layout.shape), reversed(layout.strides)):
+            if d != 1:
+                if s != expected:
+                    return False
+                expected *= d
+        return True
+
+    def contiguous(self) -> Array:
+        """This array if already contiguous, else a row-major copy."""
+        if self.is_contiguous():
+            return self
+        from .primitives.elementwise import copy_p
+
+        return _core.bind(copy_p, self)  # type: ignore[no-any-return]
+
+    def view(self, *shape: Any) -> Array:
+        """Reinterpret as ``shape`` without copying; ``ViewError`` if the strides forbid it."""
+        from .primitives.shape import strict_view
+
+        sizes = _o.resolve_shape("view", shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+                                     else shape, self.size)
+        return Array._view_of(self, strict_view(self._layout_obj(), sizes))
+
+    # -- conversion -------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A read-only NumPy view of the same memory (CPU arrays only)."""
+        if self._device is not CPU:
+            raise TypeError(f"numpy(): the array is on {self._device}; call x.to('cpu').numpy() to copy it to the host")
+        out = self._data.view()
+        out.flags.writeable = False
+        return out
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if self._device is not CPU:
+            raise TypeError(f"cannot convert an array on {self._device} to NumPy implicitly; use x.to('cpu')")
+        out = self.numpy()
+        if dtype is not None and np.dtype(dtype) != out.dtype:
+            return out.astype(dtype)
+        return out.copy() if copy else out
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        kwargs: dict[str, Any] = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if copy is not None:
+            kwargs["copy"] = copy
+        if stream is not None:
+            kwargs["stream"] = stream
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._data.__dlpack_device__()  # type: ignore[no-any-return]
+
+    def _host(self) -> np.ndarray:
+        return self._data if self._device is CPU else self._device.backend.to_host(self._data)
+
+    def item(self) -> Any:
+        """The single element as a Python scalar."""
+        if self.size != 1:
+            raise ValueError(f"item(): only an array with one element converts to a Python scalar, "
+                             f"got shape {fmt_shape(self.shape)}")
+        return self._python(self._host().reshape(()))
+
+    def _python(self, host: np.ndarray) -> Any:
+        if self._dtype is _dt.bfloat16 or self._dtype is _dt.float16:
+            host = host.astype(np.float32)
+        return host.item() if host.ndim == 0 else host.tolist()
+
+    def tolist(self) -> Any:
+        """Nested Python lists of Python scalars."""
+        return self._python(self._host())
+
+    def to(self, target: Any, dtype: Any = None) -> Array:
+        """Move to a device (``"cpu"``, ``"gpu"``, ``"cuda:1"``) and/or cast to a dtype.
+        Returns ``self`` when nothing changes."""
+        out: Array = self
+        if dtype is not None or isinstance(target, (_dt.DType, type, np.dtype)) or (
+            isinstance(target, str) and target in _dt._BY_NAME
+        ):
+            cast_to = dtype if dtype is not None else target
+            out = out.astype(cast_to, copy=False)
+            if dtype is None:
+                return out
+        return out._to_device(_as_device(target))
+
+    def _to_device(self, dst: Device) -> Array:
+        src = self._device
+        if dst is src:
+            return self
+        if src.kind != "cpu" and dst.kind != "cpu":
+            moved = dst.backend.from_other_gpu(self._data)  # type: ignore[attr-defined]
+        else:
+            moved = dst.backend.from_host(np.ascontiguousarray(src.backend.to_host(self._data)))
+            if moved is self._data:  # host -> host never happens (dst is not src), but never alias
+                moved = moved.copy()
+        return Array._from_kernel(moved, dst)
+
+    def cpu(self) -> Array:
+        return self._to_device(CPU)
+
+    # -- Python protocol --------------------------------------------------------
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"the truth value of an array of shape {fmt_shape(self.shape)} is ambiguous; "
+                             "use .any() or .all()")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, got {self._dtype}")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __repr__(self) -> str:
+        host = self._host()
+        if self._dtype is _dt.bfloat16:
+            host = host.astype(np.float32)
+        body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
+        return f"Array({body}, dtype={self._dtype}, device={self._device})"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return str(self)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("funcgrad arrays do not pickle; use fg.save / fg.load (a pickle-free format)")
+
+
+def wrap_kernel_output(out: Any, device: Device) -> Array:
+    """The array over a kernel's freshly allocated output: no copy, no view built.
+    (A plain function, not a method: it runs once per eager operation.)"""
+    if isinstance(out, _generic):
+        out = np.asarray(out)
+    a = _new(Array)
+    a._data = out
+    dtype = _NP_TO_DTYPE.get(out.dtype)
+    a._dtype = dtype if dtype is not None else _dt.from_numpy_dtype(out.dtype)
+    a._device = device
+    a._buf = Buffer(out, device)
+    a._layout = None  # derived from _data when first asked: it owns its buffer
+    return a
+
+
+_new = object.__new__
+
+
+class _AtIndexer:
+    __slots__ = ("_x",)
+
+    def __init__(self, x: Any) -> None:
+        self._x = x
+
+    def __getitem__(self, index: Any) -> _AtRef:
+        return _AtRef(self._x, index)
+
+
+class _AtRef:
+    """``x.at[index]``: the functional counterpart of ``x[index] op= value``."""
+
+    __slots__ = ("_x", "_index")
+
+    def __init__(self, x: Any, index: Any) -> None:
+        self._x = x
+        self._index = index
+
+    def get(self) -> Any:
+        return self._x[self._index]
+
+    def set(self, values: Any) -> Any:
+        return _o.scatter(self._x, self._index, values, "set")
+
+    def add(self, values: Any) -> Any:
+        return _o.scatter(self._x, self._index, values, "add")
+
+    def multiply(self, values: Any) -> Any:
+        return _o.scatter(self._x, self._index, values, "multiply")
+
+    def min(self, values: Any) -> Any:
+        return _o.scatter(self._x, self._index, values, "min")
+
+    def max(self, values: Any) -> Any:
+        return _o.scatter(self._x, self._index, values, "max")
+
+
+_core._Array = Array
+_core._wrap = wrap_kernel_output

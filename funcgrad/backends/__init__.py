@@ -1,0 +1,24 @@
+"""Backends: where buffers live and kernels run.
+
+``Device`` objects name places; each lazily owns a backend implementing the
+small protocol in ``base.py`` (NumPy for ``cpu``, CuPy for ``gpu:N``).
+"""
+
+from __future__ import annotations
+
+from .base import ArrayModuleBackend, Backend
+from .buffer import Buffer
+from .device import CPU, Device, DeviceUnavailableError, device, devices
+
+__all__ = ["ArrayModuleBackend", "Backend", "Buffer", "CPU", "Device", "DeviceUnavailableError",
+           "device", "devices", "load_backend"]
+
+
+def load_backend(dev: Device) -> Backend:
+    if dev.kind == "cpu":
+        from .numpy_backend import NumpyBackend
+
+        return NumpyBackend(dev)
+    from .cupy_backend import CupyBackend
+
+    return CupyBackend(dev)

@@ -1,0 +1,94 @@
+"""The backend protocol: what funcgrad needs from an array library.
+
+A backend materialises strided views of buffers without copying, runs kernels,
+and moves data to and from the host. NumPy and CuPy share nearly all of it, so
+``ArrayModuleBackend`` implements the protocol once over an array module ``xp``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from .device import Device
+
+__all__ = ["Backend", "ArrayModuleBackend"]
+
+
+class Backend(Protocol):
+    device: Device
+    xp: Any
+
+    def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any: ...
+    def flat_span(self, arr: Any) -> tuple[Any, int, tuple[int, ...]]: ...
+    def kernel(self, spec: Any) -> Callable[..., Any]: ...
+    def from_host(self, host: np.ndarray) -> Any: ...
+    def to_host(self, arr: Any) -> np.ndarray: ...
+    def synchronize(self) -> None: ...
+
+
+class ArrayModuleBackend:
+    """The protocol implemented over a NumPy-compatible module (NumPy or CuPy)."""
+
+    def __init__(self, device: Device, xp: Any) -> None:
+        self.device = device
+        self.xp = xp
+
+    # -- layout ------------------------------------------------------------
+    def flat_span(self, arr: Any) -> tuple[Any, int, tuple[int, ...]]:
+        """(flat, offset, strides): a 1-D view over all memory ``arr`` spans,
+        and ``arr``'s offset and element strides within it. Never copies."""
+        item = arr.itemsize
+        if arr.size == 0:
+            return self.xp.empty((0,), arr.dtype), 0, (0,) * arr.ndim
+        if any(s % item for s in arr.strides):
+            raise ValueError("strides are not a multiple of the item size")
+        strides = tuple(s // item for s in arr.strides)
+        low = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s < 0)
+        high = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s > 0)
+        span = high - low + 1
+        if span == arr.size and low == 0:  # compact, positive strides: a plain ravel is a view
+            flat = arr.ravel(order="K")
+            if self._shares_start(flat, arr):
+                return flat, 0, strides
+        corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(arr.shape, strides))]
+        flat = self.xp.lib.stride_tricks.as_strided(corner, shape=(span,), strides=(item,))
+        return flat, -low, strides
+
+    @staticmethod
+    def _shares_start(flat: Any, arr: Any) -> bool:
+        return bool(flat.__array_interface__["data"][0] == arr.__array_interface__["data"][0])
+
+    def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        item = flat.itemsize
+        return np.ndarray(
+            shape, flat.dtype, buffer=flat, offset=offset * item, strides=tuple(s * item for s in strides)
+        )
+
+    # -- kernels -----------------------------------------------------------
+    def kernel(self, spec: Any) -> Callable[..., Any]:
+        """Resolve a primitive's kernel spec: a name in ``xp`` or ``f(xp, *args)``."""
+        if isinstance(spec, str):
+            return getattr(self.xp, spec)
+        xp = self.xp
+
+        def run(*args: Any, **params: Any) -> Any:
+            return spec(xp, *args, **params)
+
+        run.__name__ = getattr(spec, "__name__", "kernel")
+        return run
+
+    # -- data movement -----------------------------------------------------
+    def from_host(self, host: np.ndarray) -> Any:
+        return host
+
+    def to_host(self, arr: Any) -> np.ndarray:
+        return arr
+
+    def synchronize(self) -> None:
+        pass
+
+    # -- creation ----------------------------------------------------------
+    def asarray(self, value: Any, dtype: Any) -> Any:
+        return self.xp.array(value, dtype=dtype)

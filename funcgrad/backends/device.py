@@ -1,0 +1,122 @@
+"""Device objects: where a buffer lives.
+
+A ``Device`` is a small interned value (``cpu``, ``gpu:0``): two arrays are on the
+same device exactly when their devices are the same object, so the eager path
+checks devices with ``is``. Each device carries its memory counters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import FuncgradError
+
+if TYPE_CHECKING:
+    from .base import Backend
+
+__all__ = ["Device", "DeviceUnavailableError", "device", "devices", "MemoryStats"]
+
+
+class DeviceUnavailableError(FuncgradError, RuntimeError):
+    """The requested device cannot be used here (no CuPy, or no GPU)."""
+
+
+class MemoryStats:
+    """Live and peak bytes of the buffers on one device."""
+
+    __slots__ = ("allocated", "peak")
+
+    def __init__(self) -> None:
+        self.allocated = 0
+        self.peak = 0
+
+
+class Device:
+    """A place where buffers live and kernels run. Use ``fg.device(...)`` to get one."""
+
+    __slots__ = ("kind", "index", "stats", "_backend")
+
+    def __init__(self, kind: str, index: int) -> None:
+        self.kind = kind
+        self.index = index
+        self.stats = MemoryStats()
+        self._backend: Backend | None = None
+
+    @property
+    def backend(self) -> Backend:
+        """The backend that runs kernels here (created on first use)."""
+        if self._backend is None:
+            from . import load_backend
+
+            self._backend = load_backend(self)
+        return self._backend
+
+    @property
+    def platform(self) -> str:
+        return self.kind
+
+    def __repr__(self) -> str:
+        return "cpu" if self.kind == "cpu" else f"{self.kind}:{self.index}"
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                return device(other) is self
+            except (ValueError, DeviceUnavailableError):
+                return False
+        return other is self
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.index))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (device, (repr(self),))
+
+
+_DEVICES: dict[tuple[str, int], Device] = {}
+CPU = Device("cpu", 0)
+_DEVICES["cpu", 0] = CPU
+_ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+
+
+def device(spec: Any = "cpu") -> Device:
+    """Look up a device: ``"cpu"``, ``"gpu"``, ``"gpu:1"``; ``"cuda"`` is an alias of ``"gpu"``.
+
+    Asking for a GPU checks that CuPy and a GPU are present and says which is missing.
+    """
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return CPU
+    if not isinstance(spec, str):
+        # torch.device and similar objects print as "cuda:0"
+        spec = str(spec)
+    name, _, idx = spec.strip().lower().partition(":")
+    kind = _ALIASES.get(name)
+    if kind is None:
+        raise ValueError(f"device: unknown device {spec!r}; expected 'cpu', 'gpu', 'gpu:N' or 'cuda'")
+    try:
+        index = int(idx) if idx else 0
+    except ValueError:
+        raise ValueError(f"device: bad device index in {spec!r}") from None
+    if kind == "cpu":
+        if index != 0:
+            raise ValueError(f"device: there is one cpu device, got {spec!r}")
+        return CPU
+    found = _DEVICES.get((kind, index))
+    if found is None:
+        from .cupy_backend import check_gpu
+
+        check_gpu(index)
+        found = _DEVICES.setdefault((kind, index), Device(kind, index))
+    return found
+
+
+def devices() -> list[Device]:
+    """The devices usable in this process: the CPU, then every GPU CuPy can see."""
+    from .cupy_backend import gpu_count
+
+    return [CPU] + [device(f"gpu:{i}") for i in range(gpu_count())]

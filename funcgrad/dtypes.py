@@ -1,0 +1,253 @@
+"""Named dtypes and NumPy-2 type promotion.
+
+funcgrad has its own small set of dtype objects (``fg.float32`` ...) so that
+reprs read well and the promotion table is ours to pin down. Each wraps the
+NumPy dtype the kernels use (bfloat16 comes from ml-dtypes) and compares equal
+to it, so ``x.dtype == np.float32`` and ``np.dtype(fg.float32)`` both work.
+
+Promotion follows NumPy 2 between arrays. Python scalars are *weak*: they take
+the array's dtype when their kind fits (``f32 * 2.0 -> f32``, ``i8 + 1 -> i8``);
+when they do not, they bring the default dtype of their kind, as in PyTorch and
+JAX (``int64 * 2.5 -> float32``; NumPy would give float64). See docs/arrays.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .errors import DTypeError
+
+__all__ = [
+    "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float16",
+    "bfloat16", "float32", "float64", "as_dtype", "result_type", "promote",
+    "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
+    "default_float", "default_int",
+]
+
+
+class DType:
+    """One element type. Compares (and hashes) equal to its NumPy dtype."""
+
+    __slots__ = ("name", "np", "kind", "itemsize")
+
+    def __init__(self, name: str, np_dtype: Any) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.kind = "f" if name == "bfloat16" else self.np.kind  # b, i, u, f
+        self.itemsize = self.np.itemsize
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The NumPy dtype; lets ``np.dtype(fg.float32)`` work."""
+        return self.np
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind == "f"
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, DType):
+            return False
+        try:
+            return self.np == np.dtype(other)  # type: ignore[arg-type]
+        except TypeError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.np)
+
+    def __reduce__(self) -> str:
+        return self.name
+
+
+bool_ = DType("bool", np.bool_)
+int8 = DType("int8", np.int8)
+int16 = DType("int16", np.int16)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+uint8 = DType("uint8", np.uint8)
+float16 = DType("float16", np.float16)
+bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+
+all_dtypes: tuple[DType, ...] = (
+    bool_, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64
+)
+default_float = float32
+default_int = int64
+
+_BY_NP: dict[np.dtype, DType] = {d.np: d for d in all_dtypes}
+_BY_NAME: dict[str, DType] = {d.name: d for d in all_dtypes}
+_BY_NAME["bool_"] = bool_
+_BY_PYTYPE: dict[type, DType] = {bool: bool_, int: int64, float: float32}
+
+
+def as_dtype(value: Any, *, op: str = "dtype") -> DType:
+    """Turn anything dtype-like (``fg.float32``, ``np.float32``, ``"float32"``,
+    ``float``) into a funcgrad ``DType``, or raise ``DTypeError``."""
+    if isinstance(value, DType):
+        return value
+    found = _BY_PYTYPE.get(value) if isinstance(value, type) else None
+    if found is not None:
+        return found
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    try:
+        found = _BY_NP.get(np.dtype(value))
+    except TypeError:
+        found = None
+    if found is None:
+        names = ", ".join(d.name for d in all_dtypes)
+        raise DTypeError(f"{op}: unsupported dtype {value!r}; funcgrad supports {names}")
+    return found
+
+
+def from_numpy_dtype(np_dtype: np.dtype, *, op: str = "dtype") -> DType:
+    """Fast lookup for dtypes coming from kernels."""
+    found = _BY_NP.get(np_dtype)
+    if found is None:
+        return as_dtype(np_dtype, op=op)
+    return found
+
+
+# ---- promotion ------------------------------------------------------------
+
+def _numpy_like_promotion(a: DType, b: DType) -> DType:
+    if a is bfloat16 or b is bfloat16:
+        other = b if a is bfloat16 else a
+        # bfloat16 behaves like float16 does in NumPy, but meets float16 at float32.
+        if other is bfloat16:
+            return bfloat16
+        if other is float16:
+            return float32
+        via_f16 = from_numpy_dtype(np.result_type(other.np, np.float16))
+        return bfloat16 if via_f16 is float16 else via_f16
+    return from_numpy_dtype(np.result_type(a.np, b.np))
+
+
+_PROMOTE: dict[tuple[DType, DType], DType] = {
+    (a, b): _numpy_like_promotion(a, b) for a in all_dtypes for b in all_dtypes
+}
+
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The dtype of a binary operation between arrays of dtypes ``a`` and ``b``."""
+    return _PROMOTE[a, b]
+
+
+def weak_result(dtype: DType, scalar: Any) -> DType:
+    """The dtype of ``array(dtype) op scalar`` for a Python scalar (weak typing)."""
+    scalar_type = _BY_PYTYPE.get(type(scalar))
+    if scalar_type is None:
+        if isinstance(scalar, (bool, np.bool_)):
+            scalar_type = bool_
+        elif isinstance(scalar, (int, np.integer)):
+            scalar_type = int64
+        elif isinstance(scalar, (float, np.floating)):
+            scalar_type = float32
+        else:
+            raise DTypeError(f"unsupported scalar {scalar!r} of type {type(scalar).__name__}")
+    if _KIND_ORDER[scalar_type.kind] <= _KIND_ORDER[dtype.kind]:
+        return dtype
+    return scalar_type
+
+
+def result_type(*arrays_and_dtypes: Any) -> DType:
+    """Array API ``result_type``: promote arrays, dtypes and (weak) Python scalars."""
+    strong: DType | None = None
+    weak: list[Any] = []
+    for item in arrays_and_dtypes:
+        if isinstance(item, (bool, int, float)):
+            weak.append(item)
+            continue
+        d = item.dtype if hasattr(item, "shape") else item
+        d = as_dtype(d, op="result_type")
+        strong = d if strong is None else promote(strong, d)
+    if strong is None:
+        if not weak:
+            raise ValueError("result_type: at least one array or dtype is required")
+        strong = as_dtype(type(weak[0]))
+        weak = weak[1:]
+    for w in weak:
+        strong = weak_result(strong, w)
+    return strong
+
+
+def can_cast(from_: Any, to: Any, /) -> bool:
+    """Array API ``can_cast``: whether ``from_`` promotes to ``to`` without loss."""
+    src = as_dtype(from_.dtype if hasattr(from_, "shape") else from_, op="can_cast")
+    dst = as_dtype(to, op="can_cast")
+    return promote(src, dst) is dst
+
+
+def isdtype(dtype: Any, kind: Any) -> bool:
+    """Array API ``isdtype``."""
+    d = as_dtype(dtype, op="isdtype")
+    if isinstance(kind, tuple):
+        return any(isdtype(d, k) for k in kind)
+    if not isinstance(kind, str):
+        return d is as_dtype(kind, op="isdtype")
+    table = {
+        "bool": d.kind == "b",
+        "signed integer": d.kind == "i",
+        "unsigned integer": d.kind == "u",
+        "integral": d.kind in "iu",
+        "real floating": d.kind == "f",
+        "complex floating": False,
+        "numeric": d.kind in "iuf",
+    }
+    if kind not in table:
+        raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {sorted(table)}")
+    return table[kind]
+
+
+class finfo:
+    """Machine limits of a floating dtype (array API ``finfo``)."""
+
+    def __init__(self, dtype: Any) -> None:
+        if hasattr(dtype, "shape"):
+            dtype = dtype.dtype
+        d = as_dtype(dtype, op="finfo")
+        if d.kind != "f":
+            raise DTypeError(f"finfo: {d} is not a floating dtype; use iinfo")
+        info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
+        self.dtype = d
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return f"finfo(dtype={self.dtype}, eps={self.eps}, min={self.min}, max={self.max})"
+
+
+class iinfo:
+    """Limits of an integer dtype (array API ``iinfo``)."""
+
+    def __init__(self, dtype: Any) -> None:
+        if hasattr(dtype, "shape"):
+            dtype = dtype.dtype
+        d = as_dtype(dtype, op="iinfo")
+        if d.kind not in "iu":
+            raise DTypeError(f"iinfo: {d} is not an integer dtype; use finfo")
+        info = np.iinfo(d.np)
+        self.dtype = d
+        self.bits = int(info.bits)
+        self.max = int(info.max)
+        self.min = int(info.min)
+
+    def __repr__(self) -> str:
+        return f"iinfo(dtype={self.dtype}, min={self.min}, max={self.max})"

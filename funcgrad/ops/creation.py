@@ -1,0 +1,232 @@
+"""Creating arrays: from Python data, NumPy, DLPack, and the NumPy creation functions.
+
+Defaults (documented in docs/arrays.md): Python floats become float32 and
+Python ints int64, like PyTorch; NumPy arrays keep their dtype. ``array``
+always copies, ``from_numpy`` never does, ``asarray`` copies only what it must
+(a NumPy array is copied so a later write to it cannot reach funcgrad).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..array import Array, ArrayBase
+from ..backends.device import CPU, Device
+from ..backends.device import device as _as_device
+from ..errors import DTypeError, ShapeError
+
+__all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
+           "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri", "meshgrid"]
+
+
+def _contains_arrays(obj: Any) -> bool:
+    return isinstance(obj, (list, tuple)) and any(isinstance(o, (ArrayBase, np.ndarray, np.generic)) for o in obj)
+
+
+def _host_array(obj: Any, dtype: _dt.DType | None, op: str) -> np.ndarray:
+    """Python data -> a fresh NumPy array with funcgrad's default dtypes."""
+    if isinstance(obj, (list, tuple)) and any(isinstance(o, Array) and o.device is not CPU for o in obj):
+        raise TypeError(f"{op}: nested GPU arrays; use fg.stack")
+    try:
+        host = np.array(obj, dtype=dtype.np if dtype is not None else None)
+    except ValueError as exc:
+        if "inhomogeneous" in str(exc) or "sequence" in str(exc):
+            raise ShapeError(f"{op}: ragged nested sequence (the rows have different lengths): {exc}") from None
+        raise ValueError(f"{op}: {exc}") from None
+    except OverflowError as exc:
+        raise DTypeError(f"{op}: {exc}") from None
+    if dtype is None:
+        if host.dtype == np.float64 and not isinstance(obj, (np.ndarray, np.generic)) and not _contains_arrays(obj):
+            host = host.astype(np.float32)
+        elif host.dtype.kind == "O":
+            raise DTypeError(f"{op}: cannot make an array of Python objects ({type(obj).__name__})")
+        elif host.dtype.kind in "US":
+            raise DTypeError(f"{op}: strings are not supported")
+    _dt.as_dtype(host.dtype, op=op)
+    return host
+
+
+def _place(host: np.ndarray, device: Device) -> Array:
+    if device is CPU:
+        return Array._from_kernel(host, CPU)
+    return Array._from_kernel(device.backend.from_host(host), device)
+
+
+def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True) -> Array:
+    """A new array holding a copy of ``obj`` (nested lists, scalars, NumPy or funcgrad arrays)."""
+    dt = None if dtype is None else _dt.as_dtype(dtype, op="array")
+    if isinstance(obj, Array):
+        out = obj.astype(dt, copy=copy) if dt is not None else (obj.astype(obj.dtype) if copy else obj)
+        return out.to(device) if device is not None else out
+    dev = _as_device(device)
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+        obj = from_dlpack(obj)
+        return array(obj, dt, device=device, copy=copy)
+    return _place(_host_array(obj, dt, "array"), dev)
+
+
+def asarray(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None) -> Any:
+    """Array API ``asarray``: return ``obj`` itself when it already fits, else convert."""
+    if isinstance(obj, ArrayBase):
+        out = obj if dtype is None else obj.astype(dtype, copy=bool(copy))
+        if copy and out is obj:
+            out = obj.astype(obj.dtype)
+        return out.to(device) if device is not None and isinstance(out, Array) else out
+    if copy is False:
+        if isinstance(obj, np.ndarray) and (dtype is None or _dt.as_dtype(dtype) == obj.dtype):
+            return from_numpy(obj).to(device) if device is not None else from_numpy(obj)
+        raise ValueError("asarray(copy=False): this input cannot be used without a copy")
+    return array(obj, dtype, device=device)
+
+
+def from_numpy(a: np.ndarray) -> Array:
+    """Zero-copy: the array shares ``a``'s memory. Do not write to ``a`` afterwards
+    (funcgrad assumes buffers never change)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(a).__name__}")
+    _dt.as_dtype(a.dtype, op="from_numpy")
+    if any(s % a.itemsize for s in a.strides):
+        a = a.copy()
+    return Array._from_kernel(a, CPU)
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
+    """Import any DLPack producer (PyTorch, JAX, CuPy, NumPy) zero-copy where possible."""
+    kind, index = x.__dlpack_device__()
+    if int(kind) == 1:  # kDLCPU
+        host = np.from_dlpack(x)
+        out = from_numpy(host.copy() if copy else host)
+    else:
+        gpu = _as_device(f"gpu:{index}")
+        raw = gpu.backend.xp.from_dlpack(x)
+        out = Array._from_kernel(raw.copy() if copy else raw, gpu)
+    return out.to(device) if device is not None else out
+
+
+def _resolve(dtype: Any, default: _dt.DType, op: str) -> _dt.DType:
+    return default if dtype is None else _dt.as_dtype(dtype, op=op)
+
+
+def _shape(shape: Any, op: str) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    try:
+        out = tuple(int(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in out):
+        raise ShapeError(f"{op}: negative dimension in shape {out}")
+    return out
+
+
+def _create(device: Any, make: Any) -> Array:
+    dev = _as_device(device)
+    if dev is CPU:
+        return Array._from_kernel(make(np), CPU)
+    return Array._from_kernel(dev.backend.kernel(make)(), dev)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    """An array of ``shape`` filled with ``fill_value`` (dtype inferred from it, weakly)."""
+    if dtype is None:
+        if isinstance(fill_value, ArrayBase):
+            dtype = fill_value.dtype
+            fill_value = fill_value.item()
+        else:
+            dtype = _dt.as_dtype(type(fill_value)) if isinstance(fill_value, (bool, int, float)) else \
+                _dt.as_dtype(np.asarray(fill_value).dtype, op="full")
+    dt = _dt.as_dtype(dtype, op="full")
+    sh = _shape(shape, "full")
+    return _create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
+
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    dt, sh = _resolve(dtype, _dt.float32, "zeros"), _shape(shape, "zeros")
+    return _create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
+
+
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    dt, sh = _resolve(dtype, _dt.float32, "ones"), _shape(shape, "ones")
+    return _create(device, lambda xp: xp.ones(sh, dtype=dt.np))
+
+
+def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    """Uninitialised in NumPy; here zeros, since an array can never be written later."""
+    return zeros(shape, dtype, device=device)
+
+
+def _like(x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], Any, Any]:
+    return tuple(x.shape), (x.dtype if dtype is None else dtype), (x.device if device is None else device)
+
+
+def zeros_like(x: Any, /, dtype: Any = None, *, device: Any = None) -> Array:
+    shape, dt, dev = _like(x, dtype, device)
+    return zeros(shape, dt, device=dev)
+
+
+def ones_like(x: Any, /, dtype: Any = None, *, device: Any = None) -> Array:
+    shape, dt, dev = _like(x, dtype, device)
+    return ones(shape, dt, device=dev)
+
+
+def empty_like(x: Any, /, dtype: Any = None, *, device: Any = None) -> Array:
+    return zeros_like(x, dtype, device=device)
+
+
+def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
+    shape, dt, dev = _like(x, dtype, device)
+    return full(shape, fill_value, dt, device=dev)
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None) -> Array:
+    """Like ``np.arange``; float arguments give float32 by default."""
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, stop, step))
+        dtype = _dt.float32 if is_float else _dt.int64
+    dt = _dt.as_dtype(dtype, op="arange")
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    return _create(device, lambda xp: xp.arange(start, stop, step, dtype=dt.np) if stop is not None
+                   else xp.arange(start, dtype=dt.np))
+
+
+def linspace(start: float, stop: float, num: int = 50, dtype: Any = None, *, device: Any = None,
+             endpoint: bool = True) -> Array:
+    dt = _resolve(dtype, _dt.float32, "linspace")
+    return _create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None) -> Array:
+    dt = _resolve(dtype, _dt.float32, "eye")
+    return _create(device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt.np))
+
+
+def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
+    dt = _resolve(dtype, _dt.float32, "tri")
+    return _create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
+    """Array API ``meshgrid`` from views: each output is a broadcast (stride-0) view."""
+    from .shaping import broadcast_to, reshape
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    n = len(arrays)
+    sizes = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, a in enumerate(arrays):
+        axis = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            axis = 1 - i
+        shape = [1] * n
+        shape[axis] = a.shape[0]
+        out.append(broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
+    return out
+
+

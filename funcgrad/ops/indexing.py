@@ -1,0 +1,206 @@
+"""``x[index]`` and ``x.at[index]``: basic indexing is views, advanced is a gather.
+
+``getitem`` splits an index the NumPy way. With only ints, slices, ``None``
+and ``...`` it becomes one ``slice`` view, then a ``squeeze`` for the ints and an
+``expand_dims`` for the ``None``s (all views). An integer array or a boolean
+mask makes it a ``gather`` copy. Bounds are checked here so an out-of-range
+index names the axis and the array's shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..array import Array, ArrayBase
+from ..errors import DTypeError, ShapeError
+from ..primitives.core import bind, fmt_shape
+from ..primitives.index import gather_p, scatter_p, take_along_axis_p
+from ..primitives.rules import normalize_axis
+from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
+from .elementwise import _cast, _single
+
+__all__ = ["getitem", "scatter", "take", "take_along_axis", "nonzero", "normalize_index"]
+
+
+def _is_int(i: Any) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _index_array(i: Any) -> Any:
+    if isinstance(i, ArrayBase):
+        return i
+    from .creation import asarray
+
+    return asarray(i)
+
+
+def normalize_index(x: Any, index: Any) -> list[Any]:
+    """One entry per axis (plus ``None``s): ints, slices, ``None`` or index arrays;
+    ``...`` expanded, boolean masks turned into integer arrays."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    entries: list[Any] = []
+    for i in index:
+        if i is None or i is Ellipsis or isinstance(i, slice) or _is_int(i):
+            entries.append(int(i) if _is_int(i) else i)
+        elif isinstance(i, (bool, np.bool_)):
+            raise IndexError("indexing with a Python bool is not supported; use a boolean array mask")
+        else:
+            arr = _index_array(i)
+            if arr.dtype is _dt.bool_:
+                if arr.ndim == 0:
+                    raise IndexError("0-d boolean masks are not supported")
+                entries.extend(nonzero(arr))  # a mask consumes arr.ndim axes
+            elif arr.dtype.kind in "iu":
+                entries.append(arr)
+            else:
+                raise DTypeError(f"getitem: index arrays must be integer or bool, got {arr.dtype}")
+    n_ellipsis = sum(1 for e in entries if e is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices: {consumed} for an array of shape {fmt_shape(x.shape)}")
+    fill = [slice(None)] * (x.ndim - consumed)
+    if n_ellipsis:
+        k = next(j for j, e in enumerate(entries) if e is Ellipsis)
+        entries = entries[:k] + fill + entries[k + 1:]
+    else:
+        entries = entries + fill
+    return entries
+
+
+def _check_int(i: int, axis: int, shape: tuple[int, ...]) -> int:
+    n = shape[axis]
+    if not -n <= i < n:
+        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n} "
+                         f"(array shape {fmt_shape(shape)})")
+    return i % n
+
+
+def getitem(x: Any, index: Any) -> Any:
+    x = _single(x)
+    entries = normalize_index(x, index)
+    if any(isinstance(e, ArrayBase) for e in entries):
+        return _gather(x, entries)
+    # basic indexing: slice -> squeeze ints -> expand Nones (views only)
+    shape = tuple(x.shape)
+    spec, squeeze_dims, new_axes = [], [], []
+    axis = 0
+    out_pos = 0
+    for e in entries:
+        if e is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        n = shape[axis]
+        if isinstance(e, slice):
+            spec.append(e.indices(n))
+            out_pos += 1
+        else:
+            i = _check_int(e, axis, shape)
+            spec.append((i, i + 1, 1))
+            squeeze_dims.append(axis)
+        axis += 1
+    out = x
+    if any(s != (0, n, 1) for s, n in zip(spec, shape)):
+        out = bind(slice_p, out, index=tuple(spec))
+    if squeeze_dims:
+        out = bind(squeeze_p, out, dimensions=tuple(squeeze_dims))
+    if new_axes:
+        out = bind(expand_dims_p, out, dimensions=tuple(new_axes))
+    if out is x:  # x[...] / x[:] is a fresh view object over the same buffer, as in NumPy
+        out = _same_view(x)
+    return out
+
+
+def _same_view(x: Any) -> Any:
+    if isinstance(x, Array):
+        return Array._view_of(x, x._layout_obj())
+    return x
+
+
+def _template(x: Any, entries: list[Any], *, op: str) -> tuple[tuple[tuple[Any, ...], ...], list[Any]]:
+    template: list[tuple[Any, ...]] = []
+    arrays: list[Any] = []
+    axis = 0
+    for e in entries:
+        if e is None:
+            template.append(("n",))
+            continue
+        if isinstance(e, slice):
+            template.append(("s", e.start, e.stop, e.step))
+        elif isinstance(e, ArrayBase):
+            if e.device is not x.device:
+                from ..errors import DeviceMismatchError
+
+                raise DeviceMismatchError(f"{op}: index array on {e.device}, array on {x.device}")
+            template.append(("a",))
+            arrays.append(e)
+        else:
+            template.append(("i", _check_int(e, axis, tuple(x.shape))))
+        axis += 1
+    return tuple(template), arrays
+
+
+def _gather(x: Any, entries: list[Any]) -> Any:
+    template, arrays = _template(x, entries, op="getitem")
+    return bind(gather_p, x, *arrays, template=template)
+
+
+def scatter(x: Any, index: Any, values: Any, mode: str) -> Any:
+    """``x.at[index].<mode>(values)``: a new array; ``x`` is unchanged.
+    ``add``/``multiply``/``min``/``max`` apply every duplicate index; ``set`` with
+    duplicates keeps one of the values (which one is unspecified, as in JAX)."""
+    x = _single(x)
+    entries = normalize_index(x, index)
+    if any(e is None for e in entries):
+        raise IndexError(f"at[...].{mode}: None (newaxis) is not allowed in an update index")
+    template, arrays = _template(x, entries, op=f"at[...].{mode}")
+    if isinstance(values, (bool, int, float)):
+        v: Any = values
+        if x.dtype.kind in "iu" and isinstance(values, float):
+            raise DTypeError(f"at[...].{mode}: float value {values} into an integer array of dtype {x.dtype}")
+    else:
+        v = _cast(_single(values), x.dtype)
+    return bind(scatter_p, x, v, *arrays, template=template, mode=mode)
+
+
+def nonzero(x: Any, /) -> tuple[Any, ...]:
+    """Indices of the true (non-zero) elements, one int64 array per axis. Needs concrete values."""
+    x = _single(x)
+    if not isinstance(x, Array):
+        from ..errors import ConcretizationError
+
+        raise ConcretizationError(f"nonzero: the output shape depends on the values of an abstract array "
+                                  f"{x.aval.str_short()}; use fg.where(mask, x, 0) instead of x[mask] under a transform")
+    from .creation import _create
+
+    idx = np.nonzero(x._host())
+    return tuple(_create(x.device, lambda xp, i=i: xp.asarray(i, dtype=np.int64)) for i in idx)
+
+
+def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
+    """``np.take``: gather along one axis (the flattened array when ``axis`` is ``None``)."""
+    x = _single(x)
+    if axis is None:
+        from .shaping import ravel
+
+        x, axis = ravel(x), 0
+    ax = normalize_axis("take", axis, x.ndim)
+    idx = _index_array(indices)
+    if idx.dtype.kind not in "iu":
+        raise DTypeError(f"take: indices must be integers, got {idx.dtype}")
+    entries = [slice(None)] * ax + [idx] + [slice(None)] * (x.ndim - ax - 1)
+    return _gather(x, entries)
+
+
+def take_along_axis(x: Any, indices: Any, /, axis: int = -1) -> Any:
+    x = _single(x)
+    idx = _index_array(indices)
+    if idx.ndim != x.ndim:
+        raise ShapeError(f"take_along_axis: indices of shape {fmt_shape(idx.shape)} need {x.ndim} dimensions")
+    return bind(take_along_axis_p, x, idx, axis=normalize_axis("take_along_axis", axis, x.ndim))

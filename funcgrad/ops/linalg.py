@@ -1,0 +1,186 @@
+"""Matrix products and ``fg.linalg`` (norm, solve, inv, cholesky, and array API names)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from .. import dtypes as _dt
+from ..array import Array
+from ..errors import ShapeError
+from ..primitives.core import bind, fmt_shape
+from ..primitives.linalg import cholesky_p, einsum_p, inv_p, matmul_p, solve_p
+from ..primitives.rules import normalize_axes
+from .elementwise import _promote, _single, abs, multiply, sqrt, power, square
+from .reductions import max, min, sum
+from .shaping import expand_dims, matrix_transpose, reshape
+
+__all__ = ["matmul", "dot", "vdot", "vecdot", "inner", "outer", "einsum", "tensordot", "norm", "vector_norm",
+           "matrix_norm", "solve", "inv", "cholesky", "matrix_transpose"]
+
+
+def _float_pair(op: str, a: Any, b: Any) -> tuple[Any, Any]:
+    return _promote(op, (a, b), floating=True)  # type: ignore[return-value]
+
+
+def matmul(a: Any, b: Any, /) -> Any:
+    """``a @ b`` with NumPy's rules (1-D operands, broadcast batch axes)."""
+    if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype:
+        return bind(matmul_p, a, b)
+    a, b = _promote("matmul", (a, b))
+    return bind(matmul_p, a, b)
+
+
+def dot(a: Any, b: Any, /) -> Any:
+    """``np.dot``: scalars multiply, 1-D/2-D are matmul, N-D contracts a's last axis with b's second-to-last."""
+    a, b = _single(a), _single(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    if b.ndim <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2]))
+
+
+def vdot(a: Any, b: Any, /) -> Any:
+    return dot(reshape(a, (-1,)), reshape(b, (-1,)))
+
+
+def inner(a: Any, b: Any, /) -> Any:
+    a, b = _single(a), _single(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return multiply(a, b)
+    return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """Array API ``vecdot``: sum of products along ``axis`` (broadcasting the rest)."""
+    return sum(multiply(x1, x2), axis)
+
+
+def outer(a: Any, b: Any, /) -> Any:
+    """Outer product of the flattened inputs: a broadcast multiply, no matmul."""
+    return multiply(expand_dims(reshape(a, (-1,)), 1), reshape(b, (-1,)))
+
+
+def einsum(subscripts: str, /, *operands: Any) -> Any:
+    """``np.einsum`` (explicit ``->`` or implicit output, ``...`` supported)."""
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum: the first argument must be the subscripts string")
+    ops = _promote("einsum", operands)
+    return bind(einsum_p, *ops, subscripts=subscripts)
+
+
+def tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
+    """``np.tensordot``, as one einsum."""
+    a, b = _promote("tensordot", (a, b))
+    if isinstance(axes, int):
+        if axes > builtins.min(a.ndim, b.ndim):
+            raise ShapeError(f"tensordot: axes={axes} is more than the dimensions of shapes "
+                             f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
+        a_axes = list(builtins.range(a.ndim - axes, a.ndim))
+        b_axes = list(builtins.range(axes))
+    else:
+        a_axes, b_axes = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+                          [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+        a_axes = [x % a.ndim for x in a_axes]
+        b_axes = [x % b.ndim for x in b_axes]
+    if len(a_axes) != len(b_axes):
+        raise ShapeError(f"tensordot: {len(a_axes)} axes of a against {len(b_axes)} axes of b")
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    a_sub = [next(letters) for _ in builtins.range(a.ndim)]
+    b_sub = [next(letters) for _ in builtins.range(b.ndim)]
+    for i, j in zip(a_axes, b_axes):
+        if a.shape[i] != b.shape[j]:
+            raise ShapeError(f"tensordot: axis {i} of {fmt_shape(a.shape)} and axis {j} of {fmt_shape(b.shape)} differ")
+        b_sub[j] = a_sub[i]
+    out = [c for i, c in enumerate(a_sub) if i not in a_axes] + [c for j, c in enumerate(b_sub) if j not in b_axes]
+    return bind(einsum_p, a, b, subscripts=f"{''.join(a_sub)},{''.join(b_sub)}->{''.join(out)}")
+
+
+def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """Array API ``vector_norm``: a p-norm over ``axis`` (all axes by default)."""
+    x = _single(x)
+    if x.dtype.kind != "f":
+        from .elementwise import _cast
+
+        x = _cast(x, _dt.default_float)
+    ax = normalize_axes("vector_norm", axis, x.ndim)
+    if ord == 2:
+        return sqrt(sum(square(x), ax, keepdims=keepdims))
+    if ord == 1:
+        return sum(abs(x), ax, keepdims=keepdims)
+    if ord == float("inf"):
+        return max(abs(x), ax, keepdims=keepdims)
+    if ord == -float("inf"):
+        return min(abs(x), ax, keepdims=keepdims)
+    if ord == 0:
+        from .reductions import count_nonzero
+
+        return count_nonzero(x, ax, keepdims=keepdims).astype(x.dtype)
+    return power(sum(power(abs(x), ord), ax, keepdims=keepdims), 1.0 / ord)
+
+
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """Array API ``matrix_norm`` over the last two axes: ``'fro'``, 1, -1, inf, -inf."""
+    x = _single(x)
+    if x.ndim < 2:
+        raise ShapeError(f"matrix_norm: needs at least 2 dimensions, got {fmt_shape(x.shape)}")
+    r, c = x.ndim - 2, x.ndim - 1
+    if ord == "fro":
+        return vector_norm(x, axis=(r, c), keepdims=keepdims)
+    if ord in (1, -1):
+        col = sum(abs(x), r, keepdims=True)
+        out = (max if ord == 1 else min)(col, c, keepdims=True)
+    elif ord in (float("inf"), -float("inf")):
+        row = sum(abs(x), c, keepdims=True)
+        out = (max if ord > 0 else min)(row, r, keepdims=True)
+    else:
+        raise ValueError(f"matrix_norm: unsupported ord {ord!r} (use 'fro', 1, -1, inf or -inf)")
+    return out if keepdims else reshape(out, tuple(x.shape[:-2]))
+
+
+def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """``np.linalg.norm``: 2-norm of the flattened array by default; vector norm for one
+    axis (or a 1-D input); matrix norm for two axes (or a 2-D input with ``ord`` set)."""
+    x = _single(x)
+    if axis is None and ord is None:
+        return vector_norm(x, axis=None, keepdims=keepdims)
+    axes = normalize_axes("norm", axis, x.ndim) if axis is not None else tuple(builtins.range(x.ndim))
+    if len(axes) == 1:
+        return vector_norm(x, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axes) == 2:
+        from .shaping import moveaxis
+
+        moved = moveaxis(x, axes, (-2, -1))
+        out = matrix_norm(moved, keepdims=False, ord="fro" if ord is None else ord)
+        if keepdims:
+            for a in axes:
+                out = expand_dims(out, a)
+        return out
+    raise ShapeError(f"norm: axis must name one or two axes, got {axis!r}")
+
+
+def solve(a: Any, b: Any, /) -> Any:
+    """Solve ``a @ x = b``; ``b`` is a vector only when it is 1-D (NumPy 2 rules)."""
+    a, b = _float_pair("linalg.solve", a, b)
+    return bind(solve_p, a, b)
+
+
+def inv(a: Any, /) -> Any:
+    a = _single(a)
+    if a.dtype.kind != "f":
+        from .elementwise import _cast
+
+        a = _cast(a, _dt.default_float)
+    return bind(inv_p, a)
+
+
+def cholesky(a: Any, /, *, upper: bool = False) -> Any:
+    """Lower-triangular ``L`` with ``a = L @ L.mT`` (``upper=True`` gives ``L.mT``)."""
+    a = _single(a)
+    if a.dtype.kind != "f":
+        from .elementwise import _cast
+
+        a = _cast(a, _dt.default_float)
+    out = bind(cholesky_p, a)
+    return matrix_transpose(out) if upper else out

@@ -1,0 +1,152 @@
+"""Reductions and scans with NumPy's ``axis=``/``keepdims=`` (plus composites:
+mean, var, std, logsumexp, count_nonzero)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from .. import dtypes as _dt
+from ..primitives.core import bind
+from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p
+from ..primitives.rules import normalize_axes, normalize_axis
+from .elementwise import _cast, _single, isfinite, log, exp, sqrt, subtract, where, square
+
+__all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
+           "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "logsumexp", "count_nonzero"]
+
+
+def _accumulator(x: Any, dtype: Any) -> Any:
+    """NumPy's accumulation dtype: bool and small ints sum in int64 (uint8 too)."""
+    if dtype is not None:
+        return _cast(x, _dt.as_dtype(dtype, op="sum"))
+    if x.dtype.kind in "biu" and x.dtype is not _dt.int64:
+        return _cast(x, _dt.int64)
+    return x
+
+
+def _reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    return bind(REDUCTIONS[name], x, axes=normalize_axes(name, axis, x.ndim), keepdims=bool(keepdims))
+
+
+def sum(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
+    return _reduce("reduce_sum", _accumulator(_single(x), dtype), axis, keepdims)
+
+
+def prod(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
+    return _reduce("reduce_prod", _accumulator(_single(x), dtype), axis, keepdims)
+
+
+def max(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return _reduce("reduce_max", _single(x), axis, keepdims)
+
+
+def min(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return _reduce("reduce_min", _single(x), axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def any(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return _reduce("reduce_any", _cast(_single(x), _dt.bool_), axis, keepdims)
+
+
+def all(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return _reduce("reduce_all", _cast(_single(x), _dt.bool_), axis, keepdims)
+
+
+def count_nonzero(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return sum(_cast(_single(x), _dt.bool_), axis, keepdims=keepdims)
+
+
+def argmax(x: Any, /, axis: int | None = None, *, keepdims: bool = False) -> Any:
+    return bind(argmax_p, _single(x), axis=axis, keepdims=bool(keepdims))
+
+
+def argmin(x: Any, /, axis: int | None = None, *, keepdims: bool = False) -> Any:
+    return bind(argmin_p, _single(x), axis=axis, keepdims=bool(keepdims))
+
+
+def _count(x: Any, axes: tuple[int, ...]) -> int:
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+def _floating(x: Any) -> Any:
+    return x if x.dtype.kind == "f" else _cast(x, _dt.default_float)
+
+
+def mean(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """Arithmetic mean; integer input gives float32 (as JAX and PyTorch, not NumPy's float64)."""
+    x = _floating(_single(x))
+    axes = normalize_axes("mean", axis, x.ndim)
+    n = _count(x, axes)
+    total = bind(REDUCTIONS["reduce_sum"], x, axes=axes, keepdims=bool(keepdims))
+    return total / n if n else total * float("nan")
+
+
+def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
+    """Variance with NumPy's ``ddof`` (the array API's ``correction`` is accepted too)."""
+    if correction is not None:
+        ddof = correction
+    x = _floating(_single(x))
+    axes = normalize_axes("var", axis, x.ndim)
+    centered = subtract(x, mean(x, axes, keepdims=True))
+    total = bind(REDUCTIONS["reduce_sum"], square(centered), axes=axes, keepdims=bool(keepdims))
+    dof = _count(x, axes) - ddof
+    return total / dof if dof > 0 else total * float("nan")
+
+
+def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
+    return sqrt(var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims))
+
+
+def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """``log(sum(exp(x)))`` without overflow: the max is subtracted first (its
+    derivative cancels, so any finite shift gives the exact gradient)."""
+    x = _floating(_single(x))
+    axes = normalize_axes("logsumexp", axis, x.ndim)
+    m = max(x, axes, keepdims=True)
+    m = where(isfinite(m), m, 0.0)
+    out = log(sum(exp(subtract(x, m)), axes, keepdims=True)) + m
+    if not keepdims:
+        from .shaping import squeeze
+
+        out = squeeze(out, axes)
+    return out
+
+
+def _scan(prim: Any, name: str, x: Any, axis: Any, dtype: Any) -> Any:
+    x = _accumulator(_single(x), dtype)
+    if axis is None:
+        from .shaping import reshape
+
+        x, axis = reshape(x, (-1,)), 0
+    return bind(prim, x, axis=normalize_axis(name, axis, x.ndim))
+
+
+def cumsum(x: Any, /, axis: Any = None, *, dtype: Any = None) -> Any:
+    """Running sum along ``axis`` (NumPy: ``axis=None`` scans the flattened array)."""
+    return _scan(cumsum_p, "cumsum", x, axis, dtype)
+
+
+def cumprod(x: Any, /, axis: Any = None, *, dtype: Any = None) -> Any:
+    return _scan(cumprod_p, "cumprod", x, axis, dtype)
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """Array API 2023.12 ``cumulative_sum``."""
+    out = cumsum(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
+    if include_initial:
+        from .shaping import pad
+
+        ax = normalize_axis("cumulative_sum", axis if axis is not None else 0, out.ndim)
+        out = pad(out, [(1, 0) if i == ax else (0, 0) for i in builtins.range(out.ndim)])
+    return out
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None) -> Any:
+    return cumprod(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)

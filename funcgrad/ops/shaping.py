@@ -1,0 +1,341 @@
+"""Shape and joining functions. Views where NumPy gives views (and more: flip,
+split and broadcast never copy); copies only where data must move."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import ShapeError
+from ..primitives.core import bind, fmt_shape
+from ..primitives.rules import broadcast_shapes, normalize_axes, normalize_axis
+from ..primitives.shape import (argsort_p, broadcast_to_p, concatenate_p, diagonal_p, expand_dims_p, flip_p,
+                                pad_p, reshape_p, slice_p, sort_p, squeeze_p, transpose_p)
+from .elementwise import _promote, _single
+
+__all__ = ["reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
+           "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "flatten", "ravel",
+           "flip", "diagonal", "concatenate", "concat", "stack", "hstack", "vstack", "split", "array_split", "chunk",
+           "unstack", "pad", "tile", "repeat", "sort", "argsort", "triu", "tril", "roll", "atleast_1d",
+           "atleast_2d"]
+
+
+def resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
+    """Normalise a shape argument and fill in one ``-1``."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (int(shape),)
+    shape = tuple(int(d) for d in shape)
+    unknown = [i for i, d in enumerate(shape) if d == -1]
+    if len(unknown) > 1 or any(d < -1 for d in shape):
+        raise ShapeError(f"{op}: bad shape {shape}: at most one -1 and no other negative sizes")
+    if unknown:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        if known == 0 or size % known:
+            raise ShapeError(f"{op}: cannot reshape {size} elements into shape {shape}")
+        shape = shape[:unknown[0]] + (size // known,) + shape[unknown[0] + 1:]
+    return shape
+
+
+def reshape(x: Any, /, shape: Any, *, copy: bool | None = None) -> Any:
+    """A view when the strides allow it, otherwise a copy (``x.view`` never copies)."""
+    x = _single(x)
+    new = resolve_shape("reshape", shape, x.size)
+    if new == tuple(x.shape) and not copy:
+        return x
+    return bind(reshape_p, x, new_sizes=new)
+
+
+def transpose(x: Any, /, axes: Any = None) -> Any:
+    x = _single(x)
+    perm = tuple(builtins.range(x.ndim - 1, -1, -1)) if axes is None else tuple(
+        normalize_axis("transpose", a, x.ndim) for a in axes)
+    return bind(transpose_p, x, permutation=perm)
+
+
+def permute_dims(x: Any, /, axes: Sequence[int]) -> Any:
+    return transpose(x, axes)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    x = _single(x)
+    if x.ndim < 2:
+        raise ShapeError(f"matrix_transpose: needs at least 2 dimensions, got shape {fmt_shape(x.shape)}")
+    return swapaxes(x, -1, -2)
+
+
+def swapaxes(x: Any, axis1: int, axis2: int, /) -> Any:
+    x = _single(x)
+    a, b = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
+    perm = list(builtins.range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return bind(transpose_p, x, permutation=tuple(perm))
+
+
+def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
+    x = _single(x)
+    src = [normalize_axis("moveaxis", a, x.ndim) for a in ((source,) if isinstance(source, int) else source)]
+    dst = [normalize_axis("moveaxis", a, x.ndim) for a in
+           ((destination,) if isinstance(destination, int) else destination)]
+    order = [a for a in builtins.range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return bind(transpose_p, x, permutation=tuple(order))
+
+
+def squeeze(x: Any, /, axis: Any = None) -> Any:
+    x = _single(x)
+    if axis is None:
+        dims = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    else:
+        dims = normalize_axes("squeeze", axis, x.ndim)
+    return bind(squeeze_p, x, dimensions=dims) if dims else x
+
+
+def expand_dims(x: Any, /, axis: Any = 0) -> Any:
+    x = _single(x)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out_ndim = x.ndim + len(axes)
+    dims = normalize_axes("expand_dims", axes, out_ndim)
+    return bind(expand_dims_p, x, dimensions=dims)
+
+
+def broadcast_to(x: Any, /, shape: Any) -> Any:
+    """A stride-0 view: broadcasting never copies."""
+    x = _single(x)
+    shape = tuple(int(d) for d in ((shape,) if isinstance(shape, int) else shape))
+    if shape == tuple(x.shape):
+        return x
+    return bind(broadcast_to_p, x, shape=shape)
+
+
+def broadcast_arrays(*arrays: Any) -> list[Any]:
+    arrays = tuple(_single(a) for a in arrays)
+    shape = broadcast_shapes("broadcast_arrays", *(a.shape for a in arrays))
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def _broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    return broadcast_shapes("broadcast_shapes", *(tuple(s) for s in shapes))
+
+
+def flatten(x: Any, /, start_dim: int = 0, end_dim: int = -1) -> Any:
+    """Merge axes ``start_dim..end_dim`` (all by default), as ``torch.flatten``; a view when possible."""
+    x = _single(x)
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = normalize_axis("flatten", start_dim, x.ndim), normalize_axis("flatten", end_dim, x.ndim)
+    return reshape(x, tuple(x.shape[:s]) + (-1,) + tuple(x.shape[e + 1:]))
+
+
+def ravel(x: Any, /) -> Any:
+    return reshape(x, (-1,))
+
+
+def flip(x: Any, /, axis: Any = None) -> Any:
+    """Reverse along ``axis`` (all axes by default) as a view with negative strides."""
+    x = _single(x)
+    return bind(flip_p, x, axes=normalize_axes("flip", axis, x.ndim))
+
+
+def diagonal(x: Any, /, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The diagonal as a view (NumPy argument order; the array API's is ``offset`` on the last two axes)."""
+    x = _single(x)
+    a1, a2 = normalize_axis("diagonal", axis1, x.ndim), normalize_axis("diagonal", axis2, x.ndim)
+    return bind(diagonal_p, x, offset=int(offset), axis1=a1, axis2=a2)
+
+
+def slice_axis(x: Any, axis: int, start: int, stop: int, step: int = 1) -> Any:
+    index = tuple((start, stop, step) if i == axis else (0, d, 1) for i, d in enumerate(x.shape))
+    return bind(slice_p, x, index=index)
+
+
+def concatenate(arrays: Sequence[Any], /, axis: int | None = 0) -> Any:
+    arrays = _promote("concatenate", tuple(arrays))
+    if axis is None:
+        arrays = tuple(ravel(a) for a in arrays)
+        axis = 0
+    arrays = tuple(_single(a) for a in arrays)
+    if builtins.any(a.ndim == 0 for a in arrays):
+        raise ShapeError("concatenate: zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axis("concatenate", axis, arrays[0].ndim)
+    return bind(concatenate_p, *arrays, axis=axis)
+
+
+concat = concatenate
+
+
+def stack(arrays: Sequence[Any], /, axis: int = 0) -> Any:
+    arrays = [_single(a) for a in arrays]
+    if not arrays:
+        raise ValueError("stack: need at least one array")
+    shapes = {tuple(a.shape) for a in arrays}
+    if len(shapes) != 1:
+        raise ShapeError(f"stack: all arrays need one shape, got {sorted(shapes)}")
+    ax = normalize_axis("stack", axis, arrays[0].ndim + 1)
+    return concatenate([expand_dims(a, ax) for a in arrays], axis=ax)
+
+
+def hstack(arrays: Sequence[Any]) -> Any:
+    arrays = [atleast_1d(a) for a in arrays]
+    return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+
+
+def vstack(arrays: Sequence[Any]) -> Any:
+    return concatenate([atleast_2d(a) for a in arrays], axis=0)
+
+
+def atleast_1d(x: Any) -> Any:
+    x = _single(x)
+    return reshape(x, (1,)) if x.ndim == 0 else x
+
+
+def atleast_2d(x: Any) -> Any:
+    x = _single(x)
+    return reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else x
+
+
+def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
+    """NumPy ``split``: ``n`` equal sections, or split points. Every piece is a view."""
+    x = _single(x)
+    ax = normalize_axis("split", axis, x.ndim)
+    n = x.shape[ax]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise ShapeError(f"split: axis {ax} of size {n} does not divide into {k} equal sections "
+                             "(use array_split or chunk for unequal pieces)")
+        bounds = [i * (n // k) for i in builtins.range(k + 1)]
+    else:
+        points = [builtins.min(builtins.max(int(p) + (n if int(p) < 0 else 0), 0), n) for p in indices_or_sections]
+        bounds = [0] + points + [n]
+    return [slice_axis(x, ax, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def array_split(x: Any, sections: int, /, axis: int = 0) -> list[Any]:
+    x = _single(x)
+    n = x.shape[normalize_axis("array_split", axis, x.ndim)]
+    base, extra = divmod(n, sections)
+    sizes = [base + (i < extra) for i in builtins.range(sections)]
+    return split(x, list(np.cumsum(sizes)[:-1]), axis)
+
+
+def chunk(x: Any, chunks: int, /, dim: int = 0) -> list[Any]:
+    """``torch.chunk``: pieces of ``ceil(n / chunks)`` along ``dim`` (the last may be smaller); views."""
+    x = _single(x)
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    ax = normalize_axis("chunk", dim, x.ndim)
+    n = x.shape[ax]
+    size = -(-n // chunks) if n else 1
+    return [slice_axis(x, ax, lo, builtins.min(lo + size, n)) for lo in builtins.range(0, n, size)] or [x]
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    x = _single(x)
+    ax = normalize_axis("unstack", axis, x.ndim)
+    return tuple(squeeze(slice_axis(x, ax, i, i + 1), ax) for i in builtins.range(x.shape[ax]))
+
+
+def _pad_width(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
+    pw = np.asarray(pad_width, dtype=np.int64)
+    if pw.ndim == 0:
+        pw = np.full((ndim, 2), int(pw))
+    elif pw.shape == (2,) or pw.shape == (1, 2):
+        pw = np.broadcast_to(pw.reshape(1, 2), (ndim, 2))
+    elif pw.shape == (1,):
+        pw = np.full((ndim, 2), int(pw[0]))
+    if pw.shape != (ndim, 2):
+        raise ShapeError(f"pad: pad_width {pad_width!r} does not fit an array with {ndim} dimensions")
+    return tuple((int(lo), int(hi)) for lo, hi in pw)
+
+
+def pad(x: Any, /, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    x = _single(x)
+    return bind(pad_p, x, pad_width=_pad_width(pad_width, x.ndim), mode=mode, value=constant_values)
+
+
+def tile(x: Any, /, reps: Any) -> Any:
+    """Repeat the whole array: a broadcast view, then one reshape copy."""
+    x = _single(x)
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    nd = builtins.max(x.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    x = reshape(x, (1,) * (nd - x.ndim) + tuple(x.shape))
+    inter = tuple(d for pair in zip(x.shape, builtins.range(nd)) for d in (1, pair[0]))
+    target = tuple(d for r, s in zip(reps, x.shape) for d in (r, s))
+    return reshape(broadcast_to(reshape(x, inter), target), tuple(r * s for r, s in zip(reps, x.shape)))
+
+
+def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
+    """Repeat each element ``repeats`` times along ``axis`` (flattened when ``None``)."""
+    x = _single(x)
+    if axis is None:
+        x, axis = ravel(x), 0
+    ax = normalize_axis("repeat", axis, x.ndim)
+    if isinstance(repeats, (int, np.integer)):
+        r = int(repeats)
+        expanded = expand_dims(x, ax + 1)
+        target = tuple(x.shape[:ax + 1]) + (r,) + tuple(x.shape[ax + 1:])
+        return reshape(broadcast_to(expanded, target),
+                       tuple(x.shape[:ax]) + (x.shape[ax] * r,) + tuple(x.shape[ax + 1:]))
+    counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats, dtype=np.int64)
+    from .indexing import take
+
+    return take(x, np.repeat(np.arange(x.shape[ax]), counts), axis=ax)
+
+
+def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
+    x = _single(x)
+    return bind(sort_p, x, axis=normalize_axis("sort", axis, x.ndim), descending=bool(descending))
+
+
+def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
+    x = _single(x)
+    return bind(argsort_p, x, axis=normalize_axis("argsort", axis, x.ndim), descending=bool(descending))
+
+
+def _triangle(x: Any, k: int, lower: bool) -> Any:
+    from .creation import tri
+    from .elementwise import where
+
+    x = _single(x)
+    if x.ndim < 2:
+        raise ShapeError(f"{'tril' if lower else 'triu'}: needs at least 2 dimensions, got {fmt_shape(x.shape)}")
+    n, m = x.shape[-2], x.shape[-1]
+    mask = tri(n, m, k if lower else k - 1, dtype=_dt.bool_, device=x.device)
+    keep = mask if lower else ~mask
+    return where(keep, x, 0)
+
+
+def triu(x: Any, /, k: int = 0) -> Any:
+    """Upper triangle (elements on and above diagonal ``k``), zeros elsewhere."""
+    return _triangle(x, k, lower=False)
+
+
+def tril(x: Any, /, k: int = 0) -> Any:
+    """Lower triangle (elements on and below diagonal ``k``), zeros elsewhere."""
+    return _triangle(x, k, lower=True)
+
+
+def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
+    """Rotate elements along ``axis`` (flattened when ``None``): two slices and a concatenate."""
+    x = _single(x)
+    if axis is None:
+        return reshape(roll(ravel(x), shift, axis=0), x.shape)
+    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    for s, a in zip(shifts, axes):
+        a = normalize_axis("roll", a, x.ndim)
+        n = x.shape[a]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            x = concatenate([slice_axis(x, a, n - s, n), slice_axis(x, a, 0, n - s)], axis=a)
+    return x

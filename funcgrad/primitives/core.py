@@ -1,0 +1,265 @@
+"""``Primitive``, the registry, abstract values, and ``bind``.
+
+Every operation funcgrad runs is a ``Primitive`` applied through ``bind``. A
+primitive is data: a name, a shape/dtype rule (``abstract_eval`` on abstract
+values), one kernel spec that each backend resolves, and slots for the
+derivative and batching rules the transforms fill in. Nothing here knows which
+transform is running: ``bind`` hands the primitive to the current interpreter
+(a context variable), and when none is active it evaluates eagerly.
+
+View primitives differ in one way: instead of a kernel they carry a ``view``
+rule that maps (shape, strides, offset) to new metadata over the *same* buffer.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, NamedTuple
+
+from ..dtypes import DType
+from ..errors import DeviceMismatchError, FuncgradError
+
+__all__ = [
+    "Primitive", "ShapedArray", "bind", "registry", "current_interpreter", "aval_of",
+    "Layout", "fmt_shape", "contiguous_strides",
+]
+
+
+@dataclass(frozen=True)
+class ShapedArray:
+    """An abstract value: what is known about an array without its data."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+    device: Any
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def str_short(self) -> str:
+        return f"{_SHORT.get(self.dtype.name, self.dtype.name)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self) -> str:
+        return f"ShapedArray({self.str_short()}, {self.device})"
+
+
+_SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int8": "i8",
+          "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "bool"}
+
+
+def fmt_shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+class Layout(NamedTuple):
+    """Where a view's elements sit in its buffer, in elements (like PyTorch)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+
+class Primitive:
+    """One operation. Define it in a family module; it registers itself.
+
+    Attributes:
+        name: the name printed in programs and errors.
+        abstract_eval: ``(*avals_or_scalars, **params) -> ShapedArray`` (or a
+            tuple when ``multiple_results``); raises typed errors on bad input.
+        kernel: a function name in the array module (``"add"``) or
+            ``f(xp, *arrays, **params)``; each backend resolves it once.
+        gpu_kernel: an optional different spec for CuPy.
+        view: for view primitives, ``(layout, **params) -> Layout``; no kernel runs.
+        differentiable: ``False`` for comparisons, argmax, integer-valued ops...
+        jvp, vjp, transpose, batch: filled in by the transforms' rule tables.
+        domain: what inputs the derivative checks use (see fg.testing).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        abstract_eval: Callable[..., Any] | None,
+        *,
+        kernel: Any = None,
+        gpu_kernel: Any = None,
+        view: Callable[..., Layout] | None = None,
+        multiple_results: bool = False,
+        differentiable: bool = True,
+        domain: Any = None,
+    ) -> None:
+        if (kernel is None) == (view is None):
+            raise ValueError(f"primitive {name!r} needs exactly one of kernel= or view=")
+        if name in _REGISTRY:
+            raise ValueError(f"primitive {name!r} is already registered")
+        self.name = name
+        self.abstract_eval = abstract_eval if abstract_eval is not None else _view_abstract_eval(self)
+        self.kernel_spec = kernel
+        self.gpu_kernel_spec = gpu_kernel
+        self.view = view
+        self.multiple_results = multiple_results
+        self.differentiable = differentiable
+        self.domain = domain
+        self.jvp: Callable[..., Any] | None = None
+        self.vjp: Callable[..., Any] | None = None
+        self.transpose: Callable[..., Any] | None = None
+        self.batch: Callable[..., Any] | None = None
+        self._kernels: dict[Any, Callable[..., Any]] = {}
+        _REGISTRY[name] = self
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        return bind(self, *args, **params)
+
+    def kernel_for(self, device: Any) -> Callable[..., Any]:
+        """This primitive's kernel on ``device``'s backend (resolved once, then cached)."""
+        try:
+            return self._kernels[device]
+        except KeyError:
+            spec = self.gpu_kernel_spec if (device.kind != "cpu" and self.gpu_kernel_spec) else self.kernel_spec
+            fn = self._kernels[device] = device.backend.kernel(spec)
+            return fn
+
+
+_REGISTRY: dict[str, Primitive] = {}
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+def _view_abstract_eval(prim: Primitive) -> Callable[..., ShapedArray]:
+    """A view primitive's shape rule is its view rule applied to a contiguous layout."""
+
+    def rule(x: ShapedArray, **params: Any) -> ShapedArray:
+        layout = prim.view(Layout(x.shape, contiguous_strides(x.shape), 0), **params)  # type: ignore[misc]
+        shape = layout.shape if layout is not None else params["new_sizes"]
+        return ShapedArray(tuple(shape), x.dtype, x.device)
+
+    return rule
+
+
+def registry() -> Iterator[Primitive]:
+    """Every registered primitive, in registration order."""
+    from . import load_all
+
+    load_all()
+    return iter(list(_REGISTRY.values()))
+
+
+# The interpreter that handles ``bind``; ``None`` means evaluate eagerly. The
+# transforms (next layers) set it; a context variable keeps it per thread/task.
+current_interpreter: ContextVar[Any] = ContextVar("funcgrad_interpreter", default=None)
+_get_interpreter = current_interpreter.get
+
+
+def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
+    """Apply ``prim`` to ``args``: the one way every operation runs.
+
+    With no interpreter active, evaluation is eager. The eager case of two
+    arrays and no parameters (``a + b``) is written out here, since it is the
+    hottest path in the library: a device check, a dict lookup, the kernel.
+    """
+    interpreter = _get_interpreter()
+    if interpreter is not None:
+        return interpreter.process(prim, args, params)
+    if len(args) == 2 and not params:
+        x, y = args
+        if x.__class__ is _Array and y.__class__ is _Array and x._device is y._device:
+            device = x._device
+            try:
+                out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
+            except Exception as exc:
+                raise explain_failure(prim, args, params, exc) from exc
+            return _wrap(out, device)
+    return eager(prim, args, params)
+
+
+def aval_of(x: Any) -> Any:
+    """The abstract value of an argument; Python scalars stay as they are (weak)."""
+    return x.aval if hasattr(x, "aval") else x
+
+
+# ---- the eager interpreter ---------------------------------------------------
+
+_Array: Any = None  # set by array.py (import cycle: arrays are built by bind)
+_wrap: Any = None  # array.wrap_kernel_output, likewise
+
+
+def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """Evaluate ``prim`` now: check devices, run the kernel, wrap the result.
+
+    Shapes and dtypes are not checked in Python before the kernel runs (that is
+    the kernel's job, and it is fast); when the kernel fails, the primitive's
+    abstract evaluation runs to turn the failure into a typed, readable error.
+    """
+    Array = _Array
+    device = None
+    raw: list[Any] = []
+    for a in args:
+        if isinstance(a, Array):
+            if device is None:
+                device = a._device
+            elif a._device is not device:
+                raise _device_mismatch(prim, args)
+            raw.append(a._data)
+        else:
+            raw.append(a)
+    if device is None:
+        device = _default_device()
+    if prim.view is not None:
+        return Array._apply_view(prim, args[0], params)
+    try:
+        out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)
+    except FuncgradError:
+        raise
+    except Exception as exc:
+        raise explain_failure(prim, args, params, exc) from exc
+    if prim.multiple_results:
+        return tuple(_wrap(o, device) for o in out)
+    return _wrap(out, device)
+
+
+def _default_device() -> Any:
+    from ..backends.device import CPU
+
+    return CPU
+
+
+def _device_mismatch(prim: Primitive, args: tuple[Any, ...]) -> DeviceMismatchError:
+    devices = [f"{a.device} ({fmt_shape(a.shape)} {a.dtype})" for a in args if isinstance(a, _Array)]
+    return DeviceMismatchError(
+        f"{prim.name}: arrays are on different devices: {', '.join(devices)}. "
+        "funcgrad never moves data implicitly; move one with x.to(device)."
+    )
+
+
+def explain_failure(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any], exc: Exception) -> Exception:
+    """Turn a kernel's exception into a typed error that names the operation."""
+    avals = [aval_of(a) for a in args]
+    try:
+        prim.abstract_eval(*avals, **params)
+    except FuncgradError as typed:
+        return typed
+    except Exception:  # a rule that fails on input its kernel also rejects
+        pass
+    described = ", ".join(a.str_short() if isinstance(a, ShapedArray) else repr(a) for a in avals)
+    message = f"{prim.name}({described}): {exc}"
+    try:
+        return type(exc)(message)
+    except Exception:
+        return FuncgradError(message)

@@ -1,0 +1,156 @@
+"""Linear algebra: matmul, einsum, and the differentiable solvers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import DTypeError, ShapeError
+from .core import Primitive, ShapedArray, fmt_shape
+from .rules import broadcast_shapes, common_device, require_kind
+
+__all__ = ["matmul_p", "einsum_p", "solve_p", "inv_p", "cholesky_p", "triangular_solve_p"]
+
+
+def _same_dtype(op: str, *xs: ShapedArray) -> None:
+    for x in xs[1:]:
+        if x.dtype is not xs[0].dtype:
+            raise DTypeError(f"{op}: dtypes {xs[0].dtype} and {x.dtype} differ; promote them first")
+
+
+def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
+    _same_dtype("matmul", a, b)
+    if not a.shape or not b.shape:
+        raise ShapeError(f"matmul: operands must have at least one dimension, got shapes "
+                         f"{fmt_shape(a.shape)} and {fmt_shape(b.shape)} (use * for scalars)")
+    a_shape = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    b_shape = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    if a_shape[-1] != b_shape[-2]:
+        raise ShapeError(f"matmul: shapes {fmt_shape(a.shape)} and {fmt_shape(b.shape)} do not align: "
+                         f"{a_shape[-1]} (last axis of the first) != {b_shape[-2]} "
+                         f"({'only' if len(b.shape) == 1 else 'second-to-last'} axis of the second)")
+    batch = broadcast_shapes("matmul", a_shape[:-2], b_shape[:-2])
+    shape = batch + (a_shape[-2],) * (len(a.shape) > 1) + (b_shape[-1],) * (len(b.shape) > 1)
+    return ShapedArray(shape, a.dtype, common_device("matmul", (a, b)))
+
+
+matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul")
+
+
+def parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, dict[str, int]]:
+    """Split explicit or implicit einsum subscripts; check sizes. Ellipsis is expanded
+    to fresh capital letters so every later rule works on plain labels."""
+    spec = subscripts.replace(" ", "")
+    lhs, arrow, rhs = spec.partition("->")
+    inputs = lhs.split(",")
+    if len(inputs) != len(shapes):
+        raise ShapeError(f"einsum: {subscripts!r} names {len(inputs)} operands, got {len(shapes)}")
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec]
+    ell_ndim = max((len(s) - len(t.replace("...", "")) for t, s in zip(inputs, shapes) if "..." in t), default=0)
+    ell = "".join(free[:ell_ndim])
+    expanded = []
+    for term, shape in zip(inputs, shapes):
+        if "..." in term:
+            n = len(shape) - len(term.replace("...", ""))
+            term = term.replace("...", ell[ell_ndim - n:] if n else "")
+        if len(term) != len(shape):
+            raise ShapeError(f"einsum: operand {term!r} has {len(term)} labels but shape {fmt_shape(shape)}")
+        expanded.append(term)
+    sizes: dict[str, int] = {}
+    for term, shape in zip(expanded, shapes):
+        for c, d in zip(term, shape):
+            if sizes.get(c, d) != d and 1 not in (sizes[c], d):
+                raise ShapeError(f"einsum: label {c!r} has sizes {sizes[c]} and {d} in {subscripts!r}")
+            sizes[c] = max(sizes.get(c, d), d) if 1 in (sizes.get(c, d), d) else d
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        counts = {c: "".join(expanded).count(c) for c in sizes}
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    for c in out:
+        if c not in sizes:
+            raise ShapeError(f"einsum: output label {c!r} does not appear in the inputs of {subscripts!r}")
+    return expanded, out, sizes
+
+
+def _einsum_rule(*xs: ShapedArray, subscripts: str) -> ShapedArray:
+    _same_dtype("einsum", *xs)
+    _, out, sizes = parse_einsum(subscripts, [x.shape for x in xs])
+    return ShapedArray(tuple(sizes[c] for c in out), xs[0].dtype, common_device("einsum", xs))
+
+
+def _einsum(xp: Any, *xs: Any, subscripts: str) -> Any:
+    return xp.asarray(xp.einsum(subscripts, *xs, optimize=len(xs) > 2))
+
+
+einsum_p = Primitive("einsum", _einsum_rule, kernel=_einsum)
+
+
+def _square(op: str, a: ShapedArray) -> None:
+    require_kind(op, a.dtype, "f", "a floating-point array")
+    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{op}: expected a (..., n, n) stack of square matrices, got shape {fmt_shape(a.shape)}")
+
+
+def _solve_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
+    _square("linalg.solve", a)
+    _same_dtype("linalg.solve", a, b)
+    n = a.shape[-1]
+    if len(b.shape) == 1:
+        if b.shape[0] != n:
+            raise ShapeError(f"linalg.solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
+        return ShapedArray(a.shape[:-1], a.dtype, common_device("linalg.solve", (a, b)))
+    if len(b.shape) < 2 or b.shape[-2] != n:
+        raise ShapeError(f"linalg.solve: a has shape {fmt_shape(a.shape)}; b needs shape ({n},) or (..., {n}, k), "
+                         f"got {fmt_shape(b.shape)}")
+    batch = broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2])
+    return ShapedArray(batch + b.shape[-2:], a.dtype, common_device("linalg.solve", (a, b)))
+
+
+def _upcast_linalg(fn: Any) -> Any:
+    """NumPy's LAPACK wrappers take float32/float64 only; run halves in float32."""
+
+    def kernel(xp: Any, *xs: Any, **params: Any) -> Any:
+        low = xs[0].dtype.itemsize < 4
+        out = fn(xp, *(x.astype(np.float32) for x in xs) if low else xs, **params)
+        return out.astype(xs[0].dtype) if low else out
+
+    return kernel
+
+
+solve_p = Primitive("linalg_solve", _solve_rule, kernel=_upcast_linalg(lambda xp, a, b: xp.linalg.solve(a, b)))
+
+
+def _square_rule(op: str) -> Any:
+    def rule(a: ShapedArray) -> ShapedArray:
+        _square(op, a)
+        return a
+
+    return rule
+
+
+inv_p = Primitive("linalg_inv", _square_rule("linalg.inv"), kernel=_upcast_linalg(lambda xp, a: xp.linalg.inv(a)))
+cholesky_p = Primitive("linalg_cholesky", _square_rule("linalg.cholesky"),
+                       kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)))
+
+
+def _triangular_solve_rule(a: ShapedArray, b: ShapedArray, *, lower: bool, transpose_a: bool) -> ShapedArray:
+    _square("triangular_solve", a)
+    _same_dtype("triangular_solve", a, b)
+    if len(b.shape) < 2 or b.shape[-2] != a.shape[-1]:
+        raise ShapeError(f"triangular_solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
+    batch = broadcast_shapes("triangular_solve", a.shape[:-2], b.shape[:-2])
+    return ShapedArray(batch + b.shape[-2:], a.dtype, common_device("triangular_solve", (a, b)))
+
+
+def _triangular_solve(xp: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
+    """Solve op(a) x = b for triangular a (masking the other triangle first)."""
+    tri = xp.tril(a) if lower else xp.triu(a)
+    if transpose_a:
+        tri = xp.swapaxes(tri, -1, -2)
+    return xp.linalg.solve(tri, b)
+
+
+triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
+                               kernel=_upcast_linalg(_triangular_solve))

@@ -1,0 +1,92 @@
+"""Reductions (sum, prod, max, min, any, all, argmax, argmin) and scans (cumsum, cumprod).
+
+``axes`` is a sorted tuple of non-negative axes (the fg.* functions normalise
+it); ``keepdims`` keeps reduced axes with size 1, as NumPy does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import bool_, int64
+from ..errors import ShapeError
+from .core import Primitive, ShapedArray, fmt_shape
+from .rules import normalize_axis, require_kind
+
+__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p"]
+
+
+def _reduced_shape(op: str, x: ShapedArray, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    for a in axes:
+        if not 0 <= a < max(len(x.shape), 1) or (not x.shape and a != 0):
+            raise ShapeError(f"{op}: axis {a} is out of range for shape {fmt_shape(x.shape)}")
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = False, out: Any = None,
+               differentiable: bool = True) -> Primitive:
+    def rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
+        require_kind(name, x.dtype, kinds, "a numeric array" if kinds != "b" else "a bool array")
+        if needs_elements and any(x.shape[a] == 0 for a in axes if a < len(x.shape)):
+            raise ShapeError(f"{name}: reducing an empty axis of shape {fmt_shape(x.shape)} has no identity")
+        return ShapedArray(_reduced_shape(name, x, axes, keepdims), out or x.dtype, x.device)
+
+    def run(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+        return xp.asarray(getattr(xp, kernel)(x, axis=axes, keepdims=keepdims))
+
+    run.__name__ = kernel
+    return Primitive(name, rule, kernel=run, differentiable=differentiable)
+
+
+REDUCTIONS: dict[str, Primitive] = {
+    "reduce_sum": _reduction("reduce_sum", "sum", "biuf"),
+    "reduce_prod": _reduction("reduce_prod", "prod", "biuf"),
+    "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True),
+    "reduce_min": _reduction("reduce_min", "min", "biuf", needs_elements=True),
+    "reduce_any": _reduction("reduce_any", "any", "b", out=bool_, differentiable=False),
+    "reduce_all": _reduction("reduce_all", "all", "b", out=bool_, differentiable=False),
+}
+
+
+def _arg_reduction(name: str, kernel: str) -> Primitive:
+    def rule(x: ShapedArray, *, axis: int | None, keepdims: bool) -> ShapedArray:
+        require_kind(name, x.dtype, "biuf", "a numeric array")
+        if axis is None:
+            if x.size == 0:
+                raise ShapeError(f"{name}: empty array of shape {fmt_shape(x.shape)} has no {kernel[3:]}imum")
+            shape = (1,) * len(x.shape) if keepdims else ()
+        else:
+            axis = normalize_axis(name, axis, len(x.shape))
+            if x.shape and x.shape[axis] == 0:
+                raise ShapeError(f"{name}: axis {axis} of shape {fmt_shape(x.shape)} is empty")
+            shape = _reduced_shape(name, x, (axis,) if x.shape else (), keepdims)
+        return ShapedArray(shape, int64, x.device)
+
+    def run(xp: Any, x: Any, *, axis: int | None, keepdims: bool) -> Any:
+        return xp.asarray(getattr(xp, kernel)(x, axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
+
+    return Primitive(name, rule, kernel=run, differentiable=False)
+
+
+argmax_p = _arg_reduction("argmax", "argmax")
+argmin_p = _arg_reduction("argmin", "argmin")
+
+
+def _scan(name: str, kernel: str) -> Primitive:
+    def rule(x: ShapedArray, *, axis: int) -> ShapedArray:
+        require_kind(name, x.dtype, "iuf", "a numeric array")
+        normalize_axis(name, axis, len(x.shape))
+        return x
+
+    def run(xp: Any, x: Any, *, axis: int) -> Any:
+        return getattr(xp, kernel)(x, axis=axis, dtype=x.dtype)
+
+    return Primitive(name, rule, kernel=run)
+
+
+cumsum_p = _scan("cumsum", "cumsum")
+cumprod_p = _scan("cumprod", "cumprod")

@@ -1,0 +1,107 @@
+"""Shape and dtype rules shared by the primitive families.
+
+They run in abstract evaluation (and after a kernel failure, to explain it), so
+each one raises a typed error that names the operation and the user's shapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..dtypes import DType, bool_
+from ..errors import DeviceMismatchError, DTypeError, ShapeError
+from .core import ShapedArray, fmt_shape
+
+__all__ = ["broadcast_shapes", "elementwise", "normalize_axis", "normalize_axes", "common_device",
+           "require_kind", "is_scalar"]
+
+
+def is_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """NumPy broadcasting of ``shapes``; ``ShapeError`` naming all of them if they do not fit."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            if len(s) >= -i:
+                d = s[i]
+                if d != 1:
+                    if size not in (1, d):
+                        listed = " and ".join(fmt_shape(tuple(s)) for s in shapes)
+                        raise ShapeError(f"{op}: shapes {listed} do not broadcast "
+                                         f"(axis {i}: {size} vs {d})")
+                    size = d
+        out.append(size)
+    return tuple(out)
+
+
+def common_device(op: str, avals: Sequence[Any]) -> Any:
+    device = None
+    for a in avals:
+        if isinstance(a, ShapedArray):
+            if device is None:
+                device = a.device
+            elif a.device is not device:
+                raise DeviceMismatchError(f"{op}: arrays are on different devices: {device} and {a.device}")
+    if device is None:
+        from ..backends.device import CPU
+
+        device = CPU
+    return device
+
+
+def require_kind(op: str, dtype: DType, kinds: str, what: str) -> None:
+    """Raise ``DTypeError`` unless ``dtype.kind`` is one of ``kinds`` (b, i, u, f)."""
+    if dtype.kind not in kinds:
+        raise DTypeError(f"{op}: expected {what}, got {dtype}")
+
+
+def elementwise(op: str, *args: Any, kinds: str = "biuf", out_dtype: DType | None = None) -> ShapedArray:
+    """Abstract evaluation of an elementwise primitive: broadcast shapes, one
+    shared dtype among arrays (the fg.* functions promote before binding), and
+    Python scalars weak."""
+    arrays = [a for a in args if isinstance(a, ShapedArray)]
+    if not arrays:
+        raise DTypeError(f"{op}: needs at least one array argument")
+    dtype = arrays[0].dtype
+    for a in arrays[1:]:
+        if a.dtype is not dtype:
+            raise DTypeError(f"{op}: operand dtypes {dtype} and {a.dtype} differ; "
+                             "promote them first (the fg.* functions do)")
+    require_kind(op, dtype, kinds, _KIND_WORDS[kinds])
+    for a in args:
+        if not isinstance(a, ShapedArray) and not is_scalar(a):
+            raise DTypeError(f"{op}: unsupported operand {a!r} of type {type(a).__name__}")
+    shape = broadcast_shapes(op, *(a.shape for a in arrays))
+    return ShapedArray(shape, out_dtype or dtype, common_device(op, arrays))
+
+
+_KIND_WORDS = {"biuf": "a numeric or bool array", "f": "a floating-point array", "iuf": "a numeric array",
+               "biu": "an integer or bool array", "iu": "an integer array", "b": "a bool array"}
+
+
+def normalize_axis(op: str, axis: int, ndim: int) -> int:
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise TypeError(f"{op}: axis must be an int, got {axis!r}")
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ShapeError(f"{op}: axis {axis} is out of range for an array with {ndim} dimension(s)")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """``None`` -> every axis; int or sequence -> sorted, checked, non-negative, no repeats."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(sorted(normalize_axis(op, a, ndim) for a in axes))
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{op}: repeated axis in {axis!r}")
+    return out
+
+
+def bool_aval(aval: ShapedArray) -> ShapedArray:
+    return ShapedArray(aval.shape, bool_, aval.device)

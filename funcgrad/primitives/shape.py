@@ -1,0 +1,235 @@
+"""Shape primitives. The view primitives only rewrite (shape, strides, offset)
+over the same buffer and never run a kernel; the rest (concatenate, pad,
+sort ...) compute new buffers.
+
+A view rule receives the input's ``Layout`` (in elements) and returns the new
+one; ``reshape`` alone may return ``None``, meaning no view exists and the
+eager interpreter copies to a contiguous buffer first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ShapeError, ViewError
+from .core import Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
+from .rules import common_device, normalize_axis
+
+__all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
+           "flip_p", "diagonal_p", "concatenate_p", "pad_p", "sort_p", "argsort_p", "view_strides"]
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Strides that show ``new_shape`` over the same elements without copying, or
+    ``None`` when the memory order makes that impossible (PyTorch's rule: each
+    run of merged dimensions must be contiguous with itself)."""
+    if _size(shape) == 0 or not shape:
+        return contiguous_strides(new_shape)
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base = strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        tensor_numel *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tensor_numel * chunk_base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * chunk_base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                chunk_base = strides[d - 1]
+                tensor_numel = view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_strides)
+
+
+def _reshape(x: Layout, *, new_sizes: tuple[int, ...]) -> Layout | None:
+    if _size(new_sizes) != _size(x.shape) or any(d < 0 for d in new_sizes):
+        raise ShapeError(f"reshape: cannot reshape an array of shape {fmt_shape(x.shape)} ({_size(x.shape)} "
+                         f"elements) into shape {fmt_shape(new_sizes)} ({_size(new_sizes)} elements)")
+    strides = view_strides(x.shape, x.strides, new_sizes)
+    return None if strides is None else Layout(new_sizes, strides, x.offset)
+
+
+def _transpose(x: Layout, *, permutation: tuple[int, ...]) -> Layout:
+    if sorted(permutation) != list(range(len(x.shape))):
+        raise ShapeError(f"transpose: axes {permutation} are not a permutation of the "
+                         f"{len(x.shape)} axes of an array of shape {fmt_shape(x.shape)}")
+    return Layout(tuple(x.shape[p] for p in permutation), tuple(x.strides[p] for p in permutation), x.offset)
+
+
+def _broadcast_to(x: Layout, *, shape: tuple[int, ...]) -> Layout:
+    lead = len(shape) - len(x.shape)
+    if lead < 0:
+        raise ShapeError(f"broadcast_to: cannot broadcast shape {fmt_shape(x.shape)} to fewer "
+                         f"dimensions {fmt_shape(shape)}")
+    strides = [0] * lead
+    for d, s, target in zip(x.shape, x.strides, shape[lead:]):
+        if d == target:
+            strides.append(s)
+        elif d == 1:
+            strides.append(0)
+        else:
+            raise ShapeError(f"broadcast_to: cannot broadcast shape {fmt_shape(x.shape)} to {fmt_shape(shape)}")
+    return Layout(tuple(shape), tuple(strides), x.offset)
+
+
+def _slice(x: Layout, *, index: tuple[tuple[int, int, int], ...]) -> Layout:
+    """``index`` holds one normalised (start, stop, step) per axis, as slice.indices gives."""
+    if len(index) != len(x.shape):
+        raise ShapeError(f"slice: {len(index)} slices for an array of shape {fmt_shape(x.shape)}")
+    shape, strides, offset = [], [], x.offset
+    for (start, stop, step), n, s in zip(index, x.shape, x.strides):
+        length = len(range(start, stop, step))
+        if length:
+            if not (0 <= start < n and 0 <= start + (length - 1) * step < n):
+                raise IndexError(f"slice: ({start}, {stop}, {step}) is out of bounds for an axis of size {n}")
+            offset += start * s
+        shape.append(length)
+        strides.append(s * step)
+    return Layout(tuple(shape), tuple(strides), offset)
+
+
+def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
+    for d in dimensions:
+        if x.shape[d] != 1:
+            raise ShapeError(f"squeeze: axis {d} of shape {fmt_shape(x.shape)} has size {x.shape[d]}, not 1")
+    keep = [i for i in range(len(x.shape)) if i not in dimensions]
+    return Layout(tuple(x.shape[i] for i in keep), tuple(x.strides[i] for i in keep), x.offset)
+
+
+def _expand_dims(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
+    """``dimensions`` are positions in the output, sorted and non-negative."""
+    shape, strides = list(x.shape), list(x.strides)
+    for d in dimensions:
+        if d > len(shape):
+            raise ShapeError(f"expand_dims: axis {d} is out of range for the result")
+        shape.insert(d, 1)
+        strides.insert(d, 0)
+    return Layout(tuple(shape), tuple(strides), x.offset)
+
+
+def _flip(x: Layout, *, axes: tuple[int, ...]) -> Layout:
+    strides, offset = list(x.strides), x.offset
+    for a in axes:
+        if x.shape[a] > 0:
+            offset += (x.shape[a] - 1) * strides[a]
+        strides[a] = -strides[a]
+    return Layout(x.shape, tuple(strides), offset)
+
+
+def _diagonal(x: Layout, *, offset: int, axis1: int, axis2: int) -> Layout:
+    if axis1 == axis2:
+        raise ShapeError("diagonal: axis1 and axis2 must differ")
+    n1, n2 = x.shape[axis1], x.shape[axis2]
+    start = x.offset
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        if length:
+            start += offset * x.strides[axis2]
+    else:
+        length = max(0, min(n1 + offset, n2))
+        if length:
+            start -= offset * x.strides[axis1]
+    keep = [i for i in range(len(x.shape)) if i not in (axis1, axis2)]
+    return Layout(tuple(x.shape[i] for i in keep) + (length,),
+                  tuple(x.strides[i] for i in keep) + (x.strides[axis1] + x.strides[axis2],), start)
+
+
+reshape_p = Primitive("reshape", None, view=_reshape)
+transpose_p = Primitive("transpose", None, view=_transpose)
+broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to)
+slice_p = Primitive("slice", None, view=_slice)
+squeeze_p = Primitive("squeeze", None, view=_squeeze)
+expand_dims_p = Primitive("expand_dims", None, view=_expand_dims)
+flip_p = Primitive("flip", None, view=_flip)
+diagonal_p = Primitive("diagonal", None, view=_diagonal)
+
+
+def strict_view(x: Layout, new_sizes: tuple[int, ...]) -> Layout:
+    """``x.view(shape)``: the reshape view or a ``ViewError`` that says why and what to do."""
+    layout = _reshape(x, new_sizes=new_sizes)
+    if layout is None:
+        raise ViewError(
+            f"view: cannot view an array of shape {fmt_shape(x.shape)} with strides {x.strides} as shape "
+            f"{fmt_shape(new_sizes)}: its elements are not laid out in memory in that order (a transposed or "
+            "sliced array). Use .reshape(...), which copies when it must, or .contiguous().view(...)."
+        )
+    return layout
+
+
+# ---- copying shape primitives --------------------------------------------------
+
+def _concatenate_rule(*xs: ShapedArray, axis: int) -> ShapedArray:
+    first = xs[0]
+    for x in xs[1:]:
+        if x.dtype is not first.dtype:
+            raise ShapeError(f"concatenate: dtypes {first.dtype} and {x.dtype} differ")
+        if len(x.shape) != len(first.shape) or any(
+            a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis
+        ):
+            shapes = ", ".join(fmt_shape(x.shape) for x in xs)
+            raise ShapeError(f"concatenate: shapes {shapes} differ outside axis {axis}")
+    size = sum(x.shape[axis] for x in xs)
+    shape = first.shape[:axis] + (size,) + first.shape[axis + 1:]
+    return ShapedArray(shape, first.dtype, common_device("concatenate", xs))
+
+
+concatenate_p = Primitive("concatenate", _concatenate_rule,
+                          kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis))
+
+
+def _pad_rule(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: str, value: Any) -> ShapedArray:
+    if len(pad_width) != len(x.shape) or any(lo < 0 or hi < 0 for lo, hi in pad_width):
+        raise ShapeError(f"pad: pad_width {pad_width} does not fit an array of shape {fmt_shape(x.shape)}")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise ValueError(f"pad: unsupported mode {mode!r}; use 'constant', 'edge', 'reflect' or 'wrap'")
+    return ShapedArray(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pad_width)), x.dtype, x.device)
+
+
+def _pad(xp: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
+    if mode == "constant":
+        return xp.pad(x, pad_width, mode="constant", constant_values=value)
+    return xp.pad(x, pad_width, mode=mode)
+
+
+pad_p = Primitive("pad", _pad_rule, kernel=_pad)
+
+
+def _sort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
+    normalize_axis("sort", axis, len(x.shape))
+    return x
+
+
+def _sort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    if descending:
+        return xp.flip(xp.sort(xp.flip(x, axis), axis=axis, kind="stable"), axis).copy()
+    return xp.sort(x, axis=axis, kind="stable")
+
+
+def _argsort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
+    from ..dtypes import int64
+
+    normalize_axis("argsort", axis, len(x.shape))
+    return ShapedArray(x.shape, int64, x.device)
+
+
+def _argsort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    if descending:  # stable among equal keys: sort the reversed array, map indices back
+        n = x.shape[axis]
+        return xp.flip(n - 1 - xp.argsort(xp.flip(x, axis), axis=axis, kind="stable"), axis).astype(xp.int64)
+    return xp.argsort(x, axis=axis, kind="stable").astype(xp.int64, copy=False)
+
+
+sort_p = Primitive("sort", _sort_rule, kernel=_sort)
+argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=False)
