@@ -7,6 +7,7 @@ and moves data to and from the host. NumPy and CuPy share nearly all of it, so
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -70,14 +71,8 @@ class ArrayModuleBackend:
     def kernel(self, spec: Any) -> Callable[..., Any]:
         """Resolve a primitive's kernel spec: a name in ``xp`` or ``f(xp, *args)``."""
         if isinstance(spec, str):
-            return getattr(self.xp, spec)
-        xp = self.xp
-
-        def run(*args: Any, **params: Any) -> Any:
-            return spec(xp, *args, **params)
-
-        run.__name__ = getattr(spec, "__name__", "kernel")
-        return run
+            return getattr(self.xp, spec)  # type: ignore[no-any-return]
+        return functools.partial(spec, self.xp)
 
     # -- data movement -----------------------------------------------------
     def from_host(self, host: np.ndarray) -> Any:

@@ -17,6 +17,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, NamedTuple
 
+import numpy as np
+
 from ..dtypes import DType
 from ..errors import DeviceMismatchError, FuncgradError
 
@@ -210,6 +212,7 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
     Array = _Array
     device = None
     raw: list[Any] = []
+    has_scalars = False
     for a in args:
         if isinstance(a, Array):
             if device is None:
@@ -219,8 +222,11 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
             raw.append(a._data)
         else:
             raw.append(a)
+            has_scalars = True
     if device is None:
         device = _default_device()
+    if has_scalars:
+        raw = _exact_scalars(args, raw)
     if prim.view is not None:
         return Array._apply_view(prim, args[0], params)
     try:
@@ -232,6 +238,16 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
     if prim.multiple_results:
         return tuple(_wrap(o, device) for o in out)
     return _wrap(out, device)
+
+
+def _exact_scalars(args: tuple[Any, ...], raw: list[Any]) -> list[Any]:
+    """NumPy treats Python scalars weakly for its own dtypes, but ml-dtypes'
+    bfloat16 promotes ``bf16 + 1.0`` to float32; give such scalars the dtype."""
+    for a in args:
+        if isinstance(a, _Array) and a._dtype.name == "bfloat16":
+            np_dtype = a._data.dtype
+            return [np.asarray(r, np_dtype) if isinstance(r, float) else r for r in raw]
+    return raw
 
 
 def _default_device() -> Any:

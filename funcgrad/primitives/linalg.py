@@ -35,7 +35,12 @@ def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
     return ShapedArray(shape, a.dtype, common_device("matmul", (a, b)))
 
 
-matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul")
+def _matmul(xp: Any, a: Any, b: Any) -> Any:
+    out = xp.matmul(a, b)
+    return out if out.dtype is a.dtype else out.astype(a.dtype)  # bfloat16 matmul returns float32
+
+
+matmul_p = Primitive("matmul", _matmul_rule, kernel=_matmul)
 
 
 def parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, dict[str, int]]:
@@ -81,7 +86,11 @@ def _einsum_rule(*xs: ShapedArray, subscripts: str) -> ShapedArray:
 
 
 def _einsum(xp: Any, *xs: Any, subscripts: str) -> Any:
-    return xp.asarray(xp.einsum(subscripts, *xs, optimize=len(xs) > 2))
+    if xs[0].dtype.name == "bfloat16":  # NumPy's einsum has no bfloat16 loop
+        wide = [x.astype(np.float32) for x in xs]
+        return xp.asarray(xp.einsum(subscripts, *wide, optimize=len(xs) > 2)).astype(xs[0].dtype)
+    out = xp.asarray(xp.einsum(subscripts, *xs, optimize=len(xs) > 2))
+    return out if out.base is None else out.copy()  # 'ij->ji' is a view of the input in NumPy
 
 
 einsum_p = Primitive("einsum", _einsum_rule, kernel=_einsum)

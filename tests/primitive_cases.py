@@ -1,0 +1,450 @@
+"""One test case per registered primitive: a hypothesis strategy that draws
+inputs and parameters, and the NumPy computation the result must equal.
+
+``CASES[name](draw) -> Case``. The registry test fails for any primitive that
+has no entry here, so a new primitive cannot land untested.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import ml_dtypes
+import numpy as np
+
+from funcgrad.primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE
+
+
+@dataclass
+class Case:
+    args: list[Any]  # NumPy arrays (become fg arrays) and Python scalars
+    params: dict[str, Any]
+    reference: Callable[..., Any]  # called with the same args (NumPy arrays)
+    rtol: float = 1e-6
+    shares_input: bool = False  # view primitives return a view of args[0]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+FLOATS = [np.float32, np.float64]
+ALL_FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8]
+SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
+NONEMPTY = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
+
+
+def rtol_for(dtype: Any) -> float:
+    return {np.dtype(np.float16): 2e-3, np.dtype(ml_dtypes.bfloat16): 2e-2,
+            np.dtype(np.float32): 2e-5}.get(np.dtype(dtype), 1e-9)
+
+
+def is_float(dtype: Any) -> bool:
+    """NumPy reports ml-dtypes' bfloat16 as kind 'V'."""
+    dt = np.dtype(dtype)
+    return dt.kind == "f" or dt == np.dtype(ml_dtypes.bfloat16)
+
+
+def arrays(draw: Any, dtype: Any, shape: Any, lo: float = -3.0, hi: float = 3.0) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if is_float(dt):
+        raw = draw(hnp.arrays(np.float64, shape, elements=st.floats(lo, hi, allow_nan=False)))
+        return raw.astype(dt)
+    if dt.kind == "b":
+        return draw(hnp.arrays(np.bool_, shape))
+    info = np.iinfo(dt)
+    return draw(hnp.arrays(dt, shape, elements=st.integers(max(info.min, int(lo)), min(info.max, int(hi)))))
+
+
+_UNARY_DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "log1p": (-0.9, 5), "sqrt": (0, 5),
+                 "rsqrt": (0.1, 5), "arcsin": (-0.99, 0.99), "arccos": (-0.99, 0.99), "arctanh": (-0.99, 0.99),
+                 "arccosh": (1.01, 5), "reciprocal": (0.1, 5), "tan": (-1.2, 1.2)}
+_UNARY_REF = {"rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+              "erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype),
+              "round": np.round}
+
+
+def _unary(name: str) -> Any:
+    kernel, kinds = UNARY_TABLE[name]
+    ref = _UNARY_REF.get(name) or getattr(np, kernel)
+    lo, hi = _UNARY_DOMAIN.get(name, (-3, 3))
+
+    def case(draw: Any) -> Case:
+        choices = (ALL_FLOATS if "f" in kinds else []) + (INTS if "i" in kinds else []) + ([np.bool_] if "b" in kinds else [])
+        dtype = draw(st.sampled_from(choices))
+        if np.dtype(dtype).kind in "iu":
+            lo_, hi_ = (0, 10) if np.dtype(dtype).kind == "u" else (-10, 10)
+        else:
+            lo_, hi_ = lo, hi
+        x = arrays(draw, dtype, draw(SHAPES), lo_, hi_)
+        params = {"decimals": draw(st.integers(0, 2))} if name == "round" else {}
+        reference = (lambda x, decimals=0: np.round(x, decimals)) if name == "round" else ref
+        return Case([x], params, reference, rtol_for(dtype))
+
+    return case
+
+
+_BINARY_DOMAIN = {"div": ((-3, 3), (0.5, 3)), "pow": ((0.1, 3), (-2, 2)), "floor_divide": ((-20, 20), (1, 5)),
+                  "remainder": ((-20, 20), (1, 5)), "left_shift": ((0, 10), (0, 3)), "right_shift": ((0, 100), (0, 3))}
+
+
+def _binary(name: str) -> Any:
+    kernel, kinds = BINARY_TABLE[name]
+
+    def case(draw: Any) -> Case:
+        choices = (FLOATS if "f" in kinds else []) + ([np.int32, np.int64, np.uint8] if "i" in kinds else []) + \
+            ([np.bool_] if kinds == "biu" else [])
+        dtype = draw(st.sampled_from(choices))
+        (lx, hx), (ly, hy) = _BINARY_DOMAIN.get(name, ((-3, 3), (-3, 3)))
+        if np.dtype(dtype).kind == "u":
+            lx, ly = max(lx, 0), max(ly, 0)
+        if np.dtype(dtype).kind in "iu" and name == "pow":
+            (lx, hx), (ly, hy) = (0, 4), (0, 3)
+        shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4)).input_shapes
+        x = arrays(draw, dtype, shapes[0], lx, hx)
+        if draw(st.booleans()) and np.dtype(dtype).kind == "f" and name not in ("nextafter",):
+            y: Any = float(draw(st.floats(max(ly, -3), hy, allow_nan=False)))  # a weak Python scalar
+            if name in ("div",) and abs(y) < 0.5:
+                y = 1.5
+        else:
+            y = arrays(draw, dtype, shapes[1], ly, hy)
+        return Case([x, y], {}, getattr(np, kernel), rtol_for(dtype))
+
+    return case
+
+
+def _comparison(name: str) -> Any:
+    kernel, kinds, arity = COMPARISON_TABLE[name]
+
+    def case(draw: Any) -> Case:
+        dtype = np.bool_ if kinds == "b" else draw(st.sampled_from(FLOATS + [np.int64] if kinds != "f" else ALL_FLOATS))
+        shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=arity, max_dims=3, max_side=4)).input_shapes
+        args = [arrays(draw, dtype, s, -2, 2) for s in shapes]
+        if is_float(dtype) and arity == 1 and args[0].size:
+            args[0] = args[0].copy()
+            args[0].reshape(-1)[0] = draw(st.sampled_from([np.nan, np.inf, -np.inf, 0.0, -0.0]))
+        return Case(args, {}, getattr(np, kernel))
+
+    return case
+
+
+def _float_array(draw: Any, shape: Any = None, lo: float = -3, hi: float = 3) -> np.ndarray:
+    return arrays(draw, draw(st.sampled_from(FLOATS)), draw(SHAPES) if shape is None else shape, lo, hi)
+
+
+def _reduction(kernel: str, kinds: str = "if", nonempty: bool = False) -> Any:
+    def case(draw: Any) -> Case:
+        if kinds == "b":
+            dtype: Any = np.bool_
+        else:
+            dtype = draw(st.sampled_from(FLOATS + [np.int64]))
+        shape = draw(NONEMPTY if nonempty else SHAPES)
+        x = arrays(draw, dtype, shape, -2, 2)
+        axes = tuple(sorted(draw(st.sets(st.integers(0, max(x.ndim - 1, 0)), max_size=x.ndim))))
+        keepdims = draw(st.booleans())
+        return Case([x], {"axes": axes, "keepdims": keepdims},
+                    lambda x, axes, keepdims: getattr(np, kernel)(x, axis=axes, keepdims=keepdims), rtol_for(dtype))
+
+    return case
+
+
+def _arg_reduction(kernel: str) -> Any:
+    def case(draw: Any) -> Case:
+        x = _float_array(draw, draw(NONEMPTY))
+        axis = draw(st.none() | st.integers(-x.ndim, x.ndim - 1))
+        keepdims = draw(st.booleans())
+        return Case([x], {"axis": axis, "keepdims": keepdims},
+                    lambda x, axis, keepdims: getattr(np, kernel)(x, axis=axis, keepdims=keepdims))
+
+    return case
+
+
+def _scan(kernel: str) -> Any:
+    def case(draw: Any) -> Case:
+        x = _float_array(draw, draw(NONEMPTY), -1.5, 1.5)
+        axis = draw(st.integers(0, x.ndim - 1))
+        return Case([x], {"axis": axis}, lambda x, axis: getattr(np, kernel)(x, axis=axis), rtol_for(x.dtype))
+
+    return case
+
+
+def _select(draw: Any) -> Case:
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=4)).input_shapes
+    dtype = draw(st.sampled_from(FLOATS + [np.int64]))
+    cond = arrays(draw, np.bool_, shapes[0])
+    return Case([cond, arrays(draw, dtype, shapes[1]), arrays(draw, dtype, shapes[2])], {}, np.where)
+
+
+def _integer_pow(draw: Any) -> Case:
+    x = _float_array(draw, lo=0.5, hi=2)
+    y = draw(st.integers(-4, 6))
+    return Case([x], {"y": y}, lambda x, y: x.astype(np.float64) ** y, rtol_for(x.dtype) * 10)
+
+
+def _convert(draw: Any) -> Case:
+    import funcgrad as fg
+
+    src = draw(st.sampled_from(ALL_FLOATS + INTS + [np.bool_]))
+    dst = draw(st.sampled_from(list(fg.dtypes.all_dtypes)))
+    x = arrays(draw, src, draw(SHAPES), 0, 100)
+    return Case([x], {"new_dtype": dst}, lambda x, new_dtype: x.astype(new_dtype.np))
+
+
+def _copy(draw: Any) -> Case:
+    return Case([_float_array(draw)], {}, lambda x: x.copy())
+
+
+def _matmul(draw: Any) -> Case:
+    n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3)).input_shapes
+    a_shape = draw(st.sampled_from([(k,), batch[0] + (n, k)]))
+    b_shape = draw(st.sampled_from([(k,), batch[1] + (k, m)]))
+    dtype = draw(st.sampled_from(FLOATS))
+    return Case([arrays(draw, dtype, a_shape), arrays(draw, dtype, b_shape)], {}, np.matmul, rtol_for(dtype) * 10)
+
+
+def _einsum(draw: Any) -> Case:
+    spec, shapes = draw(st.sampled_from([
+        ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ij,ij->", [(2, 3), (2, 3)]),
+        ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]), ("i,j->ij", [(3,), (2,)]), ("...i,i->...", [(2, 3, 4), (4,)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]), ("ij", [(2, 3)]), ("ji", [(2, 3)])]))
+    dtype = draw(st.sampled_from(FLOATS))
+    args = [arrays(draw, dtype, s) for s in shapes]
+    return Case(args, {"subscripts": spec}, lambda *xs, subscripts: np.einsum(subscripts, *xs), rtol_for(dtype) * 10)
+
+
+def _spd(draw: Any, n: int, dtype: Any) -> np.ndarray:
+    a = arrays(draw, np.float64, (n, n), -1, 1)
+    return (a @ a.T + n * np.eye(n)).astype(dtype)
+
+
+def _solve(draw: Any) -> Case:
+    n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
+    b_shape = draw(st.sampled_from([(n,), (n, 2)]))
+    return Case([_spd(draw, n, dtype), arrays(draw, dtype, b_shape)], {}, np.linalg.solve, rtol_for(dtype) * 100)
+
+
+def _square_case(fn: Any) -> Any:
+    def case(draw: Any) -> Case:
+        n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
+        return Case([_spd(draw, n, dtype)], {}, fn, rtol_for(dtype) * 100)
+
+    return case
+
+
+def _triangular_solve(draw: Any) -> Case:
+    n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
+    lower, transpose_a = draw(st.booleans()), draw(st.booleans())
+    a = np.linalg.cholesky(_spd(draw, n, np.float64)).astype(dtype)
+    if not lower:
+        a = a.T.copy()
+
+    def ref(a: Any, b: Any, lower: bool, transpose_a: bool) -> Any:
+        t = np.tril(a) if lower else np.triu(a)
+        return np.linalg.solve(t.T if transpose_a else t, b)
+
+    return Case([a, arrays(draw, dtype, (n, 2))], {"lower": lower, "transpose_a": transpose_a}, ref,
+                rtol_for(dtype) * 100)
+
+
+# ---- views -----------------------------------------------------------------
+
+def _reshape(draw: Any) -> Case:
+    x = _float_array(draw)
+    order = list(range(x.ndim))
+    if x.ndim >= 2 and draw(st.booleans()):  # non-contiguous input: forces the copy path sometimes
+        x = np.ascontiguousarray(x)
+        x = x.transpose(tuple(draw(st.permutations(order))))
+    sizes = _factor(draw, x.size)
+    return Case([x], {"new_sizes": sizes}, lambda x, new_sizes: x.reshape(new_sizes))
+
+
+def _factor(draw: Any, n: int) -> tuple[int, ...]:
+    if n == 0:
+        return draw(st.sampled_from([(0,), (0, 2), (2, 0, 1)]))
+    dims = []
+    rest = n
+    for _ in range(draw(st.integers(0, 3))):
+        divisors = [d for d in range(1, rest + 1) if rest % d == 0]
+        d = draw(st.sampled_from(divisors))
+        dims.append(d)
+        rest //= d
+    dims.append(rest)
+    return tuple(dims)
+
+
+def _transpose(draw: Any) -> Case:
+    x = _float_array(draw)
+    perm = tuple(draw(st.permutations(list(range(x.ndim)))))
+    return Case([x], {"permutation": perm}, lambda x, permutation: x.transpose(permutation), shares_input=True)
+
+
+def _broadcast_to(draw: Any) -> Case:
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=1, max_dims=3, max_side=3))
+    x = _float_array(draw, shapes.input_shapes[0])
+    return Case([x], {"shape": shapes.result_shape}, lambda x, shape: np.broadcast_to(x, shape), shares_input=True)
+
+
+def _slice(draw: Any) -> Case:
+    x = _float_array(draw)
+    slices = tuple(slice(draw(st.none() | st.integers(-5, 5)), draw(st.none() | st.integers(-5, 5)),
+                         draw(st.sampled_from([None, 1, 2, -1, -2]))) for _ in x.shape)
+    index = tuple(s.indices(n) for s, n in zip(slices, x.shape))
+    return Case([x], {"index": index}, lambda x, index: x[slices], shares_input=True)
+
+
+def _squeeze(draw: Any) -> Case:
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=3))
+    x = _float_array(draw, shape)
+    ones = [i for i, d in enumerate(shape) if d == 1]
+    dims = tuple(sorted(draw(st.sets(st.sampled_from(ones), max_size=len(ones))))) if ones else ()
+    return Case([x], {"dimensions": dims}, lambda x, dimensions: np.squeeze(x, dimensions), shares_input=True)
+
+
+def _expand_dims(draw: Any) -> Case:
+    x = _float_array(draw)
+    k = draw(st.integers(0, 2))
+    dims = tuple(sorted(draw(st.sets(st.integers(0, x.ndim + k - 1), min_size=k, max_size=k)))) if k else ()
+    return Case([x], {"dimensions": dims}, lambda x, dimensions: np.expand_dims(x, dimensions), shares_input=True)
+
+
+def _flip(draw: Any) -> Case:
+    x = _float_array(draw)
+    axes = tuple(sorted(draw(st.sets(st.integers(0, max(x.ndim - 1, 0)), max_size=x.ndim)))) if x.ndim else ()
+    return Case([x], {"axes": axes}, lambda x, axes: np.flip(x, axes) if axes else x, shares_input=True)
+
+
+def _diagonal(draw: Any) -> Case:
+    x = _float_array(draw, draw(hnp.array_shapes(min_dims=2, max_dims=3, max_side=4)))
+    a1, a2 = draw(st.permutations(list(range(x.ndim))))[:2]
+    offset = draw(st.integers(-3, 3))
+    return Case([x], {"offset": offset, "axis1": a1, "axis2": a2},
+                lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2), shares_input=True)
+
+
+def _concatenate(draw: Any) -> Case:
+    shape = draw(NONEMPTY)
+    axis = draw(st.integers(0, len(shape) - 1))
+    dtype = draw(st.sampled_from(FLOATS))
+    parts = [arrays(draw, dtype, shape[:axis] + (draw(st.integers(0, 3)),) + shape[axis + 1:])
+             for _ in range(draw(st.integers(1, 3)))]
+    return Case(parts, {"axis": axis}, lambda *xs, axis: np.concatenate(xs, axis))
+
+
+def _pad(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    mode = draw(st.sampled_from(["constant", "edge", "reflect", "wrap"]))
+    limit = min(x.shape) - 1 if mode == "reflect" else 2
+    pw = tuple((draw(st.integers(0, max(limit, 0))), draw(st.integers(0, max(limit, 0)))) for _ in x.shape)
+    value = draw(st.floats(-2, 2)) if mode == "constant" else 0
+
+    def ref(x: Any, pad_width: Any, mode: str, value: Any) -> Any:
+        return np.pad(x, pad_width, mode=mode, **({"constant_values": value} if mode == "constant" else {}))
+
+    return Case([x], {"pad_width": pw, "mode": mode, "value": value}, ref)
+
+
+def _sort_case(arg: bool) -> Any:
+    def case(draw: Any) -> Case:
+        x = arrays(draw, draw(st.sampled_from(FLOATS + [np.int64])), draw(NONEMPTY), -2, 2)
+        axis, desc = draw(st.integers(0, x.ndim - 1)), draw(st.booleans())
+
+        def ref(x: Any, axis: int, descending: bool) -> Any:
+            key = -x.astype(np.float64) if descending else x
+            idx = np.argsort(key, axis=axis, kind="stable")
+            return idx if arg else np.take_along_axis(x, idx, axis)
+
+        return Case([x], {"axis": axis, "descending": desc}, ref)
+
+    return case
+
+
+def _template_case(draw: Any, shape: tuple[int, ...], allow_none: bool) -> tuple[Any, list[np.ndarray]]:
+    template, arrays_ = [], []
+    for n in shape:
+        kind = draw(st.sampled_from(["s", "a", "i"] + (["n"] if allow_none else [])))
+        if kind == "n":
+            template.append(("n",))
+        if kind == "s" or (kind == "i" and n == 0):
+            template.append(("s", draw(st.none() | st.integers(-3, 3)), draw(st.none() | st.integers(-3, 3)),
+                             draw(st.sampled_from([None, 1, -1, 2]))))
+        elif kind == "i":
+            template.append(("i", draw(st.integers(0, n - 1))))
+        elif n > 0:
+            template.append(("a",))
+            idx_shape = draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+            arrays_.append(draw(hnp.arrays(np.int64, idx_shape, elements=st.integers(-n, n - 1))))
+        else:
+            template.append(("s", None, None, None))
+    return tuple(template), arrays_
+
+
+def _gather(draw: Any) -> Case:
+    from funcgrad.primitives.index import build_index
+
+    x = _float_array(draw, draw(NONEMPTY))
+    template, idx = _template_case(draw, x.shape, allow_none=True)
+    if idx:  # index arrays must broadcast together
+        common = draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+        idx = [np.full(common, i.reshape(-1)[0] if i.size else 0, np.int64) for i in idx]
+    return Case([x] + idx, {"template": template}, lambda x, *ix, template: x[build_index(template, ix)])
+
+
+def _scatter(draw: Any) -> Case:
+    from funcgrad.primitives.index import build_index
+
+    x = _float_array(draw, draw(NONEMPTY))
+    template, idx = _template_case(draw, x.shape, allow_none=False)
+    if idx:
+        common = draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+        idx = [np.full(common, i.reshape(-1)[0] if i.size else 0, np.int64) for i in idx]
+    mode = draw(st.sampled_from(["set", "add", "multiply", "min", "max"]))
+    target = x[build_index(template, idx)].shape
+    values = arrays(draw, x.dtype, target) if draw(st.booleans()) else float(draw(st.floats(-2, 2)))
+
+    def ref(x: Any, values: Any, *ix: Any, template: Any, mode: str) -> Any:
+        out = x.copy()
+        index = build_index(template, ix)
+        if mode == "set":
+            out[index] = values
+        else:
+            getattr(np, {"add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}[mode]).at(
+                out, index, values)
+        return out
+
+    if mode == "set" and idx:  # duplicates make 'set' order-dependent: use unique positions only
+        idx = [np.zeros((), np.int64) for _ in idx]
+        target = x[build_index(template, idx)].shape
+        values = arrays(draw, x.dtype, target)
+    return Case([x, values] + idx, {"template": template, "mode": mode}, ref)
+
+
+def _take_along_axis(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    axis = draw(st.integers(0, x.ndim - 1))
+    shape = list(x.shape)
+    shape[axis] = draw(st.integers(0, 4))
+    idx = draw(hnp.arrays(np.int64, tuple(shape), elements=st.integers(0, x.shape[axis] - 1)))
+    return Case([x, idx], {"axis": axis}, lambda x, i, axis: np.take_along_axis(x, i, axis))
+
+
+CASES: dict[str, Callable[[Any], Case]] = {}
+CASES.update({n: _unary(n) for n in UNARY_TABLE})
+CASES.update({n: _binary(n) for n in BINARY_TABLE})
+CASES.update({n: _comparison(n) for n in COMPARISON_TABLE})
+CASES.update({
+    "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
+    "reduce_sum": _reduction("sum"), "reduce_prod": _reduction("prod"),
+    "reduce_max": _reduction("max", nonempty=True), "reduce_min": _reduction("min", nonempty=True),
+    "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),
+    "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
+    "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
+    "matmul": _matmul, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
+    "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
+    "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
+    "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
+    "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
+    "gather": _gather, "scatter": _scatter, "take_along_axis": _take_along_axis,
+})
