@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import builtins
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -133,7 +135,7 @@ bitwise_right_shift = _binary_fn("right_shift")
 def power(x: Any, y: Any, /) -> Any:
     """``x ** y``. A Python int exponent uses repeated multiplication (``integer_pow``),
     never NumPy's generic ``pow`` (which is ~17x slower for ``x**3`` in float32)."""
-    if isinstance(y, int) and not isinstance(y, bool) and isinstance(x, ArrayBase) and abs(y) <= 64:
+    if isinstance(y, int) and not isinstance(y, bool) and isinstance(x, ArrayBase) and builtins.abs(y) <= 64:
         return integer_pow(x, y)
     return bind(BINARY["pow"], *_promote("pow", (x, y)))
 

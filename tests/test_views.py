@@ -1,0 +1,142 @@
+"""Views: random chains of view operations on random shapes agree with NumPy
+(values, element strides = byte strides / itemsize) and share one buffer."""
+
+from __future__ import annotations
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given
+
+import funcgrad as fg
+
+
+def _step(draw, x: np.ndarray):  # returns (fg function, numpy function)
+    kinds = ["transpose", "slice", "expand", "flip", "broadcast", "index", "swap"]
+    if x.ndim:
+        kinds += ["squeeze_int"]
+    if x.ndim >= 2:
+        kinds += ["diagonal", "mT"]
+    if x.flags.c_contiguous:
+        kinds += ["view"]
+    kind = draw(st.sampled_from(kinds))
+    nd = x.ndim
+    if kind == "transpose":
+        perm = tuple(draw(st.permutations(list(range(nd)))))
+        return (lambda a: fg.transpose(a, perm)), (lambda a: np.transpose(a, perm))
+    if kind == "slice":
+        idx = tuple(slice(draw(st.none() | st.integers(-4, 4)), draw(st.none() | st.integers(-4, 4)),
+                          draw(st.sampled_from([None, 1, 2, 3, -1, -2]))) for _ in range(nd))
+        return (lambda a: a[idx]), (lambda a: a[idx])
+    if kind == "expand":
+        ax = draw(st.integers(0, nd))
+        return (lambda a: fg.expand_dims(a, ax)), (lambda a: np.expand_dims(a, ax))
+    if kind == "flip":
+        ax = draw(st.none() | st.integers(0, max(nd - 1, 0))) if nd else None
+        return (lambda a: fg.flip(a, ax)), (lambda a: np.flip(a, ax))
+    if kind == "broadcast":
+        shape = (draw(st.integers(1, 3)),) + tuple(d if d != 1 else draw(st.integers(1, 3)) for d in x.shape)
+        return (lambda a: fg.broadcast_to(a, shape)), (lambda a: np.broadcast_to(a, shape))
+    if kind == "index":
+        idx = (Ellipsis, None) if draw(st.booleans()) else (None, Ellipsis)
+        return (lambda a: a[idx]), (lambda a: a[idx])
+    if kind == "swap" and nd >= 2:
+        a1, a2 = draw(st.integers(0, nd - 1)), draw(st.integers(0, nd - 1))
+        return (lambda a: fg.swapaxes(a, a1, a2)), (lambda a: np.swapaxes(a, a1, a2))
+    if kind == "squeeze_int" and x.shape[0] > 0:
+        i = draw(st.integers(-x.shape[0], x.shape[0] - 1))
+        return (lambda a: a[i]), (lambda a: a[i])
+    if kind == "diagonal":
+        off = draw(st.integers(-2, 2))
+        return (lambda a: fg.diagonal(a, off)), (lambda a: np.diagonal(a, off))
+    if kind == "mT":
+        return (lambda a: a.mT), (lambda a: np.swapaxes(a, -1, -2))
+    if kind == "view" and x.size:
+        shape = (-1,) + ((1,) if draw(st.booleans()) else ())
+        return (lambda a: a.view(shape)), (lambda a: a.reshape(shape))
+    return (lambda a: a), (lambda a: a)
+
+
+@given(data=st.data(), shape=hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4))
+def test_random_view_chains_match_numpy_and_share_the_buffer(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    base_np = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    base = fg.asarray(base_np)
+    x, xn = base, base_np
+    for _ in range(data.draw(st.integers(1, 6))):
+        f, g = _step(data.draw, xn)
+        x, xn = f(x), g(xn)
+        assert x.shape == xn.shape
+        assert x.buffer is base.buffer
+        np.testing.assert_array_equal(x.numpy(), xn)
+        if xn.size > 1:
+            assert x.stride() == tuple(s // xn.itemsize for s in xn.strides) or any(d <= 1 for d in xn.shape)
+        if isinstance(xn, np.ndarray) and xn.size and np.shares_memory(xn, base_np):
+            byte_offset = xn.__array_interface__["data"][0] - base_np.__array_interface__["data"][0]
+            assert x.storage_offset() == byte_offset // xn.itemsize
+
+
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=4, max_side=4), data=st.data())
+def test_reshape_is_a_view_exactly_when_numpy_can_view(shape: tuple[int, ...], data: st.DataObject) -> None:
+    base = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    perm = tuple(data.draw(st.permutations(list(range(len(shape))))))
+    xn = base.transpose(perm)
+    x = fg.from_numpy(base).transpose(perm)
+    target = (-1,)
+    try:
+        view = xn.view()
+        view.shape = target  # NumPy raises when no view exists
+        can_view = True
+    except AttributeError:
+        can_view = False
+    out = x.reshape(target)
+    np.testing.assert_array_equal(out.numpy(), xn.reshape(target))
+    assert (out.buffer is x.buffer) == can_view
+    if not can_view:
+        with pytest.raises(fg.ViewError, match="reshape"):
+            x.view(target)
+
+
+def test_spec_section_3_tour() -> None:
+    x = fg.array([[1., 2., 3.], [4., 5., 6.]])
+    assert (x.shape, x.dtype, x.device, x.ndim, x.size) == ((2, 3), fg.float32, fg.device("cpu"), 2, 6)
+    assert x.stride() == (3, 1) and x.storage_offset() == 0
+    assert x.is_contiguous() and repr(x.buffer) == "<Buffer cpu float32 6 elements>"
+    y = x.T
+    assert y.stride() == (1, 3) and y.buffer is x.buffer and not y.is_contiguous()
+    with pytest.raises(fg.ViewError, match=r"reshape\(\)|contiguous"):
+        y.view(6)
+    assert y.reshape(6).buffer is not x.buffer
+    assert x.reshape(3, 2).buffer is x.buffer
+    assert x[1, ::2].tolist() == [4.0, 6.0] and x[1, ::2].storage_offset() == 3 and x[1, ::2].stride() == (2,)
+    assert x[..., None].shape == (2, 3, 1) and x[::-1].stride() == (-3, 1) and x[::-1].storage_offset() == 3
+    assert x[fg.array([0, 1, 1])].shape == (3, 3) and x[x > 2].tolist() == [3.0, 4.0, 5.0, 6.0]
+    assert fg.broadcast_to(x[0], (4, 3)).stride() == (0, 1)
+    with pytest.raises(TypeError, match=r"at\["):
+        x[0, 0] = 5
+    assert x.at[0, 0].set(5.0).tolist() == [[5., 2., 3.], [4., 5., 6.]]
+    assert x.at[:, 1].add(1.0).tolist() == [[1., 3., 3.], [4., 6., 6.]]
+    assert x.tolist() == [[1., 2., 3.], [4., 5., 6.]]  # unchanged
+
+
+def test_split_chunk_flip_diagonal_are_views() -> None:
+    x = fg.arange(24.0).reshape(4, 6)
+    for part in fg.split(x, 3, axis=1) + x.chunk(3) + [fg.flip(x), fg.diagonal(x), x.mT, x[1:, ::2]]:
+        assert part.buffer is x.buffer
+    assert [p.shape for p in x.chunk(3, dim=0)] == [(2, 6), (2, 6)]
+    assert [p.shape for p in fg.split(x, [1, 4], axis=1)] == [(4, 1), (4, 3), (4, 2)]
+    assert fg.flip(x).stride() == (-6, -1)
+
+
+def test_contiguous_copies_only_when_needed() -> None:
+    x = fg.ones((3, 4))
+    assert x.contiguous() is x
+    t = x.T.contiguous()
+    assert t.is_contiguous() and t.buffer is not x.buffer and t.stride() == (3, 1)
+
+
+def test_views_of_a_view_never_change_when_a_new_array_is_made() -> None:
+    x = fg.arange(6.0)
+    v = x[::2]
+    y = x.at[0].set(100.0)
+    assert v.tolist() == [0.0, 2.0, 4.0] and y[0].item() == 100.0
