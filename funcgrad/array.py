@@ -38,6 +38,12 @@ _generic = np.generic
 _o: Any = None
 
 
+def _no_out(name: str, out: Any) -> None:
+    """NumPy's functions (``np.sum(x)``) call our methods with ``out=None``; arrays are immutable."""
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported; funcgrad arrays are immutable, use the return value")
+
+
 class ArrayBase:
     """Operators and NumPy-style methods shared by every array-like in funcgrad."""
 
@@ -164,37 +170,48 @@ class ArrayBase:
         return _o.astype(self, dtype, copy=copy)
 
     # -- reductions and math as methods (NumPy names) -------------------------
-    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None) -> Any:
+    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None) -> Any:
+        _no_out("sum", out)
         return _o.sum(self, axis, keepdims=keepdims, dtype=dtype)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def mean(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("mean", out)
         return _o.mean(self, axis, keepdims=keepdims)
 
-    def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def prod(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("prod", out)
         return _o.prod(self, axis, keepdims=keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def max(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("max", out)
         return _o.max(self, axis, keepdims=keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def min(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("min", out)
         return _o.min(self, axis, keepdims=keepdims)
 
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def argmax(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("argmax", out)
         return _o.argmax(self, axis, keepdims=keepdims)
 
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def argmin(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("argmin", out)
         return _o.argmin(self, axis, keepdims=keepdims)
 
-    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("var", out)
         return _o.var(self, axis, ddof=ddof, keepdims=keepdims)
 
-    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("std", out)
         return _o.std(self, axis, ddof=ddof, keepdims=keepdims)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def any(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("any", out)
         return _o.any(self, axis, keepdims=keepdims)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+    def all(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+        _no_out("all", out)
         return _o.all(self, axis, keepdims=keepdims)
 
     def cumsum(self, axis: Any = None) -> Any:
@@ -238,7 +255,7 @@ class Array(ArrayBase):
     _data: Any
     _dtype: _dt.DType
     _device: Device
-    _buf: Buffer
+    _buf: Buffer | None
     _layout: Layout | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -254,7 +271,7 @@ class Array(ArrayBase):
     def _view_of(base: Array, layout: Layout) -> Array:
         """A new array over ``base``'s buffer with ``layout`` (no copy)."""
         a = object.__new__(Array)
-        buf = base._buf
+        buf = base.buffer
         a._data = base._device.backend.view(buf.flat, layout.shape, layout.strides, layout.offset)
         a._dtype = base._dtype
         a._device = base._device
@@ -276,8 +293,9 @@ class Array(ArrayBase):
         layout = self._layout
         if layout is None:
             flat, offset, strides = self._device.backend.flat_span(self._data)
-            if self._buf._flat is None:
-                self._buf._flat = flat
+            buf = self.buffer
+            if buf._flat is None:
+                buf._flat = flat
             layout = self._layout = Layout(tuple(self._data.shape), strides, offset)
         return layout
 
@@ -317,7 +335,14 @@ class Array(ArrayBase):
     @property
     def buffer(self) -> Buffer:
         """The flat memory this array is a view of (shared by all its views)."""
-        return self._buf
+        buf = self._buf
+        if buf is None:  # a kernel output: hand its memory (and its byte count) to a Buffer
+            buf = self._buf = Buffer(self._data, self._device, counted=True)
+        return buf
+
+    def __del__(self) -> None:
+        if self._buf is None:  # still owns its memory: give the bytes back
+            self._device.stats.allocated -= self._data.nbytes
 
     def stride(self, dim: int | None = None) -> Any:
         """Element strides, as ``torch.Tensor.stride()`` (NumPy's are in bytes)."""
@@ -499,8 +524,12 @@ def wrap_kernel_output(out: Any, device: Device) -> Array:
     dtype = _NP_TO_DTYPE.get(out.dtype)
     a._dtype = dtype if dtype is not None else _dt.from_numpy_dtype(out.dtype)
     a._device = device
-    a._buf = Buffer(out, device)
-    a._layout = None  # derived from _data when first asked: it owns its buffer
+    a._buf = None  # built on first use (``buffer``, a view); until then the array owns its bytes
+    a._layout = None  # derived from _data when first asked
+    stats = device.stats
+    stats.allocated += out.nbytes
+    if stats.allocated > stats.peak:
+        stats.peak = stats.allocated
     return a
 
 

@@ -24,16 +24,19 @@ class Buffer:
 
     __slots__ = ("owner", "device", "nbytes", "_flat", "__weakref__")
 
-    def __init__(self, owner: Any, device: Device) -> None:
+    def __init__(self, owner: Any, device: Device, *, counted: bool = False) -> None:
+        """``counted``: the bytes are already in the device's counters (an array
+        that owned its memory hands it over); the buffer releases them when it dies."""
         self.owner = owner
         self.device = device
         nbytes = owner.nbytes
         self.nbytes = nbytes
         self._flat: Any = None
-        stats = device.stats
-        stats.allocated += nbytes
-        if stats.allocated > stats.peak:
-            stats.peak = stats.allocated
+        if not counted:
+            stats = device.stats
+            stats.allocated += nbytes
+            if stats.allocated > stats.peak:
+                stats.peak = stats.allocated
 
     def __del__(self) -> None:
         self.device.stats.allocated -= self.nbytes

@@ -1,0 +1,104 @@
+"""NumPy, DLPack and array API interop; Python protocol methods."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+
+
+def test_numpy_is_a_read_only_view_of_the_same_memory() -> None:
+    x = fg.arange(6.0).reshape(2, 3)
+    v = x.numpy()
+    assert not v.flags.writeable and np.shares_memory(v, x.numpy())
+    t = x.T.numpy()
+    assert t.strides == (4, 12) and np.shares_memory(t, v)
+
+
+def test_from_numpy_is_zero_copy_and_array_copies() -> None:
+    a = np.arange(6, dtype=np.float32)
+    assert np.shares_memory(fg.from_numpy(a).numpy(), a)
+    assert not np.shares_memory(fg.array(a).numpy(), a)
+    assert not np.shares_memory(fg.asarray(a).numpy(), a)  # asarray copies NumPy input: immutability holds
+    assert np.shares_memory(fg.asarray(a, copy=False).numpy(), a)
+    strided = a[::-2]
+    x = fg.from_numpy(strided)
+    assert x.stride() == (-2,) and np.shares_memory(x.numpy(), a) and x.tolist() == strided.tolist()
+    assert x.buffer.size == 5 and x.storage_offset() == 4
+
+
+def test_array_protocol_and_numpy_functions() -> None:
+    x = fg.array([[1.0, 2.0], [3.0, 4.0]])
+    assert np.asarray(x).dtype == np.float32
+    assert np.asarray(x, dtype=np.float64).dtype == np.float64
+    assert float(np.sum(x)) == 10.0
+    assert np.array(x, copy=True).flags.writeable
+
+
+def test_dlpack_round_trip_with_numpy() -> None:
+    x = fg.arange(6.0).reshape(2, 3)
+    a = np.from_dlpack(x)
+    assert np.shares_memory(a, x.numpy()) and a.tolist() == x.tolist()
+    assert x.__dlpack_device__() == (1, 0)
+    y = fg.from_dlpack(np.arange(4.0))
+    assert y.dtype is fg.float64 and y.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_dlpack_with_torch() -> None:
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    x = fg.from_dlpack(t)
+    assert x.shape == (2, 3) and x.tolist() == t.tolist()
+    back = torch.from_dlpack(x)
+    assert back.tolist() == t.tolist()
+
+
+def test_python_protocol() -> None:
+    x = fg.array([[1.0, 2.0], [3.0, 4.0]])
+    assert len(x) == 2 and [r.tolist() for r in x] == [[1.0, 2.0], [3.0, 4.0]]
+    assert fg.array(2.5).item() == 2.5 and float(fg.array([3.0])) == 3.0 and int(fg.array(7)) == 7
+    assert [10, 20, 30][fg.array(1)] == 20
+    assert bool(fg.array([1.0])) and not bool(fg.array(0))
+    assert f"{fg.array(1.23456):.2f}" == "1.23"
+    assert repr(fg.array([1.0, 2.0])) == "Array([1., 2.], dtype=float32, device=cpu)"
+    assert x.astype(fg.int32).dtype is fg.int32 and x.astype("float32", copy=False) is x
+    assert x.to("cpu") is x and x.to(fg.float64).dtype is fg.float64
+    assert hash(x) == id(x) // 16 or isinstance(hash(x), int)
+    assert fg.array(2.5, dtype=fg.bfloat16).item() == 2.5 and fg.ones(2, fg.float16).tolist() == [1.0, 1.0]
+
+
+def test_arrays_do_not_pickle() -> None:
+    import pickle
+
+    with pytest.raises(TypeError, match="fg.save"):
+        pickle.dumps(fg.ones(2))
+
+
+def test_array_namespace() -> None:
+    x = fg.ones(3)
+    xp = x.__array_namespace__()
+    assert xp is fg and fg.__array_api_version__ == "2023.12"
+    for name in ["permute_dims", "matrix_transpose", "concat", "astype", "asarray", "isdtype", "finfo", "iinfo",
+                 "result_type", "can_cast", "acos", "atan2", "bitwise_left_shift", "vecdot", "unstack",
+                 "cumulative_sum", "take_along_axis", "meshgrid", "broadcast_arrays", "newaxis", "e", "pi", "inf",
+                 "nan", "bool", "int8", "uint8", "float64", "from_dlpack", "__array_namespace_info__"]:
+        assert hasattr(fg, name), name
+    info = fg.__array_namespace_info__()
+    assert info.default_dtypes()["real floating"] is fg.float32 and "float32" in info.dtypes()
+    with pytest.raises(ValueError, match="2023.12"):
+        x.__array_namespace__(api_version="1999.01")
+
+
+def test_array_api_generic_code() -> None:
+    """Code written against the standard, with no funcgrad names, runs on funcgrad arrays."""
+
+    def softmax(x):  # the standard only: x.__array_namespace__()
+        xp = x.__array_namespace__()
+        e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+        return e / xp.sum(e, axis=-1, keepdims=True)
+
+    out = softmax(fg.array([[1.0, 2.0, 3.0]]))
+    np.testing.assert_allclose(out.numpy().sum(), 1.0, rtol=1e-6)
+    compat = pytest.importorskip("array_api_compat")
+    assert compat.array_namespace(out) is fg
