@@ -16,7 +16,8 @@ share. ``x[...] = v`` raises; ``x.at[...].set(v)`` returns a new array.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 

@@ -28,8 +28,9 @@ def tour(device: str = "cpu") -> None:
     _show("x.buffer", x.buffer)
 
     print("\nViews: new (shape, strides, offset) over the same buffer, O(1), no copy")
-    for label, v in [("x.T", x.T), ("x[1, ::2]", x[1, ::2]), ("x[::-1]", x[::-1]),
-                     ("x.reshape(3, 2)", x.reshape(3, 2)), ("fg.broadcast_to(x[0], (4, 3))", fg.broadcast_to(x[0], (4, 3)))]:
+    views = [("x.T", x.T), ("x[1, ::2]", x[1, ::2]), ("x[::-1]", x[::-1]), ("x.reshape(3, 2)", x.reshape(3, 2)),
+             ("fg.broadcast_to(x[0], (4, 3))", fg.broadcast_to(x[0], (4, 3)))]
+    for label, v in views:
         _show(label, f"shape={v.shape} strides={v.stride()} offset={v.storage_offset()} "
                      f"same buffer={v.buffer is x.buffer}")
 

@@ -8,8 +8,9 @@ has no entry here, so a new primitive cannot land untested.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st

@@ -8,7 +8,8 @@ and moves data to and from the host. NumPy and CuPy share nearly all of it, so
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -7,7 +7,8 @@ or a missing GPU into a ``DeviceUnavailableError`` that says which one it is.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -8,7 +8,7 @@ always copies, ``from_numpy`` never does, ``asarray`` copies only what it must
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -7,9 +7,8 @@ Python scalars) so the primitive sees one dtype and programs show every cast.
 
 from __future__ import annotations
 
-from typing import Any
-
 import builtins
+from typing import Any
 
 import numpy as np
 

@@ -175,8 +175,9 @@ def nonzero(x: Any, /) -> tuple[Any, ...]:
     if not isinstance(x, Array):
         from ..errors import ConcretizationError
 
-        raise ConcretizationError(f"nonzero: the output shape depends on the values of an abstract array "
-                                  f"{x.aval.str_short()}; use fg.where(mask, x, 0) instead of x[mask] under a transform")
+        raise ConcretizationError(
+            f"nonzero: the output shape depends on the values of an abstract array {x.aval.str_short()}; "
+            "use fg.where(mask, x, 0) instead of x[mask] under a transform")
     from .creation import _create
 
     idx = np.nonzero(x._host())

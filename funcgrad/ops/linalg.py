@@ -11,7 +11,7 @@ from ..errors import ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.linalg import cholesky_p, einsum_p, inv_p, matmul_p, solve_p
 from ..primitives.rules import normalize_axes
-from .elementwise import _promote, _single, abs, multiply, sqrt, power, square
+from .elementwise import _promote, _single, abs, multiply, power, sqrt, square
 from .reductions import max, min, sum
 from .shaping import expand_dims, matrix_transpose, reshape
 

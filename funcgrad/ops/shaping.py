@@ -4,7 +4,8 @@ split and broadcast never copy); copies only where data must move."""
 from __future__ import annotations
 
 import builtins
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -12,8 +13,20 @@ from .. import dtypes as _dt
 from ..errors import ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.rules import broadcast_shapes, normalize_axes, normalize_axis
-from ..primitives.shape import (argsort_p, broadcast_to_p, concatenate_p, diagonal_p, expand_dims_p, flip_p,
-                                pad_p, reshape_p, slice_p, sort_p, squeeze_p, transpose_p)
+from ..primitives.shape import (
+    argsort_p,
+    broadcast_to_p,
+    concatenate_p,
+    diagonal_p,
+    expand_dims_p,
+    flip_p,
+    pad_p,
+    reshape_p,
+    slice_p,
+    sort_p,
+    squeeze_p,
+    transpose_p,
+)
 from .elementwise import _promote, _single
 
 __all__ = ["reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",

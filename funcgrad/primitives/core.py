@@ -13,9 +13,10 @@ rule that maps (shape, strides, offset) to new metadata over the *same* buffer.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 

@@ -37,7 +37,8 @@ def build_index(template: Template, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def indexed_shape(op: str, shape: tuple[int, ...], template: Template, index_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+def indexed_shape(op: str, shape: tuple[int, ...], template: Template,
+                  index_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     """NumPy's result shape for ``x[index]`` (template already has one entry per axis, plus Nones)."""
     consumed = sum(1 for e in template if e[0] != "n")
     if consumed != len(shape):
@@ -51,7 +52,7 @@ def indexed_shape(op: str, shape: tuple[int, ...], template: Template, index_sha
     b = broadcast_shapes(op, *adv_shapes) if advanced else ()
     dims: list[Any] = []
     axis = 0
-    for i, e in enumerate(template):
+    for e in template:
         tag = e[0]
         if tag == "n":
             dims.append(1)

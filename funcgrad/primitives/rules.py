@@ -6,7 +6,8 @@ each one raises a typed error that names the operation and the user's shapes.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..dtypes import DType, bool_
 from ..errors import DeviceMismatchError, DTypeError, ShapeError

@@ -26,7 +26,8 @@ def _size(shape: tuple[int, ...]) -> int:
     return n
 
 
-def view_strides(shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                 new_shape: tuple[int, ...]) -> tuple[int, ...] | None:
     """Strides that show ``new_shape`` over the same elements without copying, or
     ``None`` when the memory order makes that impossible (PyTorch's rule: each
     run of merged dimensions must be contiguous with itself)."""
