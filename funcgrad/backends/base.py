@@ -84,7 +84,3 @@ class ArrayModuleBackend:
 
     def synchronize(self) -> None:
         pass
-
-    # -- creation ----------------------------------------------------------
-    def asarray(self, value: Any, dtype: Any) -> Any:
-        return self.xp.array(value, dtype=dtype)

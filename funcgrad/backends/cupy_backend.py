@@ -95,10 +95,6 @@ class CupyBackend(ArrayModuleBackend):
         with self._cuda_device:
             self.xp.cuda.get_current_stream().synchronize()
 
-    def asarray(self, value: Any, dtype: Any) -> Any:
-        with self._cuda_device:
-            return self.xp.array(value, dtype=dtype)
-
     # -- memory pool -------------------------------------------------------
     def reserved(self) -> int:
         return int(self.xp.get_default_memory_pool().total_bytes())
