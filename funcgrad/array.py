@@ -170,6 +170,12 @@ class ArrayBase:
     def astype(self, dtype: Any, copy: bool = True) -> Any:
         return _o.astype(self, dtype, copy=copy)
 
+    def detach(self) -> Any:
+        """A view with no derivative history (``fg.stop_gradient``): shares the buffer."""
+        from .transforms.api import stop_gradient
+
+        return stop_gradient(self)
+
     # -- reductions and math as methods (NumPy names) -------------------------
     def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None) -> Any:
         _no_out("sum", out)

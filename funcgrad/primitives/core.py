@@ -82,6 +82,7 @@ class Primitive:
             ``f(xp, *arrays, **params)``; each backend resolves it once.
         gpu_kernel: an optional different spec for CuPy.
         view: for view primitives, ``(layout, **params) -> Layout``; no kernel runs.
+        impl: for call-like primitives, an eager implementation in terms of other binds.
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
         jvp, vjp, transpose, batch: filled in by the transforms' rule tables.
         domain: what inputs the derivative checks use (see fg.testing).
@@ -98,9 +99,10 @@ class Primitive:
         multiple_results: bool = False,
         differentiable: bool = True,
         domain: Any = None,
+        impl: Callable[..., Any] | None = None,
     ) -> None:
-        if (kernel is None) == (view is None):
-            raise ValueError(f"primitive {name!r} needs exactly one of kernel= or view=")
+        if (kernel is None) + (view is None) + (impl is None) != 2:
+            raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
         if name in _REGISTRY:
             raise ValueError(f"primitive {name!r} is already registered")
         self.name = name
@@ -108,6 +110,7 @@ class Primitive:
         self.kernel_spec = kernel
         self.gpu_kernel_spec = gpu_kernel
         self.view = view
+        self.impl = impl  # call-like primitives (checkpoint, custom rules): evaluate by calling Python
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.domain = domain
@@ -201,6 +204,8 @@ def aval_of(x: Any) -> Any:
 
 _Array: Any = None  # set by array.py (import cycle: arrays are built by bind)
 _wrap: Any = None  # array.wrap_kernel_output, likewise
+_Tracer: Any = ()  # transforms.core.Tracer once the transforms are loaded
+_leak_check: Any = None
 
 
 def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
@@ -221,6 +226,8 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
             elif a._device is not device:
                 raise _device_mismatch(prim, args)
             raw.append(a._data)
+        elif isinstance(a, _Tracer):  # no interpreter is active, so this tracer escaped its transform
+            _leak_check(args)
         else:
             raw.append(a)
             has_scalars = True
@@ -228,6 +235,8 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
         device = _default_device()
     if has_scalars:
         raw = _exact_scalars(args, raw)
+    if prim.impl is not None:
+        return prim.impl(*args, **params)
     if prim.view is not None:
         return Array._apply_view(prim, args[0], params)
     try:

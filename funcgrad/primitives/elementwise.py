@@ -195,3 +195,124 @@ def _copy(xp: Any, x: Any) -> Any:
 
 
 copy_p = Primitive("copy", lambda x: x, kernel=_copy)
+
+
+# ---- derivatives ----------------------------------------------------------------------
+# Unary: one elementwise derivative d(x, ans) serves both modes (t * d and g * d).
+# "uses" says what d reads, which is what the backward pass keeps.
+
+from .ad import O, defjvp, deflinear, defvjp  # noqa: E402
+
+_LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
+
+UNARY_DERIVATIVES: dict[str, tuple[Any, str]] = {
+    "exp": (lambda x, a: a, "ans"),
+    "exp2": (lambda x, a: a * _LN2, "ans"),
+    "log": (lambda x, a: O.reciprocal(x), "args"),
+    "log2": (lambda x, a: O.reciprocal(x * _LN2), "args"),
+    "log10": (lambda x, a: O.reciprocal(x * _LN10), "args"),
+    "log1p": (lambda x, a: O.reciprocal(x + 1.0), "args"),
+    "expm1": (lambda x, a: a + 1.0, "ans"),
+    "sqrt": (lambda x, a: 0.5 / a, "ans"),
+    "rsqrt": (lambda x, a: -0.5 * a * a * a, "ans"),
+    "sin": (lambda x, a: O.cos(x), "args"),
+    "cos": (lambda x, a: -O.sin(x), "args"),
+    "tan": (lambda x, a: 1.0 + a * a, "ans"),
+    "arcsin": (lambda x, a: O.rsqrt(1.0 - x * x), "args"),
+    "arccos": (lambda x, a: -O.rsqrt(1.0 - x * x), "args"),
+    "arctan": (lambda x, a: O.reciprocal(1.0 + x * x), "args"),
+    "sinh": (lambda x, a: O.cosh(x), "args"),
+    "cosh": (lambda x, a: O.sinh(x), "args"),
+    "tanh": (lambda x, a: 1.0 - a * a, "ans"),
+    "arcsinh": (lambda x, a: O.rsqrt(x * x + 1.0), "args"),
+    "arccosh": (lambda x, a: O.rsqrt(x * x - 1.0), "args"),
+    "arctanh": (lambda x, a: O.reciprocal(1.0 - x * x), "args"),
+    "sigmoid": (lambda x, a: a * (1.0 - a), "ans"),
+    "erf": (lambda x, a: _TWO_OVER_SQRT_PI * O.exp(-(x * x)), "args"),
+    "abs": (lambda x, a: O.sign(x), "args"),
+    "square": (lambda x, a: 2.0 * x, "args"),
+    "reciprocal": (lambda x, a: -(a * a), "ans"),
+}
+
+
+def _unary_rules(name: str, deriv: Any, uses: str) -> None:
+    prim = UNARY[name]
+    defjvp(prim, lambda t, ans, x, **p: t * deriv(x, ans))
+    defvjp(prim, lambda g, ans, x, **p: g * deriv(x, ans), saves=uses)
+
+
+for _name, (_deriv, _uses) in UNARY_DERIVATIVES.items():
+    _unary_rules(_name, _deriv, _uses)
+deflinear(UNARY["neg"], lambda g, ans, x: -g)
+
+
+def _max_min_rules(prim: Primitive, winner: Any) -> None:
+    """Ties split the gradient evenly (as JAX does), so the sum over inputs stays exact."""
+
+    def share(x: Any, y: Any) -> Any:
+        dtype = x.dtype if hasattr(x, "dtype") else y.dtype
+        return O.where(winner(x, y), 1.0, O.where(O.equal(x, y), 0.5, 0.0)).astype(dtype)
+
+    defjvp(prim, lambda t, ans, x, y: t * share(x, y), lambda t, ans, x, y: t * share(y, x))
+    defvjp(prim, lambda g, ans, x, y: g * share(x, y), lambda g, ans, x, y: g * share(y, x), saves="args")
+
+
+def _safe_log(x: Any) -> Any:
+    return O.log(O.where(O.equal(x, 0), 1.0, x))
+
+
+B = BINARY
+defjvp(B["add"], lambda t, ans, x, y: t, lambda t, ans, x, y: t)
+defvjp(B["add"], lambda g, ans, x, y: g, lambda g, ans, x, y: g, saves="none")
+defjvp(B["sub"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t)
+defvjp(B["sub"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g, saves="none")
+defjvp(B["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
+defvjp(B["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
+defjvp(B["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
+defvjp(B["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
+defjvp(B["pow"], lambda t, ans, x, y: t * y * O.power(x, y - 1),
+       lambda t, ans, x, y: t * O.where(O.equal(x, 0), 0.0, ans * _safe_log(x)))
+defvjp(B["pow"], lambda g, ans, x, y: g * y * O.power(x, y - 1),
+       lambda g, ans, x, y: g * O.where(O.equal(x, 0), 0.0, ans * _safe_log(x)), saves="both")
+_max_min_rules(B["maximum"], lambda x, y: O.greater(x, y))
+_max_min_rules(B["minimum"], lambda x, y: O.less(x, y))
+defjvp(B["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
+defvjp(B["atan2"], lambda g, ans, x, y: g * y / (x * x + y * y), lambda g, ans, x, y: -g * x / (x * x + y * y),
+       saves="args")
+defjvp(B["hypot"], lambda t, ans, x, y: t * x / ans, lambda t, ans, x, y: t * y / ans)
+defvjp(B["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans, saves="both")
+
+
+def _copysign_factor(x: Any, ans: Any) -> Any:
+    return O.where(O.equal(O.signbit(x), O.signbit(ans)), 1.0, -1.0).astype(ans.dtype)
+
+
+defjvp(B["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
+defvjp(B["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
+defjvp(B["logaddexp"], lambda t, ans, x, y: t * O.exp(x - ans), lambda t, ans, x, y: t * O.exp(y - ans))
+defvjp(B["logaddexp"], lambda g, ans, x, y: g * O.exp(x - ans), lambda g, ans, x, y: g * O.exp(y - ans),
+       saves="both")
+defjvp(B["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * O.floor(x / y))
+defvjp(B["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * O.floor(x / y), saves="args")
+
+defjvp(select_p, None, lambda t, ans, c, x, y: O.where(c, t, 0.0), lambda t, ans, c, x, y: O.where(c, 0.0, t))
+defvjp(select_p, None, lambda g, ans, c, x, y: O.where(c, g, 0.0), lambda g, ans, c, x, y: O.where(c, 0.0, g),
+       saves=(0,))
+
+
+def _integer_pow_deriv(x: Any, y: int) -> Any:
+    if y == 0:
+        return O.zeros_like(x)
+    return y * x if y == 2 else (O.ones_like(x) if y == 1 else y * O.integer_pow(x, y - 1))
+
+
+defjvp(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y))
+defvjp(integer_pow_p, lambda g, ans, x, y: g * _integer_pow_deriv(x, y), saves="args")
+
+
+def _convert_back(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
+    return O.astype(g, x.dtype) if x.dtype.kind == "f" else None
+
+
+deflinear(convert_element_type_p, _convert_back)
+deflinear(copy_p, lambda g, ans, x: g)

@@ -163,3 +163,92 @@ def _take_along_axis_rule(x: ShapedArray, indices: ShapedArray, *, axis: int) ->
 
 take_along_axis_p = Primitive("take_along_axis", _take_along_axis_rule,
                               kernel=lambda xp, x, i, *, axis: xp.take_along_axis(x, i, axis=axis))
+
+
+# ---- derivatives ----------------------------------------------------------------------
+
+from .ad import O, defjvp, defvjp  # noqa: E402
+from .core import bind  # noqa: E402
+
+
+def _zeros_like(x: Any, like: Any) -> Any:
+    return O.zeros(tuple(x.shape), x.dtype, device=like.device)
+
+
+defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
+defvjp(gather_p, lambda g, ans, x, *idx, template: bind(
+    scatter_p, _zeros_like(x, g), g, *idx, template=template, mode="add"), saves="args")
+
+
+def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:
+    if i >= 2:
+        return None
+    if mode in ("set", "add"):
+        if i == 0:  # x's tangent survives where it is not overwritten
+            return bind(scatter_p, t, 0.0, *idx, template=template, mode="set") if mode == "set" else t
+        return bind(scatter_p, _zeros_like(ans, t), t, *idx, template=template, mode=mode)
+    if mode == "multiply":
+        if i == 0:
+            return bind(scatter_p, t, values, *idx, template=template, mode="multiply")
+        return bind(scatter_p, _zeros_like(ans, t), bind(gather_p, ans, *idx, template=template) * t / values,
+                    *idx, template=template, mode="add")
+    share_x, share_v = _extremum_shares(ans, x, values, idx, template)
+    if i == 0:
+        return t * share_x
+    return bind(scatter_p, _zeros_like(ans, t), t * share_v, *idx, template=template, mode="add")
+
+
+def _extremum_shares(ans: Any, x: Any, values: Any, idx: Any, template: Any) -> tuple[Any, Any]:
+    """min/max updates: each winner (x or an update) gets an equal share at ties."""
+    won_x = O.equal(x, ans).astype(ans.dtype)
+    at_pos = bind(gather_p, ans, *idx, template=template)
+    won_v = O.equal(values, at_pos).astype(ans.dtype)
+    won_v = O.broadcast_to(won_v, tuple(at_pos.shape))
+    count = bind(scatter_p, won_x, won_v, *idx, template=template, mode="add")
+    return won_x / count, won_v / bind(gather_p, count, *idx, template=template)
+
+
+def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:
+    if i >= 2 or (i == 1 and not hasattr(values, "shape")):
+        return None
+    if mode in ("set", "add"):
+        if i == 0:
+            return bind(scatter_p, g, 0.0, *idx, template=template, mode="set") if mode == "set" else g
+        return bind(gather_p, g, *idx, template=template)  # summed to values' shape by the interpreter
+    if mode == "multiply":
+        if i == 0:
+            return bind(scatter_p, g, values, *idx, template=template, mode="multiply")
+        # d out[p] / d v_k = out[p] / v_k: exact with repeated indices, needs nonzero updates (its domain)
+        return bind(gather_p, g * ans, *idx, template=template) / values
+    share_x, share_v = _extremum_shares(ans, x, values, idx, template)
+    if i == 0:
+        return g * share_x
+    return bind(gather_p, g, *idx, template=template) * share_v
+
+
+defjvp(scatter_p, each=_scatter_jvp)
+defvjp(scatter_p, each=_scatter_vjp, saves="both")
+
+
+def _along_axis_indices(idx: Any, axis: int, ndim: int) -> tuple[Any, ...]:
+    """Full index arrays (broadcastable aranges, and ``idx`` on ``axis``) for take_along_axis."""
+    out = []
+    for d in range(ndim):
+        if d == axis:
+            out.append(idx)
+        else:
+            shape = [1] * ndim
+            shape[d] = idx.shape[d]
+            out.append(O.reshape(O.arange(idx.shape[d], device=idx.device), tuple(shape)))
+    return tuple(out)
+
+
+def _take_along_axis_vjp(g: Any, ans: Any, x: Any, idx: Any, *, axis: int) -> Any:
+    full = _along_axis_indices(idx, axis, x.ndim)
+    shape = broadcast_shapes("take_along_axis", *(tuple(i.shape) for i in full))
+    full = tuple(O.broadcast_to(i, shape) for i in full)
+    return bind(scatter_p, _zeros_like(x, g), O.broadcast_to(g, shape), *full, template=(("a",),) * x.ndim, mode="add")
+
+
+defjvp(take_along_axis_p, lambda t, ans, x, idx, *, axis: bind(take_along_axis_p, t, idx, axis=axis), None)
+defvjp(take_along_axis_p, _take_along_axis_vjp, None, saves=(1,))

@@ -163,3 +163,144 @@ def _triangular_solve(xp: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool
 
 triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
                                kernel=_upcast_linalg(_triangular_solve))
+
+
+# ---- derivatives ----------------------------------------------------------------------
+
+from .ad import O, defjvp, defvjp  # noqa: E402
+from .core import bind  # noqa: E402
+
+
+def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)   or  (k,) @ (k,) -> ()
+        return O.expand_dims(g, -1) * b if a.ndim > 1 else g * b
+    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m): summed over the batch by the interpreter
+        return O.squeeze(O.matmul(b, O.expand_dims(g, -1)), -1)
+    return O.matmul(g, O.matrix_transpose(b))
+
+
+def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    if a.ndim == 1:
+        return g * a if b.ndim == 1 else O.expand_dims(a, -1) * O.expand_dims(g, -2)
+    if b.ndim == 1:
+        return O.squeeze(O.matmul(O.matrix_transpose(a), O.expand_dims(g, -1)), -1)
+    return O.matmul(O.matrix_transpose(a), g)
+
+
+defjvp(matmul_p, lambda t, ans, a, b: O.matmul(t, b), lambda t, ans, a, b: O.matmul(a, t))
+defvjp(matmul_p, _matmul_vjp_a, _matmul_vjp_b, saves="args")
+
+
+def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
+    """Cotangent of operand ``i``: an einsum of ``g`` with the other operands. Labels the
+    operand repeats (a diagonal) or sums alone are rebuilt with identity matrices and
+    broadcasting, so every subscript pattern is exact."""
+    inputs, out, sizes = parse_einsum(subscripts, [tuple(x.shape) for x in xs])
+    target = inputs[i]
+    others = [j for j in range(len(xs)) if j != i]
+    available = set(out).union(*(set(inputs[j]) for j in others))
+    unique = "".join(dict.fromkeys(target))
+    reachable = "".join(c for c in unique if c in available)
+    spec = ",".join([out] + [inputs[j] for j in others]) + "->" + reachable
+    r = bind(einsum_p, g, *(xs[j] for j in others), subscripts=spec)
+    for pos, c in enumerate(unique):  # labels only this operand has: its elements all get g
+        if c not in available:
+            r = O.expand_dims(r, pos)
+    r = O.broadcast_to(r, tuple(sizes[c] for c in unique))
+    if len(unique) == len(target):
+        return O.transpose(r, tuple(unique.index(c) for c in target)) if unique != target else r
+    fresh = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in subscripts)
+    seen: set[str] = set()
+    out_labels, eyes, eye_specs = [], [], []
+    for c in target:
+        if c in seen:  # a repeated label: a new axis tied to the first by an identity matrix
+            d = next(fresh)
+            eyes.append(O.eye(sizes[c], dtype=g.dtype, device=g.device))
+            eye_specs.append(c + d)
+            out_labels.append(d)
+        else:
+            seen.add(c)
+            out_labels.append(c)
+    return bind(einsum_p, r, *eyes, subscripts=",".join([unique] + eye_specs) + "->" + "".join(out_labels))
+
+
+def _einsum_jvp(i: int, t: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
+    return bind(einsum_p, *(t if j == i else x for j, x in enumerate(xs)), subscripts=subscripts)
+
+
+defjvp(einsum_p, each=_einsum_jvp)
+defvjp(einsum_p, each=_einsum_vjp, saves="args")
+
+
+def _solve(a: Any, b: Any) -> Any:
+    return bind(solve_p, a, b)
+
+
+def _solve_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    return _solve(O.matrix_transpose(a), g)
+
+
+def _solve_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    ct_b = _solve(O.matrix_transpose(a), g)
+    if b.ndim == 1:
+        return -(O.expand_dims(ct_b, -1) * O.expand_dims(ans, -2))
+    return -O.matmul(ct_b, O.matrix_transpose(ans))
+
+
+defjvp(solve_p, lambda t, ans, a, b: -_solve(a, O.matmul(t, ans)), lambda t, ans, a, b: _solve(a, t))
+defvjp(solve_p, _solve_vjp_a, _solve_vjp_b, saves=(0, "ans"))
+
+defjvp(inv_p, lambda t, ans, a: -O.matmul(O.matmul(ans, t), ans))
+defvjp(inv_p, lambda g, ans, a: -O.matmul(O.matmul(O.matrix_transpose(ans), g), O.matrix_transpose(ans)),
+       saves="ans")
+
+
+def _tri_solve(a: Any, b: Any, lower: bool = True, transpose_a: bool = False) -> Any:
+    return bind(triangular_solve_p, a, b, lower=lower, transpose_a=transpose_a)
+
+
+def _phi(x: Any) -> Any:
+    """Lower triangle with the diagonal halved."""
+    n = x.shape[-1]
+    return O.tril(x) - 0.5 * x * O.eye(n, dtype=x.dtype, device=x.device)
+
+
+def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
+    # tL = L phi(L^-1 tA L^-T), for symmetric tangents tA
+    inner = _tri_solve(ans, O.matrix_transpose(_tri_solve(ans, t)))
+    return O.matmul(ans, _phi(O.matrix_transpose(inner)))
+
+
+def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
+    # symmetric cotangent: S = L^-T phi(L^T g) L^-1, returned as (S + S^T) / 2
+    p = _phi(O.matmul(O.matrix_transpose(ans), g))
+    y = _tri_solve(ans, p, transpose_a=True)
+    s = O.matrix_transpose(_tri_solve(ans, O.matrix_transpose(y), transpose_a=True))
+    return 0.5 * (s + O.matrix_transpose(s))
+
+
+defjvp(cholesky_p, _cholesky_jvp)
+defvjp(cholesky_p, _cholesky_vjp, saves="ans")
+
+
+def _masked(a: Any, lower: bool) -> Any:
+    return O.tril(a) if lower else O.triu(a)
+
+
+def _tri_vjp_a(g: Any, ans: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
+    ct_b = _tri_solve(a, g, lower, not transpose_a)
+    ct = -O.matmul(ans, O.matrix_transpose(ct_b)) if transpose_a else -O.matmul(ct_b, O.matrix_transpose(ans))
+    return _masked(ct, lower)
+
+
+def _tri_jvp_a(t: Any, ans: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
+    ta = _masked(t, lower)
+    if transpose_a:
+        ta = O.matrix_transpose(ta)
+    return -_tri_solve(a, O.matmul(ta, ans), lower, transpose_a)
+
+
+defjvp(triangular_solve_p, _tri_jvp_a,
+       lambda t, ans, a, b, *, lower, transpose_a: _tri_solve(a, t, lower, transpose_a))
+defvjp(triangular_solve_p, _tri_vjp_a,
+       lambda g, ans, a, b, *, lower, transpose_a: _tri_solve(a, g, lower, not transpose_a), saves=(0, "ans"))

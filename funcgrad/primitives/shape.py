@@ -16,7 +16,7 @@ from .core import Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
 from .rules import common_device, normalize_axis
 
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
-           "flip_p", "diagonal_p", "concatenate_p", "pad_p", "sort_p", "argsort_p", "view_strides"]
+           "flip_p", "diagonal_p", "stop_gradient_p", "concatenate_p", "pad_p", "sort_p", "argsort_p", "view_strides"]
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -155,6 +155,8 @@ squeeze_p = Primitive("squeeze", None, view=_squeeze)
 expand_dims_p = Primitive("expand_dims", None, view=_expand_dims)
 flip_p = Primitive("flip", None, view=_flip)
 diagonal_p = Primitive("diagonal", None, view=_diagonal)
+# The identity as a view: a constant to every derivative (fg.stop_gradient, x.detach()).
+stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False)
 
 
 def strict_view(x: Layout, new_sizes: tuple[int, ...]) -> Layout:
@@ -234,3 +236,98 @@ def _argsort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
 
 sort_p = Primitive("sort", _sort_rule, kernel=_sort)
 argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=False)
+
+
+# ---- derivatives ----------------------------------------------------------------------
+# Views are linear: the JVP applies the same view to the tangent; the VJP undoes it.
+
+import numpy as np  # noqa: E402
+
+from .ad import O, defjvp, deflinear, defvjp  # noqa: E402
+from .core import bind  # noqa: E402
+
+
+def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any, ...], ...]:
+    """Normalised (start, stop, step) back to slices NumPy reads the same way
+    (a negative-step stop of -1 means "past the start", not "the last element")."""
+    return tuple(("s", start, None if (step < 0 and stop < 0) else stop, step) for start, stop, step in index)
+
+
+def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
+    from .index import scatter_p
+
+    zeros = O.zeros(tuple(x.shape), x.dtype, device=g.device)
+    return bind(scatter_p, zeros, g, *indices, template=template, mode="add")
+
+
+def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
+    moved_shape = tuple(d for i, d in enumerate(x.shape) if i not in (axis1, axis2)) + (x.shape[axis1], x.shape[axis2])
+    n = ans.shape[-1]
+    rows = O.arange(n) + max(-offset, 0)
+    cols = O.arange(n) + max(offset, 0)
+    template = (("s", None, None, None),) * (len(moved_shape) - 2) + (("a",), ("a",))
+    zeros = O.zeros(moved_shape, x.dtype, device=g.device)
+    from .index import scatter_p
+
+    filled = bind(scatter_p, zeros, g, rows, cols, template=template, mode="add")
+    return O.moveaxis(filled, (-2, -1), (axis1, axis2))
+
+
+deflinear(reshape_p, lambda g, ans, x, *, new_sizes: O.reshape(g, tuple(x.shape)))
+deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
+    transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
+deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
+deflinear(slice_p, lambda g, ans, x, *, index: _scatter_into_zeros(x, g, _slice_template(index)))
+deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))
+deflinear(expand_dims_p, lambda g, ans, x, *, dimensions: bind(squeeze_p, g, dimensions=dimensions))
+deflinear(flip_p, lambda g, ans, x, *, axes: bind(flip_p, g, axes=axes))
+deflinear(diagonal_p, _diagonal_vjp)
+
+
+def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
+    parts = [t if j == i else O.zeros(tuple(x.shape), t.dtype, device=t.device) for j, x in enumerate(xs)]
+    return bind(concatenate_p, *parts, axis=axis)
+
+
+def _concatenate_vjp(i: int, g: Any, ans: Any, *xs: Any, axis: int) -> Any:
+    start = sum(x.shape[axis] for x in xs[:i])
+    index = tuple((start, start + xs[i].shape[axis], 1) if a == axis else (0, d, 1) for a, d in enumerate(g.shape))
+    return bind(slice_p, g, index=index)
+
+
+defjvp(concatenate_p, each=_concatenate_jvp)
+defvjp(concatenate_p, each=_concatenate_vjp, saves="none")
+
+
+def _pad_sources(shape: tuple[int, ...], pad_width: Any, mode: str) -> np.ndarray:
+    """For every output element, the flat index of the input element it copies."""
+    return np.pad(np.arange(int(np.prod(shape))).reshape(shape), pad_width, mode=mode)
+
+
+def _pad_jvp(t: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
+    if mode == "constant":
+        return bind(pad_p, t, pad_width=pad_width, mode=mode, value=0)
+    return O.take(t, O.asarray(_pad_sources(tuple(x.shape), pad_width, mode), device=t.device))
+
+
+def _pad_vjp(g: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
+    if mode == "constant":
+        index = tuple((lo, lo + n, 1) for (lo, _), n in zip(pad_width, x.shape))
+        return bind(slice_p, g, index=index)
+    src = O.asarray(_pad_sources(tuple(x.shape), pad_width, mode).reshape(-1), device=g.device)
+    flat = O.zeros((int(np.prod(x.shape)),), x.dtype, device=g.device).at[src].add(O.reshape(g, (-1,)))
+    return O.reshape(flat, tuple(x.shape))
+
+
+defjvp(pad_p, _pad_jvp)
+defvjp(pad_p, _pad_vjp, saves="none")
+
+
+def _inverse_permutation(idx: Any, axis: int) -> Any:
+    return bind(argsort_p, idx, axis=axis, descending=False)
+
+
+defjvp(sort_p, lambda t, ans, x, *, axis, descending: O.take_along_axis(
+    t, bind(argsort_p, x, axis=axis, descending=descending), axis))
+defvjp(sort_p, lambda g, ans, x, *, axis, descending: O.take_along_axis(
+    g, _inverse_permutation(bind(argsort_p, x, axis=axis, descending=descending), axis), axis), saves="args")

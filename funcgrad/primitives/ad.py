@@ -1,0 +1,121 @@
+"""Helpers for writing derivative rules next to their primitives.
+
+Rules are one-liners per input, as in HIPS autograd's ``defvjp``:
+
+* ``defjvp(prim, rule_x, rule_y, ...)``: ``rule(t, ans, *args, **params)`` is the
+  output tangent contributed by input ``t`` (linear in ``t``); ``None`` marks an
+  input with no derivative. The contributions are added up.
+* ``defvjp(prim, rule_x, ..., saves=...)``: ``rule(g, ans, *args, **params)`` is
+  the cotangent of one input. ``saves`` declares what the backward pass keeps:
+  ``"ans"``, ``"args"``, ``"both"`` or ``"none"``. An input that is not kept reaches the
+  rule as its ``ShapedArray`` (shape and dtype still known), so the tape holds
+  exactly what the rule needs, as PyTorch's saved tensors do.
+
+Rules return cotangents in the *output's* broadcast shape: the autodiff
+interpreter sums them back to each input's shape in one place.
+Nothing here knows which transform runs; rules compute with ``fg.*`` functions,
+which bind primitives again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .core import Primitive, aval_of, bind
+
+__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "O"]
+
+
+class _Ops:
+    """``O.exp(x)`` is ``fg.exp(x)``: the fg.* functions, resolved on first use
+    (funcgrad.ops imports the primitive modules, so they cannot import it back)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from .. import ops
+
+        value = getattr(ops, name)
+        setattr(self, name, value)
+        return value
+
+
+O: Any = _Ops()
+
+
+class JVPFromRules:
+    """``prim.jvp``: ``(primals, tangents, **params) -> (ans, tangent or None)``."""
+
+    def __init__(self, prim: Primitive, rules: tuple[Callable[..., Any] | None, ...],
+                 each: Callable[..., Any] | None = None) -> None:
+        self.prim, self.rules, self.each = prim, rules, each
+
+    def rule(self, i: int) -> Callable[..., Any] | None:
+        if self.each is not None:
+            return lambda *a, **p: self.each(i, *a, **p)  # type: ignore[misc]
+        return self.rules[i] if i < len(self.rules) else None
+
+    def __call__(self, primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:
+        ans = bind(self.prim, *primals, **params)
+        out = None
+        for i, t in enumerate(tangents):
+            rule = None if t is None else self.rule(i)
+            if rule is None:
+                continue
+            c = rule(t, ans, *primals, **params)
+            out = c if out is None else out + c
+        return ans, out
+
+
+class VJPFromRules:
+    """``prim.vjp``: ``fwd(primals, params) -> (ans, residuals)`` and
+    ``bwd(residuals, g, params, needs) -> one cotangent (or None) per input``."""
+
+    def __init__(self, prim: Primitive, rules: tuple[Callable[..., Any] | None, ...], saves: Any,
+                 each: Callable[..., Any] | None = None) -> None:
+        if not (saves in ("ans", "args", "both", "none") or isinstance(saves, tuple)):
+            raise ValueError(f"defvjp({prim.name}): saves must be 'ans', 'args', 'both', 'none' or a tuple")
+        self.prim, self.rules, self.each = prim, rules, each
+        self.keep_ans = saves in ("ans", "both") or (isinstance(saves, tuple) and "ans" in saves)
+        self.keep_args = saves in ("args", "both")
+        self.keep_some = tuple(i for i in saves if isinstance(i, int)) if isinstance(saves, tuple) else ()
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+        ans = bind(self.prim, *primals, **params)
+        if self.keep_args:
+            args = primals
+        else:
+            keep = self.keep_some
+            args = tuple(p if i in keep else aval_of(p) for i, p in enumerate(primals))
+        return ans, (ans if self.keep_ans else None, args)
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        ans, args = residuals
+        out = []
+        for i in range(len(args)):
+            if needs is not None and not needs[i]:
+                out.append(None)
+                continue
+            if self.each is not None:
+                out.append(self.each(i, g, ans, *args, **params))
+            else:
+                rule = self.rules[i] if i < len(self.rules) else None
+                out.append(None if rule is None else rule(g, ans, *args, **params))
+        return tuple(out)
+
+
+def defjvp(prim: Primitive, *rules: Callable[..., Any] | None, each: Callable[..., Any] | None = None) -> None:
+    """Per-input tangent rules, or ``each(i, t, ans, *args, **params)`` for variadic primitives."""
+    prim.jvp = JVPFromRules(prim, rules, each)
+
+
+def defvjp(prim: Primitive, *rules: Callable[..., Any] | None, saves: Any = "both",
+           each: Callable[..., Any] | None = None) -> None:
+    """Per-input cotangent rules, or ``each(i, g, ans, *args, **params)`` for variadic primitives.
+    ``saves``: ``"ans"``, ``"args"``, ``"both"``, ``"none"``, or a tuple of input positions (and ``"ans"``)."""
+    prim.vjp = VJPFromRules(prim, rules, saves, each)
+
+
+def deflinear(prim: Primitive, *vjp_rules: Callable[..., Any] | None, each: Callable[..., Any] | None = None) -> None:
+    """A primitive linear in its (first) array input: its JVP applies the primitive to the
+    tangent, and its VJP rules need only shapes (nothing is saved)."""
+    defjvp(prim, lambda t, ans, x, *rest, **params: bind(prim, t, *rest, **params))
+    defvjp(prim, *vjp_rules, saves="none", each=each)

@@ -1,0 +1,318 @@
+"""The user-facing derivative transforms (JAX names and semantics).
+
+``vjp`` and ``jvp`` are the two primitives of the API; ``grad``,
+``value_and_grad``, ``jacrev``, ``jacfwd`` and ``hessian`` are built on them.
+All accept and return pytrees.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from .. import tree as _tree
+from ..array import ArrayBase
+from ..errors import DTypeError, ShapeError
+from ..primitives.core import bind, fmt_shape
+from .autodiff import (_EAGER, JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop,
+                       check_differentiable, no_grad_scope)
+from .core import new_interpreter
+
+__all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
+
+
+def _as_array(x: Any) -> Any:
+    if isinstance(x, ArrayBase):
+        return x
+    from ..ops import asarray
+
+    return asarray(x)
+
+
+def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{fn_name}: has_aux=True requires the function to return a pair (output, aux), "
+                        f"got {type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+    return out[0], out[1]
+
+
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``(out, f_vjp)`` or ``(out, f_vjp, aux)``: ``f_vjp(cotangent)`` returns one cotangent per primal.
+    ``f_vjp`` may be called any number of times."""
+    flat, in_tree = _tree.flatten(primals)
+    flat = [_as_array(x) for x in flat]
+    interp = VJPInterpreter()
+    with new_interpreter(interp):
+        tracers = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
+        out = f(*_tree.unflatten(in_tree, tracers))
+        out, aux = _split_aux(out, has_aux, "vjp")
+    out_flat, out_tree = _tree.flatten(out)
+    roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out_flat]
+    out_primals = [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out_flat]
+    leaves = [t.node if isinstance(t, VJPTracer) else None for t in tracers]
+
+    def f_vjp(cotangent: Any) -> tuple[Any, ...]:
+        ct_flat, ct_tree = _tree.flatten(cotangent)
+        if ct_tree != out_tree:
+            raise ValueError(f"vjp: the cotangent has structure {ct_tree!r}, the output {out_tree!r}")
+        seeds = []
+        for r, o, c in zip(roots, out_primals, ct_flat):
+            c = _as_array(c)
+            if tuple(c.shape) != tuple(o.shape):
+                raise ShapeError(f"vjp: cotangent of shape {fmt_shape(tuple(c.shape))} for an output of shape "
+                                 f"{fmt_shape(tuple(o.shape))}")
+            if r is not None:
+                seeds.append((r[0], r[1], c.astype(o.dtype, copy=False)))
+        got = backprop(seeds, [n for n in leaves if n is not None]) if seeds else []
+        it = iter(got)
+        from ..ops import zeros_like
+
+        cts = [(next(it) if n is not None else None) for n in leaves]
+        cts = [zeros_like(x) if c is None else c for c, x in zip(cts, flat)]
+        return _tree.unflatten(in_tree, cts)  # type: ignore[no-any-return]
+
+    result = _tree.unflatten(out_tree, out_primals)
+    return (result, f_vjp, _strip(aux, interp)) if has_aux else (result, f_vjp)
+
+
+def _strip(aux: Any, interp: Any) -> Any:
+    """Aux outputs are returned as values, without derivative tracking."""
+    return _tree.map(lambda a: a.primal if isinstance(a, (VJPTracer, JVPTracer)) and a._interp is interp else a, aux)
+
+
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> Any:
+    """``(out, tangent_out)``: the directional derivative of ``f`` at ``primals`` along ``tangents``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists (one entry per argument)")
+    flat, in_tree = _tree.flatten(tuple(primals))
+    t_flat, t_tree = _tree.flatten(tuple(tangents))
+    if in_tree != t_tree:
+        raise ValueError(f"jvp: tangents have structure {t_tree!r}, primals {in_tree!r}")
+    flat = [_as_array(x) for x in flat]
+    t_flat = [_as_array(t) for t in t_flat]
+    for x, t in zip(flat, t_flat):
+        if tuple(x.shape) != tuple(t.shape) or (x.dtype.kind == "f" and t.dtype is not x.dtype):
+            raise ShapeError(f"jvp: tangent {t.aval.str_short() if hasattr(t, 'aval') else t} does not match "
+                             f"primal {x.aval.str_short() if hasattr(x, 'aval') else x} (same shape and dtype needed)")
+    interp = JVPInterpreter()
+    with new_interpreter(interp):
+        tracers = [JVPTracer(interp, x, t) if x.dtype.kind == "f" else x for x, t in zip(flat, t_flat)]
+        out = f(*_tree.unflatten(in_tree, tracers))
+        out, aux = _split_aux(out, has_aux, "jvp")
+    out_flat, out_tree = _tree.flatten(out)
+    from ..ops import zeros_like
+
+    primals_out, tangents_out = [], []
+    for o in out_flat:
+        if isinstance(o, JVPTracer) and o._interp is interp:
+            primals_out.append(o.primal)
+            tangents_out.append(o.tangent)
+        else:
+            o = _as_array(o)
+            primals_out.append(o)
+            tangents_out.append(zeros_like(o))
+    result = (_tree.unflatten(out_tree, primals_out), _tree.unflatten(out_tree, tangents_out))
+    return result + (_strip(aux, interp),) if has_aux else result
+
+
+def _argnums(argnums: Any, nargs: int, fn_name: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not isinstance(n, int) or not -nargs <= n < nargs:
+            raise TypeError(f"{fn_name}: argnums={argnums!r} is out of range: the function was called with "
+                            f"{nargs} positional argument(s)")
+    return tuple(n % nargs for n in nums)
+
+
+def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """``f(*args)`` and its gradient with respect to ``args[argnums]`` (scalar output)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nums = _argnums(argnums, len(args), "grad")
+        for n in nums:
+            for leaf in _tree.leaves(args[n]):
+                check_differentiable(_as_array(leaf), f"grad: argument {n}")
+
+        def partial_f(*diff_args: Any) -> Any:
+            full = list(args)
+            for n, a in zip(nums, diff_args):
+                full[n] = a
+            return f(*full, **kwargs)
+
+        out, f_vjp, *aux = vjp(partial_f, *(args[n] for n in nums), has_aux=has_aux)
+        if not isinstance(out, ArrayBase) or out.shape != ():
+            shape = fmt_shape(tuple(out.shape)) if isinstance(out, ArrayBase) else type(out).__name__
+            raise ShapeError(
+                f"grad: the function must return a scalar (shape ()), but it returned shape {shape}. "
+                "For a non-scalar output use fg.vjp (a cotangent per output), fg.jacrev (the full Jacobian), "
+                "or reduce it first, e.g. return loss.sum().")
+        if out.dtype.kind != "f":
+            raise DTypeError(f"grad: the function returned dtype {out.dtype}; a floating-point scalar is needed")
+        from ..ops import ones_like
+
+        grads = f_vjp(ones_like(out))
+        g = grads[0] if isinstance(argnums, int) else tuple(grads)
+        return ((out, aux[0]), g) if has_aux else (out, g)
+
+    return wrapper
+
+
+def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
+    """The gradient of scalar-valued ``f`` with respect to ``args[argnums]``."""
+    vg = value_and_grad(f, argnums, has_aux)
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        (value_aux, g) = vg(*args, **kwargs)
+        return (g, value_aux[1]) if has_aux else g
+
+    return wrapper
+
+
+def _std_basis(x: Any) -> Any:
+    from ..ops import eye, reshape
+
+    n = x.size
+    return reshape(eye(n, dtype=x.dtype, device=x.device), (n,) + tuple(x.shape))
+
+
+def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
+    """The Jacobian by reverse mode: one VJP per output element. Result shape:
+    ``out.shape + arg.shape`` (pytrees: outputs outside, arguments inside)."""
+
+    def wrapper(*args: Any) -> Any:
+        from ..ops import reshape, stack
+
+        nums = _argnums(argnums, len(args), "jacrev")
+        diff = tuple(args[n] for n in nums)
+
+        def partial_f(*d: Any) -> Any:
+            full = list(args)
+            for n, a in zip(nums, d):
+                full[n] = a
+            return f(*full)
+
+        out, f_vjp = vjp(partial_f, *diff)
+        out_flat, out_tree = _tree.flatten(out)
+        in_flat, in_tree = _tree.flatten(diff)
+        blocks = []
+        for i, o in enumerate(out_flat):
+            rows = []
+            for k in range(o.size):
+                seed = [_zeros(q) for q in out_flat]
+                seed[i] = reshape(_std_basis(o)[k], tuple(o.shape))
+                rows.append(_tree.leaves(f_vjp(_tree.unflatten(out_tree, seed))))
+            per_in = [reshape(stack([r[j] for r in rows]) if rows else _empty(o, x), tuple(o.shape) + tuple(x.shape))
+                      for j, x in enumerate(in_flat)]
+            blocks.append(_tree.unflatten(in_tree, per_in))
+        blocks = [b[0] if isinstance(argnums, int) else b for b in blocks]
+        return _tree.unflatten(out_tree, blocks)
+
+    return wrapper
+
+
+def _zeros(x: Any) -> Any:
+    from ..ops import zeros_like
+
+    return zeros_like(x)
+
+
+def _empty(o: Any, x: Any) -> Any:
+    from ..ops import zeros
+
+    return zeros(tuple(o.shape) + tuple(x.shape), x.dtype, device=x.device)
+
+
+def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
+    """The Jacobian by forward mode: one JVP per input element. Result shape:
+    ``out.shape + arg.shape``."""
+
+    def wrapper(*args: Any) -> Any:
+        from ..ops import moveaxis, reshape, stack
+
+        nums = _argnums(argnums, len(args), "jacfwd")
+        diff = tuple(args[n] for n in nums)
+        in_flat, in_tree = _tree.flatten(diff)
+        in_flat = [_as_array(x) for x in in_flat]
+        for n, x in zip(nums, in_flat):
+            check_differentiable(x, f"jacfwd: argument {n}")
+
+        def partial_f(*d: Any) -> Any:
+            full = list(args)
+            for n, a in zip(nums, d):
+                full[n] = a
+            return f(*full)
+
+        columns: list[list[Any]] = []  # per input leaf: list over its elements of flat output tangents
+        out_flat: list[Any] = []
+        out_tree = None
+        for j, x in enumerate(in_flat):
+            cols = []
+            basis = _std_basis(x)
+            for k in range(x.size):
+                tangents = [_zeros(q) for q in in_flat]
+                tangents[j] = basis[k]
+                out, t_out = jvp(partial_f, _tree.unflatten(in_tree, in_flat), _tree.unflatten(in_tree, tangents))
+                out_flat, out_tree = _tree.flatten(out)
+                cols.append(_tree.leaves(t_out))
+            columns.append(cols)
+        if out_tree is None:  # no input elements: evaluate once for the structure
+            out_flat, out_tree = _tree.flatten(partial_f(*diff))
+        blocks = []
+        for i, o in enumerate(out_flat):
+            per_in = []
+            for j, x in enumerate(in_flat):
+                if x.size == 0:
+                    per_in.append(_empty(o, x))
+                    continue
+                stacked = stack([c[i] for c in columns[j]])  # (x.size,) + o.shape
+                per_in.append(reshape(moveaxis(stacked, 0, -1), tuple(o.shape) + tuple(x.shape)))
+            tree_in = _tree.unflatten(in_tree, per_in)
+            blocks.append(tree_in[0] if isinstance(argnums, int) else tree_in)
+        return _tree.unflatten(out_tree, blocks)
+
+    return wrapper
+
+
+def hessian(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
+    """Second derivatives: ``jacfwd(jacrev(f))``."""
+    return jacfwd(jacrev(f, argnums), argnums)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant to every enclosing derivative (a view: no copy)."""
+    from ..primitives.shape import stop_gradient_p
+
+    return _tree.map(lambda a: bind(stop_gradient_p, _as_array(a)) if isinstance(a, ArrayBase) else a, x)
+
+
+class no_grad:
+    """``fg.no_grad(f)`` or ``with fg.no_grad(): ...``: what is computed inside is a
+    constant to every derivative taken *around* it (derivatives taken entirely
+    inside still work). Also usable as ``@fg.no_grad()``."""
+
+    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
+        self._fn = fn
+        self._tokens: list[Any] = []
+        if fn is not None:
+            functools.update_wrapper(self, fn)
+
+    def __enter__(self) -> no_grad:
+        from ..primitives.core import current_interpreter
+
+        entry = current_interpreter.get()
+        self._tokens.append(no_grad_scope().set(entry if entry is not None else _EAGER))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        no_grad_scope().reset(self._tokens.pop())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:  # @fg.no_grad() used as a decorator factory
+            (fn,) = args
+            return no_grad(fn)
+        with no_grad():
+            return self._fn(*args, **kwargs)

@@ -1,0 +1,268 @@
+"""Forward and reverse mode: the JVP and VJP interpreters.
+
+JVP: a ``JVPTracer`` carries (primal, tangent); each primitive's ``jvp`` rule
+computes both by binding primitives below this interpreter.
+
+VJP: a ``VJPTracer`` carries its primal and the ``Node`` that made it. Nodes
+form a graph, as PyTorch's autograd does: each holds its rule's residuals and
+its parents, and a part of the graph no output can reach is freed with it.
+``backprop`` walks the graph once in reverse topological order. Rules run
+through ``bind`` in whatever interpreter is current then, which is how
+``grad(grad(f))`` works: the inner backward pass is itself recorded by the outer
+interpreter.
+
+Broadcasting and dtype are fitted here, in one place (``fit``): a rule returns
+cotangents in the output's broadcast shape, and they are summed back to each
+input's shape.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+from ..errors import DTypeError
+from ..primitives.core import aval_of, bind
+from .core import Interpreter, Tracer, check_tracer
+
+__all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backprop", "fit",
+           "no_grad_active", "no_grad_scope"]
+
+
+# ---- no_grad: derivative interpreters that were active when it started see constants ----
+
+_NO_GRAD: contextvars.ContextVar[Any] = contextvars.ContextVar("funcgrad_no_grad", default=None)
+_EAGER = object()  # no_grad entered with no interpreter active
+
+
+def no_grad_scope() -> Any:
+    return _NO_GRAD
+
+
+def no_grad_active(interp: Interpreter) -> bool:
+    """Whether ``interp`` runs under a ``no_grad`` block that started inside it."""
+    entry = _NO_GRAD.get()
+    if entry is None or entry is _EAGER:
+        return False
+    return bool(entry.encloses(interp))
+
+
+# ---- fitting cotangents and tangents ------------------------------------------------
+
+def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """Sum a broadcast cotangent back to ``shape`` and cast it to ``dtype``."""
+    from .. import ops
+
+    vshape = tuple(value.shape)
+    if vshape != shape:
+        lead = len(vshape) - len(shape)
+        axes = tuple(range(lead)) + tuple(
+            i + lead for i, d in enumerate(shape) if d == 1 and vshape[i + lead] != 1)
+        if axes:
+            value = ops.sum(value, axes, keepdims=True)
+        if lead:
+            value = ops.reshape(value, shape)
+    if value.dtype is not dtype:
+        value = ops.astype(value, dtype)
+    return value
+
+
+def _broadcast_tangent(t: Any, ans: Any) -> Any:
+    from .. import ops
+
+    if tuple(t.shape) != tuple(ans.shape):
+        t = ops.broadcast_to(t, tuple(ans.shape))
+    if t.dtype is not ans.dtype:
+        t = ops.astype(t, ans.dtype)
+    return t
+
+
+def _is_float(x: Any) -> bool:
+    return getattr(x, "dtype", None) is not None and x.dtype.kind == "f"
+
+
+# ---- forward mode --------------------------------------------------------------------
+
+class JVPTracer(Tracer):
+    __slots__ = ("primal", "tangent")
+
+    def __init__(self, interp: JVPInterpreter, primal: Any, tangent: Any) -> None:
+        self._interp = interp
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> Any:
+        return aval_of(self.primal)
+
+    def _concrete(self, why: str) -> Any:
+        p = self.primal
+        return p._concrete(why) if isinstance(p, Tracer) else p
+
+
+class JVPInterpreter(Interpreter):
+    name = "jvp"
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        primals, tangents, live = [], [], False
+        for a in args:
+            if isinstance(a, JVPTracer) and a._interp is self:
+                primals.append(a.primal)
+                tangents.append(a.tangent)
+                live = True
+            else:
+                if isinstance(a, Tracer):
+                    check_tracer(self, a)
+                primals.append(a)
+                tangents.append(None)
+        with self.parent_scope():
+            if not live or not prim.differentiable or no_grad_active(self):
+                return bind(prim, *primals, **params)
+            if prim.jvp is None:
+                raise NotImplementedError(f"no JVP rule for primitive {prim.name!r}")
+            ans, t_out = prim.jvp(tuple(primals), tuple(tangents), **params)
+            if prim.multiple_results:
+                return tuple(a if t is None or not _is_float(a) else JVPTracer(self, a, _broadcast_tangent(t, a))
+                             for a, t in zip(ans, t_out))
+            if t_out is None or not _is_float(ans):
+                return ans
+            return JVPTracer(self, ans, _broadcast_tangent(t_out, ans))
+
+
+# ---- reverse mode --------------------------------------------------------------------
+
+class Node:
+    """One recorded primitive application (or a leaf: ``rule is None``)."""
+
+    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "__weakref__")
+
+    def __init__(self, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, n_out: int,
+                 name: str) -> None:
+        self.rule = rule
+        self.params = params
+        self.parents = parents  # per input: (node, out_index, shape, dtype) or None
+        self.residuals = residuals
+        self.n_out = n_out
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name}>"
+
+
+class VJPTracer(Tracer):
+    __slots__ = ("primal", "node", "index")
+
+    def __init__(self, interp: VJPInterpreter, primal: Any, node: Node, index: int) -> None:
+        self._interp = interp
+        self.primal = primal
+        self.node = node
+        self.index = index
+
+    @property
+    def aval(self) -> Any:
+        return aval_of(self.primal)
+
+    def _concrete(self, why: str) -> Any:
+        p = self.primal
+        return p._concrete(why) if isinstance(p, Tracer) else p
+
+
+class VJPInterpreter(Interpreter):
+    name = "vjp"
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        primals: list[Any] = []
+        parents: list[Any] = []
+        live = False
+        for a in args:
+            if isinstance(a, VJPTracer) and a._interp is self:
+                p = a.primal
+                primals.append(p)
+                parents.append((a.node, a.index, tuple(p.shape), p.dtype))
+                live = True
+            else:
+                if isinstance(a, Tracer):
+                    check_tracer(self, a)
+                primals.append(a)
+                parents.append(None)
+        with self.parent_scope():
+            if not live or not prim.differentiable or no_grad_active(self):
+                return bind(prim, *primals, **params)
+            rule = prim.vjp
+            if rule is None:
+                raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
+            ans, residuals = rule.fwd(tuple(primals), params)
+        return self.record(prim, rule, params, tuple(parents), residuals, ans)
+
+    def record(self, prim: Any, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, ans: Any) -> Any:
+        if prim.multiple_results:
+            node = Node(rule, params, parents, residuals, len(ans), prim.name)
+            return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
+        if not _is_float(ans):
+            return ans
+        return VJPTracer(self, ans, Node(rule, params, parents, residuals, 1, prim.name), 0)
+
+    def leaf(self, x: Any, index: int) -> VJPTracer:
+        return VJPTracer(self, x, Node(None, None, (), None, 1, f"input {index}"), 0)
+
+
+def _toposort(roots: list[Node]) -> list[Node]:
+    """Nodes reachable from ``roots``, parents before children (iterative DFS)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(r, False) for r in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for p in node.parents:
+            if p is not None and id(p[0]) not in seen:
+                stack.append((p[0], False))
+    return order
+
+
+def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any]:
+    """Cotangents of ``leaves`` given ``(node, output index, cotangent)`` seeds.
+    Walks the graph once in reverse topological order; ``None`` is a zero."""
+    from .. import ops
+
+    pending: dict[int, list[Any]] = {}
+    for node, idx, ct in roots:
+        slot = pending.setdefault(id(node), [None] * node.n_out)
+        slot[idx] = ct if slot[idx] is None else slot[idx] + ct
+    leaf_ids = {id(leaf) for leaf in leaves}
+    results: dict[int, Any] = {}
+    for node in reversed(_toposort([r[0] for r in roots])):
+        cts = pending.pop(id(node), None)
+        if cts is None:
+            continue
+        if node.rule is None:
+            if id(node) in leaf_ids:
+                results[id(node)] = cts[0]
+            continue
+        if node.n_out == 1:
+            g = cts[0]
+        else:
+            g = tuple(cts)
+        needs = tuple(p is not None for p in node.parents)
+        in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
+        for parent, ct in zip(node.parents, in_cts):
+            if parent is None or ct is None:
+                continue
+            pnode, pidx, shape, dtype = parent
+            ct = fit(ct, shape, dtype)
+            slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
+            slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
+    return [results.get(id(leaf)) for leaf in leaves]
+
+
+def check_differentiable(x: Any, where: str) -> None:
+    if getattr(x, "dtype", None) is None or x.dtype.kind != "f":
+        dtype = getattr(x, "dtype", type(x).__name__)
+        raise DTypeError(f"{where} has dtype {dtype}; derivatives are taken with respect to floating-point "
+                         "arrays only (cast with x.astype(fg.float32), or leave it out of argnums)")

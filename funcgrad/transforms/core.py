@@ -1,0 +1,216 @@
+"""The interpreter stack shared by every transform (the Autodidax design, with a
+context variable instead of numbered levels).
+
+* An ``Interpreter`` handles ``bind`` while it is current. Its ``process(prim,
+  args, params)`` unpacks its own tracers, does its work by binding primitives
+  again *below itself* (``with self.parent_scope():``), and boxes results in new
+  tracers. Nesting works because every rule calls ``bind`` again.
+* A ``Tracer`` is an array-like that belongs to one interpreter. It has every
+  operator and method of ``Array`` (both inherit ``ArrayBase``), so user code
+  cannot tell them apart, except where it asks for concrete values.
+* When a transform returns, its interpreter is closed. Its tracers may have
+  escaped (stored in a global, say); using one raises ``TracerLeakError``
+  naming the transform that made it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Any, Iterator
+
+from ..array import ArrayBase
+from ..errors import ConcretizationError, TracerLeakError
+from ..primitives import core as _pcore
+from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
+
+__all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer"]
+
+
+class Interpreter:
+    """Base of the transforms' interpreters. ``parent`` is the interpreter that was
+    current when this one started (``None``: eager evaluation)."""
+
+    name = "transform"
+
+    def __init__(self) -> None:
+        self.parent = current_interpreter.get()
+        self.active = True
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def parent_scope(self) -> Iterator[None]:
+        token = current_interpreter.set(self.parent)
+        try:
+            yield
+        finally:
+            current_interpreter.reset(token)
+
+    def encloses(self, other: Interpreter | None) -> bool:
+        """Whether ``other`` is this interpreter or one of its ancestors."""
+        node: Interpreter | None = self
+        while node is not None:
+            if node is other:
+                return True
+            node = node.parent
+        return False
+
+    def __repr__(self) -> str:
+        return f"<{self.name} interpreter>"
+
+
+@contextlib.contextmanager
+def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
+    """Make ``interp`` current for the body; close it afterwards (its tracers become leaks)."""
+    token = current_interpreter.set(interp)
+    try:
+        yield interp
+    finally:
+        current_interpreter.reset(token)
+        interp.active = False
+
+
+class Tracer(ArrayBase):
+    """An abstract array owned by an interpreter. Subclasses define ``aval``."""
+
+    __slots__ = ("_interp",)
+    _interp: Interpreter
+
+    @property
+    def aval(self) -> ShapedArray:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> Any:
+        return self.aval.dtype
+
+    @property
+    def device(self) -> Any:
+        return self.aval.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.aval.dtype.itemsize)
+
+    def _concrete(self, why: str) -> Any:
+        """The concrete ``Array`` behind this tracer, or ``ConcretizationError``."""
+        raise ConcretizationError(_concretization_message(self, why))
+
+    # Python conversions need concrete values
+    def __bool__(self) -> bool:
+        return bool(self._concrete("bool()"))
+
+    def __float__(self) -> float:
+        return float(self._concrete("float()"))
+
+    def __int__(self) -> int:
+        return int(self._concrete("int()"))
+
+    def __index__(self) -> int:
+        return self._concrete("an index").__index__()  # type: ignore[no-any-return]
+
+    def item(self) -> Any:
+        return self._concrete("item()").item()
+
+    def tolist(self) -> Any:
+        return self._concrete("tolist()").tolist()
+
+    def numpy(self) -> Any:
+        return self._concrete("numpy()").numpy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self._concrete("NumPy conversion").__array__(dtype, copy)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def astype(self, dtype: Any, copy: bool = True) -> Any:
+        from ..ops import astype
+
+        return astype(self, dtype, copy=copy)
+
+    def to(self, target: Any, dtype: Any = None) -> Any:
+        from ..array import Array
+
+        return Array.to(self, target, dtype)  # type: ignore[arg-type]
+
+    def _to_device(self, dst: Any) -> Any:
+        if dst is not self.device:
+            raise ConcretizationError(f"moving a traced array between devices ({self.device} -> {dst}) "
+                                      "is not supported inside a transform; move inputs before calling it")
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.aval.str_short()}, {self._interp.name})"
+
+
+def _user_line() -> str:
+    for frame in inspect.stack()[2:]:
+        if "/funcgrad/" not in frame.filename.replace("\\", "/"):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
+def _concretization_message(tracer: Tracer, why: str) -> str:
+    return (
+        f"{why} needs a concrete value, but this is an abstract traced array of shape "
+        f"{fmt_shape(tracer.shape)} and dtype {tracer.dtype} inside fg.{tracer._interp.name} "
+        f"(at {_user_line()}). Python control flow cannot depend on traced values: use fg.where(cond, a, b) "
+        "for elementwise choices, fg.cond / fg.while_loop for control flow, or pass the value as a "
+        "static argument (static_argnums=...)."
+    )
+
+
+def concrete_value(x: Any) -> Any:
+    """The concrete ``Array`` under ``x`` (through derivative tracers), or raise."""
+    if isinstance(x, Tracer):
+        return x._concrete("this operation")
+    return x
+
+
+def check_tracer(interp: Interpreter, x: Tracer) -> None:
+    """``x`` belongs to another interpreter: fine if that one encloses ``interp``
+    (it is a constant here), a leak if it is closed or unrelated."""
+    owner = x._interp
+    if not owner.active or not interp.encloses(owner):
+        raise _leak(x)
+
+
+def _leak(x: Tracer) -> TracerLeakError:
+    return TracerLeakError(
+        f"a tracer of shape {fmt_shape(x.shape)} and dtype {x.dtype} created by fg.{x._interp.name} was used "
+        f"after that transform returned (or outside it): it escaped, e.g. through a global variable, a "
+        "closure, or an attribute set inside the transformed function. Return values from the function "
+        "instead of storing them."
+    )
+
+
+def _eager_leak_check(args: tuple[Any, ...]) -> None:
+    for a in args:
+        if isinstance(a, Tracer):
+            raise _leak(a)
+
+
+_pcore._Tracer = Tracer
+_pcore._leak_check = _eager_leak_check
