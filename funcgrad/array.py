@@ -348,8 +348,11 @@ class Array(ArrayBase):
         return buf
 
     def __del__(self) -> None:
-        if self._buf is None:  # still owns its memory: give the bytes back
-            self._device.stats.allocated -= self._data.nbytes
+        try:
+            if self._buf is None:  # still owns its memory: give the bytes back
+                self._device.stats.allocated -= self._data.nbytes
+        except AttributeError:  # construction failed part-way: nothing was counted
+            pass
 
     def stride(self, dim: int | None = None) -> Any:
         """Element strides, as ``torch.Tensor.stride()`` (NumPy's are in bytes)."""

@@ -448,4 +448,5 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "take_along_axis": _take_along_axis,
+    "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })

@@ -63,6 +63,8 @@ class ArrayModuleBackend:
         return bool(flat.__array_interface__["data"][0] == arr.__array_interface__["data"][0])
 
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        if 0 in shape:  # reads no memory: its offset may point past an empty buffer
+            return self.xp.empty(shape, flat.dtype)
         item = flat.itemsize
         return np.ndarray(
             shape, flat.dtype, buffer=flat, offset=offset * item, strides=tuple(s * item for s in strides)

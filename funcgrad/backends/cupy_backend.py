@@ -63,6 +63,8 @@ class CupyBackend(ArrayModuleBackend):
         return bool(flat.data.ptr == arr.data.ptr)
 
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
+        if 0 in shape:
+            return self.xp.empty(shape, flat.dtype)
         item = flat.itemsize
         return self.xp.ndarray(
             shape, flat.dtype, memptr=flat.data + offset * item, strides=tuple(s * item for s in strides)

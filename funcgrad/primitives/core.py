@@ -25,7 +25,8 @@ from ..errors import DeviceMismatchError, FuncgradError
 
 __all__ = [
     "Primitive", "ShapedArray", "bind", "registry", "current_interpreter", "aval_of",
-    "Layout", "fmt_shape", "contiguous_strides",
+    "Layout", "fmt_shape", "contiguous_strides", "Domain", "REAL", "POSITIVE", "NONZERO",
+    "DISTINCT", "MATRIX",
 ]
 
 
@@ -71,6 +72,32 @@ class Layout(NamedTuple):
     offset: int
 
 
+@dataclass(frozen=True)
+class Domain:
+    """Where a primitive's derivative is checked (``fg.testing`` and the test suite).
+
+    Float inputs are drawn from ``[low, high]``, pushed at least ``margin`` away
+    from the points in ``avoid`` (kinks and poles). ``kind`` adds structure:
+    ``"distinct"`` (no ties, for max/min/sort), ``"spd"`` (symmetric positive
+    definite, symmetrised inside the checked function), ``"matrix"`` (keep the
+    well-conditioned matrices the case draws), ``"remainder"`` (away from the
+    jumps of ``x % y``).
+    """
+
+    low: float = -2.0
+    high: float = 2.0
+    avoid: tuple[float, ...] = ()
+    margin: float = 0.2
+    kind: str = "values"
+
+
+REAL = Domain()
+POSITIVE = Domain(0.2, 3.0)
+NONZERO = Domain(avoid=(0.0,))
+DISTINCT = Domain(kind="distinct")
+MATRIX = Domain(kind="matrix")
+
+
 class Primitive:
     """One operation. Define it in a family module; it registers itself.
 
@@ -85,7 +112,7 @@ class Primitive:
         impl: for call-like primitives, an eager implementation in terms of other binds.
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
         jvp, vjp, transpose, batch: filled in by the transforms' rule tables.
-        domain: what inputs the derivative checks use (see fg.testing).
+        domain: the ``Domain`` a differentiable primitive's derivative is checked on.
     """
 
     def __init__(
@@ -113,7 +140,7 @@ class Primitive:
         self.impl = impl  # call-like primitives (checkpoint, custom rules): evaluate by calling Python
         self.multiple_results = multiple_results
         self.differentiable = differentiable
-        self.domain = domain
+        self.domain = domain if domain is not None else (REAL if differentiable else None)
         self.jvp: Callable[..., Any] | None = None
         self.vjp: Callable[..., Any] | None = None
         self.transpose: Callable[..., Any] | None = None

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..dtypes import DType, bool_
 from ..errors import DTypeError
-from .core import Primitive, ShapedArray
+from .core import NONZERO, POSITIVE, DISTINCT, Domain, Primitive, ShapedArray
 from .rules import elementwise, require_kind
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p",
@@ -243,6 +243,21 @@ def _unary_rules(name: str, deriv: Any, uses: str) -> None:
 
 for _name, (_deriv, _uses) in UNARY_DERIVATIVES.items():
     _unary_rules(_name, _deriv, _uses)
+
+# Where each derivative is checked (everything else: REAL, the default).
+_UNIT = Domain(-0.8, 0.8)
+for _name, _domain in {
+    "log": POSITIVE, "log2": POSITIVE, "log10": POSITIVE, "log1p": Domain(-0.7, 3.0), "sqrt": POSITIVE,
+    "rsqrt": POSITIVE, "reciprocal": NONZERO, "arcsin": _UNIT, "arccos": _UNIT, "arctanh": _UNIT,
+    "arccosh": Domain(1.3, 3.0), "tan": Domain(-1.2, 1.2), "abs": NONZERO,
+}.items():
+    UNARY[_name].domain = _domain
+for _name, _domain in {
+    "div": NONZERO, "pow": POSITIVE, "maximum": DISTINCT, "minimum": DISTINCT, "atan2": NONZERO,
+    "hypot": NONZERO, "copysign": NONZERO, "remainder": Domain(kind="remainder"),
+}.items():
+    BINARY[_name].domain = _domain
+integer_pow_p.domain = Domain(0.3, 2.0)
 deflinear(UNARY["neg"], lambda g, ans, x: -g)
 
 

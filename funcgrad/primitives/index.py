@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DTypeError, ShapeError
-from .core import Primitive, ShapedArray, fmt_shape
+from .core import Domain, Primitive, ShapedArray, fmt_shape
 from .rules import broadcast_shapes, common_device, normalize_axis, require_kind
 
 __all__ = ["gather_p", "scatter_p", "take_along_axis_p", "build_index", "indexed_shape", "SCATTER_MODES"]
@@ -226,6 +226,8 @@ def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
     return bind(gather_p, g, *idx, template=template) * share_v
 
 
+# multiply divides by the updates; min/max need the updates distinct from what they meet
+scatter_p.domain = Domain(avoid=(0.0,), margin=0.3, kind="distinct")
 defjvp(scatter_p, each=_scatter_jvp)
 defvjp(scatter_p, each=_scatter_vjp, saves="both")
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from .core import Primitive, ShapedArray, fmt_shape
+from .core import MATRIX, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import broadcast_shapes, common_device, require_kind
 
 __all__ = ["matmul_p", "einsum_p", "solve_p", "inv_p", "cholesky_p", "triangular_solve_p"]
@@ -279,6 +279,9 @@ def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
     return 0.5 * (s + O.matrix_transpose(s))
 
 
+for _p in (solve_p, inv_p, triangular_solve_p):
+    _p.domain = MATRIX
+cholesky_p.domain = Domain(kind="spd")
 defjvp(cholesky_p, _cholesky_jvp)
 defvjp(cholesky_p, _cholesky_vjp, saves="ans")
 

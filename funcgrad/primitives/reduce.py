@@ -12,7 +12,7 @@ import numpy as np
 
 from ..dtypes import bool_, int64
 from ..errors import ShapeError
-from .core import Primitive, ShapedArray, fmt_shape
+from .core import DISTINCT, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import normalize_axis, require_kind
 
 __all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p"]
@@ -160,6 +160,9 @@ def _reverse_cumsum(g: Any, axis: int) -> Any:
 
 
 deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
+for _name in ("reduce_max", "reduce_min"):
+    REDUCTIONS[_name].domain = DISTINCT
+cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)  # its derivative divides by x
 # cumprod divides by x: its derivative is checked on inputs away from zero (see its domain).
 defjvp(cumprod_p, lambda t, ans, x, *, axis: ans * O.cumsum(t / x, axis))
 defvjp(cumprod_p, lambda g, ans, x, *, axis: _reverse_cumsum(g * ans, axis) / x, saves="both")

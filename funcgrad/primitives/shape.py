@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError, ViewError
-from .core import Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
+from .core import DISTINCT, Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
 from .rules import common_device, normalize_axis
 
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
@@ -248,9 +248,19 @@ from .core import bind  # noqa: E402
 
 
 def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any, ...], ...]:
-    """Normalised (start, stop, step) back to slices NumPy reads the same way
-    (a negative-step stop of -1 means "past the start", not "the last element")."""
-    return tuple(("s", start, None if (step < 0 and stop < 0) else stop, step) for start, stop, step in index)
+    """Normalised (start, stop, step) triples as slices NumPy reads the same way.
+    (``slice.indices`` may give -1 to mean "before the start", which NumPy would
+    read as the last element, so the slice is rebuilt from its first and last element.)"""
+    out = []
+    for start, stop, step in index:
+        length = len(range(start, stop, step))
+        if length == 0:
+            out.append(("s", 0, 0, 1))
+            continue
+        last = start + (length - 1) * step
+        end = last + 1 if step > 0 else (last - 1 if last > 0 else None)
+        out.append(("s", start, end, step))
+    return tuple(out)
 
 
 def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
@@ -262,7 +272,7 @@ def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
 
 def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
     moved_shape = tuple(d for i, d in enumerate(x.shape) if i not in (axis1, axis2)) + (x.shape[axis1], x.shape[axis2])
-    n = ans.shape[-1]
+    n = g.shape[-1]
     rows = O.arange(n) + max(-offset, 0)
     cols = O.arange(n) + max(offset, 0)
     template = (("s", None, None, None),) * (len(moved_shape) - 2) + (("a",), ("a",))
@@ -327,6 +337,7 @@ def _inverse_permutation(idx: Any, axis: int) -> Any:
     return bind(argsort_p, idx, axis=axis, descending=False)
 
 
+sort_p.domain = DISTINCT
 defjvp(sort_p, lambda t, ans, x, *, axis, descending: O.take_along_axis(
     t, bind(argsort_p, x, axis=axis, descending=descending), axis))
 defvjp(sort_p, lambda g, ans, x, *, axis, descending: O.take_along_axis(

@@ -65,7 +65,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
                                  f"{fmt_shape(tuple(o.shape))}")
             if r is not None:
                 seeds.append((r[0], r[1], c.astype(o.dtype, copy=False)))
-        got = backprop(seeds, [n for n in leaves if n is not None]) if seeds else []
+        tracked = [n for n in leaves if n is not None]
+        got = backprop(seeds, tracked) if seeds else [None] * len(tracked)
         it = iter(got)
         from ..ops import zeros_like
 

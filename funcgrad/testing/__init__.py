@@ -1,0 +1,15 @@
+"""Public testing helpers: ``check_grads`` and hypothesis ``strategies``."""
+
+from __future__ import annotations
+
+from .gradcheck import check_grads, numerical_jvp
+
+__all__ = ["check_grads", "numerical_jvp", "strategies"]
+
+
+def __getattr__(name: str):  # strategies need hypothesis (a test extra): import on first use
+    if name == "strategies":
+        from . import strategies
+
+        return strategies
+    raise AttributeError(name)

@@ -1,0 +1,142 @@
+"""``check_grads``: derivatives against finite differences, and modes against each other.
+
+For ``modes=("fwd",)``: the JVP along a random direction equals the central
+difference ``(f(x + eps v) - f(x - eps v)) / 2 eps``. For ``("rev",)``: with a
+random output cotangent ``u``, ``<v, J^T u>`` from the VJP equals ``<J v, u>``
+from finite differences; with both modes, the dot-product test
+``<J v, u> == <v, J^T u>`` also runs between the two exact derivatives.
+``order=2`` repeats all of it on the derivative functions themselves.
+Everything runs in float64 by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import tree as _tree
+from ..array import Array, ArrayBase
+from ..transforms.api import jvp, vjp
+
+__all__ = ["check_grads", "numerical_jvp"]
+
+
+def _is_float(x: Any) -> bool:
+    return isinstance(x, ArrayBase) and x.dtype.kind == "f"
+
+
+def _to64(x: Any) -> Any:
+    from .. import float64, ops
+
+    if isinstance(x, float):
+        return ops.asarray(x, float64)
+    return ops.astype(x, float64) if _is_float(x) and x.dtype is not float64 else x
+
+
+def _random_like(tree: Any, rng: np.random.Generator) -> Any:
+    from .. import ops
+
+    def draw(x: Any) -> Any:
+        if not _is_float(x):
+            return x
+        return ops.asarray(rng.standard_normal(tuple(x.shape)), x.dtype, device=x.device)
+
+    return _tree.map(draw, tree)
+
+
+def _zero_nonfloat(tangents: Any, primals: Any) -> Any:
+    from .. import ops
+
+    return _tree.map(lambda t, p: t if _is_float(p) else ops.zeros_like(p), tangents, primals)
+
+
+def _add_scaled(primals: Any, tangents: Any, scale: float) -> Any:
+    return _tree.map(lambda p, t: p + scale * t if _is_float(p) else p, primals, tangents)
+
+
+def numerical_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], eps: float) -> Any:
+    """Central difference of ``f`` at ``primals`` along ``tangents`` (non-float leaves fixed)."""
+    plus = f(*_add_scaled(tuple(primals), tuple(tangents), eps))
+    minus = f(*_add_scaled(tuple(primals), tuple(tangents), -eps))
+    return _tree.map(lambda a, b: (a - b) / (2 * eps) if _is_float(a) else None, plus, minus)
+
+
+def _inner(a: Any, b: Any) -> float:
+    from .. import ops
+
+    total = 0.0
+    for x, y in zip(_tree.leaves(a), _tree.leaves(b)):
+        if _is_float(x) and _is_float(y):
+            total += float(ops.sum(ops.astype(x, "float64") * ops.astype(y, "float64")))
+    return total
+
+
+def _close(name: str, got: Any, want: Any, atol: float, rtol: float) -> None:
+    for g, w in zip(_tree.leaves(got), _tree.leaves(want)):
+        if g is None or w is None:
+            continue
+        g_np = np.asarray(g.numpy() if isinstance(g, Array) else g, dtype=np.float64)
+        w_np = np.asarray(w.numpy() if isinstance(w, Array) else w, dtype=np.float64)
+        np.testing.assert_allclose(g_np, w_np, atol=atol, rtol=rtol, err_msg=name)
+
+
+def _scalar_close(name: str, got: float, want: float, atol: float, rtol: float) -> None:
+    if not abs(got - want) <= atol + rtol * abs(want):
+        raise AssertionError(f"{name}: {got!r} != {want!r} (atol={atol}, rtol={rtol})")
+
+
+def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int = 2, modes: Sequence[str] = ("fwd", "rev"),
+                atol: float | None = None, rtol: float | None = None, eps: float | None = None,
+                seed: int = 0, dtype: Any = "float64") -> None:
+    """Check ``f``'s derivatives at ``args`` up to ``order``; raise ``AssertionError`` if any is wrong.
+
+    Float arguments are cast to ``dtype`` (float64 by default); integer and bool
+    arguments stay fixed. ``f`` takes positional arguments and returns a pytree.
+    """
+    for m in modes:
+        if m not in ("fwd", "rev"):
+            raise ValueError(f"check_grads: unknown mode {m!r}; use 'fwd' and/or 'rev'")
+    low = dtype != "float64"
+    atol = atol if atol is not None else (1e-2 if low else 1e-5)
+    rtol = rtol if rtol is not None else (1e-2 if low else 1e-5)
+    eps = eps if eps is not None else (1e-3 if low else 1e-5)
+    rng = np.random.default_rng(seed)
+    args = tuple(_to64(a) for a in args) if not low else tuple(args)
+    _check(f, args, order, tuple(modes), atol, rtol, eps, rng)
+
+
+def _check(f: Callable[..., Any], args: tuple[Any, ...], order: int, modes: tuple[str, ...], atol: float,
+           rtol: float, eps: float, rng: np.random.Generator) -> None:
+    tangents = _zero_nonfloat(_random_like(args, rng), args)
+    out_ref = f(*args)
+    num = numerical_jvp(f, args, tangents, eps)
+    jv = None
+    if "fwd" in modes:
+        out, jv = jvp(f, args, tangents)
+        _close("jvp primal output", out, out_ref, atol, rtol)
+        _close("jvp vs finite differences", jv, num, atol, rtol)
+    if "rev" in modes:
+        out, f_vjp = vjp(f, *args)
+        _close("vjp primal output", out, out_ref, atol, rtol)
+        ct = _random_like(out, rng)
+        ct_in = f_vjp(ct)
+        lhs = _inner(tangents, ct_in)
+        _scalar_close("vjp vs finite differences: <v, J^T u> vs <J v, u>", lhs, _inner(num, ct), atol * 10, rtol * 10)
+        if jv is not None:
+            _scalar_close("dot-product test <J v, u> == <v, J^T u>", _inner(jv, ct), lhs, atol, rtol)
+    if order > 1:
+        if "fwd" in modes:
+            def f_jvp(*flat: Any) -> Any:
+                n = len(flat) // 2
+                return jvp(f, flat[:n], flat[n:])[1]
+
+            _check(f_jvp, args + tuple(tangents), order - 1, modes, atol, rtol, eps, rng)
+        if "rev" in modes:
+            out = f(*args)
+            ct_fixed = _random_like(out, rng)
+
+            def f_vjp2(*a: Any) -> Any:
+                return vjp(f, *a)[1](ct_fixed)
+
+            _check(f_vjp2, args, order - 1, modes, atol, rtol, eps, rng)
