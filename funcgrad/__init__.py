@@ -22,8 +22,9 @@ from .errors import (ConcretizationError, DeviceMismatchError, DTypeError, Funcg
 from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
-from . import tree
-from .transforms import (Tracer, grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad,
+from . import testing, tree
+from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, saved_residuals,
+                         trace, grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad,
                          vjp)
 
 __version__ = "0.1.0"

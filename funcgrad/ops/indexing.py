@@ -174,10 +174,14 @@ def nonzero(x: Any, /) -> tuple[Any, ...]:
     x = _single(x)
     if not isinstance(x, Array):
         from ..errors import ConcretizationError
+        from ..transforms.core import concrete_value
 
-        raise ConcretizationError(
-            f"nonzero: the output shape depends on the values of an abstract array {x.aval.str_short()}; "
-            "use fg.where(mask, x, 0) instead of x[mask] under a transform")
+        try:
+            x = concrete_value(x)  # derivative tracers carry concrete values
+        except ConcretizationError:
+            raise ConcretizationError(
+                f"nonzero (and boolean-mask indexing x[mask]): the output shape depends on the values of the "
+                f"abstract array {x.aval.str_short()}; use fg.where(mask, x, 0) instead") from None
     from .creation import _create
 
     idx = np.nonzero(x._host())

@@ -80,12 +80,16 @@ class VJPFromRules:
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
         ans = bind(self.prim, *primals, **params)
+        return ans, self.residuals(primals, params, ans)
+
+    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        """What the backward pass keeps, given the inputs and the output."""
         if self.keep_args:
             args = primals
         else:
             keep = self.keep_some
             args = tuple(p if i in keep else aval_of(p) for i, p in enumerate(primals))
-        return ans, (ans if self.keep_ans else None, args)
+        return (ans if self.keep_ans else None, args)
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         ans, args = residuals

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from .api import grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad, vjp
 from .core import Interpreter, Tracer
+from .checkpoint import checkpoint, checkpoint_policies, saved_residuals
+from .custom import custom_jvp, custom_vjp
+from .ir import Program, trace
 
-__all__ = ["Interpreter", "Tracer", "grad", "hessian", "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient",
+__all__ = ["Interpreter", "Program", "Tracer", "trace", "checkpoint", "checkpoint_policies", "saved_residuals",
+           "custom_jvp", "custom_vjp", "grad", "hessian", "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient",
            "value_and_grad", "vjp"]

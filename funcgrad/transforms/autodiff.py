@@ -134,10 +134,11 @@ class JVPInterpreter(Interpreter):
 class Node:
     """One recorded primitive application (or a leaf: ``rule is None``)."""
 
-    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "__weakref__")
+    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "multi", "__weakref__")
 
     def __init__(self, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, n_out: int,
-                 name: str) -> None:
+                 name: str, multi: bool = False) -> None:
+        self.multi = multi  # a multiple-results primitive: its cotangent is a tuple
         self.rule = rule
         self.params = params
         self.parents = parents  # per input: (node, out_index, shape, dtype) or None
@@ -196,11 +197,27 @@ class VJPInterpreter(Interpreter):
 
     def record(self, prim: Any, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, ans: Any) -> Any:
         if prim.multiple_results:
-            node = Node(rule, params, parents, residuals, len(ans), prim.name)
+            node = Node(rule, params, parents, residuals, len(ans), prim.name, multi=True)
             return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
         if not _is_float(ans):
             return ans
         return VJPTracer(self, ans, Node(rule, params, parents, residuals, 1, prim.name), 0)
+
+    def record_known(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        """Like ``process``, but the primal output is already known (a checkpoint
+        policy saved it): record the node without running the primitive."""
+        primals, parents = [], []
+        for a in args:
+            if isinstance(a, VJPTracer) and a._interp is self:
+                primals.append(a.primal)
+                parents.append((a.node, a.index, tuple(a.primal.shape), a.primal.dtype))
+            else:
+                primals.append(a)
+                parents.append(None)
+        rule = prim.vjp
+        if rule is None or not prim.differentiable or all(p is None for p in parents):
+            return ans
+        return self.record(prim, rule, params, tuple(parents), rule.residuals(tuple(primals), params, ans), ans)
 
     def leaf(self, x: Any, index: int) -> VJPTracer:
         return VJPTracer(self, x, Node(None, None, (), None, 1, f"input {index}"), 0)
@@ -245,10 +262,7 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
             if id(node) in leaf_ids:
                 results[id(node)] = cts[0]
             continue
-        if node.n_out == 1:
-            g = cts[0]
-        else:
-            g = tuple(cts)
+        g = tuple(cts) if node.multi else cts[0]
         needs = tuple(p is not None for p in node.parents)
         in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
         for parent, ct in zip(node.parents, in_cts):

@@ -177,8 +177,8 @@ def _concretization_message(tracer: Tracer, why: str) -> str:
         f"{why} needs a concrete value, but this is an abstract traced array of shape "
         f"{fmt_shape(tracer.shape)} and dtype {tracer.dtype} inside fg.{tracer._interp.name} "
         f"(at {_user_line()}). Python control flow cannot depend on traced values: use fg.where(cond, a, b) "
-        "for elementwise choices, fg.cond / fg.while_loop for control flow, or pass the value as a "
-        "static argument (static_argnums=...)."
+        "for elementwise choices, or make the value a static (Python) argument "
+        "(static_argnums=... once the function is compiled)."
     )
 
 

@@ -1,0 +1,201 @@
+"""``fg.checkpoint``: recompute a function's intermediates in the backward pass.
+
+``checkpoint(f)`` traces ``f`` into a ``Program`` and binds one call-like
+primitive, ``checkpoint``, whose inputs are the program's constants (values
+``f`` closes over, so gradients reach them) and ``f``'s arguments. Eagerly it
+just evaluates the program. Under reverse mode its node keeps only its inputs,
+plus the outputs a *policy* chooses to save; the backward pass re-runs the
+program under a fresh VJP interpreter, reusing those saved outputs instead of
+recomputing them.
+
+Policies are ``policy(eqn) -> bool`` ("save this equation's outputs"):
+``checkpoint_policies.nothing_saveable`` (the default) and ``dots_saveable``
+(matmul and einsum outputs), or any callable of your own.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from .. import tree as _tree
+from ..array import ArrayBase
+from ..primitives.core import Primitive, bind, current_interpreter
+from .autodiff import VJPInterpreter
+from .core import new_interpreter
+from .ir import Eqn, Program, make_program
+
+__all__ = ["checkpoint", "checkpoint_policies", "checkpoint_p", "saved_residuals"]
+
+
+class checkpoint_policies:
+    """Named policies: which equations' outputs the backward pass may keep."""
+
+    @staticmethod
+    def nothing_saveable(eqn: Eqn) -> bool:
+        return False
+
+    @staticmethod
+    def dots_saveable(eqn: Eqn) -> bool:
+        return eqn.prim.name in ("matmul", "einsum")
+
+    @staticmethod
+    def everything_saveable(eqn: Eqn) -> bool:
+        return True
+
+
+_NAMED = {"nothing": checkpoint_policies.nothing_saveable, "nothing_saveable": checkpoint_policies.nothing_saveable,
+          "dots": checkpoint_policies.dots_saveable, "dots_saveable": checkpoint_policies.dots_saveable,
+          "everything": checkpoint_policies.everything_saveable}
+
+
+def _saved_eqns(program: Program, policy: Callable[[Eqn], bool]) -> tuple[int, ...]:
+    return tuple(i for i, e in enumerate(program.eqns) if policy(e))
+
+
+def _impl(*args: Any, program: Program, policy: Any, saved: tuple[int, ...], n_consts: int) -> tuple[Any, ...]:
+    keep: dict[int, Any] = {}
+
+    def hook(i: int, eqn: Eqn, vals: list[Any]) -> Any:
+        if i in saved_set:
+            out = bind(eqn.prim, *vals, **eqn.params)
+            keep[i] = out
+            return out
+        return None
+
+    saved_set = set(saved)
+    outs = program.eval_flat(args[n_consts:], consts=args[:n_consts], hook=hook if saved else None)
+    extra = [o for i in saved for o in (keep[i] if program.eqns[i].prim.multiple_results else (keep[i],))]
+    return tuple(outs) + tuple(extra)
+
+
+def _abstract_eval(*avals: Any, program: Program, policy: Any, saved: tuple[int, ...], n_consts: int) -> Any:
+    extra = [v.aval for i in saved for v in program.eqns[i].outputs]
+    return tuple(program.out_avals) + tuple(extra)
+
+
+checkpoint_p = Primitive("checkpoint", _abstract_eval, impl=_impl, multiple_results=True)
+
+
+class _CheckpointVJP:
+    """Keeps inputs (and policy-saved outputs); recomputes the rest in the backward pass."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+        outs = bind(checkpoint_p, *primals, **params)
+        n_user = len(params["program"].outvars)
+        return outs, (primals, outs[n_user:])
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        from ..ops import zeros_like
+        from .api import vjp
+
+        primals, saved_values = residuals
+        program: Program = params["program"]
+        saved: tuple[int, ...] = params["saved"]
+        n_consts = params["n_consts"]
+        n_user = len(program.outvars)
+        known: dict[int, Any] = {}
+        it = iter(saved_values)
+        for i in saved:
+            n = len(program.eqns[i].outputs)
+            vals = tuple(next(it) for _ in range(n))
+            known[i] = vals if program.eqns[i].prim.multiple_results else vals[0]
+
+        def hook(i: int, eqn: Eqn, vals: list[Any]) -> Any:
+            if i not in known:
+                return None
+            interp = current_interpreter.get()
+            if isinstance(interp, VJPInterpreter):
+                return interp.record_known(eqn.prim, tuple(vals), eqn.params, known[i])
+            return known[i]
+
+        def recompute(*xs: Any) -> tuple[Any, ...]:
+            return tuple(program.eval_flat(xs[n_consts:], consts=xs[:n_consts], hook=hook))
+
+        outs, f_vjp = vjp(recompute, *primals)
+        cts = tuple(zeros_like(o) if c is None else c for o, c in zip(outs, tuple(g)[:n_user]))
+        return tuple(f_vjp(cts))
+
+
+def _jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:
+    from ..ops import zeros_like
+    from .api import jvp
+
+    tangents = tuple(zeros_like(p) if t is None and isinstance(p, ArrayBase) else t for p, t in zip(primals, tangents))
+    outs, t_outs = jvp(lambda *xs: _impl(*xs, **params), primals, tangents)  # forward mode keeps nothing
+    return outs, t_outs
+
+
+checkpoint_p.vjp = _CheckpointVJP()
+checkpoint_p.jvp = _jvp
+
+
+def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool = True) -> Callable[..., Any]:
+    """``f`` with its intermediates recomputed, not kept, for the backward pass."""
+    if policy is None:
+        policy = checkpoint_policies.nothing_saveable
+    elif isinstance(policy, str):
+        if policy not in _NAMED:
+            raise ValueError(f"checkpoint: unknown policy {policy!r}; use one of {sorted(_NAMED)} or a callable")
+        policy = _NAMED[policy]
+
+    @functools.wraps(f)
+    def wrapped(*args: Any) -> Any:
+        from .api import _as_array
+
+        flat, in_tree = _tree.flatten(args)
+        flat = [_as_array(x) for x in flat]
+        program, _ = make_program(f, [x.aval for x in flat], in_tree)
+        consts = program.consts
+        inner = Program(program.invars, [], [], program.eqns, program.outvars, None, None)
+        inner.constvars = program.constvars  # consts arrive as the leading inputs of the primitive
+        saved = _saved_eqns(program, policy)
+        outs = bind(checkpoint_p, *consts, *flat, program=inner, policy=policy, saved=saved, n_consts=len(consts))
+        return _tree.unflatten(program.out_tree, list(outs[:len(program.outvars)]))
+
+    return wrapped
+
+
+def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]]]:
+    """``saved_residuals(f)(*args)``: what reverse mode keeps for ``f``'s backward pass,
+    as ``(type, made by)`` pairs, e.g. ``("f32[256,1024]", "tanh")``. Each array once."""
+
+    def inspect(*args: Any) -> list[tuple[str, str]]:
+        from .api import _as_array
+
+        flat, in_tree = _tree.flatten(args)
+        flat = [_as_array(x) for x in flat]
+        interp = _RecordingVJP()
+        with new_interpreter(interp):
+            leaves = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
+            for i, x in enumerate(flat):
+                interp.made_by[id(x)] = f"argument {i}"
+            out = f(*_tree.unflatten(in_tree, leaves))
+        roots = [o.node for o in _tree.leaves(out) if hasattr(o, "node")]
+        from .autodiff import _toposort
+
+        seen: set[int] = set()
+        report = []
+        for node in _toposort(roots):
+            for value in _tree.leaves(node.residuals):
+                if isinstance(value, ArrayBase) and id(value) not in seen:
+                    seen.add(id(value))
+                    report.append((value.aval.str_short(), interp.made_by.get(id(value), "a constant")))
+        return report
+
+    return inspect
+
+
+class _RecordingVJP(VJPInterpreter):
+    """A VJP interpreter that remembers which primitive made each value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made_by: dict[int, str] = {}
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        out = super().process(prim, args, params)
+        for o in (out if isinstance(out, tuple) else (out,)):
+            value = getattr(o, "primal", o)
+            self.made_by.setdefault(id(value), prim.name)
+        return out

@@ -1,0 +1,221 @@
+"""User-defined derivative rules: ``fg.custom_vjp`` and ``fg.custom_jvp`` (JAX's API).
+
+Each wraps the function in a call-like primitive, so the rule survives tracing
+(``fg.trace`` records one equation) and composes with the other transforms.
+Arguments listed in ``nondiff_argnums`` must be static Python values (they are
+hashed into the primitive's parameters); arrays always go in as regular arguments.
+
+* ``custom_vjp``: ``f.defvjp(fwd, bwd)`` with ``fwd(*args) -> (out, residuals)`` and
+  ``bwd(residuals, g) -> one cotangent per argument`` (``bwd(*nondiff, res, g)`` with
+  static arguments). Forward mode through it is an error, as in JAX.
+* ``custom_jvp``: ``f.defjvp(rule)`` with ``rule(primals, tangents) -> (out, tangent_out)``.
+  Reverse mode uses the same rule: its tangent map is linear, so the VJP of that
+  map is its transpose (no separate rule needed).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from .. import tree as _tree
+from ..primitives.core import Primitive, bind
+from .ir import make_program
+
+__all__ = ["custom_vjp", "custom_jvp"]
+
+
+def _split(args: tuple[Any, ...], nondiff: tuple[int, ...]) -> tuple[tuple[Any, ...], list[Any]]:
+    static = tuple(args[i] for i in nondiff)
+    for i, s in zip(nondiff, static):
+        try:
+            hash(s)
+        except TypeError:
+            raise TypeError(f"custom rule: argument {i} is in nondiff_argnums, so it must be a hashable static value "
+                            f"(got {type(s).__name__}); pass arrays as regular arguments") from None
+    dynamic = [a for i, a in enumerate(args) if i not in nondiff]
+    return static, dynamic
+
+
+def _merge(static: tuple[Any, ...], dynamic: Sequence[Any], nondiff: tuple[int, ...]) -> list[Any]:
+    out, s, d = [], iter(static), iter(dynamic)
+    for i in range(len(static) + len(dynamic)):
+        out.append(next(s) if i in nondiff else next(d))
+    return out
+
+
+class _Call:
+    """Hashable, printable bundle of the user's callables and static data for the params."""
+
+    def __init__(self, fun: Callable[..., Any], rule: Any, static: tuple[Any, ...], nondiff: tuple[int, ...],
+                 in_tree: Any, out_tree: Any, out_avals: list[Any]) -> None:
+        self.fun, self.rule, self.static, self.nondiff = fun, rule, static, nondiff
+        self.in_tree, self.out_tree, self.out_avals = in_tree, out_tree, out_avals
+        self.__name__ = getattr(fun, "__name__", "fun")
+
+    def __repr__(self) -> str:
+        return f"<{self.__name__}>"
+
+    def call(self, flat: Sequence[Any]) -> list[Any]:
+        args = _merge(self.static, _tree.unflatten(self.in_tree, list(flat)), self.nondiff)
+        out = self.fun(*args)
+        out_flat, tree = _tree.flatten(out)
+        if tree != self.out_tree:
+            raise TypeError(f"{self.__name__}: output structure changed from {self.out_tree!r} to {tree!r}")
+        return out_flat
+
+
+def _abstract(*avals: Any, call: _Call) -> tuple[Any, ...]:
+    return tuple(call.out_avals)
+
+
+def _impl(*flat: Any, call: _Call) -> tuple[Any, ...]:
+    return tuple(call.call(flat))
+
+
+custom_vjp_p = Primitive("custom_vjp_call", _abstract, impl=_impl, multiple_results=True)
+custom_jvp_p = Primitive("custom_jvp_call", _abstract, impl=_impl, multiple_results=True)
+
+
+def _prepare(fun: Callable[..., Any], rule: Any, nondiff: tuple[int, ...], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    from .api import _as_array
+
+    static, dynamic = _split(args, nondiff)
+    flat, in_tree = _tree.flatten(tuple(dynamic))
+    flat = [_as_array(x) for x in flat]
+
+    def probe(*d: Any) -> Any:
+        return fun(*_merge(static, d, nondiff))
+
+    program, _ = make_program(probe, [x.aval for x in flat], in_tree)  # output structure and types
+    call = _Call(fun, rule, static, nondiff, in_tree, program.out_tree, program.out_avals)
+    return call, flat
+
+
+class custom_vjp:
+    """``f = fg.custom_vjp(f); f.defvjp(fwd, bwd)``."""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff = tuple(nondiff_argnums)
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> custom_vjp:
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp {self.fun.__name__}: call defvjp(fwd, bwd) before using it")
+        call, flat = _prepare(self.fun, self, self.nondiff, args)
+        outs = bind(custom_vjp_p, *flat, call=call)
+        return _tree.unflatten(call.out_tree, list(outs))
+
+
+class _CustomVJPRule:
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+        call: _Call = params["call"]
+        rule: custom_vjp = call.rule
+        args = _merge(call.static, _tree.unflatten(call.in_tree, list(primals)), call.nondiff)
+        result = rule.fwd(*args)  # type: ignore[misc]
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError(f"custom_vjp {call.__name__}: fwd must return (output, residuals)")
+        out, residuals = result
+        out_flat, tree = _tree.flatten(out)
+        if tree != call.out_tree:
+            raise TypeError(f"custom_vjp {call.__name__}: fwd's output structure {tree!r} differs from the "
+                            f"function's {call.out_tree!r}")
+        return tuple(out_flat), residuals
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        from ..ops import zeros
+
+        call: _Call = params["call"]
+        cts = [zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, call.out_avals)]
+        result = call.rule.bwd(*call.static, residuals, _tree.unflatten(call.out_tree, cts))
+        if not isinstance(result, tuple):
+            raise TypeError(f"custom_vjp {call.__name__}: bwd must return a tuple with one cotangent per "
+                            "differentiable argument")
+        n_dynamic = len(call.in_tree.children)
+        if len(result) != n_dynamic:
+            raise TypeError(f"custom_vjp {call.__name__}: bwd returned {len(result)} cotangents for "
+                            f"{n_dynamic} argument(s)")
+        flat = []
+        for sub, ct in zip(call.in_tree.children, result):
+            leaves = _tree.leaves(ct) if ct is not None else [None] * sub.num_leaves
+            flat.extend(leaves)
+        return tuple(flat)
+
+
+def _no_forward_mode(primals: Any, tangents: Any, **params: Any) -> Any:
+    raise TypeError(f"can't apply forward-mode differentiation (jvp, jacfwd, hessian) to the custom_vjp function "
+                    f"{params['call'].__name__}: it only defines a reverse-mode rule. Use fg.custom_jvp, or jacrev.")
+
+
+custom_vjp_p.vjp = _CustomVJPRule()
+custom_vjp_p.jvp = _no_forward_mode
+
+
+class custom_jvp:
+    """``f = fg.custom_jvp(f); f.defjvp(rule)`` with ``rule(primals, tangents) -> (out, t_out)``."""
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff = tuple(nondiff_argnums)
+        self.rule: Callable[..., Any] | None = None
+
+    def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        self.rule = rule
+        return rule
+
+    def __call__(self, *args: Any) -> Any:
+        if self.rule is None:
+            raise TypeError(f"custom_jvp {self.fun.__name__}: call defjvp(rule) before using it")
+        call, flat = _prepare(self.fun, self, self.nondiff, args)
+        outs = bind(custom_jvp_p, *flat, call=call)
+        return _tree.unflatten(call.out_tree, list(outs))
+
+
+def _custom_jvp_tangents(call: _Call, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    p_args = _tree.unflatten(call.in_tree, list(primals))
+    t_args = _tree.unflatten(call.in_tree, list(tangents))
+    rule = call.rule.rule
+    if call.nondiff:
+        out, t_out = rule(*call.static, tuple(p_args), tuple(t_args))
+    else:
+        out, t_out = rule(tuple(p_args), tuple(t_args))
+    return _tree.leaves(out), _tree.leaves(t_out)
+
+
+def _custom_jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:
+    from ..ops import zeros_like
+
+    call: _Call = params["call"]
+    tangents = tuple(zeros_like(p) if t is None else t for p, t in zip(primals, tangents))
+    out, t_out = _custom_jvp_tangents(call, primals, tangents)
+    return tuple(out), tuple(t_out)
+
+
+class _CustomJVPTranspose:
+    """Reverse mode for custom_jvp: the VJP of the rule's (linear) tangent map."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+        outs = bind(custom_jvp_p, *primals, **params)
+        return outs, primals
+
+    def bwd(self, primals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        from ..ops import zeros, zeros_like
+        from .api import vjp
+
+        call: _Call = params["call"]
+        cts = tuple(zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, call.out_avals))
+        zero_tangents = [zeros_like(p) for p in primals]
+        _, lin_vjp = vjp(lambda *ts: tuple(_custom_jvp_tangents(call, primals, ts)[1]), *zero_tangents)
+        return tuple(lin_vjp(cts))
+
+
+custom_jvp_p.jvp = _custom_jvp_rule
+custom_jvp_p.vjp = _CustomJVPTranspose()

@@ -1,0 +1,281 @@
+"""The IR: ``fg.trace(f)(*args)`` records a ``Program``.
+
+A ``Program`` is a plain data structure that passes can rewrite: typed input
+variables, hoisted constants, one ``Eqn`` per primitive (its inputs are ``Var``s
+or inline ``Literal``s, with parameters; call-like primitives such as
+``checkpoint`` hold a nested program), and output atoms. It prints as
+
+    { lambda a:f32[3]; let
+        b:f32[3] = mul a 2.0
+        c:f32[] = reduce_sum[axes=(0,) keepdims=False] b
+      in (c,) }
+
+and it is callable: evaluating it binds each equation's primitive again, so a
+program runs eagerly, under ``grad``, or inside another trace.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Sequence
+
+from .. import tree as _tree
+from ..array import Array, ArrayBase
+from ..primitives.core import ShapedArray, bind
+from .core import Interpreter, Tracer, check_tracer, new_interpreter
+
+__all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace", "make_program"]
+
+
+class Var:
+    """A typed variable of a program (named only when printed)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray) -> None:
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A Python scalar written inline in an equation (weakly typed)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class Eqn:
+    __slots__ = ("prim", "inputs", "outputs", "params")
+
+    def __init__(self, prim: Any, inputs: list[Any], outputs: list[Var], params: dict[str, Any]) -> None:
+        self.prim, self.inputs, self.outputs, self.params = prim, inputs, outputs, params
+
+
+class Program:
+    """A traced function: ``invars``, hoisted ``constvars`` with their ``consts``, ``eqns``, ``outvars``."""
+
+    def __init__(self, invars: list[Var], constvars: list[Var], consts: list[Any], eqns: list[Eqn],
+                 outvars: list[Any], in_tree: Any = None, out_tree: Any = None) -> None:
+        self.invars, self.constvars, self.consts = invars, constvars, consts
+        self.eqns, self.outvars = eqns, outvars
+        self.in_tree, self.out_tree = in_tree, out_tree
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[Any]:
+        return [v.aval if isinstance(v, Var) else v.value for v in self.outvars]
+
+    # -- evaluation ----------------------------------------------------------
+    def eval_flat(self, args: Sequence[Any], consts: Sequence[Any] | None = None,
+                  hook: Callable[[int, Eqn, list[Any]], Any] | None = None) -> list[Any]:
+        """Evaluate on flat arguments. ``hook(i, eqn, values)`` may return the outputs of
+        equation ``i`` itself (checkpoint policies reuse saved values this way)."""
+        if len(args) != len(self.invars):
+            raise TypeError(f"program expects {len(self.invars)} arguments, got {len(args)}")
+        env: dict[int, Any] = {}
+        for v, x in zip(self.constvars, self.consts if consts is None else consts):
+            env[id(v)] = x
+        for v, x in zip(self.invars, args):
+            env[id(v)] = x
+        for i, eqn in enumerate(self.eqns):
+            vals = [env[id(a)] if isinstance(a, Var) else a.value for a in eqn.inputs]
+            out = hook(i, eqn, vals) if hook is not None else None
+            if out is None:
+                out = bind(eqn.prim, *vals, **eqn.params)
+            outs = out if eqn.prim.multiple_results else (out,)
+            for v, o in zip(eqn.outputs, outs):
+                env[id(v)] = o
+        return [env[id(a)] if isinstance(a, Var) else a.value for a in self.outvars]
+
+    def __call__(self, *args: Any) -> Any:
+        flat, tree = _tree.flatten(args)
+        if self.in_tree is not None and tree != self.in_tree:
+            raise TypeError(f"program was traced for arguments {self.in_tree!r}, called with {tree!r}")
+        outs = self.eval_flat(flat)
+        return _tree.unflatten(self.out_tree, outs) if self.out_tree is not None else outs
+
+    # -- printing ------------------------------------------------------------
+    def __str__(self) -> str:
+        return self.pretty()
+
+    def __repr__(self) -> str:
+        return self.pretty()
+
+    def pretty(self, indent: int = 0) -> str:
+        names = _Namer()
+        pad = " " * indent
+        head = "; ".join(f"{names(v)}:{v.aval.str_short()}" for v in self.invars)
+        lines = [f"{pad}{{ lambda {head};" + (
+            " consts " + ", ".join(f"{names(v)}:{v.aval.str_short()}" for v in self.constvars) + ";"
+            if self.constvars else "") + " let"]
+        for eqn in self.eqns:
+            outs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outputs)
+            ins = " ".join(names(a) if isinstance(a, Var) else _literal(a.value) for a in eqn.inputs)
+            params, nested = _format_params(eqn.params, indent + 6)
+            lines.append(f"{pad}    {outs} = {eqn.prim.name}{params} {ins}".rstrip())
+            lines.extend(nested)
+        outs = ", ".join(names(a) if isinstance(a, Var) else _literal(a.value) for a in self.outvars)
+        lines.append(f"{pad}  in ({outs}{',' if len(self.outvars) == 1 else ''}) }}")
+        return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        """Graphviz DOT text: variables as ellipses, equations as boxes."""
+        names = _Namer()
+        lines = ["digraph program {", "  rankdir=TB;", '  node [fontname="monospace"];']
+        for v in self.invars + self.constvars:
+            lines.append(f'  {names(v)} [label="{names(v)}: {v.aval.str_short()}", shape=ellipse, style=filled, '
+                         f'fillcolor={"lightblue" if v in self.invars else "lightgrey"}];')
+        for i, eqn in enumerate(self.eqns):
+            lines.append(f'  eqn{i} [label="{eqn.prim.name}", shape=box];')
+            for a in eqn.inputs:
+                if isinstance(a, Var):
+                    lines.append(f"  {names(a)} -> eqn{i};")
+            for v in eqn.outputs:
+                lines.append(f'  {names(v)} [label="{names(v)}: {v.aval.str_short()}", shape=ellipse];')
+                lines.append(f"  eqn{i} -> {names(v)};")
+        for a in self.outvars:
+            if isinstance(a, Var):
+                lines.append(f"  {names(a)} [peripheries=2];")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+class _Namer:
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.letters = _names()
+
+    def __call__(self, v: Var) -> str:
+        if id(v) not in self.names:
+            self.names[id(v)] = next(self.letters)
+        return self.names[id(v)]
+
+
+def _names() -> Any:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in itertools.count(1):
+        for combo in itertools.product(letters, repeat=n):
+            yield "".join(combo)
+
+
+def _literal(v: Any) -> str:
+    return repr(v)
+
+
+def _format_params(params: dict[str, Any], indent: int) -> tuple[str, list[str]]:
+    if not params:
+        return "", []
+    parts, nested = [], []
+    for k, v in params.items():
+        if isinstance(v, Program):
+            parts.append(f"{k}=<program below>")
+            nested.append(v.pretty(indent))
+        elif callable(v) and not isinstance(v, type) and not hasattr(v, "np"):
+            parts.append(f"{k}={getattr(v, '__name__', type(v).__name__)}")
+        else:
+            parts.append(f"{k}={v!r}")
+    return "[" + " ".join(parts) + "]", nested
+
+
+# ---- tracing -----------------------------------------------------------------------
+
+class TraceTracer(Tracer):
+    __slots__ = ("var",)
+
+    def __init__(self, interp: TraceInterpreter, var: Var) -> None:
+        self._interp = interp
+        self.var = var
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+
+class TraceInterpreter(Interpreter):
+    """Records every primitive into equations instead of evaluating it."""
+
+    name = "trace"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.eqns: list[Eqn] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+
+    def atom(self, x: Any) -> Any:
+        if isinstance(x, TraceTracer) and x._interp is self:
+            return x.var
+        if isinstance(x, (bool, int, float)):
+            return Literal(x)
+        if isinstance(x, Tracer):
+            check_tracer(self, x)  # an enclosing transform's value: a constant here
+        if isinstance(x, ArrayBase):
+            var = self._const_ids.get(id(x))
+            if var is None:
+                var = self._const_ids[id(x)] = Var(x.aval)
+                self.constvars.append(var)
+                self.consts.append(x)
+            return var
+        raise TypeError(f"cannot trace a value of type {type(x).__name__}")
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        from .autodiff import no_grad_active
+
+        inputs = [self.atom(a) for a in args]
+        avals = [a.aval if isinstance(a, Var) else a.value for a in inputs]
+        out_aval = prim.abstract_eval(*avals, **params)
+        out_avals = out_aval if prim.multiple_results else (out_aval,)
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(Eqn(prim, inputs, outvars, params))
+        outs = [TraceTracer(self, v) for v in outvars]
+        if no_grad_active(self):  # keep no_grad's meaning when the program runs under a derivative later
+            from ..primitives.shape import stop_gradient_p
+
+            outs = [self.process(stop_gradient_p, (o,), {}) for o in outs]
+        return tuple(outs) if prim.multiple_results else outs[0]
+
+
+def _as_input(x: Any) -> Any:
+    if isinstance(x, ArrayBase):
+        return x
+    from ..ops import asarray
+
+    return asarray(x)
+
+
+def make_program(f: Callable[..., Any], flat_avals: list[ShapedArray], in_tree: Any) -> tuple[Program, list[Any]]:
+    """Trace ``f`` on abstract inputs; returns the program and its flat outputs' atoms."""
+    interp = TraceInterpreter()
+    invars = [Var(a) for a in flat_avals]
+    with new_interpreter(interp):
+        tracers = [TraceTracer(interp, v) for v in invars]
+        out = f(*_tree.unflatten(in_tree, tracers))
+        out_flat, out_tree = _tree.flatten(out)
+        outvars = [interp.atom(o) for o in out_flat]
+    program = Program(invars, interp.constvars, interp.consts, interp.eqns, outvars, in_tree, out_tree)
+    return program, out_flat
+
+
+def trace(f: Callable[..., Any]) -> Callable[..., Program]:
+    """``fg.trace(f)(*args)`` -> the ``Program`` of ``f`` at these argument shapes and dtypes."""
+
+    def traced(*args: Any) -> Program:
+        flat, in_tree = _tree.flatten(args)
+        flat = [_as_input(x) for x in flat]
+        program, _ = make_program(f, [x.aval for x in flat], in_tree)
+        return program
+
+    return traced
+
+
