@@ -431,6 +431,48 @@ def _take_along_axis(draw: Any) -> Case:
     return Case([x, idx], {"axis": axis}, lambda x, i, axis: np.take_along_axis(x, i, axis))
 
 
+def _program_of(fn: Any, x: np.ndarray) -> Any:
+    import funcgrad as fg
+    from funcgrad.transforms.ir import make_program
+
+    arr = fg.asarray(x)
+    program, _ = make_program(fn, [arr.aval], fg.tree.structure((arr,)))
+    return program
+
+
+def _checkpoint(draw: Any) -> Case:
+    import funcgrad as fg
+    from funcgrad.transforms.checkpoint import _saved_eqns, checkpoint_policies
+
+    x = _float_array(draw, draw(NONEMPTY))
+    program = _program_of(lambda v: fg.tanh(v) * 2.0 + fg.sin(v) * v, x)
+    policy = draw(st.sampled_from([checkpoint_policies.nothing_saveable, checkpoint_policies.everything_saveable]))
+    saved = _saved_eqns(program, policy)
+
+    def ref(x: Any, **params: Any) -> Any:
+        return np.tanh(x) * 2 + np.sin(x) * x
+
+    return Case([x], {"program": program, "policy": policy, "saved": saved, "n_consts": 0}, ref, rtol_for(x.dtype))
+
+
+def _custom_call(kind: str) -> Any:
+    def case(draw: Any) -> Case:
+        import funcgrad as fg
+        from funcgrad.transforms.custom import _prepare, custom_jvp, custom_vjp
+
+        x = _float_array(draw, draw(NONEMPTY))
+        if kind == "vjp":
+            rule = custom_vjp(fg.sin)
+            rule.defvjp(lambda v: (fg.sin(v), v), lambda v, g: (g * fg.cos(v),))
+        else:
+            rule = custom_jvp(fg.sin)
+            rule.defjvp(lambda p, t: (fg.sin(p[0]), t[0] * fg.cos(p[0])))
+        call, _ = _prepare(rule.fun, rule, (), (fg.asarray(x),))
+        return Case([x], {"call": call}, lambda x, call: np.sin(x), rtol_for(x.dtype))
+
+    return case
+
+
 CASES: dict[str, Callable[[Any], Case]] = {}
 CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
@@ -448,5 +490,6 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "take_along_axis": _take_along_axis,
+    "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })

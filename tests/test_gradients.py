@@ -86,4 +86,5 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
             full[i] = (v + fg.matrix_transpose(v)) / 2 if spd else v
         return fg.bind(prim, *full, **params)
 
-    check_grads(f, [args[i] for i in float_positions], order=2, modes=("fwd", "rev"), atol=1e-4, rtol=1e-4)
+    modes = ("rev",) if prim.name == "custom_vjp_call" else ("fwd", "rev")  # custom_vjp has no forward mode (as JAX)
+    check_grads(f, [args[i] for i in float_positions], order=2, modes=modes, atol=1e-4, rtol=1e-4)

@@ -105,15 +105,23 @@ class _CheckpointVJP:
             if i not in known:
                 return None
             interp = current_interpreter.get()
+            out = known[i]
             if isinstance(interp, VJPInterpreter):
-                return interp.record_known(eqn.prim, tuple(vals), eqn.params, known[i])
-            return known[i]
+                out = interp.record_known(eqn.prim, tuple(vals), eqn.params, known[i])
+            captured[i] = out
+            return out
+
+        captured: dict[int, Any] = {}
 
         def recompute(*xs: Any) -> tuple[Any, ...]:
-            return tuple(program.eval_flat(xs[n_consts:], consts=xs[:n_consts], hook=hook))
+            # user outputs, then the saved outputs: at higher orders those receive cotangents too
+            outs = program.eval_flat(xs[n_consts:], consts=xs[:n_consts], hook=hook)
+            extra = [o for i in saved for o in (captured[i] if program.eqns[i].prim.multiple_results
+                                                else (captured[i],))]
+            return tuple(outs) + tuple(extra)
 
         outs, f_vjp = vjp(recompute, *primals)
-        cts = tuple(zeros_like(o) if c is None else c for o, c in zip(outs, tuple(g)[:n_user]))
+        cts = tuple(zeros_like(o) if c is None else c for o, c in zip(outs, tuple(g)))
         return tuple(f_vjp(cts))
 
 
