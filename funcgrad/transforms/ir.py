@@ -239,7 +239,7 @@ class TraceInterpreter(Interpreter):
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(Eqn(prim, inputs, outvars, params))
         outs = [TraceTracer(self, v) for v in outvars]
-        if no_grad_active(self):  # keep no_grad's meaning when the program runs under a derivative later
+        if prim.differentiable and no_grad_active(self):  # keep no_grad's meaning in the program
             from ..primitives.shape import stop_gradient_p
 
             outs = [self.process(stop_gradient_p, (o,), {}) for o in outs]
