@@ -30,6 +30,14 @@ class Backend(Protocol):
     def synchronize(self) -> None: ...
 
 
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
 class ArrayModuleBackend:
     """The protocol implemented over a NumPy-compatible module (NumPy or CuPy)."""
 
@@ -41,6 +49,8 @@ class ArrayModuleBackend:
     def flat_span(self, arr: Any) -> tuple[Any, int, tuple[int, ...]]:
         """(flat, offset, strides): a 1-D view over all memory ``arr`` spans,
         and ``arr``'s offset and element strides within it. Never copies."""
+        if arr.flags.c_contiguous and arr.size:  # the common case: a fresh row-major kernel output
+            return arr.reshape(-1), 0, _row_major(arr.shape)
         item = arr.itemsize
         if arr.size == 0:
             return self.xp.empty((0,), arr.dtype), 0, (0,) * arr.ndim
@@ -50,17 +60,13 @@ class ArrayModuleBackend:
         low = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s < 0)
         high = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s > 0)
         span = high - low + 1
-        if span == arr.size and low == 0:  # compact, positive strides: a plain ravel is a view
-            flat = arr.ravel(order="K")
-            if self._shares_start(flat, arr):
-                return flat, 0, strides
+        if span == arr.size and low == 0:
+            # compact with no negative strides: ravel('K') is a view whose first element is
+            # arr's first element (the lowest address), so offsets and strides carry over
+            return arr.ravel(order="K"), 0, strides
         corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(arr.shape, strides))]
         flat = self.xp.lib.stride_tricks.as_strided(corner, shape=(span,), strides=(item,))
         return flat, -low, strides
-
-    @staticmethod
-    def _shares_start(flat: Any, arr: Any) -> bool:
-        return bool(flat.__array_interface__["data"][0] == arr.__array_interface__["data"][0])
 
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
         if 0 in shape:  # reads no memory: its offset may point past an empty buffer

@@ -59,9 +59,6 @@ class CupyBackend(ArrayModuleBackend):
         super().__init__(device, cupy)
         self._cuda_device = cupy.cuda.Device(device.index)
 
-    def _shares_start(self, flat: Any, arr: Any) -> bool:
-        return bool(flat.data.ptr == arr.data.ptr)
-
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
         if 0 in shape:
             return self.xp.empty(shape, flat.dtype)

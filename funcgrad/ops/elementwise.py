@@ -155,7 +155,9 @@ def _comparison_fn(name: str) -> Any:
     prim = COMPARISON[name]
 
     def fn(x: Any, y: Any, /) -> Any:
-        if x.__class__ is Array and y.__class__ is Array and x._dtype is y._dtype:
+        if x.__class__ is Array and (
+            (y.__class__ is Array and x._dtype is y._dtype) or (x._dtype.kind, y.__class__) in _WEAK_FITS
+        ):
             return bind(prim, x, y)
         return bind(prim, *_promote(prim.name, (x, y)))
 
@@ -298,6 +300,10 @@ def round(x: Any, /, decimals: int = 0) -> Any:
 
 def where(condition: Any, x: Any, y: Any, /) -> Any:
     """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together)."""
+    if condition.__class__ is Array and condition._dtype is _dt.bool_ and x.__class__ is Array and (
+        (y.__class__ is Array and y._dtype is x._dtype) or (x._dtype.kind, y.__class__) in _WEAK_FITS
+    ):
+        return bind(select_p, condition, x, y)
     cond = _as_bool(condition)
     if isinstance(cond, bool):
         cond = _to_array(np.bool_(cond))

@@ -105,11 +105,14 @@ def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
 
 
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    """``log(sum(exp(x)))`` without overflow: the max is subtracted first (its
-    derivative cancels, so any finite shift gives the exact gradient)."""
+    """``log(sum(exp(x)))`` without overflow: the max is subtracted first. Its
+    derivative cancels exactly, so it is a constant to derivatives (as in JAX),
+    which spares the backward pass the max's own gradient."""
+    from ..transforms.api import stop_gradient
+
     x = _floating(_single(x))
     axes = normalize_axes("logsumexp", axis, x.ndim)
-    m = max(x, axes, keepdims=True)
+    m = stop_gradient(max(x, axes, keepdims=True))
     m = where(isfinite(m), m, 0.0)
     out = log(sum(exp(subtract(x, m)), axes, keepdims=True)) + m
     if not keepdims:

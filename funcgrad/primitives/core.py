@@ -30,13 +30,23 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
 class ShapedArray:
-    """An abstract value: what is known about an array without its data."""
+    """An abstract value: what is known about an array without its data.
+    (A slotted class, not a dataclass: the VJP interpreter makes many of these.)"""
 
-    shape: tuple[int, ...]
-    dtype: DType
-    device: Any
+    __slots__ = ("shape", "dtype", "device")
+
+    def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, ShapedArray) and self.shape == other.shape and self.dtype is other.dtype
+                and self.device is other.device)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.device))
 
     @property
     def ndim(self) -> int:
@@ -224,7 +234,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
 
 def aval_of(x: Any) -> Any:
     """The abstract value of an argument; Python scalars stay as they are (weak)."""
-    return x.aval if hasattr(x, "aval") else x
+    if x.__class__ is _Array:
+        return ShapedArray(x._data.shape, x._dtype, x._device)
+    if isinstance(x, (bool, int, float)) or x is None:
+        return x
+    return x.aval
 
 
 # ---- the eager interpreter ---------------------------------------------------

@@ -27,6 +27,10 @@ def _reduced_shape(op: str, x: ShapedArray, axes: tuple[int, ...], keepdims: boo
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
 
 
+_UFUNC_OF = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum", "any": "logical_or",
+             "all": "logical_and"}
+
+
 def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = False, out: Any = None,
                differentiable: bool = True) -> Primitive:
     def rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
@@ -35,11 +39,17 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
             raise ShapeError(f"{name}: reducing an empty axis of shape {fmt_shape(x.shape)} has no identity")
         return ShapedArray(_reduced_shape(name, x, axes, keepdims), out or x.dtype, x.device)
 
+    ufunc = getattr(np, _UFUNC_OF[kernel])
+
+    def run_numpy(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+        # ufunc.reduce directly: np.sum/np.max add microseconds of wrapper per call
+        return xp.asarray(ufunc.reduce(x, axis=axes, keepdims=keepdims))
+
     def run(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
         return xp.asarray(getattr(xp, kernel)(x, axis=axes, keepdims=keepdims))
 
-    run.__name__ = kernel
-    return Primitive(name, rule, kernel=run, differentiable=differentiable)
+    run.__name__ = run_numpy.__name__ = kernel
+    return Primitive(name, rule, kernel=run_numpy, gpu_kernel=run, differentiable=differentiable)
 
 
 REDUCTIONS: dict[str, Primitive] = {

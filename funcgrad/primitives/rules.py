@@ -97,6 +97,8 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     """``None`` -> every axis; int or sequence -> sorted, checked, non-negative, no repeats."""
     if axis is None:
         return tuple(range(ndim))
+    if axis.__class__ is int and -ndim <= axis < ndim:
+        return (axis % ndim,)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out = tuple(sorted(normalize_axis(op, a, ndim) for a in axes))
     if len(set(out)) != len(out):

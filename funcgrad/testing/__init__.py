@@ -9,7 +9,7 @@ __all__ = ["check_grads", "numerical_jvp", "strategies"]
 
 def __getattr__(name: str):  # strategies need hypothesis (a test extra): import on first use
     if name == "strategies":
-        from . import strategies
+        import importlib
 
-        return strategies
+        return importlib.import_module(f"{__name__}.strategies")
     raise AttributeError(name)

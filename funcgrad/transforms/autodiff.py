@@ -22,12 +22,15 @@ import contextvars
 from typing import Any
 
 from ..errors import DTypeError
-from ..primitives.core import aval_of, bind
+from ..primitives.core import aval_of, bind, current_interpreter
 from .core import Interpreter, Tracer, check_tracer
 
 __all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backprop", "fit",
            "no_grad_active", "no_grad_scope"]
 
+
+_set_interpreter = current_interpreter.set
+_reset_interpreter = current_interpreter.reset
 
 # ---- no_grad: derivative interpreters that were active when it started see constants ----
 
@@ -51,9 +54,11 @@ def no_grad_active(interp: Interpreter) -> bool:
 
 def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
     """Sum a broadcast cotangent back to ``shape`` and cast it to ``dtype``."""
+    vshape = tuple(value.shape)
+    if vshape == shape and value.dtype is dtype:
+        return value
     from .. import ops
 
-    vshape = tuple(value.shape)
     if vshape != shape:
         lead = len(vshape) - len(shape)
         axes = tuple(range(lead)) + tuple(
@@ -115,7 +120,8 @@ class JVPInterpreter(Interpreter):
                     check_tracer(self, a)
                 primals.append(a)
                 tangents.append(None)
-        with self.parent_scope():
+        token = _set_interpreter(self.parent)
+        try:
             if not live or not prim.differentiable or no_grad_active(self):
                 return bind(prim, *primals, **params)
             if prim.jvp is None:
@@ -127,6 +133,8 @@ class JVPInterpreter(Interpreter):
             if t_out is None or not _is_float(ans):
                 return ans
             return JVPTracer(self, ans, _broadcast_tangent(t_out, ans))
+        finally:
+            _reset_interpreter(token)
 
 
 # ---- reverse mode --------------------------------------------------------------------
@@ -186,13 +194,16 @@ class VJPInterpreter(Interpreter):
                     check_tracer(self, a)
                 primals.append(a)
                 parents.append(None)
-        with self.parent_scope():
+        token = _set_interpreter(self.parent)  # evaluate below this interpreter
+        try:
             if not live or not prim.differentiable or no_grad_active(self):
                 return bind(prim, *primals, **params)
             rule = prim.vjp
             if rule is None:
                 raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
             ans, residuals = rule.fwd(tuple(primals), params)
+        finally:
+            _reset_interpreter(token)
         return self.record(prim, rule, params, tuple(parents), residuals, ans)
 
     def record(self, prim: Any, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, ans: Any) -> Any:

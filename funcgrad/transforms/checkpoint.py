@@ -177,7 +177,7 @@ def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]
         with new_interpreter(interp):
             leaves = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
             for i, x in enumerate(flat):
-                interp.made_by[id(x)] = f"argument {i}"
+                interp.made_by[id(x)] = (x, f"argument {i}")
             out = f(*_tree.unflatten(in_tree, leaves))
         roots = [o.node for o in _tree.leaves(out) if hasattr(o, "node")]
         from .autodiff import _toposort
@@ -188,22 +188,23 @@ def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]
             for value in _tree.leaves(node.residuals):
                 if isinstance(value, ArrayBase) and id(value) not in seen:
                     seen.add(id(value))
-                    report.append((value.aval.str_short(), interp.made_by.get(id(value), "a constant")))
+                    report.append((value.aval.str_short(), interp.made_by.get(id(value), (None, "a constant"))[1]))
         return report
 
     return inspect
 
 
 class _RecordingVJP(VJPInterpreter):
-    """A VJP interpreter that remembers which primitive made each value."""
+    """A VJP interpreter that remembers which primitive made each value (holding the
+    value, so its id cannot be reused by a later array while we inspect)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.made_by: dict[int, str] = {}
+        self.made_by: dict[int, tuple[Any, str]] = {}
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         out = super().process(prim, args, params)
         for o in (out if isinstance(out, tuple) else (out,)):
             value = getattr(o, "primal", o)
-            self.made_by.setdefault(id(value), prim.name)
+            self.made_by.setdefault(id(value), (value, prim.name))
         return out

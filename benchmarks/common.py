@@ -1,0 +1,34 @@
+"""Shared helpers: interleaved, median-of-rounds timing in one process."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+
+def per_call(fn: Callable[[], Any], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def interleaved(run: dict[str, Callable[[], Any]], rounds: int, number: int, pause: float = 0.12) -> dict[str, float]:
+    """Median per-call seconds of each contender, alternating contenders every round and
+    pausing when switching (NumPy's BLAS threads spin ~0.1 s after a call)."""
+    for fn in run.values():
+        per_call(fn, max(1, number // 5))
+    samples: dict[str, list[float]] = {k: [] for k in run}
+    for _ in range(rounds):
+        for name, fn in run.items():
+            time.sleep(pause)
+            samples[name].append(per_call(fn, number))
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def optional(module: str) -> Any:
+    try:
+        return __import__(module)
+    except ImportError:
+        return None
