@@ -473,6 +473,38 @@ def _custom_call(kind: str) -> Any:
     return case
 
 
+def _logsumexp_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    axes = tuple(sorted(draw(st.sets(st.integers(0, x.ndim - 1), max_size=x.ndim))))
+    keepdims = draw(st.booleans())
+
+    def ref(x: Any, axes: Any, keepdims: bool) -> Any:
+        w = x.astype(np.float64)
+        m = w.max(axis=axes, keepdims=True) if w.size else 0.0
+        out = np.log(np.exp(w - m).sum(axis=axes, keepdims=True)) + m
+        return (out if keepdims else np.squeeze(out, axes)).astype(x.dtype)
+
+    return Case([x], {"axes": axes, "keepdims": keepdims}, ref, rtol_for(x.dtype) * 10)
+
+
+def _scatter_add_along(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    axis = draw(st.integers(0, x.ndim - 1))
+    shape = list(x.shape)
+    shape[axis] = draw(st.integers(0, 4))
+    idx = draw(hnp.arrays(np.int64, tuple(shape), elements=st.integers(0, x.shape[axis] - 1)))
+    values = arrays(draw, x.dtype, tuple(shape))
+
+    def ref(x: Any, idx: Any, values: Any, axis: int) -> Any:
+        out = x.copy()
+        grids = list(np.ix_(*[np.arange(n) for n in idx.shape]))
+        grids[axis] = idx
+        np.add.at(out, tuple(grids), values)
+        return out
+
+    return Case([x, idx, values], {"axis": axis}, ref)
+
+
 CASES: dict[str, Callable[[Any], Case]] = {}
 CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
@@ -490,6 +522,7 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "take_along_axis": _take_along_axis,
+    "logsumexp": _logsumexp_case, "scatter_add_along_axis": _scatter_add_along,
     "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..primitives.core import bind
-from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p
+from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
 from ..primitives.rules import normalize_axes, normalize_axis
 from .elementwise import _cast, _single, exp, isfinite, log, sqrt, square, subtract, where
 
@@ -105,21 +105,9 @@ def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
 
 
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    """``log(sum(exp(x)))`` without overflow: the max is subtracted first. Its
-    derivative cancels exactly, so it is a constant to derivatives (as in JAX),
-    which spares the backward pass the max's own gradient."""
-    from ..transforms.api import stop_gradient
-
+    """``log(sum(exp(x)))`` along ``axis``, without overflow (the max is subtracted first)."""
     x = _floating(_single(x))
-    axes = normalize_axes("logsumexp", axis, x.ndim)
-    m = stop_gradient(max(x, axes, keepdims=True))
-    m = where(isfinite(m), m, 0.0)
-    out = log(sum(exp(subtract(x, m)), axes, keepdims=True)) + m
-    if not keepdims:
-        from .shaping import squeeze
-
-        out = squeeze(out, axes)
-    return out
+    return bind(logsumexp_p, x, axes=normalize_axes("logsumexp", axis, x.ndim), keepdims=bool(keepdims))
 
 
 def _scan(prim: Any, name: str, x: Any, axis: Any, dtype: Any) -> Any:

@@ -232,24 +232,38 @@ defjvp(scatter_p, each=_scatter_jvp)
 defvjp(scatter_p, each=_scatter_vjp, saves="both")
 
 
-def _along_axis_indices(idx: Any, axis: int, ndim: int) -> tuple[Any, ...]:
-    """Full index arrays (broadcastable aranges, and ``idx`` on ``axis``) for take_along_axis."""
-    out = []
-    for d in range(ndim):
-        if d == axis:
-            out.append(idx)
-        else:
-            shape = [1] * ndim
-            shape[d] = idx.shape[d]
-            out.append(O.reshape(O.arange(idx.shape[d], device=idx.device), tuple(shape)))
-    return tuple(out)
+def _scatter_along_rule(x: ShapedArray, idx: ShapedArray, values: ShapedArray, *, axis: int) -> ShapedArray:
+    _check_indices("scatter_add_along_axis", (idx,))
+    if idx.shape != values.shape or len(idx.shape) != len(x.shape):
+        raise ShapeError(f"scatter_add_along_axis: indices {fmt_shape(idx.shape)} and values "
+                         f"{fmt_shape(values.shape)} must match and have the dimensions of {fmt_shape(x.shape)}")
+    return x
+
+
+def _scatter_add_along_axis(xp: Any, x: Any, idx: Any, values: Any, *, axis: int) -> Any:
+    """``x`` plus ``values`` added at ``take_along_axis`` positions (duplicates accumulate)."""
+    out = x.copy()
+    grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape]))
+    grids[axis] = idx
+    xp.add.at(out, tuple(grids), values) if xp.__name__ == "numpy" else __import__("cupyx").scatter_add(
+        out, tuple(grids), values)
+    return out
+
+
+# The transpose of take_along_axis, as one kernel (its VJP would otherwise build index grids op by op).
+scatter_add_along_axis_p = Primitive("scatter_add_along_axis", _scatter_along_rule, kernel=_scatter_add_along_axis)
+defjvp(scatter_add_along_axis_p, lambda t, ans, x, idx, v, *, axis: t, None,
+       lambda t, ans, x, idx, v, *, axis: bind(scatter_add_along_axis_p, O.zeros_like(ans), idx, t, axis=axis))
+defvjp(scatter_add_along_axis_p, lambda g, ans, x, idx, v, *, axis: g, None,
+       lambda g, ans, x, idx, v, *, axis: bind(take_along_axis_p, g, idx, axis=axis), saves=(1,))
 
 
 def _take_along_axis_vjp(g: Any, ans: Any, x: Any, idx: Any, *, axis: int) -> Any:
-    full = _along_axis_indices(idx, axis, x.ndim)
-    shape = broadcast_shapes("take_along_axis", *(tuple(i.shape) for i in full))
-    full = tuple(O.broadcast_to(i, shape) for i in full)
-    return bind(scatter_p, _zeros_like(x, g), O.broadcast_to(g, shape), *full, template=(("a",),) * x.ndim, mode="add")
+    # x may have been broadcast against idx: scatter into the broadcast shape; the
+    # interpreter sums back to x's shape
+    target = tuple(g.shape[:axis]) + (x.shape[axis],) + tuple(g.shape[axis + 1:])
+    zeros = O.zeros(target, x.dtype, device=g.device)
+    return bind(scatter_add_along_axis_p, zeros, O.broadcast_to(idx, tuple(g.shape)), g, axis=axis)
 
 
 defjvp(take_along_axis_p, lambda t, ans, x, idx, *, axis: bind(take_along_axis_p, t, idx, axis=axis), None)

@@ -15,7 +15,7 @@ from ..errors import ShapeError
 from .core import DISTINCT, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import normalize_axis, require_kind
 
-__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p"]
+__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p"]
 
 
 def _reduced_shape(op: str, x: ShapedArray, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -81,6 +81,28 @@ def _arg_reduction(name: str, kernel: str) -> Primitive:
 
     return Primitive(name, rule, kernel=run, differentiable=False)
 
+
+def _logsumexp_rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
+    require_kind("logsumexp", x.dtype, "f", "a floating-point array")
+    return ShapedArray(_reduced_shape("logsumexp", x, axes, keepdims), x.dtype, x.device)
+
+
+def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """log(sum(exp(x))) without overflow: shift by the (finite) max first."""
+    if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape)) if keepdims else \
+            tuple(d for i, d in enumerate(x.shape) if i not in axes)
+        return xp.full(shape, -xp.inf, dtype=x.dtype)
+    m = xp.max(x, axis=axes, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros((), dtype=x.dtype))
+    with np.errstate(divide="ignore"):  # log(0) = -inf is the answer for all -inf inputs
+        out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    return out if keepdims else xp.squeeze(out, axis=axes)
+
+
+# A primitive rather than a composite: a softmax cross-entropy runs it on every
+# step, and one kernel with one-line rules beats ten small recorded operations.
+logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
 
 argmax_p = _arg_reduction("argmax", "argmax")
 argmin_p = _arg_reduction("argmin", "argmin")
@@ -163,6 +185,16 @@ defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: O.sum(
     t * _product_of_others(x, axes), axes, keepdims=keepdims))
 defvjp(REDUCTIONS["reduce_prod"], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _product_of_others(
     x, axes), saves="args")
+
+
+def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    return O.exp(x - _expand(ans, axes, keepdims))
+
+
+defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: O.sum(
+    t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
+defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
+    x, ans, axes, keepdims), saves="both")
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:

@@ -61,12 +61,11 @@ def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
 
     if vshape != shape:
         lead = len(vshape) - len(shape)
-        axes = tuple(range(lead)) + tuple(
-            i + lead for i, d in enumerate(shape) if d == 1 and vshape[i + lead] != 1)
-        if axes:
-            value = ops.sum(value, axes, keepdims=True)
-        if lead:
-            value = ops.reshape(value, shape)
+        inner = tuple(i + lead for i, d in enumerate(shape) if d == 1 and vshape[i + lead] != 1)
+        if inner:  # axes broadcast from size 1: keep them, as size 1
+            value = ops.sum(value, inner, keepdims=True)
+        if lead:  # leading axes added by broadcasting: drop them (no reshape needed)
+            value = ops.sum(value, tuple(range(lead)))
     if value.dtype is not dtype:
         value = ops.astype(value, dtype)
     return value
