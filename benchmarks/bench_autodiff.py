@@ -17,8 +17,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import funcgrad as fg  # noqa: E402
 from common import interleaved, optional  # noqa: E402
+
+import funcgrad as fg  # noqa: E402
 
 SIZES = (784, 512, 256, 10)
 BATCH = 128

@@ -19,8 +19,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import funcgrad as fg  # noqa: E402
 from common import interleaved, optional  # noqa: E402
+
+import funcgrad as fg  # noqa: E402
 
 DEPTH, WIDTH, BATCH, GROUP = 16, 1024, 256, 4
 MiB = 2 ** 20

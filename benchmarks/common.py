@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def per_call(fn: Callable[[], Any], number: int) -> float:

@@ -60,6 +60,14 @@ def tour(device: str = "cpu") -> None:
     print(f"\nThe primitive registry: {len(names)} primitives, every operation goes through fg.bind")
     print("  " + ", ".join(names[:14]) + ", ...")
 
+    print("\nTransforms: derivatives and programs from the same primitives")
+    w = fg.array([[0.5, -1.0], [2.0, 0.1], [0.3, 0.3]], device=device)
+    loss = lambda w: fg.tanh(x @ w).sum()  # noqa: E731
+    _show("fg.grad(loss)(w)", fg.grad(loss)(w).tolist())
+    _show("fg.hessian(sum(v**3))([1, 2])", fg.hessian(lambda v: (v ** 3).sum())(fg.array([1.0, 2.0])).tolist())
+    print("  fg.trace(loss)(w):")
+    print("\n".join("    " + line for line in str(fg.trace(loss)(w)).splitlines()))
+
     print("\nDevices and memory")
     _show("fg.devices()", fg.devices())
     _show(f"fg.memory.allocated({device!r})", f"{fg.memory.allocated(device)} bytes in live buffers")

@@ -9,7 +9,8 @@ a leaf. ``register(cls, flatten, unflatten)`` adds a node type:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "map", "register", "register_dataclass",
            "all_leaves"]

@@ -148,7 +148,7 @@ def test_tree_utilities() -> None:
 
     fg.tree.register_dataclass(Layer, data_fields=["w"], meta_fields=["name"])
     layer = Layer(fg.array([1.0, 2.0]), "first")
-    g = fg.grad(lambda l: (l.w ** 2).sum())(layer)
+    g = fg.grad(lambda lay: (lay.w ** 2).sum())(layer)
     assert isinstance(g, Layer) and g.name == "first" and g.w.tolist() == [2.0, 4.0]
 
     class Pair:

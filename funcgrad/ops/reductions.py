@@ -10,7 +10,7 @@ from .. import dtypes as _dt
 from ..primitives.core import bind
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
 from ..primitives.rules import normalize_axes, normalize_axis
-from .elementwise import _cast, _single, exp, isfinite, log, sqrt, square, subtract, where
+from .elementwise import _cast, _single, sqrt, square, subtract
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "logsumexp", "count_nonzero"]

@@ -19,15 +19,16 @@ which bind primitives again.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .core import Primitive, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "O"]
+__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "F"]
 
 
 class _Ops:
-    """``O.exp(x)`` is ``fg.exp(x)``: the fg.* functions, resolved on first use
+    """``F.exp(x)`` is ``fg.exp(x)``: the fg.* functions, resolved on first use
     (funcgrad.ops imports the primitive modules, so they cannot import it back)."""
 
     def __getattr__(self, name: str) -> Any:
@@ -38,7 +39,7 @@ class _Ops:
         return value
 
 
-O: Any = _Ops()
+F: Any = _Ops()
 
 
 class JVPFromRules:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..dtypes import DType, bool_
 from ..errors import DTypeError
-from .core import NONZERO, POSITIVE, DISTINCT, Domain, Primitive, ShapedArray
+from .core import DISTINCT, NONZERO, POSITIVE, Domain, Primitive, ShapedArray
 from .rules import elementwise, require_kind
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p",
@@ -201,35 +201,35 @@ copy_p = Primitive("copy", lambda x: x, kernel=_copy)
 # Unary: one elementwise derivative d(x, ans) serves both modes (t * d and g * d).
 # "uses" says what d reads, which is what the backward pass keeps.
 
-from .ad import O, defjvp, deflinear, defvjp  # noqa: E402
+from .ad import F, defjvp, deflinear, defvjp  # noqa: E402
 
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
 
 UNARY_DERIVATIVES: dict[str, tuple[Any, str]] = {
     "exp": (lambda x, a: a, "ans"),
     "exp2": (lambda x, a: a * _LN2, "ans"),
-    "log": (lambda x, a: O.reciprocal(x), "args"),
-    "log2": (lambda x, a: O.reciprocal(x * _LN2), "args"),
-    "log10": (lambda x, a: O.reciprocal(x * _LN10), "args"),
-    "log1p": (lambda x, a: O.reciprocal(x + 1.0), "args"),
+    "log": (lambda x, a: F.reciprocal(x), "args"),
+    "log2": (lambda x, a: F.reciprocal(x * _LN2), "args"),
+    "log10": (lambda x, a: F.reciprocal(x * _LN10), "args"),
+    "log1p": (lambda x, a: F.reciprocal(x + 1.0), "args"),
     "expm1": (lambda x, a: a + 1.0, "ans"),
     "sqrt": (lambda x, a: 0.5 / a, "ans"),
     "rsqrt": (lambda x, a: -0.5 * a * a * a, "ans"),
-    "sin": (lambda x, a: O.cos(x), "args"),
-    "cos": (lambda x, a: -O.sin(x), "args"),
+    "sin": (lambda x, a: F.cos(x), "args"),
+    "cos": (lambda x, a: -F.sin(x), "args"),
     "tan": (lambda x, a: 1.0 + a * a, "ans"),
-    "arcsin": (lambda x, a: O.rsqrt(1.0 - x * x), "args"),
-    "arccos": (lambda x, a: -O.rsqrt(1.0 - x * x), "args"),
-    "arctan": (lambda x, a: O.reciprocal(1.0 + x * x), "args"),
-    "sinh": (lambda x, a: O.cosh(x), "args"),
-    "cosh": (lambda x, a: O.sinh(x), "args"),
+    "arcsin": (lambda x, a: F.rsqrt(1.0 - x * x), "args"),
+    "arccos": (lambda x, a: -F.rsqrt(1.0 - x * x), "args"),
+    "arctan": (lambda x, a: F.reciprocal(1.0 + x * x), "args"),
+    "sinh": (lambda x, a: F.cosh(x), "args"),
+    "cosh": (lambda x, a: F.sinh(x), "args"),
     "tanh": (lambda x, a: 1.0 - a * a, "ans"),
-    "arcsinh": (lambda x, a: O.rsqrt(x * x + 1.0), "args"),
-    "arccosh": (lambda x, a: O.rsqrt(x * x - 1.0), "args"),
-    "arctanh": (lambda x, a: O.reciprocal(1.0 - x * x), "args"),
+    "arcsinh": (lambda x, a: F.rsqrt(x * x + 1.0), "args"),
+    "arccosh": (lambda x, a: F.rsqrt(x * x - 1.0), "args"),
+    "arctanh": (lambda x, a: F.reciprocal(1.0 - x * x), "args"),
     "sigmoid": (lambda x, a: a * (1.0 - a), "ans"),
-    "erf": (lambda x, a: _TWO_OVER_SQRT_PI * O.exp(-(x * x)), "args"),
-    "abs": (lambda x, a: O.sign(x), "args"),
+    "erf": (lambda x, a: _TWO_OVER_SQRT_PI * F.exp(-(x * x)), "args"),
+    "abs": (lambda x, a: F.sign(x), "args"),
     "square": (lambda x, a: 2.0 * x, "args"),
     "reciprocal": (lambda x, a: -(a * a), "ans"),
 }
@@ -266,14 +266,14 @@ def _max_min_rules(prim: Primitive, winner: Any) -> None:
 
     def share(x: Any, y: Any) -> Any:
         dtype = x.dtype if hasattr(x, "dtype") else y.dtype
-        return O.where(winner(x, y), 1.0, O.where(O.equal(x, y), 0.5, 0.0)).astype(dtype)
+        return F.where(winner(x, y), 1.0, F.where(F.equal(x, y), 0.5, 0.0)).astype(dtype)
 
     defjvp(prim, lambda t, ans, x, y: t * share(x, y), lambda t, ans, x, y: t * share(y, x))
     defvjp(prim, lambda g, ans, x, y: g * share(x, y), lambda g, ans, x, y: g * share(y, x), saves="args")
 
 
 def _safe_log(x: Any) -> Any:
-    return O.log(O.where(O.equal(x, 0), 1.0, x))
+    return F.log(F.where(F.equal(x, 0), 1.0, x))
 
 
 B = BINARY
@@ -285,12 +285,12 @@ defjvp(B["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
 defvjp(B["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
 defjvp(B["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
 defvjp(B["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
-defjvp(B["pow"], lambda t, ans, x, y: t * y * O.power(x, y - 1),
-       lambda t, ans, x, y: t * O.where(O.equal(x, 0), 0.0, ans * _safe_log(x)))
-defvjp(B["pow"], lambda g, ans, x, y: g * y * O.power(x, y - 1),
-       lambda g, ans, x, y: g * O.where(O.equal(x, 0), 0.0, ans * _safe_log(x)), saves="both")
-_max_min_rules(B["maximum"], lambda x, y: O.greater(x, y))
-_max_min_rules(B["minimum"], lambda x, y: O.less(x, y))
+defjvp(B["pow"], lambda t, ans, x, y: t * y * F.power(x, y - 1),
+       lambda t, ans, x, y: t * F.where(F.equal(x, 0), 0.0, ans * _safe_log(x)))
+defvjp(B["pow"], lambda g, ans, x, y: g * y * F.power(x, y - 1),
+       lambda g, ans, x, y: g * F.where(F.equal(x, 0), 0.0, ans * _safe_log(x)), saves="both")
+_max_min_rules(B["maximum"], lambda x, y: F.greater(x, y))
+_max_min_rules(B["minimum"], lambda x, y: F.less(x, y))
 defjvp(B["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
 defvjp(B["atan2"], lambda g, ans, x, y: g * y / (x * x + y * y), lambda g, ans, x, y: -g * x / (x * x + y * y),
        saves="args")
@@ -299,26 +299,26 @@ defvjp(B["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y 
 
 
 def _copysign_factor(x: Any, ans: Any) -> Any:
-    return O.where(O.equal(O.signbit(x), O.signbit(ans)), 1.0, -1.0).astype(ans.dtype)
+    return F.where(F.equal(F.signbit(x), F.signbit(ans)), 1.0, -1.0).astype(ans.dtype)
 
 
 defjvp(B["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
 defvjp(B["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
-defjvp(B["logaddexp"], lambda t, ans, x, y: t * O.exp(x - ans), lambda t, ans, x, y: t * O.exp(y - ans))
-defvjp(B["logaddexp"], lambda g, ans, x, y: g * O.exp(x - ans), lambda g, ans, x, y: g * O.exp(y - ans),
+defjvp(B["logaddexp"], lambda t, ans, x, y: t * F.exp(x - ans), lambda t, ans, x, y: t * F.exp(y - ans))
+defvjp(B["logaddexp"], lambda g, ans, x, y: g * F.exp(x - ans), lambda g, ans, x, y: g * F.exp(y - ans),
        saves="both")
-defjvp(B["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * O.floor(x / y))
-defvjp(B["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * O.floor(x / y), saves="args")
+defjvp(B["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * F.floor(x / y))
+defvjp(B["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * F.floor(x / y), saves="args")
 
-defjvp(select_p, None, lambda t, ans, c, x, y: O.where(c, t, 0.0), lambda t, ans, c, x, y: O.where(c, 0.0, t))
-defvjp(select_p, None, lambda g, ans, c, x, y: O.where(c, g, 0.0), lambda g, ans, c, x, y: O.where(c, 0.0, g),
+defjvp(select_p, None, lambda t, ans, c, x, y: F.where(c, t, 0.0), lambda t, ans, c, x, y: F.where(c, 0.0, t))
+defvjp(select_p, None, lambda g, ans, c, x, y: F.where(c, g, 0.0), lambda g, ans, c, x, y: F.where(c, 0.0, g),
        saves=(0,))
 
 
 def _integer_pow_deriv(x: Any, y: int) -> Any:
     if y == 0:
-        return O.zeros_like(x)
-    return y * x if y == 2 else (O.ones_like(x) if y == 1 else y * O.integer_pow(x, y - 1))
+        return F.zeros_like(x)
+    return y * x if y == 2 else (F.ones_like(x) if y == 1 else y * F.integer_pow(x, y - 1))
 
 
 defjvp(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y))
@@ -326,7 +326,7 @@ defvjp(integer_pow_p, lambda g, ans, x, y: g * _integer_pow_deriv(x, y), saves="
 
 
 def _convert_back(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
-    return O.astype(g, x.dtype) if x.dtype.kind == "f" else None
+    return F.astype(g, x.dtype) if x.dtype.kind == "f" else None
 
 
 deflinear(convert_element_type_p, _convert_back)

@@ -167,12 +167,12 @@ take_along_axis_p = Primitive("take_along_axis", _take_along_axis_rule,
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import O, defjvp, defvjp  # noqa: E402
+from .ad import F, defjvp, defvjp  # noqa: E402
 from .core import bind  # noqa: E402
 
 
 def _zeros_like(x: Any, like: Any) -> Any:
-    return O.zeros(tuple(x.shape), x.dtype, device=like.device)
+    return F.zeros(tuple(x.shape), x.dtype, device=like.device)
 
 
 defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
@@ -200,10 +200,10 @@ def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
 
 def _extremum_shares(ans: Any, x: Any, values: Any, idx: Any, template: Any) -> tuple[Any, Any]:
     """min/max updates: each winner (x or an update) gets an equal share at ties."""
-    won_x = O.equal(x, ans).astype(ans.dtype)
+    won_x = F.equal(x, ans).astype(ans.dtype)
     at_pos = bind(gather_p, ans, *idx, template=template)
-    won_v = O.equal(values, at_pos).astype(ans.dtype)
-    won_v = O.broadcast_to(won_v, tuple(at_pos.shape))
+    won_v = F.equal(values, at_pos).astype(ans.dtype)
+    won_v = F.broadcast_to(won_v, tuple(at_pos.shape))
     count = bind(scatter_p, won_x, won_v, *idx, template=template, mode="add")
     return won_x / count, won_v / bind(gather_p, count, *idx, template=template)
 
@@ -253,7 +253,7 @@ def _scatter_add_along_axis(xp: Any, x: Any, idx: Any, values: Any, *, axis: int
 # The transpose of take_along_axis, as one kernel (its VJP would otherwise build index grids op by op).
 scatter_add_along_axis_p = Primitive("scatter_add_along_axis", _scatter_along_rule, kernel=_scatter_add_along_axis)
 defjvp(scatter_add_along_axis_p, lambda t, ans, x, idx, v, *, axis: t, None,
-       lambda t, ans, x, idx, v, *, axis: bind(scatter_add_along_axis_p, O.zeros_like(ans), idx, t, axis=axis))
+       lambda t, ans, x, idx, v, *, axis: bind(scatter_add_along_axis_p, F.zeros_like(ans), idx, t, axis=axis))
 defvjp(scatter_add_along_axis_p, lambda g, ans, x, idx, v, *, axis: g, None,
        lambda g, ans, x, idx, v, *, axis: bind(take_along_axis_p, g, idx, axis=axis), saves=(1,))
 
@@ -262,8 +262,8 @@ def _take_along_axis_vjp(g: Any, ans: Any, x: Any, idx: Any, *, axis: int) -> An
     # x may have been broadcast against idx: scatter into the broadcast shape; the
     # interpreter sums back to x's shape
     target = tuple(g.shape[:axis]) + (x.shape[axis],) + tuple(g.shape[axis + 1:])
-    zeros = O.zeros(target, x.dtype, device=g.device)
-    return bind(scatter_add_along_axis_p, zeros, O.broadcast_to(idx, tuple(g.shape)), g, axis=axis)
+    zeros = F.zeros(target, x.dtype, device=g.device)
+    return bind(scatter_add_along_axis_p, zeros, F.broadcast_to(idx, tuple(g.shape)), g, axis=axis)
 
 
 defjvp(take_along_axis_p, lambda t, ans, x, idx, *, axis: bind(take_along_axis_p, t, idx, axis=axis), None)

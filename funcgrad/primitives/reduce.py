@@ -126,7 +126,7 @@ cumprod_p = _scan("cumprod", "cumprod")
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import O, defjvp, deflinear, defvjp  # noqa: E402
+from .ad import F, defjvp, deflinear, defvjp  # noqa: E402
 from .core import bind  # noqa: E402
 
 
@@ -140,7 +140,7 @@ def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
 
 
 def _sum_vjp(g: Any, ans: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return O.broadcast_to(_expand(g, axes, keepdims), tuple(x.shape))
+    return F.broadcast_to(_expand(g, axes, keepdims), tuple(x.shape))
 
 
 deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
@@ -148,12 +148,12 @@ deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
 
 def _winners(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     """1/count where x attains the extremum (ties share the derivative evenly), else 0."""
-    mask = O.equal(x, _expand(ans, axes, keepdims)).astype(x.dtype)
-    return mask / O.sum(mask, axes, keepdims=True)
+    mask = F.equal(x, _expand(ans, axes, keepdims)).astype(x.dtype)
+    return mask / F.sum(mask, axes, keepdims=True)
 
 
 for _name in ("reduce_max", "reduce_min"):
-    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: O.sum(
+    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: F.sum(
         t * _winners(x, ans, axes, keepdims), axes, keepdims=keepdims))
     defvjp(REDUCTIONS[_name], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _winners(
         x, ans, axes, keepdims), saves="both")
@@ -165,40 +165,40 @@ def _product_of_others(x: Any, axes: tuple[int, ...]) -> Any:
     nd = x.ndim
     kept = [i for i in range(nd) if i not in axes]
     perm = tuple(kept) + tuple(axes)
-    xt = O.transpose(x, perm)
+    xt = F.transpose(x, perm)
     lead = tuple(xt.shape[:len(kept)])
     n = 1
     for a in axes:
         n *= x.shape[a]
     if n == 0:
-        return O.zeros_like(x)
-    flat = O.reshape(xt, lead + (n,))
+        return F.zeros_like(x)
+    flat = F.reshape(xt, lead + (n,))
     pad = [(0, 0)] * len(lead) + [(1, 0)]
-    left = O.pad(O.cumprod(flat[..., :-1], axis=-1), pad, constant_values=1)
-    right = O.flip(O.pad(O.cumprod(O.flip(flat, -1)[..., :-1], axis=-1), pad, constant_values=1), -1)
-    others = O.reshape(left * right, tuple(xt.shape))
+    left = F.pad(F.cumprod(flat[..., :-1], axis=-1), pad, constant_values=1)
+    right = F.flip(F.pad(F.cumprod(F.flip(flat, -1)[..., :-1], axis=-1), pad, constant_values=1), -1)
+    others = F.reshape(left * right, tuple(xt.shape))
     inverse = tuple(sorted(range(nd), key=lambda i: perm[i]))
-    return O.transpose(others, inverse)
+    return F.transpose(others, inverse)
 
 
-defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: O.sum(
+defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: F.sum(
     t * _product_of_others(x, axes), axes, keepdims=keepdims))
 defvjp(REDUCTIONS["reduce_prod"], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _product_of_others(
     x, axes), saves="args")
 
 
 def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return O.exp(x - _expand(ans, axes, keepdims))
+    return F.exp(x - _expand(ans, axes, keepdims))
 
 
-defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: O.sum(
+defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: F.sum(
     t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
 defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
     x, ans, axes, keepdims), saves="both")
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:
-    return O.flip(O.cumsum(O.flip(g, axis), axis), axis)
+    return F.flip(F.cumsum(F.flip(g, axis), axis), axis)
 
 
 deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
@@ -206,5 +206,5 @@ for _name in ("reduce_max", "reduce_min"):
     REDUCTIONS[_name].domain = DISTINCT
 cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)  # its derivative divides by x
 # cumprod divides by x: its derivative is checked on inputs away from zero (see its domain).
-defjvp(cumprod_p, lambda t, ans, x, *, axis: ans * O.cumsum(t / x, axis))
+defjvp(cumprod_p, lambda t, ans, x, *, axis: ans * F.cumsum(t / x, axis))
 defvjp(cumprod_p, lambda g, ans, x, *, axis: _reverse_cumsum(g * ans, axis) / x, saves="both")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .api import grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad, vjp
-from .core import Interpreter, Tracer
 from .checkpoint import checkpoint, checkpoint_policies, saved_residuals
+from .core import Interpreter, Tracer
 from .custom import custom_jvp, custom_vjp
 from .ir import Program, trace
 

@@ -8,14 +8,23 @@ All accept and return pytrees.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
-from .autodiff import (_EAGER, JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop,
-                       check_differentiable, no_grad_scope)
+from .autodiff import (
+    _EAGER,
+    JVPInterpreter,
+    JVPTracer,
+    VJPInterpreter,
+    VJPTracer,
+    backprop,
+    check_differentiable,
+    no_grad_scope,
+)
 from .core import new_interpreter
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
@@ -33,8 +42,9 @@ def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:
     if not has_aux:
         return out, None
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        length = f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""
         raise TypeError(f"{fn_name}: has_aux=True requires the function to return a pair (output, aux), "
-                        f"got {type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+                        f"got {type(out).__name__}{length}")
     return out[0], out[1]
 
 

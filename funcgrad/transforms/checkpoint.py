@@ -16,7 +16,8 @@ Policies are ``policy(eqn) -> bool`` ("save this equation's outputs"):
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import tree as _tree
 from ..array import ArrayBase
@@ -93,7 +94,6 @@ class _CheckpointVJP:
         program: Program = params["program"]
         saved: tuple[int, ...] = params["saved"]
         n_consts = params["n_consts"]
-        n_user = len(program.outvars)
         known: dict[int, Any] = {}
         it = iter(saved_values)
         for i in saved:

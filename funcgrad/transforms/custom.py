@@ -16,7 +16,8 @@ hashed into the primitive's parameters); arrays always go in as regular argument
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import tree as _tree
 from ..primitives.core import Primitive, bind

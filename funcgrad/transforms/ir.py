@@ -17,10 +17,11 @@ program runs eagerly, under ``grad``, or inside another trace.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import tree as _tree
-from ..array import Array, ArrayBase
+from ..array import ArrayBase
 from ..primitives.core import ShapedArray, bind
 from .core import Interpreter, Tracer, check_tracer, new_interpreter
 
