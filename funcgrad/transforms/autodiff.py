@@ -87,13 +87,11 @@ def _is_float(x: Any) -> bool:
 
 # ---- forward mode --------------------------------------------------------------------
 
-class JVPTracer(Tracer):
-    __slots__ = ("primal", "tangent")
+class PrimalTracer(Tracer):
+    """A derivative tracer: it carries a primal value, so it is as concrete as that value."""
 
-    def __init__(self, interp: JVPInterpreter, primal: Any, tangent: Any) -> None:
-        self._interp = interp
-        self.primal = primal
-        self.tangent = tangent
+    __slots__ = ("primal",)
+    primal: Any
 
     @property
     def aval(self) -> Any:
@@ -102,6 +100,15 @@ class JVPTracer(Tracer):
     def _concrete(self, why: str) -> Any:
         p = self.primal
         return p._concrete(why) if isinstance(p, Tracer) else p
+
+
+class JVPTracer(PrimalTracer):
+    __slots__ = ("tangent",)
+
+    def __init__(self, interp: JVPInterpreter, primal: Any, tangent: Any) -> None:
+        self._interp = interp
+        self.primal = primal
+        self.tangent = tangent
 
 
 class JVPInterpreter(Interpreter):
@@ -157,22 +164,14 @@ class Node:
         return f"<Node {self.name}>"
 
 
-class VJPTracer(Tracer):
-    __slots__ = ("primal", "node", "index")
+class VJPTracer(PrimalTracer):
+    __slots__ = ("node", "index")
 
     def __init__(self, interp: VJPInterpreter, primal: Any, node: Node, index: int) -> None:
         self._interp = interp
         self.primal = primal
         self.node = node
         self.index = index
-
-    @property
-    def aval(self) -> Any:
-        return aval_of(self.primal)
-
-    def _concrete(self, why: str) -> Any:
-        p = self.primal
-        return p._concrete(why) if isinstance(p, Tracer) else p
 
 
 class VJPInterpreter(Interpreter):
