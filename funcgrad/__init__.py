@@ -23,8 +23,8 @@ from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
 from . import testing, tree
-from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, saved_residuals,
-                         trace, grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad,
+from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, enable_grad,
+                         is_grad_enabled, saved_residuals, trace, grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad,
                          vjp)
 
 __version__ = "0.1.0"
@@ -44,6 +44,14 @@ linalg = _NS(
     tensordot=_linalg_ops.tensordot, outer=_linalg_ops.outer,
 )
 """``fg.linalg``: the array API linear-algebra extension (the differentiable subset)."""
+
+from .transforms import function as _function  # noqa: E402
+from .transforms import tape as _tape  # noqa: E402
+
+autograd = _NS(grad=_tape.grad, backward=_tape.backward, Function=_function.Function,
+               FunctionCtx=_function.FunctionCtx, enable_grad=enable_grad, no_grad=no_grad,
+               is_grad_enabled=is_grad_enabled)
+"""``fg.autograd``: the PyTorch-style tape's functions (``grad``, ``backward``, ``Function``)."""
 
 
 def __array_namespace_info__() -> _NS:

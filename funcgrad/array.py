@@ -257,7 +257,7 @@ class ArrayBase:
 class Array(ArrayBase):
     """An immutable n-dimensional array: a view over a ``Buffer`` on one device."""
 
-    __slots__ = ("_data", "_dtype", "_device", "_buf", "_layout", "__weakref__")
+    __slots__ = ("_data", "_dtype", "_device", "_buf", "_layout", "_ag", "__weakref__")
 
     _data: Any
     _dtype: _dt.DType
@@ -284,6 +284,7 @@ class Array(ArrayBase):
         a._device = base._device
         a._buf = buf
         a._layout = layout
+        a._ag = None
         return a
 
     @staticmethod
@@ -510,7 +511,101 @@ class Array(ArrayBase):
         if self._dtype is _dt.bfloat16:
             host = host.astype(np.float32)
         body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
-        return f"Array({body}, dtype={self._dtype}, device={self._device})"
+        grad = ""
+        if self._ag is not None and self._ag.requires_grad:
+            grad = f", grad_fn={self._ag.grad_fn!r}" if self._ag.grad_fn is not None else ", requires_grad=True"
+        return f"Array({body}, dtype={self._dtype}, device={self._device}{grad})"
+
+    # -- the PyTorch-style tape (funcgrad/transforms/tape.py) ---------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._ag is not None and self._ag.requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Array:
+        """Make this leaf array record operations for ``backward`` (PyTorch's ``requires_grad_``)."""
+        if self._ag is not None and self._ag.grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError("requires_grad_(False) on a non-leaf array: use x.detach() instead")
+            return self
+        if requires_grad and self._dtype.kind != "f":
+            from .errors import DTypeError
+
+            raise DTypeError(f"only floating-point arrays can require gradients, this one is {self._dtype}")
+        if requires_grad:
+            from .transforms.tape import AutogradMeta
+
+            if self._ag is None:
+                self._ag = AutogradMeta(True)
+            self._ag.requires_grad = True
+        elif self._ag is not None:
+            self._ag.requires_grad = False
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True unless the array was computed from arrays that require grad."""
+        return self._ag is None or self._ag.grad_fn is None
+
+    @property
+    def grad_fn(self) -> Any:
+        return None if self._ag is None else self._ag.grad_fn
+
+    @property
+    def grad(self) -> Array | None:
+        """The gradient accumulated by ``backward`` (leaves, and arrays that ``retain_grad()``)."""
+        return None if self._ag is None else self._ag.grad
+
+    @grad.setter
+    def grad(self, value: Array | None) -> None:
+        if value is not None and (not isinstance(value, Array) or tuple(value.shape) != tuple(self.shape)):
+            from .errors import ShapeError
+
+            raise ShapeError(f"grad must be None or an array of shape {fmt_shape(tuple(self.shape))}")
+        if self._ag is None:
+            from .transforms.tape import AutogradMeta
+
+            self._ag = AutogradMeta(False)
+        self._ag.grad = value
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf array's gradient in ``.grad`` during ``backward``."""
+        if not self.requires_grad:
+            raise RuntimeError("retain_grad() on an array that does not require grad")
+        self._ag.retain = True
+
+    def register_hook(self, hook: Any) -> Any:
+        """``hook(grad)`` runs when this array's gradient is computed; it may return a replacement."""
+        if not self.requires_grad:
+            raise RuntimeError("register_hook() on an array that does not require grad")
+        meta = self._ag
+        if meta.hooks is None:
+            meta.hooks = []
+        meta.hooks.append(hook)
+        if meta.grad_fn is None:  # a leaf: its hooks run at its AccumulateGrad node
+            import weakref
+
+            from .transforms.tape import _edge
+
+            acc, _ = _edge(self)
+            acc.out_metas[0] = weakref.ref(meta)
+
+        class _Handle:
+            def remove(self_inner) -> None:
+                if hook in (meta.hooks or []):
+                    meta.hooks.remove(hook)
+
+        return _Handle()
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
+                 inputs: Any = None) -> None:
+        """Accumulate the gradient of this array into the leaves' ``.grad`` (PyTorch semantics)."""
+        from .transforms.tape import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs)
 
     def __str__(self) -> str:
         return self.__repr__()
@@ -536,6 +631,7 @@ def wrap_kernel_output(out: Any, device: Device) -> Array:
     a._device = device
     a._buf = None  # built on first use (``buffer``, a view); until then the array owns its bytes
     a._layout = None  # derived from _data when first asked
+    a._ag = None  # autograd metadata (fg.transforms.tape) when the array requires grad
     stats = device.stats
     stats.allocated += out.nbytes
     if stats.allocated > stats.peak:

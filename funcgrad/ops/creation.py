@@ -8,6 +8,7 @@ always copies, ``from_numpy`` never does, ``asarray`` copies only what it must
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,23 @@ from ..errors import DTypeError, ShapeError
 
 __all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri", "meshgrid"]
+
+
+def _grad_leaf(fn: Any) -> Any:
+    """Creation functions take ``requires_grad=`` (PyTorch): the result becomes a leaf of the tape."""
+
+    @functools.wraps(fn)
+    def create(*args: Any, **kwargs: Any) -> Any:
+        out = fn(*args, **kwargs)
+        if kwargs.get("requires_grad"):
+            if out.requires_grad and not out.is_leaf:
+                raise RuntimeError(f"{fn.__name__}(requires_grad=True) on an array with history: use .detach() first")
+            if args and out is args[0]:  # asarray returned its input: do not mark the caller's array
+                out = out.detach()
+            out.requires_grad_(True)
+        return out
+
+    return create
 
 
 def _contains_arrays(obj: Any) -> bool:
@@ -55,7 +73,9 @@ def _place(host: np.ndarray, device: Device) -> Array:
     return Array._from_kernel(device.backend.from_host(host), device)
 
 
-def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True) -> Array:
+@_grad_leaf
+def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True,
+          requires_grad: bool = False) -> Array:
     """A new array holding a copy of ``obj`` (nested lists, scalars, NumPy or funcgrad arrays)."""
     dt = None if dtype is None else _dt.as_dtype(dtype, op="array")
     if isinstance(obj, Array):
@@ -68,7 +88,9 @@ def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True)
     return _place(_host_array(obj, dt, "array"), dev)
 
 
-def asarray(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None) -> Any:
+@_grad_leaf
+def asarray(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None,
+            requires_grad: bool = False) -> Any:
     """Array API ``asarray``: return ``obj`` itself when it already fits, else convert."""
     if isinstance(obj, ArrayBase):
         out = obj if dtype is None else obj.astype(dtype, copy=bool(copy))
@@ -129,7 +151,8 @@ def _create(device: Any, make: Any) -> Array:
     return Array._from_kernel(dev.backend.kernel(make)(), dev)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (dtype inferred from it, weakly)."""
     if dtype is None:
         if isinstance(fill_value, ArrayBase):
@@ -143,17 +166,20 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     return _create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
 
 
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     dt, sh = _resolve(dtype, _dt.float32, "zeros"), _shape(shape, "zeros")
     return _create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def ones(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     dt, sh = _resolve(dtype, _dt.float32, "ones"), _shape(shape, "ones")
     return _create(device, lambda xp: xp.ones(sh, dtype=dt.np))
 
 
-def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def empty(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     """Uninitialised in NumPy; here zeros, since an array can never be written later."""
     return zeros(shape, dtype, device=device)
 
@@ -162,26 +188,33 @@ def _like(x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], Any, Any]:
     return tuple(x.shape), (x.dtype if dtype is None else dtype), (x.device if device is None else device)
 
 
-def zeros_like(x: Any, /, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def zeros_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     shape, dt, dev = _like(x, dtype, device)
     return zeros(shape, dt, device=dev)
 
 
-def ones_like(x: Any, /, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def ones_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     shape, dt, dev = _like(x, dtype, device)
     return ones(shape, dt, device=dev)
 
 
-def empty_like(x: Any, /, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def empty_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     return zeros_like(x, dtype, device=device)
 
 
-def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = None,
+              requires_grad: bool = False) -> Array:
     shape, dt, dev = _like(x, dtype, device)
     return full(shape, fill_value, dt, device=dev)
 
 
-def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None) -> Array:
+@_grad_leaf
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None,
+           requires_grad: bool = False) -> Array:
     """Like ``np.arange``; float arguments give float32 by default."""
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, stop, step))
@@ -193,13 +226,16 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
                    else xp.arange(start, dtype=dt.np))
 
 
+@_grad_leaf
 def linspace(start: float, stop: float, num: int = 50, dtype: Any = None, *, device: Any = None,
-             endpoint: bool = True) -> Array:
+             endpoint: bool = True, requires_grad: bool = False) -> Array:
     dt = _resolve(dtype, _dt.float32, "linspace")
     return _create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
 
 
-def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None) -> Array:
+@_grad_leaf
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Array:
     dt = _resolve(dtype, _dt.float32, "eye")
     return _create(device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt.np))
 

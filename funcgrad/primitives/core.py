@@ -222,7 +222,8 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         return interpreter.process(prim, args, params)
     if len(args) == 2 and not params:
         x, y = args
-        if x.__class__ is _Array and y.__class__ is _Array and x._device is y._device:
+        if (x.__class__ is _Array and y.__class__ is _Array and x._device is y._device
+                and x._ag is None and y._ag is None):
             device = x._device
             try:
                 out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
@@ -246,6 +247,7 @@ def aval_of(x: Any) -> Any:
 _Array: Any = None  # set by array.py (import cycle: arrays are built by bind)
 _wrap: Any = None  # array.wrap_kernel_output, likewise
 _Tracer: Any = ()  # transforms.core.Tracer once the transforms are loaded
+_tape_hook: Any = None  # transforms.tape.record: arrays that require grad are recorded there
 _leak_check: Any = None
 
 
@@ -255,10 +257,23 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
     Shapes and dtypes are not checked in Python before the kernel runs (that is
     the kernel's job, and it is fast); when the kernel fails, the primitive's
     abstract evaluation runs to turn the failure into a typed, readable error.
+    Arguments that require grad hand the operation to the tape first.
     """
     Array = _Array
-    if prim.view is not None and args[0].__class__ is Array:  # views: metadata only, one array in
+    if prim.view is not None and args[0].__class__ is Array and args[0]._ag is None:  # views: metadata only
         return Array._apply_view(prim, args[0], params)
+    for a in args:
+        if a.__class__ is Array and a._ag is not None:  # the tape records this operation
+            out = _tape_hook(prim, args, params)
+            if out is not NotImplemented:
+                return out
+            break
+    return run_eager(prim, args, params)
+
+
+def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """The eager evaluation itself, with no tape (the tape calls this for its forward pass)."""
+    Array = _Array
     device = None
     raw: list[Any] = []
     has_scalars = False
@@ -276,12 +291,12 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
             has_scalars = True
     if device is None:
         device = _default_device()
-    if has_scalars:
-        raw = _exact_scalars(args, raw)
     if prim.impl is not None:
         return prim.impl(*args, **params)
     if prim.view is not None:
         return Array._apply_view(prim, args[0], params)
+    if has_scalars:
+        raw = _exact_scalars(args, raw)
     try:
         out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)
     except FuncgradError:

@@ -1,0 +1,122 @@
+"""``fg.autograd.Function``: PyTorch's custom-gradient class.
+
+``forward(ctx, *args)`` and ``backward(ctx, *grads)`` are static methods;
+``ctx.save_for_backward(...)``, ``ctx.saved_tensors`` and ``ctx.needs_input_grad``
+work as in PyTorch. On concrete arrays, ``apply`` records one node on the tape.
+Inside functional transforms (``fg.grad``, ``fg.vjp``, ``fg.trace``) it is a
+``custom_vjp`` underneath, so the same class serves both styles.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from .. import tree as _tree
+from ..array import Array, ArrayBase
+from .core import Tracer
+from .custom import custom_vjp
+from .tape import _TAPE_OFF, AutogradMeta, GradFn, _edge, is_grad_enabled
+
+__all__ = ["Function", "FunctionCtx"]
+
+
+class FunctionCtx:
+    """The ``ctx`` passed to ``forward`` and ``backward``; any attribute may be set on it."""
+
+    def __init__(self, needs_input_grad: tuple[bool, ...] = ()) -> None:
+        self.needs_input_grad = needs_input_grad
+        self._saved: tuple[Any, ...] = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        return self._saved
+
+
+class _Named:
+    def __init__(self, name: str, multiple: bool) -> None:
+        self.name = name
+        self.multiple_results = multiple
+
+
+class _FunctionRule:
+    """Calls the user's ``backward`` when the tape reaches this node."""
+
+    def __init__(self, cls: type, array_positions: list[int], n_args: int) -> None:
+        self.cls, self.positions, self.n_args = cls, array_positions, n_args
+
+    def bwd(self, ctx: FunctionCtx, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        grads = self.cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
+        grads = grads if isinstance(grads, tuple) else (grads,)
+        if len(grads) != self.n_args:
+            raise TypeError(f"{self.cls.__name__}.backward returned {len(grads)} gradients for {self.n_args} inputs "
+                            "of forward (return None for inputs without a gradient)")
+        return tuple(grads[i] for i in self.positions)
+
+
+class Function:
+    """Subclass with ``forward(ctx, ...)`` and ``backward(ctx, *grads)``; call ``MyFn.apply(...)``."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("subclasses of fg.autograd.Function define forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise NotImplementedError("subclasses of fg.autograd.Function define backward(ctx, *grads)")
+
+    @classmethod
+    def apply(cls, *args: Any) -> Any:
+        if any(isinstance(leaf, Tracer) for leaf in _tree.leaves(args)):
+            return cls._apply_functional(*args)
+        positions = [i for i, a in enumerate(args) if isinstance(a, Array)]
+        needs = tuple(isinstance(a, Array) and a.requires_grad for a in args)
+        ctx = FunctionCtx(needs)
+        token = _TAPE_OFF.set(True)
+        try:
+            out = cls.forward(ctx, *args)
+        finally:
+            _TAPE_OFF.reset(token)
+        if not (any(needs) and is_grad_enabled()):
+            return out
+        outs = out if isinstance(out, tuple) else (out,)
+        parents = tuple((*_edge(args[i]), tuple(args[i].shape), args[i]._dtype) if needs[i] else None
+                        for i in positions)
+        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), _FunctionRule(cls, positions, len(args)), {},
+                    parents, ctx, len(outs))
+        fn.name = f"{cls.__name__}Backward"
+        marked = []
+        for i, o in enumerate(outs):
+            if isinstance(o, Array) and o._dtype.kind == "f":
+                if o._ag is not None or any(o is a for a in args):
+                    o = Array._view_of(o, o._layout_obj())  # never relabel an input or an array with history
+                o._ag = AutogradMeta(True, fn, i)
+                fn.out_metas[i] = weakref.ref(o._ag)
+            marked.append(o)
+        return tuple(marked) if isinstance(out, tuple) else marked[0]
+
+    @classmethod
+    def _apply_functional(cls, *args: Any) -> Any:
+        """Inside fg.grad / fg.vjp / fg.trace: the same rule as a custom_vjp."""
+        dynamic = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
+        static = tuple(i for i in range(len(args)) if i not in dynamic)
+
+        def fun(*a: Any) -> Any:
+            return cls.forward(FunctionCtx(tuple(i in dynamic for i in range(len(a)))), *a)
+
+        def fwd(*a: Any) -> Any:
+            ctx = FunctionCtx(tuple(i in dynamic for i in range(len(a))))
+            return cls.forward(ctx, *a), ctx
+
+        def bwd(*rest: Any) -> Any:
+            ctx, g = rest[-2], rest[-1]
+            grads = cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
+            grads = grads if isinstance(grads, tuple) else (grads,)
+            return tuple(grads[i] for i in dynamic)
+
+        rule = custom_vjp(fun, nondiff_argnums=static)
+        rule.defvjp(fwd, bwd)
+        return rule(*args)

@@ -1,0 +1,327 @@
+"""The PyTorch-style tape: ``requires_grad`` arrays, ``grad_fn``, ``.backward()``.
+
+It is not an interpreter: it records in eager mode, on concrete arrays that
+require grad, like PyTorch's autograd. The eager interpreter hands it any
+primitive with such an argument (``record``), and it uses the primitives' own
+VJP rules, the same ones ``fg.grad`` uses. A rule's forward part runs with the
+tape switched off; its residuals keep their history, so ``create_graph=True``
+gives higher derivatives. ``backward`` walks the graph once in reverse
+topological order and frees the residuals unless ``retain_graph=True``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import weakref
+from typing import Any, Callable, Sequence
+
+from ..errors import DTypeError, GraphFreedError, ShapeError
+from ..primitives import core as _pcore
+from ..primitives.core import fmt_shape
+from .autodiff import _toposort, fit, no_grad_scope
+
+__all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
+           "record"]
+
+_TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
+_FREED = object()
+
+
+def is_grad_enabled() -> bool:
+    """Whether the tape records now (not inside ``no_grad`` or a rule's own computation)."""
+    return not _TAPE_OFF.get() and no_grad_scope().get() is None
+
+
+class enable_grad:
+    """``with fg.enable_grad():`` records again inside a ``no_grad`` block (also a decorator)."""
+
+    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
+        self._fn = fn
+        self._tokens: list[Any] = []
+
+    def __enter__(self) -> enable_grad:
+        self._tokens.append((no_grad_scope().set(None), _TAPE_OFF.set(False)))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        ng, off = self._tokens.pop()
+        _TAPE_OFF.reset(off)
+        no_grad_scope().reset(ng)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:
+            return enable_grad(args[0])
+        with enable_grad():
+            return self._fn(*args, **kwargs)
+
+
+class AutogradMeta:
+    """What the tape knows about one array (``x._ag``)."""
+
+    __slots__ = ("requires_grad", "grad_fn", "output_nr", "grad", "retain", "hooks", "accumulator", "__weakref__")
+
+    def __init__(self, requires_grad: bool = True, grad_fn: Any = None, output_nr: int = 0) -> None:
+        self.requires_grad = requires_grad
+        self.grad_fn = grad_fn
+        self.output_nr = output_nr
+        self.grad: Any = None
+        self.retain = False
+        self.hooks: list[Callable[[Any], Any]] | None = None
+        self.accumulator: AccumulateGrad | None = None
+
+
+_NAMES = {"integer_pow": "Pow", "pow": "Pow", "reduce_sum": "Sum", "reduce_prod": "Prod", "reduce_max": "Max",
+          "reduce_min": "Min", "neg": "Neg", "sub": "Sub", "div": "Div", "matmul": "Mm", "getitem": "Index",
+          "gather": "Index", "scatter": "IndexPut", "select": "Where", "convert_element_type": "ToCopy",
+          "broadcast_to": "Expand", "expand_dims": "Unsqueeze", "transpose": "Permute", "reshape": "View"}
+
+
+_NAME_CACHE: dict[str, str] = {}
+
+
+def _backward_name(prim_name: str) -> str:
+    name = _NAME_CACHE.get(prim_name)
+    if name is None:
+        base = _NAMES.get(prim_name) or "".join(part.capitalize() for part in prim_name.split("_"))
+        name = _NAME_CACHE[prim_name] = f"{base}Backward"
+    return name
+
+
+class GradFn:
+    """A recorded operation: ``x.grad_fn``. ``next_functions`` leads to its inputs' functions."""
+
+    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "multi", "name", "out_metas", "__weakref__")
+
+    def __init__(self, prim: Any, rule: Any, params: dict[str, Any], parents: tuple[Any, ...], residuals: Any,
+                 n_out: int) -> None:
+        self.rule, self.params, self.parents, self.residuals = rule, params, parents, residuals
+        self.n_out, self.multi = n_out, prim.multiple_results
+        self.name = _backward_name(prim.name)
+        self.out_metas: list[Any] = [None] * n_out
+
+    @property
+    def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        return tuple((p[0], p[1]) if p is not None else (None, 0) for p in self.parents)
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+class AccumulateGrad:
+    """The leaf end of the graph: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable", "parents", "n_out", "out_metas", "__weakref__")
+    name = "AccumulateGrad"
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+        self.parents: tuple[Any, ...] = ()
+        self.n_out = 1
+        self.out_metas = [None]
+
+    @property
+    def next_functions(self) -> tuple[()]:
+        return ()
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
+
+
+def _edge(a: Any) -> tuple[Any, int]:
+    meta = a._ag
+    if meta.grad_fn is not None:
+        return meta.grad_fn, meta.output_nr
+    if meta.accumulator is None:
+        meta.accumulator = AccumulateGrad(a)
+    return meta.accumulator, 0
+
+
+def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """Called by the eager interpreter when an argument has autograd metadata.
+    Returns ``NotImplemented`` when nothing needs recording (plain eager then)."""
+    if not prim.differentiable or not is_grad_enabled():
+        return NotImplemented
+    parents: list[Any] = []
+    live = False
+    for a in args:
+        meta = getattr(a, "_ag", None)
+        if meta is not None and meta.requires_grad:
+            fn = meta.grad_fn
+            if fn is not None:
+                parents.append((fn, meta.output_nr, a._data.shape, a._dtype))
+            else:
+                parents.append((meta.accumulator or _edge(a)[0], 0, a._data.shape, a._dtype))
+            live = True
+        else:
+            parents.append(None)
+    if not live:
+        return NotImplemented
+    rule = prim.vjp
+    if hasattr(rule, "residuals") and prim.impl is None:  # the common case: run the kernel, keep what the rule needs
+        ans = _pcore.run_eager(prim, args, params)
+        residuals = rule.residuals(args, params, ans)
+    else:
+        token = _TAPE_OFF.set(True)
+        try:
+            ans, residuals = rule.fwd(args, params)
+        finally:
+            _TAPE_OFF.reset(token)
+    outs = ans if prim.multiple_results else (ans,)
+    fn = GradFn(prim, rule, params, tuple(parents), residuals, len(outs))
+    for i, o in enumerate(outs):
+        if o._dtype.kind == "f":
+            o._ag = AutogradMeta(True, fn, i)
+            fn.out_metas[i] = weakref.ref(o._ag)
+    return ans
+
+
+def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph: bool,
+         capture: dict[tuple[int, int], Any] | None) -> dict[tuple[int, int], Any]:
+    """The backward pass. With ``capture`` (autograd.grad) the listed (node, index)
+    cotangents are returned instead of being accumulated into ``.grad``."""
+    from .. import ops
+
+    pending: dict[int, list[Any]] = {}
+    nodes = []
+    for node, idx, ct in roots:
+        slot = pending.setdefault(id(node), [None] * node.n_out)
+        slot[idx] = ct if slot[idx] is None else ops.add(slot[idx], ct)
+        nodes.append(node)
+    got: dict[tuple[int, int], Any] = {}
+    token = _TAPE_OFF.set(not create_graph)
+    try:
+        for node in reversed(_toposort(nodes)):
+            cts = pending.pop(id(node), None)
+            if cts is None:
+                continue
+            for i, ct in enumerate(cts):  # per output tensor: hooks, retain_grad, capture
+                if ct is None:
+                    continue
+                ref = node.out_metas[i]
+                meta = ref() if ref is not None else None
+                if meta is not None and meta.hooks:
+                    for hook in meta.hooks:
+                        new = hook(ct)
+                        ct = new if new is not None else ct
+                    cts[i] = ct
+                if capture is not None and (id(node), i) in capture:
+                    got[(id(node), i)] = ct
+                if meta is not None and meta.retain and capture is None:
+                    meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
+            if isinstance(node, AccumulateGrad):
+                if capture is None and cts[0] is not None:
+                    _accumulate(node.variable, cts[0], create_graph)
+                continue
+            if node.residuals is _FREED:
+                raise GraphFreedError(
+                    f"backward through {node!r} a second time: its saved values were freed by the first backward. "
+                    "Pass retain_graph=True to the first backward() (or fg.autograd.grad) to keep them.")
+            g = tuple(cts) if node.multi else cts[0]
+            needs = tuple(p is not None for p in node.parents)
+            in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
+            if not retain_graph:
+                node.residuals = _FREED
+            for parent, ct in zip(node.parents, in_cts):
+                if parent is None or ct is None:
+                    continue
+                pnode, pidx, shape, dtype = parent
+                ct = fit(ct, shape, dtype)
+                slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
+                slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
+    finally:
+        _TAPE_OFF.reset(token)
+    return got
+
+
+def _detached(x: Any) -> Any:
+    from ..array import Array
+
+    return Array._view_of(x, x._layout_obj()) if x._ag is not None else x
+
+
+def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
+    from .. import ops
+
+    meta = variable._ag
+    if not create_graph:
+        ct = _detached(ct)
+    meta.grad = ct if meta.grad is None else (ops.add(meta.grad, ct) if create_graph else _detached(
+        ops.add(meta.grad, ct)))
+
+
+def _seed(output: Any, gradient: Any, where: str) -> Any:
+    from ..array import Array
+    from ..ops import asarray, ones_like
+
+    if gradient is None:
+        if output.size != 1:
+            raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can only be "
+                             "implied for scalars; pass gradient= (a cotangent of that shape) or call .sum() first")
+        return ones_like(output)
+    gradient = gradient if isinstance(gradient, Array) else asarray(gradient, output.dtype)
+    if tuple(gradient.shape) != tuple(output.shape):
+        raise ShapeError(f"{where}: gradient of shape {fmt_shape(tuple(gradient.shape))} for an output of shape "
+                         f"{fmt_shape(tuple(output.shape))}")
+    return gradient
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """``fg.autograd.backward``: accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
+    tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    grads = list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors] * len(tensors)
+    roots = []
+    for t, g in zip(tensors, grads):
+        meta = getattr(t, "_ag", None)
+        if meta is None or not meta.requires_grad:
+            raise RuntimeError("backward: this array does not require grad and has no grad_fn; create the inputs "
+                               "with requires_grad=True (and compute outside fg.no_grad())")
+        node, idx = _edge(t)
+        roots.append((node, idx, _seed(t, g, "backward")))
+    retain = create_graph if retain_graph is None else retain_graph
+    if inputs is not None:  # accumulate only into these
+        wanted = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        got = _run(roots, retain, create_graph, {_key(x): None for x in wanted})
+        for x in wanted:
+            ct = got.get(_key(x))
+            if ct is not None:
+                _accumulate(x, ct, create_graph)
+        return
+    _run(roots, retain, create_graph, None)
+
+
+def _key(x: Any) -> tuple[int, int]:
+    node, idx = _edge(x)
+    return (id(node), idx)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
+    """``fg.autograd.grad``: gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
+    outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    g_out = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs] * len(outputs)
+    for x in inputs:
+        if getattr(x, "_ag", None) is None or not x._ag.requires_grad:
+            raise RuntimeError("autograd.grad: an input does not require grad")
+        if x.dtype.kind != "f":
+            raise DTypeError("autograd.grad: inputs must be floating point")
+    roots = []
+    for t, g in zip(outputs, g_out):
+        if getattr(t, "_ag", None) is None:
+            raise RuntimeError("autograd.grad: an output does not require grad (it does not depend on the inputs)")
+        node, idx = _edge(t)
+        roots.append((node, idx, _seed(t, g, "autograd.grad")))
+    retain = create_graph if retain_graph is None else retain_graph
+    got = _run(roots, retain, create_graph, {_key(x): None for x in inputs})
+    result = []
+    for x in inputs:
+        ct = got.get(_key(x))
+        if ct is None and not allow_unused:
+            raise RuntimeError("autograd.grad: an input was not used to compute the outputs; pass allow_unused=True "
+                               "to get None for it")
+        result.append(ct if ct is None or create_graph else _detached(ct))
+    return tuple(result)
+
+
+_pcore._tape_hook = record

@@ -1,0 +1,163 @@
+"""The PyTorch-style tape: requires_grad, grad_fn, backward, autograd.grad, Function."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+
+
+def test_spec_section_6_example() -> None:
+    x = fg.array([2.0], requires_grad=True)
+    assert x.is_leaf and x.requires_grad and x.grad is None
+    y = x ** 2 + 3 * x
+    assert repr(y.grad_fn) == "<AddBackward>" and not y.is_leaf
+    assert [(repr(f), i) for f, i in y.grad_fn.next_functions] == [("<PowBackward>", 0), ("<MulBackward>", 0)]
+    assert repr(y.grad_fn.next_functions[0][0].next_functions[0][0]) == "<AccumulateGrad>"
+    y.backward()
+    assert x.grad.tolist() == [7.0] and x.grad.grad_fn is None and not x.grad.requires_grad
+    with pytest.raises(fg.GraphFreedError, match="retain_graph=True"):
+        y.backward()
+    assert issubclass(fg.GraphFreedError, RuntimeError)
+    assert "requires_grad=True" in repr(x) and "grad_fn=<AddBackward>" in repr(y)
+
+
+def test_gradients_accumulate_and_retain_graph() -> None:
+    x = fg.array([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.tolist() == [4.0, 8.0]
+    x.grad = None
+    (x * 3.0).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_backward_of_non_scalar_needs_gradient() -> None:
+    x = fg.array([1.0, 2.0], requires_grad=True)
+    with pytest.raises(fg.ShapeError, match=r"shape \(2,\).*gradient="):
+        (x * 2).backward()
+    (x * 2).backward(gradient=fg.array([1.0, 10.0]))
+    assert x.grad.tolist() == [2.0, 20.0]
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        fg.ones(2).sum().backward()
+
+
+def test_create_graph_gives_higher_derivatives() -> None:
+    x = fg.array([2.0], requires_grad=True)
+    (g,) = fg.autograd.grad((x ** 3).sum(), x, create_graph=True)
+    assert g.tolist() == [12.0] and g.requires_grad
+    (g2,) = fg.autograd.grad(g.sum(), x)
+    assert g2.tolist() == [12.0]
+    assert x.grad is None  # autograd.grad does not touch .grad
+
+
+def test_retain_grad_and_hooks() -> None:
+    x = fg.array([1.0, 2.0], requires_grad=True)
+    z = x * x
+    z.retain_grad()
+    seen = []
+    z.register_hook(lambda g: seen.append(g.tolist()))
+    handle = x.register_hook(lambda g: g * 10)
+    (z * 3.0).sum().backward()
+    assert z.grad.tolist() == [3.0, 3.0] and seen == [[3.0, 3.0]]
+    assert x.grad.tolist() == [60.0, 120.0]
+    handle.remove()
+    x.grad = None
+    (x * 1.0).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_no_grad_enable_grad_detach() -> None:
+    x = fg.array([1.0], requires_grad=True)
+    with fg.no_grad():
+        y = x * 2
+        with fg.enable_grad():
+            z = x * 2
+    assert not y.requires_grad and y.grad_fn is None and z.requires_grad
+    d = x.detach()
+    assert not d.requires_grad and d.buffer is x.buffer
+    assert fg.is_grad_enabled()
+    with fg.no_grad():
+        assert not fg.is_grad_enabled()
+
+
+def test_requires_grad_rules() -> None:
+    with pytest.raises(fg.DTypeError, match="floating-point"):
+        fg.array([1, 2], requires_grad=True)
+    x = fg.ones(2, requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="detach"):
+        y.requires_grad_(False)
+    x.requires_grad_(False)
+    assert not (x * 2).requires_grad
+
+
+def test_autograd_function() -> None:
+    class Exp(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = fg.exp(x)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            assert ctx.needs_input_grad == (True,)
+            return g * y
+
+    x = fg.array([0.0, 1.0], requires_grad=True)
+    y = Exp.apply(x)
+    assert repr(y.grad_fn) == "<ExpBackward>"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp([0.0, 1.0]), rtol=1e-6)
+    np.testing.assert_allclose(fg.grad(lambda v: Exp.apply(v).sum())(fg.array([0.0, 1.0])).numpy(),
+                               np.exp([0.0, 1.0]), rtol=1e-6)
+
+
+def test_tape_arrays_inside_functional_transforms() -> None:
+    w = fg.ones(3, requires_grad=True)
+    g = fg.grad(lambda v: (v * w).sum())(fg.array([1.0, 2.0, 3.0]))
+    assert g.tolist() == [1.0, 1.0, 1.0]
+    g = fg.grad(lambda v: fg.checkpoint(lambda u: fg.tanh(u * w))(v).sum())(fg.zeros(3))
+    assert g.tolist() == [1.0, 1.0, 1.0]
+    out = (w * fg.array([1.0, 2.0, 3.0])).sum()
+    out.backward()
+    assert w.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_eager_training_loop_memory_is_flat() -> None:
+    rng = np.random.default_rng(0)
+    W = fg.asarray(rng.standard_normal((16, 4)).astype(np.float32), requires_grad=True)
+    x = fg.asarray(rng.standard_normal((8, 16)).astype(np.float32))
+
+    def step():
+        nonlocal W
+        loss = fg.tanh(x @ W).sum()
+        loss.backward()
+        with fg.no_grad():
+            W = (W - 0.01 * W.grad).detach().requires_grad_()
+
+    for _ in range(5):
+        step()
+    gc.collect()
+    before = fg.memory.allocated()
+    for _ in range(100):
+        step()
+    gc.collect()
+    assert fg.memory.allocated() == before
+
+
+@given(st.lists(st.floats(-2, 2), min_size=1, max_size=5), st.sampled_from(["tanh", "sin", "exp", "sigmoid"]))
+def test_tape_gradients_equal_functional_gradients(values, op) -> None:
+    data = np.array(values)
+    f = lambda v: (getattr(fg, op)(v) * v).sum()  # noqa: E731
+    x = fg.asarray(data, requires_grad=True)
+    f(x).backward()
+    np.testing.assert_allclose(x.grad.numpy(), fg.grad(f)(fg.asarray(data)).numpy(), rtol=1e-12)
