@@ -24,8 +24,8 @@ from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
 from . import testing, tree
 from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, enable_grad,
-                         is_grad_enabled, saved_residuals, trace, grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad,
-                         vjp)
+                         grad, hessian, is_grad_enabled, jacfwd, jacrev, jvp, no_grad, saved_residuals,
+                         stop_gradient, trace, value_and_grad, vjp)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

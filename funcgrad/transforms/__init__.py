@@ -10,5 +10,5 @@ from .ir import Program, trace
 from .tape import enable_grad, is_grad_enabled
 
 __all__ = ["Interpreter", "Program", "Tracer", "trace", "checkpoint", "checkpoint_policies", "saved_residuals",
-           "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian", "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient",
-           "value_and_grad", "vjp"]
+           "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian", "jacfwd", "jacrev",
+           "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp"]

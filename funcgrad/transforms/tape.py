@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextvars
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
@@ -255,8 +256,8 @@ def _seed(output: Any, gradient: Any, where: str) -> Any:
 
     if gradient is None:
         if output.size != 1:
-            raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can only be "
-                             "implied for scalars; pass gradient= (a cotangent of that shape) or call .sum() first")
+            raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can "
+                             "only be implied for scalars; pass gradient= (a cotangent of that shape) or call .sum()")
         return ones_like(output)
     gradient = gradient if isinstance(gradient, Array) else asarray(gradient, output.dtype)
     if tuple(gradient.shape) != tuple(output.shape):
