@@ -22,7 +22,8 @@ from .errors import (ConcretizationError, DeviceMismatchError, DTypeError, Funcg
 from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
-from . import testing, tree
+from . import nn, optim, testing, tree
+from .random_state import manual_seed
 from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, enable_grad,
                          grad, hessian, is_grad_enabled, jacfwd, jacrev, jvp, no_grad, saved_residuals,
                          stop_gradient, trace, value_and_grad, vjp)

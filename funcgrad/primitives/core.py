@@ -263,7 +263,7 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
     if prim.view is not None and args[0].__class__ is Array and args[0]._ag is None:  # views: metadata only
         return Array._apply_view(prim, args[0], params)
     for a in args:
-        if a.__class__ is Array and a._ag is not None:  # the tape records this operation
+        if isinstance(a, Array) and a._ag is not None:  # the tape records this operation (Parameters too)
             out = _tape_hook(prim, args, params)
             if out is not NotImplemented:
                 return out

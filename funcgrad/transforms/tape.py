@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..array import Array
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.core import fmt_shape
@@ -158,6 +159,8 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     if not live:
         return NotImplemented
     rule = prim.vjp
+    if any(type(a) is not Array and isinstance(a, Array) for a in args):
+        args = tuple(_snapshot(a) for a in args)  # a Parameter may be re-pointed later: save its current value
     if hasattr(rule, "residuals") and prim.impl is None:  # the common case: run the kernel, keep what the rule needs
         ans = _pcore.run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
@@ -174,6 +177,17 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
             o._ag = AutogradMeta(True, fn, i)
             fn.out_metas[i] = weakref.ref(o._ag)
     return ans
+
+
+def _snapshot(a: Any) -> Any:
+    """An immutable view of a mutable holder (a Parameter), sharing its autograd metadata."""
+    from ..array import Array
+
+    if type(a) is Array or not isinstance(a, Array):
+        return a
+    view = Array._view_of(a, a._layout_obj())
+    view._ag = a._ag
+    return view
 
 
 def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph: bool,

@@ -1,0 +1,31 @@
+"""``fg.nn``: PyTorch-style modules, layers, losses, initialisers and utilities."""
+
+from __future__ import annotations
+
+from . import functional, init, utils
+from .layers import (
+                     GELU,
+                     Dropout,
+                     Embedding,
+                     Flatten,
+                     Identity,
+                     LayerNorm,
+                     Linear,
+                     LogSoftmax,
+                     ModuleDict,
+                     ModuleList,
+                     ReLU,
+                     Sequential,
+                     Sigmoid,
+                     SiLU,
+                     Softmax,
+                     Tanh,
+)
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module, functional_call
+from .parameter import Parameter
+
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_call", "Identity", "Linear", "ReLU",
+           "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm",
+           "Embedding", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "CrossEntropyLoss",
+           "NLLLoss", "BCEWithLogitsLoss"]

@@ -1,0 +1,184 @@
+"""``fg.nn.functional`` (PyTorch names and semantics: ``dim=``, ``reduction=``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import ops as _o
+from ..array import ArrayBase
+from ..errors import DTypeError, ShapeError
+from ..primitives.core import fmt_shape
+
+__all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "layer_norm",
+           "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"]
+
+
+def linear(x: Any, weight: Any, bias: Any = None) -> Any:
+    """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape)."""
+    out = _o.matmul(x, _o.matrix_transpose(weight))
+    return out if bias is None else out + bias
+
+
+def relu(x: Any) -> Any:
+    return _o.where(x > 0, x, 0.0)  # derivative 0 at 0, as PyTorch
+
+
+def gelu(x: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + _o.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + _o.erf(x * (1.0 / math.sqrt(2.0))))
+
+
+def silu(x: Any) -> Any:
+    return x * _o.sigmoid(x)
+
+
+sigmoid = _o.sigmoid
+tanh = _o.tanh
+
+
+def log_softmax(x: Any, dim: int = -1) -> Any:
+    return x - _o.logsumexp(x, axis=dim, keepdims=True)
+
+
+def softmax(x: Any, dim: int = -1) -> Any:
+    return _o.exp(log_softmax(x, dim))
+
+
+def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
+    """Zero elements with probability ``p`` and scale the rest by ``1/(1-p)`` (global generator)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    from ..random_state import generator
+
+    keep = generator().random(tuple(x.shape)) >= p
+    return x * _o.asarray(keep.astype("float32") / (1.0 - p), x.dtype, device=x.device)
+
+
+def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise ShapeError(f"layer_norm: input of shape {fmt_shape(tuple(x.shape))} does not end with {fmt_shape(shape)}")
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    mean = _o.mean(x, axes, keepdims=True)
+    var = _o.mean(_o.square(x - mean), axes, keepdims=True)
+    out = (x - mean) * _o.rsqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def embedding(indices: Any, weight: Any) -> Any:
+    indices = _o.asarray(indices) if not isinstance(indices, ArrayBase) else indices
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"embedding: indices must be integers, got {indices.dtype}")
+    return _o.take(weight, indices, axis=0)
+
+
+def _reduce(loss: Any, reduction: str, op: str) -> Any:
+    if reduction == "mean":
+        return _o.mean(loss)
+    if reduction == "sum":
+        return _o.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
+    target = _o.asarray(target, device=logits.device) if not isinstance(target, ArrayBase) else target
+    if target.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: class-index targets must be integers (int64), got {target.dtype}; "
+                         "for class probabilities pass a float target of the input's shape")
+    expected = (logits.shape[0],) + tuple(logits.shape[2:]) if logits.ndim > 1 else ()
+    if tuple(target.shape) != expected:
+        raise ShapeError(f"{op}: input of shape {fmt_shape(tuple(logits.shape))} needs a target of shape "
+                         f"{fmt_shape(expected)}, got {fmt_shape(tuple(target.shape))}")
+    return target
+
+
+def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int = -100,
+             reduction: str = "mean") -> Any:
+    """Negative log-likelihood of class indices, given log-probabilities ``(N, C, ...)``."""
+    target = _check_class_targets("nll_loss", log_probs, target)
+    valid = target != ignore_index
+    safe = _o.where(valid, target, 0)
+    picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(safe, 1), axis=1), 1)
+    w = _o.where(valid, 1.0, 0.0).astype(log_probs.dtype)
+    if weight is not None:
+        w = w * _o.take(weight, safe)
+    loss = -picked * w
+    if reduction == "mean":
+        return _o.sum(loss) / _o.sum(w)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Any:
+    """Softmax cross-entropy over dim 1 of ``(N, C, ...)`` logits: class-index targets
+    (with ``ignore_index``, ``weight``, ``label_smoothing``) or class-probability targets."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    logp = log_softmax(input, dim=1 if input.ndim > 1 else 0)
+    if isinstance(target, ArrayBase) and target.dtype.kind == "f":  # probabilities
+        if tuple(target.shape) != tuple(input.shape):
+            raise ShapeError(f"cross_entropy: probability targets need the input's shape {fmt_shape(tuple(input.shape))}, "
+                             f"got {fmt_shape(tuple(target.shape))}")
+        c = input.shape[1] if input.ndim > 1 else input.shape[0]
+        t = target * (1.0 - label_smoothing) + label_smoothing / c
+        w = 1.0 if weight is None else _o.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
+        return _reduce(-_o.sum(t * logp * w, 1 if input.ndim > 1 else 0), reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0.0:
+        return nll
+    target = _check_class_targets("cross_entropy", input, target)
+    c = input.shape[1]
+    valid = _o.where(target != ignore_index, 1.0, 0.0).astype(input.dtype)
+    per_class = logp if weight is None else logp * _o.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
+    smooth = -_o.sum(per_class, 1) * valid
+    if reduction == "mean":
+        denom = _o.sum(valid) if weight is None else _o.sum(_o.take(weight, _o.where(target != ignore_index, target, 0))
+                                                            * valid)
+        smooth_term = _o.sum(smooth) / denom
+    else:
+        smooth_term = _reduce(smooth, reduction, "cross_entropy")
+    return (1.0 - label_smoothing) * nll + (label_smoothing / c) * smooth_term
+
+
+def _check_same(op: str, input: Any, target: Any) -> Any:
+    target = _o.asarray(target, device=input.device) if not isinstance(target, ArrayBase) else target
+    if tuple(target.shape) != tuple(input.shape):
+        raise ShapeError(f"{op}: input of shape {fmt_shape(tuple(input.shape))} and target of shape "
+                         f"{fmt_shape(tuple(target.shape))} differ")
+    if target.dtype.kind != "f":
+        raise DTypeError(f"{op}: target must be floating point, got {target.dtype}")
+    return target
+
+
+def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
+    return _reduce(_o.square(input - _check_same("mse_loss", input, target)), reduction, "mse_loss")
+
+
+def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
+    return _reduce(_o.abs(input - _check_same("l1_loss", input, target)), reduction, "l1_loss")
+
+
+def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, reduction: str = "mean",
+                                     pos_weight: Any = None) -> Any:
+    """Sigmoid + binary cross-entropy in one stable formula (PyTorch's)."""
+    target = _check_same("binary_cross_entropy_with_logits", input, target)
+    softplus_neg = _o.logaddexp(0.0, -input)  # log(1 + exp(-x)), stable
+    if pos_weight is not None:
+        loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * softplus_neg
+    else:
+        loss = (1.0 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")

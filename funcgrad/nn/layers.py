@@ -1,0 +1,231 @@
+"""Layers and containers (PyTorch names, shapes and default initialisations)."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .. import ops as _o
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Identity", "Linear", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
+           "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList", "ModuleDict"]
+
+
+class Identity(Module):
+    def forward(self, x: Any) -> Any:
+        return x
+
+
+class Linear(Module):
+    """``y = x @ W.T + b`` with W of shape (out_features, in_features); PyTorch's init
+    (uniform in ±1/sqrt(in_features) for both, via kaiming_uniform(a=sqrt(5)))."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None,
+                 device: Any = None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(_o.zeros((out_features, in_features), dtype, device=device))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if bias:
+            self.bias = Parameter(_o.zeros((out_features,), dtype, device=device))
+            bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.bias = None
+
+    def forward(self, x: Any) -> Any:
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+def _activation(name: str, fn: Any) -> type:
+    def forward(self: Module, x: Any) -> Any:
+        return fn(x)
+
+    return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}()``: elementwise {fn.__name__}."})
+
+
+ReLU = _activation("ReLU", F.relu)
+SiLU = _activation("SiLU", F.silu)
+Tanh = _activation("Tanh", F.tanh)
+Sigmoid = _activation("Sigmoid", F.sigmoid)
+
+
+class GELU(Module):
+    def __init__(self, approximate: str = "none") -> None:
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x: Any) -> Any:
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class Softmax(Module):
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Any) -> Any:
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x: Any) -> Any:
+        return F.log_softmax(x, self.dim)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Any) -> Any:
+        return _o.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Any) -> Any:
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype: Any = None, device: Any = None) -> None:
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.eps = eps
+        if elementwise_affine:
+            self.weight = Parameter(_o.ones(self.normalized_shape, dtype, device=device))
+            self.bias = Parameter(_o.zeros(self.normalized_shape, dtype, device=device)) if bias else None
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, x: Any) -> Any:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
+                 dtype: Any = None, device: Any = None) -> None:
+        super().__init__()
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.weight = Parameter(_o.zeros((num_embeddings, embedding_dim), dtype, device=device))
+        init.normal_(self.weight)
+        if padding_idx is not None:
+            self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
+
+    def forward(self, indices: Any) -> Any:
+        return F.embedding(indices, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Sequential(Module):
+    def __init__(self, *modules: Any) -> None:
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                self.add_module(str(i), m)
+
+    def forward(self, x: Any) -> Any:
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i: int | slice) -> Any:
+        mods = list(self._modules.values())
+        return Sequential(*mods[i]) if isinstance(i, slice) else mods[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Sequential:
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+
+class ModuleList(Module):
+    def __init__(self, modules: Iterable[Module] = ()) -> None:
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        for m in modules:
+            self.append(m)
+        return self
+
+    def __getitem__(self, i: int) -> Module:
+        return list(self._modules.values())[i]
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+
+class ModuleDict(Module):
+    def __init__(self, modules: dict[str, Module] | None = None) -> None:
+        super().__init__()
+        for k, m in (modules or {}).items():
+            self.add_module(k, m)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def keys(self) -> Any:
+        return self._modules.keys()
+
+    def items(self) -> Any:
+        return self._modules.items()
+
+    def values(self) -> Any:
+        return self._modules.values()

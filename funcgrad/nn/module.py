@@ -1,0 +1,310 @@
+"""``Module``: a tree of parameters, buffers and submodules (PyTorch's API).
+
+Attribute assignment registers ``Parameter``s, ``Module``s and buffers (see
+``register_buffer``); ``state_dict`` keys are dotted paths, as in PyTorch.
+Modules are pytrees too (their parameters are the leaves), so
+``fg.grad(loss)(model, x)`` returns a module-shaped gradient, and
+``functional_call(module, params, *args)`` runs a module with other arrays
+(tracers included) in place of its parameters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .. import tree as _tree
+from ..array import Array, ArrayBase
+from ..errors import ShapeError
+from .parameter import Parameter
+
+__all__ = ["Module", "functional_call"]
+
+
+class Module:
+    """Base class of layers. Subclasses call ``super().__init__()`` and define ``forward``."""
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # -- registration ------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("call super().__init__() in your Module's __init__ before assigning attributes")
+        for store in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[store].pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        elif name in self.__dict__.get("_buffer_names", ()):
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__[store]:
+                del self.__dict__[store][name]
+                return
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name: str, value: Array | None, persistent: bool = True) -> None:
+        """A non-parameter array that belongs to the module's state (running stats, masks)."""
+        names = self.__dict__.setdefault("_buffer_names", set())
+        names.add(name)
+        if not persistent:
+            self.__dict__.setdefault("_non_persistent", set()).add(name)
+        self._buffers[name] = value
+
+    def register_parameter(self, name: str, value: Parameter | None) -> None:
+        self._parameters[name] = value
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        self._modules[name] = module
+
+    # -- running -----------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # -- traversal ---------------------------------------------------------------
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self) -> Iterator[Module]:
+        return (m for _, m in self.named_modules())
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        return ((n, m) for n, m in self._modules.items() if m is not None)
+
+    def children(self) -> Iterator[Module]:
+        return (m for _, m in self.named_children())
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        seen: set[int] = set()
+        mods = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for mod_prefix, m in mods:
+            for name, p in m._parameters.items():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    yield (f"{mod_prefix}.{name}" if mod_prefix else name), p
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Array]]:
+        mods = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for mod_prefix, m in mods:
+            for name, b in m._buffers.items():
+                if b is not None:
+                    yield (f"{mod_prefix}.{name}" if mod_prefix else name), b
+
+    def buffers(self, recurse: bool = True) -> Iterator[Array]:
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    # -- state -------------------------------------------------------------------
+    def state_dict(self) -> OrderedDict[str, Array]:
+        """Parameters and persistent buffers by dotted name (values detached)."""
+        out: OrderedDict[str, Array] = OrderedDict()
+        for mod_prefix, m in self.named_modules():
+            skip = m.__dict__.get("_non_persistent", set())
+            for name, p in m._parameters.items():
+                if p is not None:
+                    out[f"{mod_prefix}.{name}" if mod_prefix else name] = p.detach()
+            for name, b in m._buffers.items():
+                if b is not None and name not in skip:
+                    out[f"{mod_prefix}.{name}" if mod_prefix else name] = b
+        return out
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> tuple[list[str], list[str]]:
+        """Copy values in (re-pointing parameters). With ``strict``, any missing key, unexpected
+        key or shape mismatch raises one error that lists them all. Returns (missing, unexpected)."""
+        from ..ops import asarray
+
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = [f"{k}: checkpoint {tuple(asarray(state_dict[k]).shape)} vs model {tuple(own[k].shape)}"
+                      for k in own if k in state_dict and tuple(asarray(state_dict[k]).shape) != tuple(own[k].shape)]
+        if mismatched or (strict and (missing or unexpected)):
+            problems = []
+            if missing:
+                problems.append("missing keys: " + ", ".join(missing))
+            if unexpected:
+                problems.append("unexpected keys: " + ", ".join(unexpected))
+            if mismatched:
+                problems.append("shape mismatches: " + "; ".join(mismatched))
+            raise (ShapeError if mismatched else KeyError)(
+                f"load_state_dict for {type(self).__name__}: " + " | ".join(problems))
+        for mod_prefix, m in self.named_modules():
+            for name in list(m._parameters):
+                key = f"{mod_prefix}.{name}" if mod_prefix else name
+                if key in state_dict and m._parameters[name] is not None:
+                    value = asarray(state_dict[key], device=m._parameters[name].device)
+                    m._parameters[name]._assign(value.astype(m._parameters[name].dtype, copy=False))
+            for name in list(m._buffers):
+                key = f"{mod_prefix}.{name}" if mod_prefix else name
+                if key in state_dict and m._buffers[name] is not None:
+                    m._buffers[name] = asarray(state_dict[key], device=m._buffers[name].device)
+        return missing, unexpected
+
+    # -- modes, devices, grads -----------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def to(self, target: Any = None, dtype: Any = None) -> Module:
+        """Move parameters and buffers to a device and/or floating dtype (in place, like PyTorch)."""
+        for m in self.modules():
+            for p in m._parameters.values():
+                if p is not None:
+                    moved = p.detach().to(target, dtype) if dtype is not None or target is not None else p
+                    if p.dtype.kind == "f" or dtype is None:
+                        p._assign(moved)
+                    else:
+                        p._assign(p.detach().to(target))
+            for name, b in list(m._buffers.items()):
+                if b is not None:
+                    b2 = b.to(target) if target is not None and not _is_dtype(target) else b
+                    if (dtype is not None or _is_dtype(target)) and b2.dtype.kind == "f":
+                        b2 = b2.astype(dtype if dtype is not None else target)
+                    m._buffers[name] = b2
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        from ..ops import zeros_like
+
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else zeros_like(p.grad)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # -- printing ----------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, m in self._modules.items():
+            child = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {body}\n)"
+
+
+def _is_dtype(x: Any) -> bool:
+    from ..dtypes import DType
+
+    return isinstance(x, DType) or (isinstance(x, str) and x in ("float16", "bfloat16", "float32", "float64"))
+
+
+# ---- modules as pytrees: parameters are the leaves --------------------------------
+
+class _ModuleAux:
+    """Tree structure of a module: its class and parameter names; compares by that."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.key = (type(module), tuple(module._parameters), tuple(module._modules))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ModuleAux) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def _flatten_module(m: Module) -> tuple[list[Any], _ModuleAux]:
+    return [dict(m._parameters), dict(m._modules)], _ModuleAux(m)
+
+
+def _unflatten_module(aux: _ModuleAux, children: list[Any]) -> Module:
+    original = aux.module
+    new = object.__new__(type(original))
+    new.__dict__.update(original.__dict__)
+    new.__dict__["_parameters"] = OrderedDict((k, children[0][k]) for k in original._parameters)
+    new.__dict__["_modules"] = OrderedDict((k, children[1][k]) for k in original._modules)
+    new.__dict__["_buffers"] = OrderedDict(original._buffers)
+    return new
+
+
+def _register_subclass(cls: type) -> None:
+    _tree.register(cls, _flatten_module, _unflatten_module)
+
+
+def _init_subclass(cls: type, **kwargs: Any) -> None:
+    _register_subclass(cls)
+
+
+Module.__init_subclass__ = classmethod(_init_subclass)  # type: ignore[assignment]
+_register_subclass(Module)
+
+
+@contextlib.contextmanager
+def _swapped(module: Module, params: dict[str, Any]) -> Iterator[None]:
+    saved: list[tuple[Module, str, str, Any]] = []
+    modules = dict(module.named_modules())
+    try:
+        for key, value in params.items():
+            owner_name, _, attr = key.rpartition(".")
+            owner = modules.get(owner_name)
+            if owner is None:
+                raise KeyError(f"functional_call: no submodule {owner_name!r} for key {key!r}")
+            store = "_parameters" if attr in owner._parameters else "_buffers" if attr in owner._buffers else None
+            if store is None:
+                raise KeyError(f"functional_call: {type(owner).__name__} has no parameter or buffer {attr!r}")
+            saved.append((owner, store, attr, owner.__dict__[store][attr]))
+            owner.__dict__[store][attr] = value
+        yield
+    finally:
+        for owner, store, attr, old in reversed(saved):
+            owner.__dict__[store][attr] = old
+
+
+def functional_call(module: Module, params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    """Run ``module(*args)`` with ``params`` (dotted names -> arrays, tracers included) in place of
+    its parameters and buffers; the module itself is unchanged afterwards."""
+    if not isinstance(params, dict):
+        params = dict(params)
+    for k, v in params.items():
+        if not isinstance(v, ArrayBase):
+            raise TypeError(f"functional_call: value for {k!r} is a {type(v).__name__}, not an array")
+    with _swapped(module, params):
+        return module(*args, **kwargs)

@@ -1,0 +1,58 @@
+"""``Parameter``: the one mutable holder in funcgrad.
+
+A Parameter is an ``Array`` (every operation accepts it) that an optimizer can
+re-point at a new buffer (``_assign``). Arrays stay immutable: an earlier value
+of a parameter, and every view of it, keeps the buffer it had.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..array import Array
+from ..transforms.tape import AutogradMeta
+
+__all__ = ["Parameter"]
+
+
+class Parameter(Array):
+    """``fg.nn.Parameter(data, requires_grad=True)``: shares ``data``'s buffer."""
+
+    __slots__ = ()
+
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> Parameter:
+        from ..ops import asarray, zeros
+
+        source = zeros((0,)) if data is None else asarray(data)
+        if not isinstance(source, Array):
+            raise TypeError(f"Parameter: expected an array, got {type(source).__name__}")
+        p = object.__new__(cls)
+        p._ag = None
+        p._assign(source)
+        if requires_grad:
+            if p._dtype.kind != "f":
+                from ..errors import DTypeError
+
+                raise DTypeError(f"Parameter: only floating-point parameters can require grad, got {p._dtype}")
+            p._ag = AutogradMeta(True)
+        return p
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        pass
+
+    def _assign(self, value: Array) -> None:
+        """Re-point at ``value``'s buffer (shapes may not change; the dtype/device may, via Module.to)."""
+        self._data = value._data
+        self._dtype = value._dtype
+        self._device = value._device
+        self._buf = value.buffer
+        self._layout = value._layout_obj()
+
+    def __del__(self) -> None:  # the buffer is always owned by a Buffer here
+        pass
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce__(self) -> Any:
+        raise TypeError("parameters do not pickle; use fg.save(module.state_dict(), path)")

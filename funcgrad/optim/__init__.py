@@ -1,0 +1,9 @@
+"""``fg.optim``: optimizers and learning-rate schedulers (PyTorch's update rules)."""
+
+from __future__ import annotations
+
+from . import lr_scheduler
+from .optimizer import Optimizer
+from .rules import SGD, Adam, AdamW, RMSprop
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]

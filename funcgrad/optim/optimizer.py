@@ -1,0 +1,127 @@
+"""``Optimizer``: param groups, per-parameter state, ``step``/``zero_grad``/``state_dict``.
+
+Updates follow PyTorch's documented rules. Each step computes new arrays (arrays
+are immutable) and re-points every ``Parameter`` at its new value, so earlier
+values and views of a parameter never change. ``step(grads)`` also accepts
+gradients from the functional path: a dict keyed by parameter name (when the
+optimizer was built from ``named_parameters()``) or a sequence in parameter order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .. import tree as _tree
+from ..nn.parameter import Parameter
+from ..transforms.api import no_grad
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer:
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = dict(defaults)
+        self.state: dict[Parameter, dict[str, Any]] = {}
+        self.param_groups: list[dict[str, Any]] = []
+        self._names: dict[str, Parameter] = {}
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group: dict[str, Any]) -> None:
+        params = group["params"]
+        params = [params] if isinstance(params, Parameter) else list(params)
+        plain = []
+        for p in params:
+            if isinstance(p, tuple) and len(p) == 2:  # (name, parameter) from named_parameters()
+                self._names[p[0]] = p[1]
+                p = p[1]
+            if not isinstance(p, Parameter):
+                raise TypeError(f"{type(self).__name__} can only optimize fg.nn.Parameter objects, got "
+                                f"{type(p).__name__} (wrap arrays with fg.nn.Parameter(x))")
+            plain.append(p)
+        if not plain:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+        full = dict(self.defaults)
+        full.update({k: v for k, v in group.items() if k != "params"})
+        full["params"] = plain
+        self.param_groups.append(full)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        from ..ops import zeros_like
+
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.grad = None if set_to_none else zeros_like(p.grad)
+
+    def _grads(self, grads: Any) -> dict[int, Any]:
+        params = [p for g in self.param_groups for p in g["params"]]
+        if grads is None:
+            return {id(p): p.grad for p in params}
+        if isinstance(grads, dict) and self._names and set(grads) <= set(self._names):
+            return {id(self._names[k]): v for k, v in grads.items()}
+        leaves = _tree.leaves(grads)
+        if len(leaves) != len(params):
+            raise ValueError(f"{type(self).__name__}.step: {len(leaves)} gradients for {len(params)} parameters "
+                             "(pass a dict keyed by name when built from named_parameters(), or one per parameter)")
+        return {id(p): g for p, g in zip(params, leaves)}
+
+    def step(self, grads: Any = None, closure: Callable[[], Any] | None = None) -> Any:
+        """One update. Gradients come from ``p.grad`` (after ``backward``) or from ``grads``."""
+        loss = None
+        if closure is not None:
+            from ..transforms.tape import enable_grad
+
+            with enable_grad():
+                loss = closure()
+        by_id = self._grads(grads)
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    g = by_id.get(id(p))
+                    if g is None:
+                        continue
+                    g = g.detach() if hasattr(g, "detach") else g
+                    new = self._update(p.detach(), g, self.state.setdefault(p, {}), group)
+                    p._assign(new)
+        return loss
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    # -- checkpointing (PyTorch's format: parameters by position) -------------------
+    def state_dict(self) -> dict[str, Any]:
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            ids = []
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+                ids.append(index[id(p)])
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": ids})
+        state = {index[id(p)]: dict(s) for p, s in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved param groups do not match this "
+                             "optimizer's (group count or sizes differ)")
+        params = [p for g in self.param_groups for p in g["params"]]
+        for saved, group in zip(groups, self.param_groups):
+            group.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = {params[int(i)]: dict(s) for i, s in state_dict["state"].items()}
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
+        return "\n".join(lines + [")"])
