@@ -129,8 +129,9 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     logp = log_softmax(input, dim=1 if input.ndim > 1 else 0)
     if isinstance(target, ArrayBase) and target.dtype.kind == "f":  # probabilities
         if tuple(target.shape) != tuple(input.shape):
-            raise ShapeError(f"cross_entropy: probability targets need the input's shape {fmt_shape(tuple(input.shape))}, "
-                             f"got {fmt_shape(tuple(target.shape))}")
+            raise ShapeError(f"cross_entropy: a float target is read as class probabilities and needs the input's "
+                             f"shape {fmt_shape(tuple(input.shape))}, got {fmt_shape(tuple(target.shape))}; "
+                             "class-index targets must be integers (int64)")
         c = input.shape[1] if input.ndim > 1 else input.shape[0]
         t = target * (1.0 - label_smoothing) + label_smoothing / c
         w = 1.0 if weight is None else _o.reshape(weight, (1, c) + (1,) * (input.ndim - 2))

@@ -1,0 +1,257 @@
+"""fg.nn and fg.optim: PyTorch semantics, checked against PyTorch when it is installed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+
+nn, F = fg.nn, fg.nn.functional
+RNG = np.random.default_rng(0)
+
+
+def test_module_registration_and_state_dict() -> None:
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 8)
+            self.blocks = nn.ModuleList([nn.Linear(8, 8), nn.ReLU()])
+            self.head = nn.Sequential(nn.Linear(8, 3))
+            self.register_buffer("steps", fg.zeros((), fg.int64))
+            self.scale = 2.0
+
+        def forward(self, x):
+            h = F.relu(self.fc1(x))
+            for b in self.blocks:
+                h = b(h)
+            return self.head(h) * self.scale
+
+    net = Net()
+    names = [n for n, _ in net.named_parameters()]
+    assert names == ["fc1.weight", "fc1.bias", "blocks.0.weight", "blocks.0.bias", "head.0.weight", "head.0.bias"]
+    assert list(net.state_dict()) == ["steps"] + names  # PyTorch's order: own params and buffers, then children
+    assert [n for n, _ in net.named_buffers()] == ["steps"]
+    assert len(list(net.children())) == 3 and len(list(net.modules())) == 7
+    assert "(fc1): Linear(in_features=4, out_features=8, bias=True)" in repr(net)
+    out = net(fg.ones((2, 4)))
+    assert out.shape == (2, 3)
+    net.eval()
+    assert not net.head.training
+    other = Net()
+    other.load_state_dict(net.state_dict())
+    np.testing.assert_array_equal(other(fg.ones((2, 4))).numpy(), net(fg.ones((2, 4))).numpy())
+
+
+def test_load_state_dict_errors_list_everything() -> None:
+    m = nn.Linear(3, 2)
+    state = dict(m.state_dict())
+    state["extra"] = fg.ones(1)
+    del state["bias"]
+    with pytest.raises(KeyError, match=r"missing keys: bias.*unexpected keys: extra"):
+        m.load_state_dict(state)
+    missing, unexpected = m.load_state_dict(state, strict=False)
+    assert missing == ["bias"] and unexpected == ["extra"]
+    with pytest.raises(fg.ShapeError, match=r"weight: checkpoint \(3, 3\) vs model \(2, 3\)"):
+        m.load_state_dict({"weight": fg.ones((3, 3)), "bias": fg.ones(2)})
+
+
+def test_parameter_is_the_one_mutable_holder() -> None:
+    p = nn.Parameter(fg.array([1.0, 2.0, 3.0]))
+    before = p.detach()
+    view = p[1:]
+    opt = fg.optim.SGD([p], lr=0.5)
+    (p * p).sum().backward()
+    opt.step()
+    assert p.tolist() == [0.0, 0.0, 0.0]
+    assert before.tolist() == [1.0, 2.0, 3.0] and view.tolist() == [2.0, 3.0]
+    assert isinstance(p, fg.Array) and p.requires_grad and p[0].item() == 0.0
+
+
+def test_optimizer_errors() -> None:
+    with pytest.raises(TypeError, match="only optimize fg.nn.Parameter"):
+        fg.optim.SGD([fg.ones(2)], lr=0.1)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        fg.optim.Adam([], lr=0.1)
+
+
+def test_module_on_another_device_and_bad_targets() -> None:
+    from funcgrad.backends.device import Device
+    from funcgrad.backends.numpy_backend import NumpyBackend
+
+    other = Device("gpu", 9)
+    other._backend = NumpyBackend(other)
+    m = nn.Linear(3, 2)
+    with pytest.raises(fg.DeviceMismatchError, match="gpu:9"):
+        m(fg.ones((1, 3))._to_device(other))
+    logits = fg.ones((4, 3))
+    with pytest.raises(fg.ShapeError, match="class-index targets must be integers"):
+        F.cross_entropy(logits, fg.ones(4))  # a float target means probabilities: wrong shape
+    with pytest.raises(fg.DTypeError, match="class-index targets must be integers"):
+        F.nll_loss(logits, fg.ones(4))
+    with pytest.raises(fg.ShapeError, match=r"needs a target of shape \(4,\), got \(5,\)"):
+        F.cross_entropy(logits, fg.zeros(5, fg.int64))
+    with pytest.raises(fg.ShapeError, match="mse_loss"):
+        F.mse_loss(logits, fg.ones((4, 2)))
+
+
+def test_functional_style_with_functional_call_and_optimizer() -> None:
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    params = dict(model.named_parameters())
+    x, y = fg.asarray(RNG.standard_normal((16, 4)).astype(np.float32)), fg.asarray(RNG.integers(0, 3, 16))
+    loss_fn = lambda p, xb, yb: F.cross_entropy(nn.functional_call(model, p, xb), yb)  # noqa: E731
+    opt = fg.optim.Adam(model.named_parameters(), lr=0.05)
+    first = None
+    for _ in range(30):
+        loss, grads = fg.value_and_grad(loss_fn)(dict(model.named_parameters()), x, y)
+        first = first if first is not None else loss.item()
+        opt.step(grads)
+    assert loss.item() < 0.5 * first
+    g_module = fg.grad(lambda m: F.cross_entropy(m(x), y))(model)
+    assert isinstance(g_module, nn.Sequential) and g_module[0].weight.shape == (8, 4)
+    assert set(params) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+
+
+def test_schedulers() -> None:
+    p = nn.Parameter(fg.ones(1))
+    opt = fg.optim.SGD([p], lr=1.0)
+    step = fg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = []
+    for _ in range(5):
+        lrs.append(step.get_last_lr()[0])
+        step.step()
+    assert lrs == [1.0, 1.0, 0.5, 0.5, 0.25]
+    opt2 = fg.optim.SGD([p], lr=1.0)
+    cos = fg.optim.lr_scheduler.CosineAnnealingLR(opt2, T_max=4)
+    for _ in range(4):
+        cos.step()
+    assert abs(cos.get_last_lr()[0]) < 1e-12
+    opt3 = fg.optim.SGD([p], lr=2.0)
+    lam = fg.optim.lr_scheduler.LambdaLR(opt3, lambda e: 1 / (e + 1))
+    lam.step()
+    assert lam.get_last_lr() == [1.0]
+    opt4 = fg.optim.SGD([p], lr=1.0)
+    ex = fg.optim.lr_scheduler.ExponentialLR(opt4, gamma=0.9)
+    ex.step()
+    assert abs(ex.get_last_lr()[0] - 0.9) < 1e-12
+
+
+def test_clip_grad_norm_and_zero_grad() -> None:
+    p = nn.Parameter(fg.array([3.0, 4.0]))
+    (p * fg.array([3.0, 4.0])).sum().backward()
+    total = nn.utils.clip_grad_norm_([p], 1.0)
+    assert abs(total.item() - 5.0) < 1e-6 and abs(float(fg.linalg.norm(p.grad)) - 1.0) < 1e-4
+    m = nn.Linear(2, 2)
+    m(fg.ones((1, 2))).sum().backward()
+    m.zero_grad()
+    assert m.weight.grad is None
+
+
+# ---- against PyTorch -----------------------------------------------------------------
+
+try:
+    import torch  # noqa: F811
+except ImportError:  # pragma: no cover
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed (optional oracle)")
+
+
+def _copy_params(src, dst) -> None:
+    for (name, p), (tname, tp) in zip(dst.named_parameters(), src.named_parameters()):
+        assert name == tname
+        p._assign(fg.asarray(tp.detach().numpy().copy()))
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [
+    lambda m: m.Linear(5, 4), lambda m: m.Sequential(m.Linear(5, 6), m.GELU(), m.Linear(6, 4)),
+    lambda m: m.Sequential(m.Linear(5, 4), m.SiLU(), m.LayerNorm(4)), lambda m: m.Sequential(m.Tanh(), m.Softmax(dim=1)),
+    lambda m: m.Sequential(m.Sigmoid(), m.LogSoftmax(dim=1)), lambda m: m.Sequential(m.ReLU(), m.Flatten()),
+], ids=["linear", "gelu", "layernorm", "softmax", "logsoftmax", "flatten"])
+def test_layers_match_pytorch(make) -> None:
+    tm, fm = make(torch.nn), make(nn)
+    _copy_params(tm, fm)
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    tx = torch.tensor(x, requires_grad=True)
+    fx = fg.asarray(x, requires_grad=True)
+    tout, fout = tm(tx), fm(fx)
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    w = RNG.standard_normal(tuple(tout.shape)).astype(np.float32)
+    (tout * torch.tensor(w)).sum().backward()
+    (fout * fg.asarray(w)).sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for (_, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 1}, {"label_smoothing": 0.2}, {"reduction": "sum"},
+                                    {"weight": [1.0, 2.0, 0.5]}, {"weight": [1.0, 2.0, 0.5], "label_smoothing": 0.1}])
+def test_cross_entropy_matches_pytorch(kwargs) -> None:
+    logits = RNG.standard_normal((6, 3))
+    target = np.array([0, 1, 2, 1, 0, 2])
+    t_kwargs = {k: (torch.tensor(v, dtype=torch.float64) if k == "weight" else v) for k, v in kwargs.items()}
+    f_kwargs = {k: (fg.asarray(np.array(v)) if k == "weight" else v) for k, v in kwargs.items()}
+    tl = torch.tensor(logits, requires_grad=True)
+    fl = fg.asarray(logits, requires_grad=True)
+    tloss = torch.nn.functional.cross_entropy(tl, torch.tensor(target), **t_kwargs)
+    floss = F.cross_entropy(fl, fg.asarray(target), **f_kwargs)
+    np.testing.assert_allclose(floss.item(), tloss.item(), rtol=1e-10)
+    tloss.backward()
+    floss.backward()
+    np.testing.assert_allclose(fl.grad.numpy(), tl.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@needs_torch
+def test_other_losses_match_pytorch() -> None:
+    a, b = RNG.standard_normal((4, 3)), RNG.random((4, 3))
+    pairs = [(F.mse_loss, torch.nn.functional.mse_loss), (F.l1_loss, torch.nn.functional.l1_loss),
+             (F.binary_cross_entropy_with_logits, torch.nn.functional.binary_cross_entropy_with_logits)]
+    for f, t in pairs:
+        np.testing.assert_allclose(f(fg.asarray(a), fg.asarray(b)).item(), t(torch.tensor(a), torch.tensor(b)).item(),
+                                   rtol=1e-10)
+    pw = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(
+        F.binary_cross_entropy_with_logits(fg.asarray(a), fg.asarray(b), pos_weight=fg.asarray(pw)).item(),
+        torch.nn.functional.binary_cross_entropy_with_logits(torch.tensor(a), torch.tensor(b),
+                                                             pos_weight=torch.tensor(pw)).item(), rtol=1e-10)
+    logp = np.log(RNG.dirichlet(np.ones(3), 5))
+    tgt = np.array([0, 2, 1, 1, 0])
+    np.testing.assert_allclose(F.nll_loss(fg.asarray(logp), fg.asarray(tgt)).item(),
+                               torch.nn.functional.nll_loss(torch.tensor(logp), torch.tensor(tgt)).item(), rtol=1e-10)
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    ("Adam", dict(lr=0.05, weight_decay=0.01)), ("Adam", dict(lr=0.05, amsgrad=True)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.01)), ("RMSprop", dict(lr=0.01)),
+])
+def test_optimizers_match_pytorch_for_20_steps(name, kwargs) -> None:
+    W0, X, Y = RNG.standard_normal((5, 3)), RNG.standard_normal((8, 5)), RNG.standard_normal((8, 3))
+    p = nn.Parameter(fg.asarray(W0.copy()))
+    tp = torch.nn.Parameter(torch.tensor(W0.copy()))
+    opt, topt = getattr(fg.optim, name)([p], **kwargs), getattr(torch.optim, name)([tp], **kwargs)
+    for _ in range(20):
+        opt.zero_grad()
+        ((fg.asarray(X) @ p - fg.asarray(Y)) ** 2).mean().backward()
+        opt.step()
+        topt.zero_grad()
+        ((torch.tensor(X) @ tp - torch.tensor(Y)) ** 2).mean().backward()
+        topt.step()
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6)
+    state = opt.state_dict()
+    opt2 = getattr(fg.optim, name)([nn.Parameter(fg.asarray(W0.copy()))], **kwargs)
+    opt2.load_state_dict(state)
+    assert opt2.state_dict()["param_groups"] == state["param_groups"]
+
+
+@needs_torch
+def test_default_initialisation_matches_pytorch_distribution() -> None:
+    fg.manual_seed(1)
+    w = nn.Linear(100, 50).weight.numpy()
+    bound = 1 / np.sqrt(100)
+    assert w.min() >= -bound and w.max() <= bound and abs(w.std() - bound / np.sqrt(3)) < 0.01
