@@ -24,6 +24,7 @@ from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
 from . import nn, optim, testing, tree
 from .random_state import manual_seed
+from .serialization import FormatError, load, save
 from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, enable_grad,
                          grad, hessian, is_grad_enabled, jacfwd, jacrev, jvp, no_grad, saved_residuals,
                          stop_gradient, trace, value_and_grad, vjp)
