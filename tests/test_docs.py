@@ -36,9 +36,20 @@ def test_readme_has_the_two_commands() -> None:
     assert "<!-- test-command -->" in text and "pytest" in text
 
 
-def test_demo_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_tour_runs(capsys: pytest.CaptureFixture[str]) -> None:
     from funcgrad.demo import main
 
-    assert main([]) == 0
+    assert main(["--tour"]) == 0
     out = capsys.readouterr().out
     assert "same buffer=True" in out and "ViewError" in out and "primitive registry" in out
+
+
+def test_training_demo_reaches_95_percent(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    pytest.importorskip("sklearn", reason="the demo's data set comes with scikit-learn ('funcgrad[examples]')")
+    from funcgrad.demo import train
+
+    result = train(epochs=8, plot=str(tmp_path / "loss.png"))
+    out = capsys.readouterr().out
+    assert result["accuracy"] >= 95.0 and result["functional_accuracy"] >= 95.0
+    assert result["reloaded_accuracy"] == result["accuracy"]
+    assert "test accuracy:" in out and "{ lambda" in out and "identical" in out

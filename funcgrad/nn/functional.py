@@ -111,7 +111,7 @@ def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int 
     valid = target != ignore_index
     safe = _o.where(valid, target, 0)
     picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(safe, 1), axis=1), 1)
-    w = _o.where(valid, 1.0, 0.0).astype(log_probs.dtype)
+    w = _o.where(valid, 1.0, 0.0).astype(log_probs.dtype, copy=False)
     if weight is not None:
         w = w * _o.take(weight, safe)
     loss = -picked * w
@@ -141,7 +141,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
         return nll
     target = _check_class_targets("cross_entropy", input, target)
     c = input.shape[1]
-    valid = _o.where(target != ignore_index, 1.0, 0.0).astype(input.dtype)
+    valid = _o.where(target != ignore_index, 1.0, 0.0).astype(input.dtype, copy=False)
     per_class = logp if weight is None else logp * _o.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
     smooth = -_o.sum(per_class, 1) * valid
     if reduction == "mean":

@@ -1,0 +1,35 @@
+"""Train an MLP on scikit-learn's digits with a PyTorch-style loop.
+
+    pip install 'funcgrad[examples]' && python examples/digits_pytorch_style.py [epochs]
+"""
+
+import sys
+
+import numpy as np
+from sklearn.datasets import load_digits
+
+import funcgrad as fg
+
+nn, F = fg.nn, fg.nn.functional
+epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+
+data = load_digits()
+x, y = (data.data / 16.0).astype(np.float32), data.target.astype(np.int64)
+order = np.random.default_rng(0).permutation(len(x))
+train, test = order[:1400], order[1400:]
+
+fg.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+opt = fg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+rng = np.random.default_rng(1)
+for epoch in range(epochs):
+    for batch in np.array_split(rng.permutation(train), len(train) // 64):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(fg.asarray(x[batch])), fg.asarray(y[batch]))
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch + 1}: loss {loss.item():.4f}")
+
+with fg.no_grad():
+    pred = fg.argmax(model(fg.asarray(x[test])), axis=1)
+print(f"test accuracy: {100 * float((pred == fg.asarray(y[test])).astype(fg.float32).mean()):.1f}%")
