@@ -179,11 +179,21 @@ def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
     return F.matmul(g, F.matrix_transpose(b))
 
 
+def _is_transposed_view(x: Any) -> bool:
+    """A concrete 2-D array laid out column-major (typically ``W.T`` of a row-major W)."""
+    data = getattr(x, "_data", None)
+    return data is not None and data.ndim == 2 and data.flags.f_contiguous and not data.flags.c_contiguous
+
+
 def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
     if a.ndim == 1:
         return g * a if b.ndim == 1 else F.expand_dims(a, -1) * F.expand_dims(g, -2)
     if b.ndim == 1:
         return F.squeeze(F.matmul(F.matrix_transpose(a), F.expand_dims(g, -1)), -1)
+    if _is_transposed_view(b) and a.ndim == 2:
+        # x @ W.T (nn.Linear): compute (g.T @ x).T so W's gradient comes out row-major like W
+        # itself; later elementwise work on it (accumulation, optimizer steps) stays contiguous
+        return F.matrix_transpose(F.matmul(F.matrix_transpose(g), a))
     return F.matmul(F.matrix_transpose(a), g)
 
 

@@ -1,0 +1,160 @@
+"""The W2 workload: one SGD training step (zero_grad, forward, backward, step) on an
+MLP 784-512-256-10, batch 128, softmax cross-entropy; plus the eager (1,) add on
+requires_grad inputs, and allocated memory over a long eager loop.
+
+Targets (issue 4): funcgrad's PyTorch-style step <= 1.10x the hand-written NumPy
+step; the requires_grad (1,) add <= 3.0 us; memory flat over 10,000 steps.
+
+    python benchmarks/bench_training.py [--rounds 7] [--long]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import timeit
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_autodiff import BATCH, SIZES, data  # noqa: E402
+from common import interleaved, optional  # noqa: E402
+
+import funcgrad as fg  # noqa: E402
+
+LR = 0.01
+
+
+def numpy_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray):
+    rows = np.arange(BATCH)
+
+    def step():
+        W1, b1, W2, b2, W3, b3 = params
+        h1 = np.tanh(x @ W1 + b1)
+        h2 = np.tanh(h1 @ W2 + b2)
+        z = h2 @ W3 + b3
+        m = z.max(1, keepdims=True)
+        lse = np.log(np.exp(z - m).sum(1, keepdims=True)) + m
+        dz = np.exp(z - lse)
+        dz[rows, y] -= 1
+        dz /= BATCH
+        dh2 = (dz @ W3.T) * (1 - h2 * h2)
+        dh1 = (dh2 @ W2.T) * (1 - h1 * h1)
+        grads = [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
+        for p, g in zip(params, grads):
+            p -= LR * g
+
+    return step
+
+
+def funcgrad_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray):
+    nn, F = fg.nn, fg.nn.functional
+    model = nn.Sequential(nn.Linear(784, 512), nn.Tanh(), nn.Linear(512, 256), nn.Tanh(), nn.Linear(256, 10))
+    for p, a in zip(model.parameters(), params):
+        p._assign(fg.asarray(a.T.copy() if a.ndim == 2 else a.copy()))
+    opt = fg.optim.SGD(model.parameters(), lr=LR)
+    fx, fy = fg.asarray(x), fg.asarray(y)
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(fx), fy)
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def torch_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray):
+    torch = optional("torch")
+    if torch is None:
+        return None
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.Tanh(), torch.nn.Linear(512, 256),
+                                torch.nn.Tanh(), torch.nn.Linear(256, 10))
+    with torch.no_grad():
+        for p, a in zip(model.parameters(), params):
+            p.copy_(torch.from_numpy(a.T.copy() if a.ndim == 2 else a.copy()))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+
+    def step():
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(tx), ty).backward()
+        opt.step()
+
+    return step
+
+
+def jax_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray):
+    if optional("jax") is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def loss_fn(p, x, y):
+        W1, b1, W2, b2, W3, b3 = p
+        h = jnp.tanh(jnp.tanh(x @ W1 + b1) @ W2 + b2)
+        z = h @ W3 + b3
+        return (jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
+
+    @jax.jit
+    def update(p, x, y):
+        g = jax.grad(loss_fn)(p, x, y)
+        return [a - LR * b for a, b in zip(p, g)]
+
+    state = {"p": [jnp.asarray(a) for a in params]}
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+
+    def step():
+        state["p"] = update(state["p"], jx, jy)
+        jax.block_until_ready(state["p"])
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--number", type=int, default=20)
+    parser.add_argument("--long", action="store_true", help="run the full 10,000-step memory check")
+    args = parser.parse_args()
+    params, x, y = data()
+    run = {"numpy (by hand)": numpy_step([a.copy() for a in params], x, y),
+           "funcgrad": funcgrad_step(params, x, y)}
+    for name, make in [("pytorch", torch_step), ("jax (jit)", jax_step)]:
+        s = make(params, x, y)
+        if s is not None:
+            run[name] = s
+    med = interleaved(run, args.rounds, args.number)
+    base = med["numpy (by hand)"]
+    print(f"SGD step, MLP {'-'.join(map(str, SIZES))}, batch {BATCH} (median of {args.rounds} rounds)")
+    for name, t in med.items():
+        print(f"  {name:16s} {t * 1e3:8.3f} ms {t / base:6.2f}x")
+    print("  target: funcgrad <= 1.10x numpy (by hand)")
+
+    a, b = fg.ones((1,), requires_grad=True), fg.ones((1,), requires_grad=True)
+    t_fg = min(timeit.repeat(lambda: a + b, number=20000, repeat=7)) / 20000
+    line = f"\neager (1,) add on requires_grad inputs: funcgrad {t_fg * 1e6:.2f} us (target <= 3.0 us)"
+    torch = optional("torch")
+    if torch is not None:
+        ta, tb = torch.ones(1, requires_grad=True), torch.ones(1, requires_grad=True)
+        t_t = min(timeit.repeat(lambda: ta + tb, number=20000, repeat=7)) / 20000
+        line += f", pytorch {t_t * 1e6:.2f} us"
+    print(line)
+
+    steps = 10_000 if args.long else 300
+    step = funcgrad_step(params, x[:8], y[:8])
+    for _ in range(5):
+        step()
+    gc.collect()
+    before = fg.memory.allocated()
+    for _ in range(steps):
+        step()
+    gc.collect()
+    print(f"memory over {steps} eager training steps: {before} -> {fg.memory.allocated()} bytes allocated "
+          f"({'flat' if fg.memory.allocated() == before else 'GROWING'})")
+
+
+if __name__ == "__main__":
+    main()
