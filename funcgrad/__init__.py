@@ -22,6 +22,7 @@ from .errors import (ConcretizationError, DeviceMismatchError, DTypeError, Funcg
 from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
+from .primitives.core import registry_lookup
 from . import nn, optim, testing, tree
 from .random_state import manual_seed
 from .serialization import FormatError, load, save

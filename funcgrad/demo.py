@@ -103,7 +103,18 @@ def make_model(kind: str) -> Any:
     nn = fg.nn
     if kind == "mlp":
         return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
-    raise SystemExit(f"unknown --model {kind!r} (available: mlp)")
+    if kind == "cnn":  # 8x8 images: conv(16) -> pool -> conv(32) -> pool -> linear
+        return nn.Sequential(_Image(), nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                             nn.Linear(32 * 2 * 2, 10))
+    raise SystemExit(f"unknown --model {kind!r} (available: mlp, cnn)")
+
+
+class _Image(fg.nn.Module):
+    """Flat 64-pixel rows -> (N, 1, 8, 8) images (a view)."""
+
+    def forward(self, x: Any) -> Any:
+        return x.reshape(x.shape[0], 1, 8, 8)
 
 
 def _bar(epoch: int, epochs: int, step: int, steps: int, loss: float) -> None:
@@ -224,7 +235,7 @@ def train(epochs: int = 20, kind: str = "mlp", device: str = "cpu", batch: int =
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m funcgrad.demo", description=__doc__)
     parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--model", default="mlp", choices=["mlp"])
+    parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     parser.add_argument("--device", default="cpu", help="cpu or gpu (needs CuPy and a GPU)")
     parser.add_argument("--plot", default="funcgrad_demo_loss.png", help="loss-curve PNG path ('' for none)")
     parser.add_argument("--tour", action="store_true", help="show the array foundation instead of training")

@@ -526,3 +526,47 @@ CASES.update({
     "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })
+
+
+def _windows_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6)))
+    axes = tuple(sorted(draw(st.sets(st.integers(0, x.ndim - 1), min_size=1, max_size=x.ndim))))
+    sizes, steps, dils = [], [], []
+    for a in axes:
+        d = draw(st.integers(1, 2))
+        k = draw(st.integers(1, max(1, (x.shape[a] - 1) // d + 1)))
+        sizes.append(k)
+        steps.append(draw(st.integers(1, 3)))
+        dils.append(d)
+    params = {"axes": axes, "sizes": tuple(sizes), "steps": tuple(steps), "dilations": tuple(dils)}
+
+    def ref(x: Any, axes: Any, sizes: Any, steps: Any, dilations: Any) -> Any:
+        out = x
+        for a, k, s, d in zip(axes, sizes, steps, dilations):
+            span = (k - 1) * d + 1
+            w = np.lib.stride_tricks.sliding_window_view(out, span, axis=a)[..., ::d]
+            out = np.take(w, np.arange(0, w.shape[a], s), axis=a)
+        return out
+
+    return Case([x], params, ref, shares_input=True)
+
+
+def _windows_add_case(draw: Any) -> Case:
+    import funcgrad as fg
+
+    base = _windows_case(draw)
+    x = base.args[0]
+    g = arrays(draw, x.dtype, fg.bind(fg.registry_lookup("windows"), fg.asarray(x), **base.params).shape)
+    params = dict(base.params, shape=tuple(x.shape))
+
+    def ref(g: Any, shape: Any, axes: Any, sizes: Any, steps: Any, dilations: Any) -> Any:
+        out = np.zeros(shape, g.dtype)
+        idx = np.arange(int(np.prod(shape))).reshape(shape)
+        win = base.reference(idx, axes=axes, sizes=sizes, steps=steps, dilations=dilations)
+        np.add.at(out.reshape(-1), win.reshape(-1), g.reshape(-1))
+        return out
+
+    return Case([g], params, ref, rtol_for(x.dtype) * 10)
+
+
+CASES.update({"windows": _windows_case, "windows_add": _windows_add_case})

@@ -12,7 +12,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.mark.parametrize("name,argv", [("gradient_accumulation.py", []), ("digits_pytorch_style.py", ["3"]),
-                                       ("digits_functional.py", ["3"])])
+                                       ("digits_functional.py", ["3"]), ("digits_cnn.py", ["2"])])
 def test_example_runs(name: str, argv: list[str], capsys: pytest.CaptureFixture[str],
                       monkeypatch: pytest.MonkeyPatch) -> None:
     if name.startswith("digits"):

@@ -255,3 +255,102 @@ def test_default_initialisation_matches_pytorch_distribution() -> None:
     w = nn.Linear(100, 50).weight.numpy()
     bound = 1 / np.sqrt(100)
     assert w.min() >= -bound and w.max() <= bound and abs(w.std() - bound / np.sqrt(3)) < 0.01
+
+
+def _compare(tm, fm, inputs, out_index=None, rtol=1e-4, atol=1e-5) -> None:
+    _copy_params(tm, fm)
+    tx = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in inputs]
+    fx = [fg.asarray(a, requires_grad=a.dtype.kind == "f") for a in inputs]
+    tout, fout = tm(*tx), fm(*fx)
+    if out_index is not None:
+        tout, fout = tout[out_index], fout[out_index]
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=rtol, atol=atol)
+    w = RNG.standard_normal(tuple(tout.shape)).astype(np.float32)
+    (tout * torch.tensor(w)).sum().backward()
+    (fout * fg.asarray(w)).sum().backward()
+    for a, b in zip(fx, tx):
+        if b.grad is not None:
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=rtol, atol=atol)
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=rtol, atol=atol, err_msg=name)
+    for (name, b), (_, tb) in zip(fm.named_buffers(), tm.named_buffers()):
+        np.testing.assert_allclose(b.numpy(), tb.numpy(), rtol=rtol, atol=atol, err_msg=name)
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [dict(), dict(stride=2, padding=1), dict(dilation=2, padding=2),
+                                    dict(groups=2, padding=1), dict(stride=(2, 1), bias=False)])
+def test_conv2d_matches_pytorch(kwargs) -> None:
+    x = RNG.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    _compare(torch.nn.Conv2d(4, 6, 3, **kwargs), nn.Conv2d(4, 6, 3, **kwargs), [x])
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [lambda m: m.MaxPool2d(2), lambda m: m.MaxPool2d(3, stride=2, padding=1),
+                                  lambda m: m.AvgPool2d(2), lambda m: m.AvgPool2d(3, stride=1, padding=1)])
+def test_pooling_matches_pytorch(make) -> None:
+    x = RNG.standard_normal((2, 3, 8, 7)).astype(np.float32)  # continuous values: no ties in max windows
+    _compare(make(torch.nn), make(nn), [x])
+
+
+@needs_torch
+@pytest.mark.parametrize("make,shape", [(lambda m: m.BatchNorm1d(5), (8, 5)), (lambda m: m.BatchNorm1d(5), (4, 5, 3)),
+                                        (lambda m: m.BatchNorm2d(3), (4, 3, 5, 5))])
+def test_batchnorm_matches_pytorch_in_train_and_eval(make, shape) -> None:
+    tm, fm = make(torch.nn), make(nn)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    _compare(tm, fm, [x])                       # train mode: batch statistics, running stats updated
+    tm.eval(), fm.eval()
+    np.testing.assert_allclose(fm(fg.asarray(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert fm.num_batches_tracked.item() == 1
+
+
+@needs_torch
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_matches_pytorch(batch_first) -> None:
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    fm = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    q = RNG.standard_normal((5, 3, 8) if not batch_first else (3, 5, 8)).astype(np.float32)
+    kv = RNG.standard_normal((4, 3, 8) if not batch_first else (3, 4, 8)).astype(np.float32)
+    _compare(tm, fm, [q, kv, kv], out_index=0)
+    _, tw = tm(torch.tensor(q), torch.tensor(kv), torch.tensor(kv))
+    _, fw = fm(fg.asarray(q), fg.asarray(kv), fg.asarray(kv))
+    np.testing.assert_allclose(fw.numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("layers,batch_first", [(1, False), (2, True)])
+def test_lstm_matches_pytorch(layers, batch_first) -> None:
+    tm = torch.nn.LSTM(3, 5, num_layers=layers, batch_first=batch_first)
+    fm = nn.LSTM(3, 5, num_layers=layers, batch_first=batch_first)
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    _compare(tm, fm, [x], out_index=0)
+    _, (th, tc) = tm(torch.tensor(x))
+    _, (fh, fc) = fm(fg.asarray(x))
+    np.testing.assert_allclose(fh.numpy(), th.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fc.numpy(), tc.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_conv_and_pool_are_views_then_one_copy() -> None:
+    from funcgrad.primitives.core import current_interpreter
+
+    x = fg.ones((1, 2, 6, 6))
+    names = []
+
+    class Rec:
+        def process(self, prim, args, params):
+            names.append(prim.name)
+            token = current_interpreter.set(None)
+            try:
+                return fg.bind(prim, *args, **params)
+            finally:
+                current_interpreter.reset(token)
+
+    token = current_interpreter.set(Rec())
+    try:
+        nn.functional.conv2d(x, fg.ones((3, 2, 3, 3)))
+    finally:
+        current_interpreter.reset(token)
+    assert "windows" in names and names.count("matmul") == 1
+    pooled = nn.functional.max_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2)
+    assert pooled.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from . import functional, init, utils
+from .attention import LSTM, MultiheadAttention
+from .conv import AvgPool2d, Conv2d, MaxPool2d
 from .layers import (
                      GELU,
                      Dropout,
@@ -23,9 +25,11 @@ from .layers import (
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, functional_call
+from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_call", "Identity", "Linear", "ReLU",
            "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm",
            "Embedding", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss", "CrossEntropyLoss",
-           "NLLLoss", "BCEWithLogitsLoss"]
+           "NLLLoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d",
+           "MultiheadAttention", "LSTM"]

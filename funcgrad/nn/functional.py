@@ -9,8 +9,10 @@ from .. import ops as _o
 from ..array import ArrayBase
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import fmt_shape
+from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 
-__all__ = ["linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "layer_norm",
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d",
+           "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "layer_norm",
            "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"]
 
 

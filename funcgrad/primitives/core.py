@@ -196,6 +196,14 @@ def _view_abstract_eval(prim: Primitive) -> Callable[..., ShapedArray]:
     return rule
 
 
+def registry_lookup(name: str) -> Primitive:
+    """The registered primitive called ``name``."""
+    from . import load_all
+
+    load_all()
+    return _REGISTRY[name]
+
+
 def registry() -> Iterator[Primitive]:
     """Every registered primitive, in registration order."""
     from . import load_all

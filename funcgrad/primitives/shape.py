@@ -16,7 +16,8 @@ from .core import DISTINCT, Layout, Primitive, ShapedArray, contiguous_strides, 
 from .rules import common_device, normalize_axis
 
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
-           "flip_p", "diagonal_p", "stop_gradient_p", "concatenate_p", "pad_p", "sort_p", "argsort_p", "view_strides"]
+           "flip_p", "diagonal_p", "stop_gradient_p",
+           "windows_p", "windows_add_p", "concatenate_p", "pad_p", "sort_p", "argsort_p", "view_strides"]
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -342,3 +343,55 @@ defjvp(sort_p, lambda t, ans, x, *, axis, descending: F.take_along_axis(
     t, bind(argsort_p, x, axis=axis, descending=descending), axis))
 defvjp(sort_p, lambda g, ans, x, *, axis, descending: F.take_along_axis(
     g, _inverse_permutation(bind(argsort_p, x, axis=axis, descending=descending), axis), axis), saves="args")
+
+
+# ---- sliding windows: the strided view behind convolution and pooling ------------------
+
+def _windows(x: Layout, *, axes: tuple[int, ...], sizes: tuple[int, ...], steps: tuple[int, ...],
+             dilations: tuple[int, ...]) -> Layout:
+    """Each axis in ``axes`` becomes (number of windows); window axes are appended.
+    No copy: window ``w`` of axis ``a`` starts at ``w * step`` and reads every ``dilation``-th element."""
+    shape, strides = list(x.shape), list(x.strides)
+    extra_shape, extra_strides = [], []
+    for a, k, s, d in zip(axes, sizes, steps, dilations):
+        span = (k - 1) * d + 1
+        if k < 1 or s < 1 or d < 1 or span > x.shape[a]:
+            raise ShapeError(f"windows: a window of {k} (dilation {d}) does not fit axis {a} of size {x.shape[a]} "
+                             f"(shape {fmt_shape(x.shape)})")
+        shape[a] = (x.shape[a] - span) // s + 1
+        strides[a] = x.strides[a] * s
+        extra_shape.append(k)
+        extra_strides.append(x.strides[a] * d)
+    return Layout(tuple(shape) + tuple(extra_shape), tuple(strides) + tuple(extra_strides), x.offset)
+
+
+windows_p = Primitive("windows", None, view=_windows)
+
+
+def _windows_add_rule(g: ShapedArray, *, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],
+                      steps: tuple[int, ...], dilations: tuple[int, ...]) -> ShapedArray:
+    return ShapedArray(tuple(shape), g.dtype, g.device)
+
+
+def _windows_add(xp: Any, g: Any, *, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],
+                 steps: tuple[int, ...], dilations: tuple[int, ...]) -> Any:
+    """The transpose of ``windows``: add every window back where it came from (overlaps sum).
+    One strided slice-add per window offset, so the Python loop is over kernel taps only."""
+    out = xp.zeros(shape, dtype=g.dtype)
+    n = len(shape)
+    counts = [g.shape[a] for a in axes]
+    import itertools
+
+    for offsets in itertools.product(*(range(k) for k in sizes)):
+        target = [slice(None)] * n
+        for a, o, s, d, c in zip(axes, offsets, steps, dilations, counts):
+            start = o * d
+            target[a] = slice(start, start + (c - 1) * s + 1, s)
+        source = (Ellipsis,) + tuple(offsets)
+        out[tuple(target)] += g[source]
+    return out
+
+
+windows_add_p = Primitive("windows_add", _windows_add_rule, kernel=_windows_add)
+deflinear(windows_p, lambda g, ans, x, **p: bind(windows_add_p, g, shape=tuple(x.shape), **p))
+deflinear(windows_add_p, lambda g, ans, x, *, shape, **p: bind(windows_p, g, **p))

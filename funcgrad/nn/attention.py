@@ -1,0 +1,118 @@
+"""``MultiheadAttention`` and ``LSTM`` (PyTorch's parameter names, shapes and outputs)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import ops as _o
+from ..errors import ShapeError
+from . import functional as F
+from . import init
+from .layers import Linear
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["MultiheadAttention", "LSTM"]
+
+
+class MultiheadAttention(Module):
+    """Returns ``(output, attention weights averaged over heads)``, as PyTorch does."""
+
+    def __init__(self, embed_dim: int, num_heads: int, bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, dtype: Any = None, device: Any = None) -> None:
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ShapeError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        self.embed_dim, self.num_heads, self.batch_first, self.dropout = embed_dim, num_heads, batch_first, dropout
+        self.in_proj_weight = Parameter(_o.zeros((3 * embed_dim, embed_dim), dtype, device=device))
+        init.xavier_uniform_(self.in_proj_weight)
+        self.in_proj_bias = Parameter(_o.zeros((3 * embed_dim,), dtype, device=device)) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, device=device)
+        if bias:
+            init.zeros_(self.out_proj.bias)
+
+    def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = None, need_weights: bool = True,
+                attn_mask: Any = None, average_attn_weights: bool = True) -> tuple[Any, Any]:
+        if self.batch_first:
+            query, key, value = (_o.swapaxes(t, 0, 1) for t in (query, key, value))
+        tq, b, e = query.shape
+        tk = key.shape[0]
+        h, d = self.num_heads, e // self.num_heads
+        w = self.in_proj_weight
+        bias = self.in_proj_bias
+        q = F.linear(query, w[:e], None if bias is None else bias[:e])
+        k = F.linear(key, w[e:2 * e], None if bias is None else bias[e:2 * e])
+        v = F.linear(value, w[2 * e:], None if bias is None else bias[2 * e:])
+
+        def heads(t: Any, n: int) -> Any:  # (T, B, E) -> (B, H, T, D)
+            return _o.transpose(_o.reshape(t, (n, b, h, d)), (1, 2, 0, 3))
+
+        q, k, v = heads(q, tq), heads(k, tk), heads(v, tk)
+        scores = _o.matmul(q, _o.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))   # (B, H, Tq, Tk)
+        if attn_mask is not None:
+            scores = _o.where(attn_mask, -math.inf, scores) if attn_mask.dtype.kind == "b" else scores + attn_mask
+        if key_padding_mask is not None:
+            scores = _o.where(_o.reshape(key_padding_mask, (b, 1, 1, tk)), -math.inf, scores)
+        weights = F.softmax(scores, dim=-1)
+        weights = F.dropout(weights, self.dropout, self.training)
+        out = _o.matmul(weights, v)                                              # (B, H, Tq, D)
+        out = _o.reshape(_o.transpose(out, (2, 0, 1, 3)), (tq, b, e))
+        out = self.out_proj(out)
+        if self.batch_first:
+            out = _o.swapaxes(out, 0, 1)
+        if not need_weights:
+            return out, None
+        return out, (_o.mean(weights, 1) if average_attn_weights else weights)
+
+
+class LSTM(Module):
+    """Multi-layer LSTM; returns ``(output, (h_n, c_n))``. Gate order i, f, g, o (PyTorch's)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dtype: Any = None, device: Any = None) -> None:
+        super().__init__()
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first = bias, batch_first
+        bound = 1 / math.sqrt(hidden_size)
+        for layer in range(num_layers):
+            n_in = input_size if layer == 0 else hidden_size
+            shapes = [(f"weight_ih_l{layer}", (4 * hidden_size, n_in)),
+                      (f"weight_hh_l{layer}", (4 * hidden_size, hidden_size))]
+            if bias:
+                shapes += [(f"bias_ih_l{layer}", (4 * hidden_size,)), (f"bias_hh_l{layer}", (4 * hidden_size,))]
+            for name, shape in shapes:
+                p = Parameter(_o.zeros(shape, dtype, device=device))
+                init.uniform_(p, -bound, bound)
+                setattr(self, name, p)
+
+    def forward(self, x: Any, hx: tuple[Any, Any] | None = None) -> tuple[Any, tuple[Any, Any]]:
+        if self.batch_first:
+            x = _o.swapaxes(x, 0, 1)
+        t, b = x.shape[0], x.shape[1]
+        hs = self.hidden_size
+        if hx is None:
+            h0 = _o.zeros((self.num_layers, b, hs), x.dtype, device=x.device)
+            c0 = h0
+        else:
+            h0, c0 = hx
+        layer_input = x
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            w_ih, w_hh = getattr(self, f"weight_ih_l{layer}"), getattr(self, f"weight_hh_l{layer}")
+            b_ih = getattr(self, f"bias_ih_l{layer}") if self.bias else None
+            b_hh = getattr(self, f"bias_hh_l{layer}") if self.bias else None
+            pre = F.linear(layer_input, w_ih, b_ih)           # input projections for all steps at once
+            h, c = h0[layer], c0[layer]
+            outputs = []
+            for step in range(t):
+                gates = pre[step] + F.linear(h, w_hh, b_hh)
+                i, f, g, o = _o.split(gates, 4, axis=-1)
+                c = _o.sigmoid(f) * c + _o.sigmoid(i) * _o.tanh(g)
+                h = _o.sigmoid(o) * _o.tanh(c)
+                outputs.append(h)
+            layer_input = _o.stack(outputs)
+            h_n.append(h)
+            c_n.append(c)
+        out = _o.swapaxes(layer_input, 0, 1) if self.batch_first else layer_input
+        return out, (_o.stack(h_n), _o.stack(c_n))

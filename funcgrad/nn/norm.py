@@ -1,0 +1,76 @@
+"""Batch normalisation (PyTorch semantics: biased variance to normalise, unbiased for the
+running estimate, momentum 0.1, ``num_batches_tracked``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ops as _o
+from ..errors import ShapeError
+from ..primitives.core import fmt_shape
+from ..transforms.api import stop_gradient
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "batch_norm"]
+
+
+def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> tuple[Any, Any, Any]:
+    """Returns (output, new running mean, new running var); statistics over all axes but 1."""
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    shape = tuple(x.shape[1] if i == 1 else 1 for i in range(x.ndim))
+    if training:
+        mean = _o.mean(x, axes, keepdims=True)
+        var = _o.mean(_o.square(x - mean), axes, keepdims=True)
+        n = x.size // x.shape[1]
+        if running_mean is not None:
+            m, v = stop_gradient(_o.reshape(mean, (x.shape[1],))), stop_gradient(_o.reshape(var, (x.shape[1],)))
+            running_mean = (1 - momentum) * running_mean + momentum * m
+            running_var = (1 - momentum) * running_var + momentum * v * (n / max(n - 1, 1))
+    else:
+        mean, var = _o.reshape(running_mean, shape), _o.reshape(running_var, shape)
+    out = (x - mean) * _o.rsqrt(var + eps)
+    if weight is not None:
+        out = out * _o.reshape(weight, shape) + _o.reshape(bias, shape)
+    return out, running_mean, running_var
+
+
+class _BatchNorm(Module):
+    expected_ndim: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, dtype: Any = None, device: Any = None) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = Parameter(_o.ones((num_features,), dtype, device=device)) if affine else None
+        self.bias = Parameter(_o.zeros((num_features,), dtype, device=device)) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", _o.zeros((num_features,), dtype, device=device))
+            self.register_buffer("running_var", _o.ones((num_features,), dtype, device=device))
+            self.register_buffer("num_batches_tracked", _o.zeros((), "int64", device=device))
+
+    def forward(self, x: Any) -> Any:
+        if x.ndim not in self.expected_ndim or x.shape[1] != self.num_features:
+            raise ShapeError(f"{type(self).__name__}({self.num_features}): got input of shape "
+                             f"{fmt_shape(tuple(x.shape))}")
+        use_batch = self.training or not self.track_running_stats
+        out, rm, rv = batch_norm(x, self.running_mean if self.track_running_stats else None,
+                                 self.running_var if self.track_running_stats else None, self.weight, self.bias,
+                                 use_batch, self.momentum, self.eps)
+        if self.training and self.track_running_stats:
+            self.running_mean, self.running_var = rm, rv
+            self.num_batches_tracked = self.num_batches_tracked + 1
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
+
+
+class BatchNorm1d(_BatchNorm):
+    expected_ndim = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    expected_ndim = (4,)
