@@ -576,6 +576,10 @@ class Array(ArrayBase):
         if not self.requires_grad:
             raise RuntimeError("retain_grad() on an array that does not require grad")
         self._ag.retain = True
+        if self._ag.grad_fn is not None:
+            from .transforms.tape import watch
+
+            watch(self._ag, self._ag.grad_fn)
 
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` runs when this array's gradient is computed; it may return a replacement."""
@@ -585,13 +589,9 @@ class Array(ArrayBase):
         if meta.hooks is None:
             meta.hooks = []
         meta.hooks.append(hook)
-        if meta.grad_fn is None:  # a leaf: its hooks run at its AccumulateGrad node
-            import weakref
+        from .transforms.tape import _edge, watch
 
-            from .transforms.tape import _edge
-
-            acc, _ = _edge(self)
-            acc.out_metas[0] = weakref.ref(meta)
+        watch(meta, meta.grad_fn if meta.grad_fn is not None else _edge(self)[0])  # a leaf: its AccumulateGrad
 
         class _Handle:
             def remove(self_inner) -> None:

@@ -69,8 +69,9 @@ class Device:
                 return False
         return other is self
 
-    def __hash__(self) -> int:
-        return hash((self.kind, self.index))
+    # Devices are interned (one object per device), so identity hashing is consistent and
+    # C-fast: every eager operation looks its kernel up by device.
+    __hash__ = object.__hash__
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (device, (repr(self),))

@@ -87,6 +87,8 @@ class VJPFromRules:
         """What the backward pass keeps, given the inputs and the output."""
         if self.keep_args:
             args = primals
+        elif not self.keep_some:
+            args = tuple(map(aval_of, primals))
         else:
             keep = self.keep_some
             args = tuple(p if i in keep else aval_of(p) for i, p in enumerate(primals))

@@ -9,7 +9,6 @@ Inside functional transforms (``fg.grad``, ``fg.vjp``, ``fg.trace``) it is a
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from .. import tree as _tree
@@ -94,7 +93,6 @@ class Function:
                 if o._ag is not None or any(o is a for a in args):
                     o = Array._view_of(o, o._layout_obj())  # never relabel an input or an array with history
                 o._ag = AutogradMeta(True, fn, i)
-                fn.out_metas[i] = weakref.ref(o._ag)
             marked.append(o)
         return tuple(marked) if isinstance(out, tuple) else marked[0]
 

@@ -141,10 +141,10 @@ def _edge(a: Any) -> tuple[Any, int]:
 def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """Called by the eager interpreter when an argument has autograd metadata.
     Returns ``NotImplemented`` when nothing needs recording (plain eager then)."""
-    if not prim.differentiable or not is_grad_enabled():
+    if not prim.differentiable or _TAPE_OFF.get() or no_grad_scope().get() is not None:
         return NotImplemented
     parents: list[Any] = []
-    live = False
+    live = mutable = False
     for a in args:
         meta = getattr(a, "_ag", None)
         if meta is not None and meta.requires_grad:
@@ -154,14 +154,15 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
             else:
                 parents.append((meta.accumulator or _edge(a)[0], 0, a._data.shape, a._dtype))
             live = True
+            mutable = mutable or type(a) is not Array
         else:
             parents.append(None)
     if not live:
         return NotImplemented
-    rule = prim.vjp
-    if any(type(a) is not Array and isinstance(a, Array) for a in args):
+    if mutable:
         args = tuple(_snapshot(a) for a in args)  # a Parameter may be re-pointed later: save its current value
-    if hasattr(rule, "residuals") and prim.impl is None:  # the common case: run the kernel, keep what the rule needs
+    rule = prim.vjp
+    if prim.impl is None and hasattr(rule, "residuals"):  # the common case: run the kernel, keep what the rule needs
         ans = _pcore.run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
     else:
@@ -170,13 +171,21 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
             ans, residuals = rule.fwd(args, params)
         finally:
             _TAPE_OFF.reset(token)
-    outs = ans if prim.multiple_results else (ans,)
-    fn = GradFn(prim, rule, params, tuple(parents), residuals, len(outs))
-    for i, o in enumerate(outs):
-        if o._dtype.kind == "f":
-            o._ag = AutogradMeta(True, fn, i)
-            fn.out_metas[i] = weakref.ref(o._ag)
+    if prim.multiple_results:
+        fn = GradFn(prim, rule, params, tuple(parents), residuals, len(ans))
+        for i, o in enumerate(ans):
+            if o._dtype.kind == "f":
+                o._ag = AutogradMeta(True, fn, i)
+        return ans
+    fn = GradFn(prim, rule, params, tuple(parents), residuals, 1)
+    if ans._dtype.kind == "f":
+        ans._ag = AutogradMeta(True, fn, 0)
     return ans
+
+
+def watch(meta: AutogradMeta, node: Any) -> None:
+    """Let backward find this array's hooks and retain_grad flag (set only when asked for)."""
+    node.out_metas[meta.output_nr if node is meta.grad_fn else 0] = weakref.ref(meta)
 
 
 def _snapshot(a: Any) -> Any:
