@@ -25,9 +25,12 @@ def _float_pair(op: str, a: Any, b: Any) -> tuple[Any, Any]:
 
 def matmul(a: Any, b: Any, /) -> Any:
     """``a @ b`` with NumPy's rules (1-D operands, broadcast batch axes)."""
-    if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype:
+    if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype and a._dtype is not _dt.bfloat16:
         return bind(matmul_p, a, b)
     a, b = _promote("matmul", (a, b))
+    if a.dtype is _dt.bfloat16:
+        wide = bind(matmul_p, a.astype(_dt.float32), b.astype(_dt.float32))
+        return wide.astype(_dt.bfloat16)
     return bind(matmul_p, a, b)
 
 
