@@ -255,7 +255,6 @@ def _toposort(roots: list[Node]) -> list[Node]:
 def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any]:
     """Cotangents of ``leaves`` given ``(node, output index, cotangent)`` seeds.
     Walks the graph once in reverse topological order; ``None`` is a zero."""
-    from .. import ops
 
     pending: dict[int, list[Any]] = {}
     for node, idx, ct in roots:
@@ -271,17 +270,25 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
             if id(node) in leaf_ids:
                 results[id(node)] = cts[0]
             continue
-        g = tuple(cts) if node.multi else cts[0]
-        needs = tuple(p is not None for p in node.parents)
-        in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
-        for parent, ct in zip(node.parents, in_cts):
-            if parent is None or ct is None:
-                continue
-            pnode, pidx, shape, dtype = parent
-            ct = fit(ct, shape, dtype)
-            slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
-            slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
+        propagate(node, cts, pending)
     return [results.get(id(leaf)) for leaf in leaves]
+
+
+def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]]) -> None:
+    """One backward step, shared by ``fg.vjp`` and the tape: run ``node``'s rule on its
+    output cotangents, fit each result to its input, and add it into the parent's slot."""
+    from .. import ops
+
+    g = tuple(cts) if node.multi else cts[0]
+    needs = tuple(p is not None for p in node.parents)
+    in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
+    for parent, ct in zip(node.parents, in_cts):
+        if parent is None or ct is None:
+            continue
+        pnode, pidx, shape, dtype = parent
+        ct = fit(ct, shape, dtype)
+        slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
+        slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
 
 
 def check_differentiable(x: Any, where: str) -> None:

@@ -20,7 +20,7 @@ from ..array import Array
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.core import fmt_shape
-from .autodiff import _toposort, fit, no_grad_scope
+from .autodiff import _toposort, no_grad_scope, propagate
 
 __all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "record"]
@@ -240,18 +240,9 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
                 raise GraphFreedError(
                     f"backward through {node!r} a second time: its saved values were freed by the first backward. "
                     "Pass retain_graph=True to the first backward() (or fg.autograd.grad) to keep them.")
-            g = tuple(cts) if node.multi else cts[0]
-            needs = tuple(p is not None for p in node.parents)
-            in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
+            propagate(node, cts, pending)
             if not retain_graph:
                 node.residuals = _FREED
-            for parent, ct in zip(node.parents, in_cts):
-                if parent is None or ct is None:
-                    continue
-                pnode, pidx, shape, dtype = parent
-                ct = fit(ct, shape, dtype)
-                slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
-                slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
     finally:
         _TAPE_OFF.reset(token)
     return got
