@@ -38,6 +38,14 @@ def _as_array(x: Any) -> Any:
     return asarray(x)
 
 
+def _differentiated(x: Any) -> Any:
+    """An argument the transform differentiates: a plain value. A requires_grad array (a
+    Parameter, say) is detached (a view), so the tape does not record it a second time;
+    the transform itself gives its gradient."""
+    x = _as_array(x)
+    return x.detach() if getattr(x, "_ag", None) is not None else x
+
+
 def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:
     if not has_aux:
         return out, None
@@ -52,7 +60,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(out, f_vjp)`` or ``(out, f_vjp, aux)``: ``f_vjp(cotangent)`` returns one cotangent per primal.
     ``f_vjp`` may be called any number of times."""
     flat, in_tree = _tree.flatten(primals)
-    flat = [_as_array(x) for x in flat]
+    flat = [_differentiated(x) for x in flat]
     interp = VJPInterpreter()
     with new_interpreter(interp):
         tracers = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
@@ -101,7 +109,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
     t_flat, t_tree = _tree.flatten(tuple(tangents))
     if in_tree != t_tree:
         raise ValueError(f"jvp: tangents have structure {t_tree!r}, primals {in_tree!r}")
-    flat = [_as_array(x) for x in flat]
+    flat = [_differentiated(x) for x in flat]
     t_flat = [_as_array(t) for t in t_flat]
     for x, t in zip(flat, t_flat):
         if tuple(x.shape) != tuple(t.shape) or (x.dtype.kind == "f" and t.dtype is not x.dtype):
