@@ -9,6 +9,10 @@ transform is running: ``bind`` hands the primitive to the current interpreter
 
 View primitives differ in one way: instead of a kernel they carry a ``view``
 rule that maps (shape, strides, offset) to new metadata over the *same* buffer.
+Call-like primitives (checkpoint, custom rules) carry an ``impl`` that evaluates
+them with further binds. In eager mode, an argument that requires grad hands the
+operation to the tape (``transforms/tape.py``) through a hook it registers here,
+so this module stays free of any transform.
 """
 
 from __future__ import annotations
