@@ -26,6 +26,7 @@ __all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enab
            "record"]
 
 _TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
+_NO_GRAD = no_grad_scope()
 _FREED = object()
 
 
@@ -92,14 +93,23 @@ def _backward_name(prim_name: str) -> str:
 class GradFn:
     """A recorded operation: ``x.grad_fn``. ``next_functions`` leads to its inputs' functions."""
 
-    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "multi", "name", "out_metas", "__weakref__")
+    __slots__ = ("prim", "rule", "params", "parents", "residuals", "n_out", "multi", "_name", "out_metas",
+                 "__weakref__")
 
     def __init__(self, prim: Any, rule: Any, params: dict[str, Any], parents: tuple[Any, ...], residuals: Any,
                  n_out: int) -> None:
-        self.rule, self.params, self.parents, self.residuals = rule, params, parents, residuals
+        self.prim, self.rule, self.params, self.parents, self.residuals = prim, rule, params, parents, residuals
         self.n_out, self.multi = n_out, prim.multiple_results
-        self.name = _backward_name(prim.name)
+        self._name: str | None = None
         self.out_metas: list[Any] = [None] * n_out
+
+    @property
+    def name(self) -> str:
+        return self._name or _backward_name(self.prim.name)
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
@@ -141,12 +151,12 @@ def _edge(a: Any) -> tuple[Any, int]:
 def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """Called by the eager interpreter when an argument has autograd metadata.
     Returns ``NotImplemented`` when nothing needs recording (plain eager then)."""
-    if not prim.differentiable or _TAPE_OFF.get() or no_grad_scope().get() is not None:
+    if not prim.differentiable or _TAPE_OFF.get() or _NO_GRAD.get() is not None:
         return NotImplemented
     parents: list[Any] = []
     live = mutable = False
     for a in args:
-        meta = getattr(a, "_ag", None)
+        meta = a._ag if a.__class__ is Array else getattr(a, "_ag", None)
         if meta is not None and meta.requires_grad:
             fn = meta.grad_fn
             if fn is not None:
