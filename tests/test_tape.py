@@ -161,3 +161,15 @@ def test_tape_gradients_equal_functional_gradients(values, op) -> None:
     x = fg.asarray(data, requires_grad=True)
     f(x).backward()
     np.testing.assert_allclose(x.grad.numpy(), fg.grad(f)(fg.asarray(data)).numpy(), rtol=1e-12)
+
+
+def test_programs_run_on_the_tape() -> None:
+    """A traced program holding Parameters as constants records on the tape when it runs
+    (what compile will rely on)."""
+    m = fg.nn.Linear(3, 2)
+    x = fg.ones((4, 3))
+    prog = fg.trace(lambda v: m(v).sum())(x)
+    out = prog(x)
+    assert repr(out.grad_fn) == "<SumBackward>"
+    out.backward()
+    assert m.weight.grad.shape == (2, 3) and m.bias.grad.tolist() == [4.0, 4.0]
