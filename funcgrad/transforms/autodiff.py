@@ -22,6 +22,7 @@ import contextvars
 from typing import Any
 
 from ..errors import DTypeError
+from ..array import Array as _Array
 from ..primitives.core import aval_of, bind, current_interpreter
 from .core import Interpreter, Tracer, check_tracer
 
@@ -82,6 +83,8 @@ def _broadcast_tangent(t: Any, ans: Any) -> Any:
 
 
 def _is_float(x: Any) -> bool:
+    if x.__class__ is _Array:
+        return x._dtype.kind == "f"  # type: ignore[no-any-return]
     return getattr(x, "dtype", None) is not None and x.dtype.kind == "f"
 
 
@@ -182,7 +185,7 @@ class VJPInterpreter(Interpreter):
         parents: list[Any] = []
         live = False
         for a in args:
-            if isinstance(a, VJPTracer) and a._interp is self:
+            if a.__class__ is VJPTracer and a._interp is self:
                 p = a.primal
                 primals.append(p)
                 parents.append((a.node, a.index, tuple(p.shape), p.dtype))
@@ -194,7 +197,7 @@ class VJPInterpreter(Interpreter):
                 parents.append(None)
         token = _set_interpreter(self.parent)  # evaluate below this interpreter
         try:
-            if not live or not prim.differentiable or no_grad_active(self):
+            if not live or not prim.differentiable or (_NO_GRAD.get() is not None and no_grad_active(self)):
                 return bind(prim, *primals, **params)
             rule = prim.vjp
             if rule is None:
