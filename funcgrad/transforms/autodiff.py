@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from ..errors import DTypeError
 from ..array import Array as _Array
+from ..errors import DTypeError
 from ..primitives.core import aval_of, bind, current_interpreter
 from .core import Interpreter, Tracer, check_tracer
 
