@@ -354,3 +354,18 @@ def test_conv_and_pool_are_views_then_one_copy() -> None:
     assert "windows" in names and names.count("matmul") == 1
     pooled = nn.functional.max_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2)
     assert pooled.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
+
+
+def test_cross_entropy_fast_and_general_paths_agree() -> None:
+    logits = fg.asarray(RNG.standard_normal((6, 4)))
+    target = fg.asarray(np.array([0, 3, 1, 1, 2, 0]))
+    eager = F.cross_entropy(logits, target)                         # concrete, nothing ignored: fast path
+    traced = fg.trace(lambda z, t: F.cross_entropy(z, t))(logits, target)
+    assert "ne" in [e.prim.name for e in traced.eqns]               # traced targets keep the masked path
+    np.testing.assert_allclose(traced(logits, target).item(), eager.item(), rtol=1e-12)
+    g_fast = fg.grad(lambda z: F.cross_entropy(z, target))(logits)
+    g_general = fg.grad(lambda z: F.cross_entropy(z, target, ignore_index=7))(logits)  # 7 absent: fast path too
+    masked = F.cross_entropy(logits, fg.asarray(np.array([0, 3, 1, 1, 2, -100])))
+    manual = F.cross_entropy(logits[:5], target[:5])
+    np.testing.assert_allclose(masked.item(), manual.item(), rtol=1e-12)
+    np.testing.assert_allclose(g_fast.numpy(), g_general.numpy(), rtol=1e-12)

@@ -106,10 +106,23 @@ def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
     return target
 
 
+def _none_ignored(target: Any, ignore_index: int) -> bool:
+    """True when ``target`` is concrete and no element equals ``ignore_index``."""
+    from ..array import Array
+
+    if not isinstance(target, Array):
+        return False  # traced: keep the general (masked) computation
+    return not bool((target._host() == ignore_index).any())
+
+
 def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int = -100,
              reduction: str = "mean") -> Any:
     """Negative log-likelihood of class indices, given log-probabilities ``(N, C, ...)``."""
     target = _check_class_targets("nll_loss", log_probs, target)
+    if weight is None and reduction in ("mean", "sum") and _none_ignored(target, ignore_index):
+        # the common case, decided on concrete values: no masking or weighting to record
+        picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(target, 1), axis=1), 1)
+        return -_o.mean(picked) if reduction == "mean" else -_o.sum(picked)
     valid = target != ignore_index
     safe = _o.where(valid, target, 0)
     picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(safe, 1), axis=1), 1)
