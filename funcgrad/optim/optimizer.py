@@ -13,10 +13,24 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import tree as _tree
+from ..array import Array
 from ..nn.parameter import Parameter
 from ..transforms.api import no_grad
 
 __all__ = ["Optimizer"]
+
+
+def _value(x: Any) -> Any:
+    """A plain array over ``x``'s current buffer: no history, and the eager fast paths
+    apply (a Parameter's class would skip them). Made directly, not through bind, since
+    this is bookkeeping inside an optimizer step (under no_grad) rather than an operation."""
+    if type(x) is Array and x._ag is None:
+        return x
+    if not isinstance(x, Array):
+        from ..ops import asarray
+
+        return asarray(x)
+    return Array._view_of(x, x._layout_obj())
 
 
 class Optimizer:
@@ -87,8 +101,7 @@ class Optimizer:
                     g = by_id.get(id(p))
                     if g is None:
                         continue
-                    g = g.detach() if hasattr(g, "detach") else g
-                    new = self._update(p.detach(), g, self.state.setdefault(p, {}), group)
+                    new = self._update(_value(p), _value(g), self.state.setdefault(p, {}), group)
                     p._assign(new)
         return loss
 
