@@ -99,3 +99,14 @@ def test_cross_entropy_gradient_matches_finite_differences() -> None:
     target = fg.array([0, 2, 1, 1])
     check_grads(lambda z: F.cross_entropy(z, target, label_smoothing=0.1), [logits], order=2)
     check_grads(lambda z: F.cross_entropy(z, fg.array([0, -100, 1, 2])), [logits], order=2)
+
+
+def test_batchnorm_running_stats_never_hold_tracers() -> None:
+    bn = nn.BatchNorm1d(3)
+    x = fg.asarray(RNG.standard_normal((4, 3)))
+    g = fg.grad(lambda v: bn(v).sum())(x)                 # fine under grad: statistics stay concrete
+    assert isinstance(bn.running_mean, fg.Array) and g.shape == (4, 3)
+    with pytest.raises(fg.ConcretizationError, match="model.eval"):
+        fg.trace(lambda v: bn(v).sum())(x)
+    bn.eval()
+    assert "reduce_sum" in str(fg.trace(lambda v: bn(v).sum())(x))

@@ -60,6 +60,15 @@ class _BatchNorm(Module):
                                  self.running_var if self.track_running_stats else None, self.weight, self.bias,
                                  use_batch, self.momentum, self.eps)
         if self.training and self.track_running_stats:
+            from ..array import Array
+
+            if not isinstance(rm, Array):  # abstract under fg.trace: it would leak into the module's state
+                from ..errors import ConcretizationError
+
+                raise ConcretizationError(
+                    f"{type(self).__name__} in training mode updates its running statistics, which cannot hold "
+                    "traced values: call model.eval() before tracing, or pass the statistics explicitly "
+                    "(fg.nn.functional_call with the buffers).")
             self.running_mean, self.running_var = rm, rv
             self.num_batches_tracked = self.num_batches_tracked + 1
         return out
