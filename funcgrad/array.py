@@ -53,6 +53,10 @@ class ArrayBase:
 
     # subclasses provide: shape, dtype, device, ndim, size
 
+    @property
+    def itemsize(self) -> int:
+        return int(self.dtype.itemsize)
+
     # -- arithmetic ----------------------------------------------------------
     def __add__(self, other: Any) -> Any: return _o.add(self, other)
     def __radd__(self, other: Any) -> Any: return _o.add(other, self)
@@ -327,10 +331,6 @@ class Array(ArrayBase):
     @property
     def size(self) -> int:
         return int(self._data.size)
-
-    @property
-    def itemsize(self) -> int:
-        return self._dtype.itemsize
 
     @property
     def nbytes(self) -> int:

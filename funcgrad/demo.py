@@ -128,6 +128,16 @@ def _bar(epoch: int, epochs: int, step: int, steps: int, loss: float) -> None:
         print(line)
 
 
+def _batches(x: Any, y: Any, epochs: int, batch: int, rng: Any, device: str) -> Any:
+    """(epoch, step, x batch, y batch) over shuffled full batches, epoch after epoch."""
+    steps = len(x) // batch
+    for epoch in range(epochs):
+        order = rng.permutation(len(x))
+        for i in range(steps):
+            idx = order[i * batch:(i + 1) * batch]
+            yield epoch, i, fg.asarray(x[idx], device=device), fg.asarray(y[idx], device=device)
+
+
 def accuracy(model: Any, x: Any, y: Any) -> float:
     with fg.no_grad():
         model.eval()
@@ -155,19 +165,16 @@ def train(epochs: int = 20, kind: str = "mlp", device: str = "cpu", batch: int =
     steps = len(xtr) // batch
     losses: list[float] = []
     start = time.perf_counter()
-    for epoch in range(epochs):
-        order = rng.permutation(len(xtr))
-        for i in range(steps):
-            idx = order[i * batch:(i + 1) * batch]
-            xb, yb = fg.asarray(xtr[idx], device=device), fg.asarray(ytr[idx], device=device)
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-            if i % 4 == 0 or i == steps - 1:
-                _bar(epoch, epochs, i + 1, steps, losses[-1])
-        sched.step()
+    for epoch, i, xb, yb in _batches(xtr, ytr, epochs, batch, rng, device):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if i % 4 == 0 or i == steps - 1:
+            _bar(epoch, epochs, i + 1, steps, losses[-1])
+        if i == steps - 1:
+            sched.step()
     seconds = time.perf_counter() - start
     acc = accuracy(model, Xte, Yte)
     print(f"{chr(10) if sys.stdout.isatty() else ''}  trained in {seconds:.1f} s")
@@ -183,15 +190,11 @@ def train(epochs: int = 20, kind: str = "mlp", device: str = "cpu", batch: int =
     step_fn = fg.value_and_grad(loss_fn)
     fopt = fg.optim.Adam(fmodel.named_parameters(), lr=2e-3)
     start = time.perf_counter()
-    for epoch in range(epochs):
-        order = rng.permutation(len(xtr))
-        for i in range(steps):
-            idx = order[i * batch:(i + 1) * batch]
-            xb, yb = fg.asarray(xtr[idx], device=device), fg.asarray(ytr[idx], device=device)
-            value, grads = step_fn(dict(fmodel.named_parameters()), xb, yb)
-            fopt.step(grads)
-            if i % 4 == 0 or i == steps - 1:
-                _bar(epoch, epochs, i + 1, steps, value.item())
+    for epoch, i, xb, yb in _batches(xtr, ytr, epochs, batch, rng, device):
+        value, grads = step_fn(dict(fmodel.named_parameters()), xb, yb)
+        fopt.step(grads)
+        if i % 4 == 0 or i == steps - 1:
+            _bar(epoch, epochs, i + 1, steps, value.item())
     facc = accuracy(fmodel, Xte, Yte)
     print(f"{chr(10) if sys.stdout.isatty() else ''}  trained in {time.perf_counter() - start:.1f} s")
     print(f"test accuracy: {facc:.1f}%\n")

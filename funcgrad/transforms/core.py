@@ -103,10 +103,6 @@ class Tracer(ArrayBase):
     def size(self) -> int:
         return self.aval.size
 
-    @property
-    def itemsize(self) -> int:
-        return int(self.aval.dtype.itemsize)
-
     def _concrete(self, why: str) -> Any:
         """The concrete ``Array`` behind this tracer, or ``ConcretizationError``."""
         raise ConcretizationError(_concretization_message(self, why))
