@@ -57,6 +57,16 @@ class ArrayBase:
     def itemsize(self) -> int:
         return int(self.dtype.itemsize)
 
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return int(self.shape[0])
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
     # -- arithmetic ----------------------------------------------------------
     def __add__(self, other: Any) -> Any: return _o.add(self, other)
     def __radd__(self, other: Any) -> Any: return _o.add(other, self)
@@ -475,17 +485,6 @@ class Array(ArrayBase):
         return self._to_device(CPU)
 
     # -- Python protocol --------------------------------------------------------
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
-
-    def __iter__(self) -> Iterator[Any]:
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        for i in range(self.shape[0]):
-            yield self[i]
-
     def __bool__(self) -> bool:
         if self.size != 1:
             raise ValueError(f"the truth value of an array of shape {fmt_shape(self.shape)} is ambiguous; "

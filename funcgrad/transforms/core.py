@@ -132,16 +132,6 @@ class Tracer(ArrayBase):
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self._concrete("NumPy conversion").__array__(dtype, copy)
 
-    def __len__(self) -> int:
-        if not self.shape:
-            raise TypeError("len() of a 0-d array")
-        return self.shape[0]
-
-    def __iter__(self) -> Iterator[Any]:
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
-
     def astype(self, dtype: Any, copy: bool = True) -> Any:
         from ..ops import astype
 

@@ -93,13 +93,38 @@ def _prepare(fun: Callable[..., Any], rule: Any, nondiff: tuple[int, ...], args:
     return call, flat
 
 
-class custom_vjp:
-    """``f = fg.custom_vjp(f); f.defvjp(fwd, bwd)``."""
+class _CustomRule:
+    """What custom_vjp and custom_jvp share: the wrapped function, static arguments, and
+    the call that binds the call-like primitive once the rule is defined."""
+
+    primitive: Primitive
+    kind = ""
+    define = ""
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff = tuple(nondiff_argnums)
+
+    def _defined(self) -> bool:
+        raise NotImplementedError
+
+    def __call__(self, *args: Any) -> Any:
+        if not self._defined():
+            raise TypeError(f"{self.kind} {self.fun.__name__}: call {self.define} before using it")
+        call, flat = _prepare(self.fun, self, self.nondiff, args)
+        outs = bind(self.primitive, *flat, call=call)
+        return _tree.unflatten(call.out_tree, list(outs))
+
+
+class custom_vjp(_CustomRule):
+    """``f = fg.custom_vjp(f); f.defvjp(fwd, bwd)``."""
+
+    primitive = custom_vjp_p
+    kind, define = "custom_vjp", "defvjp(fwd, bwd)"
+
+    def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        super().__init__(fun, nondiff_argnums)
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
 
@@ -107,12 +132,8 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
         return self
 
-    def __call__(self, *args: Any) -> Any:
-        if self.fwd is None:
-            raise TypeError(f"custom_vjp {self.fun.__name__}: call defvjp(fwd, bwd) before using it")
-        call, flat = _prepare(self.fun, self, self.nondiff, args)
-        outs = bind(custom_vjp_p, *flat, call=call)
-        return _tree.unflatten(call.out_tree, list(outs))
+    def _defined(self) -> bool:
+        return self.fwd is not None
 
 
 class _CustomVJPRule:
@@ -159,25 +180,22 @@ custom_vjp_p.vjp = _CustomVJPRule()
 custom_vjp_p.jvp = _no_forward_mode
 
 
-class custom_jvp:
+class custom_jvp(_CustomRule):
     """``f = fg.custom_jvp(f); f.defjvp(rule)`` with ``rule(primals, tangents) -> (out, t_out)``."""
 
+    primitive = custom_jvp_p
+    kind, define = "custom_jvp", "defjvp(rule)"
+
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff = tuple(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.rule: Callable[..., Any] | None = None
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         self.rule = rule
         return rule
 
-    def __call__(self, *args: Any) -> Any:
-        if self.rule is None:
-            raise TypeError(f"custom_jvp {self.fun.__name__}: call defjvp(rule) before using it")
-        call, flat = _prepare(self.fun, self, self.nondiff, args)
-        outs = bind(custom_jvp_p, *flat, call=call)
-        return _tree.unflatten(call.out_tree, list(outs))
+    def _defined(self) -> bool:
+        return self.rule is not None
 
 
 def _custom_jvp_tangents(call: _Call, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
