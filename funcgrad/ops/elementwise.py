@@ -100,6 +100,12 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
                 return bind(prim, x, y)
         elif y.__class__ is Array and (y._dtype.kind, x.__class__) in _WEAK_FITS and y._dtype.kind in kinds:
             return bind(prim, x, y)
+        elif isinstance(x, ArrayBase):  # tracers: the same checks through the public attributes
+            dt = x.dtype
+            if dt.kind in kinds and (
+                (isinstance(y, ArrayBase) and y.dtype is dt) or (dt.kind, y.__class__) in _WEAK_FITS
+            ):
+                return bind(prim, x, y)
         return bind(prim, *_promote(prim.name, (x, y), floating=floating))
 
     fn.__name__ = name

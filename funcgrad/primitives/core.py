@@ -123,6 +123,9 @@ class Primitive:
             ``f(xp, *arrays, **params)``; each backend resolves it once.
         gpu_kernel: an optional different spec for CuPy.
         view: for view primitives, ``(layout, **params) -> Layout``; no kernel runs.
+        native: optionally, for a view primitive, a kernel-style spec making the
+            same view of a raw backend array (lowered programs call it; eager
+            views go through ``view``, which also keeps the buffer's metadata).
         impl: for call-like primitives, an eager implementation in terms of other binds.
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
         jvp, vjp, transpose, batch: filled in by the transforms' rule tables.
@@ -141,6 +144,7 @@ class Primitive:
         differentiable: bool = True,
         domain: Any = None,
         impl: Callable[..., Any] | None = None,
+        native: Any = None,
     ) -> None:
         if (kernel is None) + (view is None) + (impl is None) != 2:
             raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
@@ -151,6 +155,7 @@ class Primitive:
         self.kernel_spec = kernel
         self.gpu_kernel_spec = gpu_kernel
         self.view = view
+        self.native_spec = native
         self.impl = impl  # call-like primitives (checkpoint, custom rules): evaluate by calling Python
         self.multiple_results = multiple_results
         self.differentiable = differentiable
@@ -176,6 +181,13 @@ class Primitive:
             spec = self.gpu_kernel_spec if (device.kind != "cpu" and self.gpu_kernel_spec) else self.kernel_spec
             fn = self._kernels[device] = device.backend.kernel(spec)
             return fn
+
+
+    def native_for(self, device: Any) -> Callable[..., Any] | None:
+        """A view primitive's ``native`` call on ``device``'s backend, or ``None`` if it has none."""
+        if self.native_spec is None:
+            return None
+        return device.backend.kernel(self.native_spec)  # type: ignore[no-any-return]
 
 
 _REGISTRY: dict[str, Primitive] = {}
@@ -243,6 +255,21 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
                 raise explain_failure(prim, args, params, exc) from exc
             return _wrap(out, device)
     return eager(prim, args, params)
+
+
+def layout_kind(x: Any) -> str | None:
+    """How a value's elements lie in memory: ``"C"`` (row-major), ``"F"`` (column-major
+    only) or ``"strided"``; ``None`` when unknown (a traced value).
+
+    A rule may choose *how* to compute by its inputs' layout (never by their values), so
+    that its result is laid out like the input (see ``matmul``'s VJP). Backward plans key on
+    the layouts of the arrays they read, and their traced inputs report them here.
+    """
+    data = getattr(x, "_data", None)
+    if data is None:
+        return getattr(x, "layout_hint", None)
+    flags = data.flags
+    return "C" if flags.c_contiguous else "F" if flags.f_contiguous else "strided"
 
 
 def aval_of(x: Any) -> Any:

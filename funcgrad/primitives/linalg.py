@@ -167,7 +167,7 @@ triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
 # ---- derivatives ----------------------------------------------------------------------
 
 from .ad import F, defjvp, defvjp  # noqa: E402
-from .core import bind  # noqa: E402
+from .core import bind, layout_kind  # noqa: E402
 
 
 def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
@@ -179,9 +179,8 @@ def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
 
 
 def _is_transposed_view(x: Any) -> bool:
-    """A concrete 2-D array laid out column-major (typically ``W.T`` of a row-major W)."""
-    data = getattr(x, "_data", None)
-    return data is not None and data.ndim == 2 and data.flags.f_contiguous and not data.flags.c_contiguous
+    """A 2-D array laid out column-major (typically ``W.T`` of a row-major W)."""
+    return x.ndim == 2 and layout_kind(x) == "F"
 
 
 def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:

@@ -94,10 +94,13 @@ def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any
             tuple(d for i, d in enumerate(x.shape) if i not in axes)
         return xp.full(shape, -xp.inf, dtype=x.dtype)
     m = xp.max(x, axis=axes, keepdims=True)
-    m = xp.where(xp.isfinite(m), m, xp.zeros((), dtype=x.dtype))
-    with np.errstate(divide="ignore"):  # log(0) = -inf is the answer for all -inf inputs
+    if xp.isfinite(m).all():  # the usual case: each sum is at least 1, so its log is finite
         out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
-    return out if keepdims else xp.squeeze(out, axis=axes)
+    else:  # rows of -inf (their answer is -inf: log 0), or of +inf/nan
+        m = xp.where(xp.isfinite(m), m, xp.zeros((), dtype=x.dtype))
+        with np.errstate(divide="ignore"):
+            out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    return out if keepdims else out.reshape(tuple(d for i, d in enumerate(out.shape) if i not in axes))
 
 
 # A primitive rather than a composite: a softmax cross-entropy runs it on every

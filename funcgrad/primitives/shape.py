@@ -148,16 +148,31 @@ def _diagonal(x: Layout, *, offset: int, axis1: int, axis2: int) -> Layout:
                   tuple(x.strides[i] for i in keep) + (x.strides[axis1] + x.strides[axis2],), start)
 
 
-reshape_p = Primitive("reshape", None, view=_reshape)
-transpose_p = Primitive("transpose", None, view=_transpose)
-broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to)
-slice_p = Primitive("slice", None, view=_slice)
-squeeze_p = Primitive("squeeze", None, view=_squeeze)
-expand_dims_p = Primitive("expand_dims", None, view=_expand_dims)
-flip_p = Primitive("flip", None, view=_flip)
-diagonal_p = Primitive("diagonal", None, view=_diagonal)
+def _native_slice(xp: Any, x: Any, *, index: tuple[tuple[int, int, int], ...]) -> Any:
+    # slice.indices gives stop -1 for "down to element 0", which a Python slice reads as "the last"
+    return x[tuple(slice(start, stop if stop >= 0 else None, step) for start, stop, step in index)]
+
+
+# ``native``: the array module's own call for the same view, on raw arrays (lowered programs use it).
+reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: xp.reshape(x, new_sizes))
+transpose_p = Primitive("transpose", None, view=_transpose,
+                        native=lambda xp, x, *, permutation: xp.transpose(x, permutation))
+broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native="broadcast_to")
+slice_p = Primitive("slice", None, view=_slice, native=_native_slice)
+squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: xp.squeeze(x, dimensions))
+def _native_expand_dims(xp: Any, x: Any, *, dimensions: tuple[int, ...]) -> Any:
+    shape = list(x.shape)
+    for d in dimensions:
+        shape.insert(d, 1)
+    return x.reshape(shape)  # a view (inserting size-1 axes always is); xp.expand_dims is slower
+
+
+expand_dims_p = Primitive("expand_dims", None, view=_expand_dims, native=_native_expand_dims)
+flip_p = Primitive("flip", None, view=_flip, native=lambda xp, x, *, axes: xp.flip(x, axes))
+diagonal_p = Primitive("diagonal", None, view=_diagonal, native="diagonal")
 # The identity as a view: a constant to every derivative (fg.stop_gradient, x.detach()).
-stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False)
+stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False,
+                            native=lambda xp, x: x)
 
 
 def strict_view(x: Layout, new_sizes: tuple[int, ...]) -> Layout:

@@ -23,8 +23,11 @@ from typing import Any
 
 from ..array import Array as _Array
 from ..errors import DTypeError
+from ..primitives import core as _pcore
+from ..primitives.ad import VJPFromRules
 from ..primitives.core import aval_of, bind, current_interpreter
 from .core import Interpreter, Tracer, check_tracer
+from .replay import replay
 
 __all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backprop", "fit",
            "no_grad_active", "no_grad_scope"]
@@ -99,6 +102,27 @@ class PrimalTracer(Tracer):
     @property
     def aval(self) -> Any:
         return aval_of(self.primal)
+
+    # read straight from the primal: the ops layer asks for these on every operation
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.primal.shape  # type: ignore[no-any-return]
+
+    @property
+    def dtype(self) -> Any:
+        return self.primal.dtype
+
+    @property
+    def device(self) -> Any:
+        return self.primal.device
+
+    @property
+    def ndim(self) -> int:
+        return self.primal.ndim  # type: ignore[no-any-return]
+
+    @property
+    def size(self) -> int:
+        return self.primal.size  # type: ignore[no-any-return]
 
     def _concrete(self, why: str) -> Any:
         p = self.primal
@@ -195,11 +219,18 @@ class VJPInterpreter(Interpreter):
                     check_tracer(self, a)
                 primals.append(a)
                 parents.append(None)
+        rule = prim.vjp
+        if (live and self.parent is None and rule.__class__ is VJPFromRules and prim.impl is None
+                and prim.differentiable and _NO_GRAD.get() is None):
+            # the common case, eager below: run the primitive (a kernel: it binds nothing, so
+            # the interpreter need not be switched) and keep what the rule needs
+            primals_t = tuple(primals)
+            ans = _pcore.eager(prim, primals_t, params)
+            return self.record(prim, rule, params, tuple(parents), rule.residuals(primals_t, params, ans), ans)
         token = _set_interpreter(self.parent)  # evaluate below this interpreter
         try:
             if not live or not prim.differentiable or (_NO_GRAD.get() is not None and no_grad_active(self)):
                 return bind(prim, *primals, **params)
-            rule = prim.vjp
             if rule is None:
                 raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
             ans, residuals = rule.fwd(tuple(primals), params)
@@ -263,9 +294,14 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
     for node, idx, ct in roots:
         slot = pending.setdefault(id(node), [None] * node.n_out)
         slot[idx] = ct if slot[idx] is None else slot[idx] + ct
+    order = list(reversed(_toposort([r[0] for r in roots])))
+    if current_interpreter.get() is None:  # eager: a graph seen before replays its plan
+        got = replay([n for n in order if n.rule is not None], roots, [(leaf, 0) for leaf in leaves])
+        if got is not None:
+            return got
     leaf_ids = {id(leaf) for leaf in leaves}
     results: dict[int, Any] = {}
-    for node in reversed(_toposort([r[0] for r in roots])):
+    for node in order:
         cts = pending.pop(id(node), None)
         if cts is None:
             continue
@@ -277,14 +313,15 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
     return [results.get(id(leaf)) for leaf in leaves]
 
 
-def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]]) -> None:
-    """One backward step, shared by ``fg.vjp`` and the tape: run ``node``'s rule on its
-    output cotangents, fit each result to its input, and add it into the parent's slot."""
+def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residuals: Any = None) -> None:
+    """One backward step, shared by ``fg.vjp``, the tape and backward plans: run ``node``'s
+    rule on its output cotangents (and its saved ``residuals``, or others a plan traces
+    with), fit each result to its input, and add it into the parent's slot."""
     from .. import ops
 
     g = tuple(cts) if node.multi else cts[0]
     needs = tuple(p is not None for p in node.parents)
-    in_cts = node.rule.bwd(node.residuals, g, node.params, needs)
+    in_cts = node.rule.bwd(node.residuals if residuals is None else residuals, g, node.params, needs)
     for parent, ct in zip(node.parents, in_cts):
         if parent is None or ct is None:
             continue

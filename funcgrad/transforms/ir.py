@@ -29,12 +29,14 @@ __all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer"
 
 
 class Var:
-    """A typed variable of a program (named only when printed)."""
+    """A typed variable of a program (named only when printed). ``layout`` optionally
+    records how an input's elements lie in memory (see ``primitives.core.layout_kind``)."""
 
-    __slots__ = ("aval",)
+    __slots__ = ("aval", "layout")
 
-    def __init__(self, aval: ShapedArray) -> None:
+    def __init__(self, aval: ShapedArray, layout: str | None = None) -> None:
         self.aval = aval
+        self.layout = layout
 
     def __repr__(self) -> str:
         return f"Var({self.aval.str_short()})"
@@ -201,6 +203,10 @@ class TraceTracer(Tracer):
     def aval(self) -> ShapedArray:
         return self.var.aval
 
+    @property
+    def layout_hint(self) -> str | None:
+        return self.var.layout
+
 
 class TraceInterpreter(Interpreter):
     """Records every primitive into equations instead of evaluating it."""
@@ -255,10 +261,12 @@ def _as_input(x: Any) -> Any:
     return asarray(x)
 
 
-def make_program(f: Callable[..., Any], flat_avals: list[ShapedArray], in_tree: Any) -> tuple[Program, list[Any]]:
-    """Trace ``f`` on abstract inputs; returns the program and its flat outputs' atoms."""
+def make_program(f: Callable[..., Any], flat_avals: list[ShapedArray], in_tree: Any,
+                 layouts: list[str | None] | None = None) -> tuple[Program, list[Any]]:
+    """Trace ``f`` on abstract inputs (with optional layout hints); returns the program and
+    its flat outputs' atoms."""
     interp = TraceInterpreter()
-    invars = [Var(a) for a in flat_avals]
+    invars = [Var(a, lay) for a, lay in zip(flat_avals, layouts or [None] * len(flat_avals))]
     with new_interpreter(interp):
         tracers = [TraceTracer(interp, v) for v in invars]
         out = f(*_tree.unflatten(in_tree, tracers))

@@ -21,6 +21,7 @@ from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.core import fmt_shape
 from .autodiff import _toposort, no_grad_scope, propagate
+from .replay import replay
 
 __all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "record"]
@@ -124,6 +125,7 @@ class AccumulateGrad:
 
     __slots__ = ("variable", "parents", "n_out", "out_metas", "__weakref__")
     name = "AccumulateGrad"
+    rule = None  # no rule: the backward pass ends here
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
@@ -209,22 +211,52 @@ def _snapshot(a: Any) -> Any:
     return view
 
 
+def _replayed(order: list[Any], roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
+              capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any] | None:
+    """The backward pass as a plan (``replay``) when nothing in it needs the step-by-step
+    walk: no hooks or retain_grad, no freed graph. ``None``: walk it."""
+    for node in order:
+        if node.rule is not None and node.residuals is _FREED:
+            return None  # the step-by-step walk raises GraphFreedError
+        for ref in node.out_metas:
+            if ref is not None:
+                return None
+    outputs = capture if capture is not None else [(n, 0) for n in order if n.rule is None]
+    got = replay([n for n in order if n.rule is not None], list(roots), outputs)
+    if got is None:
+        return None
+    if not retain_graph:
+        for node in order:
+            if node.rule is not None:
+                node.residuals = _FREED
+    if capture is not None:
+        return {(id(n), i): ct for (n, i), ct in zip(capture, got) if ct is not None}
+    for (node, _), ct in zip(outputs, got):
+        if ct is not None:
+            _accumulate(node.variable, ct, False)
+    return {}
+
+
 def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph: bool,
-         capture: dict[tuple[int, int], Any] | None) -> dict[tuple[int, int], Any]:
+         capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any]:
     """The backward pass. With ``capture`` (autograd.grad) the listed (node, index)
     cotangents are returned instead of being accumulated into ``.grad``."""
     from .. import ops
 
+    order = list(reversed(_toposort([r[0] for r in roots])))
+    if not create_graph and _pcore.current_interpreter.get() is None:
+        got = _replayed(order, roots, retain_graph, capture)
+        if got is not None:
+            return got
+    wanted = None if capture is None else {(id(n), i) for n, i in capture}
     pending: dict[int, list[Any]] = {}
-    nodes = []
     for node, idx, ct in roots:
         slot = pending.setdefault(id(node), [None] * node.n_out)
         slot[idx] = ct if slot[idx] is None else ops.add(slot[idx], ct)
-        nodes.append(node)
     got: dict[tuple[int, int], Any] = {}
     token = _TAPE_OFF.set(not create_graph)
     try:
-        for node in reversed(_toposort(nodes)):
+        for node in order:
             cts = pending.pop(id(node), None)
             if cts is None:
                 continue
@@ -238,12 +270,12 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
                         new = hook(ct)
                         ct = new if new is not None else ct
                     cts[i] = ct
-                if capture is not None and (id(node), i) in capture:
+                if wanted is not None and (id(node), i) in wanted:
                     got[(id(node), i)] = ct
-                if meta is not None and meta.retain and capture is None:
+                if meta is not None and meta.retain and wanted is None:
                     meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
             if isinstance(node, AccumulateGrad):
-                if capture is None and cts[0] is not None:
+                if wanted is None and cts[0] is not None:
                     _accumulate(node.variable, cts[0], create_graph)
                 continue
             if node.residuals is _FREED:
@@ -306,7 +338,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     retain = create_graph if retain_graph is None else retain_graph
     if inputs is not None:  # accumulate only into these
         wanted = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        got = _run(roots, retain, create_graph, {_key(x): None for x in wanted})
+        got = _run(roots, retain, create_graph, [_edge(x) for x in wanted])
         for x in wanted:
             ct = got.get(_key(x))
             if ct is not None:
@@ -338,7 +370,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         node, idx = _edge(t)
         roots.append((node, idx, _seed(t, g, "autograd.grad")))
     retain = create_graph if retain_graph is None else retain_graph
-    got = _run(roots, retain, create_graph, {_key(x): None for x in inputs})
+    got = _run(roots, retain, create_graph, [_edge(x) for x in inputs])
     result = []
     for x in inputs:
         ct = got.get(_key(x))
