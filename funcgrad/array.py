@@ -302,6 +302,19 @@ class Array(ArrayBase):
         return a
 
     @staticmethod
+    def _alias(x: Array) -> Array:
+        """A plain array over ``x``'s current data and buffer, without history: no new view is
+        built (a Parameter re-pointed later, or a tape array, keeps this one's value)."""
+        a = _new(Array)
+        a._data = x._data
+        a._dtype = x._dtype
+        a._device = x._device
+        a._buf = x.buffer  # shared: the bytes stay counted once, by the buffer
+        a._layout = x._layout
+        a._ag = None
+        return a
+
+    @staticmethod
     def _apply_view(prim: Primitive, x: Array, params: dict[str, Any]) -> Array:
         layout = prim.view(x._layout_obj(), **params)  # type: ignore[misc]
         if layout is None:  # only reshape: the elements are not in a viewable order

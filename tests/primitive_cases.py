@@ -206,6 +206,16 @@ def _matmul(draw: Any) -> Case:
     return Case([arrays(draw, dtype, a_shape), arrays(draw, dtype, b_shape)], {}, np.matmul, rtol_for(dtype) * 10)
 
 
+def _linear(draw: Any) -> Case:
+    n_in, n_out = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    lead = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    dtype = draw(st.sampled_from(FLOATS))
+    args = [arrays(draw, dtype, lead + (n_in,)), arrays(draw, dtype, (n_out, n_in))]
+    if draw(st.booleans()):
+        args.append(arrays(draw, dtype, (n_out,)))
+    return Case(args, {}, lambda x, w, *b: x @ w.T + (b[0] if b else 0), rtol_for(dtype) * 10)
+
+
 def _einsum(draw: Any) -> Case:
     spec, shapes = draw(st.sampled_from([
         ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ij,ij->", [(2, 3), (2, 3)]),
@@ -516,7 +526,7 @@ CASES.update({
     "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),
     "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
     "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
-    "matmul": _matmul, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
+    "matmul": _matmul, "linear": _linear, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,

@@ -8,7 +8,8 @@ from typing import Any
 from .. import ops as _o
 from ..array import ArrayBase
 from ..errors import DTypeError, ShapeError
-from ..primitives.core import fmt_shape
+from ..primitives.core import bind, fmt_shape
+from ..primitives.linalg import linear_p
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d",
@@ -17,7 +18,13 @@ __all__ = ["conv2d", "max_pool2d", "avg_pool2d",
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
-    """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape)."""
+    """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape): the
+    ``linear`` primitive when the dtypes agree, else the composite (which promotes)."""
+    args = (x, weight) if bias is None else (x, weight, bias)
+    dtype = getattr(x, "dtype", None)
+    if (dtype is not None and dtype.kind == "f" and dtype.name != "bfloat16" and x.ndim >= 1
+            and all(getattr(a, "dtype", None) is dtype for a in args)):
+        return bind(linear_p, *args)
     out = _o.matmul(x, _o.matrix_transpose(weight))
     return out if bias is None else out + bias
 

@@ -30,7 +30,7 @@ def _value(x: Any) -> Any:
         from ..ops import asarray
 
         return asarray(x)
-    return Array._view_of(x, x._layout_obj())
+    return Array._alias(x)
 
 
 class Optimizer:

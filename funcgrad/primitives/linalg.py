@@ -10,7 +10,7 @@ from ..errors import DTypeError, ShapeError
 from .core import MATRIX, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import broadcast_shapes, common_device, require_kind
 
-__all__ = ["matmul_p", "einsum_p", "solve_p", "inv_p", "cholesky_p", "triangular_solve_p"]
+__all__ = ["matmul_p", "linear_p", "einsum_p", "solve_p", "inv_p", "cholesky_p", "triangular_solve_p"]
 
 
 def _same_dtype(op: str, *xs: ShapedArray) -> None:
@@ -40,6 +40,34 @@ def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
 # The kernel is np.matmul itself (the hottest kernel in training loops). bfloat16 has no
 # matmul loop of its own, so fg.matmul runs it in float32 with explicit casts.
 matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul")
+
+
+def _linear_rule(x: ShapedArray, w: ShapedArray, *bias: ShapedArray) -> ShapedArray:
+    _same_dtype("linear", x, w, *bias)
+    require_kind("linear", x.dtype, "f", "a floating-point array")
+    if x.dtype.name == "bfloat16":
+        raise DTypeError("linear: the primitive takes no bfloat16 (fg.nn.functional.linear computes it in float32)")
+    if not x.shape or len(w.shape) != 2 or x.shape[-1] != w.shape[1]:
+        raise ShapeError(f"linear: input of shape {fmt_shape(x.shape)} and weight of shape {fmt_shape(w.shape)} "
+                         f"do not fit: the weight must be (out_features, in_features) with in_features = the "
+                         f"input's last axis")
+    if len(bias) > 1 or (bias and bias[0].shape != (w.shape[0],)):
+        raise ShapeError(f"linear: bias of shape {fmt_shape(bias[0].shape if bias else ())} for a weight of shape "
+                         f"{fmt_shape(w.shape)}: it must be ({w.shape[0]},)")
+    return ShapedArray(x.shape[:-1] + (w.shape[0],), x.dtype, common_device("linear", (x, w, *bias)))
+
+
+def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
+    out = xp.matmul(x, w.T)
+    if b is not None:
+        out += b  # the matmul's output is fresh memory: adding in place saves an allocation
+    return out
+
+
+# ``x @ w.T + b`` (PyTorch's nn.Linear, weight (out, in)) as one primitive, like PyTorch's
+# addmm: one kernel forward; backward, w's gradient g.T @ x comes out laid out like w (the
+# composite's transpose would hand the optimizer a column-major gradient).
+linear_p = Primitive("linear", _linear_rule, kernel=_linear)
 
 
 def parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, dict[str, int]]:
@@ -197,6 +225,20 @@ def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
 
 defjvp(matmul_p, lambda t, ans, a, b: F.matmul(t, b), lambda t, ans, a, b: F.matmul(a, t))
 defvjp(matmul_p, _matmul_vjp_a, _matmul_vjp_b, saves="args")
+
+
+def _linear_vjp_w(g: Any, ans: Any, x: Any, w: Any, *bias: Any) -> Any:
+    rows = (-1, g.shape[-1])
+    return F.matmul(F.matrix_transpose(F.reshape(g, rows)), F.reshape(x, (-1, x.shape[-1])))
+
+
+def _linear_vjp_b(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
+    return F.sum(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+
+
+defjvp(linear_p, lambda t, ans, x, w, *b: bind(linear_p, t, w), lambda t, ans, x, w, *b: bind(linear_p, x, t),
+       lambda t, ans, x, w, b: t)
+defvjp(linear_p, lambda g, ans, x, w, *b: F.matmul(g, w), _linear_vjp_w, _linear_vjp_b, saves=(0, 1))
 
 
 def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:

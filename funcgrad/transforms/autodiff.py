@@ -176,6 +176,7 @@ class Node:
     """One recorded primitive application (or a leaf: ``rule is None``)."""
 
     __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "multi", "__weakref__")
+    out_metas = None  # (the tape's nodes keep hooks here; fg.vjp's have none)
 
     def __init__(self, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, n_out: int,
                  name: str, multi: bool = False) -> None:
@@ -294,14 +295,13 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
     for node, idx, ct in roots:
         slot = pending.setdefault(id(node), [None] * node.n_out)
         slot[idx] = ct if slot[idx] is None else slot[idx] + ct
-    order = list(reversed(_toposort([r[0] for r in roots])))
     if current_interpreter.get() is None:  # eager: a graph seen before replays its plan
-        got = replay([n for n in order if n.rule is not None], roots, [(leaf, 0) for leaf in leaves])
-        if got is not None:
-            return got
+        replayed = replay(roots, [(leaf, 0) for leaf in leaves])
+        if replayed is not None:
+            return replayed[0]
     leaf_ids = {id(leaf) for leaf in leaves}
     results: dict[int, Any] = {}
-    for node in order:
+    for node in reversed(_toposort([r[0] for r in roots])):
         cts = pending.pop(id(node), None)
         if cts is None:
             continue

@@ -7,9 +7,9 @@ on every step, so the same rules bind the same primitives on the same shapes, an
 that Python is most of the cost of a small model's backward pass.
 
 So the backward pass is keyed by the graph's *structure*: each node's rule and
-parameters, its edges, the shapes, dtypes, devices and memory layouts of what it
-saved (a rule may pick its computation by layout: ``core.layout_kind``), the Python
-scalars it saved, and the seeds. The first time a structure is seen, its backward
+parameters, its edges, the shapes, strides, dtypes and devices of what it saved
+(a rule may pick its computation by memory layout: ``core.layout_kind``), the
+Python scalars it saved, and the seeds. The first time a structure is seen, its backward
 pass is traced into a ``Program`` (the IR), dead code is dropped, and the program
 is lowered to a list of kernel calls over slots. The next graph with that
 structure runs the plan on its own saved arrays: the same kernels, on the same
@@ -59,75 +59,105 @@ def cache_info() -> dict[str, int]:
             "unplannable": sum(p is None for p in _PLANS.values())}
 
 
-def replay(order: list[Any], roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]]) -> list[Any] | None:
-    """The cotangents reaching ``outputs`` ((node, output index) pairs; ``None`` for
-    none), given ``roots`` ((node, output index, cotangent) seeds) and ``order``: the
-    nodes with rules, children before parents. ``None`` when the graph has no plan:
-    the caller runs the rules."""
+def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | None
+           ) -> tuple[list[Any], list[Any]] | None:
+    """Run the backward pass from ``roots`` ((node, output index, cotangent) seeds) by its
+    plan. Returns ``(cotangents, nodes)``: the cotangents reaching ``outputs`` ((node,
+    output index) pairs; ``None`` where none arrives), or with ``outputs=None`` one per
+    leaf node of the graph as ``(leaf, cotangent)`` pairs; and the graph's nodes.
+    ``None`` when the graph has no plan: the caller runs the rules."""
     if not ENABLED:
         return None
     try:
-        key, arrays = _signature(order, roots, outputs)
+        key, nodes, arrays, leaves = _signature(roots, outputs)
     except _NoPlan:
         return None
     plan = _PLANS.get(key, _MISSING)
     if plan is _MISSING:
         if len(_PLANS) >= MAX_PLANS:  # a program whose graphs keep changing: start over
             _PLANS.clear()
-        plan = _PLANS[key] = _build(order, roots, outputs, arrays)
+        wanted = outputs if outputs is not None else [(leaf, 0) for leaf in leaves]
+        plan = _PLANS[key] = _build(nodes, roots, wanted, arrays)
     if plan is None:
         return None
-    return plan.run(arrays)
+    got = plan.run(arrays)
+    return (got if outputs is not None else list(zip(leaves, got))), nodes
 
 
 # ---- the structure of a graph ---------------------------------------------------------
 
-def _signature(order: list[Any], roots: list[Any], outputs: list[Any]) -> tuple[tuple[Any, ...], list[Any]]:
-    """A hashable key of everything the backward computation depends on, and the arrays
-    it reads (saved arrays node by node, then the seeds)."""
-    number = {id(node): i for i, node in enumerate(order)}
+def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, ...], list[Any], list[Any], list[Any]]:
+    """One walk of the graph: a hashable key of everything its backward computation depends
+    on; its nodes, parents before children; the arrays the backward reads (saved arrays
+    node by node, then the seeds); and its leaf nodes.
+
+    Nodes are numbered in a depth-first post-order from the roots, which depends only on
+    the graph's structure, so equal structures get equal keys. A node is finished after
+    all its parents (a DAG), so its parents' numbers are known when its key is written."""
+    number: dict[int, int] = {}
+    nodes: list[Any] = []
+    leaves: list[Any] = []
     key: list[Any] = []
     arrays: list[Any] = []
     add = key.append
-    for node in order:
-        rule = node.rule
-        if rule.__class__ is not VJPFromRules:
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(r[0], False) for r in reversed(roots)]
+    while stack:
+        node, done = stack.pop()
+        if not done:
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for p in reversed(node.parents):
+                if p is not None and id(p[0]) not in seen:
+                    stack.append((p[0], False))
+            continue
+        number[id(node)] = len(nodes)
+        nodes.append(node)
+        if node.out_metas is not None:  # the tape's hooks or retain_grad: walk step by step
             raise _NoPlan
+        rule = node.rule
+        if rule is None:  # a leaf
+            leaves.append(node)
+            add(None)
+            continue
+        residuals = node.residuals
+        if rule.__class__ is not VJPFromRules or residuals.__class__ is not tuple:
+            raise _NoPlan  # user code as a rule (custom_vjp, Function, checkpoint), or a freed graph
         add(rule)  # the object itself: compared by identity and kept alive, so never confused
         params = node.params
         add(tuple([(k, v.__class__, v) for k, v in params.items()]) if params else None)
         for p in node.parents:
-            if p is None:
-                add(None)
-            else:
-                j = number.get(id(p[0]))
-                if j is None:  # a leaf: numbered when first seen
-                    j = number[id(p[0])] = len(number)
-                add((j, p[1], p[2], p[3]))
-        ans, args = node.residuals
-        _saved_key(ans, add, arrays)
+            add(None if p is None else (number[id(p[0])], p[1], p[2], p[3].name))
+        ans, args = residuals
         add(len(args))
-        for a in args:
-            _saved_key(a, add, arrays)
+        for a in (ans, *args):
+            if a.__class__ is Array:  # the common case, inline
+                arrays.append(a)
+                d = a._data
+                add((d.shape, d.strides, a._dtype.name, a._device))
+            else:
+                _saved_key(a, add, arrays)
     for node, idx, ct in roots:
         if ct.__class__ is not Array:
             raise _NoPlan
-        j = number.get(id(node))
-        if j is None:
-            j = number[id(node)] = len(number)
-        add((j, idx, ct._data.shape, ct._dtype, ct._device, layout_kind(ct)))
+        add((number[id(node)], idx, ct._data.shape, ct._data.strides, ct._dtype.name, ct._device))
         arrays.append(ct)
-    for node, idx in outputs:
-        add((number.get(id(node), -1), idx))
-    return tuple(key), arrays
+    if outputs is not None:
+        for node, idx in outputs:
+            add((number.get(id(node), -1), idx))
+    return tuple(key), nodes, arrays, leaves
 
 
 def _saved_key(x: Any, add: Any, arrays: list[Any]) -> None:
     cls = x.__class__
     if cls is Array:
         arrays.append(x)
-        add((x._data.shape, x._dtype, x._device, layout_kind(x)))
-    elif cls is ShapedArray or x is None:
+        add((x._data.shape, x._data.strides, x._dtype.name, x._device))
+    elif cls is ShapedArray:
+        add((x.shape, x.dtype.name, x.device))
+    elif x is None:
         add(x)
     elif cls in _SCALARS:
         add((cls, x))  # 1 and 1.0 and True are equal keys, but not the same weak scalar
@@ -151,23 +181,24 @@ def _substitute(x: Any, values: Any) -> Any:
 
 # ---- building a plan ---------------------------------------------------------------------
 
-def _build(order: list[Any], roots: list[Any], outputs: list[Any], arrays: list[Any]) -> Plan | None:
+def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[Any]) -> Plan | None:
     """Trace the rules' backward pass over this graph and lower it; ``None`` if it cannot be traced."""
     from .autodiff import propagate
 
     present: list[bool] = []
+    ruled = [n for n in nodes if n.rule is not None]
 
     def backward(*flat: Any) -> list[Any]:
-        values = iter(flat)
+        values = iter(flat)  # in the signature's order: saved arrays node by node, then seeds
         saved = [(_substitute(n.residuals[0], values), tuple(_substitute(a, values) for a in n.residuals[1]))
-                 for n in order]
+                 for n in ruled]
         pending: dict[int, list[Any]] = {}
         for node, idx, _ in roots:
             slot = pending.setdefault(id(node), [None] * node.n_out)
             ct = next(values)
             slot[idx] = ct if slot[idx] is None else slot[idx] + ct
         reached: dict[int, list[Any]] = {}  # an output's cotangents are complete when its node runs
-        for node, residuals in zip(order, saved):
+        for node, residuals in zip(reversed(ruled), reversed(saved)):
             cts = pending.pop(id(node), None)
             if cts is not None:
                 reached[id(node)] = cts

@@ -102,7 +102,7 @@ class GradFn:
         self.prim, self.rule, self.params, self.parents, self.residuals = prim, rule, params, parents, residuals
         self.n_out, self.multi = n_out, prim.multiple_results
         self._name: str | None = None
-        self.out_metas: list[Any] = [None] * n_out
+        self.out_metas: list[Any] | None = None  # per output: a weakref to its hooks/retain_grad (set by watch)
 
     @property
     def name(self) -> str:
@@ -131,7 +131,7 @@ class AccumulateGrad:
         self.variable = variable
         self.parents: tuple[Any, ...] = ()
         self.n_out = 1
-        self.out_metas = [None]
+        self.out_metas: list[Any] | None = None
 
     @property
     def next_functions(self) -> tuple[()]:
@@ -197,43 +197,38 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
 
 def watch(meta: AutogradMeta, node: Any) -> None:
     """Let backward find this array's hooks and retain_grad flag (set only when asked for)."""
+    if node.out_metas is None:
+        node.out_metas = [None] * node.n_out
     node.out_metas[meta.output_nr if node is meta.grad_fn else 0] = weakref.ref(meta)
 
 
 def _snapshot(a: Any) -> Any:
-    """An immutable view of a mutable holder (a Parameter), sharing its autograd metadata."""
-    from ..array import Array
-
+    """An immutable alias of a mutable holder's current value (a Parameter), sharing its
+    autograd metadata."""
     if type(a) is Array or not isinstance(a, Array):
         return a
-    view = Array._view_of(a, a._layout_obj())
-    view._ag = a._ag
-    return view
+    alias = Array._alias(a)
+    alias._ag = a._ag
+    return alias
 
 
-def _replayed(order: list[Any], roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
+def _replayed(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
               capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any] | None:
-    """The backward pass as a plan (``replay``) when nothing in it needs the step-by-step
-    walk: no hooks or retain_grad, no freed graph. ``None``: walk it."""
-    for node in order:
-        if node.rule is not None and node.residuals is _FREED:
-            return None  # the step-by-step walk raises GraphFreedError
-        for ref in node.out_metas:
-            if ref is not None:
-                return None
-    outputs = capture if capture is not None else [(n, 0) for n in order if n.rule is None]
-    got = replay([n for n in order if n.rule is not None], list(roots), outputs)
-    if got is None:
+    """The backward pass by its plan (``replay``), when nothing in it needs the step-by-step
+    walk (hooks, retain_grad, a freed graph, user-defined rules). ``None``: walk it."""
+    replayed = replay(list(roots), capture)
+    if replayed is None:
         return None
+    got, nodes = replayed
     if not retain_graph:
-        for node in order:
+        for node in nodes:
             if node.rule is not None:
                 node.residuals = _FREED
     if capture is not None:
         return {(id(n), i): ct for (n, i), ct in zip(capture, got) if ct is not None}
-    for (node, _), ct in zip(outputs, got):
+    for leaf, ct in got:
         if ct is not None:
-            _accumulate(node.variable, ct, False)
+            _accumulate(leaf.variable, ct, False)
     return {}
 
 
@@ -243,11 +238,11 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
     cotangents are returned instead of being accumulated into ``.grad``."""
     from .. import ops
 
-    order = list(reversed(_toposort([r[0] for r in roots])))
     if not create_graph and _pcore.current_interpreter.get() is None:
-        got = _replayed(order, roots, retain_graph, capture)
-        if got is not None:
-            return got
+        replayed = _replayed(roots, retain_graph, capture)
+        if replayed is not None:
+            return replayed
+    order = list(reversed(_toposort([r[0] for r in roots])))
     wanted = None if capture is None else {(id(n), i) for n, i in capture}
     pending: dict[int, list[Any]] = {}
     for node, idx, ct in roots:
@@ -263,7 +258,7 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
             for i, ct in enumerate(cts):  # per output tensor: hooks, retain_grad, capture
                 if ct is None:
                     continue
-                ref = node.out_metas[i]
+                ref = node.out_metas[i] if node.out_metas is not None else None
                 meta = ref() if ref is not None else None
                 if meta is not None and meta.hooks:
                     for hook in meta.hooks:
@@ -291,9 +286,7 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
 
 
 def _detached(x: Any) -> Any:
-    from ..array import Array
-
-    return Array._view_of(x, x._layout_obj()) if x._ag is not None else x
+    return Array._alias(x) if x._ag is not None else x
 
 
 def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
