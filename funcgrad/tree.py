@@ -86,42 +86,44 @@ def _node(x: Any) -> Any:
 def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeDef]:
     """``(leaves, treedef)``; ``is_leaf`` can stop the descent early."""
     out: list[Any] = []
+    return out, _walk(tree, out, is_leaf)
 
-    def walk(x: Any) -> TreeDef:
-        if is_leaf is not None and is_leaf(x):
-            out.append(x)
-            return _LEAF
-        entry = _node(x)
-        if entry is None:
-            out.append(x)
-            return _LEAF
-        children, aux = entry[0](x)
-        return TreeDef(type(x), aux, tuple(walk(c) for c in children))
 
-    treedef = walk(tree)
-    return out, treedef
+# Module-level recursion, not nested closures: a recursive closure refers to itself, a
+# reference cycle that would keep every leaf (and a whole autodiff graph) alive until the
+# garbage collector runs.
+def _walk(x: Any, out: list[Any], is_leaf: Callable[[Any], bool] | None) -> TreeDef:
+    if is_leaf is not None and is_leaf(x):
+        out.append(x)
+        return _LEAF
+    entry = _node(x)
+    if entry is None:
+        out.append(x)
+        return _LEAF
+    children, aux = entry[0](x)
+    return TreeDef(type(x), aux, tuple([_walk(c, out, is_leaf) for c in children]))
 
 
 def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
     """Rebuild a tree of ``treedef``'s structure from ``leaves`` (JAX argument order)."""
     it = iter(leaves)
-
-    def build(td: TreeDef) -> Any:
-        if td.node_type is None:
-            return next(it)
-        children = [build(c) for c in td.children]
-        entry = _REGISTRY.get(td.node_type)
-        if entry is None:  # namedtuple
-            return td.node_type(*children)
-        return entry[1](td.aux, children)
-
     try:
-        out = build(treedef)
+        out = _build(treedef, it)
     except StopIteration:
         raise ValueError(f"tree.unflatten: too few leaves for structure {treedef!r}") from None
     if next(it, _SENTINEL) is not _SENTINEL:
         raise ValueError(f"tree.unflatten: too many leaves for structure {treedef!r}")
     return out
+
+
+def _build(td: TreeDef, it: Any) -> Any:
+    if td.node_type is None:
+        return next(it)
+    children = [_build(c, it) for c in td.children]
+    entry = _REGISTRY.get(td.node_type)
+    if entry is None:  # namedtuple
+        return td.node_type(*children)
+    return entry[1](td.aux, children)
 
 
 _SENTINEL = object()

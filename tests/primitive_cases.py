@@ -216,6 +216,18 @@ def _linear(draw: Any) -> Case:
     return Case(args, {}, lambda x, w, *b: x @ w.T + (b[0] if b else 0), rtol_for(dtype) * 10)
 
 
+def _softmax_cross_entropy(draw: Any) -> Case:
+    n, c = draw(st.integers(0, 4)), draw(st.integers(1, 4))
+    dtype = draw(st.sampled_from(FLOATS))
+    labels = draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, c - 1)))
+
+    def reference(z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        m = z.max(1, keepdims=True) if n else np.zeros((0, 1), z.dtype)
+        return (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), y]).astype(z.dtype)
+
+    return Case([arrays(draw, dtype, (n, c)), labels], {}, reference, rtol_for(dtype) * 10)
+
+
 def _einsum(draw: Any) -> Case:
     spec, shapes = draw(st.sampled_from([
         ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ij,ij->", [(2, 3), (2, 3)]),
@@ -526,7 +538,7 @@ CASES.update({
     "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),
     "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
     "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
-    "matmul": _matmul, "linear": _linear, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
+    "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,

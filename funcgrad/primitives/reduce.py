@@ -15,7 +15,7 @@ from ..errors import ShapeError
 from .core import DISTINCT, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import normalize_axis, require_kind
 
-__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p"]
+__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_cross_entropy_p"]
 
 
 def _reduced_shape(op: str, x: ShapedArray, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -106,6 +106,25 @@ def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any
 # A primitive rather than a composite: a softmax cross-entropy runs it on every
 # step, and one kernel with one-line rules beats ten small recorded operations.
 logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
+
+def _xent_rule(logits: ShapedArray, labels: ShapedArray) -> ShapedArray:
+    require_kind("softmax_cross_entropy", logits.dtype, "f", "floating-point logits")
+    require_kind("softmax_cross_entropy", labels.dtype, "iu", "integer class labels")
+    if len(logits.shape) != 2 or labels.shape != logits.shape[:1]:
+        raise ShapeError(f"softmax_cross_entropy: logits of shape {fmt_shape(logits.shape)} need (N, C) with "
+                         f"labels of shape (N,), got {fmt_shape(labels.shape)}")
+    return ShapedArray(logits.shape[:1], logits.dtype, logits.device)
+
+
+def _xent(xp: Any, z: Any, y: Any) -> Any:
+    """Per row: logsumexp(z) - z[label], in one pass over the logits."""
+    lse = _logsumexp(xp, z, axes=(1,), keepdims=False)
+    return lse - z[xp.arange(z.shape[0]), y]
+
+
+# Softmax cross-entropy with class labels, the loss of nearly every classifier: one
+# primitive instead of log_softmax + gather + squeeze (PyTorch fuses it too).
+softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
 
 argmax_p = _arg_reduction("argmax", "argmax")
 argmin_p = _arg_reduction("argmin", "argmin")
@@ -198,6 +217,29 @@ defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: F.sum(
     t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
 defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
     x, ans, axes, keepdims), saves="both")
+
+
+def _xent_softmax(z: Any) -> Any:
+    return F.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
+
+
+def _xent_vjp(g: Any, ans: Any, z: Any, y: Any) -> Any:
+    """g * (softmax(z) - onehot(y)), the one-hot part added where the labels point."""
+    from .index import scatter_add_along_axis_p
+
+    g1 = F.expand_dims(g, 1)
+    return bind(scatter_add_along_axis_p, _xent_softmax(z) * g1, F.expand_dims(y, 1), -g1, axis=1)
+
+
+def _xent_jvp(t: Any, ans: Any, z: Any, y: Any) -> Any:
+    from .index import take_along_axis_p
+
+    picked = bind(take_along_axis_p, t, F.expand_dims(y, 1), axis=1)
+    return F.sum(_xent_softmax(z) * t, (1,)) - F.squeeze(picked, 1)
+
+
+defjvp(softmax_cross_entropy_p, _xent_jvp, None)
+defvjp(softmax_cross_entropy_p, _xent_vjp, None, saves="args")
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:

@@ -148,9 +148,18 @@ def _diagonal(x: Layout, *, offset: int, axis1: int, axis2: int) -> Layout:
                   tuple(x.strides[i] for i in keep) + (x.strides[axis1] + x.strides[axis2],), start)
 
 
+def _python_slice(start: int, stop: int, step: int) -> slice:
+    """The Python slice selecting ``range(start, stop, step)`` (slice.indices' normal form
+    uses -1 for "down to element 0", which a Python slice reads as "from the end")."""
+    n = len(range(start, stop, step))
+    if n == 0:
+        return slice(0, 0)
+    end = start + n * step
+    return slice(start, end if end >= 0 else None, step)
+
+
 def _native_slice(xp: Any, x: Any, *, index: tuple[tuple[int, int, int], ...]) -> Any:
-    # slice.indices gives stop -1 for "down to element 0", which a Python slice reads as "the last"
-    return x[tuple(slice(start, stop if stop >= 0 else None, step) for start, stop, step in index)]
+    return x[tuple(_python_slice(*t) for t in index)]
 
 
 # ``native``: the array module's own call for the same view, on raw arrays (lowered programs use it).
@@ -380,7 +389,17 @@ def _windows(x: Layout, *, axes: tuple[int, ...], sizes: tuple[int, ...], steps:
     return Layout(tuple(shape) + tuple(extra_shape), tuple(strides) + tuple(extra_strides), x.offset)
 
 
-windows_p = Primitive("windows", None, view=_windows)
+def _native_windows(xp: Any, x: Any, *, axes: tuple[int, ...], sizes: tuple[int, ...], steps: tuple[int, ...],
+                    dilations: tuple[int, ...]) -> Any:
+    spans = tuple((k - 1) * d + 1 for k, d in zip(sizes, dilations))
+    every = xp.lib.stride_tricks.sliding_window_view(x, spans, axis=axes)  # window axes appended, in order
+    index = [slice(None)] * x.ndim + [slice(None, None, d) for d in dilations]
+    for a, s in zip(axes, steps):
+        index[a] = slice(None, None, s)
+    return every[tuple(index)]
+
+
+windows_p = Primitive("windows", None, view=_windows, native=_native_windows)
 
 
 def _windows_add_rule(g: ShapedArray, *, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],

@@ -1,0 +1,248 @@
+"""Backward plans (transforms/replay.py) and lowered programs (transforms/lower.py).
+
+A plan must compute exactly what the rules compute: every test here compares the
+two paths bit for bit, and checks the cases a plan must step aside for."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+from funcgrad.primitives.core import bind, registry
+from funcgrad.transforms import replay
+from funcgrad.transforms.lower import _raw_view, lower, wrap_outputs
+
+from .primitive_cases import CASES
+
+
+@contextlib.contextmanager
+def rules_only() -> Iterator[None]:
+    replay.ENABLED = False
+    try:
+        yield
+    finally:
+        replay.ENABLED = True
+
+
+def same(a: object, b: object) -> None:
+    for x, y in zip(fg.tree.leaves(a), fg.tree.leaves(b)):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))  # bit for bit (NaNs equal)
+
+
+def mlp_loss(params: list, x: fg.Array, y: fg.Array) -> fg.Array:
+    w1, b1, w2, b2 = params
+    h = fg.tanh(x @ w1 + b1)
+    z = h @ w2 + b2
+    return (fg.logsumexp(z, axis=1) - fg.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
+
+
+def mlp_args(rng: np.random.Generator, batch: int, n_in: int, hidden: int, n_out: int) -> tuple:
+    params = [fg.asarray(rng.standard_normal(s).astype(np.float32))
+              for s in [(n_in, hidden), (hidden,), (hidden, n_out), (n_out,)]]
+    x = fg.asarray(rng.standard_normal((batch, n_in)).astype(np.float32))
+    return params, x, fg.asarray(rng.integers(0, n_out, batch))
+
+
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.integers(0, 2**31))
+def test_plan_equals_rules_bit_for_bit(batch: int, n_in: int, hidden: int, n_out: int, seed: int) -> None:
+    params, x, y = mlp_args(np.random.default_rng(seed), batch, n_in, hidden, n_out)
+    vg = fg.value_and_grad(mlp_loss)
+    with rules_only():
+        expected = vg(params, x, y)
+    first, again = vg(params, x, y), vg(params, x, y)  # builds the plan, then replays it
+    same(first, expected)
+    same(again, expected)
+
+
+FUNCTIONS = {
+    "broadcast_and_reduce": lambda a, b: (fg.exp(a[:2, None] * b.T) / (1.0 + b.sum())).max(),
+    "views_and_indexing": lambda a, b: (a.reshape(2, 3).T[::-1] * b[:, :2].mean(0)).sum(),
+    "where_and_abs": lambda a, b: fg.where(a > 0, fg.sqrt(fg.abs(a) + 1.0), a * 3).sum() + (b ** 3).sum(),
+    "shared_input": lambda a, b: ((a * a).sum() * (a + 1.0).prod()) + fg.sin(b).sum(),
+    "concatenate_split": lambda a, b: sum((t ** 2).sum() for t in fg.split(fg.concatenate([a, b.ravel()]), 4)),
+    "float64": lambda a, b: (a.astype(fg.float64) ** 2).sum() + fg.tanh(b.astype(fg.float64)).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_plan_equals_rules_on_assorted_graphs(name: str) -> None:
+    rng = np.random.default_rng(0)
+    a = fg.asarray(rng.standard_normal(6).astype(np.float32))
+    b = fg.asarray(rng.standard_normal((3, 2)).astype(np.float32))
+    g = fg.grad(FUNCTIONS[name], argnums=(0, 1))
+    with rules_only():
+        expected = g(a, b)
+    for _ in range(3):
+        same(g(a, b), expected)
+
+
+def test_one_plan_per_graph_structure() -> None:
+    replay.clear()
+    rng = np.random.default_rng(1)
+    g = fg.grad(mlp_loss)
+    for _ in range(5):
+        g(*mlp_args(rng, 4, 3, 5, 2))  # new values, same structure
+    assert replay.cache_info() == {"plans": 1, "unplannable": 0}
+    g(*mlp_args(rng, 7, 3, 5, 2))  # another batch size: another structure
+    assert replay.cache_info()["plans"] == 2
+    # a saved Python scalar is part of the structure: 2 and 2.0 must not share a plan
+    x = fg.arange(3.0)
+    assert fg.grad(lambda x: (x * 2).sum())(x).tolist() == [2.0, 2.0, 2.0]
+    assert fg.grad(lambda x: (x * 3.0).sum())(x).tolist() == [3.0, 3.0, 3.0]
+
+
+def test_user_rules_run_every_time() -> None:
+    calls = []
+
+    @fg.custom_vjp
+    def scaled(x):
+        return x * 2.0
+
+    def fwd(x):
+        return scaled(x), None
+
+    def bwd(res, g):
+        calls.append(1)
+        return (g * 10.0,)
+
+    scaled.defvjp(fwd, bwd)
+    x = fg.arange(3.0)
+    for _ in range(3):
+        assert fg.grad(lambda x: scaled(x).sum())(x).tolist() == [10.0, 10.0, 10.0]
+    assert len(calls) == 3  # a plan would have skipped user code
+
+    class Cube(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append(2)
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    for _ in range(2):
+        w = fg.array([2.0], requires_grad=True)
+        Cube.apply(w).sum().backward()
+        assert w.grad.tolist() == [12.0]
+    assert calls.count(2) == 2
+
+
+def test_tape_hooks_retain_grad_and_freed_graphs_with_plans() -> None:
+    seen = []
+    for _ in range(3):
+        w = fg.array([1.0, 2.0], requires_grad=True)
+        h = w * 3.0
+        h.retain_grad()
+        w.register_hook(lambda g: seen.append(g.tolist()))
+        loss = (h * h).sum()
+        loss.backward(retain_graph=True)
+        loss.backward()  # the plan path accumulates like the rules path
+        assert w.grad.tolist() == [36.0, 72.0] and h.grad.tolist() == [12.0, 24.0]
+        with pytest.raises(fg.GraphFreedError):
+            loss.backward()
+    assert seen == [[18.0, 36.0]] * 6
+    for _ in range(3):  # no hooks: the plan runs, and still frees the graph
+        w = fg.array([1.0, 2.0], requires_grad=True)
+        loss = (w * w).sum()
+        loss.backward()
+        with pytest.raises(fg.GraphFreedError):
+            loss.backward()
+
+
+def test_autograd_grad_of_an_intermediate_with_plans() -> None:
+    for _ in range(3):
+        w = fg.array([1.0, 2.0], requires_grad=True)
+        h = fg.exp(w)
+        loss = (h * h).sum()
+        gh, gw = fg.autograd.grad(loss, [h, w])
+        np.testing.assert_allclose(gh.numpy(), 2 * np.exp([1.0, 2.0]), rtol=1e-6)
+        np.testing.assert_allclose(gw.numpy(), 2 * np.exp([2.0, 4.0]), rtol=1e-6)
+
+
+def test_tape_step_with_plans_equals_rules() -> None:
+    def grads(seed: int) -> list:
+        fg.manual_seed(seed)
+        model = fg.nn.Sequential(fg.nn.Linear(5, 4), fg.nn.Tanh(), fg.nn.Linear(4, 3))
+        x = fg.asarray(np.random.default_rng(seed).standard_normal((6, 5)).astype(np.float32))
+        fg.nn.functional.cross_entropy(model(x), fg.asarray(np.arange(6) % 3)).backward()
+        return [p.grad for p in model.parameters()]
+
+    with rules_only():
+        expected = grads(3)
+    same(grads(3), expected)
+    same(grads(3), expected)
+
+
+def test_linear_weight_gradients_keep_the_weights_layout() -> None:
+    """matmul's VJP picks its computation by the weight's layout (core.layout_kind); a plan,
+    traced without concrete arrays, must make the same choice."""
+    w = fg.asarray(np.ones((4, 3), np.float32))  # (out, in), row-major
+    x = fg.ones((2, 3))
+    g = fg.grad(lambda w: (x @ w.T).sum())
+    for _ in range(3):
+        assert g(w).numpy().flags.c_contiguous
+
+
+def test_memory_counts_return_to_baseline() -> None:
+    params, x, y = mlp_args(np.random.default_rng(2), 8, 16, 32, 4)
+    g = fg.grad(mlp_loss)
+    g(params, x, y)
+    gc.collect()
+    base = fg.memory.allocated()
+    fg.memory.reset_peak()
+    grads = g(params, x, y)
+    assert fg.memory.max_allocated() > base  # the plan's temporaries were counted while alive
+    held = sum(a.nbytes for a in grads)
+    assert fg.memory.allocated() == base + held
+    del grads
+    gc.collect()
+    assert fg.memory.allocated() == base
+
+
+def test_lowered_program_equals_the_program() -> None:
+    def f(x, y):
+        z = fg.tanh(x @ y.T) * 2.0
+        return z.sum(0), z[::-1, :1].reshape(-1), x
+
+    x, y = fg.arange(6.0).reshape(2, 3), fg.ones((4, 3))
+    program = fg.trace(f)(x, y)
+    low = lower(program)
+    assert "def lowered" in low.source and "# matmul" in low.source
+    got = wrap_outputs(low, low.run([x._data, y._data], x.device.stats), [x, y], x.device)
+    for a, b in zip(got, program.eval_flat([x, y])):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert got[2] is x  # an input returned as an output comes back as itself
+
+
+VIEWS = [p for p in registry() if p.view is not None]
+
+
+@pytest.mark.parametrize("prim", VIEWS, ids=lambda p: p.name)
+@given(data=st.data())
+def test_raw_views_equal_the_eager_views(prim, data) -> None:
+    """Lowered programs make views of raw arrays: with the primitive's ``native`` call, and
+    with the layout rule over flat memory (``_raw_view``, for a view without one). Both
+    must equal the eager view, for any input layout."""
+    case = CASES[prim.name](data.draw)
+    x = np.asarray(case.args[0])
+    if x.ndim >= 2 and data.draw(st.booleans()):  # a transposed input
+        x = np.ascontiguousarray(x.swapaxes(0, 1)).swapaxes(0, 1)
+    if x.ndim >= 1 and data.draw(st.booleans()):  # a reversed input (negative strides)
+        x = x[::-1]
+    expected = bind(prim, fg.asarray(x), **case.params).numpy()
+    native = prim.native_for(fg.device("cpu"))
+    assert native is not None, f"{prim.name}: a view primitive needs a native call (lowered programs use it)"
+    for got in (native(x, **case.params), _raw_view(prim, case.params, fg.device("cpu").backend, x)):
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
