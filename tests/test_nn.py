@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import funcgrad as fg
 
@@ -66,6 +68,20 @@ def test_parameter_is_the_one_mutable_holder() -> None:
     assert p.tolist() == [0.0, 0.0, 0.0]
     assert before.tolist() == [1.0, 2.0, 3.0] and view.tolist() == [2.0, 3.0]
     assert isinstance(p, fg.Array) and p.requires_grad and p[0].item() == 0.0
+
+
+@given(st.integers(0, 5), st.floats(1e-4, 1.0), st.sampled_from(["float32", "float64", "bfloat16"]))
+def test_axpy_is_the_two_operation_update_bit_for_bit(n: int, lr: float, dtype: str) -> None:
+    from funcgrad.optim.optimizer import axpy
+
+    rng = np.random.default_rng(n)
+    p = fg.asarray(rng.standard_normal((n, 3))).astype(dtype)
+    g = fg.asarray(rng.standard_normal((n, 3))).astype(dtype)
+    new = axpy(-lr, g, p)
+    assert new.dtype == p.dtype and new.shape == p.shape
+    np.testing.assert_array_equal(new.numpy(), (p - lr * g).numpy())
+    mixed = axpy(-lr, g.astype("float64"), p.astype("float32"))  # other dtypes: the operations themselves
+    assert mixed.dtype == fg.float64
 
 
 def test_optimizer_errors() -> None:

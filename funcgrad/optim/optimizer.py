@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import tree as _tree
-from ..array import Array
+from ..array import Array, wrap_kernel_output
 from ..nn.parameter import Parameter
 from ..transforms.api import no_grad
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "axpy"]
 
 
 def _value(x: Any) -> Any:
@@ -31,6 +31,19 @@ def _value(x: Any) -> Any:
 
         return asarray(x)
     return Array._alias(x)
+
+
+def axpy(alpha: float, x: Any, y: Any) -> Any:
+    """``y + alpha * x`` as one new array (BLAS's axpy): the last line of an update rule.
+    Written as two operations it allocates twice; here the scaled copy is the result, and
+    ``y`` is added into it. (``y - lr * g`` and ``y + (-lr) * g`` round identically.)"""
+    if not (x.__class__ is Array and y.__class__ is Array and x._dtype is y._dtype
+            and x._device is y._device and x._data.shape == y._data.shape):
+        return y + alpha * x
+    xp = y._device.backend.xp
+    out = xp.multiply(x._data, xp.asarray(alpha, dtype=x._data.dtype))
+    out += y._data
+    return wrap_kernel_output(out, y._device)
 
 
 class Optimizer:

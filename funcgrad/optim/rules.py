@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from .. import ops as _o
-from .optimizer import Optimizer
+from .optimizer import Optimizer, axpy
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
 
@@ -32,7 +32,7 @@ class SGD(Optimizer):
             buf = g if buf is None else momentum * buf + (1 - group["dampening"]) * g
             state["momentum_buffer"] = buf
             g = g + momentum * buf if group["nesterov"] else buf
-        return p - group["lr"] * g
+        return axpy(-group["lr"], g, p)
 
 
 class Adam(Optimizer):
