@@ -99,6 +99,15 @@ def test_one_plan_per_graph_structure() -> None:
     assert fg.grad(lambda x: (x * 3.0).sum())(x).tolist() == [3.0, 3.0, 3.0]
 
 
+def test_unhashable_parameters_take_the_rules_path() -> None:
+    from funcgrad.primitives.shape import transpose_p
+
+    x = fg.arange(6.0).reshape(2, 3)
+    f = lambda x: (fg.bind(transpose_p, x, permutation=[1, 0]) * 2.0).sum()  # a list: unhashable
+    for _ in range(2):
+        assert fg.grad(f)(x).tolist() == [[2.0] * 3] * 2
+
+
 def test_user_rules_run_every_time() -> None:
     calls = []
 

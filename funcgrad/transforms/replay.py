@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import tree as _tree
-from ..array import Array
+from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
 from .ir import Program, Var, make_program
@@ -72,7 +72,10 @@ def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | N
         key, nodes, arrays, leaves = _signature(roots, outputs)
     except _NoPlan:
         return None
-    plan = _PLANS.get(key, _MISSING)
+    try:
+        plan = _PLANS.get(key, _MISSING)
+    except TypeError:  # a parameter that cannot be hashed (a list, say): no key, no plan
+        return None
     if plan is _MISSING:
         if len(_PLANS) >= MAX_PLANS:  # a program whose graphs keep changing: start over
             _PLANS.clear()
@@ -127,7 +130,13 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
             raise _NoPlan  # user code as a rule (custom_vjp, Function, checkpoint), or a freed graph
         add(rule)  # the object itself: compared by identity and kept alive, so never confused
         params = node.params
-        add(tuple([(k, v.__class__, v) for k, v in params.items()]) if params else None)
+        if params:
+            for v in params.values():
+                if isinstance(v, ArrayBase):  # compared by identity in a key: never trusted
+                    raise _NoPlan
+            add(tuple([(k, v.__class__, v) for k, v in params.items()]))
+        else:
+            add(None)
         for p in node.parents:
             add(None if p is None else (number[id(p[0])], p[1], p[2], p[3].name))
         ans, args = residuals
