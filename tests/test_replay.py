@@ -241,6 +241,19 @@ def test_lowered_program_equals_the_program() -> None:
     np.testing.assert_array_equal(got.numpy(), program(x).numpy())
 
 
+def test_dead_code_elimination_keeps_what_outputs_need() -> None:
+    from funcgrad.transforms.ir import eliminate_dead_code
+
+    def f(a):
+        unused = fg.exp(a) * 3.0  # noqa: F841 - dead
+        return (a * 2.0).sum()
+
+    program = fg.trace(f)(fg.arange(3.0))
+    pruned = eliminate_dead_code(program)
+    assert [e.prim.name for e in pruned.eqns] == ["mul", "reduce_sum"]
+    assert len(program.eqns) == 4 and pruned(fg.arange(3.0)).item() == 6.0
+
+
 VIEWS = [p for p in registry() if p.view is not None]
 
 

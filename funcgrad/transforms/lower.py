@@ -78,7 +78,8 @@ def lower(program: Program) -> Lowered:
             if isinstance(a, Var):
                 last_use[id(a)] = i
     outputs = {id(v) for v in program.outvars if isinstance(v, Var)}
-    counted: set[int] = set()  # values that are kernel results (fg.memory counts them)
+    results: set[int] = set()  # values equations made (inputs and constants are never deleted)
+    counted: set[int] = set()  # the results of kernels (fg.memory counts them)
 
     lines.append("def lowered(inputs, stats):")
     if program.invars:
@@ -100,6 +101,7 @@ def lower(program: Program) -> Lowered:
         for v in eqn.outputs:
             names[id(v)] = fresh("t")
             outs.append(names[id(v)])
+            results.add(id(v))
         target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "")
         lines.append(f"    {target} = {fn_name}({', '.join(args)})  # {eqn.prim.name}")
         if eqn.prim.view is None:  # a kernel made new memory
@@ -107,10 +109,9 @@ def lower(program: Program) -> Lowered:
                 counted.add(id(v))
                 lines.append(f"    alloc += {names[id(v)]}.nbytes")
             lines.append("    if alloc > peak: peak = alloc")
-        dead = [v for v in eqn.outputs if id(v) not in last_use and id(v) not in outputs]
-        dead += [a for a in dict.fromkeys(x for x in eqn.inputs if isinstance(x, Var))
-                 if last_use.get(id(a)) == i and id(a) not in outputs and id(a) in names
-                 and names[id(a)].startswith("t")]
+        read = dict.fromkeys(a for a in eqn.inputs if isinstance(a, Var))
+        dead = [v for v in (*eqn.outputs, *read)  # never read again (or never read at all)
+                if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) == i]
         for v in dead:
             if id(v) in counted:
                 lines.append(f"    alloc -= {names[id(v)]}.nbytes")

@@ -31,7 +31,7 @@ from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
-from .ir import Program, Var, make_program
+from .ir import Program, eliminate_dead_code, make_program
 from .lower import lower, wrap_outputs
 
 __all__ = ["replay", "clear", "cache_info", "MAX_PLANS", "ENABLED"]
@@ -223,18 +223,7 @@ def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[
                                   [layout_kind(a) for a in arrays])
     except Exception:  # a rule that needs concrete values (or fails): the rules' own path decides
         return None
-    return Plan(_dead_code_removed(program), present)
-
-
-def _dead_code_removed(program: Program) -> Program:
-    live = {id(v) for v in program.outvars if isinstance(v, Var)}
-    kept = []
-    for eqn in reversed(program.eqns):
-        if any(id(v) in live for v in eqn.outputs):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
-    program.eqns = kept[::-1]
-    return program
+    return Plan(eliminate_dead_code(program), present)
 
 
 class Plan:
