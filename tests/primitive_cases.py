@@ -228,6 +228,22 @@ def _softmax_cross_entropy(draw: Any) -> Case:
     return Case([arrays(draw, dtype, (n, c)), labels], {}, reference, rtol_for(dtype) * 10)
 
 
+def _softmax_cross_entropy_grad(draw: Any) -> Case:
+    n, c = draw(st.integers(0, 4)), draw(st.integers(1, 4))
+    dtype = draw(st.sampled_from(FLOATS))
+    labels = draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, c - 1)))
+
+    def reference(g: np.ndarray, z: np.ndarray, y: np.ndarray) -> np.ndarray:
+        e = np.exp(z - z.max(1, keepdims=True)) if n else z
+        out = e / e.sum(1, keepdims=True) if n else z
+        out = out.copy()
+        out[np.arange(n), y] -= 1
+        return (g[:, None] * out).astype(z.dtype)
+
+    return Case([arrays(draw, dtype, (n,)), arrays(draw, dtype, (n, c)), labels], {}, reference,
+                rtol_for(dtype) * 10)
+
+
 def _einsum(draw: Any) -> Case:
     spec, shapes = draw(st.sampled_from([
         ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ij,ij->", [(2, 3), (2, 3)]),
@@ -538,7 +554,8 @@ CASES.update({
     "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),
     "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
     "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
-    "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
+    "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy,
+    "softmax_cross_entropy_grad": _softmax_cross_entropy_grad, "einsum": _einsum, "linalg_solve": _solve, "linalg_inv": _square_case(np.linalg.inv),
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,

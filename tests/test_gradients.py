@@ -15,7 +15,8 @@ from funcgrad.testing import check_grads
 from .primitive_cases import CASES, is_float
 
 DIFFERENTIABLE = sorted((p for p in fg.registry() if p.differentiable), key=lambda p: p.name)
-INDEX_ARGS = {"gather": 1, "scatter": 2, "take_along_axis": 1, "softmax_cross_entropy": 1}  # positions from which args are indices
+INDEX_ARGS = {"gather": 1, "scatter": 2, "take_along_axis": 1, "softmax_cross_entropy": 1,
+              "softmax_cross_entropy_grad": 2}  # positions from which args are indices
 INDEX_POSITIONS = {"scatter_add_along_axis": {1}}  # index operands in the middle
 
 

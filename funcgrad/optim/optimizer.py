@@ -1,19 +1,26 @@
 """``Optimizer``: param groups, per-parameter state, ``step``/``zero_grad``/``state_dict``.
 
-Updates follow PyTorch's documented rules. Each step computes new arrays (arrays
-are immutable) and re-points every ``Parameter`` at its new value, so earlier
-values and views of a parameter never change. ``step(grads)`` also accepts
+Updates follow PyTorch's documented rules. Every rule ends the same way: the new
+value is ``p + alpha * direction`` (``_update`` returns the three). The step
+re-points each ``Parameter`` at that new array, so earlier values and views of a
+parameter never change; or, when nothing but the parameter can reach its current
+buffer, it adds into that buffer (``_unshared``): no one can tell the difference, and
+the step then costs what NumPy's ``p -= lr * g`` does. ``step(grads)`` also accepts
 gradients from the functional path: a dict keyed by parameter name (when the
 optimizer was built from ``named_parameters()``) or a sequence in parameter order.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
+from ..backends.device import CPU
 from ..nn.parameter import Parameter
 from ..transforms.api import no_grad
 
@@ -44,6 +51,46 @@ def axpy(alpha: float, x: Any, y: Any) -> Any:
     out = xp.multiply(x._data, xp.asarray(alpha, dtype=x._data.dtype))
     out += y._data
     return wrap_kernel_output(out, y._device)
+
+
+def _reference_counts(p: Parameter) -> tuple[int, int, int] | None:
+    """How many references reach ``p``'s buffer object, its memory and its flat view, for a
+    parameter over a whole buffer it was assigned from a kernel's output; ``None`` for any
+    other arrangement (a view into a larger buffer, memory shared with a NumPy array)."""
+    buf, data = p._buf, p._data
+    if buf is None or buf.owner is not data or data.base is not None:
+        return None
+    flat = buf._flat
+    if flat is None or flat.base is not data:
+        return None
+    return sys.getrefcount(buf), sys.getrefcount(data), sys.getrefcount(flat)
+
+
+_CLEAN: list[tuple[int, int, int] | None] = []
+
+
+def _unshared(p: Parameter) -> bool:
+    """True when nothing but ``p`` can reach its current memory: no other array (an alias,
+    a view, a value the tape saved, a state_dict) and no NumPy or CuPy view of it. Every
+    one of those holds a reference to the buffer, to its memory or to its flat view, so
+    the counts equal a freshly assigned parameter's exactly when there is none. (The
+    counts of a fresh parameter are measured, not assumed: they are the interpreter's.)"""
+    if not _CLEAN:
+        probe = Parameter(wrap_kernel_output(np.zeros(2, np.float32), CPU))
+        _CLEAN.append(_reference_counts(probe))
+    counts = _reference_counts(p)
+    return counts is not None and counts == _CLEAN[0]
+
+
+def _add_scaled_into(p: Parameter, alpha: float, x: Any) -> bool:
+    """``p += alpha * x`` in ``p``'s own buffer (bit-identical to ``axpy``); False (nothing
+    done) when the dtypes, devices or shapes differ."""
+    if not (x.__class__ is Array and x._dtype is p._dtype and x._device is p._device
+            and x._data.shape == p._data.shape):
+        return False
+    xp = p._device.backend.xp
+    p._data += xp.multiply(x._data, xp.asarray(alpha, dtype=x._data.dtype))
+    return True
 
 
 class Optimizer:
@@ -114,11 +161,19 @@ class Optimizer:
                     g = by_id.get(id(p))
                     if g is None:
                         continue
-                    new = self._update(_value(p), _value(g), self.state.setdefault(p, {}), group)
-                    p._assign(new)
+                    value = _value(p)
+                    base, alpha, direction = self._update(value, _value(g), self.state.setdefault(p, {}), group)
+                    if base is value:
+                        del value, base  # the rule kept no reference to p's value (else it is not unshared)
+                        if _unshared(p) and _add_scaled_into(p, alpha, direction):
+                            continue
+                        base = _value(p)
+                    p._assign(axpy(alpha, direction, base))
         return loss
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """One parameter's update, as ``(base, alpha, direction)``: the new value is
+        ``base + alpha * direction``, where ``base`` is ``p`` unless the rule changed it first."""
         raise NotImplementedError
 
     # -- checkpointing (PyTorch's format: parameters by position) -------------------

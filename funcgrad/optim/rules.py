@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from .. import ops as _o
-from .optimizer import Optimizer, axpy
+from .optimizer import Optimizer
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
 
@@ -21,7 +21,7 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         if group["maximize"]:
             g = -g
         if group["weight_decay"]:
@@ -32,7 +32,7 @@ class SGD(Optimizer):
             buf = g if buf is None else momentum * buf + (1 - group["dampening"]) * g
             state["momentum_buffer"] = buf
             g = g + momentum * buf if group["nesterov"] else buf
-        return axpy(-group["lr"], g, p)
+        return p, -group["lr"], g
 
 
 class Adam(Optimizer):
@@ -45,7 +45,7 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -66,7 +66,7 @@ class Adam(Optimizer):
             v = v if vmax is None else _o.maximum(vmax, v)
             state["max_exp_avg_sq"] = v
         denom = _o.sqrt(v) / math.sqrt(bias2) + eps
-        return p - (lr / bias1) * m / denom
+        return p, -lr / bias1, m / denom
 
 
 class AdamW(Adam):
@@ -86,7 +86,7 @@ class RMSprop(Optimizer):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["maximize"]:
             g = -g
@@ -107,5 +107,5 @@ class RMSprop(Optimizer):
             buf = state.get("momentum_buffer")
             buf = g / avg if buf is None else group["momentum"] * buf + g / avg
             state["momentum_buffer"] = buf
-            return p - lr * buf
-        return p - lr * g / avg
+            return p, -lr, buf
+        return p, -lr, g / avg

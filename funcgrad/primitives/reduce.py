@@ -15,7 +15,8 @@ from ..errors import ShapeError
 from .core import DISTINCT, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import normalize_axis, require_kind
 
-__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_cross_entropy_p"]
+__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_cross_entropy_p",
+           "softmax_cross_entropy_grad_p"]
 
 
 def _reduced_shape(op: str, x: ShapedArray, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -126,6 +127,28 @@ def _xent(xp: Any, z: Any, y: Any) -> Any:
 # primitive instead of log_softmax + gather + squeeze (PyTorch fuses it too).
 softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
 
+
+def _xent_grad_rule(g: ShapedArray, logits: ShapedArray, labels: ShapedArray) -> ShapedArray:
+    _xent_rule(logits, labels)
+    if g.shape != logits.shape[:1] or g.dtype != logits.dtype:
+        raise ShapeError(f"softmax_cross_entropy_grad: a cotangent of shape {fmt_shape(g.shape)} ({g.dtype}) for "
+                         f"logits of shape {fmt_shape(logits.shape)} ({logits.dtype}): it must be "
+                         f"{fmt_shape(logits.shape[:1])} ({logits.dtype})")
+    return logits
+
+
+def _xent_grad(xp: Any, g: Any, z: Any, y: Any) -> Any:
+    """g * (softmax(z) - onehot(y)): one exp over the logits, then the labels' entries."""
+    out = xp.exp(z - _logsumexp(xp, z, axes=(1,), keepdims=True))
+    out *= g[:, None]
+    out[xp.arange(z.shape[0]), y] -= g
+    return out
+
+
+# The backward of softmax_cross_entropy as one kernel (PyTorch has the same pair:
+# cross_entropy's backward is its own operation). Its own rules give second derivatives.
+softmax_cross_entropy_grad_p = Primitive("softmax_cross_entropy_grad", _xent_grad_rule, kernel=_xent_grad)
+
 argmax_p = _arg_reduction("argmax", "argmax")
 argmin_p = _arg_reduction("argmin", "argmin")
 
@@ -223,23 +246,31 @@ def _xent_softmax(z: Any) -> Any:
     return F.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
 
 
-def _xent_vjp(g: Any, ans: Any, z: Any, y: Any) -> Any:
-    """g * (softmax(z) - onehot(y)), the one-hot part added where the labels point."""
-    from .index import scatter_add_along_axis_p
+def _picked(t: Any, y: Any) -> Any:
+    """``t[i, y[i]]`` per row."""
+    from .index import take_along_axis_p
 
-    g1 = F.expand_dims(g, 1)
-    return bind(scatter_add_along_axis_p, _xent_softmax(z) * g1, F.expand_dims(y, 1), -g1, axis=1)
+    return F.squeeze(bind(take_along_axis_p, t, F.expand_dims(y, 1), axis=1), 1)
 
 
 def _xent_jvp(t: Any, ans: Any, z: Any, y: Any) -> Any:
-    from .index import take_along_axis_p
+    return F.sum(_xent_softmax(z) * t, (1,)) - _picked(t, y)
 
-    picked = bind(take_along_axis_p, t, F.expand_dims(y, 1), axis=1)
-    return F.sum(_xent_softmax(z) * t, (1,)) - F.squeeze(picked, 1)
+
+def _softmax_jvp(g: Any, z: Any, t: Any) -> Any:
+    """g * (d softmax(z) . t) per row. The softmax Jacobian is symmetric, so this is also its VJP."""
+    s = _xent_softmax(z)
+    st = s * t
+    return F.expand_dims(g, 1) * (st - s * F.sum(st, (1,), keepdims=True))
 
 
 defjvp(softmax_cross_entropy_p, _xent_jvp, None)
-defvjp(softmax_cross_entropy_p, _xent_vjp, None, saves="args")
+defvjp(softmax_cross_entropy_p, lambda g, ans, z, y: bind(softmax_cross_entropy_grad_p, g, z, y), None,
+       saves="args")
+defjvp(softmax_cross_entropy_grad_p, lambda t, ans, g, z, y: bind(softmax_cross_entropy_grad_p, t, z, y),
+       lambda t, ans, g, z, y: _softmax_jvp(g, z, t), None)
+defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y: _xent_jvp(c, None, z, y),
+       lambda c, ans, g, z, y: _softmax_jvp(g, z, c), None, saves="args")
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:
