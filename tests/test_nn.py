@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
@@ -68,6 +70,94 @@ def test_parameter_is_the_one_mutable_holder() -> None:
     assert p.tolist() == [0.0, 0.0, 0.0]
     assert before.tolist() == [1.0, 2.0, 3.0] and view.tolist() == [2.0, 3.0]
     assert isinstance(p, fg.Array) and p.requires_grad and p[0].item() == 0.0
+
+
+def _sgd_setup() -> tuple:
+    model = nn.Linear(3, 2)
+    return model, fg.optim.SGD(model.parameters(), lr=0.1), fg.ones((4, 3))
+
+
+def test_optimizer_adds_into_a_parameter_buffer_nothing_else_reaches() -> None:
+    """With nothing else holding a parameter's value, the step updates its buffer in place
+    (as NumPy's ``p -= lr * g``); the values are the re-pointing update's, bit for bit."""
+    model, opt, x = _sgd_setup()
+    w = model.weight
+    for _ in range(3):
+        opt.zero_grad()
+        model(x).sum().backward()
+        memory, expected = weakref.ref(w._data), (w - 0.1 * w.grad).numpy().copy()  # (a weak reference
+        opt.step()                                                            # holds nothing)
+        assert w._data is memory()  # in place: no new buffer
+        np.testing.assert_array_equal(w.numpy(), expected)
+
+
+HOLDERS = {
+    "detach": lambda p: p.detach(),
+    "view": lambda p: p[0],
+    "numpy": lambda p: p.numpy(),
+    "np.asarray": lambda p: np.asarray(p),
+    "memoryview": lambda p: memoryview(p.numpy()),
+    "dlpack": lambda p: p.__dlpack__(),
+    "alias in a list": lambda p: [p * 1.0, p.detach()][1],
+    "reshape": lambda p: p.reshape(-1),
+}
+
+
+@pytest.mark.parametrize("how", sorted(HOLDERS))
+def test_optimizer_never_changes_a_value_someone_holds(how: str) -> None:
+    model, opt, x = _sgd_setup()
+    opt.zero_grad()
+    model(x).sum().backward()
+    held = HOLDERS[how](model.weight)
+    before = model.weight.numpy().copy()
+    memory = weakref.ref(model.weight._data)
+    opt.step()
+    assert model.weight._data is not memory()  # re-pointed, not written
+    if how not in ("dlpack",):
+        values = np.asarray(held).ravel()  # (the view is the first row: a prefix in memory order)
+        np.testing.assert_array_equal(values, before.ravel()[:values.size])
+    assert not np.array_equal(model.weight.numpy(), before)
+
+
+def test_optimizer_keeps_values_a_retained_graph_or_state_dict_holds() -> None:
+    model, opt, x = _sgd_setup()
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward(retain_graph=True)  # the graph keeps the weight's value for a second backward
+    saved = model.state_dict()
+    snapshot = {k: v.numpy().copy() for k, v in saved.items()}
+    opt.step()
+    for k, v in saved.items():
+        np.testing.assert_array_equal(v.numpy(), snapshot[k])
+    opt.zero_grad()
+    loss.backward()  # through the old values: the same gradients as the first time
+    np.testing.assert_array_equal(model.bias.grad.numpy(), np.full(2, 4.0, np.float32))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["step", "hold", "drop"]), min_size=1, max_size=12))
+def test_in_place_steps_match_re_pointing_steps(actions: list[str]) -> None:
+    """Any mix of steps and held values: held values never change, and the parameters
+    follow the same trajectory as steps that always make a new array."""
+    fg.manual_seed(0)
+    model, opt, x = _sgd_setup()
+    reference = [p.numpy().copy() for p in model.parameters()]
+    held: list[tuple] = []
+    for act in actions:
+        if act == "hold":
+            held.append((model.weight.detach(), model.weight.numpy().copy()))
+        elif act == "drop" and held:
+            held.pop(0)
+        elif act == "step":
+            opt.zero_grad()
+            (model(x) ** 2).sum().backward()
+            grads = [p.grad.numpy() for p in model.parameters()]
+            reference = [r - np.float32(0.1) * g for r, g in zip(reference, grads)]
+            opt.step()
+        for value, copy in held:
+            np.testing.assert_array_equal(value.numpy(), copy)
+    for p, r in zip(model.parameters(), reference):
+        np.testing.assert_array_equal(p.numpy(), r)
 
 
 @given(st.integers(0, 5), st.floats(1e-4, 1.0), st.sampled_from(["float32", "float64", "bfloat16"]))

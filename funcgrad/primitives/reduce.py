@@ -119,7 +119,10 @@ def _xent_rule(logits: ShapedArray, labels: ShapedArray) -> ShapedArray:
 
 def _xent(xp: Any, z: Any, y: Any) -> Any:
     """Per row: logsumexp(z) - z[label], in one pass over the logits."""
-    lse = _logsumexp(xp, z, axes=(1,), keepdims=False)
+    if z.size == 0:
+        return xp.zeros(z.shape[:1], z.dtype)
+    m = z.max(1)
+    lse = xp.log(xp.exp(z - m[:, None]).sum(1)) + m  # a row with no finite maximum is NaN, as in PyTorch
     return lse - z[xp.arange(z.shape[0]), y]
 
 
@@ -138,9 +141,12 @@ def _xent_grad_rule(g: ShapedArray, logits: ShapedArray, labels: ShapedArray) ->
 
 
 def _xent_grad(xp: Any, g: Any, z: Any, y: Any) -> Any:
-    """g * (softmax(z) - onehot(y)): one exp over the logits, then the labels' entries."""
-    out = xp.exp(z - _logsumexp(xp, z, axes=(1,), keepdims=True))
-    out *= g[:, None]
+    """g * (softmax(z) - onehot(y)): one exp over the logits, then the labels' entries.
+    (A row with no finite maximum has no softmax: it comes out NaN, as in PyTorch.)"""
+    if z.size == 0:
+        return xp.zeros(z.shape, z.dtype)
+    out = xp.exp(z - z.max(1, keepdims=True))
+    out *= (g / out.sum(1))[:, None]
     out[xp.arange(z.shape[0]), y] -= g
     return out
 

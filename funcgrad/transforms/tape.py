@@ -19,6 +19,7 @@ from typing import Any
 from ..array import Array
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
+from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from .autodiff import _toposort, no_grad_scope, propagate
 from .replay import replay
@@ -157,8 +158,11 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         return NotImplemented
     parents: list[Any] = []
     live = mutable = False
+    raw: list[Any] | None = []  # the kernel's arguments, while every argument is an array on one device
+    device = None
     for a in args:
-        meta = a._ag if a.__class__ is Array else getattr(a, "_ag", None)
+        cls = a.__class__
+        meta = a._ag if cls is Array else getattr(a, "_ag", None)
         if meta is not None and meta.requires_grad:
             fn = meta.grad_fn
             if fn is not None:
@@ -166,16 +170,29 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
             else:
                 parents.append((meta.accumulator or _edge(a)[0], 0, a._data.shape, a._dtype))
             live = True
-            mutable = mutable or type(a) is not Array
+            if cls is not Array:
+                mutable = True
         else:
             parents.append(None)
+        if raw is not None:
+            if isinstance(a, Array) and (device is None or a._device is device):
+                device = a._device
+                raw.append(a._data)
+            else:
+                raw = None
     if not live:
         return NotImplemented
-    if mutable:
-        args = tuple(_snapshot(a) for a in args)  # a Parameter may be re-pointed later: save its current value
+    if mutable:  # a Parameter may change later: save an alias of its current value
+        args = tuple([_snapshot(a) for a in args])
     rule = prim.vjp
-    if prim.impl is None and hasattr(rule, "residuals"):  # the common case: run the kernel, keep what the rule needs
-        ans = _pcore.run_eager(prim, args, params)
+    if prim.impl is None and rule.__class__ is VJPFromRules:  # the common case: the kernel, and what the rule keeps
+        if raw is not None and not prim.multiple_results and prim.view is None:  # straight to the kernel
+            try:
+                ans = _pcore._wrap((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params), device)
+            except Exception:
+                ans = _pcore.run_eager(prim, args, params)  # its checks explain the failure
+        else:
+            ans = _pcore.run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
     else:
         token = _TAPE_OFF.set(True)
