@@ -219,6 +219,35 @@ def test_memory_counts_return_to_baseline() -> None:
     assert fg.memory.allocated() == base
 
 
+def test_memory_counts_survive_arrays_freed_while_a_plan_runs() -> None:
+    """The garbage collector may free arrays (and uncount them) in the middle of a plan:
+    the plan must not write back counters it read before they changed."""
+    params, x, y = mlp_args(np.random.default_rng(3), 8, 16, 32, 4)
+    g = fg.grad(mlp_loss)
+    replay.clear()
+    g(params, x, y)
+    (plan,) = [p for p in replay._PLANS.values() if p is not None]
+    namespace = plan.lowered.fn.__globals__
+    name = next(k for k in namespace if k.startswith("k"))
+    kernel = namespace[name]
+    doomed: list = []
+
+    def kernel_that_frees_an_array(*args: object) -> object:
+        doomed.clear()  # as if the collector ran here
+        return kernel(*args)
+
+    namespace[name] = kernel_that_frees_an_array
+    try:
+        gc.collect()
+        base = fg.memory.allocated()
+        doomed.append(fg.ones((64,)) * 2.0)
+        g(params, x, y)
+        gc.collect()
+        assert fg.memory.allocated() == base
+    finally:
+        namespace[name] = kernel
+
+
 def test_lowered_program_equals_the_program() -> None:
     def f(x, y):
         z = fg.tanh(x @ y.T) * 2.0

@@ -15,7 +15,9 @@ last use:
 
 It computes exactly what evaluating the program would (the same kernels on the
 same arrays in the same order) and keeps ``fg.memory``'s counters as eager
-evaluation would: each kernel result is counted while it lives.
+evaluation would: each kernel result is counted while it lives. (The counters are
+updated where they live, never copied into a local: the garbage collector may free
+other arrays, and uncount them, while the program runs.)
 
 The function is built with ``exec`` from generated text, which is what makes it
 fast: locals and direct calls are the cheapest Python there is. Only names the
@@ -84,8 +86,6 @@ def lower(program: Program) -> Lowered:
     lines.append("def lowered(inputs, stats):")
     if program.invars:
         lines.append(f"    {', '.join(names[id(v)] for v in program.invars)}, = inputs")
-    lines.append("    alloc = stats.allocated")
-    lines.append("    peak = stats.peak")
     for i, eqn in enumerate(program.eqns):
         fn_name = fresh("k")
         glob[fn_name] = _step_fn(eqn)
@@ -107,14 +107,14 @@ def lower(program: Program) -> Lowered:
         if eqn.prim.view is None:  # a kernel made new memory
             for v in eqn.outputs:
                 counted.add(id(v))
-                lines.append(f"    alloc += {names[id(v)]}.nbytes")
-            lines.append("    if alloc > peak: peak = alloc")
+                lines.append(f"    stats.allocated += {names[id(v)]}.nbytes")
+            lines.append("    if stats.allocated > stats.peak: stats.peak = stats.allocated")
         read = dict.fromkeys(a for a in eqn.inputs if isinstance(a, Var))
         dead = [v for v in (*eqn.outputs, *read)  # never read again (or never read at all)
                 if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) == i]
         for v in dead:
             if id(v) in counted:
-                lines.append(f"    alloc -= {names[id(v)]}.nbytes")
+                lines.append(f"    stats.allocated -= {names[id(v)]}.nbytes")
             lines.append(f"    del {names[id(v)]}")
     out_kinds: list[tuple[str, Any]] = []
     returned = []
@@ -134,9 +134,7 @@ def lower(program: Program) -> Lowered:
             out_kinds.append(("new", None))
             returned.append(names[id(v)])
             if id(v) in counted:  # the caller's Array takes over (and counts) these bytes
-                lines.append(f"    alloc -= {names[id(v)]}.nbytes")
-    lines.append("    stats.allocated = alloc")
-    lines.append("    stats.peak = peak")
+                lines.append(f"    stats.allocated -= {names[id(v)]}.nbytes")
     lines.append(f"    return [{', '.join(returned)}]")
     source = "\n".join(lines)
     namespace = dict(glob)

@@ -25,6 +25,7 @@ Callers use plans only with no transform active and no history to record
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from .. import tree as _tree
@@ -42,6 +43,7 @@ MAX_PLANS = 64  # distinct graph structures kept; when full, the cache starts ov
 _PLANS: dict[tuple[Any, ...], Plan | None] = {}
 _MISSING = object()
 _SCALARS = (int, float, bool)
+_SEQ = attrgetter("seq")  # every graph node's creation number (autodiff.Node, the tape's GradFn and AccumulateGrad)
 
 
 class _NoPlan(Exception):
@@ -94,30 +96,26 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
     on; its nodes, parents before children; the arrays the backward reads (saved arrays
     node by node, then the seeds); and its leaf nodes.
 
-    Nodes are numbered in a depth-first post-order from the roots, which depends only on
-    the graph's structure, so equal structures get equal keys. A node is finished after
-    all its parents (a DAG), so its parents' numbers are known when its key is written."""
-    number: dict[int, int] = {}
-    nodes: list[Any] = []
+    Nodes are numbered in the order they were made (``seq``), which puts parents before
+    children and depends only on the program that recorded them, so the same program
+    gets the same key; a node's parents are named by their numbers, so the key also
+    says which values are shared."""
+    found: dict[int, Any] = {}
+    for r in roots:
+        found[id(r[0])] = r[0]
+    stack = list(found.values())
+    while stack:
+        for p in stack.pop().parents:
+            if p is not None and id(p[0]) not in found:
+                found[id(p[0])] = p[0]
+                stack.append(p[0])
+    nodes = sorted(found.values(), key=_SEQ)
+    number = {id(n): i for i, n in enumerate(nodes)}
     leaves: list[Any] = []
     key: list[Any] = []
     arrays: list[Any] = []
     add = key.append
-    seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(r[0], False) for r in reversed(roots)]
-    while stack:
-        node, done = stack.pop()
-        if not done:
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for p in reversed(node.parents):
-                if p is not None and id(p[0]) not in seen:
-                    stack.append((p[0], False))
-            continue
-        number[id(node)] = len(nodes)
-        nodes.append(node)
+    for node in nodes:
         if node.out_metas is not None:  # the tape's hooks or retain_grad: walk step by step
             raise _NoPlan
         rule = node.rule
@@ -128,19 +126,18 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
         residuals = node.residuals
         if rule.__class__ is not VJPFromRules or residuals.__class__ is not tuple:
             raise _NoPlan  # user code as a rule (custom_vjp, Function, checkpoint), or a freed graph
-        add(rule)  # the object itself: compared by identity and kept alive, so never confused
         params = node.params
         if params:
             for v in params.values():
                 if isinstance(v, ArrayBase):  # compared by identity in a key: never trusted
                     raise _NoPlan
-            add(tuple([(k, v.__class__, v) for k, v in params.items()]))
+            params = tuple([(k, v.__class__, v) for k, v in params.items()])
         else:
-            add(None)
-        for p in node.parents:
-            add(None if p is None else (number[id(p[0])], p[1], p[2], p[3].name))
+            params = None
         ans, args = residuals
-        add(len(args))
+        # the rule object itself: compared by identity and kept alive, so never confused
+        add((rule, params, len(args), *[None if p is None else (number[id(p[0])], p[1], p[2], p[3].name)
+                                        for p in node.parents]))
         for a in (ans, *args):
             if a.__class__ is Array:  # the common case, inline
                 arrays.append(a)
