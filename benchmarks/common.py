@@ -1,4 +1,4 @@
-"""Shared helpers: interleaved, median-of-rounds timing in one process."""
+"""Shared helpers: interleaved timing of several contenders in one process (median and best rounds)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ def per_call(fn: Callable[[], Any], number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
-def interleaved(run: dict[str, Callable[[], Any]], rounds: int, number: int, pause: float = 0.12) -> dict[str, float]:
-    """Median per-call seconds of each contender, alternating contenders every round and
-    pausing when switching (NumPy's BLAS threads spin ~0.1 s after a call)."""
+def interleaved_samples(run: dict[str, Callable[[], Any]], rounds: int, number: int,
+                        pause: float = 0.12) -> dict[str, list[float]]:
+    """Per-call seconds of each contender in every round, alternating contenders every
+    round and pausing when switching (NumPy's BLAS threads spin ~0.1 s after a call)."""
     for fn in run.values():
         per_call(fn, max(1, number // 5))
     samples: dict[str, list[float]] = {k: [] for k in run}
@@ -25,7 +26,18 @@ def interleaved(run: dict[str, Callable[[], Any]], rounds: int, number: int, pau
         for name, fn in run.items():
             time.sleep(pause)
             samples[name].append(per_call(fn, number))
-    return {k: statistics.median(v) for k, v in samples.items()}
+    return samples
+
+
+def interleaved(run: dict[str, Callable[[], Any]], rounds: int, number: int, pause: float = 0.12) -> dict[str, float]:
+    """Median per-call seconds of each contender (see ``interleaved_samples``)."""
+    return {k: statistics.median(v) for k, v in interleaved_samples(run, rounds, number, pause).items()}
+
+
+def median_and_best(samples: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float]]:
+    """The median round and the best round of each contender. On a shared machine the
+    best round is the steadier measure (other work only ever adds time); both are printed."""
+    return ({k: statistics.median(v) for k, v in samples.items()}, {k: min(v) for k, v in samples.items()})
 
 
 def optional(module: str) -> Any:
