@@ -216,32 +216,38 @@ def _linear(draw: Any) -> Case:
     return Case(args, {}, lambda x, w, *b: x @ w.T + (b[0] if b else 0), rtol_for(dtype) * 10)
 
 
-def _softmax_cross_entropy(draw: Any) -> Case:
+def _logits_and_labels(draw: Any) -> tuple[int, Any, np.ndarray, np.ndarray]:
+    """(rows, dtype, logits (rows, classes), integer labels (rows,)) for the cross-entropy pair."""
     n, c = draw(st.integers(0, 4)), draw(st.integers(1, 4))
     dtype = draw(st.sampled_from(FLOATS))
     labels = draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, c - 1)))
+    return n, dtype, arrays(draw, dtype, (n, c)), labels
+
+
+def _row_max(z: np.ndarray) -> np.ndarray:
+    return z.max(1, keepdims=True) if z.shape[0] else np.zeros((0, 1), z.dtype)
+
+
+def _softmax_cross_entropy(draw: Any) -> Case:
+    n, dtype, logits, labels = _logits_and_labels(draw)
 
     def reference(z: np.ndarray, y: np.ndarray) -> np.ndarray:
-        m = z.max(1, keepdims=True) if n else np.zeros((0, 1), z.dtype)
+        m = _row_max(z)
         return (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), y]).astype(z.dtype)
 
-    return Case([arrays(draw, dtype, (n, c)), labels], {}, reference, rtol_for(dtype) * 10)
+    return Case([logits, labels], {}, reference, rtol_for(dtype) * 10)
 
 
 def _softmax_cross_entropy_grad(draw: Any) -> Case:
-    n, c = draw(st.integers(0, 4)), draw(st.integers(1, 4))
-    dtype = draw(st.sampled_from(FLOATS))
-    labels = draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, c - 1)))
+    n, dtype, logits, labels = _logits_and_labels(draw)
 
     def reference(g: np.ndarray, z: np.ndarray, y: np.ndarray) -> np.ndarray:
-        e = np.exp(z - z.max(1, keepdims=True)) if n else z
-        out = e / e.sum(1, keepdims=True) if n else z
-        out = out.copy()
+        e = np.exp(z - _row_max(z))
+        out = e / e.sum(1, keepdims=True)
         out[np.arange(n), y] -= 1
         return (g[:, None] * out).astype(z.dtype)
 
-    return Case([arrays(draw, dtype, (n,)), arrays(draw, dtype, (n, c)), labels], {}, reference,
-                rtol_for(dtype) * 10)
+    return Case([arrays(draw, dtype, (n,)), logits, labels], {}, reference, rtol_for(dtype) * 10)
 
 
 def _einsum(draw: Any) -> Case:
