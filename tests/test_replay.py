@@ -248,6 +248,52 @@ def test_memory_counts_survive_arrays_freed_while_a_plan_runs() -> None:
         namespace[name] = kernel
 
 
+def test_a_plans_peak_is_the_most_its_kernel_results_hold_at_once() -> None:
+    """Lowered programs raise the peak once, by a size worked out from the program: it
+    must equal the most bytes the kernels' results really hold at once while it runs."""
+    import re
+    import weakref
+
+    params, x, y = mlp_args(np.random.default_rng(4), 8, 16, 32, 4)
+    g = fg.grad(mlp_loss)
+    replay.clear()
+    g(params, x, y)
+    (plan,) = [p for p in replay._PLANS.values() if p is not None]
+    namespace = plan.lowered.fn.__globals__
+    views = {p.name for p in registry() if p.view is not None}
+    step_prim = dict(re.findall(r"= (k\d+)\(.*\)  # (\w+)", plan.lowered.source))
+    originals = {k: namespace[k] for k in step_prim}
+    live = [0, 0]  # bytes held now, most held
+
+    def freed(n: int) -> None:
+        live[0] -= n
+
+    def counting(kernel: object, is_view: bool) -> object:
+        def run(*args: object) -> object:
+            out = kernel(*args)
+            if isinstance(out, np.generic):  # a NumPy scalar: as a 0-d array, which a weak reference can watch
+                out = np.asarray(out)
+            if not is_view:
+                live[0] += out.nbytes
+                live[1] = max(live)
+                weakref.finalize(out, freed, out.nbytes)
+            return out
+        return run
+
+    for k, name in step_prim.items():
+        namespace[k] = counting(originals[k], name in views)
+    try:
+        gc.collect()
+        base = fg.memory.allocated()
+        fg.memory.reset_peak()
+        grads = g(params, x, y)
+        assert live[1] > 0 and namespace["PEAK"] == live[1]
+        assert fg.memory.max_allocated() >= base + live[1]  # the forward pass may have held more
+        assert fg.memory.allocated() == base + sum(a.nbytes for a in grads)
+    finally:
+        namespace.update(originals)
+
+
 def test_lowered_program_equals_the_program() -> None:
     def f(x, y):
         z = fg.tanh(x @ y.T) * 2.0

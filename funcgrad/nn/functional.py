@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from .. import ops as _o
-from ..array import ArrayBase
+from ..array import Array, ArrayBase
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.linalg import linear_p
@@ -116,8 +116,6 @@ def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
 
 def _none_ignored(target: Any, ignore_index: int) -> bool:
     """True when ``target`` is concrete and no element equals ``ignore_index``."""
-    from ..array import Array
-
     if not isinstance(target, Array):
         return False  # traced: keep the general (masked) computation
     return not bool((target._host() == ignore_index).any())

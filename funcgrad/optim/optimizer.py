@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import ops
 from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
 from ..backends.device import CPU
@@ -34,9 +35,7 @@ def _value(x: Any) -> Any:
     if type(x) is Array and x._ag is None:
         return x
     if not isinstance(x, Array):
-        from ..ops import asarray
-
-        return asarray(x)
+        return ops.asarray(x)
     return Array._alias(x)
 
 
@@ -127,12 +126,10 @@ class Optimizer:
         self.param_groups.append(full)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        from ..ops import zeros_like
-
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    p.grad = None if set_to_none else zeros_like(p.grad)
+                    p.grad = None if set_to_none else ops.zeros_like(p.grad)
 
     def _grads(self, grads: Any) -> dict[int, Any]:
         params = [p for g in self.param_groups for p in g["params"]]

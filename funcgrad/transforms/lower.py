@@ -14,10 +14,14 @@ last use:
         ...
 
 It computes exactly what evaluating the program would (the same kernels on the
-same arrays in the same order) and keeps ``fg.memory``'s counters as eager
-evaluation would: each kernel result is counted while it lives. (The counters are
-updated where they live, never copied into a local: the garbage collector may free
-other arrays, and uncount them, while the program runs.)
+same arrays in the same order). ``fg.memory``'s counters come out as eager
+evaluation would leave them, with no bookkeeping per step: every size is known
+from the program, so the most bytes the kernel results ever hold at once is worked
+out here, once, and the function raises the peak by it on entry. Nothing is added
+to ``allocated``: each temporary is gone before the function returns, and the
+caller's arrays count the outputs. (The counters are only ever updated where they
+live, never copied into a local: the garbage collector may free other arrays, and
+uncount them, while the program runs.)
 
 The function is built with ``exec`` from generated text, which is what makes it
 fast: locals and direct calls are the cheapest Python there is. Only names the
@@ -28,6 +32,7 @@ globals, never formatted into it.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -82,8 +87,10 @@ def lower(program: Program) -> Lowered:
     outputs = {id(v) for v in program.outvars if isinstance(v, Var)}
     results: set[int] = set()  # values equations made (inputs and constants are never deleted)
     counted: set[int] = set()  # the results of kernels (fg.memory counts them)
+    live = peak = 0  # bytes the kernel results hold at this point of the function, and the most they hold
 
     lines.append("def lowered(inputs, stats):")
+    lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
     if program.invars:
         lines.append(f"    {', '.join(names[id(v)] for v in program.invars)}, = inputs")
     for i, eqn in enumerate(program.eqns):
@@ -107,14 +114,14 @@ def lower(program: Program) -> Lowered:
         if eqn.prim.view is None:  # a kernel made new memory
             for v in eqn.outputs:
                 counted.add(id(v))
-                lines.append(f"    stats.allocated += {names[id(v)]}.nbytes")
-            lines.append("    if stats.allocated > stats.peak: stats.peak = stats.allocated")
+                live += _nbytes(v)
+            peak = max(peak, live)
         read = dict.fromkeys(a for a in eqn.inputs if isinstance(a, Var))
         dead = [v for v in (*eqn.outputs, *read)  # never read again (or never read at all)
                 if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) == i]
         for v in dead:
             if id(v) in counted:
-                lines.append(f"    stats.allocated -= {names[id(v)]}.nbytes")
+                live -= _nbytes(v)
             lines.append(f"    del {names[id(v)]}")
     out_kinds: list[tuple[str, Any]] = []
     returned = []
@@ -133,11 +140,9 @@ def lower(program: Program) -> Lowered:
         else:
             out_kinds.append(("new", None))
             returned.append(names[id(v)])
-            if id(v) in counted:  # the caller's Array takes over (and counts) these bytes
-                lines.append(f"    stats.allocated -= {names[id(v)]}.nbytes")
     lines.append(f"    return [{', '.join(returned)}]")
     source = "\n".join(lines)
-    namespace = dict(glob)
+    namespace = dict(glob, PEAK=peak)
     exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
     return Lowered(namespace["lowered"], source, out_kinds)
 
@@ -153,6 +158,10 @@ def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: An
         else:
             result.append(what)
     return result
+
+
+def _nbytes(v: Var) -> int:
+    return math.prod(v.aval.shape) * v.aval.dtype.itemsize
 
 
 def _literal(value: Any, eqn: Any) -> Any:

@@ -16,7 +16,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..array import Array
+from .. import ops
+from ..array import Array, wrap_kernel_output
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.ad import VJPFromRules
@@ -255,8 +256,6 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
          capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any]:
     """The backward pass. With ``capture`` (autograd.grad) the listed (node, index)
     cotangents are returned instead of being accumulated into ``.grad``."""
-    from .. import ops
-
     if not create_graph and _pcore.current_interpreter.get() is None:
         replayed = _replayed(roots, retain_graph, capture)
         if replayed is not None:
@@ -309,8 +308,6 @@ def _detached(x: Any) -> Any:
 
 
 def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
-    from .. import ops
-
     meta = variable._ag
     if not create_graph:
         ct = _detached(ct)
@@ -319,15 +316,15 @@ def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
 
 
 def _seed(output: Any, gradient: Any, where: str) -> Any:
-    from ..array import Array
-    from ..ops import asarray, ones_like
 
     if gradient is None:
         if output.size != 1:
             raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can "
                              "only be implied for scalars; pass gradient= (a cotangent of that shape) or call .sum()")
-        return ones_like(output)
-    gradient = gradient if isinstance(gradient, Array) else asarray(gradient, output.dtype)
+        if output.__class__ is Array:  # straight from the backend: this runs once per training step
+            return wrap_kernel_output(output._device.backend.xp.ones_like(output._data), output._device)
+        return ops.ones_like(output)
+    gradient = gradient if isinstance(gradient, Array) else ops.asarray(gradient, output.dtype)
     if tuple(gradient.shape) != tuple(output.shape):
         raise ShapeError(f"{where}: gradient of shape {fmt_shape(tuple(gradient.shape))} for an output of shape "
                          f"{fmt_shape(tuple(output.shape))}")
