@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import ops
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import DTypeError, ShapeError
@@ -33,9 +34,7 @@ __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian"
 def _as_array(x: Any) -> Any:
     if isinstance(x, ArrayBase):
         return x
-    from ..ops import asarray
-
-    return asarray(x)
+    return ops.asarray(x)
 
 
 def _differentiated(x: Any) -> Any:
@@ -86,10 +85,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
         tracked = [n for n in leaves if n is not None]
         got = backprop(seeds, tracked) if seeds else [None] * len(tracked)
         it = iter(got)
-        from ..ops import zeros_like
-
         cts = [(next(it) if n is not None else None) for n in leaves]
-        cts = [zeros_like(x) if c is None else c for c, x in zip(cts, flat)]
+        cts = [ops.zeros_like(x) if c is None else c for c, x in zip(cts, flat)]
         return _tree.unflatten(in_tree, cts)  # type: ignore[no-any-return]
 
     result = _tree.unflatten(out_tree, out_primals)
@@ -121,8 +118,6 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
         out = f(*_tree.unflatten(in_tree, tracers))
         out, aux = _split_aux(out, has_aux, "jvp")
     out_flat, out_tree = _tree.flatten(out)
-    from ..ops import zeros_like
-
     primals_out, tangents_out = [], []
     for o in out_flat:
         if isinstance(o, JVPTracer) and o._interp is interp:
@@ -131,7 +126,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
         else:
             o = _as_array(o)
             primals_out.append(o)
-            tangents_out.append(zeros_like(o))
+            tangents_out.append(ops.zeros_like(o))
     result = (_tree.unflatten(out_tree, primals_out), _tree.unflatten(out_tree, tangents_out))
     return result + (_strip(aux, interp),) if has_aux else result
 
@@ -170,9 +165,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
                 "or reduce it first, e.g. return loss.sum().")
         if out.dtype.kind != "f":
             raise DTypeError(f"grad: the function returned dtype {out.dtype}; a floating-point scalar is needed")
-        from ..ops import ones_like
-
-        grads = f_vjp(ones_like(out))
+        grads = f_vjp(ops.ones_like(out))
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((out, aux[0]), g) if has_aux else (out, g)
 
@@ -192,10 +185,8 @@ def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Call
 
 
 def _std_basis(x: Any) -> Any:
-    from ..ops import eye, reshape
-
     n = x.size
-    return reshape(eye(n, dtype=x.dtype, device=x.device), (n,) + tuple(x.shape))
+    return ops.reshape(ops.eye(n, dtype=x.dtype, device=x.device), (n,) + tuple(x.shape))
 
 
 def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
@@ -203,8 +194,6 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     ``out.shape + arg.shape`` (pytrees: outputs outside, arguments inside)."""
 
     def wrapper(*args: Any) -> Any:
-        from ..ops import reshape, stack
-
         nums = _argnums(argnums, len(args), "jacrev")
         diff = tuple(args[n] for n in nums)
 
@@ -222,9 +211,10 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
             rows = []
             for k in range(o.size):
                 seed = [_zeros(q) for q in out_flat]
-                seed[i] = reshape(_std_basis(o)[k], tuple(o.shape))
+                seed[i] = ops.reshape(_std_basis(o)[k], tuple(o.shape))
                 rows.append(_tree.leaves(f_vjp(_tree.unflatten(out_tree, seed))))
-            per_in = [reshape(stack([r[j] for r in rows]) if rows else _empty(o, x), tuple(o.shape) + tuple(x.shape))
+            per_in = [ops.reshape(ops.stack([r[j] for r in rows]) if rows else _empty(o, x),
+                                  tuple(o.shape) + tuple(x.shape))
                       for j, x in enumerate(in_flat)]
             blocks.append(_tree.unflatten(in_tree, per_in))
         blocks = [b[0] if isinstance(argnums, int) else b for b in blocks]
@@ -234,15 +224,11 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
 
 
 def _zeros(x: Any) -> Any:
-    from ..ops import zeros_like
-
-    return zeros_like(x)
+    return ops.zeros_like(x)
 
 
 def _empty(o: Any, x: Any) -> Any:
-    from ..ops import zeros
-
-    return zeros(tuple(o.shape) + tuple(x.shape), x.dtype, device=x.device)
+    return ops.zeros(tuple(o.shape) + tuple(x.shape), x.dtype, device=x.device)
 
 
 def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
@@ -250,8 +236,6 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     ``out.shape + arg.shape``."""
 
     def wrapper(*args: Any) -> Any:
-        from ..ops import moveaxis, reshape, stack
-
         nums = _argnums(argnums, len(args), "jacfwd")
         diff = tuple(args[n] for n in nums)
         in_flat, in_tree = _tree.flatten(diff)
@@ -287,8 +271,8 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
                 if x.size == 0:
                     per_in.append(_empty(o, x))
                     continue
-                stacked = stack([c[i] for c in columns[j]])  # (x.size,) + o.shape
-                per_in.append(reshape(moveaxis(stacked, 0, -1), tuple(o.shape) + tuple(x.shape)))
+                stacked = ops.stack([c[i] for c in columns[j]])  # (x.size,) + o.shape
+                per_in.append(ops.reshape(ops.moveaxis(stacked, 0, -1), tuple(o.shape) + tuple(x.shape)))
             tree_in = _tree.unflatten(in_tree, per_in)
             blocks.append(tree_in[0] if isinstance(argnums, int) else tree_in)
         return _tree.unflatten(out_tree, blocks)
