@@ -302,6 +302,19 @@ class Array(ArrayBase):
         return a
 
     @staticmethod
+    def _backend_view(base: Array, data: Any) -> Array:
+        """A new array over ``base``'s buffer whose data is ``data``, a view the backend made
+        of ``base``'s data (its layout is worked out from addresses when asked for)."""
+        a = _new(Array)
+        a._data = data
+        a._dtype = base._dtype
+        a._device = base._device
+        a._buf = base.buffer
+        a._layout = None
+        a._ag = None
+        return a
+
+    @staticmethod
     def _alias(x: Array) -> Array:
         """A plain array over ``x``'s current data and buffer, without history: no new view is
         built (a Parameter re-pointed later, or a tape array, keeps this one's value)."""
@@ -327,11 +340,14 @@ class Array(ArrayBase):
     def _layout_obj(self) -> Layout:
         layout = self._layout
         if layout is None:
-            flat, offset, strides = self._device.backend.flat_span(self._data)
-            buf = self.buffer
-            if buf._flat is None:
-                buf._flat = flat
-            layout = self._layout = Layout(tuple(self._data.shape), strides, offset)
+            data, buf, backend = self._data, self.buffer, self._device.backend
+            if data is buf.owner:  # the array the memory came from
+                flat, offset, strides = backend.flat_span(data)
+                if buf._flat is None:
+                    buf._flat = flat
+            else:  # a backend view into it (basic indexing's fast path makes these)
+                offset, strides = backend.place_in(buf.flat, data)
+            layout = self._layout = Layout(tuple(data.shape), strides, offset)
         return layout
 
     # -- metadata ---------------------------------------------------------------

@@ -7,7 +7,7 @@ import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 import funcgrad as fg
 
@@ -140,3 +140,68 @@ def test_views_of_a_view_never_change_when_a_new_array_is_made() -> None:
     v = x[::2]
     y = x.at[0].set(100.0)
     assert v.tolist() == [0.0, 2.0, 4.0] and y[0].item() == 100.0
+
+
+@st.composite
+def _basic_index(draw, shape: tuple[int, ...]) -> tuple:
+    """Ints, slices and Nones (which consume no axis) for some leading axes, maybe an ``...``."""
+    entries: list = []
+    axis = 0
+    while axis < len(shape) and draw(st.integers(0, 3)):
+        n = shape[axis]
+        kind = draw(st.sampled_from(["int", "slice", "none"] if n else ["slice", "none"]))
+        if kind == "none":
+            entries.append(None)
+            continue
+        if kind == "int":
+            entries.append(draw(st.integers(-n, n - 1)) if draw(st.booleans()) else np.int64(draw(st.integers(0, n - 1))))
+        else:
+            entries.append(slice(draw(st.none() | st.integers(-5, 5)), draw(st.none() | st.integers(-5, 5)),
+                                 draw(st.sampled_from([None, 1, 2, -1, -3]))))
+        axis += 1
+    if draw(st.booleans()):  # anywhere when it stands for no axes, else after the entries
+        entries.insert(draw(st.integers(0, len(entries))) if axis == len(shape) else len(entries), Ellipsis)
+    return tuple(entries)
+
+
+@settings(max_examples=300)
+@given(data=st.data(), shape=hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4))
+def test_basic_indexing_fast_path_equals_the_view_primitives(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    """Plain arrays are indexed by the backend's own basic indexing (ops/indexing.py,
+    ``_basic_view``); the result must be the array the slice/squeeze/expand_dims
+    primitives make: values, shape, strides, offset and buffer."""
+    from funcgrad.ops import indexing
+
+    base = fg.asarray(np.arange(max(1, int(np.prod(shape))), dtype=np.float32)[:int(np.prod(shape))].reshape(shape))
+    x = base.mT if base.ndim >= 2 and data.draw(st.booleans()) else base  # a strided input too
+    x = x[::-1] if x.ndim and data.draw(st.booleans()) else x
+    index = data.draw(_basic_index(tuple(x.shape)))
+    fast = indexing._basic_view(x, index)
+    assert fast is not None
+    original, indexing._basic_view = indexing._basic_view, lambda x, index: None
+    try:
+        general = x[index]
+    finally:
+        indexing._basic_view = original
+    assert fast.shape == general.shape and fast.buffer is general.buffer is base.buffer
+    np.testing.assert_array_equal(fast.numpy(), general.numpy())
+    np.testing.assert_array_equal(fast.numpy(), x.numpy()[index])
+    if general.size:
+        assert fast.storage_offset() == general.storage_offset()
+        assert fast.stride() == general.stride() or any(d <= 1 for d in general.shape)
+    np.testing.assert_array_equal(fast.mT.numpy() if fast.ndim >= 2 else fast.numpy(),
+                                  general.mT.numpy() if general.ndim >= 2 else general.numpy())
+
+
+def test_basic_indexing_errors_and_the_cases_it_leaves_to_the_general_path() -> None:
+    x = fg.arange(6.0).reshape(2, 3)
+    with pytest.raises(IndexError, match=r"index 3 is out of bounds for axis 1 with size 3 \(array shape \(2, 3\)\)"):
+        x[0, 3]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0]
+    assert x[1, 2].shape == () and x[1, 2].item() == 5.0  # a 0-d array, not a scalar
+    x.requires_grad_(True)
+    assert x[0, 1:].grad_fn is not None  # recorded by the tape, not a backend view
+    c = fg.ones((2, 3))
+    program = fg.trace(lambda a: a + c[:, 0])(fg.ones((2,)))
+    assert "squeeze" in [e.prim.name for e in program.eqns]  # indexing under a transform is recorded

@@ -24,6 +24,7 @@ class Backend(Protocol):
 
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any: ...
     def flat_span(self, arr: Any) -> tuple[Any, int, tuple[int, ...]]: ...
+    def place_in(self, flat: Any, arr: Any) -> tuple[int, tuple[int, ...]]: ...
     def kernel(self, spec: Any) -> Callable[..., Any]: ...
     def from_host(self, host: np.ndarray) -> Any: ...
     def to_host(self, arr: Any) -> np.ndarray: ...
@@ -67,6 +68,18 @@ class ArrayModuleBackend:
         corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(arr.shape, strides))]
         flat = self.xp.lib.stride_tricks.as_strided(corner, shape=(span,), strides=(item,))
         return flat, -low, strides
+
+    def place_in(self, flat: Any, arr: Any) -> tuple[int, tuple[int, ...]]:
+        """(offset, strides): where ``arr``, a view into the memory of ``flat``, lies in it, in
+        elements (the inverse of ``view``). An empty array reads no memory: (0, zeros)."""
+        if arr.size == 0:
+            return 0, (0,) * arr.ndim
+        item = arr.itemsize
+        return (self._address(arr) - self._address(flat)) // item, tuple(s // item for s in arr.strides)
+
+    @staticmethod
+    def _address(arr: Any) -> int:
+        return arr.__array_interface__["data"][0]  # type: ignore[no-any-return]
 
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
         if 0 in shape:  # reads no memory: its offset may point past an empty buffer

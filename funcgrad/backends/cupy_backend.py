@@ -67,6 +67,10 @@ class CupyBackend(ArrayModuleBackend):
             shape, flat.dtype, memptr=flat.data + offset * item, strides=tuple(s * item for s in strides)
         )
 
+    @staticmethod
+    def _address(arr: Any) -> int:
+        return arr.data.ptr  # type: ignore[no-any-return]
+
     def kernel(self, spec: Any) -> Callable[..., Any]:
         base = super().kernel(spec)
         if self.device.index == 0:

@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
 from ..errors import DTypeError, ShapeError
-from ..primitives.core import bind, fmt_shape
+from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.index import gather_p, scatter_p, take_along_axis_p
 from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
@@ -81,7 +81,34 @@ def _check_int(i: int, axis: int, shape: tuple[int, ...]) -> int:
     return i % n
 
 
+_BASIC = (int, slice, type(None), type(Ellipsis), np.integer)
+
+
+def _basic_view(x: Any, index: Any) -> Any:
+    """``x[index]`` by the backend's own basic indexing, when that is what the general path
+    below would compute: a plain array (no history, nothing tracing) and an index of ints,
+    slices, ``None`` and ``...``. Slicing is everywhere in user code (batches, columns), and
+    this is one backend call instead of three view primitives. ``None`` when it does not
+    apply, or the backend refuses the index (the general path then explains why)."""
+    if x.__class__ is not Array or x._ag is not None or current_interpreter.get() is not None:
+        return None
+    entries = index if index.__class__ is tuple else (index,)
+    for e in entries:
+        if not isinstance(e, _BASIC) or isinstance(e, (bool, np.bool_)):
+            return None
+    if Ellipsis not in entries:
+        entries += (Ellipsis,)  # all-int indices give a 0-d view, not a scalar copy
+    try:
+        data = x._data[entries]
+    except Exception:
+        return None
+    return Array._backend_view(x, data)
+
+
 def getitem(x: Any, index: Any) -> Any:
+    fast = _basic_view(x, index)
+    if fast is not None:
+        return fast
     x = _single(x)
     entries = normalize_index(x, index)
     if any(isinstance(e, ArrayBase) for e in entries):
