@@ -205,3 +205,56 @@ def test_basic_indexing_errors_and_the_cases_it_leaves_to_the_general_path() -> 
     c = fg.ones((2, 3))
     program = fg.trace(lambda a: a + c[:, 0])(fg.ones((2,)))
     assert "squeeze" in [e.prim.name for e in program.eqns]  # indexing under a transform is recorded
+
+
+VIEW_PRIMITIVES = [p for p in fg.registry() if p.view is not None]
+
+
+@pytest.mark.parametrize("prim", VIEW_PRIMITIVES, ids=lambda p: p.name)
+@given(data=st.data())
+def test_eager_views_by_the_backend_equal_the_layout_rule(prim, data: st.DataObject) -> None:
+    """Eager views of plain arrays are made by the primitive's ``native`` call; the layout
+    rule (which transforms use) must describe the same array: values, shape, offset,
+    strides and buffer (or a copy, where reshape needs one)."""
+    from funcgrad.array import Array
+
+    from .primitive_cases import CASES
+
+    case = CASES[prim.name](data.draw)
+    a = np.asarray(case.args[0])
+    if a.ndim >= 2 and data.draw(st.booleans()):  # the same shape, laid out transposed
+        base = fg.asarray(np.ascontiguousarray(np.swapaxes(a, -1, -2)))
+        x = base.mT
+    else:
+        x = base = fg.asarray(a)
+    got = fg.bind(prim, x, **case.params)
+    layout = prim.view(x._layout_obj(), **case.params)
+    if layout is None:  # reshape of elements in no viewable order: both copy
+        assert got.buffer is not base.buffer
+        expected = fg.bind(prim, x.contiguous(), **case.params)
+    else:
+        expected = Array._view_of(x, layout)
+        assert got.buffer is base.buffer
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    if got.size:
+        assert got.storage_offset() == expected.storage_offset() or layout is None
+        assert got.stride() == expected.stride() or any(d <= 1 for d in got.shape)
+
+
+def test_eager_views_reject_what_the_layout_rule_rejects() -> None:
+    """Backend calls can be lenient (Python slicing clamps, list.insert appends, a
+    broadcast view's strides may fit); the eager views must still raise."""
+    from funcgrad.primitives.shape import broadcast_to_p, expand_dims_p, slice_p, squeeze_p
+
+    x = fg.arange(3.0)
+    with pytest.raises(fg.ShapeError, match="cannot broadcast shape"):
+        fg.bind(broadcast_to_p, x, shape=(2,))
+    with pytest.raises(fg.ShapeError, match="fewer"):
+        fg.bind(broadcast_to_p, fg.ones((2, 3)), shape=(3,))
+    with pytest.raises(fg.ShapeError, match="out of range"):
+        fg.bind(expand_dims_p, x, dimensions=(5,))
+    with pytest.raises(IndexError, match="out of bounds"):
+        fg.bind(slice_p, x, index=((1, 5, 1),))
+    with pytest.raises(fg.ShapeError, match="not 1"):
+        fg.bind(squeeze_p, x, dimensions=(0,))

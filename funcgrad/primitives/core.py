@@ -124,8 +124,9 @@ class Primitive:
         gpu_kernel: an optional different spec for CuPy.
         view: for view primitives, ``(layout, **params) -> Layout``; no kernel runs.
         native: optionally, for a view primitive, a kernel-style spec making the
-            same view of a raw backend array (lowered programs call it; eager
-            views go through ``view``, which also keeps the buffer's metadata).
+            same view of a raw backend array. Lowered programs call it, and so do
+            eager views of plain arrays (``view`` is the rule it must agree with:
+            transforms, and views the backend declines to make, use the rule).
         impl: for call-like primitives, an eager implementation in terms of other binds.
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
         jvp, vjp, transpose, batch: filled in by the transforms' rule tables.
@@ -165,6 +166,7 @@ class Primitive:
         self.transpose: Callable[..., Any] | None = None
         self.batch: Callable[..., Any] | None = None
         self._kernels: dict[Any, Callable[..., Any]] = {}
+        self._natives: dict[Any, Callable[..., Any] | None] = {}
         _REGISTRY[name] = self
 
     def __repr__(self) -> str:
@@ -184,10 +186,14 @@ class Primitive:
 
 
     def native_for(self, device: Any) -> Callable[..., Any] | None:
-        """A view primitive's ``native`` call on ``device``'s backend, or ``None`` if it has none."""
-        if self.native_spec is None:
-            return None
-        return device.backend.kernel(self.native_spec)  # type: ignore[no-any-return]
+        """A view primitive's ``native`` call on ``device``'s backend, or ``None`` if it has
+        none (resolved once, then cached)."""
+        try:
+            return self._natives[device]
+        except KeyError:
+            spec = self.native_spec
+            fn = self._natives[device] = None if spec is None else device.backend.kernel(spec)
+            return fn
 
 
 _REGISTRY: dict[str, Primitive] = {}

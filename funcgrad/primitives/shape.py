@@ -86,20 +86,24 @@ def _broadcast_to(x: Layout, *, shape: tuple[int, ...]) -> Layout:
     return Layout(tuple(shape), tuple(strides), x.offset)
 
 
+def _slice_lengths(index: tuple[tuple[int, int, int], ...], shape: tuple[int, ...]) -> list[int]:
+    """Each axis's length after slicing; an error for a triple that reaches outside its axis."""
+    if len(index) != len(shape):
+        raise ShapeError(f"slice: {len(index)} slices for an array of shape {fmt_shape(shape)}")
+    lengths = []
+    for (start, stop, step), n in zip(index, shape):
+        length = len(range(start, stop, step))
+        if length and not (0 <= start < n and 0 <= start + (length - 1) * step < n):
+            raise IndexError(f"slice: ({start}, {stop}, {step}) is out of bounds for an axis of size {n}")
+        lengths.append(length)
+    return lengths
+
+
 def _slice(x: Layout, *, index: tuple[tuple[int, int, int], ...]) -> Layout:
     """``index`` holds one normalised (start, stop, step) per axis, as slice.indices gives."""
-    if len(index) != len(x.shape):
-        raise ShapeError(f"slice: {len(index)} slices for an array of shape {fmt_shape(x.shape)}")
-    shape, strides, offset = [], [], x.offset
-    for (start, stop, step), n, s in zip(index, x.shape, x.strides):
-        length = len(range(start, stop, step))
-        if length:
-            if not (0 <= start < n and 0 <= start + (length - 1) * step < n):
-                raise IndexError(f"slice: ({start}, {stop}, {step}) is out of bounds for an axis of size {n}")
-            offset += start * s
-        shape.append(length)
-        strides.append(s * step)
-    return Layout(tuple(shape), tuple(strides), offset)
+    lengths = _slice_lengths(index, x.shape)
+    offset = x.offset + sum(start * s for (start, _, _), s, n in zip(index, x.strides, lengths) if n)
+    return Layout(tuple(lengths), tuple(s * step for (_, _, step), s in zip(index, x.strides)), offset)
 
 
 def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
@@ -159,29 +163,34 @@ def _python_slice(start: int, stop: int, step: int) -> slice:
 
 
 def _native_slice(xp: Any, x: Any, *, index: tuple[tuple[int, int, int], ...]) -> Any:
+    _slice_lengths(index, x.shape)  # as strict as the rule: Python slicing would clamp
     return x[tuple(_python_slice(*t) for t in index)]
 
 
 # ``native``: the array module's own call for the same view, on raw arrays (lowered programs use it).
-reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: xp.reshape(x, new_sizes))
+reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes))
 transpose_p = Primitive("transpose", None, view=_transpose,
-                        native=lambda xp, x, *, permutation: xp.transpose(x, permutation))
+                        native=lambda xp, x, *, permutation: x.transpose(permutation))
 def _native_broadcast_to(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
     """NumPy's broadcast_to builds an iterator to find the strides; for a contiguous array
     they are the array's own, with 0 on every new or stretched axis (5x faster)."""
     if xp is not np or not x.flags.c_contiguous or x.size == 0:
         return xp.broadcast_to(x, shape)
     lead = len(shape) - x.ndim
+    if lead < 0 or any(d != n and d != 1 for d, n in zip(x.shape, shape[lead:])):
+        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")  # (the view's strides would fit)
     strides = (0,) * lead + tuple(0 if d == 1 and n != 1 else s for d, s, n in zip(x.shape, x.strides, shape[lead:]))
     return np.ndarray(shape, x.dtype, buffer=x, strides=strides)
 
 
 broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native=_native_broadcast_to)
 slice_p = Primitive("slice", None, view=_slice, native=_native_slice)
-squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: xp.squeeze(x, dimensions))
+squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions))
 def _native_expand_dims(xp: Any, x: Any, *, dimensions: tuple[int, ...]) -> Any:
     shape = list(x.shape)
     for d in dimensions:
+        if not 0 <= d <= len(shape):  # (list.insert would put it at an end)
+            raise ValueError(f"expand_dims: axis {d} is out of range for the result")
         shape.insert(d, 1)
     return x.reshape(shape)  # a view (inserting size-1 axes always is); xp.expand_dims is slower
 
