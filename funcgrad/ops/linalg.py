@@ -6,7 +6,7 @@ import builtins
 from typing import Any
 
 from .. import dtypes as _dt
-from ..array import Array
+from ..array import Array, ArrayBase
 from ..errors import ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.linalg import cholesky_p, einsum_p, inv_p, matmul_p, solve_p
@@ -26,6 +26,9 @@ def _float_pair(op: str, a: Any, b: Any) -> tuple[Any, Any]:
 def matmul(a: Any, b: Any, /) -> Any:
     """``a @ b`` with NumPy's rules (1-D operands, broadcast batch axes)."""
     if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype and a._dtype is not _dt.bfloat16:
+        return bind(matmul_p, a, b)
+    if isinstance(a, ArrayBase) and isinstance(b, ArrayBase) and a.dtype is b.dtype and a.dtype is not _dt.bfloat16:
+        # tracers: the same check through the public attributes
         return bind(matmul_p, a, b)
     a, b = _promote("matmul", (a, b))
     if a.dtype is _dt.bfloat16:

@@ -316,6 +316,17 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
     return run_eager(prim, args, params)
 
 
+def run_on_arrays(prim: Primitive, raw: list[Any], device: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """A kernel primitive with one result, every argument an array on ``device`` (``raw``:
+    their backend arrays): the kernel, straight. The derivative interpreters and the tape
+    call this once they have looked at each argument anyway. On a failure the general path
+    runs, whose checks explain it."""
+    try:
+        return _wrap((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params), device)
+    except Exception:
+        return run_eager(prim, args, params)
+
+
 def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """The eager evaluation itself, with no tape (the tape calls this for its forward pass)."""
     Array = _Array

@@ -214,24 +214,37 @@ class VJPInterpreter(Interpreter):
         primals: list[Any] = []
         parents: list[Any] = []
         live = False
+        raw: list[Any] | None = []  # the kernel's arguments, while every primal is an array on one device
+        device = None
         for a in args:
             if a.__class__ is VJPTracer and a._interp is self:
                 p = a.primal
                 primals.append(p)
-                parents.append((a.node, a.index, tuple(p.shape), p.dtype))
+                parents.append((a.node, a.index, p._data.shape if p.__class__ is _Array else tuple(p.shape),
+                                p.dtype))
                 live = True
             else:
                 if isinstance(a, Tracer):
                     check_tracer(self, a)
+                p = a
                 primals.append(a)
                 parents.append(None)
+            if raw is not None:
+                if p.__class__ is _Array and p._ag is None and (device is None or p._device is device):
+                    device = p._device
+                    raw.append(p._data)
+                else:
+                    raw = None
         rule = prim.vjp
         if (live and self.parent is None and rule.__class__ is VJPFromRules and prim.impl is None
                 and prim.differentiable and _NO_GRAD.get() is None):
             # the common case, eager below: run the primitive (a kernel: it binds nothing, so
             # the interpreter need not be switched) and keep what the rule needs
             primals_t = tuple(primals)
-            ans = _pcore.eager(prim, primals_t, params)
+            if raw is not None and prim.view is None and not prim.multiple_results:
+                ans = _pcore.run_on_arrays(prim, raw, device, primals_t, params)
+            else:
+                ans = _pcore.eager(prim, primals_t, params)
             return self.record(prim, rule, params, tuple(parents), rule.residuals(primals_t, params, ans), ans)
         token = _set_interpreter(self.parent)  # evaluate below this interpreter
         try:

@@ -190,10 +190,7 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     rule = prim.vjp
     if prim.impl is None and rule.__class__ is VJPFromRules:  # the common case: the kernel, and what the rule keeps
         if raw is not None and not prim.multiple_results and prim.view is None:  # straight to the kernel
-            try:
-                ans = _pcore._wrap((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params), device)
-            except Exception:
-                ans = _pcore.run_eager(prim, args, params)  # its checks explain the failure
+            ans = _pcore.run_on_arrays(prim, raw, device, args, params)
         else:
             ans = _pcore.run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
