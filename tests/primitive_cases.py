@@ -64,7 +64,7 @@ _UNARY_DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "log1p": 
                  "arccosh": (1.01, 5), "reciprocal": (0.1, 5), "tan": (-1.2, 1.2)}
 _UNARY_REF = {"rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
               "erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype),
-              "round": np.round}
+              "round": np.round, "relu": lambda x: np.maximum(x, x.dtype.type(0))}
 
 
 def _unary(name: str) -> Any:

@@ -174,6 +174,18 @@ def test_axpy_is_the_two_operation_update_bit_for_bit(n: int, lr: float, dtype: 
     assert mixed.dtype == fg.float64
 
 
+def test_relu_is_one_primitive_with_pytorch_semantics() -> None:
+    x = fg.asarray(np.array([-1.5, 0.0, 2.0, np.nan], np.float32))
+    y = F.relu(x)
+    assert np.array_equal(y.numpy(), [0.0, 0.0, 2.0, np.nan], equal_nan=True)  # NaN stays NaN (where() would give 0)
+    assert fg.grad(lambda v: F.relu(v).sum())(x).tolist() == [0.0, 0.0, 1.0, 0.0]  # 0 at 0, as PyTorch
+    assert [e.prim.name for e in fg.trace(F.relu)(x).eqns] == ["relu"]
+    assert F.relu(fg.asarray(np.array([-2, 3]))).tolist() == [0, 3]
+    assert F.relu(x.astype(fg.bfloat16)).dtype == fg.bfloat16
+    with pytest.raises(fg.DTypeError, match="relu"):
+        F.relu(fg.asarray(np.array([True, False])))
+
+
 def test_optimizer_errors() -> None:
     with pytest.raises(TypeError, match="only optimize fg.nn.Parameter"):
         fg.optim.SGD([fg.ones(2)], lr=0.1)

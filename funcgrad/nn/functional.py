@@ -9,6 +9,7 @@ from .. import ops as _o
 from ..array import Array, ArrayBase
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
+from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
@@ -30,8 +31,15 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     return out if bias is None else out + bias
 
 
+_RELU = UNARY["relu"]
+
+
 def relu(x: Any) -> Any:
-    return _o.where(x > 0, x, 0.0)  # derivative 0 at 0, as PyTorch
+    """``max(x, 0)``, one primitive: NaN stays NaN and the derivative at 0 is 0, as in PyTorch."""
+    x = x if isinstance(x, ArrayBase) else _o.asarray(x)
+    if x.dtype.kind == "b":
+        raise DTypeError("relu: takes a numeric array, got bool (cast it first, e.g. x.astype(fg.float32))")
+    return bind(_RELU, x)
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:

@@ -61,6 +61,10 @@ def _round(xp: Any, x: Any, decimals: int = 0) -> Any:
     return xp.round(x, decimals)
 
 
+def _relu(xp: Any, x: Any) -> Any:
+    return xp.maximum(x, x.dtype.type(0))  # a zero of x's own dtype (bfloat16 would promote a Python 0)
+
+
 # name -> (kernel, accepted kinds); all keep their input dtype
 UNARY_TABLE: dict[str, tuple[Any, str]] = {
     "neg": ("negative", "iuf"),
@@ -77,6 +81,8 @@ UNARY_TABLE: dict[str, tuple[Any, str]] = {
     "floor": ("floor", "f"), "ceil": ("ceil", "f"), "trunc": ("trunc", "f"),
     "round": (_round, "f"),
     "bitwise_invert": ("invert", "biu"),
+    # max(x, 0) as one operation (PyTorch's relu): NaN stays NaN, and the derivative at 0 is 0
+    "relu": (_relu, "iuf"),
 }
 NON_DIFFERENTIABLE = {"sign", "floor", "ceil", "trunc", "round", "bitwise_invert"}
 
@@ -232,6 +238,7 @@ UNARY_DERIVATIVES: dict[str, tuple[Any, str]] = {
     "abs": (lambda x, a: F.sign(x), "args"),
     "square": (lambda x, a: 2.0 * x, "args"),
     "reciprocal": (lambda x, a: -(a * a), "ans"),
+    "relu": (lambda x, a: F.greater(a, 0).astype(a.dtype), "ans"),
 }
 
 
@@ -250,6 +257,7 @@ for _name, _domain in {
     "log": POSITIVE, "log2": POSITIVE, "log10": POSITIVE, "log1p": Domain(-0.7, 3.0), "sqrt": POSITIVE,
     "rsqrt": POSITIVE, "reciprocal": NONZERO, "arcsin": _UNIT, "arccos": _UNIT, "arctanh": _UNIT,
     "arccosh": Domain(1.3, 3.0), "tan": Domain(-1.2, 1.2), "abs": NONZERO,
+    "relu": NONZERO,
 }.items():
     UNARY[_name].domain = _domain
 for _name, _domain in {
