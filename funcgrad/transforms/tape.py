@@ -319,7 +319,8 @@ def _seed(output: Any, gradient: Any, where: str) -> Any:
             raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can "
                              "only be implied for scalars; pass gradient= (a cotangent of that shape) or call .sum()")
         if output.__class__ is Array:  # straight from the backend: this runs once per training step
-            return wrap_kernel_output(output._device.backend.xp.ones_like(output._data), output._device)
+            data = output._data
+            return wrap_kernel_output(output._device.backend.xp.ones(data.shape, data.dtype), output._device)
         return ops.ones_like(output)
     gradient = gradient if isinstance(gradient, Array) else ops.asarray(gradient, output.dtype)
     if tuple(gradient.shape) != tuple(output.shape):
