@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -219,15 +221,21 @@ def test_memory_counts_return_to_baseline() -> None:
     assert fg.memory.allocated() == base
 
 
+def mlp_plan(seed: int) -> tuple:
+    """``fg.grad`` of the MLP loss after one call, its arguments, and its one plan's lowered
+    function's globals (the kernels, which a test may wrap) and source."""
+    args = mlp_args(np.random.default_rng(seed), 8, 16, 32, 4)
+    g = fg.grad(mlp_loss)
+    replay.clear()
+    g(*args)
+    (plan,) = [p for p in replay._PLANS.values() if p is not None]
+    return g, args, plan.lowered.fn.__globals__, plan.lowered.source
+
+
 def test_memory_counts_survive_arrays_freed_while_a_plan_runs() -> None:
     """The garbage collector may free arrays (and uncount them) in the middle of a plan:
     the plan must not write back counters it read before they changed."""
-    params, x, y = mlp_args(np.random.default_rng(3), 8, 16, 32, 4)
-    g = fg.grad(mlp_loss)
-    replay.clear()
-    g(params, x, y)
-    (plan,) = [p for p in replay._PLANS.values() if p is not None]
-    namespace = plan.lowered.fn.__globals__
+    g, (params, x, y), namespace, _ = mlp_plan(3)
     name = next(k for k in namespace if k.startswith("k"))
     kernel = namespace[name]
     doomed: list = []
@@ -251,17 +259,9 @@ def test_memory_counts_survive_arrays_freed_while_a_plan_runs() -> None:
 def test_a_plans_peak_is_the_most_its_kernel_results_hold_at_once() -> None:
     """Lowered programs raise the peak once, by a size worked out from the program: it
     must equal the most bytes the kernels' results really hold at once while it runs."""
-    import re
-    import weakref
-
-    params, x, y = mlp_args(np.random.default_rng(4), 8, 16, 32, 4)
-    g = fg.grad(mlp_loss)
-    replay.clear()
-    g(params, x, y)
-    (plan,) = [p for p in replay._PLANS.values() if p is not None]
-    namespace = plan.lowered.fn.__globals__
+    g, (params, x, y), namespace, source = mlp_plan(4)
     views = {p.name for p in registry() if p.view is not None}
-    step_prim = dict(re.findall(r"= (k\d+)\(.*\)  # (\w+)", plan.lowered.source))
+    step_prim = dict(re.findall(r"= (k\d+)\(.*\)  # (\w+)", source))
     originals = {k: namespace[k] for k in step_prim}
     live = [0, 0]  # bytes held now, most held
 
