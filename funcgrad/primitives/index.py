@@ -243,10 +243,10 @@ def _scatter_along_rule(x: ShapedArray, idx: ShapedArray, values: ShapedArray, *
 def _scatter_add_along_axis(xp: Any, x: Any, idx: Any, values: Any, *, axis: int) -> Any:
     """``x`` plus ``values`` added at ``take_along_axis`` positions (duplicates accumulate)."""
     out = x.copy()
-    grids = list(xp.ix_(*[xp.arange(n) for n in idx.shape]))
-    grids[axis] = idx
-    xp.add.at(out, tuple(grids), values) if xp.__name__ == "numpy" else __import__("cupyx").scatter_add(
-        out, tuple(grids), values)
+    nd = idx.ndim  # an index grid per axis (``ix_``'s, built directly: it is most of the cost), idx on ``axis``
+    grids = tuple(idx if d == axis else xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1))
+                  for d, n in enumerate(idx.shape))
+    xp.add.at(out, grids, values) if xp.__name__ == "numpy" else __import__("cupyx").scatter_add(out, grids, values)
     return out
 
 
