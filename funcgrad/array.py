@@ -357,7 +357,7 @@ class Array(ArrayBase):
                 flat, offset, strides = backend.flat_span(data)
                 if buf._flat is None:
                     buf._flat = flat
-            else:  # a backend view into it (basic indexing's fast path makes these)
+            else:  # a view the backend made of it (eager views and basic indexing of plain arrays)
                 offset, strides = backend.place_in(buf.flat, data)
             layout = self._layout = Layout(tuple(data.shape), strides, offset)
         return layout

@@ -313,7 +313,6 @@ def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
 
 
 def _seed(output: Any, gradient: Any, where: str) -> Any:
-
     if gradient is None:
         if output.size != 1:
             raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can "
