@@ -231,11 +231,15 @@ def _row_max(z: np.ndarray) -> np.ndarray:
 def _softmax_cross_entropy(draw: Any) -> Case:
     n, dtype, logits, labels = _logits_and_labels(draw)
 
-    def reference(z: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def reference(z: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
         m = _row_max(z)
-        return (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), y]).astype(z.dtype)
+        per_row = np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), y]
+        reduced = per_row if reduction == "none" else per_row.sum() if reduction == "sum" else per_row.mean()
+        return np.asarray(reduced).astype(z.dtype)
 
-    return Case([logits, labels], {}, reference, rtol_for(dtype) * 10)
+    # (the mean of no rows is NaN, whose derivatives no finite difference can check: see test_nn)
+    reduction = draw(st.sampled_from(["none", "sum", "mean"] if n else ["none", "sum"]))
+    return Case([logits, labels], {"reduction": reduction}, reference, rtol_for(dtype) * 10)
 
 
 def _softmax_cross_entropy_grad(draw: Any) -> Case:
@@ -245,9 +249,10 @@ def _softmax_cross_entropy_grad(draw: Any) -> Case:
         e = np.exp(z - _row_max(z))
         out = e / e.sum(1, keepdims=True)
         out[np.arange(n), y] -= 1
-        return (g[:, None] * out).astype(z.dtype)
+        return ((g[:, None] if g.ndim else g) * out).astype(z.dtype)
 
-    return Case([arrays(draw, dtype, (n,)), logits, labels], {}, reference, rtol_for(dtype) * 10)
+    g = arrays(draw, dtype, draw(st.sampled_from([(n,), ()])))  # one per row, or one for all rows
+    return Case([g, logits, labels], {}, reference, rtol_for(dtype) * 10)
 
 
 def _einsum(draw: Any) -> Case:

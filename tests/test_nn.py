@@ -303,6 +303,36 @@ def test_layers_match_pytorch(make) -> None:
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_fused_cross_entropy_equals_the_general_formula(reduction: str) -> None:
+    """The common case is one primitive with the reduction inside. The general formula runs
+    when a label equals ignore_index: an extra ignored row leaves the loss as it was, so
+    both paths must give the same values and gradients."""
+    rng = np.random.default_rng(5)
+    z = fg.asarray(rng.standard_normal((6, 4)).astype(np.float64))
+    y = fg.asarray(np.array([0, 3, 1, 1, 2, 0]))
+    w = fg.asarray(rng.standard_normal((6,) if reduction == "none" else ()))
+
+    def fused(v):
+        return F.cross_entropy(v, y, reduction=reduction)
+
+    def general(v):  # one more row, labelled ignore_index
+        out = F.cross_entropy(fg.concatenate([v, v[:1]]), fg.concatenate([y, fg.asarray(np.array([7]))]),
+                              reduction=reduction, ignore_index=7)
+        return out[:6] if reduction == "none" else out
+
+    assert [e.prim.name for e in fg.trace(fused)(z).eqns] == ["softmax_cross_entropy"]
+    assert "softmax_cross_entropy" not in [e.prim.name for e in fg.trace(general)(z).eqns]
+    np.testing.assert_allclose(fused(z).numpy(), general(z).numpy(), rtol=1e-12)
+    g_fused = fg.grad(lambda v: (fused(v) * w).sum())(z)
+    g_general = fg.grad(lambda v: (general(v) * w).sum())(z)
+    np.testing.assert_allclose(g_fused.numpy(), g_general.numpy(), rtol=1e-10, atol=1e-12)
+    empty = F.cross_entropy(fg.zeros((0, 3)), fg.asarray(np.zeros(0, np.int64)), reduction=reduction)
+    assert empty.shape == ((0,) if reduction == "none" else ())
+    if reduction == "mean":
+        assert np.isnan(empty.item())  # as PyTorch: the mean of no rows
+
+
 @needs_torch
 @pytest.mark.parametrize("kwargs", [{}, {"ignore_index": 1}, {"label_smoothing": 0.2}, {"reduction": "sum"},
                                     {"weight": [1.0, 2.0, 0.5]}, {"weight": [1.0, 2.0, 0.5], "label_smoothing": 0.1}])

@@ -155,12 +155,11 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     (with ``ignore_index``, ``weight``, ``label_smoothing``) or class-probability targets."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
-    if (input.ndim == 2 and weight is None and label_smoothing == 0.0 and reduction in ("mean", "sum")
+    if (input.ndim == 2 and weight is None and label_smoothing == 0.0 and reduction in ("mean", "sum", "none")
             and isinstance(target, ArrayBase) and target.dtype.kind in "iu"):
         target = _check_class_targets("cross_entropy", input, target)
         if _none_ignored(target, ignore_index):  # the common case: one fused primitive
-            per_row = bind(softmax_cross_entropy_p, input, target)
-            return _o.mean(per_row) if reduction == "mean" else _o.sum(per_row)
+            return bind(softmax_cross_entropy_p, input, target, reduction=reduction)
     logp = log_softmax(input, dim=1 if input.ndim > 1 else 0)
     if isinstance(target, ArrayBase) and target.dtype.kind == "f":  # probabilities
         if tuple(target.shape) != tuple(input.shape):

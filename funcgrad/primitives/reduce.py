@@ -108,41 +108,55 @@ def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any
 # step, and one kernel with one-line rules beats ten small recorded operations.
 logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
 
-def _xent_rule(logits: ShapedArray, labels: ShapedArray) -> ShapedArray:
+_XENT_REDUCTIONS = ("none", "sum", "mean")
+
+
+def _xent_rule(logits: ShapedArray, labels: ShapedArray, *, reduction: str) -> ShapedArray:
     require_kind("softmax_cross_entropy", logits.dtype, "f", "floating-point logits")
     require_kind("softmax_cross_entropy", labels.dtype, "iu", "integer class labels")
     if len(logits.shape) != 2 or labels.shape != logits.shape[:1]:
         raise ShapeError(f"softmax_cross_entropy: logits of shape {fmt_shape(logits.shape)} need (N, C) with "
                          f"labels of shape (N,), got {fmt_shape(labels.shape)}")
-    return ShapedArray(logits.shape[:1], logits.dtype, logits.device)
+    if reduction not in _XENT_REDUCTIONS:
+        raise ValueError(f"softmax_cross_entropy: reduction must be one of {_XENT_REDUCTIONS}, got {reduction!r}")
+    return ShapedArray(logits.shape[:1] if reduction == "none" else (), logits.dtype, logits.device)
 
 
-def _xent(xp: Any, z: Any, y: Any) -> Any:
-    """Per row: logsumexp(z) - z[label], in one pass over the logits."""
+def _xent(xp: Any, z: Any, y: Any, *, reduction: str) -> Any:
+    """Per row: logsumexp(z) - z[label], in one pass over the logits; then their sum or
+    mean (the same kernels ``fg.sum`` and ``fg.mean`` would run)."""
     if z.size == 0:
-        return xp.zeros(z.shape[:1], z.dtype)
-    m = z.max(1)
-    lse = xp.log(xp.exp(z - m[:, None]).sum(1)) + m  # a row with no finite maximum is NaN, as in PyTorch
-    return lse - z[xp.arange(z.shape[0]), y]
+        per_row = xp.zeros(z.shape[:1], z.dtype)
+    else:
+        m = z.max(1)
+        lse = xp.log(xp.exp(z - m[:, None]).sum(1)) + m  # a row with no finite maximum is NaN, as in PyTorch
+        per_row = lse - z[xp.arange(z.shape[0]), y]
+    if reduction == "none":
+        return per_row
+    total = xp.sum(per_row, axis=(0,))
+    if reduction == "sum":
+        return total
+    return total / per_row.shape[0] if per_row.shape[0] else total * float("nan")
 
 
 # Softmax cross-entropy with class labels, the loss of nearly every classifier: one
-# primitive instead of log_softmax + gather + squeeze (PyTorch fuses it too).
+# primitive instead of log_softmax + gather + squeeze + mean (PyTorch fuses it too).
 softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
 
 
 def _xent_grad_rule(g: ShapedArray, logits: ShapedArray, labels: ShapedArray) -> ShapedArray:
-    _xent_rule(logits, labels)
-    if g.shape != logits.shape[:1] or g.dtype != logits.dtype:
+    _xent_rule(logits, labels, reduction="none")
+    if g.shape not in ((), logits.shape[:1]) or g.dtype != logits.dtype:
         raise ShapeError(f"softmax_cross_entropy_grad: a cotangent of shape {fmt_shape(g.shape)} ({g.dtype}) for "
                          f"logits of shape {fmt_shape(logits.shape)} ({logits.dtype}): it must be "
-                         f"{fmt_shape(logits.shape[:1])} ({logits.dtype})")
+                         f"{fmt_shape(logits.shape[:1])} or () ({logits.dtype})")
     return logits
 
 
 def _xent_grad(xp: Any, g: Any, z: Any, y: Any) -> Any:
-    """g * (softmax(z) - onehot(y)): one exp over the logits, then the labels' entries.
-    (A row with no finite maximum has no softmax: it comes out NaN, as in PyTorch.)"""
+    """g * (softmax(z) - onehot(y)), g per row or one for all rows: one exp over the logits,
+    then the labels' entries. (A row with no finite maximum has no softmax: it comes out
+    NaN, as in PyTorch.)"""
     if z.size == 0:
         return xp.zeros(z.shape, z.dtype)
     out = xp.exp(z - z.max(1, keepdims=True))
@@ -259,20 +273,35 @@ def _picked(t: Any, y: Any) -> Any:
     return F.squeeze(bind(take_along_axis_p, t, F.expand_dims(y, 1), axis=1), 1)
 
 
-def _xent_jvp(t: Any, ans: Any, z: Any, y: Any) -> Any:
-    return F.sum(_xent_softmax(z) * t, (1,)) - _picked(t, y)
+def _row_scale(g: Any, n: int, reduction: str) -> Any:
+    """The cotangent each row's loss gets from the reduced loss's ``g``."""
+    return g / n if reduction == "mean" and n else g
+
+
+def _reduce_rows(per_row: Any, reduction: str) -> Any:
+    if reduction == "none":
+        return per_row
+    total = F.sum(per_row, (0,))
+    if reduction == "sum":
+        return total
+    return total / per_row.shape[0] if per_row.shape[0] else total * float("nan")  # as the kernel
+
+
+def _xent_jvp(t: Any, ans: Any, z: Any, y: Any, *, reduction: str = "none") -> Any:
+    return _reduce_rows(F.sum(_xent_softmax(z) * t, (1,)) - _picked(t, y), reduction)
 
 
 def _softmax_jvp(g: Any, z: Any, t: Any) -> Any:
-    """g * (d softmax(z) . t) per row. The softmax Jacobian is symmetric, so this is also its VJP."""
+    """g * (d softmax(z) . t) per row (g one per row, or one for all). The softmax Jacobian
+    is symmetric, so this is also its VJP."""
     s = _xent_softmax(z)
     st = s * t
-    return F.expand_dims(g, 1) * (st - s * F.sum(st, (1,), keepdims=True))
+    return (F.expand_dims(g, 1) if g.ndim else g) * (st - s * F.sum(st, (1,), keepdims=True))
 
 
 defjvp(softmax_cross_entropy_p, _xent_jvp, None)
-defvjp(softmax_cross_entropy_p, lambda g, ans, z, y: bind(softmax_cross_entropy_grad_p, g, z, y), None,
-       saves="args")
+defvjp(softmax_cross_entropy_p, lambda g, ans, z, y, *, reduction: bind(
+    softmax_cross_entropy_grad_p, _row_scale(g, z.shape[0], reduction), z, y), None, saves="args")
 defjvp(softmax_cross_entropy_grad_p, lambda t, ans, g, z, y: bind(softmax_cross_entropy_grad_p, t, z, y),
        lambda t, ans, g, z, y: _softmax_jvp(g, z, t), None)
 defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y: _xent_jvp(c, None, z, y),
