@@ -220,8 +220,8 @@ class VJPInterpreter(Interpreter):
             if a.__class__ is VJPTracer and a._interp is self:
                 p = a.primal
                 primals.append(p)
-                parents.append((a.node, a.index, p._data.shape if p.__class__ is _Array else tuple(p.shape),
-                                p.dtype))
+                parents.append((a.node, a.index, p._data.shape, p._dtype) if p.__class__ is _Array
+                               else (a.node, a.index, tuple(p.shape), p.dtype))
                 live = True
             else:
                 if isinstance(a, Tracer):

@@ -139,10 +139,13 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
         add((rule, params, len(args), *[None if p is None else (number[id(p[0])], p[1], p[2], p[3].name)
                                         for p in node.parents]))
         for a in (ans, *args):
-            if a.__class__ is Array:  # the common case, inline
+            cls = a.__class__
+            if cls is Array:  # the common cases, inline
                 arrays.append(a)
                 d = a._data
                 add((d.shape, d.strides, a._dtype.name, a._device))
+            elif cls is ShapedArray:
+                add((a.shape, a.dtype.name, a.device))
             else:
                 _saved_key(a, add, arrays)
     for node, idx, ct in roots:
