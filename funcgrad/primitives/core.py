@@ -330,17 +330,6 @@ def run_on_arrays(prim: Primitive, raw: list[Any], device: Any, args: tuple[Any,
 def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """The eager evaluation itself, with no tape (the tape calls this for its forward pass)."""
     Array = _Array
-    # the same two-array fast path as bind's (written out twice on purpose: bind's copy saves
-    # a Python frame on the hottest path; this one serves the tape, whose arrays bind skips)
-    if len(args) == 2 and not params and prim.view is None and prim.impl is None:
-        x, y = args
-        if isinstance(x, Array) and isinstance(y, Array) and x._device is y._device:  # straight to the kernel
-            device = x._device
-            try:
-                out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
-            except Exception as exc:
-                raise explain_failure(prim, args, params, exc) from exc
-            return _wrap(out, device)
     device = None
     raw: list[Any] = []
     has_scalars = False
