@@ -122,15 +122,35 @@ def _xent_rule(logits: ShapedArray, labels: ShapedArray, *, reduction: str) -> S
     return ShapedArray(logits.shape[:1] if reduction == "none" else (), logits.dtype, logits.device)
 
 
+def _row_max(xp: Any, z: Any) -> Any:
+    """Each row's maximum of an (N, C) array. NumPy reduces a short last axis slowly (about
+    7 us for 128 x 10, with the NaN checks per row); for few classes, reducing the
+    transposed copy over its first axis runs element-wise across rows, 3-4x faster, with
+    the same result. (Past about 64 classes the copy costs more than it saves.)"""
+    if xp is np and z.shape[1] <= 32:
+        return np.ascontiguousarray(z.T).max(0)
+    return z.max(1)
+
+
+def _softmax_parts(xp: Any, z: Any) -> tuple[Any, Any, Any]:
+    """``exp(z - m)`` (a new array), its row sums and ``m``, each row's maximum: the shared
+    first half of the loss and of its gradient."""
+    m = _row_max(xp, z)
+    e = z - m[:, None]
+    xp.exp(e, out=e)
+    return e, e.sum(1), m
+
+
 def _xent(xp: Any, z: Any, y: Any, *, reduction: str) -> Any:
     """Per row: logsumexp(z) - z[label], in one pass over the logits; then their sum or
     mean (the same kernels ``fg.sum`` and ``fg.mean`` would run)."""
     if z.size == 0:
         per_row = xp.zeros(z.shape[:1], z.dtype)
     else:
-        m = z.max(1)
-        lse = xp.log(xp.exp(z - m[:, None]).sum(1)) + m  # a row with no finite maximum is NaN, as in PyTorch
-        per_row = lse - z[xp.arange(z.shape[0]), y]
+        _, s, m = _softmax_parts(xp, z)
+        per_row = xp.log(s)  # a row with no finite maximum is NaN, as in PyTorch
+        per_row += m
+        per_row -= z[xp.arange(z.shape[0]), y]
     if reduction == "none":
         return per_row
     total = xp.sum(per_row, axis=(0,))
@@ -159,8 +179,8 @@ def _xent_grad(xp: Any, g: Any, z: Any, y: Any) -> Any:
     NaN, as in PyTorch.)"""
     if z.size == 0:
         return xp.zeros(z.shape, z.dtype)
-    out = xp.exp(z - z.max(1, keepdims=True))
-    out *= (g / out.sum(1))[:, None]
+    out, s, _ = _softmax_parts(xp, z)
+    out *= (g / s)[:, None]
     out[xp.arange(z.shape[0]), y] -= g
     return out
 
