@@ -101,6 +101,22 @@ def test_one_plan_per_graph_structure() -> None:
     assert fg.grad(lambda x: (x * 3.0).sum())(x).tolist() == [3.0, 3.0, 3.0]
 
 
+def test_same_operations_wired_differently_get_their_own_plans() -> None:
+    """The signature numbers nodes in the order a breadth-first walk meets them, which is
+    not always parents-before-children: in ``b + b * 3`` the root meets ``b`` before ``b * 3``,
+    whose cotangent ``b`` still needs. Plans must still order the backward pass correctly,
+    and a graph with the same operations but other wiring must not reuse the plan."""
+    x = fg.arange(1.0, 4.0)
+    shared = lambda x: ((b := x * 2.0) + b * 3.0).sum()  # noqa: E731  d/dx = 2 + 6 = 8
+    apart = lambda x: (x * 2.0 + x * 3.0).sum()  # noqa: E731  d/dx = 5
+    for _ in range(3):
+        assert fg.grad(shared)(x).tolist() == [8.0] * 3
+        assert fg.grad(apart)(x).tolist() == [5.0] * 3
+        w = fg.arange(1.0, 4.0, requires_grad=True)
+        shared(w).backward()
+        assert w.grad.tolist() == [8.0] * 3
+
+
 def test_unhashable_parameters_take_the_rules_path() -> None:
     from funcgrad.primitives.shape import transpose_p
 

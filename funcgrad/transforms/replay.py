@@ -25,7 +25,6 @@ Callers use plans only with no transform active and no history to record
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
 
 from .. import tree as _tree
@@ -43,7 +42,6 @@ MAX_PLANS = 64  # distinct graph structures kept; when full, the cache starts ov
 _PLANS: dict[tuple[Any, ...], Plan | None] = {}
 _MISSING = object()
 _SCALARS = (int, float, bool)
-_SEQ = attrgetter("seq")  # every graph node's creation number (autodiff.Node, the tape's GradFn and AccumulateGrad)
 
 
 class _NoPlan(Exception):
@@ -93,29 +91,25 @@ def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | N
 
 def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, ...], list[Any], list[Any], list[Any]]:
     """One walk of the graph: a hashable key of everything its backward computation depends
-    on; its nodes, parents before children; the arrays the backward reads (saved arrays
-    node by node, then the seeds); and its leaf nodes.
+    on; its nodes; the arrays the backward reads (saved arrays node by node, then the
+    seeds); and its leaf nodes.
 
-    Nodes are numbered in the order they were made (``seq``), which puts parents before
-    children and depends only on the program that recorded them, so the same program
-    gets the same key; a node's parents are named by their numbers, so the key also
-    says which values are shared."""
-    found: dict[int, Any] = {}
+    The walk goes breadth-first from the roots, through each node's parents in order, and
+    numbers the nodes as it meets them: an order that depends only on the graph's shape,
+    so the same program gets the same key. A node's parents are named by their numbers,
+    so the key also says which values are shared. (The walk's order is not a topological
+    one; ``_build`` sorts by creation order, once per plan.)"""
+    nodes: list[Any] = []
+    number: dict[int, int] = {}
     for r in roots:
-        found[id(r[0])] = r[0]
-    stack = list(found.values())
-    while stack:
-        for p in stack.pop().parents:
-            if p is not None and id(p[0]) not in found:
-                found[id(p[0])] = p[0]
-                stack.append(p[0])
-    nodes = sorted(found.values(), key=_SEQ)
-    number = {id(n): i for i, n in enumerate(nodes)}
+        if id(r[0]) not in number:
+            number[id(r[0])] = len(nodes)
+            nodes.append(r[0])
     leaves: list[Any] = []
     key: list[Any] = []
     arrays: list[Any] = []
     add = key.append
-    for node in nodes:
+    for node in nodes:  # grows as parents are met (a list iterator sees appended items)
         if node.out_metas is not None:  # the tape's hooks or retain_grad: walk step by step
             raise _NoPlan
         rule = node.rule
@@ -136,8 +130,17 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
             params = None
         ans, args = residuals
         # the rule object itself: compared by identity and kept alive, so never confused
-        add((rule, params, len(args), *[None if p is None else (number[id(p[0])], p[1], p[2], p[3].name)
-                                        for p in node.parents]))
+        edges: list[Any] = [rule, params, len(args)]
+        for p in node.parents:
+            if p is None:
+                edges.append(None)
+                continue
+            k = number.get(id(p[0]))
+            if k is None:
+                k = number[id(p[0])] = len(nodes)
+                nodes.append(p[0])
+            edges.append((k, p[1], p[2], p[3].name))
+        add(tuple(edges))
         for a in (ans, *args):
             cls = a.__class__
             if cls is Array:  # the common cases, inline
@@ -201,17 +204,19 @@ def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[
         values = iter(flat)  # in the signature's order: saved arrays node by node, then seeds
         saved = [(_substitute(n.residuals[0], values), tuple(_substitute(a, values) for a in n.residuals[1]))
                  for n in ruled]
+        order = sorted(range(len(ruled)), key=lambda i: ruled[i].seq)  # parents before children
         pending: dict[int, list[Any]] = {}
         for node, idx, _ in roots:
             slot = pending.setdefault(id(node), [None] * node.n_out)
             ct = next(values)
             slot[idx] = ct if slot[idx] is None else slot[idx] + ct
         reached: dict[int, list[Any]] = {}  # an output's cotangents are complete when its node runs
-        for node, residuals in zip(reversed(ruled), reversed(saved)):
+        for i in reversed(order):
+            node = ruled[i]
             cts = pending.pop(id(node), None)
             if cts is not None:
                 reached[id(node)] = cts
-                propagate(node, cts, pending, residuals)
+                propagate(node, cts, pending, saved[i])
         outs = [(reached.get(id(node)) or pending.get(id(node)) or [None] * (idx + 1))[idx]
                 for node, idx in outputs]
         present[:] = [o is not None for o in outs]
