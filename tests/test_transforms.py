@@ -174,6 +174,10 @@ def test_grad_with_respect_to_integers() -> None:
         fg.grad(lambda v: (v * 2.0).sum())(fg.array([1, 2]))
     with pytest.raises(fg.DTypeError, match="bool"):
         fg.grad(lambda a, b: a.sum(), argnums=1)(X, fg.array([True]))
+    calls = []
+    with pytest.raises(fg.DTypeError, match="argument 2 has dtype int64"):  # a pytree argument: its number
+        fg.grad(lambda a, b, c: calls.append(1) or a.sum(), argnums=(0, 2))(X, X, {"w": X, "n": fg.array([1])})
+    assert not calls  # checked before the function runs
 
 
 def test_argnums_out_of_range() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..array import Array, ArrayBase
+from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends.device import CPU, Device
 from ..backends.device import device as _as_device
 from ..errors import DTypeError, ShapeError
@@ -184,18 +184,29 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: b
     return zeros(shape, dtype, device=device)
 
 
+def _backend_like(x: Array, fill: str) -> Array:
+    """Zeros or ones of a concrete array's shape, dtype and device, straight from its backend:
+    every backward pass makes its seed this way (``ones_like`` of the loss), 3.5 -> 1.3 us."""
+    data = x._data
+    return wrap_kernel_output(getattr(x._device.backend.xp, fill)(data.shape, data.dtype), x._device)
+
+
 def _like(x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], Any, Any]:
     return tuple(x.shape), (x.dtype if dtype is None else dtype), (x.device if device is None else device)
 
 
 @_grad_leaf
 def zeros_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
+    if x.__class__ is Array and dtype is None and device is None:
+        return _backend_like(x, "zeros")
     shape, dt, dev = _like(x, dtype, device)
     return zeros(shape, dt, device=dev)
 
 
 @_grad_leaf
 def ones_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
+    if x.__class__ is Array and dtype is None and device is None:
+        return _backend_like(x, "ones")
     shape, dt, dev = _like(x, dtype, device)
     return ones(shape, dt, device=dev)
 

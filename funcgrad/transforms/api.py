@@ -58,8 +58,19 @@ def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:
 def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(out, f_vjp)`` or ``(out, f_vjp, aux)``: ``f_vjp(cotangent)`` returns one cotangent per primal.
     ``f_vjp`` may be called any number of times."""
+    return _vjp(f, primals, has_aux)
+
+
+def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums: tuple[int, ...] | None = None) -> Any:
+    """``vjp``; with ``argnums`` (the argument number of each primal: ``grad``'s callers), every
+    leaf must also be floating point, checked in the same pass over the leaves."""
     flat, in_tree = _tree.flatten(primals)
     flat = [_differentiated(x) for x in flat]
+    if argnums is not None:
+        leaves = iter(flat)
+        for n, sub in zip(argnums, in_tree.children):
+            for _ in range(sub.num_leaves):
+                check_differentiable(next(leaves), f"grad: argument {n}")
     interp = VJPInterpreter()
     with new_interpreter(interp):
         tracers = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
@@ -146,9 +157,6 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "grad")
-        for n in nums:
-            for leaf in _tree.leaves(args[n]):
-                check_differentiable(_as_array(leaf), f"grad: argument {n}")
 
         def partial_f(*diff_args: Any) -> Any:
             full = list(args)
@@ -156,7 +164,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
                 full[n] = a
             return f(*full, **kwargs)
 
-        out, f_vjp, *aux = vjp(partial_f, *(args[n] for n in nums), has_aux=has_aux)
+        out, f_vjp, *aux = _vjp(partial_f, tuple(args[n] for n in nums), has_aux, nums)
         if not isinstance(out, ArrayBase) or out.shape != ():
             shape = fmt_shape(tuple(out.shape)) if isinstance(out, ArrayBase) else type(out).__name__
             raise ShapeError(
