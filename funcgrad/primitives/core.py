@@ -243,23 +243,36 @@ _get_interpreter = current_interpreter.get
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``prim`` to ``args``: the one way every operation runs.
 
-    With no interpreter active, evaluation is eager. The eager case of two
-    arrays and no parameters (``a + b``) is written out here, since it is the
-    hottest path in the library: a device check, a dict lookup, the kernel.
+    With no interpreter active, evaluation is eager. The eager cases of plain
+    arrays and no parameters (``a + b``, ``fg.tanh(x)``) are written out here, since
+    they are the hottest paths in the library: a device check, a dict lookup, the kernel.
     """
     interpreter = _get_interpreter()
     if interpreter is not None:
         return interpreter.process(prim, args, params)
-    if len(args) == 2 and not params:
-        x, y = args
-        if (x.__class__ is _Array and y.__class__ is _Array and x._device is y._device
-                and x._ag is None and y._ag is None):
-            device = x._device
-            try:
-                out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
-            except Exception as exc:
-                raise explain_failure(prim, args, params, exc) from exc
-            return _wrap(out, device)
+    if not params:
+        if len(args) == 2:
+            x, y = args
+            if (x.__class__ is _Array and y.__class__ is _Array and x._device is y._device
+                    and x._ag is None and y._ag is None):
+                device = x._device
+                try:
+                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
+                except Exception as exc:
+                    raise explain_failure(prim, args, params, exc) from exc
+                return _wrap(out, device)
+        elif len(args) == 1:
+            x = args[0]
+            if (x.__class__ is _Array and x._ag is None and prim.view is None and prim.impl is None
+                    and not prim.multiple_results):
+                device = x._device
+                try:
+                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data)
+                except FuncgradError:
+                    raise
+                except Exception as exc:
+                    raise explain_failure(prim, args, params, exc) from exc
+                return _wrap(out, device)
     return eager(prim, args, params)
 
 
