@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import interleaved_samples, median_and_best, optional  # noqa: E402
+from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
 
@@ -146,7 +146,8 @@ def main() -> None:
         if c is not None:
             frameworks[name] = c
     run = {f"{fw}|{k}": fn for fw, c in frameworks.items() for k, fn in c.items()}
-    med, best = median_and_best(interleaved_samples(run, args.rounds, args.number))
+    samples = interleaved_samples(run, args.rounds, args.number)
+    med, best = median_and_best(samples)
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, softmax cross-entropy ({args.rounds} rounds)")
     for label, t in (("median round", med), ("best round", best)):
         print(f"  {label:16s} {'loss':>10s} {'value_and_grad':>15s} {'vg / loss':>10s} {'vg vs numpy':>12s}")
@@ -154,6 +155,11 @@ def main() -> None:
         for fw in frameworks:
             lo, vg = t[f"{fw}|loss"], t[f"{fw}|vg"]
             print(f"  {fw:16s} {lo * 1e3:8.3f}ms {vg * 1e3:13.3f}ms {vg / lo:9.2f}x {vg / base:11.2f}x")
+    print(f"  {'paired rounds':16s} {'':>10s} {'':>15s} {'vg / loss':>10s} {'vg vs numpy':>12s}  "
+          "(median of each round's ratio)")
+    for fw in frameworks:
+        print(f"  {fw:16s} {'':>10s} {'':>15s} {paired_ratio(samples, f'{fw}|vg', f'{fw}|loss'):9.2f}x "
+              f"{paired_ratio(samples, f'{fw}|vg', 'numpy (by hand)|vg'):11.2f}x")
     print("\ntargets: funcgrad vg/loss <= 2.3; funcgrad vg / numpy-by-hand vg <= 1.15")
     print("(funcgrad: F.cross_entropy, as the PyTorch contender; funcgrad formula: logsumexp and "
           "take_along_axis, as the JAX one)")

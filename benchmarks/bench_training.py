@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_autodiff import BATCH, SIZES, data  # noqa: E402
-from common import interleaved_samples, median_and_best, optional  # noqa: E402
+from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
 
@@ -126,12 +126,15 @@ def main() -> None:
         s = make(params, x, y)
         if s is not None:
             run[name] = s
-    med, best = median_and_best(interleaved_samples(run, args.rounds, args.number))
+    samples = interleaved_samples(run, args.rounds, args.number)
+    med, best = median_and_best(samples)
     print(f"SGD step, MLP {'-'.join(map(str, SIZES))}, batch {BATCH} ({args.rounds} rounds)")
-    print(f"  {'':16s} {'median round':>21s} {'best round':>21s}")
+    print(f"  {'':16s} {'median round':>21s} {'best round':>21s} {'paired rounds':>14s}")
     for name in run:
         print(f"  {name:16s} {med[name] * 1e3:8.3f} ms {med[name] / med['numpy (by hand)']:6.2f}x "
-              f"{best[name] * 1e3:8.3f} ms {best[name] / best['numpy (by hand)']:6.2f}x")
+              f"{best[name] * 1e3:8.3f} ms {best[name] / best['numpy (by hand)']:6.2f}x "
+              f"{paired_ratio(samples, name, 'numpy (by hand)'):13.2f}x")
+    print("  (paired rounds: the median over rounds of each round's ratio to numpy)")
     print("  target: funcgrad <= 1.10x numpy (by hand)")
 
     a, b = fg.ones((1,), requires_grad=True), fg.ones((1,), requires_grad=True)

@@ -40,6 +40,14 @@ def median_and_best(samples: dict[str, list[float]]) -> tuple[dict[str, float], 
     return ({k: statistics.median(v) for k, v in samples.items()}, {k: min(v) for k, v in samples.items()})
 
 
+def paired_ratio(samples: dict[str, list[float]], num: str, den: str) -> float:
+    """The median over rounds of ``num``'s time / ``den``'s time in the same round. Both ran
+    seconds apart, so a slow phase of the machine that spans a round cancels out of the
+    ratio; a third measure beside the median and best rounds, which each rank contenders'
+    rounds on their own."""
+    return statistics.median(a / b for a, b in zip(samples[num], samples[den]))
+
+
 def optional(module: str) -> Any:
     try:
         return __import__(module)
