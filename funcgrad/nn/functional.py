@@ -22,11 +22,13 @@ __all__ = ["conv2d", "max_pool2d", "avg_pool2d",
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape): the
     ``linear`` primitive when the dtypes agree, else the composite (which promotes)."""
-    args = (x, weight) if bias is None else (x, weight, bias)
     dtype = getattr(x, "dtype", None)
     if (dtype is not None and dtype.kind == "f" and dtype.name != "bfloat16" and x.ndim >= 1
-            and all(getattr(a, "dtype", None) is dtype for a in args)):
-        return bind(linear_p, *args)
+            and getattr(weight, "dtype", None) is dtype):
+        if bias is None:
+            return bind(linear_p, x, weight)
+        if getattr(bias, "dtype", None) is dtype:
+            return bind(linear_p, x, weight, bias)
     out = _o.matmul(x, _o.matrix_transpose(weight))
     return out if bias is None else out + bias
 
