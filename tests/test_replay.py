@@ -117,6 +117,34 @@ def test_same_operations_wired_differently_get_their_own_plans() -> None:
         assert w.grad.tolist() == [8.0] * 3
 
 
+def test_plans_add_cotangents_in_the_rules_order() -> None:
+    """``x`` feeds three products, so its cotangent is a sum of three, whose rounding depends
+    on the order. Written in two orders, the programs have one structure (one key); the
+    plan must add in the order the rules would for each, so it sums as the rules' walk of
+    the graph does (its order follows the graph, not the order the nodes were made)."""
+    rng = np.random.default_rng(3)
+    x, w1, w2, w3 = (fg.asarray(rng.standard_normal(64).astype(np.float32) * 10 ** k) for k in (0, 3, -3, 1))
+
+    def made_in_order(x, w1, w2, w3):
+        a, b, c = x * w1, x * w2, x * w3
+        return ((a + b) + c).sum()
+
+    def made_backwards(x, w1, w2, w3):
+        c = x * w3
+        b = x * w2
+        a = x * w1
+        return ((a + b) + c).sum()
+
+    for f in (made_in_order, made_backwards, made_in_order):
+        with rules_only():
+            expected = fg.grad(f)(x, w1, w2, w3)
+        for _ in range(2):
+            same(fg.grad(f)(x, w1, w2, w3), expected)
+            xs = x.detach().requires_grad_()
+            f(xs, w1, w2, w3).backward()
+            same(xs.grad, expected)
+
+
 def test_unhashable_parameters_take_the_rules_path() -> None:
     from funcgrad.primitives.shape import transpose_p
 

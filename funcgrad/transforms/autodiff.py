@@ -19,7 +19,6 @@ input's shape.
 from __future__ import annotations
 
 import contextvars
-import itertools
 from typing import Any
 
 from ..array import Array as _Array
@@ -173,18 +172,14 @@ class JVPInterpreter(Interpreter):
 
 # ---- reverse mode --------------------------------------------------------------------
 
-next_seq = itertools.count().__next__  # numbers graph nodes (this module's and the tape's) as they are made
-
-
 class Node:
     """One recorded primitive application (or a leaf: ``rule is None``)."""
 
-    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "multi", "seq", "__weakref__")
+    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "multi", "__weakref__")
     out_metas = None  # (the tape's nodes keep hooks here; fg.vjp's have none)
 
     def __init__(self, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, n_out: int,
                  name: str, multi: bool = False) -> None:
-        self.seq = next_seq()  # creation order: parents come first (backward plans number nodes by it)
         self.multi = multi  # a multiple-results primitive: its cotangent is a tuple
         self.rule = rule
         self.params = params

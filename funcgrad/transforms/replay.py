@@ -98,7 +98,7 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
     numbers the nodes as it meets them: an order that depends only on the graph's shape,
     so the same program gets the same key. A node's parents are named by their numbers,
     so the key also says which values are shared. (The walk's order is not a topological
-    one; ``_build`` sorts by creation order, once per plan.)"""
+    one; ``_build`` orders the backward pass as the rules do.)"""
     nodes: list[Any] = []
     number: dict[int, int] = {}
     for r in roots:
@@ -195,7 +195,7 @@ def _substitute(x: Any, values: Any) -> Any:
 
 def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[Any]) -> Plan | None:
     """Trace the rules' backward pass over this graph and lower it; ``None`` if it cannot be traced."""
-    from .autodiff import propagate
+    from .autodiff import _toposort, propagate
 
     present: list[bool] = []
     ruled = [n for n in nodes if n.rule is not None]
@@ -204,19 +204,22 @@ def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[
         values = iter(flat)  # in the signature's order: saved arrays node by node, then seeds
         saved = [(_substitute(n.residuals[0], values), tuple(_substitute(a, values) for a in n.residuals[1]))
                  for n in ruled]
-        order = sorted(range(len(ruled)), key=lambda i: ruled[i].seq)  # parents before children
+        residuals_of = {id(n): r for n, r in zip(ruled, saved)}
         pending: dict[int, list[Any]] = {}
         for node, idx, _ in roots:
             slot = pending.setdefault(id(node), [None] * node.n_out)
             ct = next(values)
             slot[idx] = ct if slot[idx] is None else slot[idx] + ct
         reached: dict[int, list[Any]] = {}  # an output's cotangents are complete when its node runs
-        for i in reversed(order):
-            node = ruled[i]
+        # the rules' own order (the tape's and backprop's): it follows the graph, so every
+        # graph with this key adds each value's cotangents in the order its rules would
+        for node in reversed(_toposort([r[0] for r in roots])):
+            if node.rule is None:
+                continue  # a leaf: its cotangent stays in pending, where the outputs look
             cts = pending.pop(id(node), None)
             if cts is not None:
                 reached[id(node)] = cts
-                propagate(node, cts, pending, saved[i])
+                propagate(node, cts, pending, residuals_of[id(node)])
         outs = [(reached.get(id(node)) or pending.get(id(node)) or [None] * (idx + 1))[idx]
                 for node, idx in outputs]
         present[:] = [o is not None for o in outs]

@@ -22,7 +22,7 @@ from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
-from .autodiff import _toposort, next_seq, no_grad_scope, propagate
+from .autodiff import _toposort, no_grad_scope, propagate
 from .replay import replay
 
 __all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
@@ -96,12 +96,11 @@ def _backward_name(prim_name: str) -> str:
 class GradFn:
     """A recorded operation: ``x.grad_fn``. ``next_functions`` leads to its inputs' functions."""
 
-    __slots__ = ("prim", "rule", "params", "parents", "residuals", "n_out", "multi", "_name", "out_metas", "seq",
+    __slots__ = ("prim", "rule", "params", "parents", "residuals", "n_out", "multi", "_name", "out_metas",
                  "__weakref__")
 
     def __init__(self, prim: Any, rule: Any, params: dict[str, Any], parents: tuple[Any, ...], residuals: Any,
                  n_out: int) -> None:
-        self.seq = next_seq()  # creation order (backward plans number nodes by it)
         self.prim, self.rule, self.params, self.parents, self.residuals = prim, rule, params, parents, residuals
         self.n_out, self.multi = n_out, prim.multiple_results
         self._name: str | None = None
@@ -126,12 +125,11 @@ class GradFn:
 class AccumulateGrad:
     """The leaf end of the graph: adds the incoming gradient into ``variable.grad``."""
 
-    __slots__ = ("variable", "parents", "n_out", "out_metas", "seq", "__weakref__")
+    __slots__ = ("variable", "parents", "n_out", "out_metas", "__weakref__")
     name = "AccumulateGrad"
     rule = None  # no rule: the backward pass ends here
 
     def __init__(self, variable: Any) -> None:
-        self.seq = next_seq()
         self.variable = variable
         self.parents: tuple[Any, ...] = ()
         self.n_out = 1
