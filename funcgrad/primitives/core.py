@@ -258,6 +258,8 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
                 device = x._device
                 try:
                     out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
+                except FuncgradError:
+                    raise
                 except Exception as exc:
                     raise explain_failure(prim, args, params, exc) from exc
                 return _wrap(out, device)
