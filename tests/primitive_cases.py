@@ -471,12 +471,19 @@ def _scatter(draw: Any) -> Case:
     return Case([x, values] + idx, {"template": template, "mode": mode}, ref)
 
 
-def _take_along_axis(draw: Any) -> Case:
+def _along_axis_indices(draw: Any) -> tuple[Any, int, Any]:
+    """An array, an axis, and indices into that axis with 0-4 entries along it (the other
+    axes as the array's): the arguments take_along_axis and its scatter share."""
     x = _float_array(draw, draw(NONEMPTY))
     axis = draw(st.integers(0, x.ndim - 1))
     shape = list(x.shape)
     shape[axis] = draw(st.integers(0, 4))
     idx = draw(hnp.arrays(np.int64, tuple(shape), elements=st.integers(0, x.shape[axis] - 1)))
+    return x, axis, idx
+
+
+def _take_along_axis(draw: Any) -> Case:
+    x, axis, idx = _along_axis_indices(draw)
     return Case([x, idx], {"axis": axis}, lambda x, i, axis: np.take_along_axis(x, i, axis))
 
 
@@ -537,12 +544,8 @@ def _logsumexp_case(draw: Any) -> Case:
 
 
 def _scatter_add_along(draw: Any) -> Case:
-    x = _float_array(draw, draw(NONEMPTY))
-    axis = draw(st.integers(0, x.ndim - 1))
-    shape = list(x.shape)
-    shape[axis] = draw(st.integers(0, 4))
-    idx = draw(hnp.arrays(np.int64, tuple(shape), elements=st.integers(0, x.shape[axis] - 1)))
-    values = arrays(draw, x.dtype, tuple(shape))
+    x, axis, idx = _along_axis_indices(draw)
+    values = arrays(draw, x.dtype, idx.shape)
 
     def ref(x: Any, idx: Any, values: Any, axis: int) -> Any:
         out = x.copy()
