@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
+from funcgrad.primitives.reduce import softmax_cross_entropy_grad_p
 
 nn, F = fg.nn, fg.nn.functional
 RNG = np.random.default_rng(0)
@@ -303,30 +304,39 @@ def test_layers_match_pytorch(make) -> None:
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("ignore_index", [7, 1])  # outside the classes, and one of them
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_fused_cross_entropy_equals_the_general_formula(reduction: str) -> None:
-    """The common case is one primitive with the reduction inside. The general formula runs
-    when a label equals ignore_index: an extra ignored row leaves the loss as it was, so
-    both paths must give the same values and gradients."""
+def test_fused_cross_entropy_equals_the_general_formula(reduction: str, ignore_index: int) -> None:
+    """Cross-entropy with class labels is one primitive, ignored rows masked inside it. It
+    must give the values, gradients and second derivatives of the general formula
+    (log_softmax, then nll_loss, which masks with recorded operations), and an extra
+    ignored row must leave the loss as it was."""
     rng = np.random.default_rng(5)
     z = fg.asarray(rng.standard_normal((6, 4)).astype(np.float64))
-    y = fg.asarray(np.array([0, 3, 1, 1, 2, 0]))
     w = fg.asarray(rng.standard_normal((6,) if reduction == "none" else ()))
+    y = fg.asarray(np.array([0, 3, ignore_index, 1, 2, ignore_index]))
 
     def fused(v):
-        return F.cross_entropy(v, y, reduction=reduction)
+        return F.cross_entropy(v, y, reduction=reduction, ignore_index=ignore_index)
 
-    def general(v):  # one more row, labelled ignore_index
-        out = F.cross_entropy(fg.concatenate([v, v[:1]]), fg.concatenate([y, fg.asarray(np.array([7]))]),
-                              reduction=reduction, ignore_index=7)
+    def general(v):
+        return F.nll_loss(F.log_softmax(v, 1), y, reduction=reduction, ignore_index=ignore_index)
+
+    def one_more_row(v):
+        out = F.cross_entropy(fg.concatenate([v, v[:1]]), fg.concatenate([y, fg.asarray(np.array([ignore_index]))]),
+                              reduction=reduction, ignore_index=ignore_index)
         return out[:6] if reduction == "none" else out
 
     assert [e.prim.name for e in fg.trace(fused)(z).eqns] == ["softmax_cross_entropy"]
     assert "softmax_cross_entropy" not in [e.prim.name for e in fg.trace(general)(z).eqns]
-    np.testing.assert_allclose(fused(z).numpy(), general(z).numpy(), rtol=1e-12)
     g_fused = fg.grad(lambda v: (fused(v) * w).sum())(z)
-    g_general = fg.grad(lambda v: (general(v) * w).sum())(z)
-    np.testing.assert_allclose(g_fused.numpy(), g_general.numpy(), rtol=1e-10, atol=1e-12)
+    for other in (general, one_more_row):
+        np.testing.assert_allclose(fused(z).numpy(), other(z).numpy(), rtol=1e-12)
+        g_other = fg.grad(lambda v, other=other: (other(v) * w).sum())(z)
+        np.testing.assert_allclose(g_fused.numpy(), g_other.numpy(), rtol=1e-10, atol=1e-12)
+    h_fused = fg.hessian(lambda v: (fused(v) * w).sum())(z)
+    h_general = fg.hessian(lambda v: (general(v) * w).sum())(z)
+    np.testing.assert_allclose(h_fused.numpy(), h_general.numpy(), rtol=1e-9, atol=1e-12)
     empty = F.cross_entropy(fg.zeros((0, 3)), fg.asarray(np.zeros(0, np.int64)), reduction=reduction)
     assert empty.shape == ((0,) if reduction == "none" else ())
     if reduction == "mean":
@@ -504,16 +514,28 @@ def test_conv_and_pool_are_views_then_one_copy() -> None:
     assert pooled.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
 
 
-def test_cross_entropy_fast_and_general_paths_agree() -> None:
+def test_cross_entropy_reads_no_labels_on_the_host_and_checks_their_range() -> None:
+    """The labels stay where they are: eager, traced and ignored rows all run the one fused
+    primitive (so on a GPU nothing waits for a device-to-host copy). A label outside the
+    classes that is not ignore_index is an error on the CPU, not a silent wrap-around."""
     logits = fg.asarray(RNG.standard_normal((6, 4)))
     target = fg.asarray(np.array([0, 3, 1, 1, 2, 0]))
-    eager = F.cross_entropy(logits, target)                         # concrete, nothing ignored: fast path
     traced = fg.trace(lambda z, t: F.cross_entropy(z, t))(logits, target)
-    assert "ne" in [e.prim.name for e in traced.eqns]               # traced targets keep the masked path
-    np.testing.assert_allclose(traced(logits, target).item(), eager.item(), rtol=1e-12)
-    g_fast = fg.grad(lambda z: F.cross_entropy(z, target))(logits)
-    g_general = fg.grad(lambda z: F.cross_entropy(z, target, ignore_index=7))(logits)  # 7 absent: fast path too
+    assert [e.prim.name for e in traced.eqns] == ["softmax_cross_entropy"]
+    np.testing.assert_allclose(traced(logits, target).item(), F.cross_entropy(logits, target).item(), rtol=1e-12)
     masked = F.cross_entropy(logits, fg.asarray(np.array([0, 3, 1, 1, 2, -100])))
-    manual = F.cross_entropy(logits[:5], target[:5])
-    np.testing.assert_allclose(masked.item(), manual.item(), rtol=1e-12)
-    np.testing.assert_allclose(g_fast.numpy(), g_general.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(masked.item(), F.cross_entropy(logits[:5], target[:5]).item(), rtol=1e-12)
+    g_masked = fg.grad(lambda z: F.cross_entropy(z, fg.asarray(np.array([0, 3, 1, 1, 2, -100]))))(logits)
+    assert not g_masked.numpy()[5].any()
+    for bad in ([0, 3, 1, -1, 2, 0], [0, 3, 1, 4, 2, 0], [0, 3, 1, -100, 2, 0]):
+        with pytest.raises(IndexError, match=r"softmax_cross_entropy.*label (-1|4|-100) is out of range for 4"):
+            F.cross_entropy(logits, fg.asarray(np.array(bad)), ignore_index=-7)
+    with pytest.raises(IndexError, match="softmax_cross_entropy_grad.*label 4 is out of range"):
+        fg.bind(softmax_cross_entropy_grad_p, fg.ones((), fg.float64), logits, fg.asarray(np.array([0, 3, 1, 4, 2, 0])),
+                reduction="sum", ignore_index=-100)
+    assert np.isnan(F.cross_entropy(logits, fg.asarray(np.full(6, -100))).item())  # no row counts: 0/0, as PyTorch
+    log_probs = F.log_softmax(logits, 1)
+    with pytest.raises(IndexError, match="nll_loss: label -1 is out of range for 4"):
+        F.nll_loss(log_probs, fg.asarray(np.array([0, 3, 1, -1, 2, 0])))
+    program = fg.trace(F.nll_loss)(log_probs, target)  # traced labels cannot be checked: the row is NaN instead
+    assert np.isnan(program(log_probs, fg.asarray(np.array([0, 3, 1, -1, 2, 0]))).item())

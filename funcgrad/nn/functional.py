@@ -124,28 +124,27 @@ def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
     return target
 
 
-def _none_ignored(target: Any, ignore_index: int) -> bool:
-    """True when ``target`` is concrete and no element equals ``ignore_index``."""
-    if not isinstance(target, Array):
-        return False  # traced: keep the general (masked) computation
-    return not bool((target._host() == ignore_index).any())
-
-
 def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int = -100,
              reduction: str = "mean") -> Any:
     """Negative log-likelihood of class indices, given log-probabilities ``(N, C, ...)``."""
     target = _check_class_targets("nll_loss", log_probs, target)
-    if weight is None and reduction in ("mean", "sum") and _none_ignored(target, ignore_index):
-        # the common case, decided on concrete values: no masking or weighting to record
-        picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(target, 1), axis=1), 1)
-        return -_o.mean(picked) if reduction == "mean" else -_o.sum(picked)
+    classes = log_probs.shape[1]
     valid = target != ignore_index
-    safe = _o.where(valid, target, 0)
+    inside = (target >= 0) & (target < classes)
+    if isinstance(target, Array) and target.device.kind == "cpu":  # labels readable for free: say which is wrong
+        labels = target._host()
+        bad = labels[((labels < 0) | (labels >= classes)) & (labels != ignore_index)]
+        if bad.size:
+            raise IndexError(f"nll_loss: label {bad[0]} is out of range for {classes} classes "
+                             f"(and is not ignore_index={ignore_index})")
+    safe = _o.where(inside, target, 0)
     picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(safe, 1), axis=1), 1)
     w = _o.where(valid, 1.0, 0.0).astype(log_probs.dtype, copy=False)
     if weight is not None:
         w = w * _o.take(weight, safe)
-    loss = -picked * w
+    # Where the labels cannot be read cheaply (traced, or on a GPU), a counted label outside
+    # the classes makes its row NaN rather than picking another class's entry.
+    loss = _o.where(valid & ~inside, float("nan"), -picked * w)
     if reduction == "mean":
         return _o.sum(loss) / _o.sum(w)
     return _reduce(loss, reduction, "nll_loss")
@@ -159,9 +158,8 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if (input.ndim == 2 and weight is None and label_smoothing == 0.0 and reduction in ("mean", "sum", "none")
             and isinstance(target, ArrayBase) and target.dtype.kind in "iu"):
-        target = _check_class_targets("cross_entropy", input, target)
-        if _none_ignored(target, ignore_index):  # the common case: one fused primitive
-            return bind(softmax_cross_entropy_p, input, target, reduction=reduction)
+        target = _check_class_targets("cross_entropy", input, target)  # the common case: one fused primitive
+        return bind(softmax_cross_entropy_p, input, target, reduction=reduction, ignore_index=int(ignore_index))
     logp = log_softmax(input, dim=1 if input.ndim > 1 else 0)
     if isinstance(target, ArrayBase) and target.dtype.kind == "f":  # probabilities
         if tuple(target.shape) != tuple(input.shape):

@@ -111,7 +111,7 @@ logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
 _XENT_REDUCTIONS = ("none", "sum", "mean")
 
 
-def _xent_rule(logits: ShapedArray, labels: ShapedArray, *, reduction: str) -> ShapedArray:
+def _xent_rule(logits: ShapedArray, labels: ShapedArray, *, reduction: str, ignore_index: int) -> ShapedArray:
     require_kind("softmax_cross_entropy", logits.dtype, "f", "floating-point logits")
     require_kind("softmax_cross_entropy", labels.dtype, "iu", "integer class labels")
     if len(logits.shape) != 2 or labels.shape != logits.shape[:1]:
@@ -119,6 +119,8 @@ def _xent_rule(logits: ShapedArray, labels: ShapedArray, *, reduction: str) -> S
                          f"labels of shape (N,), got {fmt_shape(labels.shape)}")
     if reduction not in _XENT_REDUCTIONS:
         raise ValueError(f"softmax_cross_entropy: reduction must be one of {_XENT_REDUCTIONS}, got {reduction!r}")
+    if not isinstance(ignore_index, int) or isinstance(ignore_index, bool):
+        raise TypeError(f"softmax_cross_entropy: ignore_index must be a Python int, got {ignore_index!r}")
     return ShapedArray(logits.shape[:1] if reduction == "none" else (), logits.dtype, logits.device)
 
 
@@ -141,47 +143,102 @@ def _softmax_parts(xp: Any, z: Any) -> tuple[Any, Any, Any]:
     return e, e.sum(1), m
 
 
-def _xent(xp: Any, z: Any, y: Any, *, reduction: str) -> Any:
-    """Per row: logsumexp(z) - z[label], in one pass over the logits; then their sum or
-    mean (the same kernels ``fg.sum`` and ``fg.mean`` would run)."""
+_UNSIGNED = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
+
+
+def _label_rows(xp: Any, y: Any, classes: int, ignore_index: int) -> tuple[Any, Any, Any] | None:
+    """How the labels pick rows. ``None`` in the common case, every label a class in
+    ``[0, classes)`` and ``ignore_index`` not one: on NumPy that costs one maximum
+    (negative labels read as unsigned are huge). Otherwise ``(counted, safe, poisoned)``: the rows whose label is not
+    ``ignore_index``, the labels with out-of-range ones replaced by class 0 (so indexing
+    stays in range), and the counted rows whose label is out of range. NumPy raises for
+    those; on CuPy finding them would read the labels on the host, a device-to-host sync
+    every step, so their loss and gradient come out NaN instead (PyTorch's CUDA kernels
+    assert on the device)."""
+    if xp is np:
+        unsigned = y.view(_UNSIGNED[y.itemsize]) if y.dtype.kind == "i" else y
+        if np.maximum.reduce(unsigned) < classes and not 0 <= ignore_index < classes:
+            return None
+        counted = y != ignore_index
+        bad = (unsigned >= classes) & counted
+        if bad.any():
+            raise IndexError(f"label {y[bad][0]} is out of range for {classes} classes "
+                             f"(and is not ignore_index={ignore_index})")
+        return counted, np.where(counted, y, 0), None
+    counted = y != ignore_index
+    inside = (y >= 0) & (y < classes)
+    return counted, xp.where(inside, y, 0), counted & ~inside
+
+
+def _mean_over(xp: Any, total: Any, counted: Any, dtype: Any) -> Any:
+    """``total`` over the number of counted rows: NaN when none count, as in PyTorch."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / counted.sum(dtype=dtype)
+
+
+def _xent(xp: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
+    """Per row: logsumexp(z) - z[label], in one pass over the logits, 0 where the label is
+    ``ignore_index``; then their sum, or their mean over the counted rows."""
+    n, classes = z.shape
+    rows = _label_rows(xp, y, classes, ignore_index) if n else None
     if z.size == 0:
         per_row = xp.zeros(z.shape[:1], z.dtype)
     else:
         _, s, m = _softmax_parts(xp, z)
         per_row = xp.log(s)  # a row with no finite maximum is NaN, as in PyTorch
         per_row += m
-        per_row -= z[xp.arange(z.shape[0]), y]
+        per_row -= z[xp.arange(n), y if rows is None else rows[1]]
+        if rows is not None:
+            counted, _, poisoned = rows
+            per_row = xp.where(counted, per_row, xp.zeros((), z.dtype))
+            if poisoned is not None:
+                per_row = xp.where(poisoned, xp.full((), np.nan, z.dtype), per_row)
     if reduction == "none":
         return per_row
     total = xp.sum(per_row, axis=(0,))
     if reduction == "sum":
         return total
-    return total / per_row.shape[0] if per_row.shape[0] else total * float("nan")
+    if rows is None:
+        return total / n if n else total * float("nan")
+    return _mean_over(xp, total, rows[0], z.dtype)
 
 
 # Softmax cross-entropy with class labels, the loss of nearly every classifier: one
-# primitive instead of log_softmax + gather + squeeze + mean (PyTorch fuses it too).
+# primitive instead of log_softmax + mask + gather + mean (PyTorch fuses it too). The
+# ignored rows are masked inside the kernel, so the labels never need reading on the host.
 softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
 
 
-def _xent_grad_rule(g: ShapedArray, logits: ShapedArray, labels: ShapedArray) -> ShapedArray:
-    _xent_rule(logits, labels, reduction="none")
-    if g.shape not in ((), logits.shape[:1]) or g.dtype != logits.dtype:
+def _xent_grad_rule(g: ShapedArray, logits: ShapedArray, labels: ShapedArray, *, reduction: str,
+                    ignore_index: int) -> ShapedArray:
+    loss = _xent_rule(logits, labels, reduction=reduction, ignore_index=ignore_index)
+    if g.shape != loss.shape or g.dtype != logits.dtype:
         raise ShapeError(f"softmax_cross_entropy_grad: a cotangent of shape {fmt_shape(g.shape)} ({g.dtype}) for "
-                         f"logits of shape {fmt_shape(logits.shape)} ({logits.dtype}): it must be "
-                         f"{fmt_shape(logits.shape[:1])} or () ({logits.dtype})")
+                         f"reduction={reduction!r} over logits of shape {fmt_shape(logits.shape)} "
+                         f"({logits.dtype}): it must be {fmt_shape(loss.shape)} ({logits.dtype})")
     return logits
 
 
-def _xent_grad(xp: Any, g: Any, z: Any, y: Any) -> Any:
-    """g * (softmax(z) - onehot(y)), g per row or one for all rows: one exp over the logits,
-    then the labels' entries. (A row with no finite maximum has no softmax: it comes out
-    NaN, as in PyTorch.)"""
+def _xent_grad(xp: Any, g: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
+    """The logits' cotangent: w * (softmax(z) - onehot(label)) per row, where w is the
+    row's share of ``g`` (all of it for "sum", 1/count of it for "mean", its own entry
+    for "none") and 0 for an ignored row: one exp over the logits, then the labels'
+    entries. (A row with no finite maximum has no softmax: it comes out NaN, as in PyTorch.)"""
+    n, classes = z.shape
     if z.size == 0:
         return xp.zeros(z.shape, z.dtype)
+    rows = _label_rows(xp, y, classes, ignore_index)
+    if rows is None:
+        w, labels = (g / n if reduction == "mean" else g), y
+    else:
+        counted, labels, poisoned = rows
+        w = _mean_over(xp, g, counted, z.dtype) if reduction == "mean" else g
+        w = xp.where(counted, w, xp.zeros((), z.dtype))
+        if poisoned is not None:
+            w = xp.where(poisoned, xp.full((), np.nan, z.dtype), w)
     out, s, _ = _softmax_parts(xp, z)
-    out *= (g / s)[:, None]
-    out[xp.arange(z.shape[0]), y] -= g
+    out *= (w / s)[:, None]
+    out[xp.arange(n), labels] -= w
     return out
 
 
@@ -293,39 +350,53 @@ def _picked(t: Any, y: Any) -> Any:
     return F.squeeze(bind(take_along_axis_p, t, F.expand_dims(y, 1), axis=1), 1)
 
 
-def _row_scale(g: Any, n: int, reduction: str) -> Any:
-    """The cotangent each row's loss gets from the reduced loss's ``g``."""
-    return g / n if reduction == "mean" and n else g
+def _counted(y: Any, ignore_index: int) -> tuple[Any, Any]:
+    """The rows whose label counts (it is not ``ignore_index``), and the labels with the
+    others replaced by class 0, so that picking stays in range."""
+    counted = F.not_equal(y, ignore_index)
+    return counted, F.where(counted, y, 0)
 
 
-def _reduce_rows(per_row: Any, reduction: str) -> Any:
+def _reduce_rows(per_row: Any, counted: Any, reduction: str) -> Any:
+    """As the kernel reduces: the sum, or the mean over the counted rows."""
     if reduction == "none":
         return per_row
     total = F.sum(per_row, (0,))
     if reduction == "sum":
         return total
-    return total / per_row.shape[0] if per_row.shape[0] else total * float("nan")  # as the kernel
+    return total / F.sum(counted.astype(per_row.dtype))
 
 
-def _xent_jvp(t: Any, ans: Any, z: Any, y: Any, *, reduction: str = "none") -> Any:
-    return _reduce_rows(F.sum(_xent_softmax(z) * t, (1,)) - _picked(t, y), reduction)
+def _xent_jvp(t: Any, ans: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
+    counted, labels = _counted(y, ignore_index)
+    per_row = F.where(counted, F.sum(_xent_softmax(z) * t, (1,)) - _picked(t, labels), 0.0)
+    return _reduce_rows(per_row, counted, reduction)
 
 
-def _softmax_jvp(g: Any, z: Any, t: Any) -> Any:
-    """g * (d softmax(z) . t) per row (g one per row, or one for all). The softmax Jacobian
-    is symmetric, so this is also its VJP."""
+def _row_weights(g: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
+    """Each row's share of the loss's cotangent ``g``, as the gradient kernel takes it."""
+    counted, _ = _counted(y, ignore_index)
+    if reduction == "mean":
+        g = g / F.sum(counted.astype(g.dtype))
+    return F.where(counted, g, 0.0)
+
+
+def _softmax_jvp(w: Any, z: Any, t: Any) -> Any:
+    """w * (d softmax(z) . t), one weight per row. The softmax Jacobian is symmetric, so
+    this is also its VJP."""
     s = _xent_softmax(z)
     st = s * t
-    return (F.expand_dims(g, 1) if g.ndim else g) * (st - s * F.sum(st, (1,), keepdims=True))
+    return F.expand_dims(w, 1) * (st - s * F.sum(st, (1,), keepdims=True))
 
 
 defjvp(softmax_cross_entropy_p, _xent_jvp, None)
-defvjp(softmax_cross_entropy_p, lambda g, ans, z, y, *, reduction: bind(
-    softmax_cross_entropy_grad_p, _row_scale(g, z.shape[0], reduction), z, y), None, saves="args")
-defjvp(softmax_cross_entropy_grad_p, lambda t, ans, g, z, y: bind(softmax_cross_entropy_grad_p, t, z, y),
-       lambda t, ans, g, z, y: _softmax_jvp(g, z, t), None)
-defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y: _xent_jvp(c, None, z, y),
-       lambda c, ans, g, z, y: _softmax_jvp(g, z, c), None, saves="args")
+defvjp(softmax_cross_entropy_p, lambda g, ans, z, y, **params: bind(softmax_cross_entropy_grad_p, g, z, y, **params),
+       None, saves="args")
+defjvp(softmax_cross_entropy_grad_p, lambda t, ans, g, z, y, **params: bind(softmax_cross_entropy_grad_p, t, z, y,
+                                                                            **params),
+       lambda t, ans, g, z, y, **params: _softmax_jvp(_row_weights(g, y, **params), z, t), None)
+defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y, **params: _xent_jvp(c, None, z, y, **params),
+       lambda c, ans, g, z, y, **params: _softmax_jvp(_row_weights(g, y, **params), z, c), None, saves="args")
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:
