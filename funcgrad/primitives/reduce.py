@@ -149,12 +149,12 @@ _UNSIGNED = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 def _label_rows(xp: Any, y: Any, classes: int, ignore_index: int) -> tuple[Any, Any, Any] | None:
     """How the labels pick rows. ``None`` in the common case, every label a class in
     ``[0, classes)`` and ``ignore_index`` not one: on NumPy that costs one maximum
-    (negative labels read as unsigned are huge). Otherwise ``(counted, safe, poisoned)``: the rows whose label is not
-    ``ignore_index``, the labels with out-of-range ones replaced by class 0 (so indexing
-    stays in range), and the counted rows whose label is out of range. NumPy raises for
-    those; on CuPy finding them would read the labels on the host, a device-to-host sync
-    every step, so their loss and gradient come out NaN instead (PyTorch's CUDA kernels
-    assert on the device)."""
+    (negative labels read as unsigned are huge). Otherwise ``(counted, safe, poisoned)``:
+    the rows whose label is not ``ignore_index``, the labels with out-of-range ones
+    replaced by class 0 (so indexing stays in range), and the counted rows whose label is
+    out of range. NumPy raises for those; on CuPy finding them would read the labels on
+    the host, a device-to-host sync every step, so their loss and gradient come out NaN
+    instead (PyTorch's CUDA kernels assert on the device)."""
     if xp is np:
         unsigned = y.view(_UNSIGNED[y.itemsize]) if y.dtype.kind == "i" else y
         if np.maximum.reduce(unsigned) < classes and not 0 <= ignore_index < classes:
