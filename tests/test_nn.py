@@ -304,6 +304,42 @@ def test_layers_match_pytorch(make) -> None:
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@needs_torch
+@pytest.mark.parametrize("padding_idx", [None, 1, -2])
+def test_embedding_matches_pytorch(padding_idx) -> None:
+    """Repeated rows add up their gradients; the padding row passes none back (PyTorch's
+    rule), though its value comes out as it is."""
+    tm = torch.nn.Embedding(5, 3, padding_idx=padding_idx)
+    fm = nn.Embedding(5, 3, padding_idx=padding_idx)
+    assert repr(fm) == repr(tm)
+    with torch.no_grad():
+        tm.weight.add_(1.0)  # a padding row that is not zero must still come out as it is
+    _copy_params(tm, fm)
+    idx = np.array([[0, 1, 3], [3, 1, 4]])
+    tout, fout = tm(torch.tensor(idx)), fm(fg.asarray(idx))
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-6)
+    w = RNG.standard_normal(tuple(tout.shape)).astype(np.float32)
+    (tout * torch.tensor(w)).sum().backward()
+    (fout * fg.asarray(w)).sum().backward()
+    np.testing.assert_allclose(fm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_indices_must_lie_in_range() -> None:
+    """-1 is an error, as in PyTorch, not NumPy's last row; where the indices cannot be read
+    for free (a traced program) the row comes out NaN instead of another row."""
+    emb = nn.Embedding(4, 2)
+    for bad in (4, -1):
+        with pytest.raises(IndexError, match=f"embedding: index {bad} is out of range for 4 rows"):
+            emb(fg.asarray(np.array([0, bad])))
+    with pytest.raises(IndexError, match="padding_idx=4 is out of range"):
+        nn.Embedding(4, 2, padding_idx=4)
+    with pytest.raises(fg.DTypeError, match="embedding: indices must be integers"):
+        emb(fg.asarray(np.array([0.0, 1.0])))
+    program = fg.trace(lambda i: emb(i))(fg.asarray(np.array([0, 1])))
+    out = program(fg.asarray(np.array([-1, 1]))).numpy()
+    assert np.isnan(out[0]).all() and np.array_equal(out[1], emb.weight.detach().numpy()[1])
+
+
 @pytest.mark.parametrize("ignore_index", [7, 1])  # outside the classes, and one of them
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_fused_cross_entropy_equals_the_general_formula(reduction: str, ignore_index: int) -> None:

@@ -96,11 +96,45 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     return out
 
 
-def embedding(indices: Any, weight: Any) -> Any:
-    indices = _o.asarray(indices) if not isinstance(indices, ArrayBase) else indices
+def embedding(indices: Any, weight: Any, padding_idx: int | None = None) -> Any:
+    """Rows of ``weight`` picked by integer ``indices`` (any shape): ``weight[indices]``.
+    An index outside ``[0, num_embeddings)`` is an error, as in PyTorch (NumPy's reading
+    of -1 as the last row would be silently wrong). With ``padding_idx``, that row's
+    entries come out as they are but pass no gradient back to ``weight``."""
+    indices = _o.asarray(indices, device=weight.device) if not isinstance(indices, ArrayBase) else indices
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"embedding: indices must be integers, got {indices.dtype}")
-    return _o.take(weight, indices, axis=0)
+    rows = weight.shape[0]
+    bad = _outside("embedding", indices, rows, "index", "rows")
+    out = _o.take(weight, indices if bad is None else _o.where(bad, 0, indices), axis=0)
+    if bad is not None:
+        out = _o.where(_o.expand_dims(bad, -1), float("nan"), out)
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise IndexError(f"embedding: padding_idx={padding_idx} is out of range for {rows} rows")
+        padding = _o.expand_dims(indices == padding_idx % rows, -1)
+        out = _o.where(padding, out.detach(), out)
+    return out
+
+
+def _outside(op: str, indices: Any, size: int, what: str, of: str, allowed: int | None = None) -> Any:
+    """Checks that integer ``indices`` lie in ``[0, size)`` (or equal ``allowed``), as
+    PyTorch's indexing losses and layers require: a negative index is an error, not a
+    count from the end. Concrete indices on the CPU are read there (for free), and a bad
+    one raises ``IndexError``; the result is then ``None``. Elsewhere (traced, or on a
+    GPU, where reading them would wait for a device-to-host copy every step) it returns
+    the boolean mask of the bad positions, for the caller to make NaN instead."""
+    if isinstance(indices, Array) and indices.device.kind == "cpu":
+        host = indices._host()
+        wrong = (host < 0) | (host >= size)
+        if allowed is not None:
+            wrong &= host != allowed
+        if wrong.any():
+            extra = f" (and is not ignore_index={allowed})" if allowed is not None else ""
+            raise IndexError(f"{op}: {what} {host[wrong][0]} is out of range for {size} {of}{extra}")
+        return None
+    wrong = (indices < 0) | (indices >= size)
+    return wrong if allowed is None else wrong & (indices != allowed)
 
 
 def _reduce(loss: Any, reduction: str, op: str) -> Any:
@@ -131,21 +165,15 @@ def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int 
     target = _check_class_targets("nll_loss", log_probs, target)
     classes = log_probs.shape[1]
     valid = target != ignore_index
-    inside = (target >= 0) & (target < classes)
-    if isinstance(target, Array) and target.device.kind == "cpu":  # labels readable for free: say which is wrong
-        labels = target._host()
-        bad = labels[((labels < 0) | (labels >= classes)) & (labels != ignore_index)]
-        if bad.size:
-            raise IndexError(f"nll_loss: label {bad[0]} is out of range for {classes} classes "
-                             f"(and is not ignore_index={ignore_index})")
-    safe = _o.where(inside, target, 0)
+    bad = _outside("nll_loss", target, classes, "label", "classes", allowed=ignore_index)
+    safe = _o.where(valid if bad is None else valid & ~bad, target, 0)
     picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(safe, 1), axis=1), 1)
     w = _o.where(valid, 1.0, 0.0).astype(log_probs.dtype, copy=False)
     if weight is not None:
         w = w * _o.take(weight, safe)
-    # Where the labels cannot be read cheaply (traced, or on a GPU), a counted label outside
-    # the classes makes its row NaN rather than picking another class's entry.
-    loss = _o.where(valid & ~inside, float("nan"), -picked * w)
+    loss = -picked * w
+    if bad is not None:
+        loss = _o.where(bad, float("nan"), loss)
     if reduction == "mean":
         return _o.sum(loss) / _o.sum(w)
     return _reduce(loss, reduction, "nll_loss")

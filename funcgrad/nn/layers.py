@@ -135,6 +135,10 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  dtype: Any = None, device: Any = None) -> None:
         super().__init__()
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise IndexError(f"Embedding: padding_idx={padding_idx} is out of range for {num_embeddings} rows")
+            padding_idx %= num_embeddings  # as PyTorch: -1 is the last row
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.weight = Parameter(_o.zeros((num_embeddings, embedding_dim), dtype, device=device))
         init.normal_(self.weight)
@@ -142,10 +146,11 @@ class Embedding(Module):
             self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
 
     def forward(self, indices: Any) -> Any:
-        return F.embedding(indices, self.weight)
+        return F.embedding(indices, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class Sequential(Module):
