@@ -423,6 +423,9 @@ def test_other_losses_match_pytorch() -> None:
     ("Adam", dict(lr=0.05, weight_decay=0.01)), ("Adam", dict(lr=0.05, amsgrad=True)),
     ("AdamW", dict(lr=0.05, weight_decay=0.1)),
     ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.01)), ("RMSprop", dict(lr=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.5, weight_decay=0.01, maximize=True)),
+    ("Adam", dict(lr=0.05, weight_decay=0.01, maximize=True)), ("AdamW", dict(lr=0.05, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, momentum=0.3, maximize=True)),
 ])
 def test_optimizers_match_pytorch_for_20_steps(name, kwargs) -> None:
     W0, X, Y = RNG.standard_normal((5, 3)), RNG.standard_normal((8, 5)), RNG.standard_normal((8, 3))
@@ -473,10 +476,23 @@ def _compare(tm, fm, inputs, out_index=None, rtol=1e-4, atol=1e-5) -> None:
 
 @needs_torch
 @pytest.mark.parametrize("kwargs", [dict(), dict(stride=2, padding=1), dict(dilation=2, padding=2),
-                                    dict(groups=2, padding=1), dict(stride=(2, 1), bias=False)])
+                                    dict(groups=2, padding=1), dict(stride=(2, 1), bias=False),
+                                    dict(padding="valid"), dict(padding="same", kernel_size=(4, 3), dilation=(1, 2)),
+                                    dict(padding="same", kernel_size=2)])  # 'same' with an odd total: extra after
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # PyTorch's note on its own zero-padded copy
 def test_conv2d_matches_pytorch(kwargs) -> None:
     x = RNG.standard_normal((2, 4, 9, 8)).astype(np.float32)
-    _compare(torch.nn.Conv2d(4, 6, 3, **kwargs), nn.Conv2d(4, 6, 3, **kwargs), [x])
+    kwargs = {"kernel_size": 3, **kwargs}
+    tm, fm = torch.nn.Conv2d(4, 6, **kwargs), nn.Conv2d(4, 6, **kwargs)
+    assert repr(fm) == repr(tm)
+    _compare(tm, fm, [x])
+
+
+def test_conv2d_padding_errors() -> None:
+    with pytest.raises(ValueError, match="padding='same' needs stride 1"):
+        nn.Conv2d(2, 2, 3, stride=2, padding="same")
+    with pytest.raises(ValueError, match="padding must be an int, a pair, 'same' or 'valid', got 'full'"):
+        nn.functional.conv2d(fg.zeros((1, 2, 4, 4)), fg.zeros((2, 2, 3, 3)), padding="full")
 
 
 @needs_torch
@@ -497,6 +513,58 @@ def test_batchnorm_matches_pytorch_in_train_and_eval(make, shape) -> None:
     tm.eval(), fm.eval()
     np.testing.assert_allclose(fm(fg.asarray(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
     assert fm.num_batches_tracked.item() == 1
+
+
+@needs_torch
+def test_batchnorm_momentum_none_is_the_cumulative_average() -> None:
+    tm, fm = torch.nn.BatchNorm1d(3, momentum=None), nn.BatchNorm1d(3, momentum=None)
+    for _ in range(3):
+        x = RNG.standard_normal((6, 3)).astype(np.float32)
+        tm(torch.tensor(x)), fm(fg.asarray(x))
+    np.testing.assert_allclose(fm.running_mean.numpy(), tm.running_mean.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fm.running_var.numpy(), tm.running_var.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("case", ["unbatched", "float mask per head", "bool mask", "unbatched padding",
+                                  "batch_first padding"])
+def test_multihead_attention_masks_and_unbatched_inputs_match_pytorch(case) -> None:
+    batch_first = case == "batch_first padding"
+    tm, fm = torch.nn.MultiheadAttention(4, 2, batch_first=batch_first), nn.MultiheadAttention(4, 2, batch_first=batch_first)
+    _copy_params(tm, fm)
+    shape = {"unbatched": (3, 4), "unbatched padding": (3, 4), "batch_first padding": (2, 3, 4)}.get(case, (3, 2, 4))
+    masks = {"float mask per head": {"attn_mask": RNG.standard_normal((4, 3, 3)).astype(np.float32)},
+             "bool mask": {"attn_mask": np.triu(np.ones((3, 3), bool), 1)},
+             "unbatched padding": {"key_padding_mask": np.array([False, False, True])},
+             "batch_first padding": {"key_padding_mask": np.array([[False, False, True], [False, True, False]])}
+             }.get(case, {})
+    q = RNG.standard_normal(shape).astype(np.float32)
+    tq, fq = torch.tensor(q, requires_grad=True), fg.asarray(q, requires_grad=True)
+    tout, tw = tm(tq, tq, tq, **{k: torch.tensor(v) for k, v in masks.items()})
+    fout, fw = fm(fq, fq, fq, **{k: fg.asarray(v) for k, v in masks.items()})
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fw.numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (tout.sum() + (tw * tw).sum()).backward()
+    (fout.sum() + (fw * fw).sum()).backward()
+    np.testing.assert_allclose(fq.grad.numpy(), tq.grad.numpy(), rtol=1e-3, atol=1e-4)
+    with pytest.raises(fg.ShapeError, match=r"MultiheadAttention\(4, 2\): key must be"):
+        fm(fq, fg.zeros((3, 2, 5)), fq)
+
+
+@needs_torch
+def test_lstm_unbatched_input_matches_pytorch() -> None:
+    tm, fm = torch.nn.LSTM(3, 5, num_layers=2), nn.LSTM(3, 5, num_layers=2)
+    _copy_params(tm, fm)
+    x, h0, c0 = (RNG.standard_normal(s).astype(np.float32) for s in [(4, 3), (2, 5), (2, 5)])
+    tout, (th, tc) = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    fout, (fh, fc) = fm(fg.asarray(x), (fg.asarray(h0), fg.asarray(c0)))
+    for f, t in ((fout, tout), (fh, th), (fc, tc)):
+        assert f.shape == tuple(t.shape)
+        np.testing.assert_allclose(f.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(fg.ShapeError, match=r"LSTM\(3, 5\): expected an input of shape"):
+        fm(fg.zeros((4, 2)))
+    with pytest.raises(fg.ShapeError, match=r"LSTM: h_0 must have shape \(2, 5\), got \(1, 5\)"):
+        fm(fg.asarray(x), (fg.zeros((1, 5)), fg.asarray(c0)))
 
 
 @needs_torch

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import ops as _o
 from ..errors import ShapeError
+from ..primitives.core import fmt_shape
 from . import functional as F
 from . import init
 from .layers import Linear
@@ -34,9 +35,23 @@ class MultiheadAttention(Module):
 
     def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = None, need_weights: bool = True,
                 attn_mask: Any = None, average_attn_weights: bool = True) -> tuple[Any, Any]:
-        if self.batch_first:
+        """query (L, N, E) and key, value (S, N, E); (N, L, E) and (N, S, E) with
+        ``batch_first``; or unbatched (L, E) and (S, E). ``attn_mask`` is (L, S) or
+        (N * num_heads, L, S), boolean (True: not allowed to attend) or added to the scores;
+        ``key_padding_mask`` is (N, S), or (S,) unbatched."""
+        e = self.embed_dim
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.ndim not in (2, 3) or t.shape[-1] != e or t.ndim != query.ndim:
+                raise ShapeError(f"MultiheadAttention({e}, {self.num_heads}): {name} must be (L, N, {e}), or "
+                                 f"(L, {e}) unbatched like the query, got {fmt_shape(tuple(t.shape))}")
+        unbatched = query.ndim == 2
+        if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
+            query, key, value = (_o.expand_dims(t, 1) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = _o.expand_dims(key_padding_mask, 0)
+        elif self.batch_first:
             query, key, value = (_o.swapaxes(t, 0, 1) for t in (query, key, value))
-        tq, b, e = query.shape
+        tq, b, _ = query.shape
         tk = key.shape[0]
         h, d = self.num_heads, e // self.num_heads
         w = self.in_proj_weight
@@ -51,6 +66,8 @@ class MultiheadAttention(Module):
         q, k, v = heads(q, tq), heads(k, tk), heads(v, tk)
         scores = _o.matmul(q, _o.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))   # (B, H, Tq, Tk)
         if attn_mask is not None:
+            if attn_mask.ndim == 3:  # one mask per batch entry and head, as PyTorch lays them out
+                attn_mask = _o.reshape(attn_mask, (b, h, tq, tk))
             scores = _o.where(attn_mask, -math.inf, scores) if attn_mask.dtype.kind == "b" else scores + attn_mask
         if key_padding_mask is not None:
             scores = _o.where(_o.reshape(key_padding_mask, (b, 1, 1, tk)), -math.inf, scores)
@@ -59,11 +76,13 @@ class MultiheadAttention(Module):
         out = _o.matmul(weights, v)                                              # (B, H, Tq, D)
         out = _o.reshape(_o.transpose(out, (2, 0, 1, 3)), (tq, b, e))
         out = self.out_proj(out)
-        if self.batch_first:
+        if unbatched:
+            out, weights = out[:, 0], weights[0]
+        elif self.batch_first:
             out = _o.swapaxes(out, 0, 1)
         if not need_weights:
             return out, None
-        return out, (_o.mean(weights, 1) if average_attn_weights else weights)
+        return out, (_o.mean(weights, -3) if average_attn_weights else weights)
 
 
 class LSTM(Module):
@@ -87,7 +106,17 @@ class LSTM(Module):
                 setattr(self, name, p)
 
     def forward(self, x: Any, hx: tuple[Any, Any] | None = None) -> tuple[Any, tuple[Any, Any]]:
-        if self.batch_first:
+        """``x`` is (L, N, input_size), (N, L, input_size) with ``batch_first``, or unbatched
+        (L, input_size); ``hx`` is ``(h_0, c_0)``, each (num_layers, N, hidden_size), or
+        (num_layers, hidden_size) for an unbatched input."""
+        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
+            raise ShapeError(f"LSTM({self.input_size}, {self.hidden_size}): expected an input of shape (L, N, "
+                             f"{self.input_size}) or (L, {self.input_size}), got {fmt_shape(tuple(x.shape))}")
+        unbatched = x.ndim == 2
+        if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
+            x = _o.expand_dims(x, 1)
+            hx = None if hx is None else (_o.expand_dims(hx[0], 1), _o.expand_dims(hx[1], 1))
+        elif self.batch_first:
             x = _o.swapaxes(x, 0, 1)
         t, b = x.shape[0], x.shape[1]
         hs = self.hidden_size
@@ -96,6 +125,11 @@ class LSTM(Module):
             c0 = h0
         else:
             h0, c0 = hx
+            for name, state in (("h_0", h0), ("c_0", c0)):
+                if tuple(state.shape) != (self.num_layers, b, hs):
+                    expected = (self.num_layers, hs) if unbatched else (self.num_layers, b, hs)
+                    got = tuple(state.shape)[:1] + tuple(state.shape)[2:] if unbatched else tuple(state.shape)
+                    raise ShapeError(f"LSTM: {name} must have shape {fmt_shape(expected)}, got {fmt_shape(got)}")
         layer_input = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -114,5 +148,7 @@ class LSTM(Module):
             layer_input = _o.stack(outputs)
             h_n.append(h)
             c_n.append(c)
+        if unbatched:
+            return _o.squeeze(layer_input, 1), (_o.stack(h_n)[:, 0], _o.stack(c_n)[:, 0])
         out = _o.swapaxes(layer_input, 0, 1) if self.batch_first else layer_input
         return out, (_o.stack(h_n), _o.stack(c_n))

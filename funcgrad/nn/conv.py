@@ -27,11 +27,32 @@ def _check4(op: str, x: Any) -> None:
         raise ShapeError(f"{op}: expected a (N, C, H, W) input, got shape {fmt_shape(tuple(x.shape))}")
 
 
-def _pad_hw(x: Any, padding: tuple[int, int], value: float = 0.0) -> Any:
-    if padding == (0, 0):
+def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: float = 0.0) -> Any:
+    """Pad H and W by ``((top, bottom), (left, right))``."""
+    if padding == ((0, 0), (0, 0)):
         return x
-    ph, pw = padding
-    return _o.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value)
+    return _o.pad(x, ((0, 0), (0, 0)) + padding, constant_values=value)
+
+
+def _symmetric(padding: Any) -> tuple[tuple[int, int], tuple[int, int]]:
+    ph, pw = _pair(padding)
+    return (ph, ph), (pw, pw)
+
+
+def _conv_padding(padding: Any, kernel: tuple[int, int], stride: tuple[int, int],
+                  dilation: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """PyTorch's conv padding: an int or pair, ``"valid"`` (none) or ``"same"`` (the output
+    keeps the input's size; an odd total puts the extra row and column after, as PyTorch)."""
+    if not isinstance(padding, str):
+        return _symmetric(padding)
+    if padding == "valid":
+        return (0, 0), (0, 0)
+    if padding != "same":
+        raise ValueError(f"conv2d: padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
+    if stride != (1, 1):
+        raise ValueError(f"conv2d: padding='same' needs stride 1 (as in PyTorch), got stride={stride}")
+    totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return (totals[0] // 2, totals[0] - totals[0] // 2), (totals[1] // 2, totals[1] - totals[1] // 2)
 
 
 def _patches(x: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]) -> Any:
@@ -48,7 +69,8 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     if c != cg * groups or o % groups:
         raise ShapeError(f"conv2d: input with {c} channels does not fit weight {fmt_shape(tuple(weight.shape))} "
                          f"with groups={groups}")
-    p = _patches(_pad_hw(x, _pair(padding)), (kh, kw), _pair(stride), _pair(dilation))
+    stride, dilation = _pair(stride), _pair(dilation)
+    p = _patches(_pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
     oh, ow = p.shape[2], p.shape[3]
     # (N, OH, OW, G, C/G, KH, KW) -> (G, N*OH*OW, C/G*KH*KW): the one copy (im2col)
     cols = _o.reshape(_o.transpose(_o.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (1, 0, 3, 4, 2, 5, 6)),
@@ -63,7 +85,8 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Any:
     _check4("max_pool2d", x)
     k = _pair(kernel_size)
-    p = _patches(_pad_hw(x, _pair(padding), -math.inf), k, _pair(stride if stride is not None else k), _pair(dilation))
+    stride = _pair(stride if stride is not None else k)
+    p = _patches(_pad_hw(x, _symmetric(padding), -math.inf), k, stride, _pair(dilation))
     return _o.max(p, axis=(4, 5))
 
 
@@ -71,7 +94,7 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -
     """Average pooling; padded zeros count in the average (PyTorch's count_include_pad=True)."""
     _check4("avg_pool2d", x)
     k = _pair(kernel_size)
-    p = _patches(_pad_hw(x, _pair(padding)), k, _pair(stride if stride is not None else k), (1, 1))
+    p = _patches(_pad_hw(x, _symmetric(padding)), k, _pair(stride if stride is not None else k), (1, 1))
     return _o.mean(p, axis=(4, 5))
 
 
@@ -81,7 +104,9 @@ class Conv2d(Module):
         super().__init__()
         kh, kw = _pair(kernel_size)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (kh, kw)
-        self.stride, self.padding, self.dilation, self.groups = _pair(stride), _pair(padding), _pair(dilation), groups
+        self.stride, self.dilation, self.groups = _pair(stride), _pair(dilation), groups
+        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        _conv_padding(self.padding, (kh, kw), self.stride, self.dilation)  # a bad padding fails here, not at the call
         self.weight = Parameter(_o.zeros((out_channels, in_channels // groups, kh, kw), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
@@ -96,7 +121,10 @@ class Conv2d(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-                + (f", padding={self.padding}" if self.padding != (0, 0) else ""))
+                + (f", padding={self.padding}" if self.padding != (0, 0) else "")
+                + (f", dilation={self.dilation}" if self.dilation != (1, 1) else "")
+                + (f", groups={self.groups}" if self.groups != 1 else "")
+                + (", bias=False" if self.bias is None else ""))
 
 
 class MaxPool2d(Module):

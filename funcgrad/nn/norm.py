@@ -1,5 +1,6 @@
 """Batch normalisation (PyTorch semantics: biased variance to normalise, unbiased for the
-running estimate, momentum 0.1, ``num_batches_tracked``)."""
+running estimate, momentum 0.1, or ``None`` for the cumulative average, and
+``num_batches_tracked``)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
 class _BatchNorm(Module):
     expected_ndim: tuple[int, ...] = ()
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = True,
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, dtype: Any = None, device: Any = None) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
@@ -56,9 +57,13 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}({self.num_features}): got input of shape "
                              f"{fmt_shape(tuple(x.shape))}")
         use_batch = self.training or not self.track_running_stats
+        momentum = self.momentum
+        if momentum is None and self.training and self.track_running_stats:
+            # PyTorch's cumulative average: batch k weighs 1/k (reading the count: PyTorch does too)
+            momentum = 1.0 / (int(self.num_batches_tracked.item()) + 1)
         out, rm, rv = batch_norm(x, self.running_mean if self.track_running_stats else None,
                                  self.running_var if self.track_running_stats else None, self.weight, self.bias,
-                                 use_batch, self.momentum, self.eps)
+                                 use_batch, momentum, self.eps)
         if self.training and self.track_running_stats:
             from ..array import Array
 
@@ -74,7 +79,8 @@ class _BatchNorm(Module):
         return out
 
     def extra_repr(self) -> str:
-        return f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
