@@ -112,24 +112,22 @@ class LSTM(Module):
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             raise ShapeError(f"LSTM({self.input_size}, {self.hidden_size}): expected an input of shape (L, N, "
                              f"{self.input_size}) or (L, {self.input_size}), got {fmt_shape(tuple(x.shape))}")
-        unbatched = x.ndim == 2
+        unbatched, hs = x.ndim == 2, self.hidden_size
         if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
             x = _o.expand_dims(x, 1)
-            hx = None if hx is None else (_o.expand_dims(hx[0], 1), _o.expand_dims(hx[1], 1))
         elif self.batch_first:
             x = _o.swapaxes(x, 0, 1)
         t, b = x.shape[0], x.shape[1]
-        hs = self.hidden_size
         if hx is None:
             h0 = _o.zeros((self.num_layers, b, hs), x.dtype, device=x.device)
             c0 = h0
         else:
-            h0, c0 = hx
-            for name, state in (("h_0", h0), ("c_0", c0)):
-                if tuple(state.shape) != (self.num_layers, b, hs):
-                    expected = (self.num_layers, hs) if unbatched else (self.num_layers, b, hs)
-                    got = tuple(state.shape)[:1] + tuple(state.shape)[2:] if unbatched else tuple(state.shape)
-                    raise ShapeError(f"LSTM: {name} must have shape {fmt_shape(expected)}, got {fmt_shape(got)}")
+            expected = (self.num_layers, hs) if unbatched else (self.num_layers, b, hs)
+            for name, state in zip(("h_0", "c_0"), hx):
+                if tuple(state.shape) != expected:
+                    raise ShapeError(f"LSTM: {name} must have shape {fmt_shape(expected)}, "
+                                     f"got {fmt_shape(tuple(state.shape))}")
+            h0, c0 = (_o.expand_dims(s, 1) for s in hx) if unbatched else hx
         layer_input = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):
