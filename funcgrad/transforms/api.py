@@ -61,9 +61,14 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     return _vjp(f, primals, has_aux)
 
 
-def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums: tuple[int, ...] | None = None) -> Any:
-    """``vjp``; with ``argnums`` (the argument number of each primal: ``grad``'s callers), every
-    leaf must also be floating point, checked in the same pass over the leaves."""
+def _record(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums: tuple[int, ...] | None,
+            fn_name: str) -> tuple[Any, ...]:
+    """Run ``f`` on ``primals`` under a new VJP interpreter, recording its graph. Returns
+    ``(out, aux, interp, flat, in_tree, leaves)``: ``f``'s output (tracers where it depends
+    on the primals), its aux output, the interpreter, the flattened primals and their
+    structure, and the graph's leaf node per primal (``None`` for an integer one). With
+    ``argnums`` (the argument number of each primal: ``grad``'s callers), every leaf must
+    also be floating point, checked in the same pass over the leaves."""
     flat, in_tree = _tree.flatten(primals)
     flat = [_differentiated(x) for x in flat]
     if argnums is not None:
@@ -75,11 +80,23 @@ def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums
     with new_interpreter(interp):
         tracers = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
         out = f(*_tree.unflatten(in_tree, tracers))
-        out, aux = _split_aux(out, has_aux, "vjp")
+        out, aux = _split_aux(out, has_aux, fn_name)
+    return out, aux, interp, flat, in_tree, [t.node if isinstance(t, VJPTracer) else None for t in tracers]
+
+
+def _cotangents(seeds: list[Any], leaves: list[Any], flat: list[Any], in_tree: Any) -> Any:
+    """The primals' cotangents (zeros where none arrives), as a tree like the primals."""
+    tracked = [n for n in leaves if n is not None]
+    it = iter(backprop(seeds, tracked) if seeds else [None] * len(tracked))
+    cts = [(next(it) if n is not None else None) for n in leaves]
+    return _tree.unflatten(in_tree, [ops.zeros_like(x) if c is None else c for c, x in zip(cts, flat)])
+
+
+def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool) -> Any:
+    out, aux, interp, flat, in_tree, leaves = _record(f, primals, has_aux, None, "vjp")
     out_flat, out_tree = _tree.flatten(out)
     roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out_flat]
     out_primals = [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out_flat]
-    leaves = [t.node if isinstance(t, VJPTracer) else None for t in tracers]
 
     def f_vjp(cotangent: Any) -> tuple[Any, ...]:
         ct_flat, ct_tree = _tree.flatten(cotangent)
@@ -93,12 +110,7 @@ def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums
                                  f"{fmt_shape(tuple(o.shape))}")
             if r is not None:
                 seeds.append((r[0], r[1], c.astype(o.dtype, copy=False)))
-        tracked = [n for n in leaves if n is not None]
-        got = backprop(seeds, tracked) if seeds else [None] * len(tracked)
-        it = iter(got)
-        cts = [(next(it) if n is not None else None) for n in leaves]
-        cts = [ops.zeros_like(x) if c is None else c for c, x in zip(cts, flat)]
-        return _tree.unflatten(in_tree, cts)  # type: ignore[no-any-return]
+        return _cotangents(seeds, leaves, flat, in_tree)  # type: ignore[no-any-return]
 
     result = _tree.unflatten(out_tree, out_primals)
     return (result, f_vjp, _strip(aux, interp)) if has_aux else (result, f_vjp)
@@ -164,18 +176,22 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
                 full[n] = a
             return f(*full, **kwargs)
 
-        out, f_vjp, *aux = _vjp(partial_f, tuple(args[n] for n in nums), has_aux, nums)
-        if not isinstance(out, ArrayBase) or out.shape != ():
-            shape = fmt_shape(tuple(out.shape)) if isinstance(out, ArrayBase) else type(out).__name__
+        out, aux, interp, flat, in_tree, leaves = _record(partial_f, tuple(args[n] for n in nums), has_aux, nums,
+                                                          "grad")
+        traced = isinstance(out, VJPTracer) and out._interp is interp
+        value = out.primal if traced else out
+        if not isinstance(value, ArrayBase) or value.shape != ():
+            shape = fmt_shape(tuple(value.shape)) if isinstance(value, ArrayBase) else type(value).__name__
             raise ShapeError(
                 f"grad: the function must return a scalar (shape ()), but it returned shape {shape}. "
                 "For a non-scalar output use fg.vjp (a cotangent per output), fg.jacrev (the full Jacobian), "
                 "or reduce it first, e.g. return loss.sum().")
-        if out.dtype.kind != "f":
-            raise DTypeError(f"grad: the function returned dtype {out.dtype}; a floating-point scalar is needed")
-        grads = f_vjp(ops.ones_like(out))
+        if value.dtype.kind != "f":
+            raise DTypeError(f"grad: the function returned dtype {value.dtype}; a floating-point scalar is needed")
+        # the seed: d out / d out = 1 (vjp's cotangent, without its checks: the output is one scalar)
+        grads = _cotangents([(out.node, out.index, ops.ones_like(value))] if traced else [], leaves, flat, in_tree)
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
-        return ((out, aux[0]), g) if has_aux else (out, g)
+        return ((value, _strip(aux, interp)), g) if has_aux else (value, g)
 
     return wrapper
 
