@@ -618,6 +618,44 @@ def test_conv_and_pool_are_views_then_one_copy() -> None:
     assert pooled.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
 
 
+class _NotNumPy:
+    """NumPy under another name: the cross-entropy kernels take their CuPy branch (no host
+    reads of the labels) when ``xp is not np``, so this runs that branch without a GPU."""
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_kernels_device_branch_masks_without_reading_labels(reduction: str) -> None:
+    from funcgrad.primitives.reduce import _xent, _xent_grad
+
+    z = RNG.standard_normal((5, 4))
+    g = RNG.standard_normal((5,) if reduction == "none" else ())
+    ok = np.array([0, 3, -100, 1, 2])
+    for labels in (ok, np.array([0, 3, -100, 9, -1])):  # the last two: out of range, not ignored
+        bad = (labels != -100) & ((labels < 0) | (labels >= 4))
+        counted = (labels != -100) & ~bad
+        ref_rows = _xent(np, z[counted], labels[counted], reduction="none", ignore_index=-100)
+        loss = _xent(_NotNumPy(), z, labels, reduction=reduction, ignore_index=-100)
+        grad = _xent_grad(_NotNumPy(), g, z, labels, reduction=reduction, ignore_index=-100)
+        if reduction == "none":
+            np.testing.assert_allclose(loss[counted], ref_rows, rtol=1e-12)
+            assert (loss[labels == -100] == 0).all() and np.isnan(loss[bad]).all()
+        elif bad.any():
+            assert np.isnan(loss)  # one NaN row poisons the reduced loss, never another class's entry
+        else:
+            np.testing.assert_allclose(loss, _xent(np, z, labels, reduction=reduction, ignore_index=-100))
+        assert (grad[labels == -100] == 0).all() and np.isnan(grad[bad]).all()
+        # the other rows: as the NumPy branch gives them with the bad rows ignored; a mean
+        # still counts the bad rows (only their values are unknown)
+        ref = _xent_grad(np, g, z, np.where(bad, -100, labels), reduction="sum" if reduction == "mean" else reduction,
+                         ignore_index=-100)
+        if reduction == "mean":
+            ref = ref / (labels != -100).sum()
+        np.testing.assert_allclose(grad[counted], ref[counted], rtol=1e-12)
+
+
 def test_cross_entropy_reads_no_labels_on_the_host_and_checks_their_range() -> None:
     """The labels stay where they are: eager, traced and ignored rows all run the one fused
     primitive (so on a GPU nothing waits for a device-to-host copy). A label outside the
