@@ -51,6 +51,38 @@ def test_conv2d_matches_a_naive_loop(groups, cg, stride, padding, dilation, kern
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-10)
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 2), st.integers(1, 2))
+def test_conv2d_same_padding_keeps_the_size_and_pads_the_extra_after(kh, kw, dh, dw) -> None:
+    """padding="same": total padding dilation * (kernel - 1) per axis, the odd one after (as
+    PyTorch), so the output has the input's height and width."""
+    x = RNG.standard_normal((1, 2, 6, 5))
+    w = RNG.standard_normal((3, 2, kh, kw))
+    got = F.conv2d(fg.asarray(x), fg.asarray(w), padding="same", dilation=(dh, dw))
+    th, tw = dh * (kh - 1), dw * (kw - 1)
+    padded = np.pad(x, ((0, 0), (0, 0), (th // 2, th - th // 2), (tw // 2, tw - tw // 2)))
+    want = naive_conv2d(padded, w, None, (1, 1), (0, 0), (dh, dw), 1)
+    assert got.shape == (1, 3, 6, 5)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-10)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=8), st.sampled_from([None, 0, 2, -1]))
+def test_embedding_gradient_counts_each_use_except_the_padding_row(indices, padding_idx) -> None:
+    """The weight's gradient row r is the sum of the output cotangents where the index is
+    r (a scatter-add), and zero for the padding row."""
+    weight = fg.asarray(RNG.standard_normal((5, 3)))
+    idx = np.array(indices)
+    w = RNG.standard_normal((len(indices), 3))
+    g = fg.grad(lambda t: (F.embedding(fg.asarray(idx), t, padding_idx) * fg.asarray(w)).sum())(weight)
+    want = np.zeros((5, 3))
+    np.add.at(want, idx, w)
+    if padding_idx is not None:
+        want[padding_idx % 5] = 0.0
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(F.embedding(fg.asarray(idx), weight, padding_idx).numpy(), weight.numpy()[idx])
+
+
 def _params64(module):
     return {k: fg.asarray(v.numpy().astype(np.float64)) for k, v in module.named_parameters()}
 
