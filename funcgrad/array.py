@@ -445,7 +445,10 @@ class Array(ArrayBase):
 
         sizes = _o.resolve_shape("view", shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                                      else shape, self.size)
-        return Array._view_of(self, strict_view(self._layout_obj(), sizes))
+        layout = strict_view(self._layout_obj(), sizes)
+        if self._ag is not None:  # with history: a recorded reshape (the same view), so gradients flow back
+            return _o.reshape(self, sizes)  # type: ignore[no-any-return]
+        return Array._view_of(self, layout)
 
     # -- conversion -------------------------------------------------------------
     def numpy(self) -> np.ndarray:

@@ -163,6 +163,29 @@ def test_tape_gradients_equal_functional_gradients(values, op) -> None:
     np.testing.assert_allclose(x.grad.numpy(), fg.grad(f)(fg.asarray(data)).numpy(), rtol=1e-12)
 
 
+WHOLE_VIEWS = {
+    "x[:]": lambda x: x[:], "x[...]": lambda x: x[...], "x[:, :]": lambda x: x[:, :],
+    "x[0:n]": lambda x: x[0:x.shape[0]], "x.at[:].get()": lambda x: x.at[:].get(),
+    "x.view(shape)": lambda x: x.view(x.shape), "x.view(-1)": lambda x: x.view(-1),
+    "x.reshape(shape)": lambda x: x.reshape(x.shape), "x.astype(dtype)": lambda x: x.astype(x.dtype),
+    "fg.asarray(x)": lambda x: fg.asarray(x), "broadcast_to(shape)": lambda x: fg.broadcast_to(x, x.shape),
+    "transpose(identity)": lambda x: fg.transpose(x, (0, 1)), "squeeze()": lambda x: fg.squeeze(x),
+}
+
+
+@pytest.mark.parametrize("view", list(WHOLE_VIEWS))
+def test_a_view_of_the_whole_array_keeps_its_history(view) -> None:
+    """Indexing or reshaping that selects everything is still an operation on the tape:
+    the gradient flows back through it (it used to come back detached, silently)."""
+    x = fg.asarray(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = WHOLE_VIEWS[view](x)
+    assert y.requires_grad
+    (y * fg.asarray(np.arange(6.0).reshape(y.shape))).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(6.0).reshape(2, 3))
+    z = fg.asarray(np.arange(6.0).reshape(2, 3))
+    assert not WHOLE_VIEWS[view](z).requires_grad  # and without history it stays a plain view
+
+
 def test_programs_run_on_the_tape() -> None:
     """A traced program holding Parameters as constants records on the tape when it runs
     (what compile will rely on)."""

@@ -145,8 +145,12 @@ def getitem(x: Any, index: Any) -> Any:
 
 
 def _same_view(x: Any) -> Any:
-    if isinstance(x, Array):
+    """``x[:]``: a new array object over the same buffer. One with history (``requires_grad``)
+    gets it through a recorded (whole) slice, so that the gradient still flows back."""
+    if x.__class__ is Array and x._ag is None:
         return Array._view_of(x, x._layout_obj())
+    if isinstance(x, Array):
+        return bind(slice_p, x, index=tuple((0, n, 1) for n in x.shape))
     return x
 
 
