@@ -83,6 +83,36 @@ def test_embedding_gradient_counts_each_use_except_the_padding_row(indices, padd
     np.testing.assert_array_equal(F.embedding(fg.asarray(idx), weight, padding_idx).numpy(), weight.numpy()[idx])
 
 
+def naive_avg_pool2d(x, k, s, p, ceil_mode, count_include_pad):
+    """PyTorch's average pooling, one window at a time, from its documented formula."""
+    n, c, h, w = x.shape
+    def size(i):
+        out = (-(-(i + 2 * p - k) // s) if ceil_mode else (i + 2 * p - k) // s) + 1
+        return out - 1 if ceil_mode and (out - 1) * s >= i + p else out
+    oh, ow = size(h), size(w)
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            h0, w0 = i * s - p, j * s - p
+            h1, w1 = min(h0 + k, h + p), min(w0 + k, w + p)
+            area = (h1 - h0) * (w1 - w0)
+            h0, w0, h1, w1 = max(h0, 0), max(w0, 0), min(h1, h), min(w1, w)
+            divisor = area if count_include_pad else (h1 - h0) * (w1 - w0)
+            out[:, :, i, j] = x[:, :, h0:h1, w0:w1].sum((2, 3)) / divisor
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(4, 7), st.integers(4, 7), st.integers(1, 3), st.integers(1, 3), st.integers(0, 1), st.booleans(),
+       st.booleans())
+def test_avg_pool2d_matches_pytorchs_formula(h, w, k, s, p, ceil_mode, count_include_pad) -> None:
+    if p > k // 2:
+        p = 0
+    x = RNG.standard_normal((1, 2, h, w))
+    got = F.avg_pool2d(fg.asarray(x), k, s, p, ceil_mode, count_include_pad)
+    np.testing.assert_allclose(got.numpy(), naive_avg_pool2d(x, k, s, p, ceil_mode, count_include_pad), rtol=1e-12)
+
+
 def _params64(module):
     return {k: fg.asarray(v.numpy().astype(np.float64)) for k, v in module.named_parameters()}
 
@@ -92,6 +122,9 @@ def _params64(module):
     ("conv2d_groups_dilation", lambda: nn.Conv2d(4, 2, 2, dilation=2, groups=2), (1, 4, 5, 5)),
     ("maxpool", lambda: nn.MaxPool2d(2), (1, 2, 4, 4)),
     ("avgpool", lambda: nn.AvgPool2d(3, stride=1, padding=1), (1, 2, 4, 4)),
+    ("avgpool_ceil", lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+     (1, 2, 6, 5)),
+    ("maxpool_ceil", lambda: nn.MaxPool2d(3, stride=2, ceil_mode=True), (1, 2, 6, 5)),
     ("layernorm", lambda: nn.LayerNorm(4), (3, 4)),
     ("batchnorm2d", lambda: nn.BatchNorm2d(2), (3, 2, 3, 3)),
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),

@@ -496,11 +496,26 @@ def test_conv2d_padding_errors() -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize("make", [lambda m: m.MaxPool2d(2), lambda m: m.MaxPool2d(3, stride=2, padding=1),
-                                  lambda m: m.AvgPool2d(2), lambda m: m.AvgPool2d(3, stride=1, padding=1)])
+@pytest.mark.parametrize("make", [
+    lambda m: m.MaxPool2d(2), lambda m: m.MaxPool2d(3, stride=2, padding=1),
+    lambda m: m.MaxPool2d(3, stride=2, ceil_mode=True), lambda m: m.MaxPool2d(2, padding=1, dilation=1, ceil_mode=True),
+    lambda m: m.AvgPool2d(2), lambda m: m.AvgPool2d(3, stride=1, padding=1),
+    lambda m: m.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    lambda m: m.AvgPool2d(2, ceil_mode=True), lambda m: m.AvgPool2d(3, stride=2, padding=1, ceil_mode=True),
+    lambda m: m.AvgPool2d(3, divisor_override=4)])
 def test_pooling_matches_pytorch(make) -> None:
     x = RNG.standard_normal((2, 3, 8, 7)).astype(np.float32)  # continuous values: no ties in max windows
-    _compare(make(torch.nn), make(nn), [x])
+    tm, fm = make(torch.nn), make(nn)
+    if isinstance(tm, torch.nn.MaxPool2d):
+        assert repr(fm) == repr(tm)
+    _compare(tm, fm, [x])
+
+
+def test_pooling_padding_must_leave_every_window_some_input() -> None:
+    with pytest.raises(ValueError, match="max_pool2d: padding .* must be at most half the kernel"):
+        nn.MaxPool2d(2, padding=2)(fg.zeros((1, 1, 4, 4)))
+    with pytest.raises(fg.ShapeError, match="avg_pool2d: an input of shape .* is smaller than the kernel"):
+        nn.AvgPool2d(5)(fg.zeros((1, 1, 4, 4)))
 
 
 @needs_torch

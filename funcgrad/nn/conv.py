@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .. import ops as _o
 from ..errors import ShapeError
 from ..primitives.core import bind, fmt_shape
@@ -82,20 +84,73 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     return out if bias is None else out + _o.reshape(bias, (1, o, 1, 1))
 
 
-def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> Any:
-    _check4("max_pool2d", x)
-    k = _pair(kernel_size)
-    stride = _pair(stride if stride is not None else k)
-    p = _patches(_pad_hw(x, _symmetric(padding), -math.inf), k, stride, _pair(dilation))
-    return _o.max(p, axis=(4, 5))
+def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
+                   dilation: tuple[int, int], ceil_mode: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """PyTorch's pooling output size per spatial axis, and the extra padding after the
+    input that ``ceil_mode`` needs for its last, partial window: ``((oh, ow), (eh, ew))``.
+    As in PyTorch, a window may not start in the padding after the input, and the padding
+    may be at most half the (dilated) kernel, so that no window is padding alone."""
+    sizes, extras = [], []
+    for size, k, s, p, d in zip(tuple(x.shape)[2:], kernel, stride, padding, dilation):
+        span = d * (k - 1) + 1
+        if p > span // 2:
+            raise ValueError(f"{op}: padding {padding} must be at most half the kernel {kernel} "
+                             f"(dilated: {span}), as in PyTorch")
+        room = size + 2 * p - span
+        if room < 0:
+            raise ShapeError(f"{op}: an input of shape {fmt_shape(tuple(x.shape))} padded by {padding} is smaller "
+                             f"than the kernel {kernel}")
+        out = (-(-room // s) if ceil_mode else room // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:  # the last window would start after the input
+            out -= 1
+        sizes.append(out)
+        extras.append(max(0, (out - 1) * s + span - (size + 2 * p)))
+    return (sizes[0], sizes[1]), (extras[0], extras[1])
 
 
-def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Any:
-    """Average pooling; padded zeros count in the average (PyTorch's count_include_pad=True)."""
-    _check4("avg_pool2d", x)
+def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+                  fill: float) -> tuple[Any, tuple[int, int], tuple[int, int]]:
+    """The pooling windows (N, C, OH, OW, KH, KW) of ``x`` padded with ``fill``, as a view,
+    with the padding and the extra padding after that ``ceil_mode`` added."""
+    _check4(op, x)
     k = _pair(kernel_size)
-    p = _patches(_pad_hw(x, _symmetric(padding)), k, _pair(stride if stride is not None else k), (1, 1))
-    return _o.mean(p, axis=(4, 5))
+    s, p, d = _pair(stride if stride is not None else k), _pair(padding), _pair(dilation)
+    (oh, ow), extra = _pool_geometry(op, x, k, s, p, d, ceil_mode)
+    padded = _pad_hw(x, ((p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])), fill)
+    windows = _patches(padded, k, s, d)
+    if tuple(windows.shape[2:4]) != (oh, ow):  # ceil_mode dropped a window starting after the input
+        windows = windows[:, :, :oh, :ow]
+    return windows, p, extra
+
+
+def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False) -> Any:
+    windows, _, _ = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
+    return _o.max(windows, axis=(4, 5))
+
+
+def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
+    """Average pooling, PyTorch's divisors: with ``count_include_pad`` the padding counts in
+    the average (not the extra padding ``ceil_mode`` adds); without, only the input does;
+    ``divisor_override`` replaces both."""
+    windows, p, extra = _pool_windows("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    if divisor_override is not None:
+        return _o.sum(windows, axis=(4, 5)) / divisor_override
+    if extra == (0, 0) and (count_include_pad or p == (0, 0)):
+        return _o.mean(windows, axis=(4, 5))  # every window is whole: one divisor
+    # the divisor of each window: how many of its positions count, from the same windows
+    # over a mask of the counted positions (host arithmetic on the shapes alone)
+    h, w = x.shape[2], x.shape[3]
+    counted = np.zeros((h + 2 * p[0] + extra[0], w + 2 * p[1] + extra[1]))
+    if count_include_pad:
+        counted[:h + 2 * p[0], :w + 2 * p[1]] = 1.0
+    else:
+        counted[p[0]:p[0] + h, p[1]:p[1] + w] = 1.0
+    k, s = _pair(kernel_size), _pair(stride if stride is not None else kernel_size)
+    oh, ow = windows.shape[2], windows.shape[3]
+    divisor = np.lib.stride_tricks.sliding_window_view(counted, k)[::s[0], ::s[1]][:oh, :ow].sum((2, 3))
+    return _o.sum(windows, axis=(4, 5)) / _o.asarray(divisor.astype(x.dtype), device=x.device)
 
 
 class Conv2d(Module):
@@ -128,24 +183,30 @@ class Conv2d(Module):
 
 
 class MaxPool2d(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1) -> None:
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 ceil_mode: bool = False) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+        self.ceil_mode = ceil_mode
 
     def forward(self, x: Any) -> Any:
-        return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}"
+        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
 class AvgPool2d(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+        self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def forward(self, x: Any) -> Any:
-        return avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                          self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}"
