@@ -517,6 +517,13 @@ class Array(ArrayBase):
         src = self._device
         if dst is src:
             return self
+        if self._ag is not None:  # a copy made outside the tape would come back without its history
+            from .errors import DeviceMismatchError
+
+            raise DeviceMismatchError(
+                f"to({dst}): this array has autograd history on {src}, and a move between devices is not recorded, "
+                "so no gradient would flow back through it. Move the leaves instead (model.to(device), or "
+                "x.detach().to(device).requires_grad_()) before computing.")
         if src.kind != "cpu" and dst.kind != "cpu":
             moved = dst.backend.from_other_gpu(self._data)  # type: ignore[attr-defined]
         else:

@@ -73,3 +73,35 @@ def test_numpy_conversion_needs_explicit_copy() -> None:
         g.numpy()
     with pytest.raises(TypeError):
         np.asarray(g)
+
+
+def test_cross_entropy_and_a_training_step_match_cpu() -> None:
+    """The labels never leave the device: ignored rows are masked there, and an
+    out-of-range label makes its row NaN instead of a host check. One SGD step of a small
+    model gives the CPU's parameters; an array with history refuses to move."""
+    F = fg.nn.functional
+    rng = np.random.default_rng(1)
+    z = rng.standard_normal((6, 4)).astype(np.float32)
+    y = np.array([0, 3, -100, 1, 2, 0])
+    g_cpu = fg.grad(lambda v: F.cross_entropy(v, fg.asarray(y)))(fg.asarray(z))
+    g_gpu = fg.grad(lambda v: F.cross_entropy(v, fg.asarray(y).to("gpu")))(fg.asarray(z).to("gpu"))
+    np.testing.assert_allclose(g_gpu.to("cpu").numpy(), g_cpu.numpy(), rtol=1e-5, atol=1e-6)
+    bad = y.copy()
+    bad[1] = 9
+    rows = F.cross_entropy(fg.asarray(z).to("gpu"), fg.asarray(bad).to("gpu"), reduction="none").to("cpu").numpy()
+    assert np.isnan(rows[1]) and rows[2] == 0 and np.isfinite(rows[[0, 3, 4, 5]]).all()
+    with pytest.raises(fg.DeviceMismatchError, match="autograd history"):
+        fg.asarray(z, requires_grad=True).to("gpu")
+
+    def step(device: str) -> list[np.ndarray]:
+        fg.manual_seed(0)
+        model = fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.ReLU(), fg.nn.Linear(8, 4)).to(device)
+        opt = fg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(2):
+            opt.zero_grad()
+            F.cross_entropy(model(fg.asarray(z).to(device)), fg.asarray(y).to(device)).backward()
+            opt.step()
+        return [p.to("cpu").numpy() for p in model.parameters()]
+
+    for a, b in zip(step("gpu"), step("cpu")):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

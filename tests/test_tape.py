@@ -186,6 +186,22 @@ def test_a_view_of_the_whole_array_keeps_its_history(view) -> None:
     assert not WHOLE_VIEWS[view](z).requires_grad  # and without history it stays a plain view
 
 
+def test_moving_an_array_with_history_between_devices_is_refused() -> None:
+    """A move between devices is not recorded, so it would drop the gradient silently:
+    refused by name instead (a second CPU device object stands in for a GPU here)."""
+    from funcgrad.backends.device import Device
+
+    other = Device("cpu", 7)
+    x = fg.asarray(np.arange(3.0), requires_grad=True)
+    with pytest.raises(fg.DeviceMismatchError, match=r"to\(cpu\): this array has autograd history on cpu"):
+        (x * 2)._to_device(other)
+    with pytest.raises(fg.DeviceMismatchError, match="Move the leaves instead"):
+        x._to_device(other)
+    moved = x.detach()._to_device(other)  # no history: an ordinary copy
+    assert moved.device is other and moved.tolist() == [0.0, 1.0, 2.0]
+    assert x.to("cpu") is x  # nothing to move
+
+
 def test_programs_run_on_the_tape() -> None:
     """A traced program holding Parameters as constants records on the tape when it runs
     (what compile will rely on)."""
