@@ -232,6 +232,41 @@ def test_functional_style_with_functional_call_and_optimizer() -> None:
     assert set(params) == {"0.weight", "0.bias", "2.weight", "2.bias"}
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.sampled_from([(), (2,), (1, 3)]), st.floats(0.5, 3.0))
+def test_orthogonal_init_gives_orthonormal_rows_or_columns(rows, cols, kernel, gain) -> None:
+    w = nn.Parameter(fg.zeros((rows, cols) + kernel))
+    nn.init.orthogonal_(w, gain=gain)
+    flat = w.numpy().astype(np.float64).reshape(rows, -1)
+    small = min(flat.shape)
+    gram = flat @ flat.T if flat.shape[0] == small else flat.T @ flat
+    np.testing.assert_allclose(gram, gain ** 2 * np.eye(small), atol=1e-5)
+
+
+def test_other_initialisers() -> None:
+    import math
+
+    fg.manual_seed(3)
+    w = nn.Parameter(fg.zeros((20000,), fg.float64))
+    nn.init.trunc_normal_(w, mean=0.0, std=0.5, a=-0.6, b=1.0)
+    v = w.numpy()
+    assert v.min() >= -0.6 and v.max() <= 1.0
+    pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    cdf = lambda z: 0.5 * (1 + math.erf(z / math.sqrt(2)))  # noqa: E731
+    expected = 0.5 * (pdf(-1.2) - pdf(2.0)) / (cdf(2.0) - cdf(-1.2))  # the truncated normal's mean
+    assert abs(v.mean() - expected) < 0.01
+    with pytest.raises(ValueError, match="too little"):
+        nn.init.trunc_normal_(w, a=20.0, b=21.0)
+    conv = nn.Conv2d(4, 4, 3, padding=1, groups=2, bias=False)
+    nn.init.dirac_(conv.weight, groups=2)
+    x = fg.asarray(RNG.standard_normal((1, 4, 5, 5)).astype(np.float32))
+    np.testing.assert_allclose(conv(x).numpy(), x.numpy(), atol=1e-6)  # a dirac convolution passes its input on
+    e = nn.Parameter(fg.zeros((2, 3)))
+    assert nn.init.eye_(e).tolist() == [[1, 0, 0], [0, 1, 0]]
+    with pytest.raises(ValueError, match="mode must be 'fan_in' or 'fan_out'"):
+        nn.init.kaiming_uniform_(e, mode="fan_avg")
+
+
 def test_schedulers() -> None:
     p = nn.Parameter(fg.ones(1))
     opt = fg.optim.SGD([p], lr=1.0)

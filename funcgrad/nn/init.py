@@ -8,8 +8,8 @@ from typing import Any
 
 from ..random_state import generator
 
-__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
-           "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
+           "dirac_", "orthogonal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
 
 
 def _set(param: Any, values: Any) -> Any:
@@ -80,14 +80,81 @@ def xavier_normal_(param: Any, gain: float = 1.0) -> Any:
     return normal_(param, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)))
 
 
-def kaiming_uniform_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Any:
+def _fan(param: Any, mode: str, op: str) -> int:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"{op}: mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan_in, fan_out = _fans(param)
-    fan = fan_in if mode == "fan_in" else fan_out
-    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def kaiming_uniform_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Any:
+    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _fan(param, mode, "kaiming_uniform_"))
     return uniform_(param, -bound, bound)
 
 
 def kaiming_normal_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Any:
-    fan_in, fan_out = _fans(param)
-    fan = fan_in if mode == "fan_in" else fan_out
-    return normal_(param, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan))
+    return normal_(param, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(param, mode, "kaiming_normal_")))
+
+
+def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Any:
+    """Normal(mean, std) values redrawn until they lie in [a, b] (PyTorch's distribution;
+    its bounds are absolute, not in units of std)."""
+    import numpy as np
+
+    lo, hi = (a - mean) / std, (b - mean) / std
+    mass = 0.5 * (math.erf(hi / math.sqrt(2)) - math.erf(lo / math.sqrt(2)))
+    if not mass > 1e-4:
+        raise ValueError(f"trunc_normal_: [{a}, {b}] holds too little of Normal({mean}, {std}) to sample from")
+    rng = generator()
+    values = rng.normal(mean, std, tuple(param.shape))
+    outside = (values < a) | (values > b)
+    while outside.any():  # each round keeps a fraction `mass` of what it redraws
+        values[outside] = rng.normal(mean, std, int(outside.sum()))
+        outside = (values < a) | (values > b)
+    return _set(param, np.asarray(values))
+
+
+def eye_(param: Any) -> Any:
+    """The identity matrix (2-D parameters)."""
+    import numpy as np
+
+    if param.ndim != 2:
+        raise ValueError(f"eye_: needs a 2-D parameter, got shape {tuple(param.shape)}")
+    return _set(param, np.eye(*param.shape))
+
+
+def dirac_(param: Any, groups: int = 1) -> Any:
+    """The identity of a convolution (3-5-D weights): each output channel of a group
+    passes on the input channel of its number, unchanged, through the kernel's centre."""
+    import numpy as np
+
+    shape = tuple(param.shape)
+    if not 3 <= len(shape) <= 5 or shape[0] % groups:
+        raise ValueError(f"dirac_: needs a 3-5-D weight whose first dimension divides into {groups} groups, "
+                         f"got shape {shape}")
+    out_per_group = shape[0] // groups
+    values = np.zeros(shape)
+    centre = tuple(k // 2 for k in shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, shape[1])):
+            values[(g * out_per_group + d, d) + centre] = 1.0
+    return _set(param, values)
+
+
+def orthogonal_(param: Any, gain: float = 1.0) -> Any:
+    """A (semi-)orthogonal matrix from the QR decomposition of a normal one, as PyTorch:
+    the parameter flattened to (rows, rest) has orthonormal rows or columns, times ``gain``."""
+    import numpy as np
+
+    if param.ndim < 2:
+        raise ValueError(f"orthogonal_: needs at least 2 dimensions, got shape {tuple(param.shape)}")
+    rows = param.shape[0]
+    cols = param.size // rows
+    flat = generator().normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))  # a unique decomposition: Haar-distributed q
+    if rows < cols:
+        q = q.T
+    return _set(param, gain * q.reshape(tuple(param.shape)))
