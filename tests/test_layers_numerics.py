@@ -168,7 +168,7 @@ def test_cross_entropy_gradient_matches_finite_differences() -> None:
 
 def test_batchnorm_running_stats_never_hold_tracers() -> None:
     bn = nn.BatchNorm1d(3)
-    x = fg.asarray(RNG.standard_normal((4, 3)))
+    x = fg.asarray(RNG.standard_normal((4, 3)).astype(np.float32))
     g = fg.grad(lambda v: bn(v).sum())(x)                 # fine under grad: statistics stay concrete
     assert isinstance(bn.running_mean, fg.Array) and g.shape == (4, 3)
     with pytest.raises(fg.ConcretizationError, match="model.eval"):

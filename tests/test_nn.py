@@ -243,6 +243,19 @@ def test_orthogonal_init_gives_orthonormal_rows_or_columns(rows, cols, kernel, g
     np.testing.assert_allclose(gram, gain ** 2 * np.eye(small), atol=1e-5)
 
 
+@pytest.mark.parametrize("make,shape", [(lambda: nn.Linear(3, 2), (4, 3)), (lambda: nn.Conv2d(2, 2, 3), (1, 2, 4, 4)),
+                                        (lambda: nn.LayerNorm(3), (4, 3)), (lambda: nn.BatchNorm1d(3), (4, 3))])
+def test_layers_refuse_an_input_of_another_dtype(make, shape) -> None:
+    """PyTorch's rule: a float32 layer fed float64 (NumPy's default) or integer data is an
+    error naming both dtypes and both fixes, not a silent float64 computation."""
+    layer = make()
+    for dtype in (fg.float64, fg.int64):
+        with pytest.raises(fg.DTypeError, match=f"the input is {dtype} but the weight is float32; cast the input"):
+            layer(fg.zeros(shape, dtype))
+    assert layer(fg.zeros(shape)).dtype == fg.float32
+    assert layer.to(fg.float64)(fg.zeros(shape, fg.float64)).dtype == fg.float64  # or cast the module
+
+
 def test_other_initialisers() -> None:
     import math
 

@@ -14,6 +14,7 @@ from ..errors import ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.shape import windows_p
 from . import init
+from ._checks import same_dtype
 from .module import Module
 from .parameter import Parameter
 
@@ -66,6 +67,7 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
            groups: int = 1) -> Any:
     """PyTorch's conv2d: x (N, C, H, W), weight (O, C/groups, KH, KW)."""
     _check4("conv2d", x)
+    same_dtype("conv2d", x, weight, bias)
     n, c = x.shape[0], x.shape[1]
     o, cg, kh, kw = weight.shape
     if c != cg * groups or o % groups:

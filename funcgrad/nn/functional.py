@@ -13,6 +13,7 @@ from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
+from ._checks import same_dtype as _same_dtype
 from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
 
 __all__ = ["conv2d", "max_pool2d", "avg_pool2d",
@@ -22,14 +23,11 @@ __all__ = ["conv2d", "max_pool2d", "avg_pool2d",
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape): the
-    ``linear`` primitive when the dtypes agree, else the composite (which promotes)."""
-    dtype = getattr(x, "dtype", None)
-    if (dtype is not None and dtype.kind == "f" and dtype.name != "bfloat16" and x.ndim >= 1
-            and getattr(weight, "dtype", None) is dtype):
-        if bias is None:
-            return bind(linear_p, x, weight)
-        if getattr(bias, "dtype", None) is dtype:
-            return bind(linear_p, x, weight, bias)
+    ``linear`` primitive (bfloat16: the composite). Input, weight and bias share one dtype."""
+    x = x if isinstance(x, ArrayBase) else _o.asarray(x, device=weight.device)
+    _same_dtype("linear", x, weight, bias)
+    if x.dtype.kind == "f" and x.dtype.name != "bfloat16" and x.ndim >= 1:
+        return bind(linear_p, x, weight) if bias is None else bind(linear_p, x, weight, bias)
     out = _o.matmul(x, _o.matrix_transpose(weight))
     return out if bias is None else out + bias
 
@@ -85,6 +83,7 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise ShapeError(f"layer_norm: input of shape {fmt_shape(tuple(x.shape))} does not end with {fmt_shape(shape)}")
+    _same_dtype("layer_norm", x, weight, bias)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     mean = _o.mean(x, axes, keepdims=True)
     var = _o.mean(_o.square(x - mean), axes, keepdims=True)
