@@ -256,6 +256,22 @@ def test_layers_refuse_an_input_of_another_dtype(make, shape) -> None:
     assert layer.to(fg.float64)(fg.zeros(shape, fg.float64)).dtype == fg.float64  # or cast the module
 
 
+@pytest.mark.parametrize("make", [lambda: nn.Conv2d(2, 3, 3, padding=1), lambda: nn.MaxPool2d(2),
+                                  lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True)])
+def test_conv_and_pooling_take_one_unbatched_image(make) -> None:
+    """(C, H, W) in, (C', H', W') out, as PyTorch: the same values and input gradient as a
+    batch of one."""
+    layer = make()
+    image = RNG.standard_normal((2, 5, 6)).astype(np.float32)
+    single = fg.asarray(image, requires_grad=True)
+    batch = fg.asarray(image[None], requires_grad=True)
+    out, out_batch = layer(single), layer(batch)
+    np.testing.assert_array_equal(out.numpy(), out_batch.numpy()[0])
+    out.sum().backward()
+    out_batch.sum().backward()
+    np.testing.assert_array_equal(single.grad.numpy(), batch.grad.numpy()[0])
+
+
 def test_other_initialisers() -> None:
     import math
 

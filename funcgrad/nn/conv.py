@@ -4,6 +4,7 @@ over pixels."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -27,7 +28,20 @@ def _pair(v: Any) -> tuple[int, int]:
 
 def _check4(op: str, x: Any) -> None:
     if x.ndim != 4:
-        raise ShapeError(f"{op}: expected a (N, C, H, W) input, got shape {fmt_shape(tuple(x.shape))}")
+        raise ShapeError(f"{op}: expected a (N, C, H, W) or unbatched (C, H, W) input, "
+                         f"got shape {fmt_shape(tuple(x.shape))}")
+
+
+def _unbatched(fn: Any) -> Any:
+    """Let a 2-D layer function take one unbatched (C, H, W) image, as PyTorch's do: it
+    runs on a batch of one, and the batch axis comes off the result."""
+    @functools.wraps(fn)
+    def wrapper(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(x, "ndim", None) == 3:
+            return fn(_o.expand_dims(x, 0), *args, **kwargs)[0]
+        return fn(x, *args, **kwargs)
+
+    return wrapper
 
 
 def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: float = 0.0) -> Any:
@@ -63,6 +77,7 @@ def _patches(x: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation:
     return bind(windows_p, x, axes=(2, 3), sizes=kernel, steps=stride, dilations=dilation)
 
 
+@_unbatched
 def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """PyTorch's conv2d: x (N, C, H, W), weight (O, C/groups, KH, KW)."""
@@ -125,12 +140,14 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
     return windows, p, extra
 
 
+@_unbatched
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False) -> Any:
     windows, _, _ = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
     return _o.max(windows, axis=(4, 5))
 
 
+@_unbatched
 def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
     """Average pooling, PyTorch's divisors: with ``count_include_pad`` the padding counts in
