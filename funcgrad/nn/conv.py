@@ -126,9 +126,10 @@ def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, 
 
 
 def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
-                  fill: float) -> tuple[Any, tuple[int, int], tuple[int, int]]:
+                  fill: float) -> tuple[Any, tuple[tuple[int, int], ...]]:
     """The pooling windows (N, C, OH, OW, KH, KW) of ``x`` padded with ``fill``, as a view,
-    with the padding and the extra padding after that ``ceil_mode`` added."""
+    and the geometry they were cut with: kernel, stride, padding, and the extra padding
+    after the input that ``ceil_mode`` added."""
     _check4(op, x)
     k = _pair(kernel_size)
     s, p, d = _pair(stride if stride is not None else k), _pair(padding), _pair(dilation)
@@ -137,13 +138,13 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
     windows = _patches(padded, k, s, d)
     if tuple(windows.shape[2:4]) != (oh, ow):  # ceil_mode dropped a window starting after the input
         windows = windows[:, :, :oh, :ow]
-    return windows, p, extra
+    return windows, (k, s, p, extra)
 
 
 @_unbatched
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False) -> Any:
-    windows, _, _ = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
+    windows, _ = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
     return _o.max(windows, axis=(4, 5))
 
 
@@ -153,7 +154,7 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
     """Average pooling, PyTorch's divisors: with ``count_include_pad`` the padding counts in
     the average (not the extra padding ``ceil_mode`` adds); without, only the input does;
     ``divisor_override`` replaces both."""
-    windows, p, extra = _pool_windows("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode, 0.0)
+    windows, (k, s, p, extra) = _pool_windows("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode, 0.0)
     if divisor_override is not None:
         return _o.sum(windows, axis=(4, 5)) / divisor_override
     if extra == (0, 0) and (count_include_pad or p == (0, 0)):
@@ -166,10 +167,9 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
         counted[:h + 2 * p[0], :w + 2 * p[1]] = 1.0
     else:
         counted[p[0]:p[0] + h, p[1]:p[1] + w] = 1.0
-    k, s = _pair(kernel_size), _pair(stride if stride is not None else kernel_size)
     oh, ow = windows.shape[2], windows.shape[3]
     divisor = np.lib.stride_tricks.sliding_window_view(counted, k)[::s[0], ::s[1]][:oh, :ow].sum((2, 3))
-    return _o.sum(windows, axis=(4, 5)) / _o.asarray(divisor.astype(x.dtype), device=x.device)
+    return _o.sum(windows, axis=(4, 5)) / _o.asarray(divisor, dtype=x.dtype, device=x.device)
 
 
 class Conv2d(Module):
