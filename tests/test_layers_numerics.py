@@ -113,6 +113,18 @@ def test_avg_pool2d_matches_pytorchs_formula(h, w, k, s, p, ceil_mode, count_inc
     np.testing.assert_allclose(got.numpy(), naive_avg_pool2d(x, k, s, p, ceil_mode, count_include_pad), rtol=1e-12)
 
 
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 7), st.integers(1, 4), st.integers(1, 4))
+def test_adaptive_avg_pool2d_averages_pytorchs_bins(h, w, oh, ow) -> None:
+    x = RNG.standard_normal((1, 2, h, w))
+    got = F.adaptive_avg_pool2d(fg.asarray(x), (oh, ow)).numpy()
+    for i in range(oh):
+        for j in range(ow):
+            rows = slice(i * h // oh, -(-(i + 1) * h // oh))
+            cols = slice(j * w // ow, -(-(j + 1) * w // ow))
+            np.testing.assert_allclose(got[..., i, j], x[..., rows, cols].mean((2, 3)), rtol=1e-12)
+
+
 def _params64(module):
     return {k: fg.asarray(v.numpy().astype(np.float64)) for k, v in module.named_parameters()}
 
@@ -125,6 +137,8 @@ def _params64(module):
     ("avgpool_ceil", lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
      (1, 2, 6, 5)),
     ("maxpool_ceil", lambda: nn.MaxPool2d(3, stride=2, ceil_mode=True), (1, 2, 6, 5)),
+    ("adaptive_avgpool", lambda: nn.AdaptiveAvgPool2d((2, 3)), (1, 2, 5, 4)),
+    ("elu_softplus", lambda: nn.Sequential(nn.ELU(0.5), nn.Softplus(beta=2.0)), (2, 3)),
     ("layernorm", lambda: nn.LayerNorm(4), (3, 4)),
     ("batchnorm2d", lambda: nn.BatchNorm2d(2), (3, 2, 3, 3)),
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),

@@ -351,7 +351,10 @@ def _copy_params(src, dst) -> None:
     lambda m: m.Linear(5, 4), lambda m: m.Sequential(m.Linear(5, 6), m.GELU(), m.Linear(6, 4)),
     lambda m: m.Sequential(m.Linear(5, 4), m.SiLU(), m.LayerNorm(4)), lambda m: m.Sequential(m.Tanh(), m.Softmax(dim=1)),
     lambda m: m.Sequential(m.Sigmoid(), m.LogSoftmax(dim=1)), lambda m: m.Sequential(m.ReLU(), m.Flatten()),
-], ids=["linear", "gelu", "layernorm", "softmax", "logsoftmax", "flatten"])
+    lambda m: m.LeakyReLU(0.2), lambda m: m.ELU(alpha=0.7), lambda m: m.Softplus(beta=2.0, threshold=1.5),
+    lambda m: m.GELU(approximate="tanh"),
+], ids=["linear", "gelu", "layernorm", "softmax", "logsoftmax", "flatten", "leaky_relu", "elu", "softplus",
+        "gelu_tanh"])
 def test_layers_match_pytorch(make) -> None:
     tm, fm = make(torch.nn), make(nn)
     _copy_params(tm, fm)
@@ -760,3 +763,34 @@ def test_cross_entropy_reads_no_labels_on_the_host_and_checks_their_range() -> N
         F.nll_loss(log_probs, fg.asarray(np.array([0, 3, 1, -1, 2, 0])))
     program = fg.trace(F.nll_loss)(log_probs, target)  # traced labels cannot be checked: the row is NaN instead
     assert np.isnan(program(log_probs, fg.asarray(np.array([0, 3, 1, -1, 2, 0]))).item())
+
+
+@needs_torch
+@pytest.mark.parametrize("size", [1, (2, 3), (3, None), (4, 5)])  # divides, does not, keeps an axis, overlaps
+def test_adaptive_avg_pool_matches_pytorch(size) -> None:
+    tm, fm = torch.nn.AdaptiveAvgPool2d(size), nn.AdaptiveAvgPool2d(size)
+    assert repr(fm) == repr(tm)
+    _compare(tm, fm, [RNG.standard_normal((2, 3, 7, 6)).astype(np.float32)])
+
+
+@needs_torch
+def test_normalize_and_one_hot_match_pytorch() -> None:
+    x = RNG.standard_normal((4, 3))
+    x[1] = 0.0  # a zero vector: its gradient is zero, not NaN
+    for p, dim in ((2.0, 1), (1.0, 0), (3.0, -1)):
+        tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
+        tout, fout = torch.nn.functional.normalize(tx, p=p, dim=dim), F.normalize(fx, p=p, dim=dim)
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+        w = RNG.standard_normal(x.shape)
+        (tout * torch.tensor(w)).sum().backward()
+        (fout * fg.asarray(w)).sum().backward()
+        np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+    labels = np.array([[0, 2], [1, 1]])
+    assert F.one_hot(fg.asarray(labels)).tolist() == torch.nn.functional.one_hot(torch.tensor(labels)).tolist()
+    assert F.one_hot(fg.asarray(labels), 4).shape == (2, 2, 4) and F.one_hot(fg.asarray(labels)).dtype == fg.int64
+    with pytest.raises(IndexError, match="one_hot: index -1 is out of range for 3 classes"):
+        F.one_hot(fg.asarray(np.array([0, -1])), 3)
+    with pytest.raises(ValueError, match="approximate must be 'none' or 'tanh'"):
+        F.gelu(fg.ones(2), approximate="exact")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
+        nn.LeakyReLU(slope=0.1)

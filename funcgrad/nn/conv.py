@@ -19,7 +19,8 @@ from ._checks import same_dtype
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "Conv2d", "MaxPool2d", "AvgPool2d"]
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "AdaptiveAvgPool2d"]
 
 
 def _pair(v: Any) -> tuple[int, int]:
@@ -172,6 +173,31 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
     return _o.sum(windows, axis=(4, 5)) / _o.asarray(divisor, dtype=x.dtype, device=x.device)
 
 
+def _bin_averages(size: int, out: int) -> np.ndarray:
+    """The (out, size) matrix of PyTorch's adaptive bins: row i averages input positions
+    floor(i * size / out) to ceil((i + 1) * size / out)."""
+    matrix = np.zeros((out, size))
+    for i in range(out):
+        start, end = (i * size) // out, -((-(i + 1) * size) // out)
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+@_unbatched
+def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
+    """Average pooling to a fixed output size (``None`` keeps that axis), PyTorch's bins.
+    Each axis's averaging is a small matrix, so the pooling is two contractions: no loop
+    over bins, and bins that overlap (when the size does not divide) are exact."""
+    _check4("adaptive_avg_pool2d", x)
+    sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else output_size
+    oh, ow = (x.shape[2] if sizes[0] is None else sizes[0]), (x.shape[3] if sizes[1] is None else sizes[1])
+    if oh < 1 or ow < 1:
+        raise ShapeError(f"adaptive_avg_pool2d: output size {(oh, ow)} must be positive")
+    rows = _o.asarray(_bin_averages(x.shape[2], oh), dtype=x.dtype, device=x.device)
+    cols = _o.asarray(_bin_averages(x.shape[3], ow), dtype=x.dtype, device=x.device)
+    return _o.einsum("ih,nchw,jw->ncij", rows, x, cols)
+
+
 class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, dtype: Any = None, device: Any = None) -> None:
@@ -229,3 +255,15 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x: Any) -> Any:
+        return adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"

@@ -14,9 +14,10 @@ from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
 from ._checks import same_dtype as _same_dtype
-from .conv import avg_pool2d, conv2d, max_pool2d  # noqa: E402
+from .conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: E402
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d",
+__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu", "softplus", "normalize",
+           "one_hot",
            "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "layer_norm",
            "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"]
 
@@ -44,6 +45,8 @@ def relu(x: Any) -> Any:
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
         return 0.5 * x * (1.0 + _o.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
     return 0.5 * x * (1.0 + _o.erf(x * (1.0 / math.sqrt(2.0))))
@@ -55,6 +58,44 @@ def silu(x: Any) -> Any:
 
 sigmoid = _o.sigmoid
 tanh = _o.tanh
+
+
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
+    """``x`` where positive, else ``negative_slope * x`` (the derivative at 0 is the slope, as PyTorch)."""
+    return _o.where(x > 0, x, x * negative_slope)
+
+
+def elu(x: Any, alpha: float = 1.0) -> Any:
+    """``x`` where positive, else ``alpha * (exp(x) - 1)``. The exponential sees only the
+    non-positive part, so the branch not taken has no overflow to turn its zero gradient
+    into NaN (docs/sharp-bits.md)."""
+    return _o.where(x > 0, x, alpha * _o.expm1(_o.minimum(x, 0.0)))
+
+
+def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold`` (PyTorch's)."""
+    bx = x * beta
+    return _o.where(bx > threshold, x, _o.logaddexp(0.0, bx) / beta)
+
+
+def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
+    """``x`` over its ``p``-norm along ``dim``, the norm held at least ``eps`` (PyTorch's
+    ``F.normalize``). The floor is taken before the root, so a zero vector's gradient is
+    zero, not NaN."""
+    powered = _o.sum(_o.abs(x) ** p, axis=dim, keepdims=True)
+    return x / _o.maximum(powered, eps ** p) ** (1.0 / p)
+
+
+def one_hot(x: Any, num_classes: int = -1) -> Any:
+    """Integer class indices ``(...)`` to ``(..., num_classes)`` int64 zeros and ones.
+    ``num_classes=-1`` reads the largest index (on the host, as PyTorch does)."""
+    x = x if isinstance(x, ArrayBase) else _o.asarray(x)
+    if x.dtype.kind not in "iu":
+        raise DTypeError(f"one_hot: class indices must be integers, got {x.dtype}")
+    if num_classes == -1:
+        num_classes = int(_o.max(x).item()) + 1 if x.size else 0
+    _outside("one_hot", x, num_classes, "index", "classes")
+    return (_o.expand_dims(x, -1) == _o.arange(num_classes, device=x.device)).astype("int64")
 
 
 def log_softmax(x: Any, dim: int = -1) -> Any:
@@ -76,7 +117,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
     from ..random_state import generator
 
     keep = generator().random(tuple(x.shape)) >= p
-    return x * _o.asarray(keep.astype("float32") / (1.0 - p), x.dtype, device=x.device)
+    return x * _o.asarray(keep / (1.0 - p), x.dtype, device=x.device)  # the scale rounded once, in x's dtype
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:

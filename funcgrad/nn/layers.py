@@ -13,8 +13,9 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
-           "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Identity", "Linear", "ReLU", "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid",
+           "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList",
+           "ModuleDict"]
 
 
 class Identity(Module):
@@ -51,6 +52,41 @@ def _activation(name: str, fn: Any) -> type:
         return fn(x)
 
     return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}()``: elementwise {fn.__name__}."})
+
+
+class _Elementwise(Module):
+    """An activation with PyTorch's keyword parameters, kept as attributes (and in the repr)."""
+
+    fn: Any = None
+    defaults: dict[str, Any] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+        names = list(self.defaults)
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}() takes at most {len(names)} arguments ({', '.join(names)})")
+        for name in kwargs:
+            if name not in self.defaults:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {name!r}")
+        self.params = {**self.defaults, **dict(zip(names, args)), **kwargs}
+
+    def forward(self, x: Any) -> Any:
+        return type(self).fn(x, **self.params)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.params.items())
+
+
+class LeakyReLU(_Elementwise):
+    fn, defaults = staticmethod(F.leaky_relu), {"negative_slope": 0.01}
+
+
+class ELU(_Elementwise):
+    fn, defaults = staticmethod(F.elu), {"alpha": 1.0}
+
+
+class Softplus(_Elementwise):
+    fn, defaults = staticmethod(F.softplus), {"beta": 1.0, "threshold": 20.0}
 
 
 ReLU = _activation("ReLU", F.relu)
