@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..random_state import generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
@@ -56,8 +58,6 @@ def normal_(param: Any, mean: float = 0.0, std: float = 1.0) -> Any:
 
 
 def constant_(param: Any, val: float) -> Any:
-    import numpy as np
-
     return _set(param, np.full(tuple(param.shape), val))
 
 
@@ -99,8 +99,6 @@ def kaiming_normal_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlineari
 def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Any:
     """Normal(mean, std) values redrawn until they lie in [a, b] (PyTorch's distribution;
     its bounds are absolute, not in units of std)."""
-    import numpy as np
-
     lo, hi = (a - mean) / std, (b - mean) / std
     mass = 0.5 * (math.erf(hi / math.sqrt(2)) - math.erf(lo / math.sqrt(2)))
     if not mass > 1e-4:
@@ -116,8 +114,6 @@ def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2
 
 def eye_(param: Any) -> Any:
     """The identity matrix (2-D parameters)."""
-    import numpy as np
-
     if param.ndim != 2:
         raise ValueError(f"eye_: needs a 2-D parameter, got shape {tuple(param.shape)}")
     return _set(param, np.eye(*param.shape))
@@ -126,8 +122,6 @@ def eye_(param: Any) -> Any:
 def dirac_(param: Any, groups: int = 1) -> Any:
     """The identity of a convolution (3-5-D weights): each output channel of a group
     passes on the input channel of its number, unchanged, through the kernel's centre."""
-    import numpy as np
-
     shape = tuple(param.shape)
     if not 3 <= len(shape) <= 5 or shape[0] % groups:
         raise ValueError(f"dirac_: needs a 3-5-D weight whose first dimension divides into {groups} groups, "
@@ -144,8 +138,6 @@ def dirac_(param: Any, groups: int = 1) -> Any:
 def orthogonal_(param: Any, gain: float = 1.0) -> Any:
     """A (semi-)orthogonal matrix from the QR decomposition of a normal one, as PyTorch:
     the parameter flattened to (rows, rest) has orthonormal rows or columns, times ``gain``."""
-    import numpy as np
-
     if param.ndim < 2:
         raise ValueError(f"orthogonal_: needs at least 2 dimensions, got shape {tuple(param.shape)}")
     rows = param.shape[0]

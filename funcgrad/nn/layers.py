@@ -47,15 +47,9 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-def _activation(name: str, fn: Any) -> type:
-    def forward(self: Module, x: Any) -> Any:
-        return fn(x)
-
-    return type(name, (Module,), {"forward": forward, "__doc__": f"``{name}()``: elementwise {fn.__name__}."})
-
-
 class _Elementwise(Module):
-    """An activation with PyTorch's keyword parameters, kept as attributes (and in the repr)."""
+    """An elementwise activation: ``fn`` with PyTorch's keyword parameters (``defaults``,
+    none for most), kept on the module and shown in its repr."""
 
     fn: Any = None
     defaults: dict[str, Any] = {}
@@ -71,7 +65,8 @@ class _Elementwise(Module):
         self.params = {**self.defaults, **dict(zip(names, args)), **kwargs}
 
     def forward(self, x: Any) -> Any:
-        return type(self).fn(x, **self.params)
+        params = self.params
+        return type(self).fn(x, **params) if params else type(self).fn(x)  # (no kwargs to unpack: a hot path)
 
     def extra_repr(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.params.items())
@@ -89,10 +84,20 @@ class Softplus(_Elementwise):
     fn, defaults = staticmethod(F.softplus), {"beta": 1.0, "threshold": 20.0}
 
 
-ReLU = _activation("ReLU", F.relu)
-SiLU = _activation("SiLU", F.silu)
-Tanh = _activation("Tanh", F.tanh)
-Sigmoid = _activation("Sigmoid", F.sigmoid)
+class ReLU(_Elementwise):
+    fn = staticmethod(F.relu)
+
+
+class SiLU(_Elementwise):
+    fn = staticmethod(F.silu)
+
+
+class Tanh(_Elementwise):
+    fn = staticmethod(F.tanh)
+
+
+class Sigmoid(_Elementwise):
+    fn = staticmethod(F.sigmoid)
 
 
 class GELU(Module):
