@@ -132,9 +132,8 @@ class Optimizer:
                     p.grad = None if set_to_none else ops.zeros_like(p.grad)
 
     def _grads(self, grads: Any) -> dict[int, Any]:
+        """Gradients passed to ``step`` (the functional path), by parameter id."""
         params = [p for g in self.param_groups for p in g["params"]]
-        if grads is None:
-            return {id(p): p.grad for p in params}
         if isinstance(grads, dict) and self._names and set(grads) <= set(self._names):
             return {id(self._names[k]): v for k, v in grads.items()}
         leaves = _tree.leaves(grads)
@@ -151,15 +150,23 @@ class Optimizer:
 
             with enable_grad():
                 loss = closure()
-        by_id = self._grads(grads)
+        by_id = None if grads is None else self._grads(grads)
+        state = self.state
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    g = by_id.get(id(p))
+                    if by_id is None:  # after backward(): each parameter's .grad
+                        meta = p._ag
+                        g = None if meta is None else meta.grad
+                    else:
+                        g = by_id.get(id(p))
                     if g is None:
                         continue
-                    value = _value(p)
-                    base, alpha, direction = self._update(value, _value(g), self.state.setdefault(p, {}), group)
+                    s = state.get(p)
+                    if s is None:
+                        s = state[p] = {}
+                    value = Array._alias(p)
+                    base, alpha, direction = self._update(value, _value(g), s, group)
                     if base is value:
                         del value, base  # the rule kept no reference to p's value (else it is not unshared)
                         if _unshared(p) and _add_scaled_into(p, alpha, direction):
