@@ -132,6 +132,8 @@ def _params64(module):
 @pytest.mark.parametrize("name,make,shape", [
     ("conv2d", lambda: nn.Conv2d(2, 3, 3, stride=2, padding=1), (2, 2, 5, 5)),
     ("conv2d_groups_dilation", lambda: nn.Conv2d(4, 2, 2, dilation=2, groups=2), (1, 4, 5, 5)),
+    ("conv2d_reflect", lambda: nn.Conv2d(2, 3, 3, padding=(2, 1), padding_mode="reflect"), (1, 2, 4, 5)),
+    ("conv2d_circular", lambda: nn.Conv2d(2, 2, 2, padding="same", padding_mode="circular"), (1, 2, 3, 4)),
     ("maxpool", lambda: nn.MaxPool2d(2), (1, 2, 4, 4)),
     ("avgpool", lambda: nn.AvgPool2d(3, stride=1, padding=1), (1, 2, 4, 4)),
     ("avgpool_ceil", lambda: nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
@@ -142,6 +144,7 @@ def _params64(module):
     ("layernorm", lambda: nn.LayerNorm(4), (3, 4)),
     ("batchnorm2d", lambda: nn.BatchNorm2d(2), (3, 2, 3, 3)),
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),
+    ("lstm_bidirectional", lambda: nn.LSTM(3, 2, num_layers=2, bidirectional=True), (3, 2, 3)),
     ("linear_gelu", lambda: nn.Sequential(nn.Linear(4, 3), nn.GELU(), nn.Linear(3, 2)), (2, 4)),
 ])
 def test_layer_gradients_match_finite_differences(name, make, shape) -> None:

@@ -555,7 +555,43 @@ def test_conv2d_matches_pytorch(kwargs) -> None:
     _compare(tm, fm, [x])
 
 
+@needs_torch
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("kwargs", [dict(padding=1), dict(padding=(2, 1), stride=2), dict(padding="same", dilation=2),
+                                    dict(padding="same", kernel_size=(2, 4)), dict(padding=(3, 0), groups=2)])
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+def test_conv2d_padding_modes_match_pytorch(mode, kwargs) -> None:
+    """The image's own values as padding, in PyTorch's three modes; batched and unbatched."""
+    x = RNG.standard_normal((2, 4, 6, 5)).astype(np.float32)
+    kwargs = {"kernel_size": 3, "padding_mode": mode, **kwargs}
+    tm, fm = torch.nn.Conv2d(4, 6, **kwargs), nn.Conv2d(4, 6, **kwargs)
+    assert repr(fm) == repr(tm)
+    _compare(tm, fm, [x])
+    np.testing.assert_allclose(fm(fg.asarray(x[0])).numpy(), tm(torch.tensor(x[0])).detach().numpy(),
+                               rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+def test_conv2d_padding_mode_limits_match_pytorch() -> None:
+    """A reflection must be narrower than the image and a wrap at most as wide, in both libraries."""
+    x = RNG.standard_normal((1, 1, 3, 5)).astype(np.float32)
+    for mode, padding, ok in (("reflect", 2, True), ("reflect", 3, False), ("circular", 3, True),
+                              ("circular", 4, False), ("replicate", 6, True)):
+        tm, fm = (m.Conv2d(1, 1, 3, padding=(padding, 0), padding_mode=mode) for m in (torch.nn, nn))
+        if ok:
+            _compare(tm, fm, [x])
+            continue
+        with pytest.raises(RuntimeError):
+            tm(torch.tensor(x))
+        with pytest.raises(ValueError, match=rf"padding_mode='{mode}' needs padding .* the input's H size; "
+                                             rf"got padding \({padding}, {padding}\) for an input of shape \(1, 1, 3, 5\)"):
+            fm(fg.asarray(x))
+
+
 def test_conv2d_padding_errors() -> None:
+    with pytest.raises(ValueError, match="padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
+                                         "got 'mirror'"):
+        nn.Conv2d(2, 2, 3, padding_mode="mirror")
     with pytest.raises(ValueError, match="padding='same' needs stride 1"):
         nn.Conv2d(2, 2, 3, stride=2, padding="same")
     with pytest.raises(ValueError, match="padding must be an int, a pair, 'same' or 'valid', got 'full'"):
@@ -663,16 +699,67 @@ def test_multihead_attention_matches_pytorch(batch_first) -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize("layers,batch_first", [(1, False), (2, True)])
-def test_lstm_matches_pytorch(layers, batch_first) -> None:
-    tm = torch.nn.LSTM(3, 5, num_layers=layers, batch_first=batch_first)
-    fm = nn.LSTM(3, 5, num_layers=layers, batch_first=batch_first)
+@pytest.mark.parametrize("layers,batch_first,bidirectional", [(1, False, False), (2, True, False), (1, False, True),
+                                                             (3, True, True)])
+def test_lstm_matches_pytorch(layers, batch_first, bidirectional) -> None:
+    kwargs = dict(num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
+    tm, fm = torch.nn.LSTM(3, 5, **kwargs), nn.LSTM(3, 5, **kwargs)
+    assert repr(fm) == repr(tm)
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
     x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
     _compare(tm, fm, [x], out_index=0)
-    _, (th, tc) = tm(torch.tensor(x))
-    _, (fh, fc) = fm(fg.asarray(x))
-    np.testing.assert_allclose(fh.numpy(), th.detach().numpy(), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(fc.numpy(), tc.detach().numpy(), rtol=1e-4, atol=1e-5)
+    d = 2 if bidirectional else 1
+    batch = x.shape[0] if batch_first else x.shape[1]
+    h0, c0 = (RNG.standard_normal((layers * d, batch, 5)).astype(np.float32) for _ in range(2))
+    tout, (th, tc) = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    fout, (fh, fc) = fm(fg.asarray(x), (fg.asarray(h0), fg.asarray(c0)))
+    for f, t in ((fout, tout), (fh, th), (fc, tc)):
+        assert f.shape == tuple(t.shape)
+        np.testing.assert_allclose(f.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    # the gradient reaches the initial states, through both directions
+    th0 = torch.tensor(h0, requires_grad=True)
+    fh0 = fg.asarray(h0, requires_grad=True)
+    tm(torch.tensor(x), (th0, torch.tensor(c0)))[0].sum().backward()
+    fm(fg.asarray(x), (fh0, fg.asarray(c0)))[0].sum().backward()
+    np.testing.assert_allclose(fh0.grad.numpy(), th0.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+def test_lstm_dropout_between_layers_matches_pytorch() -> None:
+    """Dropout applies to every layer's output but the last, only in training: with p=1
+    the second layer sees zeros (deterministic in both libraries); in eval mode nothing."""
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    for p, train in ((1.0, True), (0.5, False)):
+        tm = torch.nn.LSTM(3, 5, num_layers=2, dropout=p, bidirectional=True)
+        fm = nn.LSTM(3, 5, num_layers=2, dropout=p, bidirectional=True)
+        _copy_params(tm, fm)
+        tm.train(train)
+        fm.train(train)
+        tout, _ = tm(torch.tensor(x))
+        fout, _ = fm(fg.asarray(x))
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    fm = nn.LSTM(3, 5, num_layers=2, dropout=0.5)  # training with 0 < p < 1: different draws each call
+    assert not np.allclose(fm(fg.asarray(x))[0].numpy(), fm(fg.asarray(x))[0].numpy())
+    fm.eval()
+    assert np.array_equal(fm(fg.asarray(x))[0].numpy(), fm(fg.asarray(x))[0].numpy())
+
+
+def test_lstm_bidirectional_unbatched_and_bad_arguments() -> None:
+    fm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    out, (h, c) = fm(fg.ones((5, 3)))
+    assert out.shape == (5, 8) and h.shape == (4, 4) and c.shape == (4, 4)
+    batched, (hb, _) = fm(fg.ones((5, 1, 3)))
+    np.testing.assert_allclose(out.numpy(), batched.numpy()[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(h.numpy(), hb.numpy()[:, 0], rtol=1e-6)
+    # the reverse direction's last state is the first step's: the forward one's is the last step's
+    np.testing.assert_allclose(h.numpy()[2], out.numpy()[-1, :4], rtol=1e-6)
+    np.testing.assert_allclose(h.numpy()[3], out.numpy()[0, 4:], rtol=1e-6)
+    with pytest.raises(fg.ShapeError, match=r"LSTM: h_0 must have shape \(4, 1, 4\), got \(2, 1, 4\)"):
+        fm(fg.ones((5, 1, 3)), (fg.zeros((2, 1, 4)), fg.zeros((2, 1, 4))))
+    with pytest.raises(ValueError, match="dropout must be a probability"):
+        nn.LSTM(3, 4, dropout=1.5)
+    with pytest.raises(TypeError, match="proj_size"):
+        nn.LSTM(3, 4, proj_size=2)
 
 
 def test_conv_and_pool_are_views_then_one_copy() -> None:

@@ -86,29 +86,43 @@ class MultiheadAttention(Module):
 
 
 class LSTM(Module):
-    """Multi-layer LSTM; returns ``(output, (h_n, c_n))``. Gate order i, f, g, o (PyTorch's)."""
+    """Multi-layer LSTM; returns ``(output, (h_n, c_n))``. Gate order i, f, g, o (PyTorch's).
+
+    ``bidirectional=True`` adds a second LSTM per layer that reads the sequence backwards
+    (parameters ``*_reverse``, as PyTorch names them); the output concatenates both
+    directions' hidden states per step, and ``h_n``/``c_n`` list the directions of each
+    layer in turn. ``dropout`` applies to each layer's output but the last, in training."""
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, dtype: Any = None, device: Any = None) -> None:
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, dtype: Any = None,
+                 device: Any = None) -> None:
         super().__init__()
+        if not 0.0 <= dropout <= 1.0:
+            raise ValueError(f"LSTM: dropout must be a probability in [0, 1], got {dropout}")
+        if num_layers < 1:
+            raise ValueError(f"LSTM: num_layers must be at least 1, got {num_layers}")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
+        self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
+        self._directions = ("", "_reverse") if bidirectional else ("",)
         bound = 1 / math.sqrt(hidden_size)
         for layer in range(num_layers):
-            n_in = input_size if layer == 0 else hidden_size
-            shapes = [(f"weight_ih_l{layer}", (4 * hidden_size, n_in)),
-                      (f"weight_hh_l{layer}", (4 * hidden_size, hidden_size))]
-            if bias:
-                shapes += [(f"bias_ih_l{layer}", (4 * hidden_size,)), (f"bias_hh_l{layer}", (4 * hidden_size,))]
-            for name, shape in shapes:
-                p = Parameter(_o.zeros(shape, dtype, device=device))
-                init.uniform_(p, -bound, bound)
-                setattr(self, name, p)
+            n_in = input_size if layer == 0 else hidden_size * len(self._directions)
+            for suffix in self._directions:
+                shapes = [(f"weight_ih_l{layer}{suffix}", (4 * hidden_size, n_in)),
+                          (f"weight_hh_l{layer}{suffix}", (4 * hidden_size, hidden_size))]
+                if bias:
+                    shapes += [(f"bias_ih_l{layer}{suffix}", (4 * hidden_size,)),
+                               (f"bias_hh_l{layer}{suffix}", (4 * hidden_size,))]
+                for name, shape in shapes:
+                    p = Parameter(_o.zeros(shape, dtype, device=device))
+                    init.uniform_(p, -bound, bound)
+                    setattr(self, name, p)
 
     def forward(self, x: Any, hx: tuple[Any, Any] | None = None) -> tuple[Any, tuple[Any, Any]]:
         """``x`` is (L, N, input_size), (N, L, input_size) with ``batch_first``, or unbatched
-        (L, input_size); ``hx`` is ``(h_0, c_0)``, each (num_layers, N, hidden_size), or
-        (num_layers, hidden_size) for an unbatched input."""
+        (L, input_size); ``hx`` is ``(h_0, c_0)``, each (D * num_layers, N, hidden_size), or
+        (D * num_layers, hidden_size) for an unbatched input (D: 2 when bidirectional)."""
         if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
             raise ShapeError(f"LSTM({self.input_size}, {self.hidden_size}): expected an input of shape (L, N, "
                              f"{self.input_size}) or (L, {self.input_size}), got {fmt_shape(tuple(x.shape))}")
@@ -117,12 +131,13 @@ class LSTM(Module):
             x = _o.expand_dims(x, 1)
         elif self.batch_first:
             x = _o.swapaxes(x, 0, 1)
-        t, b = x.shape[0], x.shape[1]
+        b = x.shape[1]
+        states = self.num_layers * len(self._directions)
         if hx is None:
-            h0 = _o.zeros((self.num_layers, b, hs), x.dtype, device=x.device)
+            h0 = _o.zeros((states, b, hs), x.dtype, device=x.device)
             c0 = h0
         else:
-            expected = (self.num_layers, hs) if unbatched else (self.num_layers, b, hs)
+            expected = (states, hs) if unbatched else (states, b, hs)
             for name, state in zip(("h_0", "c_0"), hx):
                 if tuple(state.shape) != expected:
                     raise ShapeError(f"LSTM: {name} must have shape {fmt_shape(expected)}, "
@@ -131,22 +146,42 @@ class LSTM(Module):
         layer_input = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):
-            w_ih, w_hh = getattr(self, f"weight_ih_l{layer}"), getattr(self, f"weight_hh_l{layer}")
-            b_ih = getattr(self, f"bias_ih_l{layer}") if self.bias else None
-            b_hh = getattr(self, f"bias_hh_l{layer}") if self.bias else None
-            pre = F.linear(layer_input, w_ih, b_ih)           # input projections for all steps at once
-            h, c = h0[layer], c0[layer]
-            outputs = []
-            for step in range(t):
-                gates = pre[step] + F.linear(h, w_hh, b_hh)
-                i, f, g, o = _o.split(gates, 4, axis=-1)
-                c = _o.sigmoid(f) * c + _o.sigmoid(i) * _o.tanh(g)
-                h = _o.sigmoid(o) * _o.tanh(c)
-                outputs.append(h)
-            layer_input = _o.stack(outputs)
-            h_n.append(h)
-            c_n.append(c)
+            directions = []
+            for d, suffix in enumerate(self._directions):
+                out, h, c = self._run(layer_input, h0[len(h_n)], c0[len(h_n)], f"l{layer}{suffix}", reverse=d == 1)
+                directions.append(out)
+                h_n.append(h)
+                c_n.append(c)
+            layer_input = directions[0] if len(directions) == 1 else _o.concatenate(directions, axis=-1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
         if unbatched:
             return _o.squeeze(layer_input, 1), (_o.stack(h_n)[:, 0], _o.stack(c_n)[:, 0])
         out = _o.swapaxes(layer_input, 0, 1) if self.batch_first else layer_input
         return out, (_o.stack(h_n), _o.stack(c_n))
+
+    def _run(self, x: Any, h: Any, c: Any, name: str, reverse: bool) -> tuple[Any, Any, Any]:
+        """One direction of one layer over (L, N, features): its outputs, in the input's
+        step order, and its last state (the first step's, read backwards)."""
+        w_ih, w_hh = getattr(self, f"weight_ih_{name}"), getattr(self, f"weight_hh_{name}")
+        b_ih = getattr(self, f"bias_ih_{name}") if self.bias else None
+        b_hh = getattr(self, f"bias_hh_{name}") if self.bias else None
+        pre = F.linear(x, w_ih, b_ih)  # input projections for all steps at once
+        t = x.shape[0]
+        outputs: list[Any] = [None] * t
+        for step in (reversed(range(t)) if reverse else range(t)):
+            gates = pre[step] + F.linear(h, w_hh, b_hh)
+            i, f, g, o = _o.split(gates, 4, axis=-1)
+            c = _o.sigmoid(f) * c + _o.sigmoid(i) * _o.tanh(g)
+            h = _o.sigmoid(o) * _o.tanh(c)
+            outputs[step] = h
+        return _o.stack(outputs), h, c
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        for name, default in (("num_layers", 1), ("bias", True), ("batch_first", False), ("dropout", 0.0),
+                              ("bidirectional", False)):
+            value = getattr(self, name)
+            if value != default:
+                s += f", {name}={value}"
+        return s

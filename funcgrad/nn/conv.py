@@ -52,6 +52,23 @@ def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: flo
     return _o.pad(x, ((0, 0), (0, 0)) + padding, constant_values=value)
 
 
+# Conv2d's padding_mode (PyTorch's names) as NumPy's pad modes
+_PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def _pad_edges(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], padding_mode: str) -> Any:
+    """Pad the last two axes of an image or a batch of them with copies of the image's own
+    values, as PyTorch's non-zero ``padding_mode``: mirrored without repeating the edge
+    (``reflect``), repeating it (``replicate``) or from the other side (``circular``).
+    PyTorch refuses a reflection as wide as the image, or a wrap wider than it: so does this."""
+    for (lo, hi), size, axis in zip(padding, tuple(x.shape)[-2:], ("H", "W")):
+        if (padding_mode == "reflect" and max(lo, hi) >= size) or (padding_mode == "circular" and max(lo, hi) > size):
+            limit = "less than" if padding_mode == "reflect" else "at most"
+            raise ValueError(f"conv2d: padding_mode={padding_mode!r} needs padding {limit} the input's {axis} size; "
+                             f"got padding ({lo}, {hi}) for an input of shape {fmt_shape(tuple(x.shape))}")
+    return _o.pad(x, ((0, 0),) * (x.ndim - 2) + padding, mode=_PADDING_MODES[padding_mode])
+
+
 def _symmetric(padding: Any) -> tuple[tuple[int, int], tuple[int, int]]:
     ph, pw = _pair(padding)
     return (ph, ph), (pw, pw)
@@ -200,8 +217,13 @@ def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
 
 class Conv2d(Module):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True, dtype: Any = None, device: Any = None) -> None:
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype: Any = None,
+                 device: Any = None) -> None:
         super().__init__()
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
+                             f"got {padding_mode!r}")
+        self.padding_mode = padding_mode
         kh, kw = _pair(kernel_size)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (kh, kw)
         self.stride, self.dilation, self.groups = _pair(stride), _pair(dilation), groups
@@ -217,14 +239,20 @@ class Conv2d(Module):
             self.bias = None
 
     def forward(self, x: Any) -> Any:
-        return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        if self.padding_mode == "zeros" or getattr(x, "ndim", None) not in (3, 4):
+            return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        # as PyTorch: pad with the image's own values first, then convolve with no padding
+        padded = _pad_edges(x, _conv_padding(self.padding, self.kernel_size, self.stride, self.dilation),
+                            self.padding_mode)
+        return conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
                 + (f", padding={self.padding}" if self.padding != (0, 0) else "")
                 + (f", dilation={self.dilation}" if self.dilation != (1, 1) else "")
                 + (f", groups={self.groups}" if self.groups != 1 else "")
-                + (", bias=False" if self.bias is None else ""))
+                + (", bias=False" if self.bias is None else "")
+                + (f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" else ""))
 
 
 class MaxPool2d(Module):
