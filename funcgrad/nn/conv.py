@@ -45,11 +45,14 @@ def _unbatched(fn: Any) -> Any:
     return wrapper
 
 
-def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: float = 0.0) -> Any:
-    """Pad H and W by ``((top, bottom), (left, right))``."""
+def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: float = 0.0,
+            mode: str = "constant") -> Any:
+    """Pad the last two axes (H and W) by ``((top, bottom), (left, right))``: with ``value``,
+    or in one of NumPy's other pad modes."""
     if padding == ((0, 0), (0, 0)):
         return x
-    return _o.pad(x, ((0, 0), (0, 0)) + padding, constant_values=value)
+    widths = ((0, 0),) * (x.ndim - 2) + padding
+    return _o.pad(x, widths, constant_values=value) if mode == "constant" else _o.pad(x, widths, mode=mode)
 
 
 # Conv2d's padding_mode (PyTorch's names) as NumPy's pad modes
@@ -66,7 +69,7 @@ def _pad_edges(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], padding
             limit = "less than" if padding_mode == "reflect" else "at most"
             raise ValueError(f"conv2d: padding_mode={padding_mode!r} needs padding {limit} the input's {axis} size; "
                              f"got padding ({lo}, {hi}) for an input of shape {fmt_shape(tuple(x.shape))}")
-    return _o.pad(x, ((0, 0),) * (x.ndim - 2) + padding, mode=_PADDING_MODES[padding_mode])
+    return _pad_hw(x, padding, mode=_PADDING_MODES[padding_mode])
 
 
 def _symmetric(padding: Any) -> tuple[tuple[int, int], tuple[int, int]]:
