@@ -104,7 +104,6 @@ class LSTM(Module):
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first = bias, batch_first
         self.dropout, self.bidirectional = float(dropout), bool(bidirectional)
-        self._directions = ("", "_reverse") if bidirectional else ("",)
         bound = 1 / math.sqrt(hidden_size)
         for layer in range(num_layers):
             n_in = input_size if layer == 0 else hidden_size * len(self._directions)
@@ -118,6 +117,11 @@ class LSTM(Module):
                     p = Parameter(_o.zeros(shape, dtype, device=device))
                     init.uniform_(p, -bound, bound)
                     setattr(self, name, p)
+
+    @property
+    def _directions(self) -> tuple[str, ...]:
+        """The parameter-name suffix of each direction of a layer."""
+        return ("", "_reverse") if self.bidirectional else ("",)
 
     def forward(self, x: Any, hx: tuple[Any, Any] | None = None) -> tuple[Any, tuple[Any, Any]]:
         """``x`` is (L, N, input_size), (N, L, input_size) with ``batch_first``, or unbatched
