@@ -588,6 +588,26 @@ def test_conv2d_padding_mode_limits_match_pytorch() -> None:
             fm(fg.asarray(x))
 
 
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(2, 6), w=st.integers(2, 6), k=st.integers(1, 3), ph=st.integers(0, 4), pw=st.integers(0, 4),
+       mode=st.sampled_from(["reflect", "replicate", "circular"]))
+def test_conv2d_padding_mode_matches_numpy_pad_then_correlate(h, w, k, ph, pw, mode) -> None:
+    """Against an independent reference: NumPy's pad in the same mode, then a plain
+    cross-correlation over NumPy's sliding windows; out-of-limit paddings raise instead."""
+    x = RNG.standard_normal((1, 2, h, w))
+    conv = nn.Conv2d(2, 3, k, padding=(ph, pw), padding_mode=mode).to(fg.float64)
+    too_wide = {"reflect": lambda p, n: p >= n, "circular": lambda p, n: p > n, "replicate": lambda p, n: False}[mode]
+    if too_wide(ph, h) or too_wide(pw, w):
+        with pytest.raises(ValueError, match=f"padding_mode='{mode}'"):
+            conv(fg.asarray(x))
+        return
+    np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    padded = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), mode=np_mode)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (k, k), axis=(2, 3))  # (1, C, OH, OW, k, k)
+    expected = np.einsum("nchwij,ocij->nohw", windows, conv.weight.numpy()) + conv.bias.numpy()[:, None, None]
+    np.testing.assert_allclose(conv(fg.asarray(x)).numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
 def test_conv2d_padding_errors() -> None:
     with pytest.raises(ValueError, match="padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
                                          "got 'mirror'"):
@@ -742,6 +762,27 @@ def test_lstm_dropout_between_layers_matches_pytorch() -> None:
     assert not np.allclose(fm(fg.asarray(x))[0].numpy(), fm(fg.asarray(x))[0].numpy())
     fm.eval()
     assert np.array_equal(fm(fg.asarray(x))[0].numpy(), fm(fg.asarray(x))[0].numpy())
+
+
+@settings(max_examples=25, deadline=None)
+@given(length=st.integers(1, 5), batch=st.integers(1, 3))
+def test_lstm_reverse_direction_is_a_forward_lstm_on_the_flipped_sequence(length, batch) -> None:
+    """The reverse half of a bidirectional LSTM's output is a one-way LSTM with the
+    ``*_reverse`` weights run over the sequence backwards (its output flipped back), and
+    the forward half is the one-way LSTM with the forward weights."""
+    bi, one = nn.LSTM(3, 4, bidirectional=True), nn.LSTM(3, 4)
+    x = fg.asarray(RNG.standard_normal((length, batch, 3)).astype(np.float32))
+    out, (h, c) = bi(x)
+    params = dict(bi.named_parameters())
+    for suffix, half, seq, flip in (("", slice(0, 4), x, lambda a: a), ("_reverse", slice(4, 8), x[::-1],
+                                                                       lambda a: a[::-1])):
+        for name, p in one.named_parameters():
+            p._assign(params[name + suffix])
+        ref, (rh, rc) = one(seq)
+        np.testing.assert_allclose(out.numpy()[..., half], flip(ref.numpy()), rtol=1e-5, atol=1e-6)
+        k = 0 if suffix == "" else 1
+        np.testing.assert_allclose(h.numpy()[k], rh.numpy()[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(c.numpy()[k], rc.numpy()[0], rtol=1e-5, atol=1e-6)
 
 
 def test_lstm_bidirectional_unbatched_and_bad_arguments() -> None:
