@@ -76,4 +76,8 @@ def __array_namespace_info__() -> _NS:
     )
 
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+# The public names: everything above but the implementation's subpackages (reachable as
+# attributes, e.g. ``fg.transforms.replay``, but not part of ``from funcgrad import *``).
+_INTERNAL = {"annotations", "backends", "dtypes", "errors", "ops", "primitives", "random_state", "serialization",
+             "transforms"}
+__all__ = [n for n in dir() if not n.startswith("_") and n not in _INTERNAL]

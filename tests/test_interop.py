@@ -92,6 +92,20 @@ def test_array_namespace() -> None:
         x.__array_namespace__(api_version="1999.01")
 
 
+def test_public_namespace_holds_no_implementation_names() -> None:
+    """``from funcgrad import *`` gives the functions and the public subpackages, not the
+    modules that implement them or their own imports (``sys``, ``annotations``)."""
+    import types
+
+    space: dict[str, object] = {}
+    exec("from funcgrad import *", space)  # noqa: S102 - the statement under test
+    modules = sorted(n for n, v in space.items() if isinstance(v, types.ModuleType))
+    assert modules == ["memory", "nn", "optim", "testing", "tree"]
+    assert "annotations" not in space and "sys" not in fg.__dict__
+    assert {"add", "grad", "no_grad", "linalg", "autograd", "broadcast_shapes", "save"} <= set(space)
+    assert all(hasattr(fg, n) for n in fg.__all__)
+
+
 def test_array_api_generic_code() -> None:
     """Code written against the standard, with no funcgrad names, runs on funcgrad arrays."""
 

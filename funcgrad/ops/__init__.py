@@ -12,6 +12,13 @@ from .linalg import *  # noqa: F403
 from .reductions import *  # noqa: F403
 from .shaping import *  # noqa: F403
 from .shaping import _broadcast_shapes as broadcast_shapes  # noqa: F401
+from . import creation as _creation, elementwise as _elementwise, indexing as _indexing  # noqa: E402
+from . import linalg as _linalg, reductions as _reductions, shaping as _shaping  # noqa: E402
+
+# What ``from funcgrad.ops import *`` (and so ``fg``) takes: the functions, not this
+# package's imports or its submodules' names.
+__all__ = [*_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_linalg.__all__, *_reductions.__all__,
+           *_shaping.__all__, "broadcast_shapes"]
 
 _array._o = sys.modules[__name__]
 # The forward operators call the functions directly: one Python frame less on the eager hot path.
