@@ -145,6 +145,7 @@ def _params64(module):
     ("batchnorm2d", lambda: nn.BatchNorm2d(2), (3, 2, 3, 3)),
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),
     ("lstm_bidirectional", lambda: nn.LSTM(3, 2, num_layers=2, bidirectional=True), (3, 2, 3)),
+    ("lstm_projected", lambda: nn.LSTM(3, 3, num_layers=2, bidirectional=True, proj_size=2), (3, 2, 3)),
     ("linear_gelu", lambda: nn.Sequential(nn.Linear(4, 3), nn.GELU(), nn.Linear(3, 2)), (2, 4)),
 ])
 def test_layer_gradients_match_finite_differences(name, make, shape) -> None:

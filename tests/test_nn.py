@@ -720,10 +720,11 @@ def test_multihead_attention_matches_pytorch(batch_first) -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize("layers,batch_first,bidirectional", [(1, False, False), (2, True, False), (1, False, True),
-                                                             (3, True, True)])
-def test_lstm_matches_pytorch(layers, batch_first, bidirectional) -> None:
-    kwargs = dict(num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
+@pytest.mark.parametrize("layers,batch_first,bidirectional,proj", [(1, False, False, 0), (2, True, False, 0),
+                                                                  (1, False, True, 0), (3, True, True, 0),
+                                                                  (1, False, False, 2), (2, True, True, 3)])
+def test_lstm_matches_pytorch(layers, batch_first, bidirectional, proj) -> None:
+    kwargs = dict(num_layers=layers, batch_first=batch_first, bidirectional=bidirectional, proj_size=proj)
     tm, fm = torch.nn.LSTM(3, 5, **kwargs), nn.LSTM(3, 5, **kwargs)
     assert repr(fm) == repr(tm)
     assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
@@ -731,7 +732,7 @@ def test_lstm_matches_pytorch(layers, batch_first, bidirectional) -> None:
     _compare(tm, fm, [x], out_index=0)
     d = 2 if bidirectional else 1
     batch = x.shape[0] if batch_first else x.shape[1]
-    h0, c0 = (RNG.standard_normal((layers * d, batch, 5)).astype(np.float32) for _ in range(2))
+    h0, c0 = (RNG.standard_normal((layers * d, batch, size)).astype(np.float32) for size in (proj or 5, 5))
     tout, (th, tc) = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
     fout, (fh, fc) = fm(fg.asarray(x), (fg.asarray(h0), fg.asarray(c0)))
     for f, t in ((fout, tout), (fh, th), (fc, tc)):
@@ -766,16 +767,18 @@ def test_lstm_dropout_between_layers_matches_pytorch() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(length=st.integers(1, 5), batch=st.integers(1, 3))
-def test_lstm_reverse_direction_is_a_forward_lstm_on_the_flipped_sequence(length, batch) -> None:
+@given(length=st.integers(1, 5), batch=st.integers(1, 3), proj=st.sampled_from([0, 1, 3]))
+def test_lstm_reverse_direction_is_a_forward_lstm_on_the_flipped_sequence(length, batch, proj) -> None:
     """The reverse half of a bidirectional LSTM's output is a one-way LSTM with the
     ``*_reverse`` weights run over the sequence backwards (its output flipped back), and
-    the forward half is the one-way LSTM with the forward weights."""
-    bi, one = nn.LSTM(3, 4, bidirectional=True), nn.LSTM(3, 4)
+    the forward half is the one-way LSTM with the forward weights (with or without a
+    projection of the hidden state)."""
+    bi, one = nn.LSTM(3, 4, bidirectional=True, proj_size=proj), nn.LSTM(3, 4, proj_size=proj)
     x = fg.asarray(RNG.standard_normal((length, batch, 3)).astype(np.float32))
     out, (h, c) = bi(x)
     params = dict(bi.named_parameters())
-    for suffix, half, seq, flip in (("", slice(0, 4), x, lambda a: a), ("_reverse", slice(4, 8), x[::-1],
+    k = proj or 4
+    for suffix, half, seq, flip in (("", slice(0, k), x, lambda a: a), ("_reverse", slice(k, 2 * k), x[::-1],
                                                                        lambda a: a[::-1])):
         for name, p in one.named_parameters():
             p._assign(params[name + suffix])
@@ -800,8 +803,14 @@ def test_lstm_bidirectional_unbatched_and_bad_arguments() -> None:
         fm(fg.ones((5, 1, 3)), (fg.zeros((2, 1, 4)), fg.zeros((2, 1, 4))))
     with pytest.raises(ValueError, match="dropout must be a probability"):
         nn.LSTM(3, 4, dropout=1.5)
-    with pytest.raises(TypeError, match="proj_size"):
-        nn.LSTM(3, 4, proj_size=2)
+    for bad in (-1, 4):
+        with pytest.raises(ValueError, match="proj_size must be at least 0 and smaller than hidden_size=4"):
+            nn.LSTM(3, 4, proj_size=bad)
+    projected = nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    out, (h, c) = projected(fg.ones((5, 3)))
+    assert out.shape == (5, 4) and h.shape == (4, 2) and c.shape == (4, 4)  # h projected, c not
+    with pytest.raises(fg.ShapeError, match=r"LSTM: c_0 must have shape \(4, 1, 4\), got \(4, 1, 2\)"):
+        projected(fg.ones((5, 1, 3)), (fg.zeros((4, 1, 2)), fg.zeros((4, 1, 2))))
 
 
 def test_conv_and_pool_are_views_then_one_copy() -> None:
