@@ -105,3 +105,19 @@ def test_cross_entropy_and_a_training_step_match_cpu() -> None:
 
     for a, b in zip(step("gpu"), step("cpu")):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_max_pool_indices_and_unpool_match_cpu() -> None:
+    """The indices are computed on the device (no host reads); a bad index there makes its
+    channel NaN instead of reading the indices back every call."""
+    F = fg.nn.functional
+    x = fg.asarray(np.round(np.random.default_rng(1).standard_normal((2, 3, 7, 6)) * 2).astype(np.float32))
+    for device in ("cpu", "gpu"):
+        out, idx = F.max_pool2d(x.to(device), 3, 2, 1, return_indices=True)
+        back = F.max_unpool2d(out, idx, 3, 2, 1, output_size=(7, 6))
+        if device == "cpu":
+            ref = (out.tolist(), idx.tolist(), back.tolist())
+        else:
+            assert (out.tolist(), idx.tolist(), back.tolist()) == ref
+    bad = F.max_unpool2d(out, idx.at[0, 1, 0, 0].set(1000), 3, 2, 1, output_size=(7, 6)).to("cpu").numpy()
+    assert np.isnan(bad[0, 1]).all() and not np.isnan(bad[0, 0]).any()

@@ -129,6 +129,19 @@ def _params64(module):
     return {k: fg.asarray(v.numpy().astype(np.float64)) for k, v in module.named_parameters()}
 
 
+class _PoolUnpool(nn.Module):
+    """Max pooling with its indices, then unpooling: the gradient reaches each window's
+    maximum through the pooled value and the scatter that puts it back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool, self.unpool = nn.MaxPool2d(2, stride=2, padding=1, return_indices=True), nn.MaxUnpool2d(2, 2, 1)
+
+    def forward(self, x):
+        out, idx = self.pool(x)
+        return self.unpool(out * 3.0, idx, output_size=x.shape[2:])
+
+
 @pytest.mark.parametrize("name,make,shape", [
     ("conv2d", lambda: nn.Conv2d(2, 3, 3, stride=2, padding=1), (2, 2, 5, 5)),
     ("conv2d_groups_dilation", lambda: nn.Conv2d(4, 2, 2, dilation=2, groups=2), (1, 4, 5, 5)),
@@ -146,6 +159,7 @@ def _params64(module):
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),
     ("lstm_bidirectional", lambda: nn.LSTM(3, 2, num_layers=2, bidirectional=True), (3, 2, 3)),
     ("lstm_projected", lambda: nn.LSTM(3, 3, num_layers=2, bidirectional=True, proj_size=2), (3, 2, 3)),
+    ("maxpool_unpool", lambda: _PoolUnpool(), (1, 2, 5, 4)),
     ("linear_gelu", lambda: nn.Sequential(nn.Linear(4, 3), nn.GELU(), nn.Linear(3, 2)), (2, 4)),
 ])
 def test_layer_gradients_match_finite_differences(name, make, shape) -> None:

@@ -635,6 +635,106 @@ def test_pooling_matches_pytorch(make) -> None:
     _compare(tm, fm, [x])
 
 
+POOLS_WITH_INDICES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                      dict(kernel_size=3, stride=2, ceil_mode=True),
+                      dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1), padding=(1, 1))]
+
+
+def _awkward_image(shape: tuple[int, ...]) -> np.ndarray:
+    """Values with ties (rounded), a window of -inf and a window of two NaNs: where the
+    rules for which maximum an index names differ between implementations."""
+    x = np.round(RNG.standard_normal(shape) * 2).astype(np.float32)
+    x[0, 0, :2, :2] = -np.inf
+    x[-1, -1, 0, :2] = np.nan
+    return x
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", POOLS_WITH_INDICES)
+def test_max_pool_indices_and_unpool_match_pytorch(kwargs) -> None:
+    x = _awkward_image((2, 3, 7, 6))
+    tout, tidx = torch.nn.MaxPool2d(**kwargs, return_indices=True)(torch.tensor(x))
+    fout, fidx = nn.MaxPool2d(**kwargs, return_indices=True)(fg.asarray(x))
+    np.testing.assert_array_equal(fout.numpy(), tout.numpy())
+    assert fidx.dtype == fg.int64
+    np.testing.assert_array_equal(fidx.numpy(), tidx.numpy())
+    if "dilation" in kwargs:  # PyTorch's MaxUnpool2d has no dilation
+        return
+    unpool_args = (kwargs["kernel_size"], kwargs.get("stride"), kwargs.get("padding", 0))
+    tu, fu = torch.nn.MaxUnpool2d(*unpool_args), nn.MaxUnpool2d(*unpool_args)
+    assert repr(fu) == repr(tu)
+    y = RNG.standard_normal(tuple(tout.shape)).astype(np.float32)  # any values: unpool puts them back
+    ty, fy = torch.tensor(y, requires_grad=True), fg.asarray(y, requires_grad=True)
+    tres, fres = tu(ty, tidx, output_size=x.shape[2:]), fu(fy, fidx, output_size=x.shape[2:])
+    np.testing.assert_array_equal(fres.numpy(), tres.detach().numpy())
+    w = RNG.standard_normal(x.shape).astype(np.float32)
+    (tres * torch.tensor(w)).sum().backward()
+    (fres * fg.asarray(w)).sum().backward()
+    np.testing.assert_array_equal(fy.grad.numpy(), ty.grad.numpy())  # a gather: each value's own entry
+
+
+def test_max_unpool_bad_arguments_and_unbatched_input() -> None:
+    x = fg.asarray(np.arange(32.0, dtype=np.float32).reshape(2, 1, 4, 4))
+    out, idx = F.max_pool2d(x, 2, return_indices=True)
+    assert F.max_unpool2d(out, idx, 2).shape == (2, 1, 4, 4)
+    assert F.max_unpool2d(out, idx, 2, output_size=(5, 5)).shape == (2, 1, 5, 5)
+    single_out, single_idx = F.max_pool2d(x[0], 2, return_indices=True)   # (C, H, W) in, no batch axis out
+    np.testing.assert_array_equal(single_idx.numpy(), idx.numpy()[0])
+    np.testing.assert_array_equal(F.max_unpool2d(single_out, single_idx, 2).numpy(),
+                                  F.max_unpool2d(out, idx, 2).numpy()[0])
+    with pytest.raises(IndexError, match=r"max_unpool2d: index 21 is out of range for 16 output cells \(H, W\)"):
+        F.max_unpool2d(out, idx + 16, 2)
+    with pytest.raises(ValueError, match=r"output_size \(6, 6\) must give \(H, W\) within one stride"):
+        F.max_unpool2d(out, idx, 2, output_size=(6, 6))
+    with pytest.raises(fg.DTypeError, match="max_unpool2d: indices must be integers"):
+        F.max_unpool2d(out, idx.astype(fg.float32), 2)
+    with pytest.raises(fg.ShapeError, match=r"indices of shape \(2, 1, 1, 2\) for an input of shape \(2, 1, 2, 2\)"):
+        F.max_unpool2d(out, idx[:, :, :1], 2)
+    # traced (as on a GPU), a bad index cannot be read on the host: its channel comes out NaN, never wrong
+    prog = fg.trace(lambda o, i: F.max_unpool2d(o, i, 2))(out, idx)
+    bad = idx.at[1, 0, 0, 0].set(99)
+    result = prog(out, bad)
+    result = (result[0] if isinstance(result, (tuple, list)) else result).numpy()
+    assert np.isnan(result[1]).all()
+    np.testing.assert_array_equal(result[0], F.max_unpool2d(out, idx, 2).numpy()[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(shape=st.tuples(st.integers(1, 2), st.integers(1, 2), st.integers(2, 7), st.integers(2, 7)),
+       kernel=st.integers(1, 3), stride=st.integers(1, 3), padding=st.integers(0, 1),
+       dilation=st.integers(1, 2), ceil_mode=st.booleans(), seed=st.integers(0, 2**16))
+def test_max_pool_indices_name_the_first_maximum_inside_the_input(shape, kernel, stride, padding, dilation,
+                                                                   ceil_mode, seed) -> None:
+    """Against a loop over every window: the index is the row-major first position, inside
+    the input, that holds the window's maximum (values with many ties); reading the input
+    there gives the pooled output; and unpooling puts each maximum back where it was, with
+    zeros everywhere else."""
+    span = dilation * (kernel - 1) + 1
+    assume(padding <= span // 2 and shape[2] + 2 * padding >= span and shape[3] + 2 * padding >= span)
+    x = np.random.default_rng(seed).integers(-2, 3, shape).astype(np.float64)
+    out, idx = F.max_pool2d(fg.asarray(x), kernel, stride, padding, dilation, ceil_mode, return_indices=True)
+    out, idx = out.numpy(), idx.numpy()
+    h, w = shape[2:]
+    for n, c, i, j in np.ndindex(*idx.shape):
+        cells = [(r, q) for r in range(i * stride - padding, i * stride - padding + span, dilation)
+                 for q in range(j * stride - padding, j * stride - padding + span, dilation)
+                 if 0 <= r < h and 0 <= q < w]
+        best = max(x[n, c, r, q] for r, q in cells)
+        first = next(r * w + q for r, q in cells if x[n, c, r, q] == best)
+        assert idx[n, c, i, j] == first and out[n, c, i, j] == best
+    flat_idx = idx.reshape(shape[0], shape[1], -1)
+    np.testing.assert_array_equal(np.take_along_axis(x.reshape(shape[0], shape[1], -1), flat_idx, -1),
+                                  out.reshape(flat_idx.shape))
+    default = [(o - 1) * stride - 2 * padding + kernel for o in out.shape[2:]]
+    if dilation == 1 and all(d - stride < size < d + stride for d, size in zip(default, (h, w))):
+        back = F.max_unpool2d(fg.asarray(out), fg.asarray(idx), kernel, stride, padding, output_size=(h, w)).numpy()
+        back = back.reshape(flat_idx.shape[:2] + (-1,))
+        np.testing.assert_array_equal(np.take_along_axis(back, flat_idx, -1), out.reshape(flat_idx.shape))
+        untouched = np.ones(back.shape, bool)
+        np.put_along_axis(untouched, flat_idx, False, -1)
+        assert (back[untouched] == 0).all()
+
+
 def test_pooling_padding_must_leave_every_window_some_input() -> None:
     with pytest.raises(ValueError, match="max_pool2d: padding .* must be at most half the kernel"):
         nn.MaxPool2d(2, padding=2)(fg.zeros((1, 1, 4, 4)))

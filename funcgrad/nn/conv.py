@@ -11,16 +11,17 @@ from typing import Any
 import numpy as np
 
 from .. import ops as _o
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.shape import windows_p
+from ..transforms import no_grad
 from . import init
-from ._checks import same_dtype
+from ._checks import outside, same_dtype
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d", "MaxPool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d"]
+__all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d", "MaxPool2d",
+           "MaxUnpool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
 
 def _pair(v: Any) -> tuple[int, int]:
@@ -39,7 +40,8 @@ def _unbatched(fn: Any) -> Any:
     @functools.wraps(fn)
     def wrapper(x: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(x, "ndim", None) == 3:
-            return fn(_o.expand_dims(x, 0), *args, **kwargs)[0]
+            out = fn(_o.expand_dims(x, 0), *args, **kwargs)
+            return tuple(o[0] for o in out) if isinstance(out, tuple) else out[0]
         return fn(x, *args, **kwargs)
 
     return wrapper
@@ -164,9 +166,82 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
 
 @_unbatched
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-               ceil_mode: bool = False) -> Any:
-    windows, _ = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode, -math.inf)
-    return _o.max(windows, axis=(4, 5))
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling; with ``return_indices`` also where each maximum came from, as PyTorch's
+    indices: the position in its channel's flattened (H, W) input (for ``max_unpool2d``)."""
+    windows, (k, s, p, _) = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode,
+                                          -math.inf)
+    out = _o.max(windows, axis=(4, 5))
+    if not return_indices:
+        return out
+    return out, _argmax_positions(windows, out, tuple(x.shape[2:]), k, s, p, _pair(dilation))
+
+
+def _argmax_positions(windows: Any, out: Any, size: tuple[int, int], k: tuple[int, int], s: tuple[int, int],
+                      p: tuple[int, int], d: tuple[int, int]) -> Any:
+    """Each window's maximum as a flat index into its (H, W) input, chosen as PyTorch's
+    kernels choose: the first maximum in the window's row-major order, among positions
+    inside the input (never the padding, even when every value is -inf), and for a NaN
+    window the last NaN. Integer results: no gradient flows through them."""
+    n, c, oh, ow, kh, kw = windows.shape
+    # where each window position lies in the input (host arithmetic on the geometry)
+    rows = np.arange(oh)[:, None] * s[0] - p[0] + np.arange(kh)[None, :] * d[0]   # (OH, KH)
+    cols = np.arange(ow)[:, None] * s[1] - p[1] + np.arange(kw)[None, :] * d[1]   # (OW, KW)
+    inside = ((rows >= 0) & (rows < size[0]))[:, None, :, None] & ((cols >= 0) & (cols < size[1]))[None, :, None, :]
+    flat = rows[:, None, :, None] * size[1] + cols[None, :, None, :]               # (OH, OW, KH, KW)
+    device = windows.device
+    inside = _o.asarray(inside.reshape(oh, ow, kh * kw), device=device)
+    flat = _o.asarray(flat.reshape(oh, ow, kh * kw).astype(np.int64), device=device)
+    with no_grad():
+        w = _o.reshape(windows, (n, c, oh, ow, kh * kw))
+        first_max = _o.argmax(_o.logical_and(w == _o.expand_dims(out, -1), inside), axis=-1)
+        nan = _o.flip(_o.logical_and(_o.isnan(w), inside), axis=-1)
+        last_nan = kh * kw - 1 - _o.argmax(nan, axis=-1)
+        pick = _o.where(_o.isnan(out), last_nan, first_max)
+        return _o.squeeze(_o.take_along_axis(_o.broadcast_to(flat, (n, c, oh, ow, kh * kw)),
+                                             _o.expand_dims(pick, -1), axis=-1), -1)
+
+
+def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Any:
+    """The inverse of ``max_pool2d``: each value of ``x`` put back where ``indices`` (from
+    ``max_pool2d(..., return_indices=True)``) says it came from, zeros elsewhere. The
+    output's size is PyTorch's, ``(H - 1) * stride - 2 * padding + kernel``, or
+    ``output_size`` (within one stride of that, as in PyTorch)."""
+    unbatched = getattr(x, "ndim", None) == 3
+    if unbatched:
+        x, indices = _o.expand_dims(x, 0), _o.expand_dims(indices, 0)
+    _check4("max_unpool2d", x)
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"max_unpool2d: indices must be integers (from max_pool2d(..., return_indices=True)), "
+                         f"got {indices.dtype}")
+    if tuple(indices.shape) != tuple(x.shape):
+        raise ShapeError(f"max_unpool2d: indices of shape {fmt_shape(tuple(indices.shape))} for an input of shape "
+                         f"{fmt_shape(tuple(x.shape))}: they must match (both from one max_pool2d)")
+    k = _pair(kernel_size)
+    s, p = _pair(stride if stride is not None else k), _pair(padding)
+    default = tuple((size - 1) * st - 2 * pd + kk for size, st, pd, kk in zip(x.shape[2:], s, p, k))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(int(v) for v in tuple(output_size)[-2:])
+        if len(tuple(output_size)) not in (2, 3, 4) or any(
+                not d - st < v < d + st for v, d, st in zip(size, default, s)):
+            raise ValueError(f"max_unpool2d: output_size {tuple(output_size)} must give (H, W) within one stride "
+                             f"{s} of the default {default}")
+    n, c, h, w = x.shape
+    cells = size[0] * size[1]
+    # an index outside the output raises on the CPU; elsewhere (a GPU, a trace) its channel comes out NaN
+    bad = outside("max_unpool2d", indices, cells, "index", f"output cells (H, W) = {size}")
+    if bad is not None:
+        indices = _o.where(bad, 0, indices)
+    rows = _o.expand_dims(_o.arange(n * c, device=x.device), 1)
+    out = _o.zeros((n * c, cells), x.dtype, device=x.device).at[rows, _o.reshape(indices, (n * c, h * w))].set(
+        _o.reshape(x, (n * c, h * w)))
+    out = _o.reshape(out, (n, c) + size)
+    if bad is not None:
+        out = _o.where(_o.any(bad, axis=(2, 3), keepdims=True), float("nan"), out)
+    return out[0] if unbatched else out
 
 
 @_unbatched
@@ -260,17 +335,33 @@ class Conv2d(Module):
 
 class MaxPool2d(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                 ceil_mode: bool = False) -> None:
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
-        self.ceil_mode = ceil_mode
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Any) -> Any:
-        return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+        return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                          self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxUnpool2d(Module):
+    """``max_unpool2d`` as a layer: ``forward(x, indices, output_size=None)``."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        self.kernel_size = _pair(kernel_size)
+        self.stride, self.padding = _pair(stride if stride is not None else kernel_size), _pair(padding)
+
+    def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
+        return max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool2d(Module):

@@ -7,17 +7,18 @@ import operator
 from typing import Any
 
 from .. import ops as _o
-from ..array import Array, ArrayBase
+from ..array import ArrayBase
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
+from ._checks import outside as _outside
 from ._checks import same_dtype as _same_dtype
-from .conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d  # noqa: E402
+from .conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
 
-__all__ = ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu", "softplus", "normalize",
-           "one_hot",
+__all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu", "softplus",
+           "normalize", "one_hot",
            "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "layer_norm",
            "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"]
 
@@ -155,26 +156,6 @@ def embedding(indices: Any, weight: Any, padding_idx: int | None = None) -> Any:
         padding = _o.expand_dims(indices == padding_idx % rows, -1)
         out = _o.where(padding, out.detach(), out)
     return out
-
-
-def _outside(op: str, indices: Any, size: int, what: str, of: str, allowed: int | None = None) -> Any:
-    """Checks that integer ``indices`` lie in ``[0, size)`` (or equal ``allowed``), as
-    PyTorch's indexing losses and layers require: a negative index is an error, not a
-    count from the end. Concrete indices on the CPU are read there (for free), and a bad
-    one raises ``IndexError``; the result is then ``None``. Elsewhere (traced, or on a
-    GPU, where reading them would wait for a device-to-host copy every step) it returns
-    the boolean mask of the bad positions, for the caller to make NaN instead."""
-    if isinstance(indices, Array) and indices.device.kind == "cpu":
-        host = indices._host()
-        wrong = (host < 0) | (host >= size)
-        if allowed is not None:
-            wrong &= host != allowed
-        if wrong.any():
-            extra = f" (and is not ignore_index={allowed})" if allowed is not None else ""
-            raise IndexError(f"{op}: {what} {host[wrong][0]} is out of range for {size} {of}{extra}")
-        return None
-    wrong = (indices < 0) | (indices >= size)
-    return wrong if allowed is None else wrong & (indices != allowed)
 
 
 def _reduce(loss: Any, reduction: str, op: str) -> Any:
