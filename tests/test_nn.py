@@ -391,6 +391,95 @@ def test_embedding_matches_pytorch(padding_idx) -> None:
     np.testing.assert_allclose(fm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@needs_torch
+@pytest.mark.parametrize("kwargs", [dict(max_norm=1.0), dict(max_norm=2.0, norm_type=1.0),
+                                    dict(scale_grad_by_freq=True),
+                                    dict(max_norm=1.5, scale_grad_by_freq=True, padding_idx=1)])
+def test_embedding_max_norm_and_scale_grad_by_freq_match_pytorch(kwargs) -> None:
+    """max_norm rescales the looked-up rows that are too long, and (as PyTorch writes them
+    into the weight) the Parameter keeps them; the gradients are PyTorch's, which pass
+    through the rescaling and, with scale_grad_by_freq, divide by how often a row is picked."""
+    tm, fm = torch.nn.Embedding(6, 4, **kwargs), nn.Embedding(6, 4, **kwargs)
+    assert repr(fm) == repr(tm)
+    with torch.no_grad():
+        tm.weight.mul_(2.0)  # most rows longer than max_norm
+    _copy_params(tm, fm)
+    for idx in (np.array([[0, 2, 2], [5, 2, 1]]), np.array([3, 3, 0])):
+        tout, fout = tm(torch.tensor(idx)), fm(fg.asarray(idx))
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(fm.weight.numpy(), tm.weight.detach().numpy(), rtol=1e-6, atol=1e-6)
+        w = RNG.standard_normal(tuple(tout.shape)).astype(np.float32)
+        (tout * torch.tensor(w)).sum().backward()
+        (fout * fg.asarray(w)).sum().backward()
+        np.testing.assert_allclose(fm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+def test_embedding_options_in_the_functional_style_and_from_pretrained() -> None:
+    """Through functional_call the weight is a plain array: the result uses the rescaled
+    rows and the gradient is PyTorch's, but nothing is stored; under fg.trace the
+    Parameter cannot store traced rows, and says so."""
+    W = (RNG.standard_normal((6, 4)) * 2).astype(np.float64)
+    idx = np.array([[0, 2, 2], [5, 2, 1]])
+    tm = torch.nn.Embedding(6, 4, max_norm=1.0, scale_grad_by_freq=True, dtype=torch.float64)
+    with torch.no_grad():
+        tm.weight.copy_(torch.tensor(W))
+    expected = torch.autograd.grad((tm(torch.tensor(idx)) ** 2).sum(), tm.weight)[0].numpy()
+    fm = nn.Embedding(6, 4, max_norm=1.0, scale_grad_by_freq=True, dtype=fg.float64)
+    before = fm.weight.numpy().copy()
+    g = fg.grad(lambda p, i: (nn.functional_call(fm, p, i) ** 2).sum())({"weight": fg.asarray(W)}, fg.asarray(idx))
+    np.testing.assert_allclose(g["weight"].numpy(), expected, rtol=1e-12)
+    assert np.array_equal(fm.weight.numpy(), before)
+    with pytest.raises(fg.ConcretizationError, match="max_norm rescales the rows of the Embedding's Parameter"):
+        fg.trace(lambda i: fm(i).sum())(fg.asarray(idx))
+    # from_pretrained: the rows as given (the padding row too), frozen unless asked
+    te = torch.nn.Embedding.from_pretrained(torch.tensor(W), padding_idx=0)
+    fe = nn.Embedding.from_pretrained(fg.asarray(W), padding_idx=0)
+    assert repr(fe) == repr(te) and not fe.weight.requires_grad
+    assert np.array_equal(fe.weight.numpy(), W)
+    assert nn.Embedding.from_pretrained(fg.asarray(W), freeze=False).weight.requires_grad
+    with pytest.raises(fg.ShapeError, match="from_pretrained: embeddings must be 2-D"):
+        nn.Embedding.from_pretrained(fg.ones(3))
+    for make in (lambda: nn.Embedding(3, 2, sparse=True),
+                 lambda: F.embedding(fg.array([0]), fg.ones((2, 2)), sparse=True)):
+        with pytest.raises(ValueError, match="sparse=True .* not supported: funcgrad's gradients are dense"):
+            make()
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.integers(1, 5), dim=st.integers(1, 4), n=st.integers(1, 8), max_norm=st.floats(0.1, 3.0),
+       norm_type=st.sampled_from([1.0, 2.0, 3.0]), seed=st.integers(0, 2**16))
+def test_embedding_max_norm_and_frequency_scaling_properties(rows, dim, n, max_norm, norm_type, seed) -> None:
+    """max_norm: every output row is at most max_norm long, points the way its weight row
+    does, and is that row unchanged when it was short enough; only the rows looked up are
+    rescaled in the Parameter. Gradients: max_norm leaves the weight's gradient as plain
+    embedding's; scale_grad_by_freq divides each row's by how often it is picked."""
+    rng = np.random.default_rng(seed)
+    W = rng.standard_normal((rows, dim)) * 2
+    idx = rng.integers(0, rows, n)
+    g = rng.standard_normal((n, dim))
+    emb = nn.Embedding(rows, dim, max_norm=max_norm, norm_type=norm_type, dtype=fg.float64)
+    emb.weight._assign(fg.asarray(W.copy()))
+    out = emb(fg.asarray(idx))
+    (out * fg.asarray(g)).sum().backward()
+    out, stored = out.numpy(), emb.weight.numpy()
+    norms = np.linalg.norm(W, ord=norm_type, axis=1)
+    for k, r in enumerate(idx):
+        assert np.linalg.norm(out[k], ord=norm_type) <= max_norm * (1 + 1e-9) or norms[r] <= max_norm
+        np.testing.assert_allclose(out[k], W[r] * min(1.0, max_norm / (norms[r] + 1e-7)), rtol=1e-12)
+        if norms[r] <= max_norm:
+            assert np.array_equal(out[k], W[r])
+    untouched = np.setdiff1d(np.arange(rows), idx)
+    assert np.array_equal(stored[untouched], W[untouched])
+    plain = np.zeros_like(W)
+    np.add.at(plain, idx, g)
+    np.testing.assert_allclose(emb.weight.grad.numpy(), plain, rtol=1e-12)
+    scaled = fg.grad(lambda w: (F.embedding(fg.asarray(idx), w, scale_grad_by_freq=True) * fg.asarray(g)).sum())(
+        fg.asarray(W))
+    counts = np.bincount(idx, minlength=rows)
+    np.testing.assert_allclose(scaled.numpy(), plain / np.maximum(counts, 1)[:, None], rtol=1e-12)
+
+
 def test_embedding_indices_must_lie_in_range() -> None:
     """-1 is an error, as in PyTorch, not NumPy's last row; where the indices cannot be read
     for free (a traced program) the row comes out NaN instead of another row."""

@@ -6,16 +6,22 @@ import math
 import operator
 from typing import Any
 
+from .. import dtypes as _dtypes
 from .. import ops as _o
+from ..array import Array as _Array
 from ..array import ArrayBase
-from ..errors import DTypeError, ShapeError
+from ..errors import ConcretizationError, DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
+from ..transforms import custom_vjp as _custom_vjp
+from ..transforms import no_grad as _no_grad
+from ..transforms import stop_gradient as _stop_gradient
 from ._checks import outside as _outside
 from ._checks import same_dtype as _same_dtype
 from .conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
+from .parameter import Parameter
 
 __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu", "softplus",
            "normalize", "one_hot",
@@ -137,17 +143,32 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     return out
 
 
-def embedding(indices: Any, weight: Any, padding_idx: int | None = None) -> Any:
+def embedding(indices: Any, weight: Any, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Any:
     """Rows of ``weight`` picked by integer ``indices`` (any shape): ``weight[indices]``.
     An index outside ``[0, num_embeddings)`` is an error, as in PyTorch (NumPy's reading
     of -1 as the last row would be silently wrong). With ``padding_idx``, that row's
-    entries come out as they are but pass no gradient back to ``weight``."""
+    entries come out as they are but pass no gradient back to ``weight``.
+
+    ``max_norm``: each looked-up row whose ``norm_type``-norm exceeds it is scaled down to
+    it first (PyTorch's renorm, outside the gradient). PyTorch writes the scaled rows into
+    ``weight``; a ``Parameter`` is re-pointed at them (the same lasting effect), any other
+    array stays as it is (arrays are immutable) and only the result uses them.
+    ``scale_grad_by_freq``: each row's gradient is divided by how often the indices pick it."""
+    if sparse:
+        raise ValueError("embedding: sparse=True (sparse gradients) is not supported: funcgrad's gradients are dense")
     indices = _o.asarray(indices, device=weight.device) if not isinstance(indices, ArrayBase) else indices
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"embedding: indices must be integers, got {indices.dtype}")
     rows = weight.shape[0]
     bad = _outside("embedding", indices, rows, "index", "rows")
-    out = _o.take(weight, indices if bad is None else _o.where(bad, 0, indices), axis=0)
+    safe = indices if bad is None else _o.where(bad, 0, indices)
+    if max_norm is not None:
+        weight = _renormed(weight, safe, float(max_norm), norm_type)
+    out = _o.take(weight, safe, axis=0)
+    if scale_grad_by_freq:
+        counts = _o.zeros((rows,), weight.dtype, device=weight.device).at[_o.reshape(safe, (-1,))].add(1.0)
+        out = _scale_gradient(out, _o.expand_dims(_o.take(1.0 / _o.maximum(counts, 1.0), safe), -1))
     if bad is not None:
         out = _o.where(_o.expand_dims(bad, -1), float("nan"), out)
     if padding_idx is not None:
@@ -156,6 +177,47 @@ def embedding(indices: Any, weight: Any, padding_idx: int | None = None) -> Any:
         padding = _o.expand_dims(indices == padding_idx % rows, -1)
         out = _o.where(padding, out.detach(), out)
     return out
+
+
+def _renormed(weight: Any, indices: Any, max_norm: float, norm_type: float) -> Any:
+    """``weight`` with each row that ``indices`` pick and whose norm exceeds ``max_norm``
+    scaled by ``max_norm / (norm + 1e-7)`` (PyTorch's ``embedding_renorm_``), as a value the
+    gradient passes straight through (PyTorch renormalizes in place, under no_grad). A
+    Parameter is re-pointed at it."""
+    with _no_grad():
+        base = _stop_gradient(weight)
+        picked = _o.zeros((weight.shape[0],), _dtypes.bool_, device=weight.device)
+        picked = picked.at[_o.reshape(indices, (-1,))].set(True)
+        norms = _o.vector_norm(base, axis=1, ord=norm_type)
+        scale = _o.where(_o.logical_and(picked, norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        scaled = base * _o.expand_dims(scale.astype(base.dtype), 1)
+    if isinstance(weight, Parameter):
+        if scaled.__class__ is not _Array:  # abstract under fg.trace: it would leak into the module's state
+            raise ConcretizationError(
+                "embedding: max_norm rescales the rows of the Embedding's Parameter, which cannot hold traced "
+                "values; pass the weight explicitly (fg.nn.functional_call), where the rescaled rows are used "
+                "without being stored")
+        weight._assign(scaled)
+        return weight
+    return _straight_through(weight, scaled)
+
+
+@_custom_vjp
+def _scale_gradient(x: Any, scale: Any) -> Any:
+    """``x`` itself, whose cotangent comes back multiplied by ``scale``."""
+    return x
+
+
+_scale_gradient.defvjp(lambda x, scale: (x, scale), lambda scale, g: (g * scale, None))
+
+
+@_custom_vjp
+def _straight_through(x: Any, value: Any) -> Any:
+    """``value``, whose cotangent goes to ``x`` unchanged (``x`` and ``value`` share a shape)."""
+    return value
+
+
+_straight_through.defvjp(lambda x, value: (value, None), lambda _, g: (g, None))
 
 
 def _reduce(loss: Any, reduction: str, op: str) -> Any:

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .. import ops as _o
+from ..errors import ShapeError
+from ..primitives.core import fmt_shape
 from . import functional as F
 from . import init
 from .module import Module
@@ -173,25 +175,64 @@ class LayerNorm(Module):
 
 
 class Embedding(Module):
+    """A lookup table of ``num_embeddings`` rows (``F.embedding``, with its ``padding_idx``,
+    ``max_norm``, ``norm_type`` and ``scale_grad_by_freq``). ``from_pretrained`` wraps
+    given rows, frozen by default."""
+
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 dtype: Any = None, device: Any = None) -> None:
+                 max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                 sparse: bool = False, _weight: Any = None, _freeze: bool = False, dtype: Any = None,
+                 device: Any = None) -> None:
         super().__init__()
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise IndexError(f"Embedding: padding_idx={padding_idx} is out of range for {num_embeddings} rows")
             padding_idx %= num_embeddings  # as PyTorch: -1 is the last row
+        if sparse:
+            raise ValueError("Embedding: sparse=True (sparse gradients) is not supported: funcgrad's gradients "
+                             "are dense")
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
-        self.weight = Parameter(_o.zeros((num_embeddings, embedding_dim), dtype, device=device))
-        init.normal_(self.weight)
-        if padding_idx is not None:
-            self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        self.sparse = False
+        if _weight is None:
+            self.weight = Parameter(_o.zeros((num_embeddings, embedding_dim), dtype, device=device))
+            init.normal_(self.weight)
+            if padding_idx is not None:
+                self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise ShapeError(f"Embedding: the weight must have shape ({num_embeddings}, {embedding_dim}), "
+                                 f"got {fmt_shape(tuple(_weight.shape))}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings: Any, freeze: bool = True, padding_idx: int | None = None,
+                        max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,
+                        sparse: bool = False) -> Embedding:
+        """An Embedding over the given (num_embeddings, embedding_dim) rows, as they are (the
+        padding row too); ``freeze`` (the default) keeps them out of training."""
+        if getattr(embeddings, "ndim", None) != 2:
+            raise ShapeError(f"Embedding.from_pretrained: embeddings must be 2-D (num_embeddings, embedding_dim), "
+                             f"got shape {fmt_shape(tuple(getattr(embeddings, 'shape', ())))}")
+        rows, dim = embeddings.shape
+        return cls(rows, dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
+                   _freeze=freeze)
 
     def forward(self, indices: Any) -> Any:
-        return F.embedding(indices, self.weight, self.padding_idx)
+        return F.embedding(indices, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq)
 
     def extra_repr(self) -> str:
-        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
+        return s
 
 
 class Sequential(Module):
