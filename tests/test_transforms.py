@@ -133,6 +133,14 @@ def test_no_grad_as_transform_and_context() -> None:
     prog = fg.trace(g)(x)  # no_grad is kept in programs as stop_gradient
     assert "stop_gradient" in str(prog) and fg.grad(prog)(x).tolist() == [1.0, 4.0]
 
+    def masked(v):
+        with fg.no_grad():
+            keep = fg.flip(v > 1.5)                         # booleans: no gradient to stop
+            return fg.where(keep, v * 2.0, 0.0)
+
+    eqns = [e.prim.name for e in fg.trace(masked)(x).eqns]
+    assert eqns == ["gt", "flip", "mul", "stop_gradient", "select", "stop_gradient"]
+
 
 def test_tree_utilities() -> None:
     tree = {"b": (1, 2), "a": [3, None], "c": collections.namedtuple("P", "x y")(4, 5)}

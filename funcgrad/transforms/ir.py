@@ -262,7 +262,9 @@ class TraceInterpreter(Interpreter):
         if prim.differentiable and no_grad_active(self):  # keep no_grad's meaning in the program
             from ..primitives.shape import stop_gradient_p
 
-            outs = [self.process(stop_gradient_p, (o,), {}) for o in outs]
+            # (integer and boolean values carry no gradient: nothing to stop)
+            outs = [self.process(stop_gradient_p, (o,), {}) if v.aval.dtype.kind == "f" else o
+                    for o, v in zip(outs, outvars)]
         return tuple(outs) if prim.multiple_results else outs[0]
 
 
