@@ -190,7 +190,7 @@ def _renormed(weight: Any, indices: Any, max_norm: float, norm_type: float) -> A
         picked = picked.at[_o.reshape(indices, (-1,))].set(True)
         norms = _o.vector_norm(base, axis=1, ord=norm_type)
         scale = _o.where(_o.logical_and(picked, norms > max_norm), max_norm / (norms + 1e-7), 1.0)
-        scaled = base * _o.expand_dims(scale.astype(base.dtype), 1)
+        scaled = base * _o.expand_dims(scale, 1)
     if isinstance(weight, Parameter):
         if scaled.__class__ is not _Array:  # abstract under fg.trace: it would leak into the module's state
             raise ConcretizationError(
