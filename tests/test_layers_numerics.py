@@ -142,7 +142,7 @@ class _PoolUnpool(nn.Module):
         return self.unpool(out * 3.0, idx, output_size=x.shape[2:])
 
 
-@pytest.mark.parametrize("name,make,shape", [
+LAYERS = [  # (name, module factory, input shape): every composite layer, in float64 here
     ("conv2d", lambda: nn.Conv2d(2, 3, 3, stride=2, padding=1), (2, 2, 5, 5)),
     ("conv2d_groups_dilation", lambda: nn.Conv2d(4, 2, 2, dilation=2, groups=2), (1, 4, 5, 5)),
     ("conv2d_reflect", lambda: nn.Conv2d(2, 3, 3, padding=(2, 1), padding_mode="reflect"), (1, 2, 4, 5)),
@@ -155,13 +155,18 @@ class _PoolUnpool(nn.Module):
     ("adaptive_avgpool", lambda: nn.AdaptiveAvgPool2d((2, 3)), (1, 2, 5, 4)),
     ("elu_softplus", lambda: nn.Sequential(nn.ELU(0.5), nn.Softplus(beta=2.0)), (2, 3)),
     ("layernorm", lambda: nn.LayerNorm(4), (3, 4)),
+    ("layernorm_no_affine", lambda: nn.LayerNorm(4, elementwise_affine=False), (3, 4)),
+    ("batchnorm1d_no_affine", lambda: nn.BatchNorm1d(3, affine=False), (4, 3)),
     ("batchnorm2d", lambda: nn.BatchNorm2d(2), (3, 2, 3, 3)),
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),
     ("lstm_bidirectional", lambda: nn.LSTM(3, 2, num_layers=2, bidirectional=True), (3, 2, 3)),
     ("lstm_projected", lambda: nn.LSTM(3, 3, num_layers=2, bidirectional=True, proj_size=2), (3, 2, 3)),
     ("maxpool_unpool", lambda: _PoolUnpool(), (1, 2, 5, 4)),
     ("linear_gelu", lambda: nn.Sequential(nn.Linear(4, 3), nn.GELU(), nn.Linear(3, 2)), (2, 4)),
-])
+]
+
+
+@pytest.mark.parametrize("name,make,shape", LAYERS)
 def test_layer_gradients_match_finite_differences(name, make, shape) -> None:
     fg.manual_seed(0)
     module = make()

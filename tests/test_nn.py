@@ -353,8 +353,10 @@ def _copy_params(src, dst) -> None:
     lambda m: m.Sequential(m.Sigmoid(), m.LogSoftmax(dim=1)), lambda m: m.Sequential(m.ReLU(), m.Flatten()),
     lambda m: m.LeakyReLU(0.2), lambda m: m.ELU(alpha=0.7), lambda m: m.Softplus(beta=2.0, threshold=1.5),
     lambda m: m.GELU(approximate="tanh"),
+    lambda m: m.Sequential(m.Linear(5, 4), m.LayerNorm(4, elementwise_affine=False)),
+    lambda m: m.Sequential(m.Linear(5, 4), m.LayerNorm(4, bias=False)),
 ], ids=["linear", "gelu", "layernorm", "softmax", "logsoftmax", "flatten", "leaky_relu", "elu", "softplus",
-        "gelu_tanh"])
+        "gelu_tanh", "layernorm_no_affine", "layernorm_no_bias"])
 def test_layers_match_pytorch(make) -> None:
     tm, fm = make(torch.nn), make(nn)
     _copy_params(tm, fm)
@@ -833,7 +835,9 @@ def test_pooling_padding_must_leave_every_window_some_input() -> None:
 
 @needs_torch
 @pytest.mark.parametrize("make,shape", [(lambda m: m.BatchNorm1d(5), (8, 5)), (lambda m: m.BatchNorm1d(5), (4, 5, 3)),
-                                        (lambda m: m.BatchNorm2d(3), (4, 3, 5, 5))])
+                                        (lambda m: m.BatchNorm2d(3), (4, 3, 5, 5)),
+                                        (lambda m: m.BatchNorm1d(5, affine=False), (8, 5)),
+                                        (lambda m: m.BatchNorm2d(3, affine=False), (4, 3, 5, 5))])
 def test_batchnorm_matches_pytorch_in_train_and_eval(make, shape) -> None:
     tm, fm = make(torch.nn), make(nn)
     x = RNG.standard_normal(shape).astype(np.float32)

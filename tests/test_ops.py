@@ -4,6 +4,7 @@ hypothesis over shapes and axes for the reductions and binary operators."""
 from __future__ import annotations
 
 import math
+import sys
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
@@ -215,3 +216,15 @@ def test_operators_with_numpy_on_the_left() -> None:
     assert isinstance(out, fg.Array)
     close(out, A + A)
     close(np.float32(2) * x, 2 * A)
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 2)])
+def test_erf_without_scipy(shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    """SciPy is optional: without it erf runs an exact loop, for every shape (a 0-d input
+    once came back from that loop as a Python float)."""
+    monkeypatch.setitem(sys.modules, "scipy.special", None)  # import fails
+    values = np.linspace(-2, 2, int(np.prod(shape))).reshape(shape)
+    for dtype in (np.float32, np.float64):
+        out = fg.erf(fg.asarray(values.astype(dtype)))
+        assert out.shape == shape and out.dtype.name == np.dtype(dtype).name
+        np.testing.assert_allclose(out.numpy(), np.vectorize(math.erf)(values), rtol=1e-6)

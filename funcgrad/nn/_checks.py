@@ -13,7 +13,7 @@ def same_dtype(op: str, x: Any, weight: Any, bias: Any = None) -> None:
     turn a float32 model fed float64 (or integer) data into a float64 computation, at twice
     the cost, without a word; PyTorch refuses, and so does funcgrad, naming both fixes."""
     dtype = x.dtype
-    if weight.dtype is dtype and (bias is None or bias.dtype is dtype):  # the common case, first: layers are hot
+    if (weight is None or weight.dtype is dtype) and (bias is None or bias.dtype is dtype):  # the common case, first
         return
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and getattr(p, "dtype", dtype) != dtype:

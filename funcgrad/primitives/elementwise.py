@@ -50,7 +50,8 @@ def _erf(xp: Any, x: Any) -> Any:
         try:
             from scipy.special import erf
         except ImportError:  # scipy is optional: an exact but slower loop
-            return np.frompyfunc(math.erf, 1, 1)(x).astype(x.dtype)
+            # (a 0-d input gives a Python float back, not an object array: asarray first)
+            return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=object).astype(x.dtype)
         return erf(x)
     from cupyx.scipy.special import erf as cupy_erf
 
