@@ -527,7 +527,8 @@ class Array(ArrayBase):
         if src.kind != "cpu" and dst.kind != "cpu":
             moved = dst.backend.from_other_gpu(self._data)  # type: ignore[attr-defined]
         else:
-            moved = dst.backend.from_host(np.ascontiguousarray(src.backend.to_host(self._data)))
+            # (np.asarray, not ascontiguousarray: that makes a 0-d array 1-d)
+            moved = dst.backend.from_host(np.asarray(src.backend.to_host(self._data), order="C"))
             if moved is self._data:  # host -> host never happens (dst is not src), but never alias
                 moved = moved.copy()
         return Array._from_kernel(moved, dst)

@@ -101,7 +101,7 @@ def test_cross_entropy_and_a_training_step_match_cpu() -> None:
             opt.zero_grad()
             F.cross_entropy(model(fg.asarray(z).to(device)), fg.asarray(y).to(device)).backward()
             opt.step()
-        return [p.to("cpu").numpy() for p in model.parameters()]
+        return [p.detach().to("cpu").numpy() for p in model.parameters()]
 
     for a, b in zip(step("gpu"), step("cpu")):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

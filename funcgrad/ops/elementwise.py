@@ -57,15 +57,16 @@ def _cast(x: Any, dt: _dt.DType) -> Any:
     return x if isinstance(x, _SCALARS) or x.dtype is dt else bind(convert_element_type_p, x, new_dtype=dt)
 
 
-def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False) -> tuple[Any, ...]:
+def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: Any = None) -> tuple[Any, ...]:
     """Bring operands to one dtype: arrays by NumPy 2 promotion, then weak scalars;
-    ``floating`` ops turn integer results into the default float (as PyTorch and JAX do)."""
+    ``floating`` ops turn integer results into the default float (as PyTorch and JAX do).
+    Scalars alone become an array on ``device`` (the other operands', e.g. a condition's)."""
     args = tuple(_to_array(a) for a in args)
     strong = [a for a in args if not isinstance(a, _SCALARS)]
     if not strong:  # scalars only: make the first one an array
         from .creation import asarray
 
-        args = (asarray(args[0]),) + args[1:]
+        args = (asarray(args[0], device=device),) + args[1:]
         strong = [args[0]]
     dt = strong[0].dtype
     for a in strong[1:]:
@@ -313,7 +314,7 @@ def where(condition: Any, x: Any, y: Any, /) -> Any:
     cond = _as_bool(condition)
     if isinstance(cond, bool):
         cond = _to_array(np.bool_(cond))
-    x, y = _promote("where", (x, y))
+    x, y = _promote("where", (x, y), device=cond.device)  # where(mask, 1.0, 0.0): on the mask's device
     return bind(select_p, cond, x, y)
 
 

@@ -1,0 +1,191 @@
+"""funcgrad's GPU code paths, run without a GPU.
+
+A stand-in device of kind "gpu" computes with NumPy seen through a module that is not
+``numpy``. So every ``xp is np`` shortcut takes its GPU branch, every primitive runs its
+GPU kernel, and every device-kind check (indices read on the host or not) takes its GPU
+side. A stand-in ``cupyx`` supplies the scatter and ``erf`` functions those kernels import.
+
+This checks funcgrad's own logic on those paths in CI, where no GPU is lent:
+- every registry primitive on hypothesis-drawn inputs;
+- the NaN policies that replace host checks;
+- the tests of ``tests/test_gpu.py`` themselves.
+
+CuPy's own behaviour is for ``tests/test_gpu.py`` on a real device.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+from funcgrad.backends import ArrayModuleBackend, Device
+
+from . import test_gpu
+from .primitive_cases import CASES, is_float
+from .test_layers_numerics import LAYERS
+
+device_module = sys.modules["funcgrad.backends.device"]  # (the package exports the function ``device``)
+
+
+class _NumpyStandin(types.ModuleType):
+    """NumPy under another name (``xp is np`` is False), with CuPy's ``asnumpy``."""
+
+    def __init__(self) -> None:
+        super().__init__("cupy_standin")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(np, name)
+
+    @staticmethod
+    def asnumpy(a: object) -> np.ndarray:
+        return np.asarray(a)
+
+
+class _StandinBackend(ArrayModuleBackend):
+    def __init__(self, dev: Device) -> None:
+        super().__init__(dev, _NumpyStandin())
+
+    def from_other_gpu(self, arr: np.ndarray) -> np.ndarray:
+        return arr.copy()
+
+    def reserved(self) -> int:  # CuPy's pool keeps what it allocated; here, what is live
+        return self.device.stats.allocated
+
+    def empty_cache(self) -> None:
+        pass
+
+
+def _cupyx() -> dict[str, types.ModuleType]:
+    cupyx = types.ModuleType("cupyx")
+    for mode, ufunc in (("add", np.add), ("max", np.maximum), ("min", np.minimum)):
+        setattr(cupyx, f"scatter_{mode}", ufunc.at)
+    scipy = types.ModuleType("cupyx.scipy")
+    special = types.ModuleType("cupyx.scipy.special")
+    special.erf = lambda x: np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=object).astype(x.dtype)  # type: ignore[attr-defined]
+    cupyx.scipy, scipy.special = scipy, special  # type: ignore[attr-defined]
+    return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
+
+
+STANDIN = Device("gpu", 0)
+STANDIN._backend = _StandinBackend(STANDIN)
+
+
+@pytest.fixture(autouse=True)
+def standin_gpu(monkeypatch: pytest.MonkeyPatch) -> Device:
+    """``fg.device("gpu")`` is the stand-in for the test's duration (CuPy is never imported)."""
+    if ("gpu", 0) in device_module._DEVICES and device_module._DEVICES["gpu", 0] is not STANDIN:
+        pytest.skip("a real GPU is present: tests/test_gpu.py covers it")
+    monkeypatch.setitem(device_module._DEVICES, ("gpu", 0), STANDIN)
+    for name, module in _cupyx().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return STANDIN
+
+
+def _on_gpu(a: object) -> object:
+    if isinstance(a, np.ndarray):
+        return fg.from_numpy(np.ascontiguousarray(a)).to(STANDIN) if a.ndim else fg.asarray(a).to(STANDIN)
+    return a
+
+
+@pytest.mark.parametrize("prim", sorted(fg.registry(), key=lambda p: p.name), ids=lambda p: p.name)
+@given(data=st.data())
+def test_every_primitive_on_the_gpu_path_matches_numpy(prim: fg.Primitive, data: st.DataObject) -> None:
+    case = CASES[prim.name](data.draw)
+    out = fg.bind(prim, *[_on_gpu(a) for a in case.args], **case.params)
+    if prim.multiple_results:
+        out = out[0]
+    assert out.device is STANDIN
+    got = out.to("cpu").numpy()
+    want = np.asarray(case.reference(*case.args, **case.params))
+    assert got.shape == want.shape, (prim.name, got.shape, want.shape)
+    if is_float(got.dtype):
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=case.rtol,
+                                   atol=case.rtol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+GPU_TESTS = [getattr(test_gpu, name) for name in dir(test_gpu) if name.startswith("test_")]
+
+
+@pytest.mark.parametrize("test", GPU_TESTS, ids=lambda t: t.__name__)
+def test_the_gpu_suite_passes_on_the_standin(test: object) -> None:
+    test()  # type: ignore[operator]
+
+
+def test_no_host_reads_of_indices_on_the_gpu_path() -> None:
+    """Where the CPU raises for a bad index (it reads the indices for free), the GPU path
+    cannot without a device-to-host copy per call: the affected rows come out NaN."""
+    F = fg.nn.functional
+    weight = fg.ones((4, 2)).to("gpu")
+    rows = F.embedding(fg.array([0, 7, -1, 3]).to("gpu"), weight).to("cpu").numpy()
+    assert np.isnan(rows[1]).all() and np.isnan(rows[2]).all() and (rows[[0, 3]] == 1).all()
+    logp = fg.zeros((3, 4)).to("gpu")
+    losses = F.nll_loss(logp, fg.array([1, 5, -100]).to("gpu"), reduction="none").to("cpu").numpy()
+    assert losses[0] == 0 and np.isnan(losses[1]) and losses[2] == 0
+    x = fg.ones((1, 2, 2, 2)).to("gpu")
+    back = F.max_unpool2d(x, fg.array([[[[0, 1], [2, 3]], [[0, 1], [2, 99]]]]).to("gpu"), 2).to("cpu").numpy()
+    assert np.isfinite(back[0, 0]).all() and np.isnan(back[0, 1]).all()
+    with pytest.raises(IndexError):  # the same on the CPU raises
+        F.embedding(fg.array([0, 7]), fg.ones((4, 2)))
+
+
+class _SelfAttention(fg.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mha = fg.nn.MultiheadAttention(4, 2)
+
+    def forward(self, x: fg.Array) -> fg.Array:
+        return self.mha(x, x, x)[0]
+
+
+EXTRA_LAYERS = [
+    ("embedding_options", lambda: fg.nn.Embedding(5, 3, max_norm=1.0, scale_grad_by_freq=True, padding_idx=0), None),
+    ("multihead_attention", _SelfAttention, (3, 2, 4)),
+    ("dropout_eval_batchnorm", lambda: fg.nn.Sequential(fg.nn.Dropout(0.5), fg.nn.BatchNorm1d(3)).eval(), (4, 3)),
+]
+
+
+@pytest.mark.parametrize("name,make,shape", LAYERS + EXTRA_LAYERS, ids=[n for n, _, _ in LAYERS + EXTRA_LAYERS])
+def test_layers_on_the_gpu_path_match_the_cpu(name: str, make: object, shape: object) -> None:
+    """Every layer, moved with ``model.to("gpu")``: the same outputs, input gradients and
+    parameter gradients as on the CPU (constants a layer makes must land on its input's
+    device, and no index is read on the host)."""
+    results = []
+    for device in ("cpu", "gpu"):
+        fg.manual_seed(0)
+        model = make().to(fg.float64).to(device)  # type: ignore[operator]
+        if shape is None:  # an embedding: integer indices in, no input gradient
+            x = fg.array([[0, 2, 2], [4, 1, 2]]).to(device)
+        else:
+            x = fg.asarray(np.random.default_rng(0).standard_normal(shape)).to(device).requires_grad_()
+        out = model(x)
+        out = out[0] if isinstance(out, tuple) else out
+        (out * fg.sin(out)).sum().backward()
+        grads = [p.grad.to("cpu").numpy() for p in model.parameters()]
+        results.append((out.detach().to("cpu").numpy(), None if shape is None else x.grad.to("cpu").numpy(),
+                        grads, [p.detach().to("cpu").numpy() for p in model.parameters()]))
+    (cpu_out, cpu_dx, cpu_grads, cpu_params), (gpu_out, gpu_dx, gpu_grads, gpu_params) = results
+    np.testing.assert_allclose(gpu_out, cpu_out, rtol=1e-12, atol=1e-12)
+    if cpu_dx is not None:
+        np.testing.assert_allclose(gpu_dx, cpu_dx, rtol=1e-12, atol=1e-12)
+    for a, b in zip(gpu_grads + gpu_params, cpu_grads + cpu_params):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_transfers_keep_every_shape_and_scalars_follow_the_device() -> None:
+    """A 0-d array stays 0-d both ways (np.ascontiguousarray once made it (1,)), and
+    ``where(mask, 1.0, 0.0)`` makes its scalars on the mask's device."""
+    for shape in [(), (0,), (3,), (2, 0, 3)]:
+        x = fg.zeros(shape)
+        assert x.to("gpu").shape == shape and x.to("gpu").to("cpu").shape == shape
+    mask = fg.array([True, False]).to("gpu")
+    picked = fg.where(mask, 1.0, 0.0)
+    assert picked.device is STANDIN and picked.to("cpu").tolist() == [1.0, 0.0]
