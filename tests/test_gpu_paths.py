@@ -15,6 +15,7 @@ CuPy's own behaviour is for ``tests/test_gpu.py`` on a real device.
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import types
@@ -112,12 +113,27 @@ def test_every_primitive_on_the_gpu_path_matches_numpy(prim: fg.Primitive, data:
         np.testing.assert_array_equal(got, want)
 
 
-GPU_TESTS = [getattr(test_gpu, name) for name in dir(test_gpu) if name.startswith("test_")]
+def _gpu_suite() -> list[object]:
+    """Every test of tests/test_gpu.py, with its parameters (one ``parametrize`` each at most)."""
+    cases = []
+    for name in sorted(n for n in dir(test_gpu) if n.startswith("test_")):
+        fn = getattr(test_gpu, name)
+        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+        if not marks:
+            cases.append(pytest.param(fn, {}, id=name))
+            continue
+        (argname, values), ids = marks[0].args, marks[0].kwargs.get("ids")
+        assert len(marks) == 1 and "," not in argname, f"{name}: extend _gpu_suite for this parametrization"
+        for i, value in enumerate(values):
+            cases.append(pytest.param(fn, {argname: value}, id=f"{name}[{ids[i] if ids else i}]"))
+    return cases
 
 
-@pytest.mark.parametrize("test", GPU_TESTS, ids=lambda t: t.__name__)
-def test_the_gpu_suite_passes_on_the_standin(test: object) -> None:
-    test()  # type: ignore[operator]
+@pytest.mark.parametrize("test,kwargs", _gpu_suite())
+def test_the_gpu_suite_passes_on_the_standin(test: object, kwargs: dict[str, object], tmp_path: object) -> None:
+    if "tmp_path" in inspect.signature(test).parameters:  # type: ignore[arg-type]
+        kwargs = {**kwargs, "tmp_path": tmp_path}
+    test(**kwargs)  # type: ignore[operator]
 
 
 def test_no_host_reads_of_indices_on_the_gpu_path() -> None:
