@@ -157,6 +157,7 @@ LAYERS = [  # (name, module factory, input shape): every composite layer, in flo
     ("layernorm", lambda: nn.LayerNorm(4), (3, 4)),
     ("layernorm_no_affine", lambda: nn.LayerNorm(4, elementwise_affine=False), (3, 4)),
     ("batchnorm1d_no_affine", lambda: nn.BatchNorm1d(3, affine=False), (4, 3)),
+    ("batchnorm2d_no_bias", lambda: nn.BatchNorm2d(2, bias=False), (3, 2, 2, 2)),
     ("batchnorm2d", lambda: nn.BatchNorm2d(2), (3, 2, 3, 3)),
     ("lstm", lambda: nn.LSTM(3, 4), (3, 2, 3)),
     ("lstm_bidirectional", lambda: nn.LSTM(3, 2, num_layers=2, bidirectional=True), (3, 2, 3)),

@@ -355,10 +355,15 @@ def _copy_params(src, dst) -> None:
     lambda m: m.GELU(approximate="tanh"),
     lambda m: m.Sequential(m.Linear(5, 4), m.LayerNorm(4, elementwise_affine=False)),
     lambda m: m.Sequential(m.Linear(5, 4), m.LayerNorm(4, bias=False)),
+    lambda m: m.Sequential(m.Linear(5, 4), m.ReLU(inplace=True), m.Linear(4, 4), m.LeakyReLU(0.1, True),
+                           m.Linear(4, 4), m.ELU(inplace=True), m.Linear(4, 4), m.SiLU(True),
+                           m.Dropout(0.3, inplace=True).eval(), m.Identity(7, k=1)),
+    lambda m: m.Sequential(m.Linear(5, 4), m.BatchNorm1d(4, bias=False)),
 ], ids=["linear", "gelu", "layernorm", "softmax", "logsoftmax", "flatten", "leaky_relu", "elu", "softplus",
-        "gelu_tanh", "layernorm_no_affine", "layernorm_no_bias"])
+        "gelu_tanh", "layernorm_no_affine", "layernorm_no_bias", "inplace_activations", "batchnorm_no_bias"])
 def test_layers_match_pytorch(make) -> None:
     tm, fm = make(torch.nn), make(nn)
+    assert repr(fm) == repr(tm)
     _copy_params(tm, fm)
     x = RNG.standard_normal((3, 5)).astype(np.float32)
     tx = torch.tensor(x, requires_grad=True)
@@ -480,6 +485,60 @@ def test_embedding_max_norm_and_frequency_scaling_properties(rows, dim, n, max_n
         fg.asarray(W))
     counts = np.bincount(idx, minlength=rows)
     np.testing.assert_allclose(scaled.numpy(), plain / np.maximum(counts, 1)[:, None], rtol=1e-12)
+
+
+def test_inplace_is_accepted_and_changes_no_array() -> None:
+    """PyTorch models pass inplace=True to activations and dropout; funcgrad accepts it and
+    computes out of place (arrays are immutable): the same result, the input unchanged."""
+    x = fg.asarray(RNG.standard_normal((3, 4)).astype(np.float32))
+    before = x.numpy().copy()
+    for plain, inplace in ((nn.ReLU(), nn.ReLU(inplace=True)), (nn.LeakyReLU(0.2), nn.LeakyReLU(0.2, True)),
+                           (nn.ELU(), nn.ELU(inplace=True)), (nn.SiLU(), nn.SiLU(inplace=True))):
+        assert np.array_equal(inplace(x).numpy(), plain(x).numpy())
+        assert repr(inplace).endswith("inplace=True)") and "inplace" not in repr(plain)
+    drop = nn.Dropout(1.0, inplace=True)
+    assert (drop(x).numpy() == 0).all() and repr(drop) == "Dropout(p=1.0, inplace=True)"
+    assert np.array_equal(x.numpy(), before)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'inplace'"):
+        nn.Tanh(inplace=True)  # PyTorch's Tanh takes none either
+    with pytest.raises(ValueError, match="Dropout: p must be a probability"):
+        nn.Dropout(1.5)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("kwargs", [dict(), dict(label_smoothing=0.2), dict(ignore_index=3),
+                                    dict(weight=np.arange(1.0, 6.0))])
+def test_losses_take_one_unbatched_row(reduction, kwargs) -> None:
+    """(C,) logits with a 0-d label, as PyTorch: the batch-of-one loss (with no reduction,
+    the row's 0-d value), for cross_entropy and nll_loss."""
+    z = fg.asarray(RNG.standard_normal(5))
+    kw = {k: fg.asarray(v) if isinstance(v, np.ndarray) else v for k, v in kwargs.items()}
+    for label in (3, 1):
+        one = F.cross_entropy(z, fg.array(label), reduction=reduction, **kw)
+        batch = F.cross_entropy(z[None], fg.array([label]), reduction=reduction, **kw)
+        assert one.shape == () and np.allclose(one.numpy(), batch.numpy().reshape(()), equal_nan=True)
+        kw.pop("label_smoothing", None)
+        logp = F.log_softmax(z, 0)
+        one = F.nll_loss(logp, fg.array(label), reduction=reduction, **kw)
+        batch = F.nll_loss(logp[None], fg.array([label]), reduction=reduction, **kw)
+        assert one.shape == () and np.allclose(one.numpy(), batch.numpy().reshape(()), equal_nan=True)
+    with pytest.raises(fg.ShapeError, match=r"input of shape \(5,\) needs a target of shape \(\), got \(1,\)"):
+        F.cross_entropy(z, fg.array([1]))
+
+
+@needs_torch
+def test_unbatched_losses_match_pytorch() -> None:
+    z = RNG.standard_normal(5).astype(np.float32)
+    for kwargs in (dict(), dict(reduction="none"), dict(label_smoothing=0.2), dict(ignore_index=3)):
+        tz, fz = torch.tensor(z, requires_grad=True), fg.asarray(z, requires_grad=True)
+        t = torch.nn.functional.cross_entropy(tz, torch.tensor(3), **kwargs)
+        f = F.cross_entropy(fz, fg.array(3), **kwargs)
+        assert f.shape == tuple(t.shape)
+        np.testing.assert_allclose(f.numpy(), t.detach().numpy(), rtol=1e-6, equal_nan=True)
+        if not np.isnan(t.item()):
+            t.backward()
+            f.backward()
+            np.testing.assert_allclose(fz.grad.numpy(), tz.grad.numpy(), rtol=1e-5, atol=1e-7)
 
 
 def test_embedding_indices_must_lie_in_range() -> None:

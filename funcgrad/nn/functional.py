@@ -230,6 +230,11 @@ def _reduce(loss: Any, reduction: str, op: str) -> Any:
     raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
+def _one_row(loss: Any, reduction: str) -> Any:
+    """A loss computed on a batch of one unbatched row: with no reduction, the row's value."""
+    return loss[0] if reduction == "none" else loss
+
+
 def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
     target = _o.asarray(target, device=logits.device) if not isinstance(target, ArrayBase) else target
     if target.dtype.kind not in "iu":
@@ -244,8 +249,11 @@ def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
 
 def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int = -100,
              reduction: str = "mean") -> Any:
-    """Negative log-likelihood of class indices, given log-probabilities ``(N, C, ...)``."""
+    """Negative log-likelihood of class indices, given log-probabilities ``(N, C, ...)``
+    (or one unbatched ``(C,)`` row with a 0-d target, as PyTorch)."""
     target = _check_class_targets("nll_loss", log_probs, target)
+    if log_probs.ndim == 1:
+        return _one_row(nll_loss(log_probs[None], target[None], weight, ignore_index, reduction), reduction)
     classes = log_probs.shape[1]
     valid = target != ignore_index
     bad = _outside("nll_loss", target, classes, "label", "classes", allowed=ignore_index)
@@ -268,6 +276,10 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     (with ``ignore_index``, ``weight``, ``label_smoothing``) or class-probability targets."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if input.ndim == 1 and not (isinstance(target, ArrayBase) and target.dtype.kind == "f"):  # one unbatched row
+        target = _check_class_targets("cross_entropy", input, target)
+        return _one_row(cross_entropy(input[None], target[None], weight, ignore_index, reduction, label_smoothing),
+                        reduction)
     if (input.ndim == 2 and weight is None and label_smoothing == 0.0 and reduction in ("mean", "sum", "none")
             and isinstance(target, ArrayBase) and target.dtype.kind in "iu"):
         target = _check_class_targets("cross_entropy", input, target)  # the common case: one fused primitive

@@ -21,6 +21,11 @@ __all__ = ["Identity", "Linear", "ReLU", "LeakyReLU", "ELU", "Softplus", "GELU",
 
 
 class Identity(Module):
+    """Returns its input; takes and ignores any arguments, as PyTorch's placeholder does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
     def forward(self, x: Any) -> Any:
         return x
 
@@ -51,35 +56,43 @@ class Linear(Module):
 
 class _Elementwise(Module):
     """An elementwise activation: ``fn`` with PyTorch's keyword parameters (``defaults``,
-    none for most), kept on the module and shown in its repr."""
+    none for most), kept on the module and shown in its repr.
+
+    Where PyTorch's takes ``inplace`` (its last argument), so does this one, so models
+    build unchanged. Arrays are immutable, so it computes out of place either way: the
+    result is the same, and the input is never changed (use the result, as
+    ``x = relu(x)`` and ``Sequential`` do)."""
 
     fn: Any = None
     defaults: dict[str, Any] = {}
+    takes_inplace = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
-        names = list(self.defaults)
+        names = list(self.defaults) + (["inplace"] if self.takes_inplace else [])
         if len(args) > len(names):
             raise TypeError(f"{type(self).__name__}() takes at most {len(names)} arguments ({', '.join(names)})")
         for name in kwargs:
-            if name not in self.defaults:
+            if name not in names:
                 raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {name!r}")
-        self.params = {**self.defaults, **dict(zip(names, args)), **kwargs}
+        given = {**dict(zip(names, args)), **kwargs}
+        self.inplace = bool(given.pop("inplace", False))
+        self.params = {**self.defaults, **given}
 
     def forward(self, x: Any) -> Any:
         params = self.params
         return type(self).fn(x, **params) if params else type(self).fn(x)  # (no kwargs to unpack: a hot path)
 
     def extra_repr(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.params.items())
+        return ", ".join([f"{k}={v}" for k, v in self.params.items()] + (["inplace=True"] if self.inplace else []))
 
 
 class LeakyReLU(_Elementwise):
-    fn, defaults = staticmethod(F.leaky_relu), {"negative_slope": 0.01}
+    fn, defaults, takes_inplace = staticmethod(F.leaky_relu), {"negative_slope": 0.01}, True
 
 
 class ELU(_Elementwise):
-    fn, defaults = staticmethod(F.elu), {"alpha": 1.0}
+    fn, defaults, takes_inplace = staticmethod(F.elu), {"alpha": 1.0}, True
 
 
 class Softplus(_Elementwise):
@@ -87,11 +100,11 @@ class Softplus(_Elementwise):
 
 
 class ReLU(_Elementwise):
-    fn = staticmethod(F.relu)
+    fn, takes_inplace = staticmethod(F.relu), True
 
 
 class SiLU(_Elementwise):
-    fn = staticmethod(F.silu)
+    fn, takes_inplace = staticmethod(F.silu), True
 
 
 class Tanh(_Elementwise):
@@ -144,15 +157,20 @@ class Flatten(Module):
 
 
 class Dropout(Module):
-    def __init__(self, p: float = 0.5) -> None:
+    """``F.dropout`` in training, the identity in eval mode. ``inplace`` is accepted and
+    computes out of place, like the activations' (arrays are immutable)."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        self.p = p
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
+        self.p, self.inplace = p, inplace
 
     def forward(self, x: Any) -> Any:
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class LayerNorm(Module):
@@ -171,7 +189,8 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}, "
+                f"bias={self.bias is not None}")
 
 
 class Embedding(Module):

@@ -35,7 +35,9 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
         mean, var = _o.reshape(running_mean, shape), _o.reshape(running_var, shape)
     out = (x - mean) * _o.rsqrt(var + eps)
     if weight is not None:
-        out = out * _o.reshape(weight, shape) + _o.reshape(bias, shape)
+        out = out * _o.reshape(weight, shape)
+    if bias is not None:
+        out = out + _o.reshape(bias, shape)
     return out, running_mean, running_var
 
 
@@ -43,12 +45,13 @@ class _BatchNorm(Module):
     expected_ndim: tuple[int, ...] = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, dtype: Any = None, device: Any = None) -> None:
+                 track_running_stats: bool = True, dtype: Any = None, device: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(_o.ones((num_features,), dtype, device=device)) if affine else None
-        self.bias = Parameter(_o.zeros((num_features,), dtype, device=device)) if affine else None
+        self.bias = Parameter(_o.zeros((num_features,), dtype, device=device)) if affine and bias else None
         if track_running_stats:
             self.register_buffer("running_mean", _o.zeros((num_features,), dtype, device=device))
             self.register_buffer("running_var", _o.ones((num_features,), dtype, device=device))
@@ -82,7 +85,7 @@ class _BatchNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
