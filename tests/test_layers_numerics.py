@@ -183,18 +183,21 @@ def test_layer_gradients_match_finite_differences(name, make, shape) -> None:
     check_grads(lambda *vals: f(dict(zip(params, vals)), x), list(params.values()), order=1)
 
 
-def test_attention_gradients_match_finite_differences() -> None:
+@pytest.mark.parametrize("kwargs", [dict(), dict(kdim=3, vdim=3, add_bias_kv=True, add_zero_attn=True)])
+def test_attention_gradients_match_finite_differences(kwargs) -> None:
     fg.manual_seed(0)
-    mha = nn.MultiheadAttention(4, 2)
+    mha = nn.MultiheadAttention(4, 2, **kwargs)
     params = _params64(mha)
     q = fg.asarray(RNG.standard_normal((3, 2, 4)))
-    kv = fg.asarray(RNG.standard_normal((2, 2, 4)))
+    kv = fg.asarray(RNG.standard_normal((2, 2, kwargs.get("kdim", 4))))
 
     def f(qq, kk):
         out, weights = nn.functional_call(mha, params, qq, kk, kk)
         return (out * out).sum() + weights.sum()
 
     check_grads(f, [q, kv], order=1)
+    check_grads(lambda *vals: (nn.functional_call(mha, dict(zip(params, vals)), q, kv, kv)[0] ** 2).sum(),
+                list(params.values()), order=1)  # and the parameters' (bias_k and bias_v among them)
 
 
 def test_cross_entropy_gradient_matches_finite_differences() -> None:

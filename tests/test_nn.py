@@ -943,6 +943,38 @@ def test_multihead_attention_masks_and_unbatched_inputs_match_pytorch(case) -> N
 
 
 @needs_torch
+@pytest.mark.parametrize("kwargs", [dict(kdim=3, vdim=5), dict(add_bias_kv=True), dict(add_zero_attn=True),
+                                    dict(kdim=3, vdim=5, add_bias_kv=True, add_zero_attn=True, batch_first=True),
+                                    dict(add_bias_kv=True, bias=False), dict(dropout=0.0, add_zero_attn=True)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_multihead_attention_options_match_pytorch(kwargs, masked) -> None:
+    """kdim/vdim (separate q/k/v projection weights, PyTorch's names and order), a learned
+    key and value appended to every sequence, and a zero one, with masks that then grow a
+    column; values, weights, and gradients of the inputs and every parameter."""
+    tm, fm = torch.nn.MultiheadAttention(4, 2, **kwargs), nn.MultiheadAttention(4, 2, **kwargs)
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    _copy_params(tm, fm)
+    first = kwargs.get("batch_first", False)
+    lay = (lambda t, n: (2, t, n)) if first else (lambda t, n: (t, 2, n))
+    q, k, v = (RNG.standard_normal(lay(t, n)).astype(np.float32)
+               for t, n in ((3, 4), (5, kwargs.get("kdim", 4)), (5, kwargs.get("vdim", 4))))
+    masks = {"attn_mask": np.triu(np.ones((3, 5), bool), 2),
+             "key_padding_mask": np.array([[False] * 4 + [True], [False] * 5])} if masked else {}
+    tx = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    fx = [fg.asarray(a, requires_grad=True) for a in (q, k, v)]
+    tout, tw = tm(*tx, **{n: torch.tensor(m) for n, m in masks.items()})
+    fout, fw = fm(*fx, **{n: fg.asarray(m) for n, m in masks.items()})
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fw.numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (tout.sum() + (tw * tw).sum()).backward()
+    (fout.sum() + (fw * fw).sum()).backward()
+    for a, b in zip(fx, tx):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-3, atol=1e-5)
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-3, atol=1e-5, err_msg=name)
+
+
+@needs_torch
 def test_lstm_unbatched_input_matches_pytorch() -> None:
     tm, fm = torch.nn.LSTM(3, 5, num_layers=2), nn.LSTM(3, 5, num_layers=2)
     _copy_params(tm, fm)

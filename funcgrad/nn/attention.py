@@ -18,32 +18,64 @@ __all__ = ["MultiheadAttention", "LSTM"]
 
 
 class MultiheadAttention(Module):
-    """Returns ``(output, attention weights averaged over heads)``, as PyTorch does."""
+    """Returns ``(output, attention weights averaged over heads)``, as PyTorch does.
 
-    def __init__(self, embed_dim: int, num_heads: int, bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, dtype: Any = None, device: Any = None) -> None:
+    ``kdim``/``vdim`` let keys and values have their own sizes (separate
+    ``q/k/v_proj_weight`` then, as PyTorch names them); ``add_bias_kv`` appends a learned
+    key and value to every sequence, ``add_zero_attn`` a zero one after the projection."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if embed_dim % num_heads:
             raise ShapeError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads, self.batch_first, self.dropout = embed_dim, num_heads, batch_first, dropout
-        self.in_proj_weight = Parameter(_o.zeros((3 * embed_dim, embed_dim), dtype, device=device))
-        init.xavier_uniform_(self.in_proj_weight)
-        self.in_proj_bias = Parameter(_o.zeros((3 * embed_dim,), dtype, device=device)) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, dtype=dtype, device=device)
+        self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
+        self.add_zero_attn = add_zero_attn
+        e = embed_dim
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(_o.zeros((3 * e, e), dtype, device=device))
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for name, n_in in (("q_proj_weight", e), ("k_proj_weight", self.kdim), ("v_proj_weight", self.vdim)):
+                setattr(self, name, Parameter(_o.zeros((e, n_in), dtype, device=device)))
+                init.xavier_uniform_(getattr(self, name))
+        self.in_proj_bias = Parameter(_o.zeros((3 * e,), dtype, device=device)) if bias else None
+        if add_bias_kv:
+            self.bias_k = Parameter(_o.zeros((1, 1, e), dtype, device=device))
+            self.bias_v = Parameter(_o.zeros((1, 1, e), dtype, device=device))
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
+        else:
+            self.bias_k = self.bias_v = None
+        self.out_proj = Linear(e, e, bias=bias, dtype=dtype, device=device)
         if bias:
             init.zeros_(self.out_proj.bias)
 
+    @property
+    def _qkv_same_embed_dim(self) -> bool:
+        """One packed ``in_proj_weight`` when keys and values have the query's size."""
+        return self.kdim == self.embed_dim and self.vdim == self.embed_dim
+
+    def _projections(self) -> tuple[Any, Any, Any]:
+        e = self.embed_dim
+        if self._qkv_same_embed_dim:
+            w = self.in_proj_weight
+            return w[:e], w[e:2 * e], w[2 * e:]
+        return self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
+
     def forward(self, query: Any, key: Any, value: Any, key_padding_mask: Any = None, need_weights: bool = True,
                 attn_mask: Any = None, average_attn_weights: bool = True) -> tuple[Any, Any]:
-        """query (L, N, E) and key, value (S, N, E); (N, L, E) and (N, S, E) with
-        ``batch_first``; or unbatched (L, E) and (S, E). ``attn_mask`` is (L, S) or
+        """query (L, N, E) and key, value (S, N, kdim / vdim); (N, L, E) and (N, S, ...)
+        with ``batch_first``; or unbatched (L, E) and (S, ...). ``attn_mask`` is (L, S) or
         (N * num_heads, L, S), boolean (True: not allowed to attend) or added to the scores;
         ``key_padding_mask`` is (N, S), or (S,) unbatched."""
         e = self.embed_dim
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.ndim not in (2, 3) or t.shape[-1] != e or t.ndim != query.ndim:
-                raise ShapeError(f"MultiheadAttention({e}, {self.num_heads}): {name} must be (L, N, {e}), or "
-                                 f"(L, {e}) unbatched like the query, got {fmt_shape(tuple(t.shape))}")
+        for name, t, size in (("query", query, e), ("key", key, self.kdim), ("value", value, self.vdim)):
+            if t.ndim not in (2, 3) or t.shape[-1] != size or t.ndim != query.ndim:
+                raise ShapeError(f"MultiheadAttention({e}, {self.num_heads}): {name} must be (L, N, {size}), or "
+                                 f"(L, {size}) unbatched like the query, got {fmt_shape(tuple(t.shape))}")
         unbatched = query.ndim == 2
         if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
             query, key, value = (_o.expand_dims(t, 1) for t in (query, key, value))
@@ -52,13 +84,27 @@ class MultiheadAttention(Module):
         elif self.batch_first:
             query, key, value = (_o.swapaxes(t, 0, 1) for t in (query, key, value))
         tq, b, _ = query.shape
-        tk = key.shape[0]
         h, d = self.num_heads, e // self.num_heads
-        w = self.in_proj_weight
+        wq, wk, wv = self._projections()
         bias = self.in_proj_bias
-        q = F.linear(query, w[:e], None if bias is None else bias[:e])
-        k = F.linear(key, w[e:2 * e], None if bias is None else bias[e:2 * e])
-        v = F.linear(value, w[2 * e:], None if bias is None else bias[2 * e:])
+        q = F.linear(query, wq, None if bias is None else bias[:e])
+        k = F.linear(key, wk, None if bias is None else bias[e:2 * e])
+        v = F.linear(value, wv, None if bias is None else bias[2 * e:])
+        # key positions appended to every sequence (after the projection): a learned one, then a zero one
+        appended = [(self.bias_k, self.bias_v)] if self.bias_k is not None else []
+        if self.add_zero_attn:
+            zero = _o.zeros((1, 1, e), k.dtype, device=k.device)
+            appended.append((zero, zero))
+        for extra_k, extra_v in appended:
+            k = _o.concatenate([k, _o.broadcast_to(extra_k, (1, b, e))], axis=0)
+            v = _o.concatenate([v, _o.broadcast_to(extra_v, (1, b, e))], axis=0)
+        tk = k.shape[0]
+        if appended:  # the masks get a column per appended key, which allows it
+            pad = len(appended)
+            if attn_mask is not None:
+                attn_mask = _o.pad(attn_mask, ((0, 0),) * (attn_mask.ndim - 1) + ((0, pad),))
+            if key_padding_mask is not None:
+                key_padding_mask = _o.pad(key_padding_mask, ((0, 0), (0, pad)))
 
         def heads(t: Any, n: int) -> Any:  # (T, B, E) -> (B, H, T, D)
             return _o.transpose(_o.reshape(t, (n, b, h, d)), (1, 2, 0, 3))
