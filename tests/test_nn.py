@@ -1216,3 +1216,55 @@ def test_normalize_and_one_hot_match_pytorch() -> None:
         F.gelu(fg.ones(2), approximate="exact")
     with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
         nn.LeakyReLU(slope=0.1)
+
+
+def _tree_of(m):
+    return m.Sequential(m.Linear(2, 3), m.ReLU(), m.Sequential(m.Linear(3, 3), m.BatchNorm1d(3)), m.Linear(3, 1))
+
+
+MODULE_API = {  # each: a function of the nn namespace (torch.nn or fg.nn) giving plain Python values
+    "state_dict keys": lambda m: list(_tree_of(m).state_dict().keys()),
+    "state_dict prefix": lambda m: list(_tree_of(m).state_dict(prefix="net.").keys()),
+    "named_modules": lambda m: [n for n, _ in _tree_of(m).named_modules()],
+    "named_parameters prefix": lambda m: [n for n, _ in _tree_of(m).named_parameters(prefix="net")],
+    "named_buffers": lambda m: [n for n, _ in _tree_of(m).named_buffers()],
+    "shared module once": lambda m: (lambda lin: (len(list(m.Sequential(lin, lin).parameters())),
+                                                  len(list(m.Sequential(lin, lin).modules()))))(m.Linear(2, 2)),
+    "get_submodule": lambda m: type(_tree_of(m).get_submodule("2.1")).__name__,
+    "get_parameter": lambda m: tuple(_tree_of(m).get_parameter("2.0.weight").shape),
+    "get_buffer": lambda m: tuple(_tree_of(m).get_buffer("2.1.running_mean").shape),
+    "load without num_batches_tracked": lambda m: (lambda net: [sorted(keys) for keys in net.load_state_dict(
+        {k: v for k, v in net.state_dict().items() if "num_batches" not in k and k != "3.bias"}, strict=False)])(
+        _tree_of(m)),
+    "ModuleList edits": lambda m: (lambda lst: (lst.append(m.ReLU()), lst.extend([m.Tanh()]), lst.insert(0, m.Sigmoid()),
+                                               [type(x).__name__ for x in lst], type(lst[1:]).__name__,
+                                               [k for k, _ in lst.named_children()], len(lst + lst))[3:])(
+        m.ModuleList([m.Linear(1, 1)])),
+    "ModuleDict edits": lambda m: (lambda d: (d.update({"b": m.ReLU()}), d.update([("c", m.Tanh())]), d.pop("a"),
+                                              list(d.keys()), "b" in d, len(d))[3:])(m.ModuleDict({"a": m.Linear(1, 1)})),
+    "dtype shorthands": lambda m: [str(_tree_of(m).double()[0].weight.dtype).replace("torch.", ""),
+                                   str(_tree_of(m).half()[0].weight.dtype).replace("torch.", ""),
+                                   str(_tree_of(m).double().float()[0].weight.dtype).replace("torch.", ""),
+                                   str(_tree_of(m).cpu()[0].weight.device)],
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(MODULE_API))
+def test_module_api_matches_pytorch(name) -> None:
+    assert MODULE_API[name](nn) == MODULE_API[name](torch.nn)
+
+
+def test_module_api_without_pytorch() -> None:
+    """The same calls in CI (no torch): what PyTorch gives, written out."""
+    assert MODULE_API["shared module once"](nn) == (2, 2)
+    assert MODULE_API["ModuleList edits"](nn) == (["Sigmoid", "Linear", "ReLU", "Tanh"], "ModuleList",
+                                                  ["0", "1", "2", "3"], 8)
+    assert MODULE_API["ModuleDict edits"](nn) == (["b", "c"], True, 2)
+    assert MODULE_API["dtype shorthands"](nn) == ["float64", "float16", "float32", "cpu"]
+    missing, unexpected = MODULE_API["load without num_batches_tracked"](nn)
+    assert missing == ["3.bias"] and unexpected == []
+    with pytest.raises(AttributeError, match=r"get_submodule\('2.5'\): 2 has no submodule '5'"):
+        _tree_of(nn).get_submodule("2.5")
+    with pytest.raises(AttributeError, match="no parameter 'weights' there"):
+        _tree_of(nn).get_parameter("0.weights")

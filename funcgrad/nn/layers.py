@@ -299,8 +299,39 @@ class ModuleList(Module):
             self.append(m)
         return self
 
-    def __getitem__(self, i: int) -> Module:
-        return list(self._modules.values())[i]
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._renumber(items)
+
+    def pop(self, index: int = -1) -> Module:
+        items = list(self._modules.values())
+        module = items.pop(index)
+        self._renumber(items)
+        return module
+
+    def _renumber(self, items: list[Module]) -> None:
+        """Keys are positions ("0", "1", ...), as PyTorch's: rebuilt after a change in the middle."""
+        self._modules.clear()
+        for m in items:
+            self.append(m)
+
+    def __getitem__(self, i: Any) -> Any:
+        items = list(self._modules.values())
+        return ModuleList(items[i]) if isinstance(i, slice) else items[i]
+
+    def __setitem__(self, i: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items[i] = module
+        self._renumber(items)
+
+    def __delitem__(self, i: Any) -> None:
+        items = list(self._modules.values())
+        del items[i]
+        self._renumber(items)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return ModuleList([*self, *other])
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -320,6 +351,23 @@ class ModuleDict(Module):
 
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        del self._modules[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def update(self, modules: Any) -> None:
+        """Add or replace entries from a mapping or from (key, module) pairs."""
+        for k, m in (modules.items() if hasattr(modules, "items") else modules):
+            self.add_module(k, m)
+
+    def pop(self, key: str) -> Module:
+        return self._modules.pop(key)
+
+    def clear(self) -> None:
+        self._modules.clear()
 
     def __len__(self) -> int:
         return len(self._modules)

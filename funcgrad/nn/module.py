@@ -85,11 +85,19 @@ class Module:
         return self.forward(*args, **kwargs)
 
     # -- traversal ---------------------------------------------------------------
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
+    def named_modules(self, prefix: str = "", memo: set[int] | None = None,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """Every module of the tree, this one first; one reached twice (shared) comes once
+        unless ``remove_duplicate=False``, as in PyTorch."""
+        if remove_duplicate:
+            memo = set() if memo is None else memo
+            if id(self) in memo:
+                return
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
             if m is not None:
-                yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+                yield from m.named_modules(f"{prefix}.{name}" if prefix else name, memo, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         return (m for _, m in self.named_modules())
@@ -122,18 +130,47 @@ class Module:
     def buffers(self, recurse: bool = True) -> Iterator[Array]:
         return (b for _, b in self.named_buffers(recurse=recurse))
 
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at a dotted path (``"encoder.0"``); ``""`` is this module."""
+        module = self
+        for i, part in enumerate(target.split(".") if target else []):
+            child = module._modules.get(part)
+            if child is None:
+                walked = ".".join(target.split(".")[:i]) or type(self).__name__
+                raise AttributeError(f"get_submodule({target!r}): {walked} has no submodule {part!r}")
+            module = child
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at a dotted path (``"encoder.0.weight"``)."""
+        path, _, name = target.rpartition(".")
+        p = self.get_submodule(path)._parameters.get(name)
+        if p is None:
+            raise AttributeError(f"get_parameter({target!r}): no parameter {name!r} there")
+        return p
+
+    def get_buffer(self, target: str) -> Array:
+        """The buffer at a dotted path (``"bn.running_mean"``)."""
+        path, _, name = target.rpartition(".")
+        b = self.get_submodule(path)._buffers.get(name)
+        if b is None:
+            raise AttributeError(f"get_buffer({target!r}): no buffer {name!r} there")
+        return b
+
     # -- state -------------------------------------------------------------------
-    def state_dict(self) -> OrderedDict[str, Array]:
-        """Parameters and persistent buffers by dotted name (values detached)."""
-        out: OrderedDict[str, Array] = OrderedDict()
+    def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
+        """Parameters and persistent buffers by dotted name (``prefix`` before each), into
+        ``destination`` if given. Values are detached unless ``keep_vars``."""
+        out: Any = OrderedDict() if destination is None else destination
         for mod_prefix, m in self.named_modules():
             skip = m.__dict__.get("_non_persistent", set())
+            path = f"{prefix}{mod_prefix}." if mod_prefix else prefix
             for name, p in m._parameters.items():
                 if p is not None:
-                    out[f"{mod_prefix}.{name}" if mod_prefix else name] = p.detach()
+                    out[path + name] = p if keep_vars else p.detach()
             for name, b in m._buffers.items():
                 if b is not None and name not in skip:
-                    out[f"{mod_prefix}.{name}" if mod_prefix else name] = b
+                    out[path + name] = b
         return out
 
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> tuple[list[str], list[str]]:
@@ -142,7 +179,9 @@ class Module:
         from ..ops import asarray
 
         own = self.state_dict()
-        missing = [k for k in own if k not in state_dict]
+        optional = {f"{mod_prefix}.{name}" if mod_prefix else name  # state older checkpoints may lack
+                    for mod_prefix, m in self.named_modules() for name in getattr(m, "_optional_state", ())}
+        missing = [k for k in own if k not in state_dict and k not in optional]
         unexpected = [k for k in state_dict if k not in own]
         mismatched = [f"{k}: checkpoint {tuple(asarray(state_dict[k]).shape)} vs model {tuple(own[k].shape)}"
                       for k in own if k in state_dict and tuple(asarray(state_dict[k]).shape) != tuple(own[k].shape)]
@@ -194,6 +233,25 @@ class Module:
                         b2 = b2.astype(dtype if dtype is not None else target)
                     m._buffers[name] = b2
         return self
+
+    # PyTorch's shorthands for ``to``
+    def cpu(self) -> Module:
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> Module:
+        return self.to("gpu" if device is None else f"gpu:{device}" if isinstance(device, int) else device)
+
+    def float(self) -> Module:
+        return self.to(dtype="float32")
+
+    def double(self) -> Module:
+        return self.to(dtype="float64")
+
+    def half(self) -> Module:
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> Module:
+        return self.to(dtype="bfloat16")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         from ..ops import zeros_like

@@ -43,6 +43,7 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
 
 class _BatchNorm(Module):
     expected_ndim: tuple[int, ...] = ()
+    _optional_state = ("num_batches_tracked",)  # PyTorch loads checkpoints from before it existed
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, dtype: Any = None, device: Any = None, *,
