@@ -121,6 +121,49 @@ def test_autograd_function() -> None:
                                np.exp([0.0, 1.0]), rtol=1e-6)
 
 
+class _TwoOutputs(fg.autograd.Function):
+    """y = 2x and a mask-like m = x * 0 + 1 marked non-differentiable."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y, m = x * 2.0, x * 0.0 + 1.0
+        ctx.mark_non_differentiable(m)
+        return y, m
+
+    @staticmethod
+    def backward(ctx, gy, gm):
+        assert gm is not None  # materialized: zeros where nothing used m (or it carries none)
+        return gy * 2.0 + gm * 0.0
+
+
+def test_function_outputs_unused_get_zeros_and_marked_ones_no_gradient() -> None:
+    """PyTorch's ctx: an output nothing used reaches backward as zeros (or None after
+    set_materialize_grads(False)); mark_non_differentiable outputs carry no gradient, on
+    the tape and under fg.grad alike."""
+    x = fg.array([1.0, 2.0], requires_grad=True)
+    y, m = _TwoOutputs.apply(x)
+    assert y.requires_grad and not m.requires_grad
+    (y.sum() + (m * x).sum()).backward()     # m is a constant: x's gradient is 2 + m = 3
+    assert x.grad.tolist() == [3.0, 3.0]
+    g = fg.grad(lambda v: (lambda y, m: y.sum() + (m * v).sum())(*_TwoOutputs.apply(v)))(fg.array([1.0, 2.0]))
+    assert g.tolist() == [3.0, 3.0]
+
+    class Lazy(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2.0, x * 3.0
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            assert gb is None
+            return ga * 2.0
+
+    x = fg.array([1.0, 2.0], requires_grad=True)
+    Lazy.apply(x)[0].sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
 def test_tape_arrays_inside_functional_transforms() -> None:
     w = fg.ones(3, requires_grad=True)
     g = fg.grad(lambda v: (v * w).sum())(fg.array([1.0, 2.0, 3.0]))

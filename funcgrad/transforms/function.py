@@ -26,9 +26,22 @@ class FunctionCtx:
     def __init__(self, needs_input_grad: tuple[bool, ...] = ()) -> None:
         self.needs_input_grad = needs_input_grad
         self._saved: tuple[Any, ...] = ()
+        self._non_differentiable: tuple[Any, ...] = ()
+        self.materialize_grads = True
 
     def save_for_backward(self, *tensors: Any) -> None:
         self._saved = tensors
+
+    def mark_non_differentiable(self, *outputs: Any) -> None:
+        """These outputs of ``forward`` carry no gradient (and get a zero one in ``backward``)."""
+        self._non_differentiable = outputs
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """With False, ``backward`` receives None (not zeros) for an output nothing used."""
+        self.materialize_grads = value
+
+    def _is_non_differentiable(self, output: Any) -> bool:
+        return any(output is o for o in self._non_differentiable)
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
@@ -44,11 +57,18 @@ class _Named:
 class _FunctionRule:
     """Calls the user's ``backward`` when the tape reaches this node."""
 
-    def __init__(self, cls: type, array_positions: list[int], n_args: int) -> None:
+    def __init__(self, cls: type, array_positions: list[int], n_args: int, outputs: tuple[Any, ...]) -> None:
         self.cls, self.positions, self.n_args = cls, array_positions, n_args
+        self.outputs = outputs  # (shape, dtype, device) of each output: zeros for the unused ones
 
     def bwd(self, ctx: FunctionCtx, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        grads = self.cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
+        cts = g if isinstance(g, tuple) else (g,)
+        if ctx.materialize_grads:  # PyTorch's default: an output nothing used gets zeros, not None
+            from ..ops import zeros
+
+            cts = tuple(zeros(out[0], out[1], device=out[2]) if ct is None and out is not None else ct
+                        for ct, out in zip(cts, self.outputs))
+        grads = self.cls.backward(ctx, *cts)
         grads = grads if isinstance(grads, tuple) else (grads,)
         if len(grads) != self.n_args:
             raise TypeError(f"{self.cls.__name__}.backward returned {len(grads)} gradients for {self.n_args} inputs "
@@ -84,12 +104,13 @@ class Function:
         outs = out if isinstance(out, tuple) else (out,)
         parents = tuple((*_edge(args[i]), tuple(args[i].shape), args[i]._dtype) if needs[i] else None
                         for i in positions)
-        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), _FunctionRule(cls, positions, len(args)), {},
+        shapes = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Array) else None for o in outs)
+        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), _FunctionRule(cls, positions, len(args), shapes), {},
                     parents, ctx, len(outs))
         fn.name = f"{cls.__name__}Backward"
         marked = []
         for i, o in enumerate(outs):
-            if isinstance(o, Array) and o._dtype.kind == "f":
+            if isinstance(o, Array) and o._dtype.kind == "f" and not ctx._is_non_differentiable(o):
                 if o._ag is not None or any(o is a for a in args):
                     o = Array._view_of(o, o._layout_obj())  # never relabel an input or an array with history
                 o._ag = AutogradMeta(True, fn, i)
@@ -102,12 +123,20 @@ class Function:
         dynamic = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
         static = tuple(i for i in range(len(args)) if i not in dynamic)
 
+        non_differentiable: set[int] = set()  # output positions forward marked
+
+        def forward(*a: Any) -> tuple[Any, FunctionCtx]:
+            ctx = FunctionCtx(tuple(i in dynamic for i in range(len(a))))
+            out = cls.forward(ctx, *a)
+            outs = out if isinstance(out, tuple) else (out,)
+            non_differentiable.update(i for i, o in enumerate(outs) if ctx._is_non_differentiable(o))
+            return out, ctx
+
         def fun(*a: Any) -> Any:
-            return cls.forward(FunctionCtx(tuple(i in dynamic for i in range(len(a)))), *a)
+            return forward(*a)[0]
 
         def fwd(*a: Any) -> Any:
-            ctx = FunctionCtx(tuple(i in dynamic for i in range(len(a))))
-            return cls.forward(ctx, *a), ctx
+            return forward(*a)
 
         def bwd(*rest: Any) -> Any:
             ctx, g = rest[-2], rest[-1]
@@ -117,4 +146,11 @@ class Function:
 
         rule = custom_vjp(fun, nondiff_argnums=static)
         rule.defvjp(fwd, bwd)
-        return rule(*args)
+        out = rule(*args)
+        if not non_differentiable:
+            return out
+        from .api import stop_gradient
+
+        outs = tuple(stop_gradient(o) if i in non_differentiable else o
+                     for i, o in enumerate(out if isinstance(out, tuple) else (out,)))
+        return outs if isinstance(out, tuple) else outs[0]
