@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
@@ -90,3 +90,22 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
 
     modes = ("rev",) if prim.name == "custom_vjp_call" else ("fwd", "rev")  # custom_vjp has no forward mode (as JAX)
     check_grads(f, [args[i] for i in float_positions], order=2, modes=modes, atol=1e-4, rtol=1e-4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 0.0, 1.5, -2.0, 0.5, 3.0]), min_size=1, max_size=6),
+       rows=st.integers(1, 2))
+def test_cumprod_derivatives_at_exact_zeros(values: list[float], rows: int) -> None:
+    """cumprod's derivative is finite where the input has zeros (its textbook form divides
+    by x, which gives NaN there): first and second order against finite differences (the
+    function is a polynomial, so they are exact at zeros too), in both modes, along either
+    axis, and the gradient against the direct sum of products."""
+    x = np.tile(np.asarray(values), (rows, 1))
+    for axis in (0, 1):
+        check_grads(lambda v, axis=axis: fg.cumprod(v, axis=axis), [fg.asarray(x)], order=2, modes=("fwd", "rev"))
+    g = np.arange(1.0, x.shape[1] + 1)
+    got = fg.grad(lambda v: (fg.cumprod(v, axis=1) * fg.asarray(g)).sum())(fg.asarray(x)).numpy()
+    n = x.shape[1]
+    want = [[sum(g[j] * np.prod([row[i] for i in range(j + 1) if i != k]) for j in range(k, n)) for k in range(n)]
+            for row in x]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

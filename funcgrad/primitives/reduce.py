@@ -406,7 +406,37 @@ def _reverse_cumsum(g: Any, axis: int) -> Any:
 deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
 for _name in ("reduce_max", "reduce_min"):
     REDUCTIONS[_name].domain = DISTINCT
-cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)  # its derivative divides by x
-# cumprod divides by x: its derivative is checked on inputs away from zero (see its domain).
-defjvp(cumprod_p, lambda t, ans, x, *, axis: ans * F.cumsum(t / x, axis))
-defvjp(cumprod_p, lambda g, ans, x, *, axis: _reverse_cumsum(g * ans, axis) / x, saves="both")
+def _cumprod_by_multiplies(x: Any, *, axis: int) -> Any:
+    """cumprod in log2(n) rounds of multiplies (Hillis and Steele's scan: round r multiplies
+    each entry by the one 2**r before it), with no division anywhere. Its derivatives are
+    cumprod's, exactly and to every order, zeros included."""
+    n, y, step = x.shape[axis], x, 1
+    while step < n:
+        head = F.take(y, F.arange(n - step, device=y.device), axis=axis)   # y[..., :n - step, ...]
+        widths = [(0, 0)] * y.ndim
+        widths[axis] = (step, 0)
+        y = y * F.pad(head, widths, constant_values=1.0)                    # times y[i - step], or 1
+        step *= 2
+    return y
+
+
+def _cumprod_jvp(t: Any, ans: Any, x: Any, *, axis: int) -> Any:
+    from ..transforms.api import jvp
+
+    return jvp(lambda u: _cumprod_by_multiplies(u, axis=axis), (x,), (t,))[1]
+
+
+def _cumprod_vjp(g: Any, ans: Any, x: Any, *, axis: int) -> Any:
+    from ..transforms.api import vjp
+
+    return vjp(lambda u: _cumprod_by_multiplies(u, axis=axis), x)[1](g)[0]
+
+
+# cumprod's textbook derivative, ans * cumsum(t / x), divides by x: an exact zero makes it
+# NaN where the true derivative is finite (PyTorch and JAX give it). Its rules are instead
+# the derivatives of the same product computed by multiplies alone (the kernel stays
+# NumPy's cumprod). Random points are drawn away from zero; tests/test_gradients.py checks
+# points with zeros against JAX, to second order.
+cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)
+defjvp(cumprod_p, _cumprod_jvp)
+defvjp(cumprod_p, _cumprod_vjp, saves="args")
