@@ -109,3 +109,18 @@ def test_cumprod_derivatives_at_exact_zeros(values: list[float], rows: int) -> N
     want = [[sum(g[j] * np.prod([row[i] for i in range(j + 1) if i != k]) for j in range(k, n)) for k in range(n)]
             for row in x]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_derivatives_at_special_points() -> None:
+    """Points where a textbook rule gives NaN or a wrong number and the derivative is known
+    (the values PyTorch gives): logaddexp with an infinite argument is 1 or 0, not
+    exp(inf - inf); d(x**y)/dy at x = 0 is 0 for y >= 0 and undefined (NaN), not 0, for y < 0."""
+    inf = float("inf")
+    for x, y, want in [(inf, 1.0, (1.0, 0.0)), (1.0, inf, (0.0, 1.0)), (-inf, 1.0, (0.0, 1.0)),
+                       (2.0, 2.0, (0.5, 0.5))]:
+        got = fg.grad(fg.logaddexp, argnums=(0, 1))(fg.asarray(x), fg.asarray(y))
+        assert [float(g) for g in got] == list(want), (x, y)
+    check_grads(lambda a, b: fg.logaddexp(a, b), [fg.asarray([0.3, -2.0]), fg.asarray([1.5, -2.0])], order=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dy = [float(fg.grad(fg.power, argnums=1)(fg.asarray(0.0), fg.asarray(e))) for e in (2.0, 0.0, -1.0)]
+    assert dy[:2] == [0.0, 0.0] and np.isnan(dy[2])

@@ -294,10 +294,16 @@ defjvp(B["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
 defvjp(B["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
 defjvp(B["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
 defvjp(B["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
+def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
+    """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
+    y < 0, where x**y is infinite, it is NaN (as JAX gives; it once read 0 there)."""
+    return F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0, ans * _safe_log(x))
+
+
 defjvp(B["pow"], lambda t, ans, x, y: t * y * F.power(x, y - 1),
-       lambda t, ans, x, y: t * F.where(F.equal(x, 0), 0.0, ans * _safe_log(x)))
+       lambda t, ans, x, y: t * _pow_exponent_factor(ans, x, y))
 defvjp(B["pow"], lambda g, ans, x, y: g * y * F.power(x, y - 1),
-       lambda g, ans, x, y: g * F.where(F.equal(x, 0), 0.0, ans * _safe_log(x)), saves="both")
+       lambda g, ans, x, y: g * _pow_exponent_factor(ans, x, y), saves="both")
 _max_min_rules(B["maximum"], lambda x, y: F.greater(x, y))
 _max_min_rules(B["minimum"], lambda x, y: F.less(x, y))
 defjvp(B["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
@@ -313,9 +319,11 @@ def _copysign_factor(x: Any, ans: Any) -> Any:
 
 defjvp(B["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
 defvjp(B["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
-defjvp(B["logaddexp"], lambda t, ans, x, y: t * F.exp(x - ans), lambda t, ans, x, y: t * F.exp(y - ans))
-defvjp(B["logaddexp"], lambda g, ans, x, y: g * F.exp(x - ans), lambda g, ans, x, y: g * F.exp(y - ans),
-       saves="both")
+# d logaddexp(x, y) / dx = exp(x - ans) = sigmoid(x - y): the same number, but finite where x
+# or y is +inf (exp(inf - inf) is NaN; the derivative is 1 or 0 there, as PyTorch gives).
+defjvp(B["logaddexp"], lambda t, ans, x, y: t * F.sigmoid(x - y), lambda t, ans, x, y: t * F.sigmoid(y - x))
+defvjp(B["logaddexp"], lambda g, ans, x, y: g * F.sigmoid(x - y), lambda g, ans, x, y: g * F.sigmoid(y - x),
+       saves="args")
 defjvp(B["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * F.floor(x / y))
 defvjp(B["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * F.floor(x / y), saves="args")
 
