@@ -104,8 +104,8 @@ class Function:
         outs = out if isinstance(out, tuple) else (out,)
         parents = tuple((*_edge(args[i]), tuple(args[i].shape), args[i]._dtype) if needs[i] else None
                         for i in positions)
-        shapes = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Array) else None for o in outs)
-        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), _FunctionRule(cls, positions, len(args), shapes), {},
+        avals = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Array) else None for o in outs)
+        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), _FunctionRule(cls, positions, len(args), avals), {},
                     parents, ctx, len(outs))
         fn.name = f"{cls.__name__}Backward"
         marked = []
@@ -135,9 +135,6 @@ class Function:
         def fun(*a: Any) -> Any:
             return forward(*a)[0]
 
-        def fwd(*a: Any) -> Any:
-            return forward(*a)
-
         def bwd(*rest: Any) -> Any:
             ctx, g = rest[-2], rest[-1]
             grads = cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
@@ -145,7 +142,7 @@ class Function:
             return tuple(grads[i] for i in dynamic)
 
         rule = custom_vjp(fun, nondiff_argnums=static)
-        rule.defvjp(fwd, bwd)
+        rule.defvjp(forward, bwd)
         out = rule(*args)
         if not non_differentiable:
             return out
