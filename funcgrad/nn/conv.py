@@ -137,12 +137,15 @@ def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, 
             raise ValueError(f"{op}: padding {padding} must be at most half the kernel {kernel} "
                              f"(dilated: {span}), as in PyTorch")
         room = size + 2 * p - span
-        if room < 0:
-            raise ShapeError(f"{op}: an input of shape {fmt_shape(tuple(x.shape))} padded by {padding} is smaller "
-                             f"than the kernel {kernel}")
-        out = (-(-room // s) if ceil_mode else room // s) + 1
+        # PyTorch's count, rounding down (or up, with ceil_mode): with ceil_mode a window
+        # may reach past the padded input, even when the dilated kernel is wider than it
+        out = (room + (s - 1 if ceil_mode else 0)) // s + 1
         if ceil_mode and (out - 1) * s >= size + p:  # the last window would start after the input
             out -= 1
+        if out < 1:
+            hint = " (ceil_mode=True would let a window reach past it)" if not ceil_mode and room >= 1 - s else ""
+            raise ShapeError(f"{op}: an input of shape {fmt_shape(tuple(x.shape))} padded by {padding} is smaller "
+                             f"than the kernel {kernel}" + (f" with dilation {dilation}" if span != k else "") + hint)
         sizes.append(out)
         extras.append(max(0, (out - 1) * s + span - (size + 2 * p)))
     return (sizes[0], sizes[1]), (extras[0], extras[1])
