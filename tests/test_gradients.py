@@ -124,3 +124,24 @@ def test_derivatives_at_special_points() -> None:
     with np.errstate(divide="ignore", invalid="ignore"):
         dy = [float(fg.grad(fg.power, argnums=1)(fg.asarray(0.0), fg.asarray(e))) for e in (2.0, 0.0, -1.0)]
     assert dy[:2] == [0.0, 0.0] and np.isnan(dy[2])
+
+
+@settings(max_examples=30, deadline=None)
+@given(idx=st.lists(st.integers(0, 4), min_size=1, max_size=8), mode=st.sampled_from(["set", "add"]),
+       scalar=st.booleans())
+def test_scatter_with_repeated_indices_differentiates_what_was_written(idx: list[int], mode: str,
+                                                                     scalar: bool) -> None:
+    """x.at[i].set(v) with a repeated index keeps one update per position: the others do
+    not reach the output, so their derivative is 0 (it once gave every duplicate the
+    gradient). Against finite differences in both modes, and against the direct rule."""
+    rng = np.random.default_rng(len(idx))
+    x = fg.asarray(rng.standard_normal(5))
+    v = fg.asarray(rng.standard_normal(()) if scalar else rng.standard_normal(len(idx)))
+    where = fg.asarray(np.asarray(idx))
+    check_grads(lambda a, b: getattr(a.at[where], mode)(b), [x, v], order=2, modes=("fwd", "rev"))
+    if mode == "set" and not scalar:
+        w = fg.asarray(rng.standard_normal(5))
+        got = fg.grad(lambda b: (x.at[where].set(b) * w).sum())(v).numpy()
+        last = {p: k for k, p in enumerate(idx)}  # NumPy keeps the last update at each position
+        want = [float(w.numpy()[p]) if last[p] == k else 0.0 for k, p in enumerate(idx)]
+        np.testing.assert_allclose(got, want, rtol=1e-12)

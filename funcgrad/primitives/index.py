@@ -208,13 +208,25 @@ def _extremum_shares(ans: Any, x: Any, values: Any, idx: Any, template: Any) -> 
     return won_x / count, won_v / bind(gather_p, count, *idx, template=template)
 
 
+def _written(picked: Any, ans: Any, idx: Any, template: Any) -> Any:
+    """For a ``set`` with repeated indices, which updates were written: each position keeps
+    one of them, and the others do not reach the output, so their derivative is 0. Found
+    as JAX does, by setting each update's own number through the same scatter and reading
+    back which number each position kept."""
+    ids = F.reshape(F.arange(picked.size, device=picked.device), tuple(picked.shape))
+    kept = bind(scatter_p, F.zeros(tuple(ans.shape), ids.dtype, device=ids.device), ids, *idx, template=template,
+                mode="set")
+    return F.equal(bind(gather_p, kept, *idx, template=template), ids)
+
+
 def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:
     if i >= 2 or (i == 1 and not hasattr(values, "shape")):
         return None
     if mode in ("set", "add"):
         if i == 0:
             return bind(scatter_p, g, 0.0, *idx, template=template, mode="set") if mode == "set" else g
-        return bind(gather_p, g, *idx, template=template)  # summed to values' shape by the interpreter
+        picked = bind(gather_p, g, *idx, template=template)  # summed to values' shape by the interpreter
+        return picked if mode == "add" else F.where(_written(picked, ans, idx, template), picked, 0.0)
     if mode == "multiply":
         if i == 0:
             return bind(scatter_p, g, values, *idx, template=template, mode="multiply")
