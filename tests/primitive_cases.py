@@ -475,10 +475,7 @@ def _scatter(draw: Any) -> Case:
                 out, index, values)
         return out
 
-    if mode == "set" and idx:  # duplicates make 'set' order-dependent: use unique positions only
-        idx = [np.zeros((), np.int64) for _ in idx]
-        target = x[build_index(template, idx)].shape
-        values = arrays(draw, x.dtype, target)
+    # (repeated indices in 'set' keep the last update, as NumPy does, and only it has a derivative)
     return Case([x, values] + idx, {"template": template, "mode": mode}, ref)
 
 
