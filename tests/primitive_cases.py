@@ -37,6 +37,20 @@ SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
 NONEMPTY = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 
 
+def assert_matches(case: Case, got: np.ndarray, name: str) -> np.ndarray:
+    """``got`` (a primitive's result on the case's inputs) equals the case's NumPy reference:
+    the shape, then the values (within the case's tolerance for floats, exactly otherwise).
+    Returns the reference."""
+    want = np.asarray(case.reference(*case.args, **case.params))
+    assert got.shape == want.shape, (name, got.shape, want.shape)
+    if is_float(got.dtype):
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=case.rtol,
+                                   atol=case.rtol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want)
+    return want
+
+
 def rtol_for(dtype: Any) -> float:
     return {np.dtype(np.float16): 2e-3, np.dtype(ml_dtypes.bfloat16): 2e-2,
             np.dtype(np.float32): 2e-5}.get(np.dtype(dtype), 1e-9)

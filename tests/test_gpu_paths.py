@@ -29,7 +29,7 @@ import funcgrad as fg
 from funcgrad.backends import ArrayModuleBackend, Device
 
 from . import test_gpu
-from .primitive_cases import CASES, is_float
+from .primitive_cases import CASES, assert_matches
 from .test_layers_numerics import LAYERS
 
 device_module = sys.modules["funcgrad.backends.device"]  # (the package exports the function ``device``)
@@ -103,14 +103,7 @@ def test_every_primitive_on_the_gpu_path_matches_numpy(prim: fg.Primitive, data:
     if prim.multiple_results:
         out = out[0]
     assert out.device is STANDIN
-    got = out.to("cpu").numpy()
-    want = np.asarray(case.reference(*case.args, **case.params))
-    assert got.shape == want.shape, (prim.name, got.shape, want.shape)
-    if is_float(got.dtype):
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=case.rtol,
-                                   atol=case.rtol, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, want)
+    assert_matches(case, out.to("cpu").numpy(), prim.name)
 
 
 def _gpu_suite() -> list[object]:

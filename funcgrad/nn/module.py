@@ -143,19 +143,18 @@ class Module:
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at a dotted path (``"encoder.0.weight"``)."""
-        path, _, name = target.rpartition(".")
-        p = self.get_submodule(path)._parameters.get(name)
-        if p is None:
-            raise AttributeError(f"get_parameter({target!r}): no parameter {name!r} there")
-        return p
+        return self._get_entry(target, "_parameters", "parameter")  # type: ignore[no-any-return]
 
     def get_buffer(self, target: str) -> Array:
         """The buffer at a dotted path (``"bn.running_mean"``)."""
+        return self._get_entry(target, "_buffers", "buffer")  # type: ignore[no-any-return]
+
+    def _get_entry(self, target: str, store: str, kind: str) -> Any:
         path, _, name = target.rpartition(".")
-        b = self.get_submodule(path)._buffers.get(name)
-        if b is None:
-            raise AttributeError(f"get_buffer({target!r}): no buffer {name!r} there")
-        return b
+        entry = getattr(self.get_submodule(path), store).get(name)
+        if entry is None:
+            raise AttributeError(f"get_{kind}({target!r}): no {kind} {name!r} there")
+        return entry
 
     # -- state -------------------------------------------------------------------
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:
