@@ -255,3 +255,67 @@ def test_programs_run_on_the_tape() -> None:
     assert repr(out.grad_fn) == "<SumBackward>"
     out.backward()
     assert m.weight.grad.shape == (2, 3) and m.bias.grad.tolist() == [4.0, 4.0]
+
+
+def _second_order_cases():
+    """(name, funcgrad f, torch f or None, exact Hessian-vector product or None) for the
+    routes whose first gradient once lost its history on the tape."""
+
+    @fg.custom_jvp
+    def cube(v):
+        return v ** 3
+
+    @cube.defjvp
+    def _cube_jvp(primals, tangents):
+        (v,), (t,) = primals, tangents
+        return v ** 3, 3.0 * v ** 2 * t
+
+    @fg.custom_vjp
+    def square_sin(v):
+        return fg.sin(v) ** 2
+
+    square_sin.defvjp(lambda v: (fg.sin(v) ** 2, v), lambda v, g: (g * 2.0 * fg.sin(v) * fg.cos(v),))
+
+    class Cube(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, v):
+            ctx.save_for_backward(v)
+            return v ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (v,) = ctx.saved_tensors
+            return g * 3.0 * v ** 2
+
+    return [
+        ("cumprod", lambda a: (fg.cumprod(a) + a ** 3).sum(), lambda a, t: (t.cumprod(a, 0) + a ** 3).sum()),
+        ("checkpoint", lambda a: fg.checkpoint(lambda v: fg.sin(v) * v)(a).sum(), lambda a, t: (t.sin(a) * a).sum()),
+        ("custom_jvp", lambda a: (cube(a) * a).sum(), lambda a, t: (a ** 4).sum()),
+        ("custom_vjp", lambda a: square_sin(a).sum(), lambda a, t: (t.sin(a) ** 2).sum()),
+        ("autograd.Function", lambda a: (Cube.apply(a) * a).sum(), lambda a, t: (a ** 4).sum()),
+    ]
+
+
+@pytest.mark.parametrize("case", _second_order_cases(), ids=lambda c: c[0])
+def test_second_order_through_user_rules_and_transforms(case) -> None:
+    """create_graph=True twice through rules that compute with the transforms (cumprod),
+    fg.checkpoint, custom rules and autograd.Function: the first gradient keeps its history,
+    so the Hessian-vector product is exact (against fg.grad(fg.grad) and PyTorch in float64)."""
+    name, f, torch_f = case
+    values = [1.5, 2.0, 0.5]
+    a = fg.array(values, dtype=fg.float64, requires_grad=True)
+    (g,) = fg.autograd.grad(f(a), a, create_graph=True)
+    assert g.grad_fn is not None, name
+    (h,) = fg.autograd.grad(g.sum(), a)
+    want = fg.grad(lambda v: fg.grad(f)(v).sum())(fg.array(values, dtype=fg.float64))
+    np.testing.assert_allclose(h.numpy(), want.numpy(), rtol=1e-12)
+    try:
+        import torch
+    except ImportError:
+        return
+    ta = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+    (tg,) = torch.autograd.grad(torch_f(ta, torch), ta, create_graph=True)
+    (th,) = torch.autograd.grad(tg.sum(), ta)
+    np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-12)
+    if name == "cumprod":
+        assert h.tolist() == [12.5, 15.0, 6.5]

@@ -24,6 +24,7 @@ from .autodiff import (
     VJPTracer,
     backprop,
     check_differentiable,
+    is_grad_enabled,
     no_grad_scope,
 )
 from .core import new_interpreter
@@ -38,11 +39,13 @@ def _as_array(x: Any) -> Any:
 
 
 def _differentiated(x: Any) -> Any:
-    """An argument the transform differentiates: a plain value. A requires_grad array (a
-    Parameter, say) is detached (a view), so the tape does not record it a second time;
-    the transform itself gives its gradient."""
+    """An argument the transform differentiates. While the tape records, a requires_grad
+    array keeps its history, so the transform's results have history too (as
+    ``torch.func`` composes with autograd): a rule that calls ``fg.vjp`` inside a
+    ``create_graph=True`` backward pass gives a differentiable cotangent. Otherwise it is
+    detached (a view), which only saves the tape's bookkeeping."""
     x = _as_array(x)
-    return x.detach() if getattr(x, "_ag", None) is not None else x
+    return x.detach() if getattr(x, "_ag", None) is not None and not is_grad_enabled() else x
 
 
 def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:

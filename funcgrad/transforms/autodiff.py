@@ -46,6 +46,16 @@ def no_grad_scope() -> Any:
     return _NO_GRAD
 
 
+# The tape is off inside a rule's own forward computation and in a backward pass without
+# create_graph; no_grad turns it off too. ``is_grad_enabled`` says whether it records now.
+TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
+
+
+def is_grad_enabled() -> bool:
+    """Whether the tape records now (not inside ``no_grad`` or a rule's own computation)."""
+    return not TAPE_OFF.get() and _NO_GRAD.get() is None
+
+
 def no_grad_active(interp: Interpreter) -> bool:
     """Whether ``interp`` runs under a ``no_grad`` block that started inside it."""
     entry = _NO_GRAD.get()
@@ -309,7 +319,8 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
         slot = pending.setdefault(id(node), [None] * node.n_out)
         slot[idx] = ct if slot[idx] is None else slot[idx] + ct
     if current_interpreter.get() is None:  # eager: a graph seen before replays its plan
-        replayed = replay(roots, [(leaf, 0) for leaf in leaves])
+        # (a plan runs kernels only: when the tape records, values with history need the rules)
+        replayed = replay(roots, [(leaf, 0) for leaf in leaves], keep_history=is_grad_enabled())
         if replayed is not None:
             return replayed[0]
     leaf_ids = {id(leaf) for leaf in leaves}

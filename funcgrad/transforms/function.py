@@ -13,9 +13,11 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import Array, ArrayBase
+from .autodiff import TAPE_OFF as _TAPE_OFF
+from .autodiff import is_grad_enabled
 from .core import Tracer
 from .custom import custom_vjp
-from .tape import _TAPE_OFF, AutogradMeta, GradFn, _edge, is_grad_enabled
+from .tape import AutogradMeta, GradFn, _edge
 
 __all__ = ["Function", "FunctionCtx"]
 

@@ -59,19 +59,25 @@ def cache_info() -> dict[str, int]:
             "unplannable": sum(p is None for p in _PLANS.values())}
 
 
-def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | None
-           ) -> tuple[list[Any], list[Any]] | None:
+def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | None,
+           keep_history: bool = False) -> tuple[list[Any], list[Any]] | None:
     """Run the backward pass from ``roots`` ((node, output index, cotangent) seeds) by its
     plan. Returns ``(cotangents, nodes)``: the cotangents reaching ``outputs`` ((node,
     output index) pairs; ``None`` where none arrives), or with ``outputs=None`` one per
     leaf node of the graph as ``(leaf, cotangent)`` pairs; and the graph's nodes.
-    ``None`` when the graph has no plan: the caller runs the rules."""
+    ``None`` when the graph has no plan: the caller runs the rules. With ``keep_history``
+    (the tape records), a graph that reads an array with autograd history has no plan:
+    its rules must run so that the tape records them."""
     if not ENABLED:
         return None
     try:
         key, nodes, arrays, leaves = _signature(roots, outputs)
     except _NoPlan:
         return None
+    if keep_history:
+        for a in arrays:
+            if a._ag is not None:
+                return None
     try:
         plan = _PLANS.get(key, _MISSING)
     except TypeError:  # a parameter that cannot be hashed (a list, say): no key, no plan

@@ -11,7 +11,6 @@ topological order and frees the residuals unless ``retain_graph=True``.
 
 from __future__ import annotations
 
-import contextvars
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,20 +21,15 @@ from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
-from .autodiff import _toposort, no_grad_scope, propagate
+from .autodiff import TAPE_OFF, _toposort, is_grad_enabled, no_grad_scope, propagate
 from .replay import replay
 
 __all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "record"]
 
-_TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
+_TAPE_OFF = TAPE_OFF
 _NO_GRAD = no_grad_scope()
 _FREED = object()
-
-
-def is_grad_enabled() -> bool:
-    """Whether the tape records now (not inside ``no_grad`` or a rule's own computation)."""
-    return not _TAPE_OFF.get() and no_grad_scope().get() is None
 
 
 class enable_grad:
