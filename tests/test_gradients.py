@@ -63,6 +63,11 @@ def _grad_case(prim: fg.Primitive, draw) -> tuple[list, dict]:
             a = a.astype(np.float64)
         args.append(fg.asarray(_in_domain(prim.domain, a, i, rng)))
     params = dict(case.params)
+    if prim.name == "scatter" and params["mode"] == "multiply" and isinstance(args[1], fg.Array) and args[1].size:
+        if draw(st.booleans()):  # an exact zero update: its derivative is the product of the others
+            values = args[1].numpy().copy()
+            values.reshape(-1)[draw(st.integers(0, values.size - 1))] = 0.0
+            args[1] = fg.asarray(values)
     if prim.name == "convert_element_type":
         params["new_dtype"] = fg.float64
     if prim.domain.kind == "remainder":  # x/y stays a quarter away from every integer: no jumps
@@ -109,6 +114,27 @@ def test_cumprod_derivatives_at_exact_zeros(values: list[float], rows: int) -> N
     want = [[sum(g[j] * np.prod([row[i] for i in range(j + 1) if i != k]) for j in range(k, n)) for k in range(n)]
             for row in x]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("values", [[0.0, 5.0], [0.0, 0.0], [2.0, 0.0], [0.5, 3.0]])
+def test_multiply_scatter_differentiates_zero_updates(values: list[float]) -> None:
+    """x.at[i].multiply(u) where u has exact zeros: d out / d u_k is x times the other
+    updates at that position (never a division by u_k), with one update per position and
+    with both updates meeting at one position; both modes, to second order, against the
+    direct rule and finite differences."""
+    x = fg.array([[3.0, 1.0]], dtype=fg.float64)
+    u = fg.array(values, dtype=fg.float64)
+    assert fg.grad(lambda v: x.at[0].multiply(v).sum())(u).tolist() == [3.0, 1.0]
+    check_grads(lambda v: x.at[0].multiply(v), [u], order=1, modes=("fwd", "rev"))
+    row = fg.array([2.0, -1.5], dtype=fg.float64)
+    same = fg.array([1, 1])  # both updates at position 1
+    got = fg.grad(lambda v: row.at[same].multiply(v).sum())(u).tolist()
+    assert got == [-1.5 * values[1], -1.5 * values[0]]
+    check_grads(lambda v: row.at[same].multiply(v), [u], order=2, modes=("fwd", "rev"))
+    three = fg.array([1, 1, 1])
+    check_grads(lambda v: row.at[three].multiply(v), [fg.concatenate([u, u[:1]])], order=2, modes=("fwd", "rev"))
+    assert fg.jvp(lambda v: row.at[same].multiply(v), (u,), (fg.ones_like(u),))[1].tolist() == [
+        0.0, -1.5 * (values[0] + values[1])]
 
 
 def test_derivatives_at_special_points() -> None:

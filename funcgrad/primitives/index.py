@@ -190,7 +190,7 @@ def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
     if mode == "multiply":
         if i == 0:
             return bind(scatter_p, t, values, *idx, template=template, mode="multiply")
-        return bind(scatter_p, _zeros_like(ans, t), bind(gather_p, ans, *idx, template=template) * t / values,
+        return bind(scatter_p, _zeros_like(ans, t), _multiply_partials(x, values, idx, template) * t,
                     *idx, template=template, mode="add")
     share_x, share_v = _extremum_shares(ans, x, values, idx, template)
     if i == 0:
@@ -206,6 +206,29 @@ def _extremum_shares(ans: Any, x: Any, values: Any, idx: Any, template: Any) -> 
     won_v = F.broadcast_to(won_v, tuple(at_pos.shape))
     count = bind(scatter_p, won_x, won_v, *idx, template=template, mode="add")
     return won_x / count, won_v / bind(gather_p, count, *idx, template=template)
+
+
+def _multiply_partials(x: Any, values: Any, idx: Any, template: Any) -> Any:
+    """For a multiply scatter, d out[p] / d v_k: x[p] times the product of the *other*
+    updates at p, with no division by a zero update. Nonzero updates are multiplied in
+    (``nonzero``); the other zero updates at p contribute their product, which is 1 when
+    there are none, the one other zero itself (0, with its derivative) when there is
+    one, and 0 otherwise. Exact to second order with any zeros and repeated indices."""
+    at = bind(gather_p, x, *idx, template=template)
+    v = F.broadcast_to(values, tuple(at.shape)) if tuple(values.shape) != tuple(at.shape) else values
+    is_zero = F.equal(v, 0.0)
+    zero_v = F.where(is_zero, v, 0.0)  # 0, but carries each zero update's derivative
+    safe = F.where(is_zero, 1.0, v)
+
+    def at_position(updates: Any, mode: str, start: Any) -> Any:  # per update: the combined value at its position
+        combined = bind(scatter_p, start, updates, *idx, template=template, mode=mode)
+        return bind(gather_p, combined, *idx, template=template)
+
+    nonzero = at_position(safe, "multiply", x)
+    other_zeros = at_position(is_zero.astype(v.dtype), "add", _zeros_like(x, v)) - is_zero.astype(v.dtype)
+    other_zero_sum = at_position(zero_v, "add", _zeros_like(x, v)) - zero_v
+    zero_product = F.where(F.equal(other_zeros, 0.0), 1.0, F.where(F.equal(other_zeros, 1.0), other_zero_sum, 0.0))
+    return nonzero / safe * zero_product
 
 
 def _written(picked: Any, ans: Any, idx: Any, template: Any) -> Any:
@@ -230,16 +253,15 @@ def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
     if mode == "multiply":
         if i == 0:
             return bind(scatter_p, g, values, *idx, template=template, mode="multiply")
-        # d out[p] / d v_k = out[p] / v_k: exact with repeated indices, needs nonzero updates (its domain)
-        return bind(gather_p, g * ans, *idx, template=template) / values
+        return bind(gather_p, g, *idx, template=template) * _multiply_partials(x, values, idx, template)
     share_x, share_v = _extremum_shares(ans, x, values, idx, template)
     if i == 0:
         return g * share_x
     return bind(gather_p, g, *idx, template=template) * share_v
 
 
-# multiply divides by the updates; min/max need the updates distinct from what they meet
-scatter_p.domain = Domain(avoid=(0.0,), margin=0.3, kind="distinct")
+# min/max need the updates distinct from what they meet
+scatter_p.domain = Domain(kind="distinct")
 defjvp(scatter_p, each=_scatter_jvp)
 defvjp(scatter_p, each=_scatter_vjp, saves="both")
 
