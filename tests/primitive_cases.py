@@ -27,7 +27,7 @@ class Case:
     reference: Callable[..., Any]  # called with the same args (NumPy arrays)
     rtol: float = 1e-6
     shares_input: bool = False  # view primitives return a view of args[0]
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # "params_for": params for other args (traced ones)
 
 
 FLOATS = [np.float32, np.float64]
@@ -118,13 +118,17 @@ def _binary(name: str) -> Any:
         if np.dtype(dtype).kind in "iu" and name == "pow":
             (lx, hx), (ly, hy) = (0, 4), (0, 3)
         shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=4)).input_shapes
-        x = arrays(draw, dtype, shapes[0], lx, hx)
-        if draw(st.booleans()) and np.dtype(dtype).kind == "f" and name not in ("nextafter",):
-            y: Any = float(draw(st.floats(max(ly, -3), hy, allow_nan=False)))  # a weak Python scalar
+        x: Any = arrays(draw, dtype, shapes[0], lx, hx)
+        y: Any = arrays(draw, dtype, shapes[1], ly, hy)
+        scalar = draw(st.sampled_from(["neither", "y", "x"])) if np.dtype(dtype).kind == "f" else "neither"
+        if scalar == "y" and name not in ("nextafter",):
+            y = float(draw(st.floats(max(ly, -3), hy, allow_nan=False)))  # a weak Python scalar
             if name in ("div",) and abs(y) < 0.5:
                 y = 1.5
-        else:
-            y = arrays(draw, dtype, shapes[1], ly, hy)
+        elif scalar == "x" and name not in ("nextafter", "remainder"):
+            x = float(draw(st.floats(max(lx, -3), hx, allow_nan=False)))
+            if name in ("pow",) and x < 0.2:
+                x = 1.5
         return Case([x, y], {}, getattr(np, kernel), rtol_for(dtype))
 
     return case
@@ -523,14 +527,16 @@ def _checkpoint(draw: Any) -> Case:
     from funcgrad.transforms.checkpoint import _saved_eqns, checkpoint_policies
 
     x = _float_array(draw, draw(NONEMPTY))
-    program = _program_of(lambda v: fg.tanh(v) * 2.0 + fg.sin(v) * v, x)
     policy = draw(st.sampled_from([checkpoint_policies.nothing_saveable, checkpoint_policies.everything_saveable]))
-    saved = _saved_eqns(program, policy)
+
+    def params_for(x: Any) -> dict[str, Any]:
+        program = _program_of(lambda v: fg.tanh(v) * 2.0 + fg.sin(v) * v, x)
+        return {"program": program, "policy": policy, "saved": _saved_eqns(program, policy), "n_consts": 0}
 
     def ref(x: Any, **params: Any) -> Any:
         return np.tanh(x) * 2 + np.sin(x) * x
 
-    return Case([x], {"program": program, "policy": policy, "saved": saved, "n_consts": 0}, ref, rtol_for(x.dtype))
+    return Case([x], params_for(x), ref, rtol_for(x.dtype), extra={"params_for": params_for})
 
 
 def _custom_call(kind: str) -> Any:
@@ -545,8 +551,11 @@ def _custom_call(kind: str) -> Any:
         else:
             rule = custom_jvp(fg.sin)
             rule.defjvp(lambda p, t: (fg.sin(p[0]), t[0] * fg.cos(p[0])))
-        call, _ = _prepare(rule.fun, rule, (), (fg.asarray(x),))
-        return Case([x], {"call": call}, lambda x, call: np.sin(x), rtol_for(x.dtype))
+        def params_for(x: Any) -> dict[str, Any]:
+            return {"call": _prepare(rule.fun, rule, (), (fg.asarray(x),))[0]}
+
+        return Case([x], params_for(x), lambda x, call: np.sin(x), rtol_for(x.dtype),
+                    extra={"params_for": params_for})
 
     return case
 

@@ -63,6 +63,8 @@ def _grad_case(prim: fg.Primitive, draw) -> tuple[list, dict]:
             a = a.astype(np.float64)
         args.append(fg.asarray(_in_domain(prim.domain, a, i, rng)))
     params = dict(case.params)
+    if "params_for" in case.extra:  # a traced program inside: trace it again for the drawn arguments
+        params = case.extra["params_for"](args[0].numpy())
     if prim.name == "scatter" and params["mode"] == "multiply" and isinstance(args[1], fg.Array) and args[1].size:
         if draw(st.booleans()):  # an exact zero update: its derivative is the product of the others
             values = args[1].numpy().copy()
@@ -233,3 +235,66 @@ def test_tape_second_derivatives_match_the_transforms(prim: fg.Primitive, data: 
         got = [fg.zeros_like(x) if g is None else g for g, x in zip(got, leaves)]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-9, atol=1e-9, err_msg=prim.name)
+
+
+def _float_dtypes_in(program) -> set[str]:
+    """Every floating-point dtype a program (and the programs nested in it) computes in."""
+    found: set[str] = set()
+    for v in [*program.invars, *program.constvars]:
+        if v.aval.dtype.kind == "f":
+            found.add(v.aval.dtype.name)
+    for eqn in program.eqns:
+        for out in eqn.outputs:
+            if out.aval.dtype.kind == "f":
+                found.add(out.aval.dtype.name)
+        for value in eqn.params.values():
+            if hasattr(value, "eqns"):
+                found |= _float_dtypes_in(value)
+    return found
+
+
+@pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=lambda p: p.name)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_derivatives_compute_in_the_inputs_precision(prim: fg.Primitive, data: st.DataObject) -> None:
+    """Every rule forms its constants in the dtype of the value it differentiates: the
+    traced first and second derivatives of a float64 primitive (Python scalars among its
+    arguments, as fg.* passes them) never compute in another float dtype, which would
+    round a float64 gradient to float32 precision (3.0 ** x once formed log(3) in float32)."""
+    args, params = _grad_case(prim, data.draw)
+    positions = _float_positions(prim, args)
+    if not positions:
+        return
+    for i in positions:
+        assert args[i].dtype is fg.float64
+
+    def f(*floats):
+        full = list(args)
+        for i, v in zip(positions, floats):
+            full[i] = v
+        out = fg.bind(prim, *full, **params)
+        return _weighted_sum(out, [1.0] * (len(out) if isinstance(out, tuple) else 1))
+
+    if f(*[args[i] for i in positions]) is None:
+        return
+    nums = tuple(range(len(positions)))
+    first = fg.grad(f, argnums=nums)
+    second = fg.grad(lambda *xs: sum(g.sum() for g in first(*xs)), argnums=nums)
+    tangents = tuple(fg.ones_like(args[i]) for i in positions)
+    forward = lambda *xs: fg.jvp(f, xs, tangents)[1]
+    for fn in (first, second) if prim.name == "custom_vjp_call" else (first, second, forward):
+        program = fg.trace(fn)(*[args[i] for i in positions])
+        assert _float_dtypes_in(program) <= {"float64"}, (prim.name, _float_dtypes_in(program), program)
+
+
+@pytest.mark.parametrize("f", [lambda x: 3.0 ** x, lambda x: fg.power(2.5, x), lambda x: fg.exp2(x),
+                               lambda x: fg.log10(x), lambda x: fg.erf(x)])
+def test_float64_gradients_with_scalar_constants_are_exact(f) -> None:
+    """A float64 gradient whose rule involves a constant (log 3, ln 2, 2/sqrt(pi)) is exact
+    to float64 precision, against a central difference of the closed form in extended steps."""
+    x = fg.asarray(0.7, dtype=fg.float64)
+    got = float(fg.grad(f)(x))
+    want = {0: 3.0 ** 0.7 * np.log(3.0), 1: 2.5 ** 0.7 * np.log(2.5), 2: 2 ** 0.7 * np.log(2.0),
+            3: 1 / (0.7 * np.log(10.0)), 4: 2 / np.sqrt(np.pi) * np.exp(-0.49)}
+    matches = [k for k, v in want.items() if abs(got - v) <= 1e-12 * abs(v)]
+    assert matches, (got, want)

@@ -24,7 +24,7 @@ from typing import Any
 
 from .core import Primitive, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "F"]
+__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "F", "like"]
 
 
 class _Ops:
@@ -40,6 +40,13 @@ class _Ops:
 
 
 F: Any = _Ops()
+
+
+def like(value: float, x: Any) -> Any:
+    """A constant as a 0-d array of ``x``'s dtype and device. A rule forms its constants in
+    the precision of what it differentiates: two Python scalars alone (``where(c, 1.0,
+    -1.0)``) would make a default-dtype (float32) array."""
+    return F.full((), value, x.dtype, device=x.device)
 
 
 class JVPFromRules:

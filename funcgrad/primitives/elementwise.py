@@ -208,7 +208,7 @@ copy_p = Primitive("copy", lambda x: x, kernel=_copy)
 # Unary: one elementwise derivative d(x, ans) serves both modes (t * d and g * d).
 # "uses" says what d reads, which is what the backward pass keeps.
 
-from .ad import F, defjvp, deflinear, defvjp  # noqa: E402
+from .ad import F, defjvp, deflinear, defvjp, like  # noqa: E402
 
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
 
@@ -274,8 +274,8 @@ def _max_min_rules(prim: Primitive, winner: Any) -> None:
     """Ties split the gradient evenly (as JAX does), so the sum over inputs stays exact."""
 
     def share(x: Any, y: Any) -> Any:
-        dtype = x.dtype if hasattr(x, "dtype") else y.dtype
-        return F.where(winner(x, y), 1.0, F.where(F.equal(x, y), 0.5, 0.0)).astype(dtype)
+        one = like(1.0, x if hasattr(x, "dtype") else y)
+        return F.where(winner(x, y), one, F.where(F.equal(x, y), 0.5 * one, 0.0))
 
     defjvp(prim, lambda t, ans, x, y: t * share(x, y), lambda t, ans, x, y: t * share(y, x))
     defvjp(prim, lambda g, ans, x, y: g * share(x, y), lambda g, ans, x, y: g * share(y, x), saves="args")
@@ -297,6 +297,7 @@ defvjp(B["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, 
 def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
     """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
     y < 0, where x**y is infinite, it is NaN (as JAX gives; it once read 0 there)."""
+    x = x if hasattr(x, "dtype") else like(x, ans)  # a Python scalar base: its log in the result's dtype
     return F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0, ans * _safe_log(x))
 
 
@@ -314,7 +315,8 @@ defvjp(B["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y 
 
 
 def _copysign_factor(x: Any, ans: Any) -> Any:
-    return F.where(F.equal(F.signbit(x), F.signbit(ans)), 1.0, -1.0).astype(ans.dtype)
+    one = like(1.0, ans)
+    return F.where(F.equal(F.signbit(x), F.signbit(ans)), one, -one)
 
 
 defjvp(B["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
