@@ -319,3 +319,47 @@ def test_second_order_through_user_rules_and_transforms(case) -> None:
     np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-12)
     if name == "cumprod":
         assert h.tolist() == [12.5, 15.0, 6.5]
+
+
+ZERO_DERIVATIVE = [("floor", lambda x, y: fg.floor(x)), ("ceil", lambda x, y: fg.ceil(x)),
+                   ("round", lambda x, y: fg.round(x)), ("trunc", lambda x, y: fg.trunc(x)),
+                   ("sign", lambda x, y: fg.sign(x)), ("floor_divide", lambda x, y: fg.floor_divide(x, y)),
+                   ("nextafter", lambda x, y: fg.nextafter(x, y)), ("copysign", lambda x, y: fg.copysign(y, x)),
+                   ("floor_then_mul", lambda x, y: fg.floor(x) * y)]
+
+
+@pytest.mark.parametrize("plans", [True, False], ids=["plan", "rules"])
+@pytest.mark.parametrize("name,f", ZERO_DERIVATIVE, ids=[n for n, _ in ZERO_DERIVATIVE])
+def test_zero_derivative_results_have_history_and_zero_gradients(name, f, plans, monkeypatch) -> None:
+    """As PyTorch: a float result of an input that requires grad has a grad_fn, even where
+    the derivative is zero almost everywhere; backward gives zeros (not None, not an error),
+    by the replayed plan and by the rules alike."""
+    from funcgrad.transforms import replay
+
+    monkeypatch.setattr(replay, "ENABLED", plans)
+    x = fg.array([1.5, -2.3, 0.7], dtype=fg.float64, requires_grad=True)
+    y = fg.array([2.0, 3.0, -1.0], dtype=fg.float64)
+    out = f(x, y)
+    assert out.grad_fn is not None and out.requires_grad
+    for _ in range(2):  # the second time a plan exists
+        x.grad = None
+        f(x, y).sum().backward()
+        assert x.grad is not None and x.grad.tolist() == [0.0, 0.0, 0.0]
+    (g,) = fg.autograd.grad(f(x, y).sum(), x)
+    assert g.tolist() == [0.0, 0.0, 0.0]
+    try:
+        import torch
+    except ImportError:
+        return
+    torch_f = {"floor": torch.floor, "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc,
+               "sign": torch.sign}.get(name)
+    if torch_f is not None:
+        tx = torch.tensor(x.detach().numpy(), requires_grad=True)
+        torch_f(tx).sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_integer_and_bool_results_have_no_history() -> None:
+    x = fg.array([1.5, -2.3, 0.7], requires_grad=True)
+    for out in (x > 0, fg.argmax(x), fg.isnan(x), fg.argsort(x), x.detach(), fg.stop_gradient(x)):
+        assert out.grad_fn is None and not out.requires_grad

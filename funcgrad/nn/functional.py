@@ -89,6 +89,9 @@ def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
     """``x`` over its ``p``-norm along ``dim``, the norm held at least ``eps`` (PyTorch's
     ``F.normalize``). The floor is taken before the root, so a zero vector's gradient is
     zero, not NaN."""
+    if math.isinf(p):  # the max-norm (p = inf) or the min of the magnitudes (p = -inf), as torch.linalg.norm
+        norm = (_o.max if p > 0 else _o.min)(_o.abs(x), axis=dim, keepdims=True)
+        return x / _o.maximum(norm, eps)
     powered = _o.sum(_o.abs(x) ** p, axis=dim, keepdims=True)
     return x / _o.maximum(powered, eps ** p) ** (1.0 / p)
 
@@ -106,7 +109,10 @@ def one_hot(x: Any, num_classes: int = -1) -> Any:
 
 
 def log_softmax(x: Any, dim: int = -1) -> Any:
-    return x - _o.logsumexp(x, axis=dim, keepdims=True)
+    """``x - logsumexp(x)``. A row holding +inf is NaN throughout, as PyTorch's (its shifted
+    form ``x - max`` is NaN there), not NaN at the inf and -inf elsewhere."""
+    total = _o.logsumexp(x, axis=dim, keepdims=True)
+    return x - _o.where(_o.equal(total, math.inf), math.nan, total)
 
 
 def softmax(x: Any, dim: int = -1) -> Any:

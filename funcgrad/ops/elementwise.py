@@ -251,6 +251,9 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
                 return x
             if floating:
                 x = _cast(x, _dt.default_float)
+            elif kind == "b" and name == "neg":
+                raise DTypeError("negative: the - operator is not defined for a bool array (as in NumPy and "
+                                 "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
                 x = _cast(x, _dt.int64)
         return bind(prim, x)

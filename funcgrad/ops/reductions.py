@@ -97,7 +97,9 @@ def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
     centered = subtract(x, mean(x, axes, keepdims=True))
     total = bind(REDUCTIONS["reduce_sum"], square(centered), axes=axes, keepdims=bool(keepdims))
     dof = _count(x, axes) - ddof
-    return total / dof if dof > 0 else total * float("nan")
+    if dof > 0:
+        return total / dof
+    return total / 0.0  # no degrees of freedom left: inf, or NaN for 0/0 (NumPy and PyTorch)
 
 
 def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:

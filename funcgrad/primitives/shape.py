@@ -258,7 +258,15 @@ def _sort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
     return x
 
 
+def _sortable(x: Any) -> Any:
+    """NumPy's sort compares ml-dtypes' bfloat16 wrongly around NaN (it can leave the array
+    unsorted); bfloat16 values sort exactly as float32, where NaN goes last."""
+    return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+
+
 def _sort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    if x.dtype.name == "bfloat16":
+        return _sort(xp, _sortable(x), axis=axis, descending=descending).astype(x.dtype)
     if descending:
         return xp.flip(xp.sort(xp.flip(x, axis), axis=axis, kind="stable"), axis).copy()
     return xp.sort(x, axis=axis, kind="stable")
@@ -272,6 +280,7 @@ def _argsort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray
 
 
 def _argsort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    x = _sortable(x)
     if descending:  # stable among equal keys: sort the reversed array, map indices back
         n = x.shape[axis]
         return xp.flip(n - 1 - xp.argsort(xp.flip(x, axis), axis=axis, kind="stable"), axis).astype(xp.int64)

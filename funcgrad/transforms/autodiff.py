@@ -340,16 +340,24 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
 def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residuals: Any = None) -> None:
     """One backward step, shared by ``fg.vjp``, the tape and backward plans: run ``node``'s
     rule on its output cotangents (and its saved ``residuals``, or others a plan traces
-    with), fit each result to its input, and add it into the parent's slot."""
+    with), fit each result to its input, and add it into the parent's slot. ``None`` is a
+    zero: a parent it reaches gets a slot (so a leaf reached only by zeros gets a zero
+    gradient, as in PyTorch), and a node reached only by zeros runs no rule."""
     from .. import ops
 
     g = tuple(cts) if node.multi else cts[0]
     needs = tuple(p is not None for p in node.parents)
-    in_cts = node.rule.bwd(node.residuals if residuals is None else residuals, g, node.params, needs)
+    if g is None or (node.multi and all(c is None for c in g)):  # only zeros arrive: they pass on as zeros
+        in_cts: tuple[Any, ...] = (None,) * len(node.parents)
+    else:
+        in_cts = node.rule.bwd(node.residuals if residuals is None else residuals, g, node.params, needs)
     for parent, ct in zip(node.parents, in_cts):
-        if parent is None or ct is None:
+        if parent is None:
             continue
         pnode, pidx, shape, dtype = parent
+        if ct is None:  # a zero cotangent (floor's, copysign's sign argument): the parent is still reached
+            pending.setdefault(id(pnode), [None] * pnode.n_out)
+            continue
         ct = fit(ct, shape, dtype)
         slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
         slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)

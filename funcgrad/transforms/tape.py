@@ -149,7 +149,7 @@ def _edge(a: Any) -> tuple[Any, int]:
 def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """Called by the eager interpreter when an argument has autograd metadata.
     Returns ``NotImplemented`` when nothing needs recording (plain eager then)."""
-    if not prim.differentiable or _TAPE_OFF.get() or _NO_GRAD.get() is not None:
+    if _TAPE_OFF.get() or _NO_GRAD.get() is not None:
         return NotImplemented
     parents: list[Any] = []
     live = mutable = False
@@ -179,7 +179,9 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         return NotImplemented
     if mutable:  # a Parameter may change later: save an alias of its current value
         args = tuple([_snapshot(a) for a in args])
-    rule = prim.vjp
+    rule = prim.vjp if prim.differentiable else _zero_rule(prim)
+    if rule is None:  # stop_gradient (detach): the result has no history
+        return NotImplemented
     if prim.impl is None and rule.__class__ is VJPFromRules:  # the common case: the kernel, and what the rule keeps
         if raw is not None and not prim.multiple_results and prim.view is None:  # straight to the kernel
             ans = _pcore.run_on_arrays(prim, raw, device, args, params)
@@ -202,6 +204,21 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     if ans._dtype.kind == "f":
         ans._ag = AutogradMeta(True, fn, 0)
     return ans
+
+
+_ZERO_RULES: dict[str, VJPFromRules] = {}
+
+
+def _zero_rule(prim: Any) -> VJPFromRules | None:
+    """The tape's rule for a primitive without a derivative (floor, sign, round): a float
+    result still gets a ``grad_fn``, and its inputs get zero gradients, as in PyTorch.
+    (Integer and bool results get no history; ``stop_gradient`` cuts it.)"""
+    if prim.name == "stop_gradient":
+        return None
+    rule = _ZERO_RULES.get(prim.name)
+    if rule is None:
+        rule = _ZERO_RULES[prim.name] = VJPFromRules(prim, (), saves="none")
+    return rule
 
 
 def watch(meta: AutogradMeta, node: Any) -> None:
@@ -233,11 +250,12 @@ def _replayed(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
         for node in nodes:
             if node.rule is not None:
                 node.residuals = _FREED
-    if capture is not None:
-        return {(id(n), i): ct for (n, i), ct in zip(capture, got) if ct is not None}
-    for leaf, ct in got:
-        if ct is not None:
-            _accumulate(leaf.variable, ct, False)
+    if capture is not None:  # a captured leaf in the graph is reached, if only by zeros
+        in_graph = {id(n) for n in nodes}
+        return {(id(n), i): ct if ct is not None else ops.zeros_like(n.variable) for (n, i), ct in zip(capture, got)
+                if ct is not None or (id(n) in in_graph and isinstance(n, AccumulateGrad))}
+    for leaf, ct in got:  # every leaf of the graph is reached
+        _accumulate(leaf.variable, ct if ct is not None else ops.zeros_like(leaf.variable), False)
     return {}
 
 
@@ -276,9 +294,12 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
                     got[(id(node), i)] = ct
                 if meta is not None and meta.retain and wanted is None:
                     meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
-            if isinstance(node, AccumulateGrad):
-                if wanted is None and cts[0] is not None:
-                    _accumulate(node.variable, cts[0], create_graph)
+            if isinstance(node, AccumulateGrad):  # reached: a zero gradient if only zeros arrived
+                ct = cts[0] if cts[0] is not None else ops.zeros_like(node.variable)
+                if wanted is None:
+                    _accumulate(node.variable, ct, create_graph)
+                elif (id(node), 0) in wanted:
+                    got[(id(node), 0)] = ct
                 continue
             if node.residuals is _FREED:
                 raise GraphFreedError(
