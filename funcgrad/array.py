@@ -615,7 +615,13 @@ class Array(ArrayBase):
         if value is not None and (not isinstance(value, Array) or tuple(value.shape) != tuple(self.shape)):
             from .errors import ShapeError
 
-            raise ShapeError(f"grad must be None or an array of shape {fmt_shape(tuple(self.shape))}")
+            got = f"shape {fmt_shape(tuple(value.shape))}" if isinstance(value, Array) else type(value).__name__
+            raise ShapeError(f"grad must be None or an array of shape {fmt_shape(tuple(self.shape))}, got {got}")
+        if value is not None and (value._dtype is not self._dtype or value._device is not self._device):
+            from .errors import DTypeError
+
+            raise DTypeError(f"grad must have the array's dtype and device ({self._dtype} on {self._device}), "
+                             f"got {value._dtype} on {value._device}")
         if self._ag is None:
             from .transforms.tape import AutogradMeta
 

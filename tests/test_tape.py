@@ -363,3 +363,85 @@ def test_integer_and_bool_results_have_no_history() -> None:
     x = fg.array([1.5, -2.3, 0.7], requires_grad=True)
     for out in (x > 0, fg.argmax(x), fg.isnan(x), fg.argsort(x), x.detach(), fg.stop_gradient(x)):
         assert out.grad_fn is None and not out.requires_grad
+
+
+def _bad_rules(cotangent):
+    """A custom_vjp and an autograd.Function whose backward returns ``cotangent(v)``."""
+
+    @fg.custom_vjp
+    def f(v):
+        return fg.sin(v)
+
+    f.defvjp(lambda v: (fg.sin(v), v), lambda v, g: (cotangent(v),))
+
+    class Bad(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, v):
+            ctx.save_for_backward(v)
+            return fg.sin(v)
+
+        @staticmethod
+        def backward(ctx, g):
+            return cotangent(ctx.saved_tensors[0])
+
+    return f, Bad
+
+
+@pytest.mark.parametrize("cotangent,error,words", [
+    (lambda v: fg.ones(5, dtype=v.dtype), fg.ShapeError, ["(5,)", "(3,)"]),
+    (lambda v: fg.ones((2, 2), dtype=v.dtype), fg.ShapeError, ["(2, 2)", "(3,)"]),
+    (lambda v: fg.ones(3, dtype=fg.float64), fg.DTypeError, ["float64", "float32"]),
+])
+def test_user_rules_with_wrong_cotangents_raise(cotangent, error, words) -> None:
+    """A custom_vjp bwd or an autograd.Function.backward that returns a cotangent of another
+    shape or dtype than its input raises a typed error naming the rule and both, on every
+    route (fg.grad, the tape, Function inside fg.grad)."""
+    f, Bad = _bad_rules(cotangent)
+    x = fg.array([0.1, 0.2, 0.3])
+    routes = [lambda: fg.grad(lambda v: f(v).sum())(x),
+              lambda: fg.grad(lambda v: Bad.apply(v).sum())(x),
+              lambda: Bad.apply(x.detach().requires_grad_()).sum().backward(),
+              lambda: f(x.detach().requires_grad_()).sum().backward()]
+    for route in routes:
+        with pytest.raises(error) as info:
+            route()
+        for word in words:
+            assert word in str(info.value)
+    assert "Bad" in _message(routes[2]) and "f" in _message(routes[0])
+
+
+def _message(route) -> str:
+    try:
+        route()
+    except fg.FuncgradError as exc:
+        return str(exc)
+    return ""
+
+
+def test_user_rules_may_return_broadcastable_cotangents() -> None:
+    """A cotangent that sums to the input's shape by broadcasting is accepted (PyTorch's rule)."""
+    f, Bad = _bad_rules(lambda v: fg.ones((2, 3), dtype=v.dtype))
+    x = fg.array([0.1, 0.2, 0.3])
+    assert fg.grad(lambda v: f(v).sum())(x).tolist() == [2.0, 2.0, 2.0]
+    y = x.detach().requires_grad_()
+    Bad.apply(y).sum().backward()
+    assert y.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_assigned_and_passed_gradients_are_checked() -> None:
+    p = fg.nn.Parameter(fg.ones(3))
+    with pytest.raises(fg.ShapeError, match=r"\(3,\).*\(4,\)"):
+        p.grad = fg.ones(4)
+    with pytest.raises(fg.DTypeError, match="float32.*float64"):
+        p.grad = fg.ones(3, dtype=fg.float64)
+    opt = fg.optim.SGD([p], lr=0.1)
+    with pytest.raises(fg.DTypeError, match="SGD.step.*float64.*float32"):
+        opt.step([fg.ones(3, dtype=fg.float64)])
+    with pytest.raises(fg.ShapeError, match="SGD.step.*parameter 0"):
+        opt.step([fg.ones(2)])
+    assert p.dtype is fg.float32 and p.tolist() == [1.0, 1.0, 1.0]
+    opt.step([fg.ones(3)])
+    assert p.tolist() == pytest.approx([0.9, 0.9, 0.9])
+    named = fg.optim.Adam(dict(w=p).items(), lr=0.1)
+    with pytest.raises(fg.ShapeError, match="'w'|w"):
+        named.step({"w": fg.ones((3, 1))})

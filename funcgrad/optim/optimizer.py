@@ -22,6 +22,8 @@ from .. import ops
 from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
 from ..backends.device import CPU
+from ..errors import DTypeError, ShapeError
+from ..primitives.core import fmt_shape
 from ..nn.parameter import Parameter
 from ..transforms.api import no_grad
 
@@ -135,12 +137,24 @@ class Optimizer:
         """Gradients passed to ``step`` (the functional path), by parameter id."""
         params = [p for g in self.param_groups for p in g["params"]]
         if isinstance(grads, dict) and self._names and set(grads) <= set(self._names):
-            return {id(self._names[k]): v for k, v in grads.items()}
-        leaves = _tree.leaves(grads)
-        if len(leaves) != len(params):
-            raise ValueError(f"{type(self).__name__}.step: {len(leaves)} gradients for {len(params)} parameters "
-                             "(pass a dict keyed by name when built from named_parameters(), or one per parameter)")
-        return {id(p): g for p, g in zip(params, leaves)}
+            pairs = [(k, self._names[k], v) for k, v in grads.items()]
+        else:
+            leaves = _tree.leaves(grads)
+            if len(leaves) != len(params):
+                raise ValueError(f"{type(self).__name__}.step: {len(leaves)} gradients for {len(params)} parameters "
+                                 "(pass a dict keyed by name when built from named_parameters(), or one per "
+                                 "parameter)")
+            pairs = [(f"parameter {i}", p, g) for i, (p, g) in enumerate(zip(params, leaves))]
+        for name, p, g in pairs:  # a gradient of another shape or dtype would silently change the parameter
+            if g is None:
+                continue
+            if tuple(getattr(g, "shape", ())) != tuple(p.shape):
+                raise ShapeError(f"{type(self).__name__}.step: the gradient for {name} has shape "
+                                 f"{fmt_shape(tuple(getattr(g, 'shape', ())))}, the parameter {fmt_shape(tuple(p.shape))}")
+            if getattr(g, "dtype", None) is not p.dtype:
+                raise DTypeError(f"{type(self).__name__}.step: the gradient for {name} has dtype "
+                                 f"{getattr(g, 'dtype', type(g).__name__)}, the parameter {p.dtype}")
+        return {id(p): g for _, p, g in pairs}
 
     def step(self, grads: Any = None, closure: Callable[[], Any] | None = None) -> Any:
         """One update. Gradients come from ``p.grad`` (after ``backward``) or from ``grads``."""

@@ -22,10 +22,10 @@ import contextvars
 from typing import Any
 
 from ..array import Array as _Array
-from ..errors import DTypeError
+from ..errors import DTypeError, ShapeError
 from ..primitives import core as _pcore
 from ..primitives.ad import VJPFromRules
-from ..primitives.core import aval_of, bind, current_interpreter
+from ..primitives.core import aval_of, bind, current_interpreter, fmt_shape
 from .core import Interpreter, Tracer, check_tracer
 from .replay import replay
 
@@ -359,6 +359,9 @@ def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residual
             pending.setdefault(id(pnode), [None] * pnode.n_out)
             continue
         ct = fit(ct, shape, dtype)
+        if ct.shape != shape and tuple(ct.shape) != tuple(shape):
+            raise ShapeError(f"{node.name}: the backward rule gave a cotangent of shape {fmt_shape(tuple(ct.shape))} "
+                             f"for an input of shape {fmt_shape(tuple(shape))}")
         slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
         slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import tree as _tree
+from ..errors import DTypeError, ShapeError
 from ..primitives.core import Primitive, bind
 from .ir import make_program
 
@@ -45,13 +46,31 @@ def _merge(static: tuple[Any, ...], dynamic: Sequence[Any], nondiff: tuple[int, 
     return out
 
 
+def check_cotangent(where: str, index: int, ct: Any, aval: Any) -> None:
+    """A user rule's cotangent for input ``index`` must have that input's dtype and its shape
+    (or one that sums to it by broadcasting): anything else would be a wrong gradient."""
+    if ct is None or aval is None or not hasattr(ct, "shape") or getattr(aval, "dtype", None) is None:
+        return
+    from ..primitives.core import fmt_shape
+
+    shape, want = tuple(ct.shape), tuple(aval.shape)
+    lead = len(shape) - len(want)
+    if lead < 0 or any(d != w and w != 1 for d, w in zip(shape[lead:], want)):
+        raise ShapeError(f"{where} returned a cotangent of shape {fmt_shape(shape)} for input {index} of shape "
+                         f"{fmt_shape(want)}")
+    if aval.dtype.kind == "f" and ct.dtype is not aval.dtype:
+        raise DTypeError(f"{where} returned a {ct.dtype} cotangent for input {index} of dtype {aval.dtype} "
+                         f"(shape {fmt_shape(want)}); cast it with .astype({aval.dtype})")
+
+
 class _Call:
     """Hashable, printable bundle of the user's callables and static data for the params."""
 
     def __init__(self, fun: Callable[..., Any], rule: Any, static: tuple[Any, ...], nondiff: tuple[int, ...],
-                 in_tree: Any, out_tree: Any, out_avals: list[Any]) -> None:
+                 in_tree: Any, out_tree: Any, out_avals: list[Any], in_avals: list[Any] | None = None) -> None:
         self.fun, self.rule, self.static, self.nondiff = fun, rule, static, nondiff
         self.in_tree, self.out_tree, self.out_avals = in_tree, out_tree, out_avals
+        self.in_avals = in_avals
         self.__name__ = getattr(fun, "__name__", "fun")
 
     def __repr__(self) -> str:
@@ -89,7 +108,7 @@ def _prepare(fun: Callable[..., Any], rule: Any, nondiff: tuple[int, ...], args:
         return fun(*_merge(static, d, nondiff))
 
     program, _ = make_program(probe, [x.aval for x in flat], in_tree)  # output structure and types
-    call = _Call(fun, rule, static, nondiff, in_tree, program.out_tree, program.out_avals)
+    call = _Call(fun, rule, static, nondiff, in_tree, program.out_tree, program.out_avals, [x.aval for x in flat])
     return call, flat
 
 
@@ -168,6 +187,8 @@ class _CustomVJPRule:
         for sub, ct in zip(call.in_tree.children, result):
             leaves = _tree.leaves(ct) if ct is not None else [None] * sub.num_leaves
             flat.extend(leaves)
+        for i, (ct, aval) in enumerate(zip(flat, call.in_avals or ())):
+            check_cotangent(f"custom_vjp {call.__name__}: bwd", i, ct, aval)
         return tuple(flat)
 
 

@@ -16,7 +16,7 @@ from ..array import Array, ArrayBase
 from .autodiff import TAPE_OFF as _TAPE_OFF
 from .autodiff import is_grad_enabled
 from .core import Tracer
-from .custom import custom_vjp
+from .custom import check_cotangent, custom_vjp
 from .tape import AutogradMeta, GradFn, _edge
 
 __all__ = ["Function", "FunctionCtx"]
@@ -59,9 +59,11 @@ class _Named:
 class _FunctionRule:
     """Calls the user's ``backward`` when the tape reaches this node."""
 
-    def __init__(self, cls: type, array_positions: list[int], n_args: int, outputs: tuple[Any, ...]) -> None:
+    def __init__(self, cls: type, array_positions: list[int], n_args: int, outputs: tuple[Any, ...],
+                 inputs: tuple[Any, ...] = ()) -> None:
         self.cls, self.positions, self.n_args = cls, array_positions, n_args
         self.outputs = outputs  # (shape, dtype, device) of each output: zeros for the unused ones
+        self.inputs = inputs  # the abstract value of each array input: its gradient must match
 
     def bwd(self, ctx: FunctionCtx, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         cts = g if isinstance(g, tuple) else (g,)
@@ -75,6 +77,9 @@ class _FunctionRule:
         if len(grads) != self.n_args:
             raise TypeError(f"{self.cls.__name__}.backward returned {len(grads)} gradients for {self.n_args} inputs "
                             "of forward (return None for inputs without a gradient)")
+        for k, (i, aval) in enumerate(zip(self.positions, self.inputs)):
+            if needs is None or needs[k]:
+                check_cotangent(f"{self.cls.__name__}.backward", i, grads[i], aval)
         return tuple(grads[i] for i in self.positions)
 
 
@@ -107,8 +112,8 @@ class Function:
         parents = tuple((*_edge(args[i]), tuple(args[i].shape), args[i]._dtype) if needs[i] else None
                         for i in positions)
         avals = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Array) else None for o in outs)
-        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), _FunctionRule(cls, positions, len(args), avals), {},
-                    parents, ctx, len(outs))
+        rule = _FunctionRule(cls, positions, len(args), avals, tuple(args[i].aval for i in positions))
+        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), rule, {}, parents, ctx, len(outs))
         fn.name = f"{cls.__name__}Backward"
         marked = []
         for i, o in enumerate(outs):
@@ -136,6 +141,8 @@ class Function:
 
         def fun(*a: Any) -> Any:
             return forward(*a)[0]
+
+        fun.__name__ = cls.__name__
 
         def bwd(*rest: Any) -> Any:
             ctx, g = rest[-2], rest[-1]
