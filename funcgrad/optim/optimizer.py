@@ -23,8 +23,8 @@ from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
 from ..backends.device import CPU
 from ..errors import DTypeError, ShapeError
-from ..primitives.core import fmt_shape
 from ..nn.parameter import Parameter
+from ..primitives.core import fmt_shape
 from ..transforms.api import no_grad
 
 __all__ = ["Optimizer", "axpy"]
@@ -149,8 +149,9 @@ class Optimizer:
             if g is None:
                 continue
             if tuple(getattr(g, "shape", ())) != tuple(p.shape):
-                raise ShapeError(f"{type(self).__name__}.step: the gradient for {name} has shape "
-                                 f"{fmt_shape(tuple(getattr(g, 'shape', ())))}, the parameter {fmt_shape(tuple(p.shape))}")
+                got = fmt_shape(tuple(getattr(g, "shape", ())))
+                raise ShapeError(f"{type(self).__name__}.step: the gradient for {name} has shape {got}, the "
+                                 f"parameter {fmt_shape(tuple(p.shape))}")
             if getattr(g, "dtype", None) is not p.dtype:
                 raise DTypeError(f"{type(self).__name__}.step: the gradient for {name} has dtype "
                                  f"{getattr(g, 'dtype', type(g).__name__)}, the parameter {p.dtype}")
