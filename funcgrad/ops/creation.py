@@ -18,6 +18,8 @@ from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends.device import CPU, Device
 from ..backends.device import device as _as_device
 from ..errors import DTypeError, ShapeError
+from . import elementwise as _elementwise
+from . import shaping as _shaping
 
 __all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri", "meshgrid"]
@@ -73,11 +75,60 @@ def _place(host: np.ndarray, device: Device) -> Array:
     return Array._from_kernel(device.backend.from_host(host), device)
 
 
+def _holds_arrays(obj: Any) -> bool:
+    """Whether a nested sequence holds a funcgrad array or a traced value anywhere."""
+    if isinstance(obj, ArrayBase):
+        return True
+    return isinstance(obj, (list, tuple)) and any(_holds_arrays(o) for o in obj)
+
+
+def _stacked(obj: Any, dt: _dt.DType | None, device: Any, op: str) -> Any:
+    """A nested sequence holding funcgrad arrays or traced values, built by stacking them,
+    so derivatives flow through it in every transform and on the tape (JAX's rule: the
+    dtype is the arrays' promoted one, Python scalars weak)."""
+    leaves: list[Any] = []
+
+    def collect(o: Any) -> None:
+        if isinstance(o, (list, tuple)):
+            for e in o:
+                collect(e)
+        else:
+            leaves.append(o if isinstance(o, (ArrayBase, bool, int, float)) else asarray(o))
+
+    collect(obj)
+    dtype = dt if dt is not None else _dt.result_type(*leaves)
+    if device is None:
+        device = next((leaf.device for leaf in leaves if isinstance(leaf, ArrayBase)), None)
+    converted = iter(leaves)
+
+    def build(o: Any) -> Any:
+        if isinstance(o, (list, tuple)):
+            if not o:
+                raise ShapeError(f"{op}: an empty sequence beside arrays (the rows have different lengths)")
+            parts = [build(e) for e in o]
+            shapes = {tuple(p.shape) for p in parts}
+            if len(shapes) != 1:
+                raise ShapeError(f"{op}: ragged nested sequence: its elements have shapes {sorted(shapes)}")
+            return _shaping.stack(parts)
+        leaf = next(converted)
+        if isinstance(leaf, ArrayBase):
+            return leaf.astype(dtype, copy=False)
+        return full((), leaf, dtype, device=device)
+
+    return build(obj)
+
+
 @_grad_leaf
 def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True,
           requires_grad: bool = False) -> Array:
-    """A new array holding a copy of ``obj`` (nested lists, scalars, NumPy or funcgrad arrays)."""
+    """A new array holding a copy of ``obj`` (nested lists, scalars, NumPy or funcgrad arrays).
+    A sequence holding arrays or traced values stacks them, keeping their derivatives."""
     dt = None if dtype is None else _dt.as_dtype(dtype, op="array")
+    if isinstance(obj, (list, tuple)) and _holds_arrays(obj):
+        out = _stacked(obj, dt, None if device is None else _as_device(device), "array")
+        return out.to(device) if device is not None and isinstance(out, Array) else out
+    if isinstance(obj, ArrayBase) and not isinstance(obj, Array):  # a traced value: a copy that keeps its derivative
+        return obj.astype(dt if dt is not None else obj.dtype)
     if isinstance(obj, Array):
         out = obj.astype(dt, copy=copy) if dt is not None else (obj.astype(obj.dtype) if copy else obj)
         return out.to(device) if device is not None else out
@@ -117,6 +168,8 @@ def from_numpy(a: np.ndarray) -> Array:
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """Import any DLPack producer (PyTorch, JAX, CuPy, NumPy) zero-copy where possible."""
+    if not hasattr(x, "__dlpack_device__"):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), got {type(x).__name__}")
     kind, index = x.__dlpack_device__()
     if int(kind) == 1:  # kDLCPU
         host = np.from_dlpack(x)
@@ -154,6 +207,10 @@ def _create(device: Any, make: Any) -> Array:
 @_grad_leaf
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
     """An array of ``shape`` filled with ``fill_value`` (dtype inferred from it, weakly)."""
+    if isinstance(fill_value, ArrayBase) and not _is_constant(fill_value):  # keeps the fill value's derivative
+        dt = fill_value.dtype if dtype is None else _dt.as_dtype(dtype, op="full")
+        sh = _shape(shape, "full")
+        return _shaping.broadcast_to(fill_value.astype(dt, copy=False), sh)
     if dtype is None:
         if isinstance(fill_value, ArrayBase):
             dtype = fill_value.dtype
@@ -192,6 +249,7 @@ def _backend_like(x: Array, fill: str) -> Array:
 
 
 def _like(x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], Any, Any]:
+    x = x if isinstance(x, ArrayBase) else asarray(x)
     return tuple(x.shape), (x.dtype if dtype is None else dtype), (x.device if device is None else device)
 
 
@@ -233,13 +291,43 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
     dt = _dt.as_dtype(dtype, op="arange")
     if step == 0:
         raise ValueError("arange: step must not be zero")
+    if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop, step)):
+        return _differentiable_arange(start, stop, step, dt, device)
     return _create(device, lambda xp: xp.arange(start, stop, step, dtype=dt.np) if stop is not None
                    else xp.arange(start, dtype=dt.np))
 
 
+def _is_constant(x: Any) -> bool:
+    """A concrete array with no tape history: creation may read its value."""
+    return isinstance(x, Array) and not x.requires_grad
+
+
+def _differentiable_arange(start: Any, stop: Any, step: Any, dt: _dt.DType, device: Any) -> Any:
+    """``start + step * i``: the length comes from the values (a traced value must be
+    concrete: ``ConcretizationError`` under ``fg.trace``), the elements keep derivatives."""
+    if stop is None:
+        start, stop = 0, start
+    lo, hi, by = (float(v) for v in (start, stop, step))
+    n = max(0, int(np.ceil((hi - lo) / by)))
+    steps = arange(n, dtype=dt, device=device if device is not None else _device_of(start, stop, step))
+    return (_elementwise.add(start, _elementwise.multiply(step, steps))).astype(dt, copy=False)
+
+
+def _device_of(*values: Any) -> Any:
+    return next((v.device for v in values if isinstance(v, ArrayBase)), None)
+
+
 @_grad_leaf
-def linspace(start: float, stop: float, num: int = 50, dtype: Any = None, *, device: Any = None,
+def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device: Any = None,
              endpoint: bool = True, requires_grad: bool = False) -> Array:
+    """``num`` evenly spaced values; array (or traced) endpoints keep their derivatives."""
+    if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop)):
+        dt = _dt.as_dtype(dtype, op="linspace") if dtype is not None else _dt.result_type(start, stop, 0.0)
+        steps = arange(num, dtype=dt, device=device if device is not None else _device_of(start, stop))
+        div = (num - 1 if endpoint else num) or 1
+        fraction = _elementwise.divide(steps, float(div))
+        return _elementwise.add(start, _elementwise.multiply(_elementwise.subtract(stop, start), fraction)
+                                ).astype(dt, copy=False)
     dt = _resolve(dtype, _dt.float32, "linspace")
     return _create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
 
@@ -262,6 +350,7 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
 
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = tuple(a if isinstance(a, ArrayBase) else asarray(a) for a in arrays)
     n = len(arrays)
     sizes = [a.shape[0] for a in arrays]
     if indexing == "xy" and n >= 2:

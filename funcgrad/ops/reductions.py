@@ -132,6 +132,7 @@ def cumprod(x: Any, /, axis: Any = None, *, dtype: Any = None) -> Any:
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """Array API 2023.12 ``cumulative_sum``."""
+    x = _single(x)
     out = cumsum(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
     if include_initial:
         from .shaping import pad
@@ -142,4 +143,5 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, inc
 
 
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None) -> Any:
+    x = _single(x)
     return cumprod(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
