@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
-from .backends.buffer import Buffer
+from .backends.buffer import Buffer, read_only
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
 from .primitives import core as _core
 from .primitives.core import Layout, Primitive, ShapedArray, fmt_shape
+
+_UNSET: Any = object()  # an argument the caller did not pass
 
 __all__ = ["Array", "ArrayBase"]
 
@@ -85,7 +87,7 @@ class ArrayBase:
     def __matmul__(self, other: Any) -> Any: return _o.matmul(self, other)
     def __rmatmul__(self, other: Any) -> Any: return _o.matmul(other, self)
     def __neg__(self) -> Any: return _o.negative(self)
-    def __pos__(self) -> Any: return self
+    def __pos__(self) -> Any: return _o.positive(self)
     def __abs__(self) -> Any: return _o.abs(self)
     def __invert__(self) -> Any: return _o.bitwise_invert(self)
     def __and__(self, other: Any) -> Any: return _o.bitwise_and(self, other)
@@ -293,7 +295,7 @@ class Array(ArrayBase):
         """A new array over ``base``'s buffer with ``layout`` (no copy)."""
         a = object.__new__(Array)
         buf = base.buffer
-        a._data = base._device.backend.view(buf.flat, layout.shape, layout.strides, layout.offset)
+        a._data = base._device.backend.view(buf.raw_flat, layout.shape, layout.strides, layout.offset)
         a._dtype = base._dtype
         a._device = base._device
         a._buf = buf
@@ -313,6 +315,16 @@ class Array(ArrayBase):
         a._layout = None
         a._ag = None
         return a
+
+    def _own(self) -> Any:
+        """This array as a function's result when nothing changes: itself, unless it is a
+        mutable holder (a Parameter), whose later updates must not reach the result; then
+        a view of its current value (with its history, recorded as a reshape)."""
+        if self.__class__ is Array:
+            return self
+        from .primitives.shape import reshape_p
+
+        return _core.bind(reshape_p, self, new_sizes=tuple(self._data.shape))
 
     @staticmethod
     def _alias(x: Array) -> Array:
@@ -353,12 +365,12 @@ class Array(ArrayBase):
         layout = self._layout
         if layout is None:
             data, buf, backend = self._data, self.buffer, self._device.backend
-            if data is buf.owner:  # the array the memory came from
+            if data is buf.raw_owner:  # the array the memory came from
                 flat, offset, strides = backend.flat_span(data)
                 if buf._flat is None:
                     buf._flat = flat
             else:  # a view the backend made of it (eager views and basic indexing of plain arrays)
-                offset, strides = backend.place_in(buf.flat, data)
+                offset, strides = backend.place_in(buf.raw_flat, data)
             layout = self._layout = Layout(tuple(data.shape), strides, offset)
         return layout
 
@@ -434,7 +446,7 @@ class Array(ArrayBase):
     def contiguous(self) -> Array:
         """This array if already contiguous, else a row-major copy."""
         if self.is_contiguous():
-            return self
+            return self._own()
         from .primitives.elementwise import copy_p
 
         return _core.bind(copy_p, self)  # type: ignore[no-any-return]
@@ -455,9 +467,7 @@ class Array(ArrayBase):
         """A read-only NumPy view of the same memory (CPU arrays only)."""
         if self._device is not CPU:
             raise TypeError(f"numpy(): the array is on {self._device}; call x.to('cpu').numpy() to copy it to the host")
-        out = self._data.view()
-        out.flags.writeable = False
-        return out
+        return read_only(self._data)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         if self._device is not CPU:
@@ -467,16 +477,25 @@ class Array(ArrayBase):
             return out.astype(dtype)
         return out.copy() if copy else out
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = _UNSET,
                    copy: bool | None = None) -> Any:
+        """DLPack export that never hands out a writable alias. A consumer that calls with the
+        array API 2023.12 signature (``dl_device``, ``copy``, ``max_version`` >= 1: NumPy) gets
+        a read-only view flagged read-only, which it honours; any other (PyTorch and JAX, which
+        do not honour the flag), a GPU array, or ``copy=True`` gets a copy."""
         kwargs: dict[str, Any] = {}
         if max_version is not None:
             kwargs["max_version"] = max_version
-        if copy is not None:
-            kwargs["copy"] = copy
         if stream is not None:
             kwargs["stream"] = stream
-        return self._data.__dlpack__(**kwargs)
+        honours_read_only = (dl_device is not _UNSET and max_version is not None and tuple(max_version) >= (1, 0)
+                             and self._device is CPU and copy is not True)
+        if honours_read_only:
+            return read_only(self._data).__dlpack__(**kwargs)
+        if copy is False:
+            raise BufferError("__dlpack__(copy=False): funcgrad exports its memory only read-only, which this "
+                              "consumer does not signal it honours; export with copy=None or copy=True")
+        return self._data.copy().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._data.__dlpack_device__()  # type: ignore[no-any-return]
@@ -516,7 +535,7 @@ class Array(ArrayBase):
     def _to_device(self, dst: Device) -> Array:
         src = self._device
         if dst is src:
-            return self
+            return self._own()
         if self._ag is not None:  # a copy made outside the tape would come back without its history
             from .errors import DeviceMismatchError
 

@@ -258,3 +258,48 @@ def test_eager_views_reject_what_the_layout_rule_rejects() -> None:
         fg.bind(slice_p, x, index=((1, 5, 1),))
     with pytest.raises(fg.ShapeError, match="not 1"):
         fg.bind(squeeze_p, x, dimensions=(0,))
+
+
+def _writes():
+    """Every route the review found that wrote into an array's memory."""
+    import numpy as np
+
+    def base_chain(a):
+        n = a.numpy()
+        while n is not None and isinstance(n, np.ndarray):
+            n.setflags(write=True)
+            n = n.base
+    routes = {
+        "np.from_dlpack": lambda a: np.from_dlpack(a).__setitem__(0, 42),
+        "numpy().setflags": lambda a: (lambda n: (n.setflags(write=True), n.__setitem__(-1, -1)))(a.numpy()),
+        "base chain": base_chain,
+        "buffer.owner": lambda a: a.buffer.owner.__setitem__(0, 0),
+        "buffer.flat": lambda a: a.buffer.flat.__setitem__(0, 0),
+        "np.asarray": lambda a: np.asarray(a).__setitem__(0, 7),
+        "dlpack capsule (NumPy's call)": lambda a: np.from_dlpack(
+            type("P", (), {"__dlpack__": lambda s, **k: a.__dlpack__(**k),
+                           "__dlpack_device__": lambda s: a.__dlpack_device__()})()).__setitem__(0, 3),
+    }
+    try:
+        import torch
+
+        routes["torch.from_dlpack"] = lambda a: torch.from_dlpack(a).add_(100)
+    except ImportError:
+        pass
+    return routes
+
+
+@pytest.mark.parametrize("route", sorted(_writes()))
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_nothing_writes_into_an_arrays_memory(route, dtype) -> None:
+    """Through any public attribute, NumPy view, .base chain or DLPack consumer, an array's
+    memory and that of its views stay as they were (writes are refused, or land in a copy)."""
+    x = fg.array([1.0, 2.0, 3.0, 4.0], dtype=getattr(fg, dtype))
+    v = x[1:]
+    for target in (x, v):
+        try:
+            _writes()[route](target)
+        except (ValueError, TypeError, AttributeError, BufferError, RuntimeError):
+            pass
+        assert x.tolist() == [1.0, 2.0, 3.0, 4.0], route
+        assert v.tolist() == [2.0, 3.0, 4.0], route

@@ -130,7 +130,7 @@ def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True,
     if isinstance(obj, ArrayBase) and not isinstance(obj, Array):  # a traced value: a copy that keeps its derivative
         return obj.astype(dt if dt is not None else obj.dtype)
     if isinstance(obj, Array):
-        out = obj.astype(dt, copy=copy) if dt is not None else (obj.astype(obj.dtype) if copy else obj)
+        out = obj.astype(dt, copy=copy) if dt is not None else (obj.astype(obj.dtype) if copy else obj._own())
         return out.to(device) if device is not None else out
     dev = _as_device(device)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
@@ -144,7 +144,7 @@ def asarray(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool | Non
             requires_grad: bool = False) -> Any:
     """Array API ``asarray``: return ``obj`` itself when it already fits, else convert."""
     if isinstance(obj, ArrayBase):
-        out = obj if dtype is None else obj.astype(dtype, copy=bool(copy))
+        out = _elementwise._own(obj) if dtype is None else obj.astype(dtype, copy=bool(copy))
         if copy and out is obj:
             out = obj.astype(obj.dtype)
         return out.to(device) if device is not None and isinstance(out, Array) else out
@@ -167,7 +167,9 @@ def from_numpy(a: np.ndarray) -> Array:
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
-    """Import any DLPack producer (PyTorch, JAX, CuPy, NumPy) zero-copy where possible."""
+    """Import any DLPack producer (PyTorch, JAX, CuPy, NumPy) zero-copy where possible. The
+    array shares the producer's memory: do not write to the source afterwards (funcgrad
+    assumes buffers never change)."""
     if not hasattr(x, "__dlpack_device__"):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), got {type(x).__name__}")
     kind, index = x.__dlpack_device__()

@@ -47,7 +47,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     dt = _dt.as_dtype(dtype, op="astype")
     x = _to_array(x)
     if dt is x.dtype and not copy:
-        out = x
+        out = _own(x)
     else:
         out = bind(convert_element_type_p, x, new_dtype=dt)
     return out.to(device) if device is not None else out
@@ -223,6 +223,12 @@ def _float_test(name: str, int_answer: bool) -> Any:
     return fn
 
 
+def _own(x: Any) -> Any:
+    """``x`` as a result returned unchanged: a Parameter (mutable) gives a view of its current
+    value instead, which its later updates do not reach (``Array._own``)."""
+    return x._own() if x.__class__ is not Array and isinstance(x, Array) else x
+
+
 def _single(x: Any) -> Any:
     x = _to_array(x)
     if isinstance(x, _SCALARS):
@@ -248,7 +254,7 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
         kind = x.dtype.kind
         if kind != "f":
             if int_identity:
-                return x
+                return _own(x)
             if floating:
                 x = _cast(x, _dt.default_float)
             elif kind == "b" and name == "neg":
@@ -297,14 +303,14 @@ bitwise_invert = _unary_fn("bitwise_invert")
 
 
 def positive(x: Any, /) -> Any:
-    return _single(x)
+    return _own(_single(x))
 
 
 def round(x: Any, /, decimals: int = 0) -> Any:
     """Round half to even, as NumPy; integers are returned unchanged."""
     x = _single(x)
     if x.dtype.kind != "f":
-        return x
+        return _own(x)
     return bind(UNARY["round"], x, decimals=decimals)
 
 

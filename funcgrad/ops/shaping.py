@@ -27,7 +27,7 @@ from ..primitives.shape import (
     squeeze_p,
     transpose_p,
 )
-from .elementwise import _promote, _single
+from .elementwise import _own, _promote, _single
 
 __all__ = ["reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "flatten", "ravel",
@@ -60,7 +60,7 @@ def reshape(x: Any, /, shape: Any, *, copy: bool | None = None) -> Any:
     x = _single(x)
     new = resolve_shape("reshape", shape, x.size)
     if new == tuple(x.shape) and not copy:
-        return x
+        return _own(x)
     return bind(reshape_p, x, new_sizes=new)
 
 
@@ -107,7 +107,7 @@ def squeeze(x: Any, /, axis: Any = None) -> Any:
         dims = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
         dims = normalize_axes("squeeze", axis, x.ndim)
-    return bind(squeeze_p, x, dimensions=dims) if dims else x
+    return bind(squeeze_p, x, dimensions=dims) if dims else _own(x)
 
 
 def expand_dims(x: Any, /, axis: Any = 0) -> Any:
@@ -123,7 +123,7 @@ def broadcast_to(x: Any, /, shape: Any) -> Any:
     x = _single(x)
     shape = tuple(int(d) for d in ((shape,) if isinstance(shape, int) else shape))
     if shape == tuple(x.shape):
-        return x
+        return _own(x)
     return bind(broadcast_to_p, x, shape=shape)
 
 
@@ -205,12 +205,12 @@ def vstack(arrays: Sequence[Any]) -> Any:
 
 def atleast_1d(x: Any) -> Any:
     x = _single(x)
-    return reshape(x, (1,)) if x.ndim == 0 else x
+    return reshape(x, (1,)) if x.ndim == 0 else _own(x)
 
 
 def atleast_2d(x: Any) -> Any:
     x = _single(x)
-    return reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else x
+    return reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else _own(x)
 
 
 def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
@@ -351,4 +351,4 @@ def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
         s %= n
         if s:
             x = concatenate([slice_axis(x, a, n - s, n), slice_axis(x, a, 0, n - s)], axis=a)
-    return x
+    return _own(x)

@@ -59,7 +59,7 @@ def _reference_counts(p: Parameter) -> tuple[int, int, int] | None:
     parameter over a whole buffer it was assigned from a kernel's output; ``None`` for any
     other arrangement (a view into a larger buffer, memory shared with a NumPy array)."""
     buf, data = p._buf, p._data
-    if buf is None or buf.owner is not data or data.base is not None:
+    if buf is None or buf.raw_owner is not data or data.base is not None:
         return None
     flat = buf._flat
     if flat is None or flat.base is not data:
