@@ -11,6 +11,7 @@ __all__ = [
     "ConcretizationError",
     "DTypeError",
     "DeviceMismatchError",
+    "FormatError",
     "FuncgradError",
     "GraphFreedError",
     "ShapeError",
@@ -49,3 +50,8 @@ class TracerLeakError(FuncgradError, RuntimeError):
 
 class GraphFreedError(FuncgradError, RuntimeError):
     """``backward`` walked a graph whose saved values were already freed."""
+
+
+class FormatError(FuncgradError, ValueError):
+    """A file ``fg.load`` refuses: not a funcgrad file (a pickle or torch file, which funcgrad
+    never loads), or a malformed or hostile one."""

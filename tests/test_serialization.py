@@ -104,3 +104,135 @@ def test_malformed_files(tmp_path) -> None:
     with pytest.raises(fg.FormatError, match="truncated"):
         fg.load(p)
     assert issubclass(fg.FormatError, ValueError)
+
+
+def _header(tree, **extra) -> bytes:
+    return json.dumps({"format": "funcgrad", "version": 1, "tree": tree, **extra}).encode()
+
+
+def _arr(shape, offset, nbytes, dtype="float32"):
+    return {"__array__": {"dtype": dtype, "shape": shape, "offset": offset, "nbytes": nbytes}}
+
+
+HOSTILE = {
+    "shared bytes": (_header([_arr([1024], 0, 4096)] * 1000), b"\0" * 4096, "overlaps"),
+    "overlap": (_header([_arr([2], 0, 8), _arr([2], 4, 8)]), b"\0" * 12, "overlaps"),
+    "gap": (_header([_arr([1], 0, 4), _arr([1], 8, 4)]), b"\0" * 12, "gap"),
+    "past the end": (_header([_arr([4], 0, 16)]), b"\0" * 8, "outside the file"),
+    "unexplained tail": (_header([_arr([1], 0, 4)]), b"\0" * 8, "not described"),
+    "overflowing shape": (_header([_arr([2 ** 40, 2 ** 40], 0, 0)]), b"", "too large"),
+    "zero times huge": (_header([_arr([0, 2 ** 70], 0, 0)]), b"", "too large|malformed"),
+    "65 dimensions": (_header([_arr([1] * 65, 0, 4)]), b"\0" * 4, "dimensions"),
+    "string shape": (_header([_arr(["12"], 0, 48)]), b"\0" * 48, "list of integers"),
+    "string dimension": (_header([_arr("12", 0, 48)]), b"\0" * 48, "list of integers"),
+    "float dimension": (_header([_arr([1.5], 0, 4)]), b"\0" * 4, "list of integers"),
+    "bool dimension": (_header([_arr([True], 0, 4)]), b"\0" * 4, "list of integers"),
+    "float offset": (_header([_arr([1], 0.0, 4)]), b"\0" * 4, "non-negative integers"),
+    "negative offset": (_header([_arr([1], -4, 4)]), b"\0" * 4, "non-negative integers"),
+    "huge offset": (_header([_arr([1], 10 ** 18, 4)]), b"\0" * 4, "gap|outside the file"),
+    "short dtype name": (_header([_arr([1], 0, 4, dtype="f4")]), b"\0" * 4, "unknown dtype"),
+    "corrupted data": (_header([_arr([1], 0, 4)], crc32=123), b"\0" * 4, "corrupted"),
+    "infinite offset": (b'{"format":"funcgrad","version":1,"tree":{"__array__":{"dtype":"float32","shape":[1],'
+                        b'"offset":Infinity,"nbytes":4}}}', b"\0" * 4, "non-JSON constant"),
+    "5000-digit number": (b'{"format":"funcgrad","version":1,"tree":' + b"9" * 5000 + b"}", b"", "5000-character"),
+    "5000-digit float": (b'{"format":"funcgrad","version":1,"tree":0.' + b"1" * 5000 + b"}", b"", "character number"),
+    "deep nesting": (b'{"format":"funcgrad","version":1,"tree":' + b"[" * 100000 + b"]" * 100000 + b"}", b"",
+                     "nested deeper"),
+    "deep but parseable nesting": (_header(json.loads("[" * 150 + "]" * 150)), b"", "nested deeper"),
+    "duplicate keys": (b'{"format":"funcgrad","version":1,"version":1,"tree":1}', b"", "duplicate"),
+    "bool version": (_header(1, version=True), b"", "version"),
+    "float version": (json.dumps({"format": "funcgrad", "version": 1.0, "tree": 1}).encode(), b"", "version"),
+    "string version": (json.dumps({"format": "funcgrad", "version": "1", "tree": 1}).encode(), b"", "version"),
+    "unknown dtype": (_header([_arr([1], 0, 8, dtype="object")]), b"\0" * 8, "unknown dtype"),
+    "extra entry key": (_header([{"__array__": {"dtype": "float32", "shape": [1], "offset": 0, "nbytes": 4,
+                                                "x": 1}}]), b"\0" * 4, "malformed array entry"),
+    "not UTF-8": (b"\xff\xfe", b"", "malformed header"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_files_are_refused_before_allocating(case, tmp_path) -> None:
+    import tracemalloc
+
+    header, data, message = HOSTILE[case]
+    path = tmp_path / "h.fg"
+    _write(path, header, data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(fg.FormatError, match=message):
+            fg.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < os.path.getsize(path) * 40 + (1 << 20), peak  # parsing the header, no array of the asked size
+    with pytest.raises(fg.FormatError, match=message):  # a file object, too
+        with open(path, "rb") as f:
+            fg.load(f)
+
+
+def test_format_error_is_a_funcgrad_error_and_a_value_error() -> None:
+    assert issubclass(fg.FormatError, fg.FuncgradError) and issubclass(fg.FormatError, ValueError)
+
+
+def test_save_and_load_take_binary_file_objects(tmp_path) -> None:
+    import io
+
+    obj = {"w": fg.arange(6.0).reshape(2, 3), "empty": fg.zeros((0, 4)), "b": fg.ones(2, fg.bfloat16), "n": 3}
+    buf = io.BytesIO()
+    fg.save(obj, buf)
+    buf.seek(0)
+    back = fg.load(buf)
+    assert back["w"].tolist() == obj["w"].tolist() and back["empty"].shape == (0, 4) and back["n"] == 3
+    assert back["b"].dtype is fg.bfloat16
+    with open(tmp_path / "f.fg", "wb") as f:
+        fg.save(obj, f)
+    with open(tmp_path / "f.fg", "rb") as f:
+        assert fg.load(f)["w"].tolist() == obj["w"].tolist()
+
+
+def _valid_file(arrays: list[np.ndarray]) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fg.save({"xs": [fg.asarray(a) for a in arrays], "meta": (1, "text", None, float("nan"))}, buf)
+    return buf.getvalue()
+
+
+@given(data=st.data())
+def test_mutated_files_load_correctly_or_raise_format_error(data) -> None:
+    """Fuzz: flip bytes anywhere, or rewrite one header field with a hostile value; fg.load
+    returns the saved value or raises FormatError, and allocates at most about the file's size."""
+    import io
+    import tracemalloc
+
+    arrays = [np.arange(data.draw(st.integers(0, 40)), dtype=np.float32) * 0.5,
+              np.ones((data.draw(st.integers(0, 3)), 2), np.int64)]
+    raw = bytearray(_valid_file(arrays))
+    (hlen,) = struct.unpack("<Q", raw[9:17])
+    if data.draw(st.booleans()):  # byte flips
+        for _ in range(data.draw(st.integers(1, 4))):
+            i = data.draw(st.integers(0, len(raw) - 1))
+            raw[i] = data.draw(st.integers(0, 255))
+    else:  # one header field replaced
+        header = json.loads(bytes(raw[17:17 + hlen]))
+        entry = header["tree"]["__dict__"][0][1][data.draw(st.integers(0, 1))]["__array__"]
+        field = data.draw(st.sampled_from(sorted(entry)))
+        entry[field] = data.draw(st.one_of(
+            st.integers(-2, 2 ** 64), st.floats(allow_nan=False), st.text(max_size=3), st.booleans(), st.none(),
+            st.lists(st.integers(-1, 2 ** 40), max_size=70)))
+        blob = json.dumps(header).encode()
+        raw = bytearray(b"FUNCGRAD\n" + struct.pack("<Q", len(blob)) + blob + bytes(raw[17 + hlen:]))
+    tracemalloc.start()
+    try:
+        try:
+            back = fg.load(io.BytesIO(bytes(raw)))
+        except fg.FormatError:
+            back = None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(raw) * 40 + (1 << 20), peak
+    if back is not None:  # the data section's CRC holds: the arrays' bytes are the saved ones
+        for got, want in zip(back["xs"], arrays):
+            assert got.numpy().dtype == want.dtype
+            assert got.numpy().tobytes() == want.tobytes()
