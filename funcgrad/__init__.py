@@ -17,15 +17,15 @@ from .backends import memory
 from .dtypes import (DType, bfloat16, can_cast, finfo, float16, float32, float64, iinfo, int8, int16, int32,
                      int64, isdtype, result_type, uint8)
 from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
-from .errors import (ConcretizationError, DeviceMismatchError, DTypeError, FuncgradError, GraphFreedError,
-                     ShapeError, TracerLeakError, ViewError)
+from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError, DTypeError,
+                     FormatError, FuncgradError, GraphFreedError, LinAlgError, ShapeError, TracerLeakError, ViewError)
 from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
 from .primitives.core import registry_lookup
 from . import nn, optim, testing, tree
 from .random_state import manual_seed
-from .serialization import FormatError, load, save
+from .serialization import load, save
 from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, enable_grad,
                          grad, hessian, is_grad_enabled, jacfwd, jacrev, jvp, no_grad, saved_residuals,
                          stop_gradient, trace, value_and_grad, vjp)

@@ -7,16 +7,23 @@ tell a broadcasting mistake from any other bad value.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 __all__ = [
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "ConcretizationError",
     "DTypeError",
     "DeviceMismatchError",
     "FormatError",
     "FuncgradError",
     "GraphFreedError",
+    "LinAlgError",
     "ShapeError",
     "TracerLeakError",
     "ViewError",
+    "named_errors",
 ]
 
 
@@ -55,3 +62,53 @@ class GraphFreedError(FuncgradError, RuntimeError):
 class FormatError(FuncgradError, ValueError):
     """A file ``fg.load`` refuses: not a funcgrad file (a pickle or torch file, which funcgrad
     never loads), or a malformed or hostile one."""
+
+
+class LinAlgError(FuncgradError, ValueError):
+    """A linear-algebra operation whose input has no answer: a singular matrix for ``solve``
+    or ``inv``, one that is not positive definite for ``cholesky``. (A ``ValueError``, as
+    NumPy's ``LinAlgError``.)"""
+
+
+class ArgumentTypeError(FuncgradError, TypeError):
+    """An argument of the wrong type: a float or string where a size, an axis or a count
+    goes, a function where a module goes."""
+
+
+class ArgumentValueError(FuncgradError, ValueError):
+    """An argument whose value is out of range: a negative size or count, a zero stride, a
+    negative learning rate, an empty list where one array is needed."""
+
+
+def named_errors(name: str, fn: Any, *, array_input: bool = False) -> Any:
+    """``fn``, whose unexpected built-in errors (a NumPy ``TypeError`` for a float size, an
+    ``AttributeError`` for a number where an array goes) become typed funcgrad errors that
+    name the operation; funcgrad's own errors pass unchanged. Public functions are wrapped
+    once, at import, so a bad argument anywhere in them gets a readable error. With
+    ``array_input``, the first argument must be an array (as PyTorch's functions require a
+    Tensor): a number or a list is refused up front."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if array_input and args and not hasattr(args[0], "__array_namespace__"):
+            raise ArgumentTypeError(f"{name}: the input must be an array, got {type(args[0]).__name__} "
+                                    f"({str(args[0])[:40]}); convert it with fg.asarray")
+        try:
+            return fn(*args, **kwargs)
+        except FuncgradError:
+            raise
+        except (TypeError, AttributeError) as exc:
+            raise ArgumentTypeError(_named(name, exc)) from exc
+        except IndexError as exc:
+            if isinstance(exc, ValueError):  # NumPy's AxisError: an axis out of range
+                raise ShapeError(_named(name, exc)) from exc
+            raise IndexError(_named(name, exc)) from exc
+        except (ValueError, ArithmeticError, KeyError) as exc:
+            raise ArgumentValueError(_named(name, exc)) from exc
+
+    return checked
+
+
+def _named(name: str, exc: BaseException) -> str:
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return text if text.startswith(f"{name}:") or text.startswith(f"{name}(") else f"{name}: {text}"

@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from .. import ops as _o
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
+from ..primitives.rules import as_int
 from ..primitives.shape import windows_p
 from ..transforms import no_grad
 from . import init
@@ -24,8 +25,16 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "MaxUnpool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
 
-def _pair(v: Any) -> tuple[int, int]:
-    return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
+def _pair(v: Any, op: str = "conv2d", what: str = "size", minimum: int | None = None) -> tuple[int, int]:
+    """An int or a pair of ints as a pair, each checked (``ArgumentTypeError`` for a float or
+    a string, ``ArgumentValueError`` below ``minimum``: PyTorch refuses a zero stride)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ArgumentValueError(f"{op}: {what} must be an int or a pair of ints, got {v!r}")
+        pair = (v[0], v[1])
+    else:
+        pair = (v, v)
+    return (as_int(op, pair[0], what, minimum=minimum), as_int(op, pair[1], what, minimum=minimum))
 
 
 def _check4(op: str, x: Any) -> None:
@@ -75,7 +84,7 @@ def _pad_edges(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], padding
 
 
 def _symmetric(padding: Any) -> tuple[tuple[int, int], tuple[int, int]]:
-    ph, pw = _pair(padding)
+    ph, pw = _pair(padding, "conv2d", "padding", 0)
     return (ph, ph), (pw, pw)
 
 
@@ -105,13 +114,17 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
            groups: int = 1) -> Any:
     """PyTorch's conv2d: x (N, C, H, W), weight (O, C/groups, KH, KW)."""
     _check4("conv2d", x)
+    if getattr(weight, "ndim", None) != 4:
+        raise ShapeError(f"conv2d: the weight must be (out_channels, in_channels/groups, KH, KW), got shape "
+                         f"{fmt_shape(tuple(getattr(weight, 'shape', ())))}")
     same_dtype("conv2d", x, weight, bias)
+    groups = as_int("conv2d", groups, "groups", minimum=1)
     n, c = x.shape[0], x.shape[1]
     o, cg, kh, kw = weight.shape
     if c != cg * groups or o % groups:
         raise ShapeError(f"conv2d: input with {c} channels does not fit weight {fmt_shape(tuple(weight.shape))} "
                          f"with groups={groups}")
-    stride, dilation = _pair(stride), _pair(dilation)
+    stride, dilation = _pair(stride, "conv2d", "stride", 1), _pair(dilation, "conv2d", "dilation", 1)
     p = _patches(_pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
     oh, ow = p.shape[2], p.shape[3]
     # (N, OH, OW, G, C/G, KH, KW) -> (G, N*OH*OW, C/G*KH*KW): the one copy (im2col)
@@ -157,8 +170,9 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
     and the geometry they were cut with: kernel, stride, padding, and the extra padding
     after the input that ``ceil_mode`` added."""
     _check4(op, x)
-    k = _pair(kernel_size)
-    s, p, d = _pair(stride if stride is not None else k), _pair(padding), _pair(dilation)
+    k = _pair(kernel_size, op, "kernel_size", 1)
+    s = _pair(stride if stride is not None else k, op, "stride", 1)
+    p, d = _pair(padding, op, "padding", 0), _pair(dilation, op, "dilation", 1)
     (oh, ow), extra = _pool_geometry(op, x, k, s, p, d, ceil_mode)
     padded = _pad_hw(x, ((p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])), fill)
     windows = _patches(padded, k, s, d)

@@ -10,7 +10,7 @@ from .. import dtypes as _dtypes
 from .. import ops as _o
 from ..array import Array as _Array
 from ..array import ArrayBase
-from ..errors import ConcretizationError, DTypeError, ShapeError
+from ..errors import ConcretizationError, DTypeError, ShapeError, named_errors
 from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
@@ -111,11 +111,21 @@ def one_hot(x: Any, num_classes: int = -1) -> Any:
 def log_softmax(x: Any, dim: int = -1) -> Any:
     """``x - logsumexp(x)``. A row holding +inf is NaN throughout, as PyTorch's (its shifted
     form ``x - max`` is NaN there), not NaN at the inf and -inf elsewhere."""
+    if x.ndim == 0:  # PyTorch: a 0-d array is one class (dim 0 or -1)
+        return _o.reshape(log_softmax(_o.reshape(x, (1,)), _zero_d_dim("log_softmax", dim)), ())
     total = _o.logsumexp(x, axis=dim, keepdims=True)
     return x - _o.where(_o.equal(total, math.inf), math.nan, total)
 
 
+def _zero_d_dim(op: str, dim: Any) -> int:
+    if dim not in (0, -1) or isinstance(dim, bool):
+        raise ShapeError(f"{op}: dim {dim!r} is out of range for a 0-d array (use 0 or -1)")
+    return 0
+
+
 def softmax(x: Any, dim: int = -1) -> Any:
+    if getattr(x, "ndim", None) == 0:
+        _zero_d_dim("softmax", dim)
     return _o.exp(log_softmax(x, dim))
 
 
@@ -282,6 +292,9 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     (with ``ignore_index``, ``weight``, ``label_smoothing``) or class-probability targets."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    if getattr(input, "ndim", None) == 0:
+        raise ShapeError("cross_entropy: the input has shape (), but it needs (N, C, ...) logits or one unbatched "
+                         "(C,) row")
     if input.ndim == 1 and not (isinstance(target, ArrayBase) and target.dtype.kind == "f"):  # one unbatched row
         target = _check_class_targets("cross_entropy", input, target)
         return _one_row(cross_entropy(input[None], target[None], weight, ignore_index, reduction, label_smoothing),
@@ -348,3 +361,9 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+# Every public function names itself in the errors of bad arguments, and takes arrays only.
+for _name in __all__:
+    globals()[_name] = named_errors(_name, globals()[_name], array_input=True)
+del _name

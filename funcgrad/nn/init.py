@@ -88,11 +88,15 @@ def _fan(param: Any, mode: str, op: str) -> int:
 
 
 def kaiming_uniform_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Any:
+    if param.size == 0:  # nothing to draw (PyTorch: a no-op), and no fan to divide by
+        return param
     bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / _fan(param, mode, "kaiming_uniform_"))
     return uniform_(param, -bound, bound)
 
 
 def kaiming_normal_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu") -> Any:
+    if param.size == 0:
+        return param
     return normal_(param, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(param, mode, "kaiming_normal_")))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import Array, ArrayBase
-from ..errors import ShapeError
+from ..errors import ArgumentTypeError, ShapeError
 from .parameter import Parameter
 
 __all__ = ["Module", "functional_call"]
@@ -75,6 +75,10 @@ class Module:
         self._parameters[name] = value
 
     def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and not isinstance(module, Module):
+            kind = "a function" if callable(module) else type(module).__name__
+            raise ArgumentTypeError(f"{type(self).__name__}: {name!r} is {kind}, not a Module; wrap a function in a "
+                                    "Module subclass (PyTorch refuses it too)")
         self._modules[name] = module
 
     # -- running -----------------------------------------------------------------

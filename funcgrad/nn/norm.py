@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ops as _o
-from ..errors import ShapeError
+from ..errors import ArgumentValueError, ShapeError
 from ..primitives.core import fmt_shape
 from ..transforms.api import stop_gradient
 from ._checks import same_dtype
@@ -63,6 +63,9 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}({self.num_features}): got input of shape "
                              f"{fmt_shape(tuple(x.shape))}")
         use_batch = self.training or not self.track_running_stats
+        if use_batch and x.size // x.shape[1] <= 1:  # PyTorch: no variance from one value per channel
+            raise ArgumentValueError(f"{type(self).__name__}: expected more than 1 value per channel when training, "
+                                     f"got input of shape {fmt_shape(tuple(x.shape))}")
         momentum = self.momentum
         if momentum is None and self.training and self.track_running_stats:
             # PyTorch's cumulative average: batch k weighs 1/k (reading the count: PyTorch does too)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from .. import array as _array
+from ..errors import named_errors
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .indexing import *  # noqa: F403
@@ -19,6 +20,14 @@ from . import linalg as _linalg, reductions as _reductions, shaping as _shaping 
 # package's imports or its submodules' names.
 __all__ = [*_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_linalg.__all__, *_reductions.__all__,
            *_shaping.__all__, "broadcast_shapes"]
+
+# Every function outside the elementwise hot path names itself in the errors of bad arguments
+# (the elementwise functions check their arguments inline: they run on every operator).
+_module = sys.modules[__name__]
+for _name in __all__:
+    _fn = getattr(_module, _name)
+    if callable(_fn) and not isinstance(_fn, type) and _name not in _elementwise.__all__ and _name != "matmul":
+        setattr(_module, _name, named_errors(_name, _fn))
 
 _array._o = sys.modules[__name__]
 # The forward operators call the functions directly: one Python frame less on the eager hot path.

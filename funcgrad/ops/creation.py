@@ -17,7 +17,8 @@ from .. import dtypes as _dt
 from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends.device import CPU, Device
 from ..backends.device import device as _as_device
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..primitives.rules import as_int, as_shape
 from . import elementwise as _elementwise
 from . import shaping as _shaping
 
@@ -188,15 +189,7 @@ def _resolve(dtype: Any, default: _dt.DType, op: str) -> _dt.DType:
 
 
 def _shape(shape: Any, op: str) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{op}: shape must be an int or a sequence of ints, got {shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ShapeError(f"{op}: negative dimension in shape {out}")
-    return out
+    return as_shape(op, shape)
 
 
 def _create(device: Any, make: Any) -> Array:
@@ -222,6 +215,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
                 _dt.as_dtype(np.asarray(fill_value).dtype, op="full")
     dt = _dt.as_dtype(dtype, op="full")
     sh = _shape(shape, "full")
+    if isinstance(fill_value, int) and not isinstance(fill_value, bool) and dt.kind in "iu":
+        info = np.iinfo(dt.np)
+        if not info.min <= fill_value <= info.max:
+            raise DTypeError(f"full: the fill value {fill_value} does not fit {dt} ([{info.min}, {info.max}])")
     return _create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
 
 
@@ -287,12 +284,23 @@ def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = No
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None,
            requires_grad: bool = False) -> Array:
     """Like ``np.arange``; float arguments give float32 by default."""
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if (v is None and name != "stop") or not (v is None or isinstance(v, (int, float, np.integer, np.floating,
+                                                                              ArrayBase))) or isinstance(v, bool):
+            raise ArgumentTypeError(f"arange: {name} must be a number, got {v!r} ({type(v).__name__})")
     if dtype is None:
-        is_float = any(isinstance(v, float) for v in (start, stop, step))
+        is_float = any(isinstance(v, (float, np.floating)) or (isinstance(v, ArrayBase) and v.dtype.kind == "f")
+                       for v in (start, stop, step))
         dtype = _dt.float32 if is_float else _dt.int64
     dt = _dt.as_dtype(dtype, op="arange")
     if step == 0:
-        raise ValueError("arange: step must not be zero")
+        raise ArgumentValueError("arange: step must not be zero")
+    lo, hi = (0, start) if stop is None else (start, stop)
+    if not any(isinstance(v, ArrayBase) for v in (lo, hi, step)):
+        length = max(0, int(np.ceil((float(hi) - float(lo)) / float(step))))
+        if length > 1 << 48:
+            raise ArgumentValueError(f"arange: {start}, {stop}, {step} would hold {length} elements, more than any "
+                                     "array can")
     if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop, step)):
         return _differentiable_arange(start, stop, step, dt, device)
     return _create(device, lambda xp: xp.arange(start, stop, step, dtype=dt.np) if stop is not None
@@ -323,6 +331,7 @@ def _device_of(*values: Any) -> Any:
 def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device: Any = None,
              endpoint: bool = True, requires_grad: bool = False) -> Array:
     """``num`` evenly spaced values; array (or traced) endpoints keep their derivatives."""
+    num = as_int("linspace", num, "num (the number of samples)")
     if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop)):
         dt = _dt.as_dtype(dtype, op="linspace") if dtype is not None else _dt.result_type(start, stop, 0.0)
         steps = arange(num, dtype=dt, device=device if device is not None else _device_of(start, stop))
@@ -338,6 +347,9 @@ def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device:
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Array:
     dt = _resolve(dtype, _dt.float32, "eye")
+    n_rows = as_int("eye", n_rows, "n_rows")
+    n_cols = None if n_cols is None else as_int("eye", n_cols, "n_cols")
+    k = as_int("eye", k, "k (the diagonal)", minimum=None)
     return _create(device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt.np))
 
 

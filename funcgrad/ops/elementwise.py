@@ -17,6 +17,7 @@ from ..array import Array, ArrayBase
 from ..errors import DTypeError
 from ..primitives.core import bind
 from ..primitives.elementwise import BINARY, COMPARISON, UNARY, convert_element_type_p, integer_pow_p, select_p
+from ..primitives.rules import as_int
 
 __all__ = [
     "astype", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "power",
@@ -45,7 +46,7 @@ def _to_array(x: Any) -> Any:
 def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     """Cast to ``dtype``. With ``copy=False`` an array already of that dtype is returned as is."""
     dt = _dt.as_dtype(dtype, op="astype")
-    x = _to_array(x)
+    x = _single(x)
     if dt is x.dtype and not copy:
         out = _own(x)
     else:
@@ -150,7 +151,8 @@ pow = power
 
 
 def integer_pow(x: Any, y: int) -> Any:
-    x = _to_array(x)
+    x = _single(x)
+    y = as_int("integer_pow", y, "the exponent", minimum=None)
     if y < 0 and x.dtype.kind != "f":
         x = _cast(x, _dt.default_float)
     if x.dtype is _dt.bool_:

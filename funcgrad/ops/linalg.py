@@ -30,7 +30,10 @@ def matmul(a: Any, b: Any, /) -> Any:
     if isinstance(a, ArrayBase) and isinstance(b, ArrayBase) and a.dtype is b.dtype and a.dtype is not _dt.bfloat16:
         # tracers: the same check through the public attributes
         return bind(matmul_p, a, b)
-    a, b = _promote("matmul", (a, b))
+    a, b = _promote("matmul", (_single(a), _single(b)))
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands need at least one dimension, got shapes {fmt_shape(tuple(a.shape))} and "
+                         f"{fmt_shape(tuple(b.shape))} (use * to scale by a scalar)")
     if a.dtype is _dt.bfloat16:
         wide = bind(matmul_p, a.astype(_dt.float32), b.astype(_dt.float32))
         return wide.astype(_dt.bfloat16)

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import ShapeError
+from ..array import ArrayBase
+from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives.core import bind, fmt_shape
-from ..primitives.rules import broadcast_shapes, normalize_axes, normalize_axis
+from ..primitives.rules import as_int, as_shape, broadcast_shapes, normalize_axes, normalize_axis
 from ..primitives.shape import (
     argsort_p,
     broadcast_to_p,
@@ -38,9 +39,7 @@ __all__ = ["reshape", "resolve_shape", "transpose", "permute_dims", "matrix_tran
 
 def resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
     """Normalise a shape argument and fill in one ``-1``."""
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    shape = tuple(int(d) for d in shape)
+    shape = as_shape(op, shape, allow_unknown=True)
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1 or any(d < -1 for d in shape):
         raise ShapeError(f"{op}: bad shape {shape}: at most one -1 and no other negative sizes")
@@ -106,6 +105,8 @@ def squeeze(x: Any, /, axis: Any = None) -> Any:
     if axis is None:
         dims = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
+        if x.ndim == 0:
+            raise ShapeError(f"squeeze: axis {axis!r} is out of range for a 0-d array (it has no axes)")
         dims = normalize_axes("squeeze", axis, x.ndim)
     return bind(squeeze_p, x, dimensions=dims) if dims else _own(x)
 
@@ -169,6 +170,10 @@ def slice_axis(x: Any, axis: int, start: int, stop: int, step: int = 1) -> Any:
 
 
 def concatenate(arrays: Sequence[Any], /, axis: int | None = 0) -> Any:
+    if isinstance(arrays, ArrayBase) or not isinstance(arrays, (list, tuple)):
+        raise ArgumentTypeError(f"concatenate: expected a list or tuple of arrays, got {type(arrays).__name__}")
+    if not arrays:
+        raise ArgumentValueError("concatenate: needs at least one array, got an empty sequence")
     arrays = _promote("concatenate", tuple(arrays))
     if axis is None:
         arrays = tuple(ravel(a) for a in arrays)
@@ -216,6 +221,8 @@ def atleast_2d(x: Any) -> Any:
 def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
     """NumPy ``split``: ``n`` equal sections, or split points. Every piece is a view."""
     x = _single(x)
+    if x.ndim == 0:
+        raise ShapeError("split: a 0-d array has no axis to split (it needs at least one dimension)")
     ax = normalize_axis("split", axis, x.ndim)
     n = x.shape[ax]
     if isinstance(indices_or_sections, (int, np.integer)):
@@ -251,12 +258,21 @@ def chunk(x: Any, chunks: int, /, dim: int = 0) -> list[Any]:
 
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     x = _single(x)
+    if x.ndim == 0:
+        raise ShapeError("unstack: a 0-d array has no axis to unstack (it needs at least one dimension)")
     ax = normalize_axis("unstack", axis, x.ndim)
     return tuple(squeeze(slice_axis(x, ax, i, i + 1), ax) for i in builtins.range(x.shape[ax]))
 
 
 def _pad_width(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
-    pw = np.asarray(pad_width, dtype=np.int64)
+    try:
+        pw = np.asarray(pad_width)
+    except ValueError:
+        pw = np.asarray(None)
+    if pw.dtype.kind not in "iu":
+        raise ArgumentTypeError(f"pad: pad_width must be integers (an int, a pair, or one pair per axis), "
+                                f"got {pad_width!r}")
+    pw = pw.astype(np.int64)
     if pw.ndim == 0:
         pw = np.full((ndim, 2), int(pw))
     elif pw.shape == (2,) or pw.shape == (1, 2):
@@ -276,7 +292,8 @@ def pad(x: Any, /, pad_width: Any, mode: str = "constant", constant_values: Any 
 def tile(x: Any, /, reps: Any) -> Any:
     """Repeat the whole array: a broadcast view, then one reshape copy."""
     x = _single(x)
-    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    reps = tuple(as_int("tile", r, "every repetition count") for r in ((reps,) if isinstance(reps, (int, np.integer))
+                                                                    else tuple(reps)))
     nd = builtins.max(x.ndim, len(reps))
     reps = (1,) * (nd - len(reps)) + reps
     x = reshape(x, (1,) * (nd - x.ndim) + tuple(x.shape))
@@ -292,12 +309,19 @@ def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
         x, axis = ravel(x), 0
     ax = normalize_axis("repeat", axis, x.ndim)
     if isinstance(repeats, (int, np.integer)):
-        r = int(repeats)
+        r = as_int("repeat", repeats, "the repetition count")
         expanded = expand_dims(x, ax + 1)
         target = tuple(x.shape[:ax + 1]) + (r,) + tuple(x.shape[ax + 1:])
         return reshape(broadcast_to(expanded, target),
                        tuple(x.shape[:ax]) + (x.shape[ax] * r,) + tuple(x.shape[ax + 1:]))
-    counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats, dtype=np.int64)
+    counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim != 1:
+        raise ArgumentTypeError(f"repeat: repeats must be an int or a 1-d sequence of ints, got {repeats!r}")
+    if counts.shape[0] != x.shape[ax]:
+        raise ShapeError(f"repeat: {counts.shape[0]} repetition counts for axis {ax} of size {x.shape[ax]} "
+                         f"(shape {fmt_shape(tuple(x.shape))})")
+    if (counts < 0).any():
+        raise ArgumentValueError(f"repeat: repetition counts must be non-negative, got {counts.tolist()}")
     from .indexing import take
 
     return take(x, np.repeat(np.arange(x.shape[ax]), counts), axis=ax)

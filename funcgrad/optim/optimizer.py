@@ -22,7 +22,7 @@ from .. import ops
 from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
 from ..backends.device import CPU
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..nn.parameter import Parameter
 from ..primitives.core import fmt_shape
 from ..transforms.api import no_grad
@@ -215,6 +215,10 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}.load_state_dict: the saved param groups do not match this "
                              "optimizer's (group count or sizes differ)")
         params = [p for g in self.param_groups for p in g["params"]]
+        for i in state_dict["state"]:
+            if not (isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(params)):
+                raise ArgumentValueError(f"{type(self).__name__}.load_state_dict: the state names parameter {i!r}, "
+                                         f"but this optimizer has parameters 0 to {len(params) - 1}")
         for saved, group in zip(groups, self.param_groups):
             group.update({k: v for k, v in saved.items() if k != "params"})
         self.state = {params[int(i)]: dict(s) for i, s in state_dict["state"].items()}

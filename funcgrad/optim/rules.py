@@ -6,7 +6,19 @@ import math
 from typing import Any
 
 from .. import ops as _o
+from ..errors import ArgumentValueError
 from .optimizer import Optimizer
+
+
+def _check(name: str, **checks: tuple[Any, bool]) -> None:
+    """PyTorch's hyperparameter checks: ``value, ok`` per argument; the first that fails raises."""
+    for arg, (value, ok) in checks.items():
+        if not ok:
+            raise ArgumentValueError(f"{name}: invalid {arg} value: {value!r}")
+
+
+def _betas_ok(betas: Any) -> bool:
+    return len(tuple(betas)) == 2 and all(0.0 <= b < 1.0 for b in betas)
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
 
@@ -16,8 +28,10 @@ class SGD(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False) -> None:
+        _check("SGD", lr=(lr, lr >= 0.0), momentum=(momentum, momentum >= 0.0),
+               weight_decay=(weight_decay, weight_decay >= 0.0))
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
+            raise ArgumentValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
@@ -42,6 +56,8 @@ class Adam(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False) -> None:
+        _check(type(self).__name__, lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
+               weight_decay=(weight_decay, weight_decay >= 0.0))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
@@ -83,6 +99,8 @@ class RMSprop(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
                  maximize: bool = False) -> None:
+        _check("RMSprop", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), momentum=(momentum, momentum >= 0.0),
+               weight_decay=(weight_decay, weight_decay >= 0.0), alpha=(alpha, alpha >= 0.0))
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 

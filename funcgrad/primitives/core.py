@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..dtypes import DType
-from ..errors import DeviceMismatchError, FuncgradError
+from ..errors import DeviceMismatchError, DTypeError, FuncgradError, LinAlgError
 
 __all__ = [
     "Primitive", "ShapedArray", "bind", "registry", "current_interpreter", "aval_of",
@@ -413,6 +413,11 @@ def explain_failure(prim: Primitive, args: tuple[Any, ...], params: dict[str, An
     except Exception:  # a rule that fails on input its kernel also rejects
         pass
     described = ", ".join(a.str_short() if isinstance(a, ShapedArray) else repr(a) for a in avals)
+    if isinstance(exc, OverflowError):  # a Python int too large for the array's dtype
+        return DTypeError(f"{prim.name}({described}): {exc}")
+    if type(exc).__name__ == "LinAlgError":  # NumPy's or CuPy's: no answer for this matrix
+        text = str(exc)
+        return LinAlgError(f"{prim.name}({described}): {text[:1].lower() + text[1:]}")
     message = f"{prim.name}({described}): {exc}"
     try:
         return type(exc)(message)

@@ -9,12 +9,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..dtypes import DType, bool_
-from ..errors import DeviceMismatchError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DTypeError, ShapeError
 from .core import ShapedArray, fmt_shape
 
 __all__ = ["broadcast_shapes", "elementwise", "normalize_axis", "normalize_axes", "common_device",
-           "require_kind", "is_scalar"]
+           "require_kind", "is_scalar", "as_int", "as_shape"]
+
+
+def as_int(op: str, value: Any, what: str = "size", *, minimum: int | None = 0) -> int:
+    """A count, size or index argument as an int: ``ArgumentTypeError`` for anything that is not
+    an integer (``2.5``, ``"3"``, ``None``, a bool), ``ArgumentValueError`` below ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if getattr(value, "shape", None) == () and getattr(getattr(value, "dtype", None), "kind", None) in "iu":
+            value = int(value)  # a 0-d integer array
+        else:
+            raise ArgumentTypeError(f"{op}: {what} must be an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ArgumentValueError(f"{op}: {what} must be at least {minimum}, got {value}")
+    return value
+
+
+def as_shape(op: str, shape: Any, *, allow_unknown: bool = False) -> tuple[int, ...]:
+    """A shape argument (an int or a sequence of ints) as a tuple. ``allow_unknown``: one
+    ``-1`` may stand for a size to infer (reshape)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) and not (hasattr(shape, "__len__") and hasattr(shape, "__iter__")
+                                                   and not isinstance(shape, (str, bytes))):
+        raise ArgumentTypeError(f"{op}: a shape must be an int or a sequence of ints, got {shape!r} "
+                                f"({type(shape).__name__})")
+    out = tuple(as_int(op, d, "every dimension of a shape", minimum=None) for d in shape)
+    negative = [d for d in out if d < (-1 if allow_unknown else 0)]
+    if negative:
+        raise ShapeError(f"{op}: negative dimension in shape {out}")
+    return out
 
 
 def is_scalar(x: Any) -> bool:
@@ -86,8 +118,9 @@ _KIND_WORDS = {"biuf": "a numeric or bool array", "f": "a floating-point array",
 
 
 def normalize_axis(op: str, axis: int, ndim: int) -> int:
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise TypeError(f"{op}: axis must be an int, got {axis!r}")
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise ArgumentTypeError(f"{op}: axis must be an int, got {axis!r} ({type(axis).__name__})")
+    axis = int(axis)
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
         raise ShapeError(f"{op}: axis {axis} is out of range for an array with {ndim} dimension(s)")
     return axis % ndim if ndim else 0
@@ -99,7 +132,13 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     if axis.__class__ is int and -ndim <= axis < ndim:
         return (axis % ndim,)
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+        axes: tuple[Any, ...] = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        raise ArgumentTypeError(f"{op}: axis must be an int, a tuple of ints or None, got {axis!r} "
+                                f"({type(axis).__name__})")
     out = tuple(sorted(normalize_axis(op, a, ndim) for a in axes))
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated axis in {axis!r}")

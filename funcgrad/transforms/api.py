@@ -14,7 +14,7 @@ from typing import Any
 from .. import ops
 from .. import tree as _tree
 from ..array import ArrayBase
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from .autodiff import (
     _EAGER,
@@ -27,7 +27,7 @@ from .autodiff import (
     is_grad_enabled,
     no_grad_scope,
 )
-from .core import new_interpreter
+from .core import new_interpreter, user_transform
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
 
@@ -183,6 +183,10 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
                                                           "grad")
         traced = isinstance(out, VJPTracer) and out._interp is interp
         value = out.primal if traced else out
+        if isinstance(value, (bool, int, float)):
+            raise ArgumentTypeError(f"grad: the function returned a Python {type(value).__name__} ({value!r}), not a "
+                                    "funcgrad array, so its result does not depend on the arguments through fg.* "
+                                    "operations (compute it with fg.* functions; a constant's gradient is zero)")
         if not isinstance(value, ArrayBase) or value.shape != ():
             shape = fmt_shape(tuple(value.shape)) if isinstance(value, ArrayBase) else type(value).__name__
             raise ShapeError(
@@ -196,7 +200,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, _strip(aux, interp)), g) if has_aux else (value, g)
 
-    return wrapper
+    return user_transform("value_and_grad", wrapper)
 
 
 def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
@@ -208,7 +212,7 @@ def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Call
         (value_aux, g) = vg(*args, **kwargs)
         return (g, value_aux[1]) if has_aux else g
 
-    return wrapper
+    return user_transform("grad", wrapper)
 
 
 def _std_basis(x: Any) -> Any:
@@ -247,7 +251,7 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
         blocks = [b[0] if isinstance(argnums, int) else b for b in blocks]
         return _tree.unflatten(out_tree, blocks)
 
-    return wrapper
+    return user_transform("jacrev", wrapper)
 
 
 def _zeros(x: Any) -> Any:
@@ -304,12 +308,12 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
             blocks.append(tree_in[0] if isinstance(argnums, int) else tree_in)
         return _tree.unflatten(out_tree, blocks)
 
-    return wrapper
+    return user_transform("jacfwd", wrapper)
 
 
 def hessian(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     """Second derivatives: ``jacfwd(jacrev(f))``."""
-    return jacfwd(jacrev(f, argnums), argnums)
+    return user_transform("hessian", jacfwd(jacrev(f, argnums), argnums))
 
 
 def stop_gradient(x: Any) -> Any:
@@ -346,3 +350,7 @@ class no_grad:
             return no_grad(fn)
         with no_grad():
             return self._fn(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """As a decorator on a method: bound to the instance, as a function would be."""
+        return self if obj is None else functools.partial(self.__call__, obj)

@@ -23,7 +23,7 @@ from .. import tree as _tree
 from ..array import ArrayBase
 from ..primitives.core import Primitive, bind, current_interpreter
 from .autodiff import VJPInterpreter
-from .core import new_interpreter
+from .core import new_interpreter, user_transform
 from .ir import Eqn, Program, make_program
 
 __all__ = ["checkpoint", "checkpoint_policies", "checkpoint_p", "saved_residuals"]
@@ -161,7 +161,7 @@ def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool =
         outs = bind(checkpoint_p, *consts, *flat, program=inner, policy=policy, saved=saved, n_consts=len(consts))
         return _tree.unflatten(program.out_tree, list(outs[:len(program.outvars)]))
 
-    return wrapped
+    return user_transform("checkpoint", wrapped)
 
 
 def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]]]:

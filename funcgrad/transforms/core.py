@@ -16,8 +16,11 @@ context variable instead of numbered levels).
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 import inspect
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..array import ArrayBase
@@ -25,18 +28,43 @@ from ..errors import ConcretizationError, TracerLeakError
 from ..primitives import core as _pcore
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
 
-__all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer"]
+__all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer", "user_transform"]
+
+
+# The public transform the user called (``grad``, ``jacfwd``, ``checkpoint``...): the one
+# errors name. Set by ``user_transform`` wrappers; a call made from inside funcgrad (jacfwd
+# calling jvp) keeps the user's name.
+_USER_TRANSFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar("funcgrad_user_transform", default=None)
+
+
+def user_transform(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (what a public transform returns), naming ``name`` in the errors of the
+    interpreters it starts, unless funcgrad itself calls it."""
+
+    @functools.wraps(fn)
+    def called(*args: Any, **kwargs: Any) -> Any:
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("funcgrad."):
+            return fn(*args, **kwargs)
+        token = _USER_TRANSFORM.set(name)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _USER_TRANSFORM.reset(token)
+
+    return called
 
 
 class Interpreter:
     """Base of the transforms' interpreters. ``parent`` is the interpreter that was
-    current when this one started (``None``: eager evaluation)."""
+    current when this one started (``None``: eager evaluation); ``transform`` is the
+    public transform the user called, which errors name."""
 
     name = "transform"
 
     def __init__(self) -> None:
         self.parent = current_interpreter.get()
         self.active = True
+        self.transform = _USER_TRANSFORM.get() or self.name
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -107,30 +135,42 @@ class Tracer(ArrayBase):
         """The concrete ``Array`` behind this tracer, or ``ConcretizationError``."""
         raise ConcretizationError(_concretization_message(self, why))
 
+    def _value(self, why: str) -> Any:
+        """``_concrete``, once the tracer is known not to have escaped its transform."""
+        if not self._interp.active:
+            raise _leak(self)
+        return self._concrete(why)
+
     # Python conversions need concrete values
     def __bool__(self) -> bool:
-        return bool(self._concrete("bool()"))
+        return bool(self._value("bool()"))
 
     def __float__(self) -> float:
-        return float(self._concrete("float()"))
+        return float(self._value("float()"))
 
     def __int__(self) -> int:
-        return int(self._concrete("int()"))
+        return int(self._value("int()"))
 
     def __index__(self) -> int:
-        return self._concrete("an index").__index__()  # type: ignore[no-any-return]
+        return self._value("an index").__index__()  # type: ignore[no-any-return]
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return repr(self)
+        value = self._value(f"formatting with {spec!r}")
+        return format(value.item() if value.size == 1 else value.numpy(), spec)
 
     def item(self) -> Any:
-        return self._concrete("item()").item()
+        return self._value("item()").item()
 
     def tolist(self) -> Any:
-        return self._concrete("tolist()").tolist()
+        return self._value("tolist()").tolist()
 
     def numpy(self) -> Any:
-        return self._concrete("numpy()").numpy()
+        return self._value("numpy()").numpy()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        return self._concrete("NumPy conversion").__array__(dtype, copy)
+        return self._value("NumPy conversion").__array__(dtype, copy)
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
         from ..ops import astype
@@ -162,7 +202,7 @@ def _user_line() -> str:
 def _concretization_message(tracer: Tracer, why: str) -> str:
     return (
         f"{why} needs a concrete value, but this is an abstract traced array of shape "
-        f"{fmt_shape(tracer.shape)} and dtype {tracer.dtype} inside fg.{tracer._interp.name} "
+        f"{fmt_shape(tracer.shape)} and dtype {tracer.dtype} inside fg.{tracer._interp.transform} "
         f"(at {_user_line()}). Python control flow cannot depend on traced values: use fg.where(cond, a, b) "
         "for elementwise choices, or make the value a static (Python) argument "
         "(static_argnums=... once the function is compiled)."
@@ -186,7 +226,7 @@ def check_tracer(interp: Interpreter, x: Tracer) -> None:
 
 def _leak(x: Tracer) -> TracerLeakError:
     return TracerLeakError(
-        f"a tracer of shape {fmt_shape(x.shape)} and dtype {x.dtype} created by fg.{x._interp.name} was used "
+        f"a tracer of shape {fmt_shape(x.shape)} and dtype {x.dtype} created by fg.{x._interp.transform} was used "
         f"after that transform returned (or outside it): it escaped, e.g. through a global variable, a "
         "closure, or an attribute set inside the transformed function. Return values from the function "
         "instead of storing them."

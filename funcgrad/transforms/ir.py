@@ -22,8 +22,9 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import ArrayBase
-from ..primitives.core import ShapedArray, bind
-from .core import Interpreter, Tracer, check_tracer, new_interpreter
+from ..errors import DTypeError, ShapeError
+from ..primitives.core import ShapedArray, bind, fmt_shape
+from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 
 __all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace", "make_program",
            "eliminate_dead_code"]
@@ -105,6 +106,17 @@ class Program:
         flat, tree = _tree.flatten(args)
         if self.in_tree is not None and tree != self.in_tree:
             raise TypeError(f"program was traced for arguments {self.in_tree!r}, called with {tree!r}")
+        for i, (var, x) in enumerate(zip(self.invars, flat)):  # a program holds for the types it was traced at
+            got = getattr(x, "aval", None) if isinstance(x, ArrayBase) else None
+            if got is None:
+                continue
+            if tuple(got.shape) != tuple(var.aval.shape):
+                raise ShapeError(f"Program: input {i} has shape {fmt_shape(tuple(got.shape))}, but the program was "
+                                 f"traced for {fmt_shape(tuple(var.aval.shape))} ({var.aval.str_short()}); trace it "
+                                 "again for these inputs")
+            if got.dtype is not var.aval.dtype:
+                raise DTypeError(f"Program: input {i} has dtype {got.dtype}, but the program was traced for "
+                                 f"{var.aval.dtype} ({var.aval.str_short()}); trace it again for these inputs")
         outs = self.eval_flat(flat)
         return _tree.unflatten(self.out_tree, outs) if self.out_tree is not None else outs
 
@@ -300,6 +312,6 @@ def trace(f: Callable[..., Any]) -> Callable[..., Program]:
         program, _ = make_program(f, [x.aval for x in flat], in_tree)
         return program
 
-    return traced
+    return user_transform("trace", traced)
 
 

@@ -11,6 +11,7 @@ topological order and frees the residuals unless ``retain_graph=True``.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,6 +54,10 @@ class enable_grad:
             return enable_grad(args[0])
         with enable_grad():
             return self._fn(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """As a decorator on a method: bound to the instance, as a function would be."""
+        return self if obj is None else functools.partial(self.__call__, obj)
 
 
 class AutogradMeta:
