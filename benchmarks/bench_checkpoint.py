@@ -1,12 +1,20 @@
-"""Checkpointing: activation memory held at the end of the forward pass, and time.
+"""Checkpointing: the peak memory of a whole gradient computation, and its time.
 
-A 16-layer tanh MLP (width 1024, batch 256, float32). Without checkpointing the
-backward pass keeps every layer's activation; ``fg.checkpoint`` over groups of
-4 layers keeps only each group's input. Measured with ``fg.memory`` (live buffer
-bytes), and the same with PyTorch's ``torch.utils.checkpoint`` when installed.
-Targets (issue 3): <= 0.3x the bytes of no checkpointing, at <= 1.4x the time.
+A 16-layer tanh MLP (width 512, batch 256, float32), with and without ``fg.checkpoint``
+over four 4-layer segments (sqrt(L) segments). Two gradients:
 
-    python benchmarks/bench_checkpoint.py [--rounds 5]
+* ``input``: with respect to the input, the weights closed over (the backward pass costs
+  about one forward pass, so recomputing one forward costs about 1.5x);
+* ``weights``: with respect to every weight, as in training (the backward pass costs
+  about two forward passes: recomputing costs about 1.33x).
+
+The peak is what must fit in memory: the high-water mark of the forward and backward
+passes together, by ``fg.memory.max_allocated`` and by ``tracemalloc`` (NumPy reports its
+buffers to it), above what was live before. Targets (issue 15): peak <= 0.6x without
+checkpointing, time <= 1.4x. PyTorch (``torch.utils.checkpoint``) and JAX
+(``jax.checkpoint`` under ``jit``) time ratios are printed when they are installed.
+
+    python benchmarks/bench_checkpoint.py [--rounds 7]
 """
 
 from __future__ import annotations
@@ -15,104 +23,165 @@ import argparse
 import gc
 import os
 import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import interleaved, optional  # noqa: E402
+from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
 
-DEPTH, WIDTH, BATCH, GROUP = 16, 1024, 256, 4
+DEPTH, WIDTH, BATCH, GROUP = 16, 512, 256, 4
 MiB = 2 ** 20
 
 
-def make() -> tuple[list[fg.Array], fg.Array]:
+def data() -> tuple[list[np.ndarray], np.ndarray]:
     rng = np.random.default_rng(0)
-    Ws = [fg.asarray((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32)) for _ in range(DEPTH)]
-    return Ws, fg.asarray(rng.standard_normal((BATCH, WIDTH)).astype(np.float32))
+    ws = [(rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32) for _ in range(DEPTH)]
+    return ws, rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
 
 
-def layers(Ws: list[fg.Array], h: fg.Array) -> fg.Array:
-    for W in Ws:
-        h = fg.tanh(h @ W)
+def layers(ws: list[Any], h: Any, tanh: Callable[[Any], Any]) -> Any:
+    for w in ws:
+        h = tanh(h @ w)
     return h
 
 
-def forward(Ws: list[fg.Array], x: fg.Array, group: int | None) -> fg.Array:
+def fg_loss(ws: list[Any], x: Any, group: int | None) -> Any:
     if group is None:
-        return layers(Ws, x).sum()
-    h = x
+        return layers(ws, x, fg.tanh).sum()
     for i in range(0, DEPTH, group):
-        h = fg.checkpoint(lambda v, chunk=Ws[i:i + group]: layers(chunk, v))(h)
-    return h.sum()
+        x = fg.checkpoint(lambda u, chunk=ws[i:i + group]: layers(chunk, u, fg.tanh))(x)
+    return x.sum()
 
 
-def held_after_forward(Ws: list[fg.Array], x: fg.Array, group: int | None) -> int:
+def fg_runs(ws_np: list[np.ndarray], x_np: np.ndarray, group: int | None) -> dict[str, Callable[[], Any]]:
+    ws, x = [fg.asarray(w) for w in ws_np], fg.asarray(x_np)
+
+    def tape_input() -> Any:
+        v = x.detach().requires_grad_()
+        fg_loss(ws, v, group).backward()
+        return v.grad
+
+    def tape_weights() -> Any:
+        params = [w.detach().requires_grad_() for w in ws]
+        fg_loss(params, x, group).backward()
+        return [p.grad for p in params]
+
+    return {"input, fg.grad": lambda: fg.grad(lambda v: fg_loss(ws, v, group))(x),
+            "input, tape": tape_input,
+            "weights, fg.grad": lambda: fg.grad(lambda w: fg_loss(w, x, group))(ws),
+            "weights, tape": tape_weights}
+
+
+def peaks(run: Callable[[], Any]) -> tuple[int, int]:
+    """(fg.memory peak, tracemalloc peak) of one call, above what was live before it."""
+    run()
     gc.collect()
     base = fg.memory.allocated()
-    out, f_vjp = fg.vjp(lambda *w: forward(list(w), x, group), *Ws)
-    gc.collect()
-    held = fg.memory.allocated() - base
-    del out, f_vjp
-    return held
+    fg.memory.reset_peak()
+    tracemalloc.start()
+    try:
+        out = run()
+        traced = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    del out
+    return fg.memory.max_allocated() - base, traced
 
 
-def torch_held(group: int | None) -> int | None:
+def torch_runs(ws_np: list[np.ndarray], x_np: np.ndarray) -> dict[str, Callable[[], Any]] | None:
     torch = optional("torch")
     if torch is None:
         return None
     from torch.utils.checkpoint import checkpoint
 
-    rng = np.random.default_rng(0)
-    Ws = [torch.tensor((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32), requires_grad=True)
-          for _ in range(DEPTH)]
-    x = torch.from_numpy(rng.standard_normal((BATCH, WIDTH)).astype(np.float32))
+    ws, x = [torch.from_numpy(w) for w in ws_np], torch.from_numpy(x_np)
 
-    def run(chunk: list, h: object) -> object:
-        for W in chunk:
-            h = torch.tanh(h @ W)
-        return h
+    def loss(params: list[Any], v: Any, group: int | None) -> Any:
+        if group is None:
+            return layers(params, v, torch.tanh).sum()
+        for i in range(0, DEPTH, group):
+            v = checkpoint(lambda u, chunk=params[i:i + group]: layers(chunk, u, torch.tanh), v, use_reentrant=False)
+        return v.sum()
 
-    saved: list[int] = []
+    def make(what: str, group: int | None) -> Callable[[], Any]:
+        def run() -> Any:
+            if what == "input":
+                v = x.clone().requires_grad_()
+                loss(ws, v, group).backward()
+                return v.grad
+            params = [w.clone().requires_grad_() for w in ws]
+            loss(params, x, group).backward()
+            return [p.grad for p in params]
+        return run
 
-    def pack(t: object) -> object:
-        saved.append(t)
-        return t
+    return {f"{what} {'ckpt' if g else 'plain'}": make(what, g) for what in ("input", "weights") for g in (None, GROUP)}
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        h = x
-        for i in range(0, DEPTH, group or DEPTH):
-            chunk = Ws[i:i + (group or DEPTH)]
-            h = checkpoint(run, chunk, h, use_reentrant=False) if group else run(chunk, h)
-        loss = h.sum()
-    seen, total = set(), 0
-    for t in saved:
-        if t.data_ptr() not in seen and not any(t is W for W in Ws):
-            seen.add(t.data_ptr())
-            total += t.numel() * t.element_size()
-    del loss
-    return total
+
+def jax_runs(ws_np: list[np.ndarray], x_np: np.ndarray) -> dict[str, Callable[[], Any]] | None:
+    jax = optional("jax")
+    if jax is None:
+        return None
+    import jax.numpy as jnp
+
+    ws, x = [jnp.asarray(w) for w in ws_np], jnp.asarray(x_np)
+
+    def loss(params: list[Any], v: Any, group: int | None) -> Any:
+        if group is None:
+            return layers(params, v, jnp.tanh).sum()
+        for i in range(0, DEPTH, group):
+            v = jax.checkpoint(lambda u, chunk=params[i:i + group]: layers(chunk, u, jnp.tanh))(v)
+        return v.sum()
+
+    out = {}
+    for g in (None, GROUP):
+        by_input = jax.jit(jax.grad(lambda v, p, g=g: loss(p, v, g)))
+        by_weights = jax.jit(jax.grad(lambda p, v, g=g: loss(p, v, g)))
+        name = "ckpt" if g else "plain"
+        out[f"input {name}"] = lambda f=by_input: f(x, ws).block_until_ready()
+        out[f"weights {name}"] = lambda f=by_weights: jax.block_until_ready(f(ws, x))
+    return out
+
+
+def ratios(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, float, float]]:
+    """Per gradient kind: checkpointed / plain time as (median, best, paired)."""
+    samples = interleaved_samples(runs, rounds, 1, pause=0.25)
+    med, best = median_and_best(samples)
+    out = {}
+    for what in ("input", "weights"):
+        plain, ckpt = f"{what} plain", f"{what} ckpt"
+        out[what] = (med[ckpt] / med[plain], best[ckpt] / best[plain], paired_ratio(samples, ckpt, plain))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    Ws, x = make()
-    plain, ckpt = held_after_forward(Ws, x, None), held_after_forward(Ws, x, GROUP)
-    print(f"{DEPTH}-layer tanh MLP, width {WIDTH}, batch {BATCH}: bytes the backward pass holds after the forward")
-    print(f"  funcgrad  no checkpoint {plain / MiB:6.1f} MiB   checkpoint every {GROUP} layers {ckpt / MiB:6.1f} MiB"
-          f"   ratio {ckpt / plain:.2f}x (target <= 0.3x)")
-    tp, tc = torch_held(None), torch_held(GROUP)
-    if tp is not None:
-        print(f"  pytorch   no checkpoint {tp / MiB:6.1f} MiB   checkpoint every {GROUP} layers {tc / MiB:6.1f} MiB"
-              f"   ratio {tc / tp:.2f}x")
-    grad_plain = fg.grad(lambda ws: forward(ws, x, None))
-    grad_ckpt = fg.grad(lambda ws: forward(ws, x, GROUP))
-    med = interleaved({"plain": lambda: grad_plain(Ws), "checkpoint": lambda: grad_ckpt(Ws)}, args.rounds, 1)
-    print(f"  time of grad: no checkpoint {med['plain'] * 1e3:.1f} ms, checkpoint {med['checkpoint'] * 1e3:.1f} ms, "
-          f"ratio {med['checkpoint'] / med['plain']:.2f}x (target <= 1.4x)")
+    ws, x = data()
+    print(f"{DEPTH}-layer tanh MLP, width {WIDTH}, batch {BATCH}, float32; checkpoint every {GROUP} layers")
+    print("peak of the whole gradient computation (fg.memory / tracemalloc), target <= 0.6x:")
+    plain_runs, ckpt_runs = fg_runs(ws, x, None), fg_runs(ws, x, GROUP)
+    for name in plain_runs:
+        (p, pt), (c, ct) = peaks(plain_runs[name]), peaks(ckpt_runs[name])
+        print(f"  {name:18} no checkpoint {p / MiB:6.2f} / {pt / MiB:6.2f} MiB   checkpoint {c / MiB:6.2f} / "
+              f"{ct / MiB:6.2f} MiB   ratio {c / p:.2f}x")
+    print("time, checkpoint / no checkpoint (median, best, paired rounds), target <= 1.4x:")
+    timed = {f"{what} {kind}": runs[f"{what}, fg.grad"] for kind, runs in (("plain", plain_runs), ("ckpt", ckpt_runs))
+             for what in ("input", "weights")}
+    contenders = {"funcgrad": timed, "pytorch": torch_runs(ws, x), "jax": jax_runs(ws, x)}
+    for name, runs in contenders.items():
+        if runs is None:
+            print(f"  {name:9} not installed")
+            continue
+        for what, (m, b, p) in ratios(runs, args.rounds).items():
+            print(f"  {name:9} {what:8} {m:.2f} / {b:.2f} / {p:.2f}")
+        time.sleep(0.25)
 
 
 if __name__ == "__main__":

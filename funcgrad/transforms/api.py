@@ -87,10 +87,11 @@ def _record(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argn
     return out, aux, interp, flat, in_tree, [t.node if isinstance(t, VJPTracer) else None for t in tracers]
 
 
-def _cotangents(seeds: list[Any], leaves: list[Any], flat: list[Any], in_tree: Any) -> Any:
-    """The primals' cotangents (zeros where none arrives), as a tree like the primals."""
+def _cotangents(seeds: list[Any], leaves: list[Any], flat: list[Any], in_tree: Any, release: bool = False) -> Any:
+    """The primals' cotangents (zeros where none arrives), as a tree like the primals.
+    ``release``: the graph is walked only this once (``grad``), so it frees as it goes."""
     tracked = [n for n in leaves if n is not None]
-    it = iter(backprop(seeds, tracked) if seeds else [None] * len(tracked))
+    it = iter(backprop(seeds, tracked, release) if seeds else [None] * len(tracked))
     cts = [(next(it) if n is not None else None) for n in leaves]
     return _tree.unflatten(in_tree, [ops.zeros_like(x) if c is None else c for c, x in zip(cts, flat)])
 
@@ -196,7 +197,9 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
         if value.dtype.kind != "f":
             raise DTypeError(f"grad: the function returned dtype {value.dtype}; a floating-point scalar is needed")
         # the seed: d out / d out = 1 (vjp's cotangent, without its checks: the output is one scalar)
-        grads = _cotangents([(out.node, out.index, ops.ones_like(value))] if traced else [], leaves, flat, in_tree)
+        seeds = [(out.node, out.index, ops.ones_like(value))] if traced else []
+        del out  # the graph lives in the seeds now, and is freed as the backward pass walks it
+        grads = _cotangents(seeds, leaves, flat, in_tree, release=True)
         g = grads[0] if isinstance(argnums, int) else tuple(grads)
         return ((value, _strip(aux, interp)), g) if has_aux else (value, g)
 

@@ -310,9 +310,11 @@ def _toposort(roots: list[Node]) -> list[Node]:
     return order
 
 
-def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any]:
+def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node], release: bool = False) -> list[Any]:
     """Cotangents of ``leaves`` given ``(node, output index, cotangent)`` seeds.
-    Walks the graph once in reverse topological order; ``None`` is a zero."""
+    Walks the graph once in reverse topological order; ``None`` is a zero. With
+    ``release`` (a graph walked once, as ``fg.grad``'s) each node's saved values are let go
+    as soon as its rule has run, so the backward pass's peak holds only what is still needed."""
 
     pending: dict[int, list[Any]] = {}
     for node, idx, ct in roots:
@@ -334,6 +336,9 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node]) -> list[Any
                 results[id(node)] = cts[0]
             continue
         propagate(node, cts, pending)
+        del cts
+        if release:
+            node.residuals = None
     return [results.get(id(leaf)) for leaf in leaves]
 
 

@@ -113,16 +113,25 @@ class _CheckpointVJP:
 
         captured: dict[int, Any] = {}
 
-        def recompute(*xs: Any) -> tuple[Any, ...]:
+        # differentiate only what needs a cotangent: the weights a segment closes over are
+        # usually constants, and their gradients would cost a matmul (and its memory) each
+        wanted = [i for i, p in enumerate(primals) if needs is None or needs[i]]
+
+        def recompute(*live: Any) -> tuple[Any, ...]:
+            xs = list(primals)
+            for i, v in zip(wanted, live):
+                xs[i] = v
             # user outputs, then the saved outputs: at higher orders those receive cotangents too
             outs = program.eval_flat(xs[n_consts:], consts=xs[:n_consts], hook=hook)
             extra = [o for i in saved for o in (captured[i] if program.eqns[i].prim.multiple_results
                                                 else (captured[i],))]
             return tuple(outs) + tuple(extra)
 
-        outs, f_vjp = vjp(recompute, *primals)
+        outs, f_vjp = vjp(recompute, *[primals[i] for i in wanted])
         cts = tuple(zeros_like(o) if c is None else c for o, c in zip(outs, tuple(g)))
-        return tuple(f_vjp(cts))
+        del outs  # the recomputed outputs: only the graph's residuals need to stay
+        got = iter(f_vjp(cts))
+        return tuple(next(got) if i in wanted else None for i in range(len(primals)))
 
 
 def _jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:

@@ -92,15 +92,38 @@ class Program:
             env[id(v)] = x
         for v, x in zip(self.invars, args):
             env[id(v)] = x
+        dead = self._dead_after()
         for i, eqn in enumerate(self.eqns):
             vals = [env[id(a)] if isinstance(a, Var) else a.value for a in eqn.inputs]
             out = hook(i, eqn, vals) if hook is not None else None
             if out is None:
                 out = bind(eqn.prim, *vals, **eqn.params)
+            del vals
             outs = out if eqn.prim.multiple_results else (out,)
             for v, o in zip(eqn.outputs, outs):
                 env[id(v)] = o
+            del out, outs
+            for key in dead[i]:  # values no later equation reads: freed now, not when the program returns
+                del env[key]
         return [env[id(a)] if isinstance(a, Var) else a.value for a in self.outvars]
+
+    def _dead_after(self) -> list[tuple[int, ...]]:
+        """Per equation, the values (by id) that nothing after it reads: computed once."""
+        dead = getattr(self, "_dead", None)
+        if dead is None:
+            last: dict[int, int] = {}
+            for i, eqn in enumerate(self.eqns):
+                for a in (*eqn.inputs, *eqn.outputs):
+                    if isinstance(a, Var):
+                        last[id(a)] = i
+            keep = {id(a) for a in self.outvars if isinstance(a, Var)}
+            keep.update(id(v) for v in (*self.invars, *self.constvars))
+            per: list[list[int]] = [[] for _ in self.eqns]
+            for key, i in last.items():
+                if key not in keep:
+                    per[i].append(key)
+            dead = self._dead = [tuple(d) for d in per]
+        return dead  # type: ignore[no-any-return]
 
     def __call__(self, *args: Any) -> Any:
         flat, tree = _tree.flatten(args)
