@@ -149,8 +149,11 @@ def jax_runs(ws_np: list[np.ndarray], x_np: np.ndarray) -> dict[str, Callable[[]
 
 
 def ratios(runs: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, float, float]]:
-    """Per gradient kind: checkpointed / plain time as (median, best, paired)."""
-    samples = interleaved_samples(runs, rounds, 1, pause=0.25)
+    """Per gradient kind: checkpointed / plain time as (median, best, paired). The contenders
+    are one framework's, so they alternate without a pause (as steps of a training loop
+    follow each other: a pause lets the machine give back the memory and threads a warm
+    loop reuses, which taxes the variant that allocates more)."""
+    samples = interleaved_samples(runs, rounds, 3, pause=0.0)
     med, best = median_and_best(samples)
     out = {}
     for what in ("input", "weights"):
