@@ -316,7 +316,8 @@ TORCH_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "
 def test_float64_elementwise_gradients_match_pytorch_to_1e_12(name: str, data: st.DataObject) -> None:
     """Every elementwise rule with a PyTorch counterpart: the float64 gradient (with a Python
     scalar on either side for binary ones) equals PyTorch's to rtol 1e-12, so no constant of a
-    rule is formed in lower precision."""
+    rule is formed in lower precision; for unary ones the tape's second derivative equals
+    PyTorch's too."""
     torch = pytest.importorskip("torch")
     prim = fg.registry_lookup(name)
     domain = prim.domain
@@ -326,8 +327,14 @@ def test_float64_elementwise_gradients_match_pytorch_to_1e_12(name: str, data: s
     if name in TORCH_UNARY:
         got = fg.grad(lambda v: fg.bind(prim, v).sum())(fg.asarray(x)).numpy()
         t = torch.tensor(x, requires_grad=True)
-        getattr(torch, TORCH_UNARY[name])(t).sum().backward()
-        np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-12, atol=1e-300, err_msg=name)
+        (tg,) = torch.autograd.grad(getattr(torch, TORCH_UNARY[name])(t).sum(), t, create_graph=True)
+        np.testing.assert_allclose(got, tg.detach().numpy(), rtol=1e-12, atol=1e-300, err_msg=name)
+        # the second derivative, on the tape (create_graph=True twice) as in PyTorch
+        v = fg.asarray(x).requires_grad_()
+        (g,) = fg.autograd.grad(fg.bind(prim, v).sum(), v, create_graph=True)
+        want = torch.autograd.grad(tg.sum(), t)[0].numpy(force=True) if tg.requires_grad else np.zeros(shape)
+        h = fg.autograd.grad(g.sum(), v)[0].numpy() if g.requires_grad else np.zeros(shape)
+        np.testing.assert_allclose(h, want, rtol=1e-10, atol=1e-300, err_msg=f"{name}, second derivative")
         return
     if domain.kind == "remainder":
         y = 1.3
