@@ -63,5 +63,37 @@ def test_registry_is_enumerable_and_complete() -> None:
         assert expected in names
     for p in fg.registry():
         assert [p.view, p.kernel_spec, p.impl].count(None) == 2
-        for slot in ("jvp", "vjp", "batch"):
-            assert hasattr(p, slot)
+        if p.differentiable:  # both rules, in the forms the interpreters call
+            assert callable(p.jvp), p.name
+            assert callable(getattr(p.vjp, "fwd", None)) and callable(getattr(p.vjp, "bwd", None)), p.name
+        else:  # the interpreters never ask a primitive without a derivative for its rules
+            assert p.jvp is None and p.vjp is None, p.name
+
+
+@pytest.mark.parametrize("prim", [p for p in PRIMITIVES if p.differentiable], ids=lambda p: p.name)
+@given(data=st.data())
+def test_rules_give_cotangents_and_tangents_of_the_right_types(prim: fg.Primitive, data: st.DataObject) -> None:
+    """Each differentiable primitive's JVP returns its output and a tangent shaped like it,
+    and its VJP returns one cotangent per input that sums to that input's shape, in the
+    input's dtype family (the values are checked against finite differences in
+    test_gradients.py)."""
+    case = CASES[prim.name](data.draw)
+    args = [_fg(a) for a in case.args]
+    floats = [isinstance(a, fg.Array) and a.dtype.kind == "f" for a in args]
+    if not any(floats):
+        return
+    tangents = tuple(fg.ones_like(a) if f else None for a, f in zip(args, floats))
+    if prim.name != "custom_vjp_call":  # a custom VJP has no forward mode (as in JAX): its rule says so
+        ans, t_out = prim.jvp(tuple(args), tangents, **case.params)
+        outs, touts = (ans, t_out) if prim.multiple_results else ((ans,), (t_out,))
+        for o, t in zip(outs, touts):
+            if t is not None and o.dtype.kind == "f":
+                assert fg.broadcast_shapes(tuple(t.shape), tuple(o.shape)) == tuple(o.shape), prim.name
+    ans, residuals = prim.vjp.fwd(tuple(args), case.params)
+    g = tuple(fg.ones_like(o) for o in ans) if prim.multiple_results else fg.ones_like(ans)
+    cts = prim.vjp.bwd(residuals, g, case.params, tuple(floats))
+    assert len(cts) == len(args), prim.name
+    for a, f, ct in zip(args, floats, cts):
+        if f and ct is not None:
+            summed = fg.broadcast_shapes(tuple(ct.shape), tuple(a.shape))
+            assert summed == tuple(ct.shape), (prim.name, ct.shape, a.shape)
