@@ -4,7 +4,7 @@ Prints, in one process, for each framework: the loss (forward) time, the
 value_and_grad time, and their ratio; and funcgrad's value_and_grad against the
 hand-written NumPy forward+backward. funcgrad's loss is measured written two ways:
 with ``F.cross_entropy`` (as the PyTorch contender uses its own) and with the
-logsumexp formula (as the JAX contender). Targets (issue 3): value_and_grad / loss
+logsumexp formula (as the JAX contender). Targets: value_and_grad / loss
 <= 2.3, and funcgrad eager value_and_grad within 1.15x of hand-written NumPy.
 
     python benchmarks/bench_autodiff.py [--rounds 9]

@@ -10,7 +10,7 @@ over four 4-layer segments (sqrt(L) segments). Two gradients:
 
 The peak is what must fit in memory: the high-water mark of the forward and backward
 passes together, by ``fg.memory.max_allocated`` and by ``tracemalloc`` (NumPy reports its
-buffers to it), above what was live before. Targets (issue 15): peak <= 0.6x without
+buffers to it), above what was live before. Targets: peak <= 0.6x without
 checkpointing, time <= 1.4x. PyTorch (``torch.utils.checkpoint``) and JAX
 (``jax.checkpoint`` under ``jit``) time ratios are printed when they are installed; their
 peaks are not (PyTorch's CPU allocator keeps no peak counter, and the process's resident

@@ -3,8 +3,8 @@
 
 All contenders run in one process and are interleaved round by round, with a
 short pause when switching framework (NumPy's BLAS threads spin ~0.1 s after a
-call). Reported: the median per-call time and its ratio to NumPy. Targets
-(issue 2): funcgrad (1,) add <= 2.0 us, matmul within 1.2x NumPy.
+call). Reported: the median per-call time and its ratio to NumPy. Targets:
+funcgrad (1,) add <= 2.0 us, matmul within 1.2x NumPy.
 
     python benchmarks/bench_eager.py [--rounds 15]
 """

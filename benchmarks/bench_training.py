@@ -2,7 +2,7 @@
 MLP 784-512-256-10, batch 128, softmax cross-entropy; plus the eager (1,) add on
 requires_grad inputs, and allocated memory over a long eager loop.
 
-Targets (issue 4): funcgrad's PyTorch-style step <= 1.10x the hand-written NumPy
+Targets: funcgrad's PyTorch-style step <= 1.10x the hand-written NumPy
 step; the requires_grad (1,) add <= 3.0 us; memory flat over 10,000 steps.
 
     python benchmarks/bench_training.py [--rounds 7] [--long]

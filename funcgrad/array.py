@@ -10,8 +10,11 @@ Two classes split the work:
   array is made: kernel outputs *are* their backend array, and a view builds
   its own from the buffer. So the eager path never re-derives a view.
 
-Nothing ever writes into a buffer after it is made, so views are always safe to
-share. ``x[...] = v`` raises; ``x.at[...].set(v)`` returns a new array.
+No array's values ever change, so views are always safe to share. ``x[...] = v``
+raises; ``x.at[...].set(v)`` returns a new array. What users reach of the memory is
+read-only (``Buffer``). The one write into a buffer is an optimizer step adding into a
+``Parameter``'s own buffer when nothing else can reach it (``optim/optimizer.py``), which
+no holder can observe.
 """
 
 from __future__ import annotations

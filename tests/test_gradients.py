@@ -160,8 +160,8 @@ def test_derivatives_at_special_points() -> None:
 def test_scatter_with_repeated_indices_differentiates_what_was_written(idx: list[int], mode: str,
                                                                      scalar: bool) -> None:
     """x.at[i].set(v) with a repeated index keeps one update per position: the others do
-    not reach the output, so their derivative is 0 (it once gave every duplicate the
-    gradient). Against finite differences in both modes, and against the direct rule."""
+    not reach the output, so their derivative is 0. Against finite differences in both
+    modes, and against the direct rule."""
     rng = np.random.default_rng(len(idx))
     x = fg.asarray(rng.standard_normal(5))
     v = fg.asarray(rng.standard_normal(()) if scalar else rng.standard_normal(len(idx)))

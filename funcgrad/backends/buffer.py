@@ -1,4 +1,4 @@
-"""``Buffer``: one flat block of memory on one device, never written after creation.
+"""``Buffer``: one flat block of memory on one device, which no array's values ever see change.
 
 Every array is a view (shape, strides, offset) over a buffer. Buffers count
 their bytes into the device's memory counters while they live, which is what

@@ -3,16 +3,16 @@
 Every operation funcgrad runs is a ``Primitive`` applied through ``bind``. A
 primitive is data: a name, a shape/dtype rule (``abstract_eval`` on abstract
 values), one kernel spec that each backend resolves, and slots for the
-derivative and batching rules the transforms fill in. Nothing here knows which
-transform is running: ``bind`` hands the primitive to the current interpreter
-(a context variable), and when none is active it evaluates eagerly.
+derivative and batching rules the transforms fill in. ``bind`` hands the primitive
+to the current interpreter (a context variable), and when none is active it
+evaluates eagerly.
 
 View primitives differ in one way: instead of a kernel they carry a ``view``
 rule that maps (shape, strides, offset) to new metadata over the *same* buffer.
 Call-like primitives (checkpoint, custom rules) carry an ``impl`` that evaluates
 them with further binds. In eager mode, an argument that requires grad hands the
-operation to the tape (``transforms/tape.py``) through a hook it registers here,
-so this module stays free of any transform.
+operation to the tape (``transforms/tape.py``) through a hook the tape sets here
+(``_tape_hook``): eager evaluation knows that the tape exists, not how it records.
 """
 
 from __future__ import annotations

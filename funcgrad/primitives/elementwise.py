@@ -296,7 +296,7 @@ defjvp(B["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
 defvjp(B["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
 def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
     """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
-    y < 0, where x**y is infinite, it is NaN (as JAX gives; it once read 0 there)."""
+    y < 0, where x**y is infinite, it is NaN (as JAX gives)."""
     x = x if hasattr(x, "dtype") else like(x, ans)  # a Python scalar base: its log in the result's dtype
     return F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0, ans * _safe_log(x))
 
