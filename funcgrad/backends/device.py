@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import FuncgradError
+from ..errors import ArgumentValueError, FuncgradError
 
 if TYPE_CHECKING:
     from .base import Backend
@@ -98,14 +98,14 @@ def device(spec: Any = "cpu") -> Device:
     name, _, idx = spec.strip().lower().partition(":")
     kind = _ALIASES.get(name)
     if kind is None:
-        raise ValueError(f"device: unknown device {spec!r}; expected 'cpu', 'gpu', 'gpu:N' or 'cuda'")
+        raise ArgumentValueError(f"device: unknown device {spec!r}; expected 'cpu', 'gpu', 'gpu:N' or 'cuda'")
     try:
         index = int(idx) if idx else 0
     except ValueError:
-        raise ValueError(f"device: bad device index in {spec!r}") from None
+        raise ArgumentValueError(f"device: bad device index in {spec!r}") from None
     if kind == "cpu":
         if index != 0:
-            raise ValueError(f"device: there is one cpu device, got {spec!r}")
+            raise ArgumentValueError(f"device: there is one cpu device, got {spec!r}")
         return CPU
     found = _DEVICES.get((kind, index))
     if found is None:

@@ -1,0 +1,193 @@
+"""fg.nn attention and LSTM: masks, options, directions and unbatched inputs, against PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import funcgrad as fg
+
+from .nn_common import RNG, _compare, _copy_params, needs_torch, nn, torch
+
+
+@needs_torch
+@pytest.mark.parametrize("case", ["unbatched", "float mask per head", "bool mask", "unbatched padding",
+                                  "batch_first padding"])
+def test_multihead_attention_masks_and_unbatched_inputs_match_pytorch(case) -> None:
+    batch_first = case == "batch_first padding"
+    tm, fm = torch.nn.MultiheadAttention(4, 2, batch_first=batch_first), nn.MultiheadAttention(4, 2, batch_first=batch_first)
+    _copy_params(tm, fm)
+    shape = {"unbatched": (3, 4), "unbatched padding": (3, 4), "batch_first padding": (2, 3, 4)}.get(case, (3, 2, 4))
+    masks = {"float mask per head": {"attn_mask": RNG.standard_normal((4, 3, 3)).astype(np.float32)},
+             "bool mask": {"attn_mask": np.triu(np.ones((3, 3), bool), 1)},
+             "unbatched padding": {"key_padding_mask": np.array([False, False, True])},
+             "batch_first padding": {"key_padding_mask": np.array([[False, False, True], [False, True, False]])}
+             }.get(case, {})
+    q = RNG.standard_normal(shape).astype(np.float32)
+    tq, fq = torch.tensor(q, requires_grad=True), fg.asarray(q, requires_grad=True)
+    tout, tw = tm(tq, tq, tq, **{k: torch.tensor(v) for k, v in masks.items()})
+    fout, fw = fm(fq, fq, fq, **{k: fg.asarray(v) for k, v in masks.items()})
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fw.numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (tout.sum() + (tw * tw).sum()).backward()
+    (fout.sum() + (fw * fw).sum()).backward()
+    np.testing.assert_allclose(fq.grad.numpy(), tq.grad.numpy(), rtol=1e-3, atol=1e-4)
+    with pytest.raises(fg.ShapeError, match=r"MultiheadAttention\(4, 2\): key must be"):
+        fm(fq, fg.zeros((3, 2, 5)), fq)
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [dict(kdim=3, vdim=5), dict(add_bias_kv=True), dict(add_zero_attn=True),
+                                    dict(kdim=3, vdim=5, add_bias_kv=True, add_zero_attn=True, batch_first=True),
+                                    dict(add_bias_kv=True, bias=False), dict(dropout=0.0, add_zero_attn=True)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_multihead_attention_options_match_pytorch(kwargs, masked) -> None:
+    """kdim/vdim (separate q/k/v projection weights, PyTorch's names and order), a learned
+    key and value appended to every sequence, and a zero one, with masks that then grow a
+    column; values, weights, and gradients of the inputs and every parameter."""
+    tm, fm = torch.nn.MultiheadAttention(4, 2, **kwargs), nn.MultiheadAttention(4, 2, **kwargs)
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    _copy_params(tm, fm)
+    first = kwargs.get("batch_first", False)
+    lay = (lambda t, n: (2, t, n)) if first else (lambda t, n: (t, 2, n))
+    q, k, v = (RNG.standard_normal(lay(t, n)).astype(np.float32)
+               for t, n in ((3, 4), (5, kwargs.get("kdim", 4)), (5, kwargs.get("vdim", 4))))
+    masks = {"attn_mask": np.triu(np.ones((3, 5), bool), 2),
+             "key_padding_mask": np.array([[False] * 4 + [True], [False] * 5])} if masked else {}
+    tx = [torch.tensor(a, requires_grad=True) for a in (q, k, v)]
+    fx = [fg.asarray(a, requires_grad=True) for a in (q, k, v)]
+    tout, tw = tm(*tx, **{n: torch.tensor(m) for n, m in masks.items()})
+    fout, fw = fm(*fx, **{n: fg.asarray(m) for n, m in masks.items()})
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fw.numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+    (tout.sum() + (tw * tw).sum()).backward()
+    (fout.sum() + (fw * fw).sum()).backward()
+    for a, b in zip(fx, tx):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-3, atol=1e-5)
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-3, atol=1e-5, err_msg=name)
+
+
+@needs_torch
+def test_lstm_unbatched_input_matches_pytorch() -> None:
+    tm, fm = torch.nn.LSTM(3, 5, num_layers=2), nn.LSTM(3, 5, num_layers=2)
+    _copy_params(tm, fm)
+    x, h0, c0 = (RNG.standard_normal(s).astype(np.float32) for s in [(4, 3), (2, 5), (2, 5)])
+    tout, (th, tc) = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    fout, (fh, fc) = fm(fg.asarray(x), (fg.asarray(h0), fg.asarray(c0)))
+    for f, t in ((fout, tout), (fh, th), (fc, tc)):
+        assert f.shape == tuple(t.shape)
+        np.testing.assert_allclose(f.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(fg.ShapeError, match=r"LSTM\(3, 5\): expected an input of shape"):
+        fm(fg.zeros((4, 2)))
+    with pytest.raises(fg.ShapeError, match=r"LSTM: h_0 must have shape \(2, 5\), got \(1, 5\)"):
+        fm(fg.asarray(x), (fg.zeros((1, 5)), fg.asarray(c0)))
+
+
+@needs_torch
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_multihead_attention_matches_pytorch(batch_first) -> None:
+    tm = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    fm = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    q = RNG.standard_normal((5, 3, 8) if not batch_first else (3, 5, 8)).astype(np.float32)
+    kv = RNG.standard_normal((4, 3, 8) if not batch_first else (3, 4, 8)).astype(np.float32)
+    _compare(tm, fm, [q, kv, kv], out_index=0)
+    _, tw = tm(torch.tensor(q), torch.tensor(kv), torch.tensor(kv))
+    _, fw = fm(fg.asarray(q), fg.asarray(kv), fg.asarray(kv))
+    np.testing.assert_allclose(fw.numpy(), tw.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("layers,batch_first,bidirectional,proj", [(1, False, False, 0), (2, True, False, 0),
+                                                                  (1, False, True, 0), (3, True, True, 0),
+                                                                  (1, False, False, 2), (2, True, True, 3)])
+def test_lstm_matches_pytorch(layers, batch_first, bidirectional, proj) -> None:
+    kwargs = dict(num_layers=layers, batch_first=batch_first, bidirectional=bidirectional, proj_size=proj)
+    tm, fm = torch.nn.LSTM(3, 5, **kwargs), nn.LSTM(3, 5, **kwargs)
+    assert repr(fm) == repr(tm)
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    _compare(tm, fm, [x], out_index=0)
+    d = 2 if bidirectional else 1
+    batch = x.shape[0] if batch_first else x.shape[1]
+    h0, c0 = (RNG.standard_normal((layers * d, batch, size)).astype(np.float32) for size in (proj or 5, 5))
+    tout, (th, tc) = tm(torch.tensor(x), (torch.tensor(h0), torch.tensor(c0)))
+    fout, (fh, fc) = fm(fg.asarray(x), (fg.asarray(h0), fg.asarray(c0)))
+    for f, t in ((fout, tout), (fh, th), (fc, tc)):
+        assert f.shape == tuple(t.shape)
+        np.testing.assert_allclose(f.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    # the gradient reaches the initial states, through both directions
+    th0 = torch.tensor(h0, requires_grad=True)
+    fh0 = fg.asarray(h0, requires_grad=True)
+    tm(torch.tensor(x), (th0, torch.tensor(c0)))[0].sum().backward()
+    fm(fg.asarray(x), (fh0, fg.asarray(c0)))[0].sum().backward()
+    np.testing.assert_allclose(fh0.grad.numpy(), th0.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+def test_lstm_dropout_between_layers_matches_pytorch() -> None:
+    """Dropout applies to every layer's output but the last, only in training: with p=1
+    the second layer sees zeros (deterministic in both libraries); in eval mode nothing."""
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    for p, train in ((1.0, True), (0.5, False)):
+        tm = torch.nn.LSTM(3, 5, num_layers=2, dropout=p, bidirectional=True)
+        fm = nn.LSTM(3, 5, num_layers=2, dropout=p, bidirectional=True)
+        _copy_params(tm, fm)
+        tm.train(train)
+        fm.train(train)
+        tout, _ = tm(torch.tensor(x))
+        fout, _ = fm(fg.asarray(x))
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    fm = nn.LSTM(3, 5, num_layers=2, dropout=0.5)  # training with 0 < p < 1: different draws each call
+    assert not np.allclose(fm(fg.asarray(x))[0].numpy(), fm(fg.asarray(x))[0].numpy())
+    fm.eval()
+    assert np.array_equal(fm(fg.asarray(x))[0].numpy(), fm(fg.asarray(x))[0].numpy())
+
+
+@settings(max_examples=25, deadline=None)
+@given(length=st.integers(1, 5), batch=st.integers(1, 3), proj=st.sampled_from([0, 1, 3]))
+def test_lstm_reverse_direction_is_a_forward_lstm_on_the_flipped_sequence(length, batch, proj) -> None:
+    """The reverse half of a bidirectional LSTM's output is a one-way LSTM with the
+    ``*_reverse`` weights run over the sequence backwards (its output flipped back), and
+    the forward half is the one-way LSTM with the forward weights (with or without a
+    projection of the hidden state)."""
+    bi, one = nn.LSTM(3, 4, bidirectional=True, proj_size=proj), nn.LSTM(3, 4, proj_size=proj)
+    x = fg.asarray(RNG.standard_normal((length, batch, 3)).astype(np.float32))
+    out, (h, c) = bi(x)
+    params = dict(bi.named_parameters())
+    k = proj or 4
+    for suffix, half, seq, flip in (("", slice(0, k), x, lambda a: a), ("_reverse", slice(k, 2 * k), x[::-1],
+                                                                       lambda a: a[::-1])):
+        for name, p in one.named_parameters():
+            p._assign(params[name + suffix])
+        ref, (rh, rc) = one(seq)
+        np.testing.assert_allclose(out.numpy()[..., half], flip(ref.numpy()), rtol=1e-5, atol=1e-6)
+        k = 0 if suffix == "" else 1
+        np.testing.assert_allclose(h.numpy()[k], rh.numpy()[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(c.numpy()[k], rc.numpy()[0], rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_bidirectional_unbatched_and_bad_arguments() -> None:
+    fm = nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+    out, (h, c) = fm(fg.ones((5, 3)))
+    assert out.shape == (5, 8) and h.shape == (4, 4) and c.shape == (4, 4)
+    batched, (hb, _) = fm(fg.ones((5, 1, 3)))
+    np.testing.assert_allclose(out.numpy(), batched.numpy()[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(h.numpy(), hb.numpy()[:, 0], rtol=1e-6)
+    # the reverse direction's last state is the first step's: the forward one's is the last step's
+    np.testing.assert_allclose(h.numpy()[2], out.numpy()[-1, :4], rtol=1e-6)
+    np.testing.assert_allclose(h.numpy()[3], out.numpy()[0, 4:], rtol=1e-6)
+    with pytest.raises(fg.ShapeError, match=r"LSTM: h_0 must have shape \(4, 1, 4\), got \(2, 1, 4\)"):
+        fm(fg.ones((5, 1, 3)), (fg.zeros((2, 1, 4)), fg.zeros((2, 1, 4))))
+    with pytest.raises(ValueError, match="dropout must be a probability"):
+        nn.LSTM(3, 4, dropout=1.5)
+    for bad in (-1, 4):
+        with pytest.raises(ValueError, match="proj_size must be at least 0 and smaller than hidden_size=4"):
+            nn.LSTM(3, 4, proj_size=bad)
+    projected = nn.LSTM(3, 4, num_layers=2, bidirectional=True, proj_size=2)
+    out, (h, c) = projected(fg.ones((5, 3)))
+    assert out.shape == (5, 4) and h.shape == (4, 2) and c.shape == (4, 4)  # h projected, c not
+    with pytest.raises(fg.ShapeError, match=r"LSTM: c_0 must have shape \(4, 1, 4\), got \(4, 1, 2\)"):
+        projected(fg.ones((5, 1, 3)), (fg.zeros((4, 1, 2)), fg.zeros((4, 1, 2))))

@@ -1,0 +1,203 @@
+"""fg.optim: update rules against PyTorch, the in-place step that no holder can observe, schedulers, clipping."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import funcgrad as fg
+
+from .nn_common import RNG, needs_torch, nn, torch
+
+
+def _sgd_setup() -> tuple:
+    model = nn.Linear(3, 2)
+    return model, fg.optim.SGD(model.parameters(), lr=0.1), fg.ones((4, 3))
+
+
+def test_optimizer_adds_into_a_parameter_buffer_nothing_else_reaches() -> None:
+    """With nothing else holding a parameter's value, the step updates its buffer in place
+    (as NumPy's ``p -= lr * g``); the values are the re-pointing update's, bit for bit."""
+    model, opt, x = _sgd_setup()
+    w = model.weight
+    for _ in range(3):
+        opt.zero_grad()
+        model(x).sum().backward()
+        memory, expected = weakref.ref(w._data), (w - 0.1 * w.grad).numpy().copy()  # (a weak reference
+        opt.step()                                                            # holds nothing)
+        assert w._data is memory()  # in place: no new buffer
+        np.testing.assert_array_equal(w.numpy(), expected)
+
+
+HOLDERS = {
+    "detach": lambda p: p.detach(),
+    "view": lambda p: p[0],
+    "numpy": lambda p: p.numpy(),
+    "np.asarray": lambda p: np.asarray(p),
+    "memoryview": lambda p: memoryview(p.numpy()),
+    "dlpack": lambda p: p.__dlpack__(max_version=(1, 0), dl_device=None, copy=None),  # a read-only capsule
+    "np.from_dlpack": lambda p: np.from_dlpack(p),
+    "buffer.owner": lambda p: p.buffer.owner,
+    "buffer.flat": lambda p: p.buffer.flat,
+    "alias in a list": lambda p: [p * 1.0, p.detach()][1],
+    "reshape": lambda p: p.reshape(-1),
+    "view of the whole": lambda p: p.reshape(p.shape),
+    "positive": lambda p: +p,
+    "to same device": lambda p: p.to(p.device),
+}
+
+
+try:
+    import torch as _torch
+
+    HOLDERS["torch.from_dlpack"] = lambda p: _torch.from_dlpack(p)  # a copy: the step may stay in place
+except ImportError:
+    pass
+
+
+@pytest.mark.parametrize("how", sorted(HOLDERS))
+def test_optimizer_never_changes_a_value_someone_holds(how: str) -> None:
+    model, opt, x = _sgd_setup()
+    opt.zero_grad()
+    model(x).sum().backward()
+    held = HOLDERS[how](model.weight)
+    before = model.weight.numpy().copy()
+    memory = weakref.ref(model.weight._data)
+    opt.step()
+    if how != "torch.from_dlpack":
+        assert model.weight._data is not memory()  # re-pointed, not written
+    if how not in ("dlpack",):
+        values = np.asarray(held).ravel()  # (the view is the first row: a prefix in memory order)
+        np.testing.assert_array_equal(values, before.ravel()[:values.size])
+    assert not np.array_equal(model.weight.numpy(), before)
+
+
+def test_optimizer_keeps_values_a_retained_graph_or_state_dict_holds() -> None:
+    model, opt, x = _sgd_setup()
+    opt.zero_grad()
+    loss = model(x).sum()
+    loss.backward(retain_graph=True)  # the graph keeps the weight's value for a second backward
+    saved = model.state_dict()
+    snapshot = {k: v.numpy().copy() for k, v in saved.items()}
+    opt.step()
+    for k, v in saved.items():
+        np.testing.assert_array_equal(v.numpy(), snapshot[k])
+    opt.zero_grad()
+    loss.backward()  # through the old values: the same gradients as the first time
+    np.testing.assert_array_equal(model.bias.grad.numpy(), np.full(2, 4.0, np.float32))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["step", "hold", "drop"]), min_size=1, max_size=12))
+def test_in_place_steps_match_re_pointing_steps(actions: list[str]) -> None:
+    """Any mix of steps and held values: held values never change, and the parameters
+    follow the same trajectory as steps that always make a new array."""
+    fg.manual_seed(0)
+    model, opt, x = _sgd_setup()
+    reference = [p.numpy().copy() for p in model.parameters()]
+    held: list[tuple] = []
+    for act in actions:
+        if act == "hold":
+            held.append((model.weight.detach(), model.weight.numpy().copy()))
+        elif act == "drop" and held:
+            held.pop(0)
+        elif act == "step":
+            opt.zero_grad()
+            (model(x) ** 2).sum().backward()
+            grads = [p.grad.numpy() for p in model.parameters()]
+            reference = [r - np.float32(0.1) * g for r, g in zip(reference, grads)]
+            opt.step()
+        for value, copy in held:
+            np.testing.assert_array_equal(value.numpy(), copy)
+    for p, r in zip(model.parameters(), reference):
+        np.testing.assert_array_equal(p.numpy(), r)
+
+
+@given(st.integers(0, 5), st.floats(1e-4, 1.0), st.sampled_from(["float32", "float64", "bfloat16"]))
+def test_axpy_is_the_two_operation_update_bit_for_bit(n: int, lr: float, dtype: str) -> None:
+    from funcgrad.optim.optimizer import axpy
+
+    rng = np.random.default_rng(n)
+    p = fg.asarray(rng.standard_normal((n, 3))).astype(dtype)
+    g = fg.asarray(rng.standard_normal((n, 3))).astype(dtype)
+    new = axpy(-lr, g, p)
+    assert new.dtype == p.dtype and new.shape == p.shape
+    np.testing.assert_array_equal(new.numpy(), (p - lr * g).numpy())
+    mixed = axpy(-lr, g.astype("float64"), p.astype("float32"))  # other dtypes: the operations themselves
+    assert mixed.dtype == fg.float64
+
+
+def test_optimizer_errors() -> None:
+    with pytest.raises(TypeError, match="only optimize fg.nn.Parameter"):
+        fg.optim.SGD([fg.ones(2)], lr=0.1)
+    with pytest.raises(ValueError, match="empty parameter list"):
+        fg.optim.Adam([], lr=0.1)
+
+
+def test_schedulers() -> None:
+    p = nn.Parameter(fg.ones(1))
+    opt = fg.optim.SGD([p], lr=1.0)
+    step = fg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    lrs = []
+    for _ in range(5):
+        lrs.append(step.get_last_lr()[0])
+        step.step()
+    assert lrs == [1.0, 1.0, 0.5, 0.5, 0.25]
+    opt2 = fg.optim.SGD([p], lr=1.0)
+    cos = fg.optim.lr_scheduler.CosineAnnealingLR(opt2, T_max=4)
+    for _ in range(4):
+        cos.step()
+    assert abs(cos.get_last_lr()[0]) < 1e-12
+    opt3 = fg.optim.SGD([p], lr=2.0)
+    lam = fg.optim.lr_scheduler.LambdaLR(opt3, lambda e: 1 / (e + 1))
+    lam.step()
+    assert lam.get_last_lr() == [1.0]
+    opt4 = fg.optim.SGD([p], lr=1.0)
+    ex = fg.optim.lr_scheduler.ExponentialLR(opt4, gamma=0.9)
+    ex.step()
+    assert abs(ex.get_last_lr()[0] - 0.9) < 1e-12
+
+
+def test_clip_grad_norm_and_zero_grad() -> None:
+    p = nn.Parameter(fg.array([3.0, 4.0]))
+    (p * fg.array([3.0, 4.0])).sum().backward()
+    total = nn.utils.clip_grad_norm_([p], 1.0)
+    assert abs(total.item() - 5.0) < 1e-6 and abs(float(fg.linalg.norm(p.grad)) - 1.0) < 1e-4
+    m = nn.Linear(2, 2)
+    m(fg.ones((1, 2))).sum().backward()
+    m.zero_grad()
+    assert m.weight.grad is None
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kwargs", [
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+    ("Adam", dict(lr=0.05, weight_decay=0.01)), ("Adam", dict(lr=0.05, amsgrad=True)),
+    ("AdamW", dict(lr=0.05, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.01)), ("RMSprop", dict(lr=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.5, weight_decay=0.01, maximize=True)),
+    ("Adam", dict(lr=0.05, weight_decay=0.01, maximize=True)), ("AdamW", dict(lr=0.05, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01, alpha=0.9, momentum=0.3, maximize=True)),
+])
+def test_optimizers_match_pytorch_for_20_steps(name, kwargs) -> None:
+    W0, X, Y = RNG.standard_normal((5, 3)), RNG.standard_normal((8, 5)), RNG.standard_normal((8, 3))
+    p = nn.Parameter(fg.asarray(W0.copy()))
+    tp = torch.nn.Parameter(torch.tensor(W0.copy()))
+    opt, topt = getattr(fg.optim, name)([p], **kwargs), getattr(torch.optim, name)([tp], **kwargs)
+    for _ in range(20):
+        opt.zero_grad()
+        ((fg.asarray(X) @ p - fg.asarray(Y)) ** 2).mean().backward()
+        opt.step()
+        topt.zero_grad()
+        ((torch.tensor(X) @ tp - torch.tensor(Y)) ** 2).mean().backward()
+        topt.step()
+    np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6)
+    state = opt.state_dict()
+    opt2 = getattr(fg.optim, name)([nn.Parameter(fg.asarray(W0.copy()))], **kwargs)
+    opt2.load_state_dict(state)
+    assert opt2.state_dict()["param_groups"] == state["param_groups"]
