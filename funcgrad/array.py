@@ -41,7 +41,7 @@ _generic = np.generic
 
 # The fg.* functions (funcgrad.ops) import this module, so they are reached
 # through this global, which funcgrad.ops fills in when it loads.
-_o: Any = None
+_ops: Any = None
 
 
 def _no_out(name: str, out: Any) -> None:
@@ -73,44 +73,44 @@ class ArrayBase:
         return (self[i] for i in range(self.shape[0]))
 
     # -- arithmetic ----------------------------------------------------------
-    def __add__(self, other: Any) -> Any: return _o.add(self, other)
-    def __radd__(self, other: Any) -> Any: return _o.add(other, self)
-    def __sub__(self, other: Any) -> Any: return _o.subtract(self, other)
-    def __rsub__(self, other: Any) -> Any: return _o.subtract(other, self)
-    def __mul__(self, other: Any) -> Any: return _o.multiply(self, other)
-    def __rmul__(self, other: Any) -> Any: return _o.multiply(other, self)
-    def __truediv__(self, other: Any) -> Any: return _o.divide(self, other)
-    def __rtruediv__(self, other: Any) -> Any: return _o.divide(other, self)
-    def __floordiv__(self, other: Any) -> Any: return _o.floor_divide(self, other)
-    def __rfloordiv__(self, other: Any) -> Any: return _o.floor_divide(other, self)
-    def __mod__(self, other: Any) -> Any: return _o.remainder(self, other)
-    def __rmod__(self, other: Any) -> Any: return _o.remainder(other, self)
-    def __pow__(self, other: Any) -> Any: return _o.power(self, other)
-    def __rpow__(self, other: Any) -> Any: return _o.power(other, self)
-    def __matmul__(self, other: Any) -> Any: return _o.matmul(self, other)
-    def __rmatmul__(self, other: Any) -> Any: return _o.matmul(other, self)
-    def __neg__(self) -> Any: return _o.negative(self)
-    def __pos__(self) -> Any: return _o.positive(self)
-    def __abs__(self) -> Any: return _o.abs(self)
-    def __invert__(self) -> Any: return _o.bitwise_invert(self)
-    def __and__(self, other: Any) -> Any: return _o.bitwise_and(self, other)
-    def __rand__(self, other: Any) -> Any: return _o.bitwise_and(other, self)
-    def __or__(self, other: Any) -> Any: return _o.bitwise_or(self, other)
-    def __ror__(self, other: Any) -> Any: return _o.bitwise_or(other, self)
-    def __xor__(self, other: Any) -> Any: return _o.bitwise_xor(self, other)
-    def __rxor__(self, other: Any) -> Any: return _o.bitwise_xor(other, self)
-    def __lshift__(self, other: Any) -> Any: return _o.bitwise_left_shift(self, other)
-    def __rlshift__(self, other: Any) -> Any: return _o.bitwise_left_shift(other, self)
-    def __rshift__(self, other: Any) -> Any: return _o.bitwise_right_shift(self, other)
-    def __rrshift__(self, other: Any) -> Any: return _o.bitwise_right_shift(other, self)
+    def __add__(self, other: Any) -> Any: return _ops.add(self, other)
+    def __radd__(self, other: Any) -> Any: return _ops.add(other, self)
+    def __sub__(self, other: Any) -> Any: return _ops.subtract(self, other)
+    def __rsub__(self, other: Any) -> Any: return _ops.subtract(other, self)
+    def __mul__(self, other: Any) -> Any: return _ops.multiply(self, other)
+    def __rmul__(self, other: Any) -> Any: return _ops.multiply(other, self)
+    def __truediv__(self, other: Any) -> Any: return _ops.divide(self, other)
+    def __rtruediv__(self, other: Any) -> Any: return _ops.divide(other, self)
+    def __floordiv__(self, other: Any) -> Any: return _ops.floor_divide(self, other)
+    def __rfloordiv__(self, other: Any) -> Any: return _ops.floor_divide(other, self)
+    def __mod__(self, other: Any) -> Any: return _ops.remainder(self, other)
+    def __rmod__(self, other: Any) -> Any: return _ops.remainder(other, self)
+    def __pow__(self, other: Any) -> Any: return _ops.power(self, other)
+    def __rpow__(self, other: Any) -> Any: return _ops.power(other, self)
+    def __matmul__(self, other: Any) -> Any: return _ops.matmul(self, other)
+    def __rmatmul__(self, other: Any) -> Any: return _ops.matmul(other, self)
+    def __neg__(self) -> Any: return _ops.negative(self)
+    def __pos__(self) -> Any: return _ops.positive(self)
+    def __abs__(self) -> Any: return _ops.abs(self)
+    def __invert__(self) -> Any: return _ops.bitwise_invert(self)
+    def __and__(self, other: Any) -> Any: return _ops.bitwise_and(self, other)
+    def __rand__(self, other: Any) -> Any: return _ops.bitwise_and(other, self)
+    def __or__(self, other: Any) -> Any: return _ops.bitwise_or(self, other)
+    def __ror__(self, other: Any) -> Any: return _ops.bitwise_or(other, self)
+    def __xor__(self, other: Any) -> Any: return _ops.bitwise_xor(self, other)
+    def __rxor__(self, other: Any) -> Any: return _ops.bitwise_xor(other, self)
+    def __lshift__(self, other: Any) -> Any: return _ops.bitwise_left_shift(self, other)
+    def __rlshift__(self, other: Any) -> Any: return _ops.bitwise_left_shift(other, self)
+    def __rshift__(self, other: Any) -> Any: return _ops.bitwise_right_shift(self, other)
+    def __rrshift__(self, other: Any) -> Any: return _ops.bitwise_right_shift(other, self)
 
     # -- comparison (elementwise, as in NumPy) -------------------------------
-    def __eq__(self, other: Any) -> Any: return _o.equal(self, other)  # type: ignore[override]
-    def __ne__(self, other: Any) -> Any: return _o.not_equal(self, other)  # type: ignore[override]
-    def __lt__(self, other: Any) -> Any: return _o.less(self, other)
-    def __le__(self, other: Any) -> Any: return _o.less_equal(self, other)
-    def __gt__(self, other: Any) -> Any: return _o.greater(self, other)
-    def __ge__(self, other: Any) -> Any: return _o.greater_equal(self, other)
+    def __eq__(self, other: Any) -> Any: return _ops.equal(self, other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any: return _ops.not_equal(self, other)  # type: ignore[override]
+    def __lt__(self, other: Any) -> Any: return _ops.less(self, other)
+    def __le__(self, other: Any) -> Any: return _ops.less_equal(self, other)
+    def __gt__(self, other: Any) -> Any: return _ops.greater(self, other)
+    def __ge__(self, other: Any) -> Any: return _ops.greater_equal(self, other)
     __hash__ = object.__hash__  # identity, as torch.Tensor: arrays can key dicts and sets
 
     # -- immutability --------------------------------------------------------
@@ -121,7 +121,7 @@ class ArrayBase:
         )
 
     def __getitem__(self, index: Any) -> Any:
-        return _o.getitem(self, index)
+        return _ops.getitem(self, index)
 
     @property
     def at(self) -> _AtIndexer:
@@ -131,63 +131,63 @@ class ArrayBase:
     # -- shape ----------------------------------------------------------------
     @property
     def T(self) -> Any:
-        return _o.transpose(self)
+        return _ops.transpose(self)
 
     @property
     def mT(self) -> Any:
-        return _o.matrix_transpose(self)
+        return _ops.matrix_transpose(self)
 
     def reshape(self, *shape: Any) -> Any:
-        return _o.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+        return _ops.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
     def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = axes[0]
-        return _o.transpose(self, axes or None)
+        return _ops.transpose(self, axes or None)
 
     def permute(self, *dims: Any) -> Any:
         return self.transpose(*dims)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:
-        return _o.swapaxes(self, axis1, axis2)
+        return _ops.swapaxes(self, axis1, axis2)
 
     def squeeze(self, axis: Any = None) -> Any:
-        return _o.squeeze(self, axis)
+        return _ops.squeeze(self, axis)
 
     def expand_dims(self, axis: Any) -> Any:
-        return _o.expand_dims(self, axis)
+        return _ops.expand_dims(self, axis)
 
     unsqueeze = expand_dims
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        return _o.flatten(self, start_dim, end_dim)
+        return _ops.flatten(self, start_dim, end_dim)
 
     def ravel(self) -> Any:
-        return _o.reshape(self, (-1,))
+        return _ops.reshape(self, (-1,))
 
     def flip(self, axis: Any = None) -> Any:
-        return _o.flip(self, axis)
+        return _ops.flip(self, axis)
 
     def broadcast_to(self, shape: Any) -> Any:
-        return _o.broadcast_to(self, shape)
+        return _ops.broadcast_to(self, shape)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-        return _o.diagonal(self, offset, axis1, axis2)
+        return _ops.diagonal(self, offset, axis1, axis2)
 
     def split(self, indices_or_sections: Any, axis: int = 0) -> Any:
-        return _o.split(self, indices_or_sections, axis)
+        return _ops.split(self, indices_or_sections, axis)
 
     def chunk(self, chunks: int, dim: int = 0) -> Any:
-        return _o.chunk(self, chunks, dim)
+        return _ops.chunk(self, chunks, dim)
 
     def repeat(self, repeats: Any, axis: Any = None) -> Any:
-        return _o.repeat(self, repeats, axis)
+        return _ops.repeat(self, repeats, axis)
 
     def take(self, indices: Any, axis: Any = None) -> Any:
-        return _o.take(self, indices, axis)
+        return _ops.take(self, indices, axis)
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
-        return _o.astype(self, dtype, copy=copy)
+        return _ops.astype(self, dtype, copy=copy)
 
     def detach(self) -> Any:
         """A view with no derivative history (``fg.stop_gradient``): shares the buffer."""
@@ -198,72 +198,72 @@ class ArrayBase:
     # -- reductions and math as methods (NumPy names) -------------------------
     def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None) -> Any:
         _no_out("sum", out)
-        return _o.sum(self, axis, keepdims=keepdims, dtype=dtype)
+        return _ops.sum(self, axis, keepdims=keepdims, dtype=dtype)
 
     def mean(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("mean", out)
-        return _o.mean(self, axis, keepdims=keepdims)
+        return _ops.mean(self, axis, keepdims=keepdims)
 
     def prod(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("prod", out)
-        return _o.prod(self, axis, keepdims=keepdims)
+        return _ops.prod(self, axis, keepdims=keepdims)
 
     def max(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("max", out)
-        return _o.max(self, axis, keepdims=keepdims)
+        return _ops.max(self, axis, keepdims=keepdims)
 
     def min(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("min", out)
-        return _o.min(self, axis, keepdims=keepdims)
+        return _ops.min(self, axis, keepdims=keepdims)
 
     def argmax(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("argmax", out)
-        return _o.argmax(self, axis, keepdims=keepdims)
+        return _ops.argmax(self, axis, keepdims=keepdims)
 
     def argmin(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("argmin", out)
-        return _o.argmin(self, axis, keepdims=keepdims)
+        return _ops.argmin(self, axis, keepdims=keepdims)
 
     def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, out: None = None) -> Any:
         _no_out("var", out)
-        return _o.var(self, axis, ddof=ddof, keepdims=keepdims)
+        return _ops.var(self, axis, ddof=ddof, keepdims=keepdims)
 
     def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, out: None = None) -> Any:
         _no_out("std", out)
-        return _o.std(self, axis, ddof=ddof, keepdims=keepdims)
+        return _ops.std(self, axis, ddof=ddof, keepdims=keepdims)
 
     def any(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("any", out)
-        return _o.any(self, axis, keepdims=keepdims)
+        return _ops.any(self, axis, keepdims=keepdims)
 
     def all(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
         _no_out("all", out)
-        return _o.all(self, axis, keepdims=keepdims)
+        return _ops.all(self, axis, keepdims=keepdims)
 
     def cumsum(self, axis: Any = None) -> Any:
-        return _o.cumsum(self, axis)
+        return _ops.cumsum(self, axis)
 
     def clip(self, min: Any = None, max: Any = None) -> Any:
-        return _o.clip(self, min, max)
+        return _ops.clip(self, min, max)
 
     def round(self, decimals: int = 0) -> Any:
-        return _o.round(self, decimals)
+        return _ops.round(self, decimals)
 
     def dot(self, other: Any) -> Any:
-        return _o.dot(self, other)
+        return _ops.dot(self, other)
 
     def sort(self, axis: int = -1, descending: bool = False) -> Any:
-        return _o.sort(self, axis=axis, descending=descending)
+        return _ops.sort(self, axis=axis, descending=descending)
 
     def argsort(self, axis: int = -1, descending: bool = False) -> Any:
-        return _o.argsort(self, axis=axis, descending=descending)
+        return _ops.argsort(self, axis=axis, descending=descending)
 
-    def exp(self) -> Any: return _o.exp(self)
-    def log(self) -> Any: return _o.log(self)
-    def sqrt(self) -> Any: return _o.sqrt(self)
-    def tanh(self) -> Any: return _o.tanh(self)
-    def sigmoid(self) -> Any: return _o.sigmoid(self)
-    def abs(self) -> Any: return _o.abs(self)
+    def exp(self) -> Any: return _ops.exp(self)
+    def log(self) -> Any: return _ops.log(self)
+    def sqrt(self) -> Any: return _ops.sqrt(self)
+    def tanh(self) -> Any: return _ops.tanh(self)
+    def sigmoid(self) -> Any: return _ops.sigmoid(self)
+    def abs(self) -> Any: return _ops.abs(self)
 
     def __array_namespace__(self, api_version: str | None = None) -> Any:
         if api_version not in (None, "2023.12", "2022.12", "2021.12"):
@@ -276,7 +276,7 @@ class ArrayBase:
 class Array(ArrayBase):
     """An immutable n-dimensional array: a view over a ``Buffer`` on one device."""
 
-    __slots__ = ("_data", "_dtype", "_device", "_buf", "_layout", "_ag", "__weakref__")
+    __slots__ = ("_data", "_dtype", "_device", "_buf", "_layout", "_autograd", "__weakref__")
 
     _data: Any
     _dtype: _dt.DType
@@ -303,7 +303,7 @@ class Array(ArrayBase):
         a._device = base._device
         a._buf = buf
         a._layout = layout
-        a._ag = None
+        a._autograd = None
         return a
 
     @staticmethod
@@ -316,7 +316,7 @@ class Array(ArrayBase):
         a._device = base._device
         a._buf = base.buffer
         a._layout = None
-        a._ag = None
+        a._autograd = None
         return a
 
     def _own(self) -> Any:
@@ -339,7 +339,7 @@ class Array(ArrayBase):
         a._device = x._device
         a._buf = x.buffer  # shared: the bytes stay counted once, by the buffer
         a._layout = x._layout
-        a._ag = None
+        a._autograd = None
         return a
 
     @staticmethod
@@ -458,11 +458,11 @@ class Array(ArrayBase):
         """Reinterpret as ``shape`` without copying; ``ViewError`` if the strides forbid it."""
         from .primitives.shape import strict_view
 
-        sizes = _o.resolve_shape("view", shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
+        sizes = _ops.resolve_shape("view", shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                                      else shape, self.size)
         layout = strict_view(self._layout_obj(), sizes)
-        if self._ag is not None:  # with history: a recorded reshape (the same view), so gradients flow back
-            return _o.reshape(self, sizes)  # type: ignore[no-any-return]
+        if self._autograd is not None:  # with history: a recorded reshape (the same view), so gradients flow back
+            return _ops.reshape(self, sizes)  # type: ignore[no-any-return]
         return Array._view_of(self, layout)
 
     # -- conversion -------------------------------------------------------------
@@ -539,7 +539,7 @@ class Array(ArrayBase):
         src = self._device
         if dst is src:
             return self._own()
-        if self._ag is not None:  # a copy made outside the tape would come back without its history
+        if self._autograd is not None:  # a copy made outside the tape would come back without its history
             from .errors import DeviceMismatchError
 
             raise DeviceMismatchError(
@@ -584,15 +584,15 @@ class Array(ArrayBase):
         if self._dtype is _dt.bfloat16:
             host = host.astype(np.float32)
         body = np.array2string(host, separator=", ", prefix="Array(", threshold=1000)
-        grad = ""
-        if self._ag is not None and self._ag.requires_grad:
-            grad = f", grad_fn={self._ag.grad_fn!r}" if self._ag.grad_fn is not None else ", requires_grad=True"
+        grad, meta = "", self._autograd
+        if meta is not None and meta.requires_grad:
+            grad = f", grad_fn={meta.grad_fn!r}" if meta.grad_fn is not None else ", requires_grad=True"
         return f"Array({body}, dtype={self._dtype}, device={self._device}{grad})"
 
     # -- the PyTorch-style tape (funcgrad/transforms/tape.py) ---------------------
     @property
     def requires_grad(self) -> bool:
-        return self._ag is not None and self._ag.requires_grad
+        return self._autograd is not None and self._autograd.requires_grad
 
     @requires_grad.setter
     def requires_grad(self, flag: bool) -> None:
@@ -600,7 +600,7 @@ class Array(ArrayBase):
 
     def requires_grad_(self, requires_grad: bool = True) -> Array:
         """Make this leaf array record operations for ``backward`` (PyTorch's ``requires_grad_``)."""
-        if self._ag is not None and self._ag.grad_fn is not None:
+        if self._autograd is not None and self._autograd.grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError("requires_grad_(False) on a non-leaf array: use x.detach() instead")
             return self
@@ -611,26 +611,26 @@ class Array(ArrayBase):
         if requires_grad:
             from .transforms.tape import AutogradMeta
 
-            if self._ag is None:
-                self._ag = AutogradMeta(True)
-            self._ag.requires_grad = True
-        elif self._ag is not None:
-            self._ag.requires_grad = False
+            if self._autograd is None:
+                self._autograd = AutogradMeta(True)
+            self._autograd.requires_grad = True
+        elif self._autograd is not None:
+            self._autograd.requires_grad = False
         return self
 
     @property
     def is_leaf(self) -> bool:
         """True unless the array was computed from arrays that require grad."""
-        return self._ag is None or self._ag.grad_fn is None
+        return self._autograd is None or self._autograd.grad_fn is None
 
     @property
     def grad_fn(self) -> Any:
-        return None if self._ag is None else self._ag.grad_fn
+        return None if self._autograd is None else self._autograd.grad_fn
 
     @property
     def grad(self) -> Array | None:
         """The gradient accumulated by ``backward`` (leaves, and arrays that ``retain_grad()``)."""
-        return None if self._ag is None else self._ag.grad
+        return None if self._autograd is None else self._autograd.grad
 
     @grad.setter
     def grad(self, value: Array | None) -> None:
@@ -644,27 +644,27 @@ class Array(ArrayBase):
 
             raise DTypeError(f"grad must have the array's dtype and device ({self._dtype} on {self._device}), "
                              f"got {value._dtype} on {value._device}")
-        if self._ag is None:
+        if self._autograd is None:
             from .transforms.tape import AutogradMeta
 
-            self._ag = AutogradMeta(False)
-        self._ag.grad = value
+            self._autograd = AutogradMeta(False)
+        self._autograd.grad = value
 
     def retain_grad(self) -> None:
         """Keep this non-leaf array's gradient in ``.grad`` during ``backward``."""
         if not self.requires_grad:
             raise RuntimeError("retain_grad() on an array that does not require grad")
-        self._ag.retain = True
-        if self._ag.grad_fn is not None:
+        self._autograd.retain = True
+        if self._autograd.grad_fn is not None:
             from .transforms.tape import watch
 
-            watch(self._ag, self._ag.grad_fn)
+            watch(self._autograd, self._autograd.grad_fn)
 
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` runs when this array's gradient is computed; it may return a replacement."""
         if not self.requires_grad:
             raise RuntimeError("register_hook() on an array that does not require grad")
-        meta = self._ag
+        meta = self._autograd
         if meta.hooks is None:
             meta.hooks = []
         meta.hooks.append(hook)
@@ -710,7 +710,7 @@ def wrap_kernel_output(out: Any, device: Device) -> Array:
     a._device = device
     a._buf = None  # built on first use (``buffer``, a view); until then the array owns its bytes
     a._layout = None  # derived from _data when first asked
-    a._ag = None  # autograd metadata (fg.transforms.tape) when the array requires grad
+    a._autograd = None  # autograd metadata (fg.transforms.tape) when the array requires grad
     stats = device.stats
     stats.allocated += out.nbytes
     if stats.allocated > stats.peak:
@@ -744,19 +744,19 @@ class _AtRef:
         return self._x[self._index]
 
     def set(self, values: Any) -> Any:
-        return _o.scatter(self._x, self._index, values, "set")
+        return _ops.scatter(self._x, self._index, values, "set")
 
     def add(self, values: Any) -> Any:
-        return _o.scatter(self._x, self._index, values, "add")
+        return _ops.scatter(self._x, self._index, values, "add")
 
     def multiply(self, values: Any) -> Any:
-        return _o.scatter(self._x, self._index, values, "multiply")
+        return _ops.scatter(self._x, self._index, values, "multiply")
 
     def min(self, values: Any) -> Any:
-        return _o.scatter(self._x, self._index, values, "min")
+        return _ops.scatter(self._x, self._index, values, "min")
 
     def max(self, values: Any) -> Any:
-        return _o.scatter(self._x, self._index, values, "max")
+        return _ops.scatter(self._x, self._index, values, "max")
 
 
 _core._Array = Array

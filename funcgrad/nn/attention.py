@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import ops as _o
+from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
 from . import functional as F
@@ -35,16 +35,16 @@ class MultiheadAttention(Module):
         self.add_zero_attn = add_zero_attn
         e = embed_dim
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(_o.zeros((3 * e, e), dtype, device=device))
+            self.in_proj_weight = Parameter(ops.zeros((3 * e, e), dtype, device=device))
             init.xavier_uniform_(self.in_proj_weight)
         else:
             for name, n_in in (("q_proj_weight", e), ("k_proj_weight", self.kdim), ("v_proj_weight", self.vdim)):
-                setattr(self, name, Parameter(_o.zeros((e, n_in), dtype, device=device)))
+                setattr(self, name, Parameter(ops.zeros((e, n_in), dtype, device=device)))
                 init.xavier_uniform_(getattr(self, name))
-        self.in_proj_bias = Parameter(_o.zeros((3 * e,), dtype, device=device)) if bias else None
+        self.in_proj_bias = Parameter(ops.zeros((3 * e,), dtype, device=device)) if bias else None
         if add_bias_kv:
-            self.bias_k = Parameter(_o.zeros((1, 1, e), dtype, device=device))
-            self.bias_v = Parameter(_o.zeros((1, 1, e), dtype, device=device))
+            self.bias_k = Parameter(ops.zeros((1, 1, e), dtype, device=device))
+            self.bias_v = Parameter(ops.zeros((1, 1, e), dtype, device=device))
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
         else:
@@ -78,11 +78,11 @@ class MultiheadAttention(Module):
                                  f"(L, {size}) unbatched like the query, got {fmt_shape(tuple(t.shape))}")
         unbatched = query.ndim == 2
         if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
-            query, key, value = (_o.expand_dims(t, 1) for t in (query, key, value))
+            query, key, value = (ops.expand_dims(t, 1) for t in (query, key, value))
             if key_padding_mask is not None:
-                key_padding_mask = _o.expand_dims(key_padding_mask, 0)
+                key_padding_mask = ops.expand_dims(key_padding_mask, 0)
         elif self.batch_first:
-            query, key, value = (_o.swapaxes(t, 0, 1) for t in (query, key, value))
+            query, key, value = (ops.swapaxes(t, 0, 1) for t in (query, key, value))
         tq, b, _ = query.shape
         h, d = self.num_heads, e // self.num_heads
         wq, wk, wv = self._projections()
@@ -93,42 +93,42 @@ class MultiheadAttention(Module):
         # key positions appended to every sequence (after the projection): a learned one, then a zero one
         appended = [(self.bias_k, self.bias_v)] if self.bias_k is not None else []
         if self.add_zero_attn:
-            zero = _o.zeros((1, 1, e), k.dtype, device=k.device)
+            zero = ops.zeros((1, 1, e), k.dtype, device=k.device)
             appended.append((zero, zero))
         for extra_k, extra_v in appended:
-            k = _o.concatenate([k, _o.broadcast_to(extra_k, (1, b, e))], axis=0)
-            v = _o.concatenate([v, _o.broadcast_to(extra_v, (1, b, e))], axis=0)
+            k = ops.concatenate([k, ops.broadcast_to(extra_k, (1, b, e))], axis=0)
+            v = ops.concatenate([v, ops.broadcast_to(extra_v, (1, b, e))], axis=0)
         tk = k.shape[0]
         if appended:  # the masks get a column per appended key, which allows it
             pad = len(appended)
             if attn_mask is not None:
-                attn_mask = _o.pad(attn_mask, ((0, 0),) * (attn_mask.ndim - 1) + ((0, pad),))
+                attn_mask = ops.pad(attn_mask, ((0, 0),) * (attn_mask.ndim - 1) + ((0, pad),))
             if key_padding_mask is not None:
-                key_padding_mask = _o.pad(key_padding_mask, ((0, 0), (0, pad)))
+                key_padding_mask = ops.pad(key_padding_mask, ((0, 0), (0, pad)))
 
         def heads(t: Any, n: int) -> Any:  # (T, B, E) -> (B, H, T, D)
-            return _o.transpose(_o.reshape(t, (n, b, h, d)), (1, 2, 0, 3))
+            return ops.transpose(ops.reshape(t, (n, b, h, d)), (1, 2, 0, 3))
 
         q, k, v = heads(q, tq), heads(k, tk), heads(v, tk)
-        scores = _o.matmul(q, _o.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))   # (B, H, Tq, Tk)
+        scores = ops.matmul(q, ops.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))   # (B, H, Tq, Tk)
         if attn_mask is not None:
             if attn_mask.ndim == 3:  # one mask per batch entry and head, as PyTorch lays them out
-                attn_mask = _o.reshape(attn_mask, (b, h, tq, tk))
-            scores = _o.where(attn_mask, -math.inf, scores) if attn_mask.dtype.kind == "b" else scores + attn_mask
+                attn_mask = ops.reshape(attn_mask, (b, h, tq, tk))
+            scores = ops.where(attn_mask, -math.inf, scores) if attn_mask.dtype.kind == "b" else scores + attn_mask
         if key_padding_mask is not None:
-            scores = _o.where(_o.reshape(key_padding_mask, (b, 1, 1, tk)), -math.inf, scores)
+            scores = ops.where(ops.reshape(key_padding_mask, (b, 1, 1, tk)), -math.inf, scores)
         weights = F.softmax(scores, dim=-1)
         weights = F.dropout(weights, self.dropout, self.training)
-        out = _o.matmul(weights, v)                                              # (B, H, Tq, D)
-        out = _o.reshape(_o.transpose(out, (2, 0, 1, 3)), (tq, b, e))
+        out = ops.matmul(weights, v)                                              # (B, H, Tq, D)
+        out = ops.reshape(ops.transpose(out, (2, 0, 1, 3)), (tq, b, e))
         out = self.out_proj(out)
         if unbatched:
             out, weights = out[:, 0], weights[0]
         elif self.batch_first:
-            out = _o.swapaxes(out, 0, 1)
+            out = ops.swapaxes(out, 0, 1)
         if not need_weights:
             return out, None
-        return out, (_o.mean(weights, -3) if average_attn_weights else weights)
+        return out, (ops.mean(weights, -3) if average_attn_weights else weights)
 
 
 class LSTM(Module):
@@ -169,7 +169,7 @@ class LSTM(Module):
                 if proj_size:
                     shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
                 for name, shape in shapes:
-                    p = Parameter(_o.zeros(shape, dtype, device=device))
+                    p = Parameter(ops.zeros(shape, dtype, device=device))
                     init.uniform_(p, -bound, bound)
                     setattr(self, name, p)
 
@@ -193,21 +193,21 @@ class LSTM(Module):
                              f"{self.input_size}) or (L, {self.input_size}), got {fmt_shape(tuple(x.shape))}")
         unbatched, hs, h_size = x.ndim == 2, self.hidden_size, self._h_size
         if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
-            x = _o.expand_dims(x, 1)
+            x = ops.expand_dims(x, 1)
         elif self.batch_first:
-            x = _o.swapaxes(x, 0, 1)
+            x = ops.swapaxes(x, 0, 1)
         b = x.shape[1]
         states = self.num_layers * len(self._directions)
         if hx is None:
-            c0 = _o.zeros((states, b, hs), x.dtype, device=x.device)
-            h0 = c0 if h_size == hs else _o.zeros((states, b, h_size), x.dtype, device=x.device)
+            c0 = ops.zeros((states, b, hs), x.dtype, device=x.device)
+            h0 = c0 if h_size == hs else ops.zeros((states, b, h_size), x.dtype, device=x.device)
         else:
             for name, state, size in zip(("h_0", "c_0"), hx, (h_size, hs)):
                 expected = (states, size) if unbatched else (states, b, size)
                 if tuple(state.shape) != expected:
                     raise ShapeError(f"LSTM: {name} must have shape {fmt_shape(expected)}, "
                                      f"got {fmt_shape(tuple(state.shape))}")
-            h0, c0 = (_o.expand_dims(s, 1) for s in hx) if unbatched else hx
+            h0, c0 = (ops.expand_dims(s, 1) for s in hx) if unbatched else hx
         layer_input = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -217,13 +217,13 @@ class LSTM(Module):
                 directions.append(out)
                 h_n.append(h)
                 c_n.append(c)
-            layer_input = directions[0] if len(directions) == 1 else _o.concatenate(directions, axis=-1)
+            layer_input = directions[0] if len(directions) == 1 else ops.concatenate(directions, axis=-1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
         if unbatched:
-            return _o.squeeze(layer_input, 1), (_o.stack(h_n)[:, 0], _o.stack(c_n)[:, 0])
-        out = _o.swapaxes(layer_input, 0, 1) if self.batch_first else layer_input
-        return out, (_o.stack(h_n), _o.stack(c_n))
+            return ops.squeeze(layer_input, 1), (ops.stack(h_n)[:, 0], ops.stack(c_n)[:, 0])
+        out = ops.swapaxes(layer_input, 0, 1) if self.batch_first else layer_input
+        return out, (ops.stack(h_n), ops.stack(c_n))
 
     def _run(self, x: Any, h: Any, c: Any, name: str, reverse: bool) -> tuple[Any, Any, Any]:
         """One direction of one layer over (L, N, features): its outputs, in the input's
@@ -237,13 +237,13 @@ class LSTM(Module):
         outputs: list[Any] = [None] * t
         for step in (reversed(range(t)) if reverse else range(t)):
             gates = pre[step] + F.linear(h, w_hh, b_hh)
-            i, f, g, o = _o.split(gates, 4, axis=-1)
-            c = _o.sigmoid(f) * c + _o.sigmoid(i) * _o.tanh(g)
-            h = _o.sigmoid(o) * _o.tanh(c)
+            i, f, g, o = ops.split(gates, 4, axis=-1)
+            c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
+            h = ops.sigmoid(o) * ops.tanh(c)
             if w_hr is not None:
                 h = F.linear(h, w_hr)
             outputs[step] = h
-        return _o.stack(outputs), h, c
+        return ops.stack(outputs), h, c
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"

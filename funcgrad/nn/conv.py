@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops as _o
+from .. import ops
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.rules import as_int
@@ -49,7 +49,7 @@ def _unbatched(fn: Any) -> Any:
     @functools.wraps(fn)
     def wrapper(x: Any, *args: Any, **kwargs: Any) -> Any:
         if getattr(x, "ndim", None) == 3:
-            out = fn(_o.expand_dims(x, 0), *args, **kwargs)
+            out = fn(ops.expand_dims(x, 0), *args, **kwargs)
             return tuple(o[0] for o in out) if isinstance(out, tuple) else out[0]
         return fn(x, *args, **kwargs)
 
@@ -63,7 +63,7 @@ def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: flo
     if padding == ((0, 0), (0, 0)):
         return x
     widths = ((0, 0),) * (x.ndim - 2) + padding
-    return _o.pad(x, widths, constant_values=value) if mode == "constant" else _o.pad(x, widths, mode=mode)
+    return ops.pad(x, widths, constant_values=value) if mode == "constant" else ops.pad(x, widths, mode=mode)
 
 
 # Conv2d's padding_mode (PyTorch's names) as NumPy's pad modes
@@ -128,13 +128,13 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     p = _patches(_pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
     oh, ow = p.shape[2], p.shape[3]
     # (N, OH, OW, G, C/G, KH, KW) -> (G, N*OH*OW, C/G*KH*KW): the one copy (im2col)
-    cols = _o.reshape(_o.transpose(_o.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (1, 0, 3, 4, 2, 5, 6)),
+    cols = ops.reshape(ops.transpose(ops.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (1, 0, 3, 4, 2, 5, 6)),
                       (groups, n * oh * ow, cg * kh * kw))
-    w = _o.reshape(weight, (groups, o // groups, cg * kh * kw))
-    out = _o.matmul(cols, _o.matrix_transpose(w))                       # (G, N*OH*OW, O/G)
-    out = _o.transpose(_o.reshape(out, (groups, n, oh, ow, o // groups)), (1, 0, 4, 2, 3))
-    out = _o.reshape(out, (n, o, oh, ow))
-    return out if bias is None else out + _o.reshape(bias, (1, o, 1, 1))
+    w = ops.reshape(weight, (groups, o // groups, cg * kh * kw))
+    out = ops.matmul(cols, ops.matrix_transpose(w))                       # (G, N*OH*OW, O/G)
+    out = ops.transpose(ops.reshape(out, (groups, n, oh, ow, o // groups)), (1, 0, 4, 2, 3))
+    out = ops.reshape(out, (n, o, oh, ow))
+    return out if bias is None else out + ops.reshape(bias, (1, o, 1, 1))
 
 
 def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
@@ -188,7 +188,7 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     indices: the position in its channel's flattened (H, W) input (for ``max_unpool2d``)."""
     windows, (k, s, p, _) = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode,
                                           -math.inf)
-    out = _o.max(windows, axis=(4, 5))
+    out = ops.max(windows, axis=(4, 5))
     if not return_indices:
         return out
     return out, _argmax_positions(windows, out, tuple(x.shape[2:]), k, s, p, _pair(dilation))
@@ -207,16 +207,16 @@ def _argmax_positions(windows: Any, out: Any, size: tuple[int, int], k: tuple[in
     inside = ((rows >= 0) & (rows < size[0]))[:, None, :, None] & ((cols >= 0) & (cols < size[1]))[None, :, None, :]
     flat = rows[:, None, :, None] * size[1] + cols[None, :, None, :]               # (OH, OW, KH, KW)
     device = windows.device
-    inside = _o.asarray(inside.reshape(oh, ow, kh * kw), device=device)
-    flat = _o.asarray(flat.reshape(oh, ow, kh * kw).astype(np.int64), device=device)
+    inside = ops.asarray(inside.reshape(oh, ow, kh * kw), device=device)
+    flat = ops.asarray(flat.reshape(oh, ow, kh * kw).astype(np.int64), device=device)
     with no_grad():
-        w = _o.reshape(windows, (n, c, oh, ow, kh * kw))
-        first_max = _o.argmax(_o.logical_and(w == _o.expand_dims(out, -1), inside), axis=-1)
-        nan = _o.flip(_o.logical_and(_o.isnan(w), inside), axis=-1)
-        last_nan = kh * kw - 1 - _o.argmax(nan, axis=-1)
-        pick = _o.where(_o.isnan(out), last_nan, first_max)
-        return _o.squeeze(_o.take_along_axis(_o.broadcast_to(flat, (n, c, oh, ow, kh * kw)),
-                                             _o.expand_dims(pick, -1), axis=-1), -1)
+        w = ops.reshape(windows, (n, c, oh, ow, kh * kw))
+        first_max = ops.argmax(ops.logical_and(w == ops.expand_dims(out, -1), inside), axis=-1)
+        nan = ops.flip(ops.logical_and(ops.isnan(w), inside), axis=-1)
+        last_nan = kh * kw - 1 - ops.argmax(nan, axis=-1)
+        pick = ops.where(ops.isnan(out), last_nan, first_max)
+        return ops.squeeze(ops.take_along_axis(ops.broadcast_to(flat, (n, c, oh, ow, kh * kw)),
+                                             ops.expand_dims(pick, -1), axis=-1), -1)
 
 
 def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -227,7 +227,7 @@ def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, pad
     ``output_size`` (within one stride of that, as in PyTorch)."""
     unbatched = getattr(x, "ndim", None) == 3
     if unbatched:
-        x, indices = _o.expand_dims(x, 0), _o.expand_dims(indices, 0)
+        x, indices = ops.expand_dims(x, 0), ops.expand_dims(indices, 0)
     _check4("max_unpool2d", x)
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"max_unpool2d: indices must be integers (from max_pool2d(..., return_indices=True)), "
@@ -251,13 +251,13 @@ def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, pad
     # an index outside the output raises on the CPU; elsewhere (a GPU, a trace) its channel comes out NaN
     bad = outside("max_unpool2d", indices, cells, "index", f"output cells (H, W) = {size}")
     if bad is not None:
-        indices = _o.where(bad, 0, indices)
-    rows = _o.expand_dims(_o.arange(n * c, device=x.device), 1)
-    out = _o.zeros((n * c, cells), x.dtype, device=x.device).at[rows, _o.reshape(indices, (n * c, h * w))].set(
-        _o.reshape(x, (n * c, h * w)))
-    out = _o.reshape(out, (n, c) + size)
+        indices = ops.where(bad, 0, indices)
+    rows = ops.expand_dims(ops.arange(n * c, device=x.device), 1)
+    out = ops.zeros((n * c, cells), x.dtype, device=x.device).at[rows, ops.reshape(indices, (n * c, h * w))].set(
+        ops.reshape(x, (n * c, h * w)))
+    out = ops.reshape(out, (n, c) + size)
     if bad is not None:
-        out = _o.where(_o.any(bad, axis=(2, 3), keepdims=True), float("nan"), out)
+        out = ops.where(ops.any(bad, axis=(2, 3), keepdims=True), float("nan"), out)
     return out[0] if unbatched else out
 
 
@@ -269,9 +269,9 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
     ``divisor_override`` replaces both."""
     windows, (k, s, p, extra) = _pool_windows("avg_pool2d", x, kernel_size, stride, padding, 1, ceil_mode, 0.0)
     if divisor_override is not None:
-        return _o.sum(windows, axis=(4, 5)) / divisor_override
+        return ops.sum(windows, axis=(4, 5)) / divisor_override
     if extra == (0, 0) and (count_include_pad or p == (0, 0)):
-        return _o.mean(windows, axis=(4, 5))  # every window is whole: one divisor
+        return ops.mean(windows, axis=(4, 5))  # every window is whole: one divisor
     # the divisor of each window: how many of its positions count, from the same windows
     # over a mask of the counted positions (host arithmetic on the shapes alone)
     h, w = x.shape[2], x.shape[3]
@@ -282,7 +282,7 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
         counted[p[0]:p[0] + h, p[1]:p[1] + w] = 1.0
     oh, ow = windows.shape[2], windows.shape[3]
     divisor = np.lib.stride_tricks.sliding_window_view(counted, k)[::s[0], ::s[1]][:oh, :ow].sum((2, 3))
-    return _o.sum(windows, axis=(4, 5)) / _o.asarray(divisor, dtype=x.dtype, device=x.device)
+    return ops.sum(windows, axis=(4, 5)) / ops.asarray(divisor, dtype=x.dtype, device=x.device)
 
 
 def _bin_averages(size: int, out: int) -> np.ndarray:
@@ -305,9 +305,9 @@ def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
     oh, ow = (x.shape[2] if sizes[0] is None else sizes[0]), (x.shape[3] if sizes[1] is None else sizes[1])
     if oh < 1 or ow < 1:
         raise ShapeError(f"adaptive_avg_pool2d: output size {(oh, ow)} must be positive")
-    rows = _o.asarray(_bin_averages(x.shape[2], oh), dtype=x.dtype, device=x.device)
-    cols = _o.asarray(_bin_averages(x.shape[3], ow), dtype=x.dtype, device=x.device)
-    return _o.einsum("ih,nchw,jw->ncij", rows, x, cols)
+    rows = ops.asarray(_bin_averages(x.shape[2], oh), dtype=x.dtype, device=x.device)
+    cols = ops.asarray(_bin_averages(x.shape[3], ow), dtype=x.dtype, device=x.device)
+    return ops.einsum("ih,nchw,jw->ncij", rows, x, cols)
 
 
 class Conv2d(Module):
@@ -324,11 +324,11 @@ class Conv2d(Module):
         self.stride, self.dilation, self.groups = _pair(stride), _pair(dilation), groups
         self.padding = padding if isinstance(padding, str) else _pair(padding)
         _conv_padding(self.padding, (kh, kw), self.stride, self.dilation)  # a bad padding fails here, not at the call
-        self.weight = Parameter(_o.zeros((out_channels, in_channels // groups, kh, kw), dtype, device=device))
+        self.weight = Parameter(ops.zeros((out_channels, in_channels // groups, kh, kw), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
             fan_in = in_channels // groups * kh * kw
-            self.bias = Parameter(_o.zeros((out_channels,), dtype, device=device))
+            self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
             init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
         else:
             self.bias = None

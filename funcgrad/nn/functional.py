@@ -7,7 +7,7 @@ import operator
 from typing import Any
 
 from .. import dtypes as _dtypes
-from .. import ops as _o
+from .. import ops
 from ..array import Array as _Array
 from ..array import ArrayBase
 from ..errors import ConcretizationError, DTypeError, ShapeError, named_errors
@@ -32,11 +32,11 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape): the
     ``linear`` primitive (bfloat16: the composite). Input, weight and bias share one dtype."""
-    x = x if isinstance(x, ArrayBase) else _o.asarray(x, device=weight.device)
+    x = x if isinstance(x, ArrayBase) else ops.asarray(x, device=weight.device)
     _same_dtype("linear", x, weight, bias)
     if x.dtype.kind == "f" and x.dtype.name != "bfloat16" and x.ndim >= 1:
         return bind(linear_p, x, weight) if bias is None else bind(linear_p, x, weight, bias)
-    out = _o.matmul(x, _o.matrix_transpose(weight))
+    out = ops.matmul(x, ops.matrix_transpose(weight))
     return out if bias is None else out + bias
 
 
@@ -45,7 +45,7 @@ _RELU = UNARY["relu"]
 
 def relu(x: Any) -> Any:
     """``max(x, 0)``, one primitive: NaN stays NaN and the derivative at 0 is 0, as in PyTorch."""
-    x = x if isinstance(x, ArrayBase) else _o.asarray(x)
+    x = x if isinstance(x, ArrayBase) else ops.asarray(x)
     if x.dtype.kind == "b":
         raise DTypeError("relu: takes a numeric array, got bool (cast it first, e.g. x.astype(fg.float32))")
     return bind(_RELU, x)
@@ -55,34 +55,34 @@ def gelu(x: Any, approximate: str = "none") -> Any:
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
-        return 0.5 * x * (1.0 + _o.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1.0 + _o.erf(x * (1.0 / math.sqrt(2.0))))
+        return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
 
 
 def silu(x: Any) -> Any:
-    return x * _o.sigmoid(x)
+    return x * ops.sigmoid(x)
 
 
-sigmoid = _o.sigmoid
-tanh = _o.tanh
+sigmoid = ops.sigmoid
+tanh = ops.tanh
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
     """``x`` where positive, else ``negative_slope * x`` (the derivative at 0 is the slope, as PyTorch)."""
-    return _o.where(x > 0, x, x * negative_slope)
+    return ops.where(x > 0, x, x * negative_slope)
 
 
 def elu(x: Any, alpha: float = 1.0) -> Any:
     """``x`` where positive, else ``alpha * (exp(x) - 1)``. The exponential sees only the
     non-positive part, so the branch not taken has no overflow to turn its zero gradient
     into NaN (docs/sharp-bits.md)."""
-    return _o.where(x > 0, x, alpha * _o.expm1(_o.minimum(x, 0.0)))
+    return ops.where(x > 0, x, alpha * ops.expm1(ops.minimum(x, 0.0)))
 
 
 def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold`` (PyTorch's)."""
     bx = x * beta
-    return _o.where(bx > threshold, x, _o.logaddexp(0.0, bx) / beta)
+    return ops.where(bx > threshold, x, ops.logaddexp(0.0, bx) / beta)
 
 
 def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
@@ -90,31 +90,31 @@ def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
     ``F.normalize``). The floor is taken before the root, so a zero vector's gradient is
     zero, not NaN."""
     if math.isinf(p):  # the max-norm (p = inf) or the min of the magnitudes (p = -inf), as torch.linalg.norm
-        norm = (_o.max if p > 0 else _o.min)(_o.abs(x), axis=dim, keepdims=True)
-        return x / _o.maximum(norm, eps)
-    powered = _o.sum(_o.abs(x) ** p, axis=dim, keepdims=True)
-    return x / _o.maximum(powered, eps ** p) ** (1.0 / p)
+        norm = (ops.max if p > 0 else ops.min)(ops.abs(x), axis=dim, keepdims=True)
+        return x / ops.maximum(norm, eps)
+    powered = ops.sum(ops.abs(x) ** p, axis=dim, keepdims=True)
+    return x / ops.maximum(powered, eps ** p) ** (1.0 / p)
 
 
 def one_hot(x: Any, num_classes: int = -1) -> Any:
     """Integer class indices ``(...)`` to ``(..., num_classes)`` int64 zeros and ones.
     ``num_classes=-1`` reads the largest index (on the host, as PyTorch does)."""
-    x = x if isinstance(x, ArrayBase) else _o.asarray(x)
+    x = x if isinstance(x, ArrayBase) else ops.asarray(x)
     if x.dtype.kind not in "iu":
         raise DTypeError(f"one_hot: class indices must be integers, got {x.dtype}")
     if num_classes == -1:
-        num_classes = int(_o.max(x).item()) + 1 if x.size else 0
+        num_classes = int(ops.max(x).item()) + 1 if x.size else 0
     _outside("one_hot", x, num_classes, "index", "classes")
-    return (_o.expand_dims(x, -1) == _o.arange(num_classes, device=x.device)).astype("int64")
+    return (ops.expand_dims(x, -1) == ops.arange(num_classes, device=x.device)).astype("int64")
 
 
 def log_softmax(x: Any, dim: int = -1) -> Any:
     """``x - logsumexp(x)``. A row holding +inf is NaN throughout, as PyTorch's (its shifted
     form ``x - max`` is NaN there), not NaN at the inf and -inf elsewhere."""
     if x.ndim == 0:  # PyTorch: a 0-d array is one class (dim 0 or -1)
-        return _o.reshape(log_softmax(_o.reshape(x, (1,)), _zero_d_dim("log_softmax", dim)), ())
-    total = _o.logsumexp(x, axis=dim, keepdims=True)
-    return x - _o.where(_o.equal(total, math.inf), math.nan, total)
+        return ops.reshape(log_softmax(ops.reshape(x, (1,)), _zero_d_dim("log_softmax", dim)), ())
+    total = ops.logsumexp(x, axis=dim, keepdims=True)
+    return x - ops.where(ops.equal(total, math.inf), math.nan, total)
 
 
 def _zero_d_dim(op: str, dim: Any) -> int:
@@ -126,7 +126,7 @@ def _zero_d_dim(op: str, dim: Any) -> int:
 def softmax(x: Any, dim: int = -1) -> Any:
     if getattr(x, "ndim", None) == 0:
         _zero_d_dim("softmax", dim)
-    return _o.exp(log_softmax(x, dim))
+    return ops.exp(log_softmax(x, dim))
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
@@ -140,7 +140,7 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
     from ..random_state import generator
 
     keep = generator().random(tuple(x.shape)) >= p
-    return x * _o.asarray(keep / (1.0 - p), x.dtype, device=x.device)  # the scale rounded once, in x's dtype
+    return x * ops.asarray(keep / (1.0 - p), x.dtype, device=x.device)  # the scale rounded once, in x's dtype
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
@@ -149,9 +149,9 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
         raise ShapeError(f"layer_norm: input of shape {fmt_shape(tuple(x.shape))} does not end with {fmt_shape(shape)}")
     _same_dtype("layer_norm", x, weight, bias)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
-    mean = _o.mean(x, axes, keepdims=True)
-    var = _o.mean(_o.square(x - mean), axes, keepdims=True)
-    out = (x - mean) * _o.rsqrt(var + eps)
+    mean = ops.mean(x, axes, keepdims=True)
+    var = ops.mean(ops.square(x - mean), axes, keepdims=True)
+    out = (x - mean) * ops.rsqrt(var + eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -173,25 +173,25 @@ def embedding(indices: Any, weight: Any, padding_idx: int | None = None, max_nor
     ``scale_grad_by_freq``: each row's gradient is divided by how often the indices pick it."""
     if sparse:
         raise ValueError("embedding: sparse=True (sparse gradients) is not supported: funcgrad's gradients are dense")
-    indices = _o.asarray(indices, device=weight.device) if not isinstance(indices, ArrayBase) else indices
+    indices = ops.asarray(indices, device=weight.device) if not isinstance(indices, ArrayBase) else indices
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"embedding: indices must be integers, got {indices.dtype}")
     rows = weight.shape[0]
     bad = _outside("embedding", indices, rows, "index", "rows")
-    safe = indices if bad is None else _o.where(bad, 0, indices)
+    safe = indices if bad is None else ops.where(bad, 0, indices)
     if max_norm is not None:
         weight = _renormed(weight, safe, float(max_norm), norm_type)
-    out = _o.take(weight, safe, axis=0)
+    out = ops.take(weight, safe, axis=0)
     if scale_grad_by_freq:
-        counts = _o.zeros((rows,), weight.dtype, device=weight.device).at[_o.reshape(safe, (-1,))].add(1.0)
-        out = _scale_gradient(out, _o.expand_dims(_o.take(1.0 / _o.maximum(counts, 1.0), safe), -1))
+        counts = ops.zeros((rows,), weight.dtype, device=weight.device).at[ops.reshape(safe, (-1,))].add(1.0)
+        out = _scale_gradient(out, ops.expand_dims(ops.take(1.0 / ops.maximum(counts, 1.0), safe), -1))
     if bad is not None:
-        out = _o.where(_o.expand_dims(bad, -1), float("nan"), out)
+        out = ops.where(ops.expand_dims(bad, -1), float("nan"), out)
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
             raise IndexError(f"embedding: padding_idx={padding_idx} is out of range for {rows} rows")
-        padding = _o.expand_dims(indices == padding_idx % rows, -1)
-        out = _o.where(padding, out.detach(), out)
+        padding = ops.expand_dims(indices == padding_idx % rows, -1)
+        out = ops.where(padding, out.detach(), out)
     return out
 
 
@@ -202,11 +202,11 @@ def _renormed(weight: Any, indices: Any, max_norm: float, norm_type: float) -> A
     Parameter is re-pointed at it."""
     with _no_grad():
         base = _stop_gradient(weight)
-        picked = _o.zeros((weight.shape[0],), _dtypes.bool_, device=weight.device)
-        picked = picked.at[_o.reshape(indices, (-1,))].set(True)
-        norms = _o.vector_norm(base, axis=1, ord=norm_type)
-        scale = _o.where(_o.logical_and(picked, norms > max_norm), max_norm / (norms + 1e-7), 1.0)
-        scaled = base * _o.expand_dims(scale, 1)
+        picked = ops.zeros((weight.shape[0],), _dtypes.bool_, device=weight.device)
+        picked = picked.at[ops.reshape(indices, (-1,))].set(True)
+        norms = ops.vector_norm(base, axis=1, ord=norm_type)
+        scale = ops.where(ops.logical_and(picked, norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        scaled = base * ops.expand_dims(scale, 1)
     if isinstance(weight, Parameter):
         if scaled.__class__ is not _Array:  # abstract under fg.trace: it would leak into the module's state
             raise ConcretizationError(
@@ -238,9 +238,9 @@ _straight_through.defvjp(lambda x, value: (value, None), lambda _, g: (g, None))
 
 def _reduce(loss: Any, reduction: str, op: str) -> Any:
     if reduction == "mean":
-        return _o.mean(loss)
+        return ops.mean(loss)
     if reduction == "sum":
-        return _o.sum(loss)
+        return ops.sum(loss)
     if reduction == "none":
         return loss
     raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
@@ -252,7 +252,7 @@ def _one_row(loss: Any, reduction: str) -> Any:
 
 
 def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
-    target = _o.asarray(target, device=logits.device) if not isinstance(target, ArrayBase) else target
+    target = ops.asarray(target, device=logits.device) if not isinstance(target, ArrayBase) else target
     if target.dtype.kind not in "iu":
         raise DTypeError(f"{op}: class-index targets must be integers (int64), got {target.dtype}; "
                          "for class probabilities pass a float target of the input's shape")
@@ -273,16 +273,16 @@ def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int 
     classes = log_probs.shape[1]
     valid = target != ignore_index
     bad = _outside("nll_loss", target, classes, "label", "classes", allowed=ignore_index)
-    safe = _o.where(valid if bad is None else valid & ~bad, target, 0)
-    picked = _o.squeeze(_o.take_along_axis(log_probs, _o.expand_dims(safe, 1), axis=1), 1)
-    w = _o.where(valid, 1.0, 0.0).astype(log_probs.dtype, copy=False)
+    safe = ops.where(valid if bad is None else valid & ~bad, target, 0)
+    picked = ops.squeeze(ops.take_along_axis(log_probs, ops.expand_dims(safe, 1), axis=1), 1)
+    w = ops.where(valid, 1.0, 0.0).astype(log_probs.dtype, copy=False)
     if weight is not None:
-        w = w * _o.take(weight, safe)
+        w = w * ops.take(weight, safe)
     loss = -picked * w
     if bad is not None:
-        loss = _o.where(bad, float("nan"), loss)
+        loss = ops.where(bad, float("nan"), loss)
     if reduction == "mean":
-        return _o.sum(loss) / _o.sum(w)
+        return ops.sum(loss) / ops.sum(w)
     return _reduce(loss, reduction, "nll_loss")
 
 
@@ -312,27 +312,29 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
                              "class-index targets must be integers (int64)")
         c = input.shape[1] if input.ndim > 1 else input.shape[0]
         t = target * (1.0 - label_smoothing) + label_smoothing / c
-        w = 1.0 if weight is None else _o.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
-        return _reduce(-_o.sum(t * logp * w, 1 if input.ndim > 1 else 0), reduction, "cross_entropy")
+        w = 1.0 if weight is None else ops.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
+        return _reduce(-ops.sum(t * logp * w, 1 if input.ndim > 1 else 0), reduction, "cross_entropy")
     nll = nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0.0:
         return nll
     target = _check_class_targets("cross_entropy", input, target)
     c = input.shape[1]
-    valid = _o.where(target != ignore_index, 1.0, 0.0).astype(input.dtype, copy=False)
-    per_class = logp if weight is None else logp * _o.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
-    smooth = -_o.sum(per_class, 1) * valid
+    valid = ops.where(target != ignore_index, 1.0, 0.0).astype(input.dtype, copy=False)
+    per_class = logp if weight is None else logp * ops.reshape(weight, (1, c) + (1,) * (input.ndim - 2))
+    smooth = -ops.sum(per_class, 1) * valid
     if reduction == "mean":
-        denom = _o.sum(valid) if weight is None else _o.sum(_o.take(weight, _o.where(target != ignore_index, target, 0))
-                                                            * valid)
-        smooth_term = _o.sum(smooth) / denom
+        if weight is None:
+            denom = ops.sum(valid)
+        else:
+            denom = ops.sum(ops.take(weight, ops.where(target != ignore_index, target, 0)) * valid)
+        smooth_term = ops.sum(smooth) / denom
     else:
         smooth_term = _reduce(smooth, reduction, "cross_entropy")
     return (1.0 - label_smoothing) * nll + (label_smoothing / c) * smooth_term
 
 
 def _check_same(op: str, input: Any, target: Any) -> Any:
-    target = _o.asarray(target, device=input.device) if not isinstance(target, ArrayBase) else target
+    target = ops.asarray(target, device=input.device) if not isinstance(target, ArrayBase) else target
     if tuple(target.shape) != tuple(input.shape):
         raise ShapeError(f"{op}: input of shape {fmt_shape(tuple(input.shape))} and target of shape "
                          f"{fmt_shape(tuple(target.shape))} differ")
@@ -342,18 +344,18 @@ def _check_same(op: str, input: Any, target: Any) -> Any:
 
 
 def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
-    return _reduce(_o.square(input - _check_same("mse_loss", input, target)), reduction, "mse_loss")
+    return _reduce(ops.square(input - _check_same("mse_loss", input, target)), reduction, "mse_loss")
 
 
 def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
-    return _reduce(_o.abs(input - _check_same("l1_loss", input, target)), reduction, "l1_loss")
+    return _reduce(ops.abs(input - _check_same("l1_loss", input, target)), reduction, "l1_loss")
 
 
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, reduction: str = "mean",
                                      pos_weight: Any = None) -> Any:
     """Sigmoid + binary cross-entropy in one stable formula (PyTorch's)."""
     target = _check_same("binary_cross_entropy_with_logits", input, target)
-    softplus_neg = _o.logaddexp(0.0, -input)  # log(1 + exp(-x)), stable
+    softplus_neg = ops.logaddexp(0.0, -input)  # log(1 + exp(-x)), stable
     if pos_weight is not None:
         loss = (1.0 - target) * input + (1.0 + (pos_weight - 1.0) * target) * softplus_neg
     else:

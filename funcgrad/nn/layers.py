@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .. import ops as _o
+from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
 from . import functional as F
@@ -38,10 +38,10 @@ class Linear(Module):
                  device: Any = None) -> None:
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(_o.zeros((out_features, in_features), dtype, device=device))
+        self.weight = Parameter(ops.zeros((out_features, in_features), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
-            self.bias = Parameter(_o.zeros((out_features,), dtype, device=device))
+            self.bias = Parameter(ops.zeros((out_features,), dtype, device=device))
             bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
             init.uniform_(self.bias, -bound, bound)
         else:
@@ -150,7 +150,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Any) -> Any:
-        return _o.flatten(x, self.start_dim, self.end_dim)
+        return ops.flatten(x, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -180,8 +180,8 @@ class LayerNorm(Module):
         self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         self.eps = eps
         if elementwise_affine:
-            self.weight = Parameter(_o.ones(self.normalized_shape, dtype, device=device))
-            self.bias = Parameter(_o.zeros(self.normalized_shape, dtype, device=device)) if bias else None
+            self.weight = Parameter(ops.ones(self.normalized_shape, dtype, device=device))
+            self.bias = Parameter(ops.zeros(self.normalized_shape, dtype, device=device)) if bias else None
         else:
             self.weight = self.bias = None
 
@@ -214,7 +214,7 @@ class Embedding(Module):
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         self.sparse = False
         if _weight is None:
-            self.weight = Parameter(_o.zeros((num_embeddings, embedding_dim), dtype, device=device))
+            self.weight = Parameter(ops.zeros((num_embeddings, embedding_dim), dtype, device=device))
             init.normal_(self.weight)
             if padding_idx is not None:
                 self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ops as _o
+from .. import ops
 from ..errors import ArgumentValueError, ShapeError
 from ..primitives.core import fmt_shape
 from ..transforms.api import stop_gradient
@@ -24,20 +24,20 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     axes = tuple(i for i in range(x.ndim) if i != 1)
     shape = tuple(x.shape[1] if i == 1 else 1 for i in range(x.ndim))
     if training:
-        mean = _o.mean(x, axes, keepdims=True)
-        var = _o.mean(_o.square(x - mean), axes, keepdims=True)
+        mean = ops.mean(x, axes, keepdims=True)
+        var = ops.mean(ops.square(x - mean), axes, keepdims=True)
         n = x.size // x.shape[1]
         if running_mean is not None:
-            m, v = stop_gradient(_o.reshape(mean, (x.shape[1],))), stop_gradient(_o.reshape(var, (x.shape[1],)))
+            m, v = stop_gradient(ops.reshape(mean, (x.shape[1],))), stop_gradient(ops.reshape(var, (x.shape[1],)))
             running_mean = (1 - momentum) * running_mean + momentum * m
             running_var = (1 - momentum) * running_var + momentum * v * (n / max(n - 1, 1))
     else:
-        mean, var = _o.reshape(running_mean, shape), _o.reshape(running_var, shape)
-    out = (x - mean) * _o.rsqrt(var + eps)
+        mean, var = ops.reshape(running_mean, shape), ops.reshape(running_var, shape)
+    out = (x - mean) * ops.rsqrt(var + eps)
     if weight is not None:
-        out = out * _o.reshape(weight, shape)
+        out = out * ops.reshape(weight, shape)
     if bias is not None:
-        out = out + _o.reshape(bias, shape)
+        out = out + ops.reshape(bias, shape)
     return out, running_mean, running_var
 
 
@@ -51,12 +51,12 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = Parameter(_o.ones((num_features,), dtype, device=device)) if affine else None
-        self.bias = Parameter(_o.zeros((num_features,), dtype, device=device)) if affine and bias else None
+        self.weight = Parameter(ops.ones((num_features,), dtype, device=device)) if affine else None
+        self.bias = Parameter(ops.zeros((num_features,), dtype, device=device)) if affine and bias else None
         if track_running_stats:
-            self.register_buffer("running_mean", _o.zeros((num_features,), dtype, device=device))
-            self.register_buffer("running_var", _o.ones((num_features,), dtype, device=device))
-            self.register_buffer("num_batches_tracked", _o.zeros((), "int64", device=device))
+            self.register_buffer("running_mean", ops.zeros((num_features,), dtype, device=device))
+            self.register_buffer("running_var", ops.ones((num_features,), dtype, device=device))
+            self.register_buffer("num_batches_tracked", ops.zeros((), "int64", device=device))
 
     def forward(self, x: Any) -> Any:
         if x.ndim not in self.expected_ndim or x.shape[1] != self.num_features:

@@ -27,14 +27,14 @@ class Parameter(Array):
         if not isinstance(source, Array):
             raise TypeError(f"Parameter: expected an array, got {type(source).__name__}")
         p = object.__new__(cls)
-        p._ag = None
+        p._autograd = None
         p._assign(source)
         if requires_grad:
             if p._dtype.kind != "f":
                 from ..errors import DTypeError
 
                 raise DTypeError(f"Parameter: only floating-point parameters can require grad, got {p._dtype}")
-            p._ag = AutogradMeta(True)
+            p._autograd = AutogradMeta(True)
         return p
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:

@@ -10,18 +10,18 @@ __all__ = ["clip_grad_norm_"]
 def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0) -> Any:
     """Scale the gradients so their total norm is at most ``max_norm``; returns the total norm
     (before clipping), as PyTorch does."""
-    from .. import ops as _o
+    from .. import ops
     from ..transforms.api import no_grad
 
     params = [parameters] if hasattr(parameters, "grad") else list(parameters)
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return _o.asarray(0.0)
+        return ops.asarray(0.0)
     with no_grad():
         if norm_type == float("inf"):
-            total = _o.max(_o.stack([_o.max(_o.abs(g)) for g in grads]))
+            total = ops.max(ops.stack([ops.max(ops.abs(g)) for g in grads]))
         else:
-            total = _o.sum(_o.stack([_o.sum(_o.abs(g) ** norm_type) for g in grads])) ** (1.0 / norm_type)
+            total = ops.sum(ops.stack([ops.sum(ops.abs(g) ** norm_type) for g in grads])) ** (1.0 / norm_type)
         scale = min(1.0, float(max_norm) / (float(total) + 1e-6))
         if scale < 1.0:
             for p in params:

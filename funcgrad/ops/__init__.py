@@ -29,7 +29,7 @@ for _name in __all__:
     if callable(_fn) and not isinstance(_fn, type) and _name not in _elementwise.__all__ and _name != "matmul":
         setattr(_module, _name, named_errors(_name, _fn))
 
-_array._o = sys.modules[__name__]
+_array._ops = sys.modules[__name__]
 # The forward operators call the functions directly: one Python frame less on the eager hot path.
 _array.ArrayBase.__add__ = add  # type: ignore[assignment]  # noqa: F405
 _array.ArrayBase.__sub__ = subtract  # type: ignore[assignment]  # noqa: F405

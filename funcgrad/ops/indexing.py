@@ -90,7 +90,7 @@ def _basic_view(x: Any, index: Any) -> Any:
     slices, ``None`` and ``...``. Slicing is everywhere in user code (batches, columns), and
     this is one backend call instead of three view primitives. ``None`` when it does not
     apply, or the backend refuses the index (the general path then explains why)."""
-    if x.__class__ is not Array or x._ag is not None or current_interpreter.get() is not None:
+    if x.__class__ is not Array or x._autograd is not None or current_interpreter.get() is not None:
         return None
     entries = index if index.__class__ is tuple else (index,)
     for e in entries:
@@ -147,7 +147,7 @@ def getitem(x: Any, index: Any) -> Any:
 def _same_view(x: Any) -> Any:
     """``x[:]``: a new array object over the same buffer. One with history (``requires_grad``)
     gets it through a recorded (whole) slice, so that the gradient still flows back."""
-    if x.__class__ is Array and x._ag is None:
+    if x.__class__ is Array and x._autograd is None:
         return Array._view_of(x, x._layout_obj())
     if isinstance(x, Array):
         return bind(slice_p, x, index=tuple((0, n, 1) for n in x.shape))

@@ -34,7 +34,7 @@ def _value(x: Any) -> Any:
     """A plain array over ``x``'s current buffer: no history, and the eager fast paths
     apply (a Parameter's class would skip them). Made directly, not through bind, since
     this is bookkeeping inside an optimizer step (under no_grad) rather than an operation."""
-    if type(x) is Array and x._ag is None:
+    if type(x) is Array and x._autograd is None:
         return x
     if not isinstance(x, Array):
         return ops.asarray(x)
@@ -171,7 +171,7 @@ class Optimizer:
             for group in self.param_groups:
                 for p in group["params"]:
                     if by_id is None:  # after backward(): each parameter's .grad
-                        meta = p._ag
+                        meta = p._autograd
                         g = None if meta is None else meta.grad
                     else:
                         g = by_id.get(id(p))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import ops as _o
+from .. import ops
 from ..errors import ArgumentValueError
 from .optimizer import Optimizer
 
@@ -79,9 +79,9 @@ class Adam(Optimizer):
         bias1, bias2 = 1 - b1 ** step, 1 - b2 ** step
         if group["amsgrad"]:
             vmax = state.get("max_exp_avg_sq")
-            v = v if vmax is None else _o.maximum(vmax, v)
+            v = v if vmax is None else ops.maximum(vmax, v)
             state["max_exp_avg_sq"] = v
-        denom = _o.sqrt(v) / math.sqrt(bias2) + eps
+        denom = ops.sqrt(v) / math.sqrt(bias2) + eps
         return p, -lr / bias1, m / denom
 
 
@@ -118,9 +118,9 @@ class RMSprop(Optimizer):
             ga = state.get("grad_avg")
             ga = (1 - alpha) * g if ga is None else alpha * ga + (1 - alpha) * g
             state["grad_avg"] = ga
-            avg = _o.sqrt(sq - ga * ga) + eps
+            avg = ops.sqrt(sq - ga * ga) + eps
         else:
-            avg = _o.sqrt(sq) + eps
+            avg = ops.sqrt(sq) + eps
         if group["momentum"] > 0:
             buf = state.get("momentum_buffer")
             buf = g / avg if buf is None else group["momentum"] * buf + g / avg

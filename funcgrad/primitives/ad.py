@@ -24,11 +24,11 @@ from typing import Any
 
 from .core import Primitive, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "F", "like"]
+__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "ops", "like"]
 
 
 class _Ops:
-    """``F.exp(x)`` is ``fg.exp(x)``: the fg.* functions, resolved on first use
+    """``ops.exp(x)`` is ``fg.exp(x)``: the fg.* functions, resolved on first use
     (funcgrad.ops imports the primitive modules, so they cannot import it back)."""
 
     def __getattr__(self, name: str) -> Any:
@@ -39,14 +39,14 @@ class _Ops:
         return value
 
 
-F: Any = _Ops()
+ops: Any = _Ops()
 
 
 def like(value: float, x: Any) -> Any:
     """A constant as a 0-d array of ``x``'s dtype and device. A rule forms its constants in
     the precision of what it differentiates: two Python scalars alone (``where(c, 1.0,
     -1.0)``) would make a default-dtype (float32) array."""
-    return F.full((), value, x.dtype, device=x.device)
+    return ops.full((), value, x.dtype, device=x.device)
 
 
 class JVPFromRules:

@@ -254,7 +254,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         if len(args) == 2:
             x, y = args
             if (x.__class__ is _Array and y.__class__ is _Array and x._device is y._device
-                    and x._ag is None and y._ag is None):
+                    and x._autograd is None and y._autograd is None):
                 device = x._device
                 try:
                     out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
@@ -265,7 +265,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
                 return _wrap(out, device)
         elif len(args) == 1:
             x = args[0]
-            if (x.__class__ is _Array and x._ag is None and prim.view is None and prim.impl is None
+            if (x.__class__ is _Array and x._autograd is None and prim.view is None and prim.impl is None
                     and not prim.multiple_results):
                 device = x._device
                 try:
@@ -320,10 +320,10 @@ def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any
     Arguments that require grad hand the operation to the tape first.
     """
     Array = _Array
-    if prim.view is not None and args[0].__class__ is Array and args[0]._ag is None:  # views: metadata only
+    if prim.view is not None and args[0].__class__ is Array and args[0]._autograd is None:  # views: metadata only
         return Array._apply_view(prim, args[0], params)
     for a in args:
-        if isinstance(a, Array) and a._ag is not None:  # the tape records this operation (Parameters too)
+        if isinstance(a, Array) and a._autograd is not None:  # the tape records this operation (Parameters too)
             out = _tape_hook(prim, args, params)
             if out is not NotImplemented:
                 return out

@@ -208,38 +208,38 @@ copy_p = Primitive("copy", lambda x: x, kernel=_copy)
 # Unary: one elementwise derivative d(x, ans) serves both modes (t * d and g * d).
 # "uses" says what d reads, which is what the backward pass keeps.
 
-from .ad import F, defjvp, deflinear, defvjp, like  # noqa: E402
+from .ad import defjvp, deflinear, defvjp, like, ops  # noqa: E402
 
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
 
 UNARY_DERIVATIVES: dict[str, tuple[Any, str]] = {
     "exp": (lambda x, a: a, "ans"),
     "exp2": (lambda x, a: a * _LN2, "ans"),
-    "log": (lambda x, a: F.reciprocal(x), "args"),
-    "log2": (lambda x, a: F.reciprocal(x * _LN2), "args"),
-    "log10": (lambda x, a: F.reciprocal(x * _LN10), "args"),
-    "log1p": (lambda x, a: F.reciprocal(x + 1.0), "args"),
+    "log": (lambda x, a: ops.reciprocal(x), "args"),
+    "log2": (lambda x, a: ops.reciprocal(x * _LN2), "args"),
+    "log10": (lambda x, a: ops.reciprocal(x * _LN10), "args"),
+    "log1p": (lambda x, a: ops.reciprocal(x + 1.0), "args"),
     "expm1": (lambda x, a: a + 1.0, "ans"),
     "sqrt": (lambda x, a: 0.5 / a, "ans"),
     "rsqrt": (lambda x, a: -0.5 * a * a * a, "ans"),
-    "sin": (lambda x, a: F.cos(x), "args"),
-    "cos": (lambda x, a: -F.sin(x), "args"),
+    "sin": (lambda x, a: ops.cos(x), "args"),
+    "cos": (lambda x, a: -ops.sin(x), "args"),
     "tan": (lambda x, a: 1.0 + a * a, "ans"),
-    "arcsin": (lambda x, a: F.rsqrt(1.0 - x * x), "args"),
-    "arccos": (lambda x, a: -F.rsqrt(1.0 - x * x), "args"),
-    "arctan": (lambda x, a: F.reciprocal(1.0 + x * x), "args"),
-    "sinh": (lambda x, a: F.cosh(x), "args"),
-    "cosh": (lambda x, a: F.sinh(x), "args"),
+    "arcsin": (lambda x, a: ops.rsqrt(1.0 - x * x), "args"),
+    "arccos": (lambda x, a: -ops.rsqrt(1.0 - x * x), "args"),
+    "arctan": (lambda x, a: ops.reciprocal(1.0 + x * x), "args"),
+    "sinh": (lambda x, a: ops.cosh(x), "args"),
+    "cosh": (lambda x, a: ops.sinh(x), "args"),
     "tanh": (lambda x, a: 1.0 - a * a, "ans"),
-    "arcsinh": (lambda x, a: F.rsqrt(x * x + 1.0), "args"),
-    "arccosh": (lambda x, a: F.rsqrt(x * x - 1.0), "args"),
-    "arctanh": (lambda x, a: F.reciprocal(1.0 - x * x), "args"),
+    "arcsinh": (lambda x, a: ops.rsqrt(x * x + 1.0), "args"),
+    "arccosh": (lambda x, a: ops.rsqrt(x * x - 1.0), "args"),
+    "arctanh": (lambda x, a: ops.reciprocal(1.0 - x * x), "args"),
     "sigmoid": (lambda x, a: a * (1.0 - a), "ans"),
-    "erf": (lambda x, a: _TWO_OVER_SQRT_PI * F.exp(-(x * x)), "args"),
-    "abs": (lambda x, a: F.sign(x), "args"),
+    "erf": (lambda x, a: _TWO_OVER_SQRT_PI * ops.exp(-(x * x)), "args"),
+    "abs": (lambda x, a: ops.sign(x), "args"),
     "square": (lambda x, a: 2.0 * x, "args"),
     "reciprocal": (lambda x, a: -(a * a), "ans"),
-    "relu": (lambda x, a: F.greater(a, 0).astype(a.dtype), "ans"),
+    "relu": (lambda x, a: ops.greater(a, 0).astype(a.dtype), "ans"),
 }
 
 
@@ -275,69 +275,68 @@ def _max_min_rules(prim: Primitive, winner: Any) -> None:
 
     def share(x: Any, y: Any) -> Any:
         one = like(1.0, x if hasattr(x, "dtype") else y)
-        return F.where(winner(x, y), one, F.where(F.equal(x, y), 0.5 * one, 0.0))
+        return ops.where(winner(x, y), one, ops.where(ops.equal(x, y), 0.5 * one, 0.0))
 
     defjvp(prim, lambda t, ans, x, y: t * share(x, y), lambda t, ans, x, y: t * share(y, x))
     defvjp(prim, lambda g, ans, x, y: g * share(x, y), lambda g, ans, x, y: g * share(y, x), saves="args")
 
 
 def _safe_log(x: Any) -> Any:
-    return F.log(F.where(F.equal(x, 0), 1.0, x))
+    return ops.log(ops.where(ops.equal(x, 0), 1.0, x))
 
 
-B = BINARY
-defjvp(B["add"], lambda t, ans, x, y: t, lambda t, ans, x, y: t)
-defvjp(B["add"], lambda g, ans, x, y: g, lambda g, ans, x, y: g, saves="none")
-defjvp(B["sub"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t)
-defvjp(B["sub"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g, saves="none")
-defjvp(B["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
-defvjp(B["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
-defjvp(B["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
-defvjp(B["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
+defjvp(BINARY["add"], lambda t, ans, x, y: t, lambda t, ans, x, y: t)
+defvjp(BINARY["add"], lambda g, ans, x, y: g, lambda g, ans, x, y: g, saves="none")
+defjvp(BINARY["sub"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t)
+defvjp(BINARY["sub"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g, saves="none")
+defjvp(BINARY["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
+defvjp(BINARY["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
+defjvp(BINARY["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
+defvjp(BINARY["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
 def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
     """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
     y < 0, where x**y is infinite, it is NaN (as JAX gives)."""
     x = x if hasattr(x, "dtype") else like(x, ans)  # a Python scalar base: its log in the result's dtype
-    return F.where(F.logical_and(F.equal(x, 0), F.greater_equal(y, 0)), 0.0, ans * _safe_log(x))
+    return ops.where(ops.logical_and(ops.equal(x, 0), ops.greater_equal(y, 0)), 0.0, ans * _safe_log(x))
 
 
-defjvp(B["pow"], lambda t, ans, x, y: t * y * F.power(x, y - 1),
+defjvp(BINARY["pow"], lambda t, ans, x, y: t * y * ops.power(x, y - 1),
        lambda t, ans, x, y: t * _pow_exponent_factor(ans, x, y))
-defvjp(B["pow"], lambda g, ans, x, y: g * y * F.power(x, y - 1),
+defvjp(BINARY["pow"], lambda g, ans, x, y: g * y * ops.power(x, y - 1),
        lambda g, ans, x, y: g * _pow_exponent_factor(ans, x, y), saves="both")
-_max_min_rules(B["maximum"], lambda x, y: F.greater(x, y))
-_max_min_rules(B["minimum"], lambda x, y: F.less(x, y))
-defjvp(B["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
-defvjp(B["atan2"], lambda g, ans, x, y: g * y / (x * x + y * y), lambda g, ans, x, y: -g * x / (x * x + y * y),
+_max_min_rules(BINARY["maximum"], lambda x, y: ops.greater(x, y))
+_max_min_rules(BINARY["minimum"], lambda x, y: ops.less(x, y))
+defjvp(BINARY["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
+defvjp(BINARY["atan2"], lambda g, ans, x, y: g * y / (x * x + y * y), lambda g, ans, x, y: -g * x / (x * x + y * y),
        saves="args")
-defjvp(B["hypot"], lambda t, ans, x, y: t * x / ans, lambda t, ans, x, y: t * y / ans)
-defvjp(B["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans, saves="both")
+defjvp(BINARY["hypot"], lambda t, ans, x, y: t * x / ans, lambda t, ans, x, y: t * y / ans)
+defvjp(BINARY["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans, saves="both")
 
 
 def _copysign_factor(x: Any, ans: Any) -> Any:
     one = like(1.0, ans)
-    return F.where(F.equal(F.signbit(x), F.signbit(ans)), one, -one)
+    return ops.where(ops.equal(ops.signbit(x), ops.signbit(ans)), one, -one)
 
 
-defjvp(B["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
-defvjp(B["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
+defjvp(BINARY["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
+defvjp(BINARY["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
 # d logaddexp(x, y) / dx = exp(x - ans) = sigmoid(x - y): the same number, but finite where x
 # or y is +inf (exp(inf - inf) is NaN; the derivative is 1 or 0 there, as PyTorch gives).
-defjvp(B["logaddexp"], lambda t, ans, x, y: t * F.sigmoid(x - y), lambda t, ans, x, y: t * F.sigmoid(y - x))
-defvjp(B["logaddexp"], lambda g, ans, x, y: g * F.sigmoid(x - y), lambda g, ans, x, y: g * F.sigmoid(y - x),
+defjvp(BINARY["logaddexp"], lambda t, ans, x, y: t * ops.sigmoid(x - y), lambda t, ans, x, y: t * ops.sigmoid(y - x))
+defvjp(BINARY["logaddexp"], lambda g, ans, x, y: g * ops.sigmoid(x - y), lambda g, ans, x, y: g * ops.sigmoid(y - x),
        saves="args")
-defjvp(B["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * F.floor(x / y))
-defvjp(B["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * F.floor(x / y), saves="args")
+defjvp(BINARY["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * ops.floor(x / y))
+defvjp(BINARY["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * ops.floor(x / y), saves="args")
 
-defjvp(select_p, None, lambda t, ans, c, x, y: F.where(c, t, 0.0), lambda t, ans, c, x, y: F.where(c, 0.0, t))
-defvjp(select_p, None, lambda g, ans, c, x, y: F.where(c, g, 0.0), lambda g, ans, c, x, y: F.where(c, 0.0, g),
+defjvp(select_p, None, lambda t, ans, c, x, y: ops.where(c, t, 0.0), lambda t, ans, c, x, y: ops.where(c, 0.0, t))
+defvjp(select_p, None, lambda g, ans, c, x, y: ops.where(c, g, 0.0), lambda g, ans, c, x, y: ops.where(c, 0.0, g),
        saves=(0,))
 
 
 def _integer_pow_deriv(x: Any, y: int) -> Any:
     if y == 0:
-        return F.zeros_like(x)
-    return y * x if y == 2 else (F.ones_like(x) if y == 1 else y * F.integer_pow(x, y - 1))
+        return ops.zeros_like(x)
+    return y * x if y == 2 else (ops.ones_like(x) if y == 1 else y * ops.integer_pow(x, y - 1))
 
 
 defjvp(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y))
@@ -345,7 +344,7 @@ defvjp(integer_pow_p, lambda g, ans, x, y: g * _integer_pow_deriv(x, y), saves="
 
 
 def _convert_back(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
-    return F.astype(g, x.dtype) if x.dtype.kind == "f" else None
+    return ops.astype(g, x.dtype) if x.dtype.kind == "f" else None
 
 
 deflinear(convert_element_type_p, _convert_back)

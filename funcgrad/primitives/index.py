@@ -167,12 +167,12 @@ take_along_axis_p = Primitive("take_along_axis", _take_along_axis_rule,
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import F, defjvp, defvjp  # noqa: E402
+from .ad import defjvp, defvjp, ops  # noqa: E402
 from .core import bind  # noqa: E402
 
 
 def _zeros_like(x: Any, like: Any) -> Any:
-    return F.zeros(tuple(x.shape), x.dtype, device=like.device)
+    return ops.zeros(tuple(x.shape), x.dtype, device=like.device)
 
 
 defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
@@ -200,10 +200,10 @@ def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
 
 def _extremum_shares(ans: Any, x: Any, values: Any, idx: Any, template: Any) -> tuple[Any, Any]:
     """min/max updates: each winner (x or an update) gets an equal share at ties."""
-    won_x = F.equal(x, ans).astype(ans.dtype)
+    won_x = ops.equal(x, ans).astype(ans.dtype)
     at_pos = bind(gather_p, ans, *idx, template=template)
-    won_v = F.equal(values, at_pos).astype(ans.dtype)
-    won_v = F.broadcast_to(won_v, tuple(at_pos.shape))
+    won_v = ops.equal(values, at_pos).astype(ans.dtype)
+    won_v = ops.broadcast_to(won_v, tuple(at_pos.shape))
     count = bind(scatter_p, won_x, won_v, *idx, template=template, mode="add")
     return won_x / count, won_v / bind(gather_p, count, *idx, template=template)
 
@@ -215,10 +215,10 @@ def _multiply_partials(x: Any, values: Any, idx: Any, template: Any) -> Any:
     there are none, the one other zero itself (0, with its derivative) when there is
     one, and 0 otherwise. Exact to second order with any zeros and repeated indices."""
     at = bind(gather_p, x, *idx, template=template)
-    v = F.broadcast_to(values, tuple(at.shape)) if tuple(values.shape) != tuple(at.shape) else values
-    is_zero = F.equal(v, 0.0)
-    zero_v = F.where(is_zero, v, 0.0)  # 0, but carries each zero update's derivative
-    safe = F.where(is_zero, 1.0, v)
+    v = ops.broadcast_to(values, tuple(at.shape)) if tuple(values.shape) != tuple(at.shape) else values
+    is_zero = ops.equal(v, 0.0)
+    zero_v = ops.where(is_zero, v, 0.0)  # 0, but carries each zero update's derivative
+    safe = ops.where(is_zero, 1.0, v)
 
     def at_position(updates: Any, mode: str, start: Any) -> Any:  # per update: the combined value at its position
         combined = bind(scatter_p, start, updates, *idx, template=template, mode=mode)
@@ -227,7 +227,8 @@ def _multiply_partials(x: Any, values: Any, idx: Any, template: Any) -> Any:
     nonzero = at_position(safe, "multiply", x)
     other_zeros = at_position(is_zero.astype(v.dtype), "add", _zeros_like(x, v)) - is_zero.astype(v.dtype)
     other_zero_sum = at_position(zero_v, "add", _zeros_like(x, v)) - zero_v
-    zero_product = F.where(F.equal(other_zeros, 0.0), 1.0, F.where(F.equal(other_zeros, 1.0), other_zero_sum, 0.0))
+    one_other = ops.where(ops.equal(other_zeros, 1.0), other_zero_sum, 0.0)
+    zero_product = ops.where(ops.equal(other_zeros, 0.0), 1.0, one_other)
     return nonzero / safe * zero_product
 
 
@@ -236,10 +237,10 @@ def _written(picked: Any, ans: Any, idx: Any, template: Any) -> Any:
     one of them, and the others do not reach the output, so their derivative is 0. Found
     as JAX does, by setting each update's own number through the same scatter and reading
     back which number each position kept."""
-    ids = F.reshape(F.arange(picked.size, device=picked.device), tuple(picked.shape))
-    kept = bind(scatter_p, F.zeros(tuple(ans.shape), ids.dtype, device=ids.device), ids, *idx, template=template,
+    ids = ops.reshape(ops.arange(picked.size, device=picked.device), tuple(picked.shape))
+    kept = bind(scatter_p, ops.zeros(tuple(ans.shape), ids.dtype, device=ids.device), ids, *idx, template=template,
                 mode="set")
-    return F.equal(bind(gather_p, kept, *idx, template=template), ids)
+    return ops.equal(bind(gather_p, kept, *idx, template=template), ids)
 
 
 def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:
@@ -249,7 +250,7 @@ def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
         if i == 0:
             return bind(scatter_p, g, 0.0, *idx, template=template, mode="set") if mode == "set" else g
         picked = bind(gather_p, g, *idx, template=template)  # summed to values' shape by the interpreter
-        return picked if mode == "add" else F.where(_written(picked, ans, idx, template), picked, 0.0)
+        return picked if mode == "add" else ops.where(_written(picked, ans, idx, template), picked, 0.0)
     if mode == "multiply":
         if i == 0:
             return bind(scatter_p, g, values, *idx, template=template, mode="multiply")
@@ -287,7 +288,7 @@ def _scatter_add_along_axis(xp: Any, x: Any, idx: Any, values: Any, *, axis: int
 # The transpose of take_along_axis, as one kernel (its VJP would otherwise build index grids op by op).
 scatter_add_along_axis_p = Primitive("scatter_add_along_axis", _scatter_along_rule, kernel=_scatter_add_along_axis)
 defjvp(scatter_add_along_axis_p, lambda t, ans, x, idx, v, *, axis: t, None,
-       lambda t, ans, x, idx, v, *, axis: bind(scatter_add_along_axis_p, F.zeros_like(ans), idx, t, axis=axis))
+       lambda t, ans, x, idx, v, *, axis: bind(scatter_add_along_axis_p, ops.zeros_like(ans), idx, t, axis=axis))
 defvjp(scatter_add_along_axis_p, lambda g, ans, x, idx, v, *, axis: g, None,
        lambda g, ans, x, idx, v, *, axis: bind(take_along_axis_p, g, idx, axis=axis), saves=(1,))
 
@@ -296,8 +297,8 @@ def _take_along_axis_vjp(g: Any, ans: Any, x: Any, idx: Any, *, axis: int) -> An
     # x may have been broadcast against idx: scatter into the broadcast shape; the
     # interpreter sums back to x's shape
     target = tuple(g.shape[:axis]) + (x.shape[axis],) + tuple(g.shape[axis + 1:])
-    zeros = F.zeros(target, x.dtype, device=g.device)
-    return bind(scatter_add_along_axis_p, zeros, F.broadcast_to(idx, tuple(g.shape)), g, axis=axis)
+    zeros = ops.zeros(target, x.dtype, device=g.device)
+    return bind(scatter_add_along_axis_p, zeros, ops.broadcast_to(idx, tuple(g.shape)), g, axis=axis)
 
 
 defjvp(take_along_axis_p, lambda t, ans, x, idx, *, axis: bind(take_along_axis_p, t, idx, axis=axis), None)

@@ -268,7 +268,7 @@ cumprod_p = _scan("cumprod", "cumprod")
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import F, defjvp, deflinear, defvjp  # noqa: E402
+from .ad import defjvp, deflinear, defvjp, ops  # noqa: E402
 from .core import bind  # noqa: E402
 
 
@@ -282,7 +282,7 @@ def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
 
 
 def _sum_vjp(g: Any, ans: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return F.broadcast_to(_expand(g, axes, keepdims), tuple(x.shape))
+    return ops.broadcast_to(_expand(g, axes, keepdims), tuple(x.shape))
 
 
 deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
@@ -290,12 +290,12 @@ deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
 
 def _winners(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     """1/count where x attains the extremum (ties share the derivative evenly), else 0."""
-    mask = F.equal(x, _expand(ans, axes, keepdims)).astype(x.dtype)
-    return mask / F.sum(mask, axes, keepdims=True)
+    mask = ops.equal(x, _expand(ans, axes, keepdims)).astype(x.dtype)
+    return mask / ops.sum(mask, axes, keepdims=True)
 
 
 for _name in ("reduce_max", "reduce_min"):
-    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: F.sum(
+    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: ops.sum(
         t * _winners(x, ans, axes, keepdims), axes, keepdims=keepdims))
     defvjp(REDUCTIONS[_name], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _winners(
         x, ans, axes, keepdims), saves="both")
@@ -307,69 +307,69 @@ def _product_of_others(x: Any, axes: tuple[int, ...]) -> Any:
     nd = x.ndim
     kept = [i for i in range(nd) if i not in axes]
     perm = tuple(kept) + tuple(axes)
-    xt = F.transpose(x, perm)
+    xt = ops.transpose(x, perm)
     lead = tuple(xt.shape[:len(kept)])
     n = 1
     for a in axes:
         n *= x.shape[a]
     if n == 0:
-        return F.zeros_like(x)
-    flat = F.reshape(xt, lead + (n,))
+        return ops.zeros_like(x)
+    flat = ops.reshape(xt, lead + (n,))
     pad = [(0, 0)] * len(lead) + [(1, 0)]
-    left = F.pad(F.cumprod(flat[..., :-1], axis=-1), pad, constant_values=1)
-    right = F.flip(F.pad(F.cumprod(F.flip(flat, -1)[..., :-1], axis=-1), pad, constant_values=1), -1)
-    others = F.reshape(left * right, tuple(xt.shape))
+    left = ops.pad(ops.cumprod(flat[..., :-1], axis=-1), pad, constant_values=1)
+    right = ops.flip(ops.pad(ops.cumprod(ops.flip(flat, -1)[..., :-1], axis=-1), pad, constant_values=1), -1)
+    others = ops.reshape(left * right, tuple(xt.shape))
     inverse = tuple(sorted(range(nd), key=lambda i: perm[i]))
-    return F.transpose(others, inverse)
+    return ops.transpose(others, inverse)
 
 
-defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: F.sum(
+defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: ops.sum(
     t * _product_of_others(x, axes), axes, keepdims=keepdims))
 defvjp(REDUCTIONS["reduce_prod"], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _product_of_others(
     x, axes), saves="args")
 
 
 def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return F.exp(x - _expand(ans, axes, keepdims))
+    return ops.exp(x - _expand(ans, axes, keepdims))
 
 
-defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: F.sum(
+defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: ops.sum(
     t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
 defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
     x, ans, axes, keepdims), saves="both")
 
 
 def _xent_softmax(z: Any) -> Any:
-    return F.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
+    return ops.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
 
 
 def _picked(t: Any, y: Any) -> Any:
     """``t[i, y[i]]`` per row."""
     from .index import take_along_axis_p
 
-    return F.squeeze(bind(take_along_axis_p, t, F.expand_dims(y, 1), axis=1), 1)
+    return ops.squeeze(bind(take_along_axis_p, t, ops.expand_dims(y, 1), axis=1), 1)
 
 
 def _counted(y: Any, ignore_index: int) -> tuple[Any, Any]:
     """The rows whose label counts (it is not ``ignore_index``), and the labels with the
     others replaced by class 0, so that picking stays in range."""
-    counted = F.not_equal(y, ignore_index)
-    return counted, F.where(counted, y, 0)
+    counted = ops.not_equal(y, ignore_index)
+    return counted, ops.where(counted, y, 0)
 
 
 def _reduce_rows(per_row: Any, counted: Any, reduction: str) -> Any:
     """As the kernel reduces: the sum, or the mean over the counted rows."""
     if reduction == "none":
         return per_row
-    total = F.sum(per_row, (0,))
+    total = ops.sum(per_row, (0,))
     if reduction == "sum":
         return total
-    return total / F.sum(counted.astype(per_row.dtype))
+    return total / ops.sum(counted.astype(per_row.dtype))
 
 
 def _xent_jvp(t: Any, ans: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
     counted, labels = _counted(y, ignore_index)
-    per_row = F.where(counted, F.sum(_xent_softmax(z) * t, (1,)) - _picked(t, labels), 0.0)
+    per_row = ops.where(counted, ops.sum(_xent_softmax(z) * t, (1,)) - _picked(t, labels), 0.0)
     return _reduce_rows(per_row, counted, reduction)
 
 
@@ -377,8 +377,8 @@ def _row_weights(g: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
     """Each row's share of the loss's cotangent ``g``, as the gradient kernel takes it."""
     counted, _ = _counted(y, ignore_index)
     if reduction == "mean":
-        g = g / F.sum(counted.astype(g.dtype))
-    return F.where(counted, g, 0.0)
+        g = g / ops.sum(counted.astype(g.dtype))
+    return ops.where(counted, g, 0.0)
 
 
 def _softmax_jvp(w: Any, z: Any, t: Any) -> Any:
@@ -386,7 +386,7 @@ def _softmax_jvp(w: Any, z: Any, t: Any) -> Any:
     this is also its VJP."""
     s = _xent_softmax(z)
     st = s * t
-    return F.expand_dims(w, 1) * (st - s * F.sum(st, (1,), keepdims=True))
+    return ops.expand_dims(w, 1) * (st - s * ops.sum(st, (1,), keepdims=True))
 
 
 defjvp(softmax_cross_entropy_p, _xent_jvp, None)
@@ -400,7 +400,7 @@ defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y, **params: _xent_jvp
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:
-    return F.flip(F.cumsum(F.flip(g, axis), axis), axis)
+    return ops.flip(ops.cumsum(ops.flip(g, axis), axis), axis)
 
 
 deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
@@ -412,10 +412,10 @@ def _cumprod_by_multiplies(x: Any, *, axis: int) -> Any:
     cumprod's, exactly and to every order, zeros included."""
     n, y, step = x.shape[axis], x, 1
     while step < n:
-        head = F.take(y, F.arange(n - step, device=y.device), axis=axis)   # y[..., :n - step, ...]
+        head = ops.take(y, ops.arange(n - step, device=y.device), axis=axis)   # y[..., :n - step, ...]
         widths = [(0, 0)] * y.ndim
         widths[axis] = (step, 0)
-        y = y * F.pad(head, widths, constant_values=1.0)                    # times y[i - step], or 1
+        y = y * ops.pad(head, widths, constant_values=1.0)                    # times y[i - step], or 1
         step *= 2
     return y
 

@@ -296,7 +296,7 @@ argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=
 
 import numpy as np  # noqa: E402
 
-from .ad import F, defjvp, deflinear, defvjp  # noqa: E402
+from .ad import defjvp, deflinear, defvjp, ops  # noqa: E402
 from .core import bind  # noqa: E402
 
 
@@ -319,24 +319,24 @@ def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any,
 def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
     from .index import scatter_p
 
-    zeros = F.zeros(tuple(x.shape), x.dtype, device=g.device)
+    zeros = ops.zeros(tuple(x.shape), x.dtype, device=g.device)
     return bind(scatter_p, zeros, g, *indices, template=template, mode="add")
 
 
 def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
     moved_shape = tuple(d for i, d in enumerate(x.shape) if i not in (axis1, axis2)) + (x.shape[axis1], x.shape[axis2])
     n = g.shape[-1]
-    rows = F.arange(n) + max(-offset, 0)
-    cols = F.arange(n) + max(offset, 0)
+    rows = ops.arange(n) + max(-offset, 0)
+    cols = ops.arange(n) + max(offset, 0)
     template = (("s", None, None, None),) * (len(moved_shape) - 2) + (("a",), ("a",))
-    zeros = F.zeros(moved_shape, x.dtype, device=g.device)
+    zeros = ops.zeros(moved_shape, x.dtype, device=g.device)
     from .index import scatter_p
 
     filled = bind(scatter_p, zeros, g, rows, cols, template=template, mode="add")
-    return F.moveaxis(filled, (-2, -1), (axis1, axis2))
+    return ops.moveaxis(filled, (-2, -1), (axis1, axis2))
 
 
-deflinear(reshape_p, lambda g, ans, x, *, new_sizes: F.reshape(g, tuple(x.shape)))
+deflinear(reshape_p, lambda g, ans, x, *, new_sizes: ops.reshape(g, tuple(x.shape)))
 deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
     transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
 deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
@@ -348,7 +348,7 @@ deflinear(diagonal_p, _diagonal_vjp)
 
 
 def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
-    parts = [t if j == i else F.zeros(tuple(x.shape), t.dtype, device=t.device) for j, x in enumerate(xs)]
+    parts = [t if j == i else ops.zeros(tuple(x.shape), t.dtype, device=t.device) for j, x in enumerate(xs)]
     return bind(concatenate_p, *parts, axis=axis)
 
 
@@ -370,16 +370,16 @@ def _pad_sources(shape: tuple[int, ...], pad_width: Any, mode: str) -> np.ndarra
 def _pad_jvp(t: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
     if mode == "constant":
         return bind(pad_p, t, pad_width=pad_width, mode=mode, value=0)
-    return F.take(t, F.asarray(_pad_sources(tuple(x.shape), pad_width, mode), device=t.device))
+    return ops.take(t, ops.asarray(_pad_sources(tuple(x.shape), pad_width, mode), device=t.device))
 
 
 def _pad_vjp(g: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
     if mode == "constant":
         index = tuple((lo, lo + n, 1) for (lo, _), n in zip(pad_width, x.shape))
         return bind(slice_p, g, index=index)
-    src = F.asarray(_pad_sources(tuple(x.shape), pad_width, mode).reshape(-1), device=g.device)
-    flat = F.zeros((int(np.prod(x.shape)),), x.dtype, device=g.device).at[src].add(F.reshape(g, (-1,)))
-    return F.reshape(flat, tuple(x.shape))
+    src = ops.asarray(_pad_sources(tuple(x.shape), pad_width, mode).reshape(-1), device=g.device)
+    flat = ops.zeros((int(np.prod(x.shape)),), x.dtype, device=g.device).at[src].add(ops.reshape(g, (-1,)))
+    return ops.reshape(flat, tuple(x.shape))
 
 
 defjvp(pad_p, _pad_jvp)
@@ -391,9 +391,9 @@ def _inverse_permutation(idx: Any, axis: int) -> Any:
 
 
 sort_p.domain = DISTINCT
-defjvp(sort_p, lambda t, ans, x, *, axis, descending: F.take_along_axis(
+defjvp(sort_p, lambda t, ans, x, *, axis, descending: ops.take_along_axis(
     t, bind(argsort_p, x, axis=axis, descending=descending), axis))
-defvjp(sort_p, lambda g, ans, x, *, axis, descending: F.take_along_axis(
+defvjp(sort_p, lambda g, ans, x, *, axis, descending: ops.take_along_axis(
     g, _inverse_permutation(bind(argsort_p, x, axis=axis, descending=descending), axis), axis), saves="args")
 
 

@@ -45,7 +45,7 @@ def _differentiated(x: Any) -> Any:
     ``create_graph=True`` backward pass gives a differentiable cotangent. Otherwise it is
     detached (a view), which only saves the tape's bookkeeping."""
     x = _as_array(x)
-    return x.detach() if getattr(x, "_ag", None) is not None and not is_grad_enabled() else x
+    return x.detach() if getattr(x, "_autograd", None) is not None and not is_grad_enabled() else x
 
 
 def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:

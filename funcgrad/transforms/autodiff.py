@@ -23,7 +23,7 @@ from typing import Any
 
 from ..array import Array as _Array
 from ..errors import DTypeError, ShapeError
-from ..primitives import core as _pcore
+from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import aval_of, bind, current_interpreter, fmt_shape
 from .core import Interpreter, Tracer, check_tracer
@@ -235,7 +235,7 @@ class VJPInterpreter(Interpreter):
                 primals.append(a)
                 parents.append(None)
             if raw is not None:
-                if p.__class__ is _Array and p._ag is None and (device is None or p._device is device):
+                if p.__class__ is _Array and p._autograd is None and (device is None or p._device is device):
                     device = p._device
                     raw.append(p._data)
                 else:
@@ -247,9 +247,9 @@ class VJPInterpreter(Interpreter):
             # the interpreter need not be switched) and keep what the rule needs
             primals_t = tuple(primals)
             if raw is not None and prim.view is None and not prim.multiple_results:
-                ans = _pcore.run_on_arrays(prim, raw, device, primals_t, params)
+                ans = primitives_core.run_on_arrays(prim, raw, device, primals_t, params)
             else:
-                ans = _pcore.eager(prim, primals_t, params)
+                ans = primitives_core.eager(prim, primals_t, params)
             return self.record(prim, rule, params, tuple(parents), rule.residuals(primals_t, params, ans), ans)
         token = _set_interpreter(self.parent)  # evaluate below this interpreter
         try:

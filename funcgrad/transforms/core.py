@@ -25,7 +25,7 @@ from typing import Any
 
 from ..array import ArrayBase
 from ..errors import ConcretizationError, TracerLeakError
-from ..primitives import core as _pcore
+from ..primitives import core as primitives_core
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
 
 __all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer", "user_transform"]
@@ -239,5 +239,5 @@ def _eager_leak_check(args: tuple[Any, ...]) -> None:
             raise _leak(a)
 
 
-_pcore._Tracer = Tracer
-_pcore._leak_check = _eager_leak_check
+primitives_core._Tracer = Tracer
+primitives_core._leak_check = _eager_leak_check

@@ -118,9 +118,9 @@ class Function:
         marked = []
         for i, o in enumerate(outs):
             if isinstance(o, Array) and o._dtype.kind == "f" and not ctx._is_non_differentiable(o):
-                if o._ag is not None or any(o is a for a in args):
+                if o._autograd is not None or any(o is a for a in args):
                     o = Array._view_of(o, o._layout_obj())  # never relabel an input or an array with history
-                o._ag = AutogradMeta(True, fn, i)
+                o._autograd = AutogradMeta(True, fn, i)
             marked.append(o)
         return tuple(marked) if isinstance(out, tuple) else marked[0]
 

@@ -76,7 +76,7 @@ def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | N
         return None
     if keep_history:
         for a in arrays:
-            if a._ag is not None:
+            if a._autograd is not None:
                 return None
     try:
         plan = _PLANS.get(key, _MISSING)

@@ -19,7 +19,7 @@ from typing import Any
 from .. import ops
 from ..array import Array
 from ..errors import DTypeError, GraphFreedError, ShapeError
-from ..primitives import core as _pcore
+from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from .autodiff import TAPE_OFF, _toposort, is_grad_enabled, no_grad_scope, propagate
@@ -61,7 +61,7 @@ class enable_grad:
 
 
 class AutogradMeta:
-    """What the tape knows about one array (``x._ag``)."""
+    """What the tape knows about one array (``x._autograd``)."""
 
     __slots__ = ("requires_grad", "grad_fn", "output_nr", "grad", "retain", "hooks", "accumulator", "__weakref__")
 
@@ -143,7 +143,7 @@ class AccumulateGrad:
 
 
 def _edge(a: Any) -> tuple[Any, int]:
-    meta = a._ag
+    meta = a._autograd
     if meta.grad_fn is not None:
         return meta.grad_fn, meta.output_nr
     if meta.accumulator is None:
@@ -162,7 +162,7 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     device = None
     for a in args:
         cls = a.__class__
-        meta = a._ag if cls is Array else getattr(a, "_ag", None)
+        meta = a._autograd if cls is Array else getattr(a, "_autograd", None)
         if meta is not None and meta.requires_grad:
             fn = meta.grad_fn
             if fn is not None:
@@ -189,9 +189,9 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         return NotImplemented
     if prim.impl is None and rule.__class__ is VJPFromRules:  # the common case: the kernel, and what the rule keeps
         if raw is not None and not prim.multiple_results and prim.view is None:  # straight to the kernel
-            ans = _pcore.run_on_arrays(prim, raw, device, args, params)
+            ans = primitives_core.run_on_arrays(prim, raw, device, args, params)
         else:
-            ans = _pcore.run_eager(prim, args, params)
+            ans = primitives_core.run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
     else:
         token = _TAPE_OFF.set(True)
@@ -203,11 +203,11 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         fn = GradFn(prim, rule, params, tuple(parents), residuals, len(ans))
         for i, o in enumerate(ans):
             if o._dtype.kind == "f":
-                o._ag = AutogradMeta(True, fn, i)
+                o._autograd = AutogradMeta(True, fn, i)
         return ans
     fn = GradFn(prim, rule, params, tuple(parents), residuals, 1)
     if ans._dtype.kind == "f":
-        ans._ag = AutogradMeta(True, fn, 0)
+        ans._autograd = AutogradMeta(True, fn, 0)
     return ans
 
 
@@ -239,7 +239,7 @@ def _snapshot(a: Any) -> Any:
     if type(a) is Array or not isinstance(a, Array):
         return a
     alias = Array._alias(a)
-    alias._ag = a._ag
+    alias._autograd = a._autograd
     return alias
 
 
@@ -268,7 +268,7 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
          capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any]:
     """The backward pass. With ``capture`` (autograd.grad) the listed (node, index)
     cotangents are returned instead of being accumulated into ``.grad``."""
-    if not create_graph and _pcore.current_interpreter.get() is None:
+    if not create_graph and primitives_core.current_interpreter.get() is None:
         replayed = _replayed(roots, retain_graph, capture)
         if replayed is not None:
             return replayed
@@ -319,11 +319,11 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
 
 
 def _detached(x: Any) -> Any:
-    return Array._alias(x) if x._ag is not None else x
+    return Array._alias(x) if x._autograd is not None else x
 
 
 def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
-    meta = variable._ag
+    meta = variable._autograd
     if not create_graph:
         ct = _detached(ct)
     meta.grad = ct if meta.grad is None else (ops.add(meta.grad, ct) if create_graph else _detached(
@@ -350,7 +350,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     grads = list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors] * len(tensors)
     roots = []
     for t, g in zip(tensors, grads):
-        meta = getattr(t, "_ag", None)
+        meta = getattr(t, "_autograd", None)
         if meta is None or not meta.requires_grad:
             raise RuntimeError("backward: this array does not require grad and has no grad_fn; create the inputs "
                                "with requires_grad=True (and compute outside fg.no_grad())")
@@ -380,13 +380,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     g_out = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs] * len(outputs)
     for x in inputs:
-        if getattr(x, "_ag", None) is None or not x._ag.requires_grad:
+        if getattr(x, "_autograd", None) is None or not x._autograd.requires_grad:
             raise RuntimeError("autograd.grad: an input does not require grad")
         if x.dtype.kind != "f":
             raise DTypeError("autograd.grad: inputs must be floating point")
     roots = []
     for t, g in zip(outputs, g_out):
-        if getattr(t, "_ag", None) is None:
+        if getattr(t, "_autograd", None) is None:
             raise RuntimeError("autograd.grad: an output does not require grad (it does not depend on the inputs)")
         node, idx = _edge(t)
         roots.append((node, idx, _seed(t, g, "autograd.grad")))
@@ -402,4 +402,4 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     return tuple(result)
 
 
-_pcore._tape_hook = record
+primitives_core._tape_hook = record
