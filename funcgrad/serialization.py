@@ -37,6 +37,7 @@ import numpy as np
 from . import dtypes as _dt
 from .array import Array, ArrayBase
 from .errors import FormatError
+from .ops import asarray
 
 __all__ = ["save", "load", "FormatError"]
 
@@ -256,7 +257,6 @@ def _decode(node: Any, arrays: dict[int, np.ndarray], device: Any) -> Any:
         return {k: _decode(v, arrays, device) for k, v in value}
     if tag == "__float__":
         return float(value)
-    from .ops import asarray
 
     host = arrays[value["offset"]] if value["nbytes"] else np.empty(value["shape"], _dt.as_dtype(value["dtype"]).np)
     return asarray(host, device=device, copy=False) if device is None else asarray(host, device=device)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from .base import ArrayModuleBackend, Backend
 from .buffer import Buffer
+from .cupy_backend import CupyBackend
 from .device import CPU, Device, DeviceUnavailableError, device, devices
+from .numpy_backend import NumpyBackend
 
 __all__ = ["ArrayModuleBackend", "Backend", "Buffer", "CPU", "Device", "DeviceUnavailableError",
            "device", "devices", "load_backend"]
@@ -16,9 +18,6 @@ __all__ = ["ArrayModuleBackend", "Backend", "Buffer", "CPU", "Device", "DeviceUn
 
 def load_backend(dev: Device) -> Backend:
     if dev.kind == "cpu":
-        from .numpy_backend import NumpyBackend
-
         return NumpyBackend(dev)
-    from .cupy_backend import CupyBackend
 
     return CupyBackend(dev)

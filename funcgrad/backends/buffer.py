@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import from_numpy_dtype
 from .device import Device
 
 __all__ = ["Buffer", "read_only"]
@@ -103,8 +104,6 @@ class Buffer:
 
     @property
     def dtype(self) -> Any:
-        from ..dtypes import from_numpy_dtype
-
         return from_numpy_dtype(self.raw_owner.dtype)
 
     def __len__(self) -> int:

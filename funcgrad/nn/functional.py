@@ -15,6 +15,7 @@ from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
+from ..random_state import generator
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad
 from ..transforms import stop_gradient as _stop_gradient
@@ -137,7 +138,6 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
         return x
     if p == 1.0:
         return x * 0.0
-    from ..random_state import generator
 
     keep = generator().random(tuple(x.shape)) >= p
     return x * ops.asarray(keep / (1.0 - p), x.dtype, device=x.device)  # the scale rounded once, in x's dtype

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import asarray
 from ..random_state import generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
@@ -15,8 +16,6 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 
 
 def _set(param: Any, values: Any) -> Any:
-    from ..ops import asarray
-
     new = asarray(values.astype(param.dtype.np), device=param.device)
     if hasattr(param, "_assign"):
         param._assign(new)

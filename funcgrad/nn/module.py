@@ -17,7 +17,9 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import Array, ArrayBase
+from ..dtypes import DType
 from ..errors import ArgumentTypeError, ShapeError
+from ..ops import asarray, zeros_like
 from .parameter import Parameter
 
 __all__ = ["Module", "functional_call"]
@@ -179,8 +181,6 @@ class Module:
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> tuple[list[str], list[str]]:
         """Copy values in (re-pointing parameters). With ``strict``, any missing key, unexpected
         key or shape mismatch raises one error that lists them all. Returns (missing, unexpected)."""
-        from ..ops import asarray
-
         own = self.state_dict()
         optional = {f"{mod_prefix}.{name}" if mod_prefix else name  # state older checkpoints may lack
                     for mod_prefix, m in self.named_modules() for name in getattr(m, "_optional_state", ())}
@@ -257,8 +257,6 @@ class Module:
         return self.to(dtype="bfloat16")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        from ..ops import zeros_like
-
         for p in self.parameters():
             if p.grad is not None:
                 p.grad = None if set_to_none else zeros_like(p.grad)
@@ -291,8 +289,6 @@ class Module:
 
 
 def _is_dtype(x: Any) -> bool:
-    from ..dtypes import DType
-
     return isinstance(x, DType) or (isinstance(x, str) and x in ("float16", "bfloat16", "float32", "float64"))
 
 

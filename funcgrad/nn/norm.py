@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ops
-from ..errors import ArgumentValueError, ShapeError
+from ..array import Array
+from ..errors import ArgumentValueError, ConcretizationError, ShapeError
 from ..primitives.core import fmt_shape
 from ..transforms.api import stop_gradient
 from ._checks import same_dtype
@@ -74,10 +75,7 @@ class _BatchNorm(Module):
                                  self.running_var if self.track_running_stats else None, self.weight, self.bias,
                                  use_batch, momentum, self.eps)
         if self.training and self.track_running_stats:
-            from ..array import Array
-
             if not isinstance(rm, Array):  # abstract under fg.trace: it would leak into the module's state
-                from ..errors import ConcretizationError
 
                 raise ConcretizationError(
                     f"{type(self).__name__} in training mode updates its running statistics, which cannot hold "

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import Array
+from ..errors import DTypeError
+from ..ops import asarray, zeros
 from ..transforms.tape import AutogradMeta
 
 __all__ = ["Parameter"]
@@ -21,8 +23,6 @@ class Parameter(Array):
     __slots__ = ()
 
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> Parameter:
-        from ..ops import asarray, zeros
-
         source = zeros((0,)) if data is None else asarray(data)
         if not isinstance(source, Array):
             raise TypeError(f"Parameter: expected an array, got {type(source).__name__}")
@@ -31,8 +31,6 @@ class Parameter(Array):
         p._assign(source)
         if requires_grad:
             if p._dtype.kind != "f":
-                from ..errors import DTypeError
-
                 raise DTypeError(f"Parameter: only floating-point parameters can require grad, got {p._dtype}")
             p._autograd = AutogradMeta(True)
         return p

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import ops
+from ..transforms.api import no_grad
+
 __all__ = ["clip_grad_norm_"]
 
 
 def clip_grad_norm_(parameters: Any, max_norm: float, norm_type: float = 2.0) -> Any:
     """Scale the gradients so their total norm is at most ``max_norm``; returns the total norm
     (before clipping), as PyTorch does."""
-    from .. import ops
-    from ..transforms.api import no_grad
 
     params = [parameters] if hasattr(parameters, "grad") else list(parameters)
     grads = [p.grad for p in params if p.grad is not None]

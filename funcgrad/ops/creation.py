@@ -21,6 +21,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeErr
 from ..primitives.rules import as_int, as_shape
 from . import elementwise as _elementwise
 from . import shaping as _shaping
+from .shaping import broadcast_to, reshape
 
 __all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri", "meshgrid"]
@@ -360,8 +361,6 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: 
 
 def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
     """Array API ``meshgrid`` from views: each output is a broadcast (stride-0) view."""
-    from .shaping import broadcast_to, reshape
-
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = tuple(a if isinstance(a, ArrayBase) else asarray(a) for a in arrays)

@@ -15,12 +15,15 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
-from ..errors import DTypeError, ShapeError
+from ..errors import ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
 from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.index import gather_p, scatter_p, take_along_axis_p
 from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
+from ..transforms.core import concrete_value
+from .creation import _create, asarray
 from .elementwise import _cast, _single
+from .shaping import ravel
 
 __all__ = ["getitem", "scatter", "take", "take_along_axis", "nonzero", "normalize_index"]
 
@@ -32,7 +35,6 @@ def _is_int(i: Any) -> bool:
 def _index_array(i: Any) -> Any:
     if isinstance(i, ArrayBase):
         return i
-    from .creation import asarray
 
     return asarray(i)
 
@@ -166,8 +168,6 @@ def _template(x: Any, entries: list[Any], *, op: str) -> tuple[tuple[tuple[Any, 
             template.append(("s", e.start, e.stop, e.step))
         elif isinstance(e, ArrayBase):
             if e.device is not x.device:
-                from ..errors import DeviceMismatchError
-
                 raise DeviceMismatchError(f"{op}: index array on {e.device}, array on {x.device}")
             template.append(("a",))
             arrays.append(e)
@@ -204,8 +204,6 @@ def nonzero(x: Any, /) -> tuple[Any, ...]:
     """Indices of the true (non-zero) elements, one int64 array per axis. Needs concrete values."""
     x = _single(x)
     if not isinstance(x, Array):
-        from ..errors import ConcretizationError
-        from ..transforms.core import concrete_value
 
         try:
             x = concrete_value(x)  # derivative tracers carry concrete values
@@ -213,7 +211,6 @@ def nonzero(x: Any, /) -> tuple[Any, ...]:
             raise ConcretizationError(
                 f"nonzero (and boolean-mask indexing x[mask]): the output shape depends on the values of the "
                 f"abstract array {x.aval.str_short()}; use fg.where(mask, x, 0) instead") from None
-    from .creation import _create
 
     idx = np.nonzero(x._host())
     return tuple(_create(x.device, lambda xp, i=i: xp.asarray(i, dtype=np.int64)) for i in idx)
@@ -223,8 +220,6 @@ def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
     """``np.take``: gather along one axis (the flattened array when ``axis`` is ``None``)."""
     x = _single(x)
     if axis is None:
-        from .shaping import ravel
-
         x, axis = ravel(x), 0
     ax = normalize_axis("take", axis, x.ndim)
     idx = _index_array(indices)

@@ -11,9 +11,9 @@ from ..errors import ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.linalg import cholesky_p, einsum_p, inv_p, matmul_p, solve_p
 from ..primitives.rules import normalize_axes
-from .elementwise import _promote, _single, abs, multiply, power, sqrt, square
-from .reductions import max, min, sum
-from .shaping import expand_dims, matrix_transpose, reshape
+from .elementwise import _cast, _promote, _single, abs, multiply, power, sqrt, square
+from .reductions import count_nonzero, max, min, sum
+from .shaping import expand_dims, matrix_transpose, moveaxis, reshape
 
 __all__ = ["matmul", "dot", "vdot", "vecdot", "inner", "outer", "einsum", "tensordot", "norm", "vector_norm",
            "matrix_norm", "solve", "inv", "cholesky", "matrix_transpose"]
@@ -110,8 +110,6 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     """Array API ``vector_norm``: a p-norm over ``axis`` (all axes by default)."""
     x = _single(x)
     if x.dtype.kind != "f":
-        from .elementwise import _cast
-
         x = _cast(x, _dt.default_float)
     ax = normalize_axes("vector_norm", axis, x.ndim)
     if ord == 2:
@@ -123,8 +121,6 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     if ord == -float("inf"):
         return min(abs(x), ax, keepdims=keepdims)
     if ord == 0:
-        from .reductions import count_nonzero
-
         return count_nonzero(x, ax, keepdims=keepdims).astype(x.dtype)
     return power(sum(power(abs(x), ord), ax, keepdims=keepdims), 1.0 / ord)
 
@@ -158,8 +154,6 @@ def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -
     if len(axes) == 1:
         return vector_norm(x, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
     if len(axes) == 2:
-        from .shaping import moveaxis
-
         moved = moveaxis(x, axes, (-2, -1))
         out = matrix_norm(moved, keepdims=False, ord="fro" if ord is None else ord)
         if keepdims:
@@ -178,8 +172,6 @@ def solve(a: Any, b: Any, /) -> Any:
 def inv(a: Any, /) -> Any:
     a = _single(a)
     if a.dtype.kind != "f":
-        from .elementwise import _cast
-
         a = _cast(a, _dt.default_float)
     return bind(inv_p, a)
 
@@ -188,8 +180,6 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     """Lower-triangular ``L`` with ``a = L @ L.mT`` (``upper=True`` gives ``L.mT``)."""
     a = _single(a)
     if a.dtype.kind != "f":
-        from .elementwise import _cast
-
         a = _cast(a, _dt.default_float)
     out = bind(cholesky_p, a)
     return matrix_transpose(out) if upper else out

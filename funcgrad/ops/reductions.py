@@ -11,6 +11,7 @@ from ..primitives.core import bind
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
 from ..primitives.rules import normalize_axes, normalize_axis
 from .elementwise import _cast, _single, sqrt, square, subtract
+from .shaping import pad, reshape
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "logsumexp", "count_nonzero"]
@@ -115,8 +116,6 @@ def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
 def _scan(prim: Any, name: str, x: Any, axis: Any, dtype: Any) -> Any:
     x = _accumulator(_single(x), dtype)
     if axis is None:
-        from .shaping import reshape
-
         x, axis = reshape(x, (-1,)), 0
     return bind(prim, x, axis=normalize_axis(name, axis, x.ndim))
 
@@ -135,8 +134,6 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, inc
     x = _single(x)
     out = cumsum(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
     if include_initial:
-        from .shaping import pad
-
         ax = normalize_axis("cumulative_sum", axis if axis is not None else 0, out.ndim)
         out = pad(out, [(1, 0) if i == ax else (0, 0) for i in builtins.range(out.ndim)])
     return out

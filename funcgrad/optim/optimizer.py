@@ -26,6 +26,7 @@ from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..nn.parameter import Parameter
 from ..primitives.core import fmt_shape
 from ..transforms.api import no_grad
+from ..transforms.tape import enable_grad
 
 __all__ = ["Optimizer", "axpy"]
 
@@ -161,8 +162,6 @@ class Optimizer:
         """One update. Gradients come from ``p.grad`` (after ``backward``) or from ``grads``."""
         loss = None
         if closure is not None:
-            from ..transforms.tape import enable_grad
-
             with enable_grad():
                 loss = closure()
         by_id = None if grads is None else self._grads(grads)

@@ -13,7 +13,9 @@ import numpy as np
 from ..dtypes import bool_, int64
 from ..errors import ShapeError
 from .core import DISTINCT, Domain, Primitive, ShapedArray, fmt_shape
+from .index import take_along_axis_p
 from .rules import normalize_axis, require_kind
+from .shape import expand_dims_p
 
 __all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_cross_entropy_p",
            "softmax_cross_entropy_grad_p"]
@@ -276,7 +278,6 @@ def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     """Put reduced axes back (size 1) so ``g`` broadcasts against the input."""
     if keepdims or not axes:
         return g
-    from .shape import expand_dims_p
 
     return bind(expand_dims_p, g, dimensions=axes)
 
@@ -345,8 +346,6 @@ def _xent_softmax(z: Any) -> Any:
 
 def _picked(t: Any, y: Any) -> Any:
     """``t[i, y[i]]`` per row."""
-    from .index import take_along_axis_p
-
     return ops.squeeze(bind(take_along_axis_p, t, ops.expand_dims(y, 1), axis=1), 1)
 
 
@@ -421,7 +420,7 @@ def _cumprod_by_multiplies(x: Any, *, axis: int) -> Any:
 
 
 def _cumprod_jvp(t: Any, ans: Any, x: Any, *, axis: int) -> Any:
-    from ..transforms.api import jvp
+    from ..transforms.api import jvp  # the one rule that computes through a transform (an upward import)
 
     return jvp(lambda u: _cumprod_by_multiplies(u, axis=axis), (x,), (t,))[1]
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.device import CPU
 from ..dtypes import DType, bool_
 from ..errors import ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DTypeError, ShapeError
 from .core import ShapedArray, fmt_shape
@@ -81,8 +82,6 @@ def common_device(op: str, avals: Sequence[Any]) -> Any:
             elif a.device is not device:
                 raise DeviceMismatchError(f"{op}: arrays are on different devices: {device} and {a.device}")
     if device is None:
-        from ..backends.device import CPU
-
         device = CPU
     return device
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dtypes import int64
 from ..errors import ShapeError, ViewError
 from .core import DISTINCT, Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
+from .index import scatter_p
 from .rules import common_device, normalize_axis
 
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
@@ -273,8 +275,6 @@ def _sort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
 
 
 def _argsort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
-    from ..dtypes import int64
-
     normalize_axis("argsort", axis, len(x.shape))
     return ShapedArray(x.shape, int64, x.device)
 
@@ -317,8 +317,6 @@ def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any,
 
 
 def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
-    from .index import scatter_p
-
     zeros = ops.zeros(tuple(x.shape), x.dtype, device=g.device)
     return bind(scatter_p, zeros, g, *indices, template=template, mode="add")
 
@@ -330,7 +328,6 @@ def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: i
     cols = ops.arange(n) + max(offset, 0)
     template = (("s", None, None, None),) * (len(moved_shape) - 2) + (("a",), ("a",))
     zeros = ops.zeros(moved_shape, x.dtype, device=g.device)
-    from .index import scatter_p
 
     filled = bind(scatter_p, zeros, g, rows, cols, template=template, mode="add")
     return ops.moveaxis(filled, (-2, -1), (axis1, axis2))

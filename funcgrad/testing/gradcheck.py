@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import float64, ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..transforms.api import jvp, vjp
@@ -28,16 +29,12 @@ def _is_float(x: Any) -> bool:
 
 
 def _to64(x: Any) -> Any:
-    from .. import float64, ops
-
     if isinstance(x, float):
         return ops.asarray(x, float64)
     return ops.astype(x, float64) if _is_float(x) and x.dtype is not float64 else x
 
 
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
-    from .. import ops
-
     def draw(x: Any) -> Any:
         if not _is_float(x):
             return x
@@ -47,8 +44,6 @@ def _random_like(tree: Any, rng: np.random.Generator) -> Any:
 
 
 def _zero_nonfloat(tangents: Any, primals: Any) -> Any:
-    from .. import ops
-
     return _tree.map(lambda t, p: t if _is_float(p) else ops.zeros_like(p), tangents, primals)
 
 
@@ -64,8 +59,6 @@ def numerical_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Seque
 
 
 def _inner(a: Any, b: Any) -> float:
-    from .. import ops
-
     total = 0.0
     for x, y in zip(_tree.leaves(a), _tree.leaves(b)):
         if _is_float(x) and _is_float(y):

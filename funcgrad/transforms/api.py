@@ -15,7 +15,8 @@ from .. import ops
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
-from ..primitives.core import bind, fmt_shape
+from ..primitives.core import bind, current_interpreter, fmt_shape
+from ..primitives.shape import stop_gradient_p
 from .autodiff import (
     _EAGER,
     JVPInterpreter,
@@ -321,8 +322,6 @@ def hessian(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
 
 def stop_gradient(x: Any) -> Any:
     """``x`` as a constant to every enclosing derivative (a view: no copy)."""
-    from ..primitives.shape import stop_gradient_p
-
     return _tree.map(lambda a: bind(stop_gradient_p, _as_array(a)) if isinstance(a, ArrayBase) else a, x)
 
 
@@ -338,8 +337,6 @@ class no_grad:
             functools.update_wrapper(self, fn)
 
     def __enter__(self) -> no_grad:
-        from ..primitives.core import current_interpreter
-
         entry = current_interpreter.get()
         self._tokens.append(no_grad_scope().set(entry if entry is not None else _EAGER))
         return self

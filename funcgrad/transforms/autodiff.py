@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
+from .. import ops
 from ..array import Array as _Array
 from ..errors import DTypeError, ShapeError
 from ..primitives import core as primitives_core
@@ -71,7 +72,6 @@ def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
     vshape = tuple(value.shape)
     if vshape == shape and value.dtype is dtype:
         return value
-    from .. import ops
 
     if vshape != shape:
         lead = len(vshape) - len(shape)
@@ -86,8 +86,6 @@ def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
 
 
 def _broadcast_tangent(t: Any, ans: Any) -> Any:
-    from .. import ops
-
     if tuple(t.shape) != tuple(ans.shape):
         t = ops.broadcast_to(t, tuple(ans.shape))
     if t.dtype is not ans.dtype:
@@ -348,8 +346,6 @@ def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residual
     with), fit each result to its input, and add it into the parent's slot. ``None`` is a
     zero: a parent it reaches gets a slot (so a leaf reached only by zeros gets a zero
     gradient, as in PyTorch), and a node reached only by zeros runs no rule."""
-    from .. import ops
-
     g = tuple(cts) if node.multi else cts[0]
     needs = tuple(p is not None for p in node.parents)
     if g is None or (node.multi and all(c is None for c in g)):  # only zeros arrive: they pass on as zeros

@@ -23,8 +23,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..array import ArrayBase
+from ..array import Array, ArrayBase
 from ..errors import ConcretizationError, TracerLeakError
+from ..ops import astype
 from ..primitives import core as primitives_core
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
 
@@ -173,13 +174,9 @@ class Tracer(ArrayBase):
         return self._value("NumPy conversion").__array__(dtype, copy)
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
-        from ..ops import astype
-
         return astype(self, dtype, copy=copy)
 
     def to(self, target: Any, dtype: Any = None) -> Any:
-        from ..array import Array
-
         return Array.to(self, target, dtype)  # type: ignore[arg-type]
 
     def _to_device(self, dst: Any) -> Any:

@@ -21,7 +21,9 @@ from typing import Any
 
 from .. import tree as _tree
 from ..errors import DTypeError, ShapeError
-from ..primitives.core import Primitive, bind
+from ..ops import zeros, zeros_like
+from ..primitives.core import Primitive, bind, fmt_shape
+from .api import _as_array, vjp
 from .ir import make_program
 
 __all__ = ["custom_vjp", "custom_jvp"]
@@ -51,7 +53,6 @@ def check_cotangent(where: str, index: int, ct: Any, aval: Any) -> None:
     (or one that sums to it by broadcasting): anything else would be a wrong gradient."""
     if ct is None or aval is None or not hasattr(ct, "shape") or getattr(aval, "dtype", None) is None:
         return
-    from ..primitives.core import fmt_shape
 
     shape, want = tuple(ct.shape), tuple(aval.shape)
     lead = len(shape) - len(want)
@@ -98,8 +99,6 @@ custom_jvp_p = Primitive("custom_jvp_call", _abstract, impl=_impl, multiple_resu
 
 
 def _prepare(fun: Callable[..., Any], rule: Any, nondiff: tuple[int, ...], args: tuple[Any, ...]) -> tuple[Any, ...]:
-    from .api import _as_array
-
     static, dynamic = _split(args, nondiff)
     flat, in_tree = _tree.flatten(tuple(dynamic))
     flat = [_as_array(x) for x in flat]
@@ -171,8 +170,6 @@ class _CustomVJPRule:
         return tuple(out_flat), residuals
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        from ..ops import zeros
-
         call: _Call = params["call"]
         cts = [zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, call.out_avals)]
         result = call.rule.bwd(*call.static, residuals, _tree.unflatten(call.out_tree, cts))
@@ -231,8 +228,6 @@ def _custom_jvp_tangents(call: _Call, primals: Sequence[Any], tangents: Sequence
 
 
 def _custom_jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:
-    from ..ops import zeros_like
-
     call: _Call = params["call"]
     tangents = tuple(zeros_like(p) if t is None else t for p, t in zip(primals, tangents))
     out, t_out = _custom_jvp_tangents(call, primals, tangents)
@@ -247,9 +242,6 @@ class _CustomJVPTranspose:
         return outs, primals
 
     def bwd(self, primals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        from ..ops import zeros, zeros_like
-        from .api import vjp
-
         call: _Call = params["call"]
         cts = tuple(zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, call.out_avals))
         zero_tangents = [zeros_like(p) for p in primals]

@@ -13,6 +13,8 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import Array, ArrayBase
+from ..ops import zeros
+from .api import stop_gradient
 from .autodiff import TAPE_OFF as _TAPE_OFF
 from .autodiff import is_grad_enabled
 from .core import Tracer
@@ -68,7 +70,6 @@ class _FunctionRule:
     def bwd(self, ctx: FunctionCtx, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         cts = g if isinstance(g, tuple) else (g,)
         if ctx.materialize_grads:  # PyTorch's default: an output nothing used gets zeros, not None
-            from ..ops import zeros
 
             cts = tuple(zeros(out[0], out[1], device=out[2]) if ct is None and out is not None else ct
                         for ct, out in zip(cts, self.outputs))
@@ -155,7 +156,6 @@ class Function:
         out = rule(*args)
         if not non_differentiable:
             return out
-        from .api import stop_gradient
 
         outs = tuple(stop_gradient(o) if i in non_differentiable else o
                      for i, o in enumerate(out if isinstance(out, tuple) else (out,)))
