@@ -30,7 +30,7 @@ from ..primitives.core import aval_of, bind, current_interpreter, fmt_shape
 from .core import Interpreter, Tracer, check_tracer
 from .replay import replay
 
-__all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backprop", "fit",
+__all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backprop", "walk", "fit",
            "no_grad_active", "no_grad_scope"]
 
 
@@ -308,36 +308,56 @@ def _toposort(roots: list[Node]) -> list[Node]:
     return order
 
 
-def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node], release: bool = False) -> list[Any]:
-    """Cotangents of ``leaves`` given ``(node, output index, cotangent)`` seeds.
-    Walks the graph once in reverse topological order; ``None`` is a zero. With
-    ``release`` (a graph walked once, as ``fg.grad``'s) each node's saved values are let go
-    as soon as its rule has run, so the backward pass's peak holds only what is still needed."""
+Reached = dict[int, tuple[Any, list[Any]]]  # a walk's leaves: id -> (leaf, its output cotangents)
 
+
+def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = None) -> Reached:
+    """The one reverse walk, shared by ``fg.vjp``/``fg.grad``, the tape and backward plans.
+
+    Seeds ``(node, output index, cotangent)`` roots, then visits every node they reach once,
+    in reverse topological order, when all its cotangents have arrived (``None`` is a zero).
+    ``visit(node, cts)`` sees each node's output cotangents first and may replace them in
+    place (the tape's hooks, ``retain_grad``, ``autograd.grad``'s captures); then the node's
+    rule runs (``propagate``, with ``residuals_of(node)`` in place of its own saved values
+    when given), and ``after(node)`` may free what it saved. Returns the leaves reached
+    (nodes without a rule), ``id -> (leaf, cotangents)``."""
     pending: dict[int, list[Any]] = {}
     for node, idx, ct in roots:
         slot = pending.setdefault(id(node), [None] * node.n_out)
         slot[idx] = ct if slot[idx] is None else slot[idx] + ct
+    leaves: Reached = {}
+    for node in reversed(_toposort([r[0] for r in roots])):
+        cts = pending.pop(id(node), None)
+        if cts is None:
+            continue
+        if visit is not None:
+            visit(node, cts)
+        if node.rule is None:
+            leaves[id(node)] = (node, cts)
+            continue
+        propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
+        del cts
+        if after is not None:
+            after(node)
+    return leaves
+
+
+def _release(node: Any) -> None:
+    node.residuals = None
+
+
+def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node], release: bool = False) -> list[Any]:
+    """Cotangents of ``leaves`` given ``(node, output index, cotangent)`` seeds (``None``: a
+    zero). In eager mode a graph seen before replays its plan. With ``release`` (a graph
+    walked once, as ``fg.grad``'s) each node's saved values are let go as soon as its rule
+    has run, so the backward pass's peak holds only what is still needed."""
     if current_interpreter.get() is None:  # eager: a graph seen before replays its plan
         # (a plan runs kernels only: when the tape records, values with history need the rules)
         replayed = replay(roots, [(leaf, 0) for leaf in leaves], keep_history=is_grad_enabled())
         if replayed is not None:
             return replayed[0]
-    leaf_ids = {id(leaf) for leaf in leaves}
-    results: dict[int, Any] = {}
-    for node in reversed(_toposort([r[0] for r in roots])):
-        cts = pending.pop(id(node), None)
-        if cts is None:
-            continue
-        if node.rule is None:
-            if id(node) in leaf_ids:
-                results[id(node)] = cts[0]
-            continue
-        propagate(node, cts, pending)
-        del cts
-        if release:
-            node.residuals = None
-    return [results.get(id(leaf)) for leaf in leaves]
+    reached = walk(roots, after=_release if release else None)
+    return [reached[id(leaf)][1][0] if id(leaf) in reached else None for leaf in leaves]
 
 
 def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residuals: Any = None) -> None:

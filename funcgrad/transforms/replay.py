@@ -201,7 +201,7 @@ def _substitute(x: Any, values: Any) -> Any:
 
 def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[Any]) -> Plan | None:
     """Trace the rules' backward pass over this graph and lower it; ``None`` if it cannot be traced."""
-    from .autodiff import _toposort, propagate
+    from .autodiff import walk
 
     present: list[bool] = []
     ruled = [n for n in nodes if n.rule is not None]
@@ -211,23 +211,16 @@ def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[
         saved = [(_substitute(n.residuals[0], values), tuple(_substitute(a, values) for a in n.residuals[1]))
                  for n in ruled]
         residuals_of = {id(n): r for n, r in zip(ruled, saved)}
-        pending: dict[int, list[Any]] = {}
-        for node, idx, _ in roots:
-            slot = pending.setdefault(id(node), [None] * node.n_out)
-            ct = next(values)
-            slot[idx] = ct if slot[idx] is None else slot[idx] + ct
-        reached: dict[int, list[Any]] = {}  # an output's cotangents are complete when its node runs
-        # the rules' own order (the tape's and backprop's): it follows the graph, so every
-        # graph with this key adds each value's cotangents in the order its rules would
-        for node in reversed(_toposort([r[0] for r in roots])):
-            if node.rule is None:
-                continue  # a leaf: its cotangent stays in pending, where the outputs look
-            cts = pending.pop(id(node), None)
-            if cts is not None:
-                reached[id(node)] = cts
-                propagate(node, cts, pending, residuals_of[id(node)])
-        outs = [(reached.get(id(node)) or pending.get(id(node)) or [None] * (idx + 1))[idx]
-                for node, idx in outputs]
+        seeds = [(node, idx, next(values)) for node, idx, _ in roots]
+        reached: dict[int, list[Any]] = {}  # each node's output cotangents, complete when it runs
+
+        def visit(node: Any, cts: list[Any]) -> None:
+            reached[id(node)] = cts
+
+        # the rules' own walk: every graph with this key adds each value's cotangents in the
+        # order its rules would
+        walk(seeds, visit, residuals_of=lambda node: residuals_of[id(node)])
+        outs = [(reached.get(id(node)) or [None] * (idx + 1))[idx] for node, idx in outputs]
         present[:] = [o is not None for o in outs]
         return [o for o in outs if o is not None]
 

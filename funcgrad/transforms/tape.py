@@ -22,7 +22,7 @@ from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
-from .autodiff import TAPE_OFF, _toposort, is_grad_enabled, no_grad_scope, propagate
+from .autodiff import TAPE_OFF, is_grad_enabled, no_grad_scope, walk
 from .replay import replay
 
 __all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
@@ -272,47 +272,43 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
         replayed = _replayed(roots, retain_graph, capture)
         if replayed is not None:
             return replayed
-    order = list(reversed(_toposort([r[0] for r in roots])))
     wanted = None if capture is None else {(id(n), i) for n, i in capture}
-    pending: dict[int, list[Any]] = {}
-    for node, idx, ct in roots:
-        slot = pending.setdefault(id(node), [None] * node.n_out)
-        slot[idx] = ct if slot[idx] is None else ops.add(slot[idx], ct)
     got: dict[tuple[int, int], Any] = {}
+
+    def visit(node: Any, cts: list[Any]) -> None:
+        for i, ct in enumerate(cts):  # per output tensor: hooks, retain_grad, capture
+            if ct is None:
+                continue
+            ref = node.out_metas[i] if node.out_metas is not None else None
+            meta = ref() if ref is not None else None
+            if meta is not None and meta.hooks:
+                for hook in meta.hooks:
+                    new = hook(ct)
+                    ct = new if new is not None else ct
+                cts[i] = ct
+            if wanted is not None and (id(node), i) in wanted:
+                got[(id(node), i)] = ct
+            if meta is not None and meta.retain and wanted is None:
+                meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
+        if node.rule is not None and node.residuals is _FREED:
+            raise GraphFreedError(
+                f"backward through {node!r} a second time: its saved values were freed by the first backward. "
+                "Pass retain_graph=True to the first backward() (or fg.autograd.grad) to keep them.")
+
+    def free(node: Any) -> None:
+        node.residuals = _FREED
+
     token = _TAPE_OFF.set(not create_graph)
     try:
-        for node in order:
-            cts = pending.pop(id(node), None)
-            if cts is None:
+        leaves = walk(roots, visit, None if retain_graph else free)
+        for leaf, cts in leaves.values():  # reached: a zero gradient if only zeros arrived
+            if not isinstance(leaf, AccumulateGrad):
                 continue
-            for i, ct in enumerate(cts):  # per output tensor: hooks, retain_grad, capture
-                if ct is None:
-                    continue
-                ref = node.out_metas[i] if node.out_metas is not None else None
-                meta = ref() if ref is not None else None
-                if meta is not None and meta.hooks:
-                    for hook in meta.hooks:
-                        new = hook(ct)
-                        ct = new if new is not None else ct
-                    cts[i] = ct
-                if wanted is not None and (id(node), i) in wanted:
-                    got[(id(node), i)] = ct
-                if meta is not None and meta.retain and wanted is None:
-                    meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
-            if isinstance(node, AccumulateGrad):  # reached: a zero gradient if only zeros arrived
-                ct = cts[0] if cts[0] is not None else ops.zeros_like(node.variable)
-                if wanted is None:
-                    _accumulate(node.variable, ct, create_graph)
-                elif (id(node), 0) in wanted:
-                    got[(id(node), 0)] = ct
-                continue
-            if node.residuals is _FREED:
-                raise GraphFreedError(
-                    f"backward through {node!r} a second time: its saved values were freed by the first backward. "
-                    "Pass retain_graph=True to the first backward() (or fg.autograd.grad) to keep them.")
-            propagate(node, cts, pending)
-            if not retain_graph:
-                node.residuals = _FREED
+            ct = cts[0] if cts[0] is not None else ops.zeros_like(leaf.variable)
+            if wanted is None:
+                _accumulate(leaf.variable, ct, create_graph)
+            elif (id(leaf), 0) in wanted:
+                got[(id(leaf), 0)] = ct
     finally:
         _TAPE_OFF.reset(token)
     return got
