@@ -7,13 +7,14 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
-from ..errors import ShapeError
+from ..errors import LinAlgError, ShapeError
 from ..primitives.core import bind, fmt_shape
-from ..primitives.linalg import cholesky_p, einsum_p, inv_p, matmul_p, solve_p
+from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
 from ..primitives.rules import normalize_axes
+from .creation import eye
 from .elementwise import _cast, _promote, _single, abs, multiply, power, sqrt, square
 from .reductions import count_nonzero, max, min, sum
-from .shaping import expand_dims, matrix_transpose, moveaxis, reshape
+from .shaping import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape
 
 __all__ = ["matmul", "dot", "vdot", "vecdot", "inner", "outer", "einsum", "tensordot", "norm", "vector_norm",
            "matrix_norm", "solve", "inv", "cholesky", "matrix_transpose"]
@@ -170,10 +171,18 @@ def solve(a: Any, b: Any, /) -> Any:
 
 
 def inv(a: Any, /) -> Any:
+    """``a``'s inverse, as ``solve(a, I)``: one primitive fewer, and its derivatives are
+    ``solve``'s (NumPy's ``inv`` is a solve against the identity too)."""
     a = _single(a)
     if a.dtype.kind != "f":
         a = _cast(a, _dt.default_float)
-    return bind(inv_p, a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"linalg.inv: expected square matrices (..., n, n), got shape {fmt_shape(tuple(a.shape))}")
+    identity = broadcast_to(eye(a.shape[-1], dtype=a.dtype, device=a.device), tuple(a.shape))
+    try:
+        return bind(solve_p, a, identity)
+    except LinAlgError as exc:
+        raise LinAlgError(f"linalg.inv: {exc}") from exc
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:

@@ -10,7 +10,7 @@ from ..errors import DTypeError, ShapeError
 from .core import MATRIX, Domain, Primitive, ShapedArray, fmt_shape
 from .rules import broadcast_shapes, common_device, require_kind
 
-__all__ = ["matmul_p", "linear_p", "einsum_p", "solve_p", "inv_p", "cholesky_p", "triangular_solve_p"]
+__all__ = ["matmul_p", "linear_p", "einsum_p", "solve_p", "cholesky_p", "triangular_solve_p"]
 
 
 def _same_dtype(op: str, *xs: ShapedArray) -> None:
@@ -166,7 +166,6 @@ def _square_rule(op: str) -> Any:
     return rule
 
 
-inv_p = Primitive("linalg_inv", _square_rule("linalg.inv"), kernel=_upcast_linalg(lambda xp, a: xp.linalg.inv(a)))
 cholesky_p = Primitive("linalg_cholesky", _square_rule("linalg.cholesky"),
                        kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)))
 
@@ -300,10 +299,6 @@ def _solve_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
 defjvp(solve_p, lambda t, ans, a, b: -_solve(a, ops.matmul(t, ans)), lambda t, ans, a, b: _solve(a, t))
 defvjp(solve_p, _solve_vjp_a, _solve_vjp_b, saves=(0, "ans"))
 
-defjvp(inv_p, lambda t, ans, a: -ops.matmul(ops.matmul(ans, t), ans))
-defvjp(inv_p, lambda g, ans, a: -ops.matmul(ops.matmul(ops.matrix_transpose(ans), g), ops.matrix_transpose(ans)),
-       saves="ans")
-
 
 def _tri_solve(a: Any, b: Any, lower: bool = True, transpose_a: bool = False) -> Any:
     return bind(triangular_solve_p, a, b, lower=lower, transpose_a=transpose_a)
@@ -329,7 +324,7 @@ def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
     return 0.5 * (s + ops.matrix_transpose(s))
 
 
-for _p in (solve_p, inv_p, triangular_solve_p):
+for _p in (solve_p, triangular_solve_p):
     _p.domain = MATRIX
 cholesky_p.domain = Domain(kind="spd")
 defjvp(cholesky_p, _cholesky_jvp)
