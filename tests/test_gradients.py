@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
+from funcgrad.primitives.domains import Domain
 from funcgrad.testing import check_grads
 
 from .primitive_cases import CASES, is_float
@@ -33,7 +34,7 @@ def test_non_differentiable_primitives_give_zero_cotangents() -> None:
     assert fg.grad(lambda v: fg.sort(v)[fg.argsort(v)].sum())(x).tolist() == [1.0, 1.0, 1.0]
 
 
-def _in_domain(domain: fg.primitives.core.Domain, a: np.ndarray, position: int, rng: np.random.Generator) -> np.ndarray:
+def _in_domain(domain: Domain, a: np.ndarray, position: int, rng: np.random.Generator) -> np.ndarray:
     if domain.kind in ("matrix", "spd"):
         return a.astype(np.float64)
     if domain.kind == "distinct":

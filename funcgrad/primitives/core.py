@@ -19,18 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..dtypes import DType
 from ..errors import DeviceMismatchError, DTypeError, FuncgradError, LinAlgError
+from .domains import REAL
 
 __all__ = [
     "Primitive", "ShapedArray", "bind", "registry", "current_interpreter", "aval_of",
-    "Layout", "fmt_shape", "contiguous_strides", "Domain", "REAL", "POSITIVE", "NONZERO",
-    "DISTINCT", "MATRIX",
+    "Layout", "fmt_shape", "contiguous_strides",
 ]
 
 
@@ -86,30 +85,6 @@ class Layout(NamedTuple):
     offset: int
 
 
-@dataclass(frozen=True)
-class Domain:
-    """Where a primitive's derivative is checked (``fg.testing`` and the test suite).
-
-    Float inputs are drawn from ``[low, high]``, pushed at least ``margin`` away
-    from the points in ``avoid`` (kinks and poles). ``kind`` adds structure:
-    ``"distinct"`` (no ties, for max/min/sort), ``"spd"`` (symmetric positive
-    definite, symmetrised inside the checked function), ``"matrix"`` (keep the
-    well-conditioned matrices the case draws), ``"remainder"`` (away from the
-    jumps of ``x % y``).
-    """
-
-    low: float = -2.0
-    high: float = 2.0
-    avoid: tuple[float, ...] = ()
-    margin: float = 0.2
-    kind: str = "values"
-
-
-REAL = Domain()
-POSITIVE = Domain(0.2, 3.0)
-NONZERO = Domain(avoid=(0.0,))
-DISTINCT = Domain(kind="distinct")
-MATRIX = Domain(kind="matrix")
 
 
 class Primitive:

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..dtypes import DType, bool_
 from ..errors import DTypeError
-from .core import DISTINCT, NONZERO, POSITIVE, Domain, Primitive, ShapedArray
+from .core import Primitive, ShapedArray
+from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p",

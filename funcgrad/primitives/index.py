@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import DTypeError, ShapeError
-from .core import Domain, Primitive, ShapedArray, fmt_shape
+from .core import Primitive, ShapedArray, fmt_shape
+from .domains import Domain
 from .rules import broadcast_shapes, common_device, normalize_axis, require_kind
 
 __all__ = ["gather_p", "scatter_p", "take_along_axis_p", "build_index", "indexed_shape", "SCATTER_MODES"]

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from .core import MATRIX, Domain, Primitive, ShapedArray, fmt_shape
+from .core import Primitive, ShapedArray, fmt_shape
+from .domains import MATRIX, Domain
 from .rules import broadcast_shapes, common_device, require_kind
 
 __all__ = ["matmul_p", "linear_p", "einsum_p", "solve_p", "cholesky_p", "triangular_solve_p"]

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..dtypes import bool_, int64
 from ..errors import ShapeError
-from .core import DISTINCT, Domain, Primitive, ShapedArray, fmt_shape
+from .core import Primitive, ShapedArray, fmt_shape
+from .domains import DISTINCT, Domain
 from .index import take_along_axis_p
 from .rules import normalize_axis, require_kind
 from .shape import expand_dims_p

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..dtypes import int64
 from ..errors import ShapeError, ViewError
-from .core import DISTINCT, Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
+from .core import Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
+from .domains import DISTINCT
 from .index import scatter_p
 from .rules import common_device, normalize_axis
 
