@@ -30,8 +30,8 @@ from ..primitives.core import aval_of, bind, current_interpreter, fmt_shape
 from .core import Interpreter, Tracer, check_tracer
 from .replay import replay
 
-__all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backprop", "walk", "fit",
-           "no_grad_active", "no_grad_scope"]
+__all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "Node", "backward_name", "backprop", "walk",
+           "fit", "no_grad_active", "no_grad_scope"]
 
 
 _set_interpreter = current_interpreter.set
@@ -180,24 +180,53 @@ class JVPInterpreter(Interpreter):
 
 # ---- reverse mode --------------------------------------------------------------------
 
+# PyTorch's names for the backward functions of some primitives (``x.grad_fn`` shows them)
+_TORCH_NAMES = {"integer_pow": "Pow", "pow": "Pow", "reduce_sum": "Sum", "reduce_prod": "Prod", "reduce_max": "Max",
+                "reduce_min": "Min", "neg": "Neg", "sub": "Sub", "div": "Div", "matmul": "Mm", "getitem": "Index",
+                "gather": "Index", "scatter": "IndexPut", "select": "Where", "convert_element_type": "ToCopy",
+                "broadcast_to": "Expand", "expand_dims": "Unsqueeze", "transpose": "Permute", "reshape": "View"}
+_BACKWARD_NAMES: dict[str, str] = {}
+
+
+def backward_name(prim_name: str) -> str:
+    """``mul`` -> ``MulBackward``, ``reduce_sum`` -> ``SumBackward``, as PyTorch names them."""
+    name = _BACKWARD_NAMES.get(prim_name)
+    if name is None:
+        base = _TORCH_NAMES.get(prim_name) or "".join(part.capitalize() for part in prim_name.split("_"))
+        name = _BACKWARD_NAMES[prim_name] = f"{base}Backward"
+    return name
+
+
 class Node:
-    """One recorded primitive application (or a leaf: ``rule is None``)."""
+    """One recorded primitive application, the one node class of every graph reverse mode
+    walks: ``fg.vjp``'s, and the tape's (``x.grad_fn``). A leaf has no rule: the walk ends
+    there. ``next_functions`` leads to the inputs' nodes, as in PyTorch."""
 
-    __slots__ = ("rule", "params", "parents", "residuals", "n_out", "name", "multi", "__weakref__")
-    out_metas = None  # (the tape's nodes keep hooks here; fg.vjp's have none)
+    __slots__ = ("prim", "rule", "params", "parents", "residuals", "n_out", "multi", "label", "out_metas",
+                 "__weakref__")
 
-    def __init__(self, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, n_out: int,
-                 name: str, multi: bool = False) -> None:
-        self.multi = multi  # a multiple-results primitive: its cotangent is a tuple
+    def __init__(self, prim: Any, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, n_out: int,
+                 label: str | None = None) -> None:
+        self.prim = prim
         self.rule = rule
         self.params = params
         self.parents = parents  # per input: (node, out_index, shape, dtype) or None
         self.residuals = residuals
         self.n_out = n_out
-        self.name = name
+        self.multi = prim is not None and prim.multiple_results  # its cotangent is then a tuple
+        self.label = label  # a name of its own (a leaf, an autograd.Function)
+        self.out_metas: list[Any] | None = None  # the tape's: per output, a weakref to its hooks/retain_grad
+
+    @property
+    def name(self) -> str:
+        return self.label or backward_name(self.prim.name)
+
+    @property
+    def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        return tuple((p[0], p[1]) if p is not None else (None, 0) for p in self.parents)
 
     def __repr__(self) -> str:
-        return f"<Node {self.name}>"
+        return f"<{self.name}>"
 
 
 class VJPTracer(PrimalTracer):
@@ -262,11 +291,11 @@ class VJPInterpreter(Interpreter):
 
     def record(self, prim: Any, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, ans: Any) -> Any:
         if prim.multiple_results:
-            node = Node(rule, params, parents, residuals, len(ans), prim.name, multi=True)
+            node = Node(prim, rule, params, parents, residuals, len(ans))
             return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
         if not _is_float(ans):
             return ans
-        return VJPTracer(self, ans, Node(rule, params, parents, residuals, 1, prim.name), 0)
+        return VJPTracer(self, ans, Node(prim, rule, params, parents, residuals, 1), 0)
 
     def record_known(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
         """Like ``process``, but the primal output is already known (a checkpoint
@@ -285,7 +314,7 @@ class VJPInterpreter(Interpreter):
         return self.record(prim, rule, params, tuple(parents), rule.residuals(tuple(primals), params, ans), ans)
 
     def leaf(self, x: Any, index: int) -> VJPTracer:
-        return VJPTracer(self, x, Node(None, None, (), None, 1, f"input {index}"), 0)
+        return VJPTracer(self, x, Node(None, None, None, (), None, 1, f"input {index}"), 0)
 
 
 def _toposort(roots: list[Node]) -> list[Node]:

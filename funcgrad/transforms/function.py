@@ -16,10 +16,10 @@ from ..array import Array, ArrayBase
 from ..ops import zeros
 from .api import stop_gradient
 from .autodiff import TAPE_OFF as _TAPE_OFF
-from .autodiff import is_grad_enabled
+from .autodiff import Node, is_grad_enabled
 from .core import Tracer
 from .custom import check_cotangent, custom_vjp
-from .tape import AutogradMeta, GradFn, _edge
+from .tape import AutogradMeta, _edge
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -114,8 +114,8 @@ class Function:
                         for i in positions)
         avals = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Array) else None for o in outs)
         rule = _FunctionRule(cls, positions, len(args), avals, tuple(args[i].aval for i in positions))
-        fn = GradFn(_Named(cls.__name__, isinstance(out, tuple)), rule, {}, parents, ctx, len(outs))
-        fn.name = f"{cls.__name__}Backward"
+        fn = Node(_Named(cls.__name__, isinstance(out, tuple)), rule, {}, parents, ctx, len(outs),
+                  f"{cls.__name__}Backward")
         marked = []
         for i, o in enumerate(outs):
             if isinstance(o, Array) and o._dtype.kind == "f" and not ctx._is_non_differentiable(o):

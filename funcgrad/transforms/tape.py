@@ -22,10 +22,10 @@ from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
-from .autodiff import TAPE_OFF, is_grad_enabled, no_grad_scope, walk
+from .autodiff import TAPE_OFF, Node, is_grad_enabled, no_grad_scope, walk
 from .replay import replay
 
-__all__ = ["AutogradMeta", "GradFn", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
+__all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "record"]
 
 _TAPE_OFF = TAPE_OFF
@@ -73,52 +73,6 @@ class AutogradMeta:
         self.retain = False
         self.hooks: list[Callable[[Any], Any]] | None = None
         self.accumulator: AccumulateGrad | None = None
-
-
-_NAMES = {"integer_pow": "Pow", "pow": "Pow", "reduce_sum": "Sum", "reduce_prod": "Prod", "reduce_max": "Max",
-          "reduce_min": "Min", "neg": "Neg", "sub": "Sub", "div": "Div", "matmul": "Mm", "getitem": "Index",
-          "gather": "Index", "scatter": "IndexPut", "select": "Where", "convert_element_type": "ToCopy",
-          "broadcast_to": "Expand", "expand_dims": "Unsqueeze", "transpose": "Permute", "reshape": "View"}
-
-
-_NAME_CACHE: dict[str, str] = {}
-
-
-def _backward_name(prim_name: str) -> str:
-    name = _NAME_CACHE.get(prim_name)
-    if name is None:
-        base = _NAMES.get(prim_name) or "".join(part.capitalize() for part in prim_name.split("_"))
-        name = _NAME_CACHE[prim_name] = f"{base}Backward"
-    return name
-
-
-class GradFn:
-    """A recorded operation: ``x.grad_fn``. ``next_functions`` leads to its inputs' functions."""
-
-    __slots__ = ("prim", "rule", "params", "parents", "residuals", "n_out", "multi", "_name", "out_metas",
-                 "__weakref__")
-
-    def __init__(self, prim: Any, rule: Any, params: dict[str, Any], parents: tuple[Any, ...], residuals: Any,
-                 n_out: int) -> None:
-        self.prim, self.rule, self.params, self.parents, self.residuals = prim, rule, params, parents, residuals
-        self.n_out, self.multi = n_out, prim.multiple_results
-        self._name: str | None = None
-        self.out_metas: list[Any] | None = None  # per output: a weakref to its hooks/retain_grad (set by watch)
-
-    @property
-    def name(self) -> str:
-        return self._name or _backward_name(self.prim.name)
-
-    @name.setter
-    def name(self, value: str) -> None:
-        self._name = value
-
-    @property
-    def next_functions(self) -> tuple[tuple[Any, int], ...]:
-        return tuple((p[0], p[1]) if p is not None else (None, 0) for p in self.parents)
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
 
 
 class AccumulateGrad:
@@ -200,12 +154,12 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         finally:
             _TAPE_OFF.reset(token)
     if prim.multiple_results:
-        fn = GradFn(prim, rule, params, tuple(parents), residuals, len(ans))
+        fn = Node(prim, rule, params, tuple(parents), residuals, len(ans))
         for i, o in enumerate(ans):
             if o._dtype.kind == "f":
                 o._autograd = AutogradMeta(True, fn, i)
         return ans
-    fn = GradFn(prim, rule, params, tuple(parents), residuals, 1)
+    fn = Node(prim, rule, params, tuple(parents), residuals, 1)
     if ans._dtype.kind == "f":
         ans._autograd = AutogradMeta(True, fn, 0)
     return ans
