@@ -236,3 +236,35 @@ def test_mutated_files_load_correctly_or_raise_format_error(data) -> None:
         for got, want in zip(back["xs"], arrays):
             assert got.numpy().dtype == want.dtype
             assert got.numpy().tobytes() == want.tobytes()
+
+
+def test_loading_allocates_at_most_the_files_size(tmp_path) -> None:
+    """A valid file: the arrays are read straight into place, so loading allocates about the
+    data's size (plus the parsed header); the issue's hostile file, 1,000 entries over one
+    4 MiB block (asking for 4 GiB), is refused with almost nothing allocated."""
+    import tracemalloc
+
+    arrays = {f"w{i}": fg.asarray(np.random.default_rng(i).standard_normal((256, 512)).astype(np.float32))
+              for i in range(8)}  # 4 MiB of values
+    path = tmp_path / "big.fg"
+    fg.save(arrays, path)
+    size = os.path.getsize(path)
+    tracemalloc.start()
+    try:
+        back = fg.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= size + (256 << 10), (peak, size)
+    assert all(np.array_equal(back[k].numpy(), arrays[k].numpy()) for k in arrays)
+
+    hostile = tmp_path / "hostile.fg"
+    _write(hostile, _header([_arr([1 << 20], 0, 4 << 20)] * 1000), b"\0" * (4 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(fg.FormatError, match="overlaps"):
+            fg.load(hostile)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1 << 20, peak
