@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import types
 
 from .. import array as _array
 from ..errors import named_errors
@@ -21,18 +22,21 @@ from . import linalg as _linalg, reductions as _reductions, shaping as _shaping 
 __all__ = [*_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_linalg.__all__, *_reductions.__all__,
            *_shaping.__all__, "broadcast_shapes"]
 
-# Every function outside the elementwise hot path names itself in the errors of bad arguments
-# (the elementwise functions check their arguments inline: they run on every operator).
 _module = sys.modules[__name__]
+# Arrays' operators and methods call the functions themselves: no wrapper on their hot path.
+_unchecked = types.SimpleNamespace(**{_name: getattr(_module, _name) for _name in __all__})
+_array._ops = _unchecked
+# The forward operators call the functions directly: one Python frame less on the eager hot path.
+_array.ArrayBase.__add__ = _unchecked.add  # type: ignore[assignment]
+_array.ArrayBase.__sub__ = _unchecked.subtract  # type: ignore[assignment]
+_array.ArrayBase.__mul__ = _unchecked.multiply  # type: ignore[assignment]
+_array.ArrayBase.__truediv__ = _unchecked.divide  # type: ignore[assignment]
+_array.ArrayBase.__matmul__ = _unchecked.matmul  # type: ignore[assignment]
+
+# fg.* functions outside the elementwise ones name themselves in the errors of bad arguments
+# (the elementwise functions check their arguments inline: user code calls them per element
+# of its computation).
 for _name in __all__:
     _fn = getattr(_module, _name)
-    if callable(_fn) and not isinstance(_fn, type) and _name not in _elementwise.__all__ and _name != "matmul":
+    if callable(_fn) and not isinstance(_fn, type) and _name not in _elementwise.__all__:
         setattr(_module, _name, named_errors(_name, _fn))
-
-_array._ops = sys.modules[__name__]
-# The forward operators call the functions directly: one Python frame less on the eager hot path.
-_array.ArrayBase.__add__ = add  # type: ignore[assignment]  # noqa: F405
-_array.ArrayBase.__sub__ = subtract  # type: ignore[assignment]  # noqa: F405
-_array.ArrayBase.__mul__ = multiply  # type: ignore[assignment]  # noqa: F405
-_array.ArrayBase.__truediv__ = divide  # type: ignore[assignment]  # noqa: F405
-_array.ArrayBase.__matmul__ = matmul  # type: ignore[assignment]  # noqa: F405

@@ -228,7 +228,7 @@ def _float_test(name: str, int_answer: bool) -> Any:
 def _own(x: Any) -> Any:
     """``x`` as a result returned unchanged: a Parameter (mutable) gives a view of its current
     value instead, which its later updates do not reach (``Array._own``)."""
-    return x._own() if x.__class__ is not Array and isinstance(x, Array) else x
+    return x._own() if isinstance(x, Array) else x
 
 
 def _single(x: Any) -> Any:

@@ -267,9 +267,9 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
 def _pad_width(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
     try:
         pw = np.asarray(pad_width)
-    except ValueError:
-        pw = np.asarray(None)
-    if pw.dtype.kind not in "iu":
+    except ValueError:  # ragged nesting
+        pw = None
+    if pw is None or pw.dtype.kind not in "iu":
         raise ArgumentTypeError(f"pad: pad_width must be integers (an int, a pair, or one pair per axis), "
                                 f"got {pad_width!r}")
     pw = pw.astype(np.int64)
@@ -292,8 +292,8 @@ def pad(x: Any, /, pad_width: Any, mode: str = "constant", constant_values: Any 
 def tile(x: Any, /, reps: Any) -> Any:
     """Repeat the whole array: a broadcast view, then one reshape copy."""
     x = _single(x)
-    reps = tuple(as_int("tile", r, "every repetition count") for r in ((reps,) if isinstance(reps, (int, np.integer))
-                                                                    else tuple(reps)))
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    reps = tuple(as_int("tile", r, "every repetition count") for r in reps)
     nd = builtins.max(x.ndim, len(reps))
     reps = (1,) * (nd - len(reps)) + reps
     x = reshape(x, (1,) * (nd - x.ndim) + tuple(x.shape))

@@ -85,8 +85,6 @@ class Layout(NamedTuple):
     offset: int
 
 
-
-
 class Primitive:
     """One operation. Define it in a family module; it registers itself.
 

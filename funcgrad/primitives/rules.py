@@ -24,7 +24,7 @@ def as_int(op: str, value: Any, what: str = "size", *, minimum: int | None = 0) 
     """A count, size or index argument as an int: ``ArgumentTypeError`` for anything that is not
     an integer (``2.5``, ``"3"``, ``None``, a bool), ``ArgumentValueError`` below ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if getattr(value, "shape", None) == () and getattr(getattr(value, "dtype", None), "kind", None) in "iu":
+        if getattr(value, "shape", None) == () and getattr(getattr(value, "dtype", None), "kind", None) in ("i", "u"):
             value = int(value)  # a 0-d integer array
         else:
             raise ArgumentTypeError(f"{op}: {what} must be an integer, got {value!r} ({type(value).__name__})")
@@ -39,8 +39,7 @@ def as_shape(op: str, shape: Any, *, allow_unknown: bool = False) -> tuple[int, 
     ``-1`` may stand for a size to infer (reshape)."""
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
-    if not isinstance(shape, (tuple, list)) and not (hasattr(shape, "__len__") and hasattr(shape, "__iter__")
-                                                   and not isinstance(shape, (str, bytes))):
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise ArgumentTypeError(f"{op}: a shape must be an int or a sequence of ints, got {shape!r} "
                                 f"({type(shape).__name__})")
     out = tuple(as_int(op, d, "every dimension of a shape", minimum=None) for d in shape)
