@@ -22,11 +22,9 @@ size does not show one either: memory freed by the warm-up call is reused).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import time
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +34,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
+from funcgrad.testing import peak_memory  # noqa: E402
 
 DEPTH, WIDTH, BATCH, GROUP = 16, 512, 256, 4
 MiB = 2 ** 20
@@ -53,12 +52,19 @@ def layers(ws: list[Any], h: Any, tanh: Callable[[Any], Any]) -> Any:
     return h
 
 
-def fg_loss(ws: list[Any], x: Any, group: int | None) -> Any:
+def segmented_loss(ws: list[Any], x: Any, group: int | None, tanh: Callable[[Any], Any],
+                   checkpoint: Callable[[Callable[[Any], Any]], Callable[[Any], Any]]) -> Any:
+    """The MLP's summed output; with ``group``, each ``group`` layers under ``checkpoint``
+    (the framework's, as ``checkpoint(f)(x)``)."""
     if group is None:
-        return layers(ws, x, fg.tanh).sum()
+        return layers(ws, x, tanh).sum()
     for i in range(0, DEPTH, group):
-        x = fg.checkpoint(lambda u, chunk=ws[i:i + group]: layers(chunk, u, fg.tanh))(x)
+        x = checkpoint(lambda u, chunk=ws[i:i + group]: layers(chunk, u, tanh))(x)
     return x.sum()
+
+
+def fg_loss(ws: list[Any], x: Any, group: int | None) -> Any:
+    return segmented_loss(ws, x, group, fg.tanh, fg.checkpoint)
 
 
 def fg_runs(ws_np: list[np.ndarray], x_np: np.ndarray, group: int | None) -> dict[str, Callable[[], Any]]:
@@ -80,22 +86,6 @@ def fg_runs(ws_np: list[np.ndarray], x_np: np.ndarray, group: int | None) -> dic
             "weights, tape": tape_weights}
 
 
-def peaks(run: Callable[[], Any]) -> tuple[int, int]:
-    """(fg.memory peak, tracemalloc peak) of one call, above what was live before it."""
-    run()
-    gc.collect()
-    base = fg.memory.allocated()
-    fg.memory.reset_peak()
-    tracemalloc.start()
-    try:
-        out = run()
-        traced = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del out
-    return fg.memory.max_allocated() - base, traced
-
-
 def torch_runs(ws_np: list[np.ndarray], x_np: np.ndarray) -> dict[str, Callable[[], Any]] | None:
     torch = optional("torch")
     if torch is None:
@@ -105,11 +95,8 @@ def torch_runs(ws_np: list[np.ndarray], x_np: np.ndarray) -> dict[str, Callable[
     ws, x = [torch.from_numpy(w) for w in ws_np], torch.from_numpy(x_np)
 
     def loss(params: list[Any], v: Any, group: int | None) -> Any:
-        if group is None:
-            return layers(params, v, torch.tanh).sum()
-        for i in range(0, DEPTH, group):
-            v = checkpoint(lambda u, chunk=params[i:i + group]: layers(chunk, u, torch.tanh), v, use_reentrant=False)
-        return v.sum()
+        return segmented_loss(params, v, group, torch.tanh,
+                              lambda f: lambda u: checkpoint(f, u, use_reentrant=False))
 
     def make(what: str, group: int | None) -> Callable[[], Any]:
         def run() -> Any:
@@ -134,11 +121,7 @@ def jax_runs(ws_np: list[np.ndarray], x_np: np.ndarray) -> dict[str, Callable[[]
     ws, x = [jnp.asarray(w) for w in ws_np], jnp.asarray(x_np)
 
     def loss(params: list[Any], v: Any, group: int | None) -> Any:
-        if group is None:
-            return layers(params, v, jnp.tanh).sum()
-        for i in range(0, DEPTH, group):
-            v = jax.checkpoint(lambda u, chunk=params[i:i + group]: layers(chunk, u, jnp.tanh))(v)
-        return v.sum()
+        return segmented_loss(params, v, group, jnp.tanh, jax.checkpoint)
 
     out = {}
     for g in (None, GROUP):
@@ -173,7 +156,7 @@ def main() -> None:
     print("peak of the whole gradient computation (fg.memory / tracemalloc), target <= 0.6x:")
     plain_runs, ckpt_runs = fg_runs(ws, x, None), fg_runs(ws, x, GROUP)
     for name in plain_runs:
-        (p, pt), (c, ct) = peaks(plain_runs[name]), peaks(ckpt_runs[name])
+        (p, pt), (c, ct) = peak_memory(plain_runs[name]), peak_memory(ckpt_runs[name])
         print(f"  {name:18} no checkpoint {p / MiB:6.2f} / {pt / MiB:6.2f} MiB   checkpoint {c / MiB:6.2f} / "
               f"{ct / MiB:6.2f} MiB   ratio {c / p:.2f}x")
     print("time, checkpoint / no checkpoint (median, best, paired rounds), target <= 1.4x:")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 import funcgrad as fg
+from funcgrad.testing import peak_memory
 
 
 def test_allocation_views_and_release() -> None:
@@ -83,25 +84,6 @@ def _loss(ws, v, group):
     return v.sum()
 
 
-def _peaks(run):
-    """``run()``'s peak above what was live before it: by fg.memory and by tracemalloc."""
-    import tracemalloc
-
-    run()  # warm: plans and caches exist before measuring
-    gc.collect()
-    base = fg.memory.allocated()
-    fg.memory.reset_peak()
-    tracemalloc.start()
-    try:
-        out = run()
-        traced = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    peak = fg.memory.max_allocated() - base
-    del out
-    return peak, traced
-
-
 def _runs(ws, x, group):
     def by_grad():
         return fg.grad(lambda v: _loss(ws, v, group))(x)
@@ -124,8 +106,8 @@ def test_checkpointing_lowers_the_peak_of_the_whole_gradient() -> None:
     ws, x = _mlp()
     plain, segmented = _runs(ws, x, None), _runs(ws, x, 4)
     for how in ("grad", "tape"):
-        without, _ = _peaks(plain[how])
-        with_ckpt, _ = _peaks(segmented[how])
+        without, _ = peak_memory(plain[how])
+        with_ckpt, _ = peak_memory(segmented[how])
         assert with_ckpt <= 0.6 * without, (how, with_ckpt, without)
 
 
@@ -136,5 +118,5 @@ def test_reported_peak_agrees_with_tracemalloc() -> None:
     ws, x = _mlp()
     for group in (None, 4):
         for how, run in _runs(ws, x, group).items():
-            peak, traced = _peaks(run)
+            peak, traced = peak_memory(run)
             assert abs(peak - traced) <= 0.1 * traced, (group, how, peak, traced)

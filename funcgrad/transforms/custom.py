@@ -23,6 +23,7 @@ from .. import tree as _tree
 from ..errors import DTypeError, ShapeError
 from ..ops import zeros, zeros_like
 from ..primitives.core import Primitive, bind, fmt_shape
+from ..primitives.rules import broadcast_shapes
 from .api import _as_array, vjp
 from .ir import make_program
 
@@ -53,10 +54,12 @@ def check_cotangent(where: str, index: int, ct: Any, aval: Any) -> None:
     (or one that sums to it by broadcasting): anything else would be a wrong gradient."""
     if ct is None or aval is None or not hasattr(ct, "shape") or getattr(aval, "dtype", None) is None:
         return
-
     shape, want = tuple(ct.shape), tuple(aval.shape)
-    lead = len(shape) - len(want)
-    if lead < 0 or any(d != w and w != 1 for d, w in zip(shape[lead:], want)):
+    try:
+        sums_to_input = broadcast_shapes(where, want, shape) == shape
+    except ShapeError:
+        sums_to_input = False
+    if not sums_to_input:
         raise ShapeError(f"{where} returned a cotangent of shape {fmt_shape(shape)} for input {index} of shape "
                          f"{fmt_shape(want)}")
     if aval.dtype.kind == "f" and ct.dtype is not aval.dtype:

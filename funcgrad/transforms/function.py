@@ -15,8 +15,7 @@ from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..ops import zeros
 from .api import stop_gradient
-from .autodiff import TAPE_OFF as _TAPE_OFF
-from .autodiff import Node, is_grad_enabled
+from .autodiff import TAPE_OFF, Node, is_grad_enabled
 from .core import Tracer
 from .custom import check_cotangent, custom_vjp
 from .tape import AutogradMeta, _edge
@@ -102,11 +101,11 @@ class Function:
         positions = [i for i, a in enumerate(args) if isinstance(a, Array)]
         needs = tuple(isinstance(a, Array) and a.requires_grad for a in args)
         ctx = FunctionCtx(needs)
-        token = _TAPE_OFF.set(True)
+        token = TAPE_OFF.set(True)
         try:
             out = cls.forward(ctx, *args)
         finally:
-            _TAPE_OFF.reset(token)
+            TAPE_OFF.reset(token)
         if not (any(needs) and is_grad_enabled()):
             return out
         outs = out if isinstance(out, tuple) else (out,)

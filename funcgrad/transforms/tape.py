@@ -22,13 +22,13 @@ from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
+from ..primitives.shape import stop_gradient_p
 from .autodiff import TAPE_OFF, Node, is_grad_enabled, no_grad_scope, walk
 from .replay import replay
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "record"]
 
-_TAPE_OFF = TAPE_OFF
 _NO_GRAD = no_grad_scope()
 _FREED = object()
 
@@ -41,12 +41,12 @@ class enable_grad:
         self._tokens: list[Any] = []
 
     def __enter__(self) -> enable_grad:
-        self._tokens.append((no_grad_scope().set(None), _TAPE_OFF.set(False)))
+        self._tokens.append((no_grad_scope().set(None), TAPE_OFF.set(False)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
         ng, off = self._tokens.pop()
-        _TAPE_OFF.reset(off)
+        TAPE_OFF.reset(off)
         no_grad_scope().reset(ng)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -108,7 +108,7 @@ def _edge(a: Any) -> tuple[Any, int]:
 def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """Called by the eager interpreter when an argument has autograd metadata.
     Returns ``NotImplemented`` when nothing needs recording (plain eager then)."""
-    if _TAPE_OFF.get() or _NO_GRAD.get() is not None:
+    if TAPE_OFF.get() or _NO_GRAD.get() is not None:
         return NotImplemented
     parents: list[Any] = []
     live = mutable = False
@@ -148,11 +148,11 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
             ans = primitives_core.run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
     else:
-        token = _TAPE_OFF.set(True)
+        token = TAPE_OFF.set(True)
         try:
             ans, residuals = rule.fwd(args, params)
         finally:
-            _TAPE_OFF.reset(token)
+            TAPE_OFF.reset(token)
     if prim.multiple_results:
         fn = Node(prim, rule, params, tuple(parents), residuals, len(ans))
         for i, o in enumerate(ans):
@@ -172,7 +172,7 @@ def _zero_rule(prim: Any) -> VJPFromRules | None:
     """The tape's rule for a primitive without a derivative (floor, sign, round): a float
     result still gets a ``grad_fn``, and its inputs get zero gradients, as in PyTorch.
     (Integer and bool results get no history; ``stop_gradient`` cuts it.)"""
-    if prim.name == "stop_gradient":
+    if prim is stop_gradient_p:
         return None
     rule = _ZERO_RULES.get(prim.name)
     if rule is None:
@@ -209,10 +209,15 @@ def _replayed(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
         for node in nodes:
             if node.rule is not None:
                 node.residuals = _FREED
-    if capture is not None:  # a captured leaf in the graph is reached, if only by zeros
+    if capture is not None:
         in_graph = {id(n) for n in nodes}
-        return {(id(n), i): ct if ct is not None else ops.zeros_like(n.variable) for (n, i), ct in zip(capture, got)
-                if ct is not None or (id(n) in in_graph and isinstance(n, AccumulateGrad))}
+        captured = {}
+        for (n, i), ct in zip(capture, got):
+            if ct is None and isinstance(n, AccumulateGrad) and id(n) in in_graph:  # reached, if only by zeros
+                ct = ops.zeros_like(n.variable)
+            if ct is not None:
+                captured[(id(n), i)] = ct
+        return captured
     for leaf, ct in got:  # every leaf of the graph is reached
         _accumulate(leaf.variable, ct if ct is not None else ops.zeros_like(leaf.variable), False)
     return {}
@@ -252,7 +257,7 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
     def free(node: Any) -> None:
         node.residuals = _FREED
 
-    token = _TAPE_OFF.set(not create_graph)
+    token = TAPE_OFF.set(not create_graph)
     try:
         leaves = walk(roots, visit, None if retain_graph else free)
         for leaf, cts in leaves.values():  # reached: a zero gradient if only zeros arrived
@@ -264,7 +269,7 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
             elif (id(leaf), 0) in wanted:
                 got[(id(leaf), 0)] = ct
     finally:
-        _TAPE_OFF.reset(token)
+        TAPE_OFF.reset(token)
     return got
 
 
