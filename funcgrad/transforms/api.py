@@ -19,6 +19,7 @@ from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.shape import stop_gradient_p
 from .autodiff import (
     _EAGER,
+    GradMode,
     JVPInterpreter,
     JVPTracer,
     VJPInterpreter,
@@ -325,16 +326,10 @@ def stop_gradient(x: Any) -> Any:
     return _tree.map(lambda a: bind(stop_gradient_p, _as_array(a)) if isinstance(a, ArrayBase) else a, x)
 
 
-class no_grad:
+class no_grad(GradMode):
     """``fg.no_grad(f)`` or ``with fg.no_grad(): ...``: what is computed inside is a
     constant to every derivative taken *around* it (derivatives taken entirely
     inside still work). Also usable as ``@fg.no_grad()``."""
-
-    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
-        self._fn = fn
-        self._tokens: list[Any] = []
-        if fn is not None:
-            functools.update_wrapper(self, fn)
 
     def __enter__(self) -> no_grad:
         entry = current_interpreter.get()
@@ -343,14 +338,3 @@ class no_grad:
 
     def __exit__(self, *exc: Any) -> None:
         no_grad_scope().reset(self._tokens.pop())
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fn is None:  # @fg.no_grad() used as a decorator factory
-            (fn,) = args
-            return no_grad(fn)
-        with no_grad():
-            return self._fn(*args, **kwargs)
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        """As a decorator on a method: bound to the instance, as a function would be."""
-        return self if obj is None else functools.partial(self.__call__, obj)

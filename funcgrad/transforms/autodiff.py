@@ -19,6 +19,7 @@ input's shape.
 from __future__ import annotations
 
 import contextvars
+import functools
 from typing import Any
 
 from .. import ops
@@ -50,6 +51,29 @@ def no_grad_scope() -> Any:
 # The tape is off inside a rule's own forward computation and in a backward pass without
 # create_graph; no_grad turns it off too. ``is_grad_enabled`` says whether it records now.
 TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
+
+
+class GradMode:
+    """A context manager that is also a decorator, with or without parentheses, on functions
+    and methods alike (``no_grad``, ``enable_grad``): subclasses define the scope's
+    ``__enter__`` and ``__exit__``."""
+
+    def __init__(self, fn: Any = None) -> None:
+        self._fn = fn
+        self._tokens: list[Any] = []
+        if fn is not None:
+            functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fn is None:  # @fg.no_grad() used as a decorator factory
+            (fn,) = args
+            return type(self)(fn)
+        with type(self)():
+            return self._fn(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """As a decorator on a method: bound to the instance, as a function would be."""
+        return self if obj is None else functools.partial(self.__call__, obj)
 
 
 def is_grad_enabled() -> bool:

@@ -11,7 +11,6 @@ topological order and frees the residuals unless ``retain_graph=True``.
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from ..primitives.shape import stop_gradient_p
-from .autodiff import TAPE_OFF, Node, is_grad_enabled, no_grad_scope, walk
+from .autodiff import TAPE_OFF, GradMode, Node, is_grad_enabled, no_grad_scope, walk
 from .replay import replay
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
@@ -33,12 +32,8 @@ _NO_GRAD = no_grad_scope()
 _FREED = object()
 
 
-class enable_grad:
+class enable_grad(GradMode):
     """``with fg.enable_grad():`` records again inside a ``no_grad`` block (also a decorator)."""
-
-    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
-        self._fn = fn
-        self._tokens: list[Any] = []
 
     def __enter__(self) -> enable_grad:
         self._tokens.append((no_grad_scope().set(None), TAPE_OFF.set(False)))
@@ -48,16 +43,6 @@ class enable_grad:
         ng, off = self._tokens.pop()
         TAPE_OFF.reset(off)
         no_grad_scope().reset(ng)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fn is None:
-            return enable_grad(args[0])
-        with enable_grad():
-            return self._fn(*args, **kwargs)
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        """As a decorator on a method: bound to the instance, as a function would be."""
-        return self if obj is None else functools.partial(self.__call__, obj)
 
 
 class AutogradMeta:
