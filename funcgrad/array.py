@@ -28,8 +28,9 @@ from . import dtypes as _dt
 from .backends.buffer import Buffer, read_only
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
+from .errors import DeviceMismatchError, FuncgradError
 from .primitives import core as _core
-from .primitives.core import Layout, Primitive, ShapedArray, fmt_shape
+from .primitives.core import Layout, Primitive, ShapedArray, explain_failure, fmt_shape
 
 _UNSET: Any = object()  # an argument the caller did not pass
 
@@ -287,6 +288,11 @@ class Array(ArrayBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create arrays with fg.array(...), fg.asarray(...) or fg.from_numpy(...)")
 
+    @staticmethod
+    def _evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """``bind`` with no interpreter active: eager evaluation (``evaluate``)."""
+        return evaluate(prim, args, params)
+
     # -- construction (internal) ----------------------------------------------
     @staticmethod
     def _from_kernel(out: Any, device: Device) -> Array:
@@ -360,7 +366,7 @@ class Array(ArrayBase):
         if layout is None:  # only reshape: the elements are not in a viewable order
             from .primitives.elementwise import copy_p
 
-            x = _core.eager(copy_p, (x,), {})
+            x = evaluate(copy_p, (x,), {})
             layout = prim.view(x._layout_obj(), **params)  # type: ignore[misc]
         return Array._view_of(x, layout)
 
@@ -759,5 +765,116 @@ class _AtRef:
         return _ops.scatter(self._x, self._index, values, "max")
 
 
-_core._Array = Array
-_core._wrap = wrap_kernel_output
+
+# ---- eager evaluation: the interpreter at the bottom of the stack ------------------
+
+def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """Evaluate ``prim`` now: check devices, run the kernel, wrap the result.
+
+    Shapes and dtypes are not checked in Python before the kernel runs (that is the
+    kernel's job, and it is fast); when the kernel fails, the primitive's abstract
+    evaluation turns the failure into a typed, readable error. An argument that
+    requires grad hands the operation to the tape, which its autograd metadata leads to
+    (``meta.record``). The cases of plain arrays and no parameters (``a + b``,
+    ``fg.tanh(x)``) are written out first: they are the hottest paths in the library.
+    """
+    if not params:
+        if len(args) == 2:
+            x, y = args
+            if (x.__class__ is Array and y.__class__ is Array and x._device is y._device
+                    and x._autograd is None and y._autograd is None):
+                device = x._device
+                try:
+                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
+                except FuncgradError:
+                    raise
+                except Exception as exc:
+                    raise explain_failure(prim, args, params, exc) from exc
+                return wrap_kernel_output(out, device)
+        elif len(args) == 1:
+            x = args[0]
+            if (x.__class__ is Array and x._autograd is None and prim.view is None and prim.impl is None
+                    and not prim.multiple_results):
+                device = x._device
+                try:
+                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data)
+                except FuncgradError:
+                    raise
+                except Exception as exc:
+                    raise explain_failure(prim, args, params, exc) from exc
+                return wrap_kernel_output(out, device)
+    if prim.view is not None and args[0].__class__ is Array and args[0]._autograd is None:  # metadata only
+        return Array._apply_view(prim, args[0], params)
+    for a in args:
+        meta = getattr(a, "_autograd", None)
+        if meta is not None:  # the tape records this operation (Parameters too)
+            out = meta.record(prim, args, params)
+            if out is not NotImplemented:
+                return out
+            break
+    return run_eager(prim, args, params)
+
+
+def run_on_arrays(prim: Primitive, raw: list[Any], device: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """A kernel primitive with one result, every argument an array on ``device`` (``raw``:
+    their backend arrays): the kernel, straight. The recorders call this once they have
+    looked at each argument anyway. On a failure the general path runs, whose checks
+    explain it."""
+    try:
+        return wrap_kernel_output((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params), device)
+    except Exception:
+        return run_eager(prim, args, params)
+
+
+def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    """The eager evaluation itself, with no tape (the tape calls this for its forward pass)."""
+    device = None
+    raw: list[Any] = []
+    has_scalars = False
+    for a in args:
+        if isinstance(a, Array):
+            if device is None:
+                device = a._device
+            elif a._device is not device:
+                raise _device_mismatch(prim, args)
+            raw.append(a._data)
+        elif isinstance(a, ArrayBase):  # a tracer, with no interpreter active: it escaped its transform
+            return a._evaluate(prim, args, params)  # type: ignore[attr-defined]
+        else:
+            raw.append(a)
+            has_scalars = True
+    if device is None:
+        device = CPU
+    if prim.impl is not None:
+        return prim.impl(*args, **params)
+    if prim.view is not None:
+        return Array._apply_view(prim, args[0], params)
+    if has_scalars:
+        raw = _exact_scalars(args, raw)
+    try:
+        out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)
+    except FuncgradError:
+        raise
+    except Exception as exc:
+        raise explain_failure(prim, args, params, exc) from exc
+    if prim.multiple_results:
+        return tuple(wrap_kernel_output(o, device) for o in out)
+    return wrap_kernel_output(out, device)
+
+
+def _exact_scalars(args: tuple[Any, ...], raw: list[Any]) -> list[Any]:
+    """NumPy treats Python scalars weakly for its own dtypes, but ml-dtypes'
+    bfloat16 promotes ``bf16 + 1.0`` to float32; give such scalars the dtype."""
+    for a in args:
+        if isinstance(a, Array) and a._dtype.name == "bfloat16":
+            np_dtype = a._data.dtype
+            return [np.asarray(r, np_dtype) if isinstance(r, float) else r for r in raw]
+    return raw
+
+
+def _device_mismatch(prim: Primitive, args: tuple[Any, ...]) -> DeviceMismatchError:
+    devices = [f"{a.device} ({fmt_shape(a.shape)} {a.dtype})" for a in args if isinstance(a, Array)]
+    return DeviceMismatchError(
+        f"{prim.name}: arrays are on different devices: {', '.join(devices)}. "
+        "funcgrad never moves data implicitly; move one with x.to(device)."
+    )

@@ -10,9 +10,10 @@ evaluates eagerly.
 View primitives differ in one way: instead of a kernel they carry a ``view``
 rule that maps (shape, strides, offset) to new metadata over the *same* buffer.
 Call-like primitives (checkpoint, custom rules) carry an ``impl`` that evaluates
-them with further binds. In eager mode, an argument that requires grad hands the
-operation to the tape (``transforms/tape.py``) through a hook the tape sets here
-(``_tape_hook``): eager evaluation knows that the tape exists, not how it records.
+them with further binds. With no interpreter active, the arguments evaluate the
+primitive themselves (``arg._evaluate``): arrays run it eagerly (``array.py``), and a
+tracer that escaped its transform raises. So nothing here knows which values exist
+above this floor, nor which transform is running.
 """
 
 from __future__ import annotations
@@ -21,10 +22,8 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from ..dtypes import DType
-from ..errors import DeviceMismatchError, DTypeError, FuncgradError, LinAlgError
+from ..errors import DTypeError, FuncgradError, LinAlgError
 from .domains import REAL
 
 __all__ = [
@@ -216,39 +215,25 @@ _get_interpreter = current_interpreter.get
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
     """Apply ``prim`` to ``args``: the one way every operation runs.
 
-    With no interpreter active, evaluation is eager. The eager cases of plain
-    arrays and no parameters (``a + b``, ``fg.tanh(x)``) are written out here, since
-    they are the hottest paths in the library: a device check, a dict lookup, the kernel.
+    The current interpreter processes it; with none, the first argument that can
+    evaluate it does (an array: eager evaluation).
     """
     interpreter = _get_interpreter()
     if interpreter is not None:
         return interpreter.process(prim, args, params)
-    if not params:
-        if len(args) == 2:
-            x, y = args
-            if (x.__class__ is _Array and y.__class__ is _Array and x._device is y._device
-                    and x._autograd is None and y._autograd is None):
-                device = x._device
-                try:
-                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
-                except FuncgradError:
-                    raise
-                except Exception as exc:
-                    raise explain_failure(prim, args, params, exc) from exc
-                return _wrap(out, device)
-        elif len(args) == 1:
-            x = args[0]
-            if (x.__class__ is _Array and x._autograd is None and prim.view is None and prim.impl is None
-                    and not prim.multiple_results):
-                device = x._device
-                try:
-                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data)
-                except FuncgradError:
-                    raise
-                except Exception as exc:
-                    raise explain_failure(prim, args, params, exc) from exc
-                return _wrap(out, device)
-    return eager(prim, args, params)
+    try:
+        evaluate = args[0]._evaluate
+    except AttributeError:  # a Python scalar first (``2.0 * x``)
+        evaluate = _evaluator(prim, args)
+    return evaluate(prim, args, params)
+
+
+def _evaluator(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
+    for a in args:
+        evaluate = getattr(a, "_evaluate", None)
+        if evaluate is not None:
+            return evaluate  # type: ignore[no-any-return]
+    raise TypeError(f"{prim.name}: no array among its arguments {args!r}")
 
 
 def layout_kind(x: Any) -> str | None:
@@ -268,112 +253,9 @@ def layout_kind(x: Any) -> str | None:
 
 def aval_of(x: Any) -> Any:
     """The abstract value of an argument; Python scalars stay as they are (weak)."""
-    if x.__class__ is _Array:
-        return ShapedArray(x._data.shape, x._dtype, x._device)
     if isinstance(x, (bool, int, float)) or x is None:
         return x
     return x.aval
-
-
-# ---- the eager interpreter ---------------------------------------------------
-
-_Array: Any = None  # set by array.py (import cycle: arrays are built by bind)
-_wrap: Any = None  # array.wrap_kernel_output, likewise
-_Tracer: Any = ()  # transforms.core.Tracer once the transforms are loaded
-_tape_hook: Any = None  # transforms.tape.record: arrays that require grad are recorded there
-_leak_check: Any = None
-
-
-def eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-    """Evaluate ``prim`` now: check devices, run the kernel, wrap the result.
-
-    Shapes and dtypes are not checked in Python before the kernel runs (that is
-    the kernel's job, and it is fast); when the kernel fails, the primitive's
-    abstract evaluation runs to turn the failure into a typed, readable error.
-    Arguments that require grad hand the operation to the tape first.
-    """
-    Array = _Array
-    if prim.view is not None and args[0].__class__ is Array and args[0]._autograd is None:  # views: metadata only
-        return Array._apply_view(prim, args[0], params)
-    for a in args:
-        if isinstance(a, Array) and a._autograd is not None:  # the tape records this operation (Parameters too)
-            out = _tape_hook(prim, args, params)
-            if out is not NotImplemented:
-                return out
-            break
-    return run_eager(prim, args, params)
-
-
-def run_on_arrays(prim: Primitive, raw: list[Any], device: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-    """A kernel primitive with one result, every argument an array on ``device`` (``raw``:
-    their backend arrays): the kernel, straight. The derivative interpreters and the tape
-    call this once they have looked at each argument anyway. On a failure the general path
-    runs, whose checks explain it."""
-    try:
-        return _wrap((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params), device)
-    except Exception:
-        return run_eager(prim, args, params)
-
-
-def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-    """The eager evaluation itself, with no tape (the tape calls this for its forward pass)."""
-    Array = _Array
-    device = None
-    raw: list[Any] = []
-    has_scalars = False
-    for a in args:
-        if isinstance(a, Array):
-            if device is None:
-                device = a._device
-            elif a._device is not device:
-                raise _device_mismatch(prim, args)
-            raw.append(a._data)
-        elif isinstance(a, _Tracer):  # no interpreter is active, so this tracer escaped its transform
-            _leak_check(args)
-        else:
-            raw.append(a)
-            has_scalars = True
-    if device is None:
-        device = _default_device()
-    if prim.impl is not None:
-        return prim.impl(*args, **params)
-    if prim.view is not None:
-        return Array._apply_view(prim, args[0], params)
-    if has_scalars:
-        raw = _exact_scalars(args, raw)
-    try:
-        out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)
-    except FuncgradError:
-        raise
-    except Exception as exc:
-        raise explain_failure(prim, args, params, exc) from exc
-    if prim.multiple_results:
-        return tuple(_wrap(o, device) for o in out)
-    return _wrap(out, device)
-
-
-def _exact_scalars(args: tuple[Any, ...], raw: list[Any]) -> list[Any]:
-    """NumPy treats Python scalars weakly for its own dtypes, but ml-dtypes'
-    bfloat16 promotes ``bf16 + 1.0`` to float32; give such scalars the dtype."""
-    for a in args:
-        if isinstance(a, _Array) and a._dtype.name == "bfloat16":
-            np_dtype = a._data.dtype
-            return [np.asarray(r, np_dtype) if isinstance(r, float) else r for r in raw]
-    return raw
-
-
-def _default_device() -> Any:
-    from ..backends.device import CPU
-
-    return CPU
-
-
-def _device_mismatch(prim: Primitive, args: tuple[Any, ...]) -> DeviceMismatchError:
-    devices = [f"{a.device} ({fmt_shape(a.shape)} {a.dtype})" for a in args if isinstance(a, _Array)]
-    return DeviceMismatchError(
-        f"{prim.name}: arrays are on different devices: {', '.join(devices)}. "
-        "funcgrad never moves data implicitly; move one with x.to(device)."
-    )
 
 
 def explain_failure(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any], exc: Exception) -> Exception:

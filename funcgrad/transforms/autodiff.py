@@ -24,8 +24,8 @@ from typing import Any
 
 from .. import ops
 from ..array import Array as _Array
+from ..array import evaluate, run_on_arrays
 from ..errors import DTypeError, ShapeError
-from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import aval_of, bind, current_interpreter, fmt_shape
 from .core import Interpreter, Tracer, check_tracer
@@ -298,9 +298,9 @@ class VJPInterpreter(Interpreter):
             # the interpreter need not be switched) and keep what the rule needs
             primals_t = tuple(primals)
             if raw is not None and prim.view is None and not prim.multiple_results:
-                ans = primitives_core.run_on_arrays(prim, raw, device, primals_t, params)
+                ans = run_on_arrays(prim, raw, device, primals_t, params)
             else:
-                ans = primitives_core.eager(prim, primals_t, params)
+                ans = evaluate(prim, primals_t, params)
             return self.record(prim, rule, params, tuple(parents), rule.residuals(primals_t, params, ans), ans)
         token = _set_interpreter(self.parent)  # evaluate below this interpreter
         try:

@@ -26,7 +26,6 @@ from typing import Any
 from ..array import Array, ArrayBase
 from ..errors import ConcretizationError, TracerLeakError
 from ..ops import astype
-from ..primitives import core as primitives_core
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
 
 __all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer", "user_transform"]
@@ -132,6 +131,10 @@ class Tracer(ArrayBase):
     def size(self) -> int:
         return self.aval.size
 
+    def _evaluate(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """``bind`` with no interpreter active: this tracer escaped its transform."""
+        raise _leak(self)
+
     def _concrete(self, why: str) -> Any:
         """The concrete ``Array`` behind this tracer, or ``ConcretizationError``."""
         raise ConcretizationError(_concretization_message(self, why))
@@ -230,11 +233,3 @@ def _leak(x: Tracer) -> TracerLeakError:
     )
 
 
-def _eager_leak_check(args: tuple[Any, ...]) -> None:
-    for a in args:
-        if isinstance(a, Tracer):
-            raise _leak(a)
-
-
-primitives_core._Tracer = Tracer
-primitives_core._leak_check = _eager_leak_check

@@ -38,8 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..array import wrap_kernel_output
-from ..primitives import core as primitives_core
+from ..array import run_eager, wrap_kernel_output
 from ..primitives.core import Layout
 from .ir import Program, Var
 
@@ -189,7 +188,7 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
 
     def through_arrays(*raw: Any) -> Any:  # call-like or multiple-result primitives: the eager path itself
         args = [wrap_kernel_output(r, device) if arr else r for r, arr in zip(raw, is_array)]
-        out = primitives_core.run_eager(prim, tuple(args), params)
+        out = run_eager(prim, tuple(args), params)
         return tuple(o._data for o in out) if prim.multiple_results else out._data
 
     return through_arrays

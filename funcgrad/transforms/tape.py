@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ops
-from ..array import Array
+from ..array import Array, run_eager, run_on_arrays
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
@@ -58,6 +58,10 @@ class AutogradMeta:
         self.retain = False
         self.hooks: list[Callable[[Any], Any]] | None = None
         self.accumulator: AccumulateGrad | None = None
+
+    def record(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """Eager evaluation found this metadata on an argument: the tape records the operation."""
+        return record(prim, args, params)
 
 
 class AccumulateGrad:
@@ -128,9 +132,9 @@ def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         return NotImplemented
     if prim.impl is None and rule.__class__ is VJPFromRules:  # the common case: the kernel, and what the rule keeps
         if raw is not None and not prim.multiple_results and prim.view is None:  # straight to the kernel
-            ans = primitives_core.run_on_arrays(prim, raw, device, args, params)
+            ans = run_on_arrays(prim, raw, device, args, params)
         else:
-            ans = primitives_core.run_eager(prim, args, params)
+            ans = run_eager(prim, args, params)
         residuals = rule.residuals(args, params, ans)
     else:
         token = TAPE_OFF.set(True)
@@ -341,5 +345,3 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         result.append(ct if ct is None or create_graph else _detached(ct))
     return tuple(result)
 
-
-primitives_core._tape_hook = record
