@@ -808,10 +808,7 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
     for a in args:
         meta = getattr(a, "_autograd", None)
         if meta is not None:  # the tape records this operation (Parameters too)
-            out = meta.record(prim, args, params)
-            if out is not NotImplemented:
-                return out
-            break
+            return meta.record(prim, args, params)
     return run_eager(prim, args, params)
 
 

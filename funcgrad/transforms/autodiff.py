@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import ops
 from ..array import Array as _Array
-from ..array import evaluate, run_on_arrays
+from ..array import run_on_arrays
 from ..errors import DTypeError, ShapeError
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import aval_of, bind, current_interpreter, fmt_shape
@@ -264,7 +264,15 @@ class VJPTracer(PrimalTracer):
 
 
 class VJPInterpreter(Interpreter):
+    """Reverse mode's recorder: each primitive applied to a value it tracks becomes a
+    ``Node`` holding the rule's residuals and edges to the inputs' nodes. ``fg.vjp`` tracks
+    its ``VJPTracer``s; the tape (``tape.Tape``, the same recorder) tracks arrays that
+    require grad, through their autograd metadata. The two differ only in the four methods
+    below ``process``: how a value is unboxed, which rule a primitive gets, how the forward
+    pass runs below the recorder, and how outputs are boxed."""
+
     name = "vjp"
+    kernels_see_history = False  # an input with tape history goes through the tape, never straight to a kernel
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         primals: list[Any] = []
@@ -272,70 +280,93 @@ class VJPInterpreter(Interpreter):
         live = False
         raw: list[Any] | None = []  # the kernel's arguments, while every primal is an array on one device
         device = None
+        unbox = self.unbox
         for a in args:
-            if a.__class__ is VJPTracer and a._interp is self:
-                p = a.primal
-                primals.append(p)
-                parents.append((a.node, a.index, p._data.shape, p._dtype) if p.__class__ is _Array
-                               else (a.node, a.index, tuple(p.shape), p.dtype))
+            p, parent = unbox(a)
+            primals.append(p)
+            parents.append(parent)
+            if parent is not None:
                 live = True
-            else:
-                if isinstance(a, Tracer):
-                    check_tracer(self, a)
-                p = a
-                primals.append(a)
-                parents.append(None)
             if raw is not None:
-                if p.__class__ is _Array and p._autograd is None and (device is None or p._device is device):
+                if (p.__class__ is _Array and (device is None or p._device is device)
+                        and (self.kernels_see_history or p._autograd is None)):
                     device = p._device
                     raw.append(p._data)
                 else:
                     raw = None
-        rule = prim.vjp
-        if (live and self.parent is None and rule.__class__ is VJPFromRules and prim.impl is None
-                and prim.differentiable and _NO_GRAD.get() is None):
-            # the common case, eager below: run the primitive (a kernel: it binds nothing, so
-            # the interpreter need not be switched) and keep what the rule needs
-            primals_t = tuple(primals)
+        primals_t = tuple(primals)
+        rule = self.rule_for(prim) if live else None
+        if rule is None:  # nothing to record: the value itself
+            return self.below(prim, primals_t, params)
+        if rule.__class__ is VJPFromRules and prim.impl is None and self.eager_below():
+            # the common case: run the kernel (it binds nothing) and keep what the rule needs
             if raw is not None and prim.view is None and not prim.multiple_results:
                 ans = run_on_arrays(prim, raw, device, primals_t, params)
             else:
-                ans = evaluate(prim, primals_t, params)
-            return self.record(prim, rule, params, tuple(parents), rule.residuals(primals_t, params, ans), ans)
-        token = _set_interpreter(self.parent)  # evaluate below this interpreter
-        try:
-            if not live or not prim.differentiable or (_NO_GRAD.get() is not None and no_grad_active(self)):
-                return bind(prim, *primals, **params)
-            if rule is None:
-                raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
-            ans, residuals = rule.fwd(tuple(primals), params)
-        finally:
-            _reset_interpreter(token)
-        return self.record(prim, rule, params, tuple(parents), residuals, ans)
+                ans = self.below(prim, primals_t, params)
+            residuals = rule.residuals(primals_t, params, ans)
+        else:
+            token = self.enter_below()
+            try:
+                ans, residuals = rule.fwd(primals_t, params)
+            finally:
+                self.exit_below(token)
+        n_out = len(ans) if prim.multiple_results else 1
+        return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, n_out))
 
-    def record(self, prim: Any, rule: Any, params: Any, parents: tuple[Any, ...], residuals: Any, ans: Any) -> Any:
-        if prim.multiple_results:
-            node = Node(prim, rule, params, parents, residuals, len(ans))
+    def unbox(self, a: Any) -> tuple[Any, Any]:
+        """``a``'s primal, and its edge ``(node, output index, shape, dtype)`` or ``None``."""
+        if a.__class__ is VJPTracer and a._interp is self:
+            p = a.primal
+            if p.__class__ is _Array:
+                return p, (a.node, a.index, p._data.shape, p._dtype)
+            return p, (a.node, a.index, tuple(p.shape), p.dtype)
+        if isinstance(a, Tracer):
+            check_tracer(self, a)
+        return a, None
+
+    def rule_for(self, prim: Any) -> Any:
+        """The VJP rule to record ``prim`` with, or ``None`` to evaluate it untracked."""
+        if not prim.differentiable or (_NO_GRAD.get() is not None and no_grad_active(self)):
+            return None
+        if prim.vjp is None:
+            raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
+        return prim.vjp
+
+    def eager_below(self) -> bool:
+        """Whether the forward pass below is eager evaluation (so a kernel may run straight)."""
+        return self.parent is None and _NO_GRAD.get() is None
+
+    def enter_below(self) -> Any:
+        return _set_interpreter(self.parent)
+
+    def exit_below(self, token: Any) -> None:
+        _reset_interpreter(token)
+
+    def below(self, prim: Any, primals: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """``prim`` evaluated below this recorder."""
+        token = self.enter_below()
+        try:
+            return bind(prim, *primals, **params)
+        finally:
+            self.exit_below(token)
+
+    def box(self, ans: Any, node: Node) -> Any:
+        """The recorded outputs: float results carry ``node``."""
+        if node.multi:
             return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
-        if not _is_float(ans):
-            return ans
-        return VJPTracer(self, ans, Node(prim, rule, params, parents, residuals, 1), 0)
+        return VJPTracer(self, ans, node, 0) if _is_float(ans) else ans
 
     def record_known(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
         """Like ``process``, but the primal output is already known (a checkpoint
         policy saved it): record the node without running the primitive."""
-        primals, parents = [], []
-        for a in args:
-            if isinstance(a, VJPTracer) and a._interp is self:
-                primals.append(a.primal)
-                parents.append((a.node, a.index, tuple(a.primal.shape), a.primal.dtype))
-            else:
-                primals.append(a)
-                parents.append(None)
+        primals, parents = zip(*map(self.unbox, args)) if args else ((), ())
         rule = prim.vjp
         if rule is None or not prim.differentiable or all(p is None for p in parents):
             return ans
-        return self.record(prim, rule, params, tuple(parents), rule.residuals(tuple(primals), params, ans), ans)
+        n_out = len(ans) if prim.multiple_results else 1
+        return self.box(ans, Node(prim, rule, params, tuple(parents), rule.residuals(tuple(primals), params, ans),
+                                  n_out))
 
     def leaf(self, x: Any, index: int) -> VJPTracer:
         return VJPTracer(self, x, Node(None, None, None, (), None, 1, f"input {index}"), 0)

@@ -1,9 +1,9 @@
 """The PyTorch-style tape: ``requires_grad`` arrays, ``grad_fn``, ``.backward()``.
 
-It is not an interpreter: it records in eager mode, on concrete arrays that
-require grad, like PyTorch's autograd. The eager interpreter hands it any
-primitive with such an argument (``record``), and it uses the primitives' own
-VJP rules, the same ones ``fg.grad`` uses. A rule's forward part runs with the
+It is reverse mode's recorder (``autodiff.VJPInterpreter``) tracking concrete arrays
+that require grad, like PyTorch's autograd. Eager evaluation hands it any primitive
+with such an argument (through the argument's ``AutogradMeta``), and it records with
+the primitives' own VJP rules, the same ones ``fg.grad`` uses. A rule's forward part runs with the
 tape switched off; its residuals keep their history, so ``create_graph=True``
 gives higher derivatives. ``backward`` walks the graph once in reverse
 topological order and frees the residuals unless ``retain_graph=True``.
@@ -16,17 +16,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ops
-from ..array import Array, run_eager, run_on_arrays
+from ..array import Array, run_eager
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from ..primitives.shape import stop_gradient_p
-from .autodiff import TAPE_OFF, GradMode, Node, is_grad_enabled, no_grad_scope, walk
+from .autodiff import TAPE_OFF, GradMode, Node, VJPInterpreter, is_grad_enabled, no_grad_scope, walk
 from .replay import replay
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
-           "record"]
+           "Tape", "TAPE"]
 
 _NO_GRAD = no_grad_scope()
 _FREED = object()
@@ -61,7 +61,7 @@ class AutogradMeta:
 
     def record(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """Eager evaluation found this metadata on an argument: the tape records the operation."""
-        return record(prim, args, params)
+        return TAPE.process(prim, args, params)
 
 
 class AccumulateGrad:
@@ -94,64 +94,52 @@ def _edge(a: Any) -> tuple[Any, int]:
     return meta.accumulator, 0
 
 
-def record(prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-    """Called by the eager interpreter when an argument has autograd metadata.
-    Returns ``NotImplemented`` when nothing needs recording (plain eager then)."""
-    if TAPE_OFF.get() or _NO_GRAD.get() is not None:
-        return NotImplemented
-    parents: list[Any] = []
-    live = mutable = False
-    raw: list[Any] | None = []  # the kernel's arguments, while every argument is an array on one device
-    device = None
-    for a in args:
+class Tape(VJPInterpreter):
+    """Reverse mode's recorder (``VJPInterpreter.process``) over concrete arrays that require
+    grad, as PyTorch's autograd records: an argument's autograd metadata is its edge, the
+    forward pass runs eagerly with the tape off, and results get metadata pointing at the
+    node. Eager evaluation reaches it through that metadata (``AutogradMeta.record``); it is
+    never the current interpreter, since the values it tracks are concrete."""
+
+    name = "tape"
+    kernels_see_history = True
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        if TAPE_OFF.get() or _NO_GRAD.get() is not None:
+            return run_eager(prim, args, params)
+        return super().process(prim, args, params)
+
+    def unbox(self, a: Any) -> tuple[Any, Any]:
         cls = a.__class__
         meta = a._autograd if cls is Array else getattr(a, "_autograd", None)
-        if meta is not None and meta.requires_grad:
-            fn = meta.grad_fn
-            if fn is not None:
-                parents.append((fn, meta.output_nr, a._data.shape, a._dtype))
-            else:
-                parents.append((meta.accumulator or _edge(a)[0], 0, a._data.shape, a._dtype))
-            live = True
-            if cls is not Array:
-                mutable = True
-        else:
-            parents.append(None)
-        if raw is not None:
-            if isinstance(a, Array) and (device is None or a._device is device):
-                device = a._device
-                raw.append(a._data)
-            else:
-                raw = None
-    if not live:
-        return NotImplemented
-    if mutable:  # a Parameter may change later: save an alias of its current value
-        args = tuple([_snapshot(a) for a in args])
-    rule = prim.vjp if prim.differentiable else _zero_rule(prim)
-    if rule is None:  # stop_gradient (detach): the result has no history
-        return NotImplemented
-    if prim.impl is None and rule.__class__ is VJPFromRules:  # the common case: the kernel, and what the rule keeps
-        if raw is not None and not prim.multiple_results and prim.view is None:  # straight to the kernel
-            ans = run_on_arrays(prim, raw, device, args, params)
-        else:
-            ans = run_eager(prim, args, params)
-        residuals = rule.residuals(args, params, ans)
-    else:
-        token = TAPE_OFF.set(True)
-        try:
-            ans, residuals = rule.fwd(args, params)
-        finally:
-            TAPE_OFF.reset(token)
-    if prim.multiple_results:
-        fn = Node(prim, rule, params, tuple(parents), residuals, len(ans))
-        for i, o in enumerate(ans):
+        if meta is None or not meta.requires_grad:
+            return a, None
+        fn = meta.grad_fn
+        edge = (fn, meta.output_nr) if fn is not None else (meta.accumulator or _edge(a)[0], 0)
+        if cls is not Array:  # a Parameter may change later: record an alias of its current value
+            a = _snapshot(a)
+        return a, (*edge, a._data.shape, a._dtype)
+
+    def rule_for(self, prim: Any) -> Any:
+        return prim.vjp if prim.differentiable else _zero_rule(prim)
+
+    def eager_below(self) -> bool:
+        return True
+
+    def enter_below(self) -> Any:
+        return TAPE_OFF.set(True)
+
+    def exit_below(self, token: Any) -> None:
+        TAPE_OFF.reset(token)
+
+    def below(self, prim: Any, primals: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        return run_eager(prim, primals, params)
+
+    def box(self, ans: Any, node: Node) -> Any:
+        for i, o in enumerate(ans if node.multi else (ans,)):
             if o._dtype.kind == "f":
-                o._autograd = AutogradMeta(True, fn, i)
+                o._autograd = AutogradMeta(True, node, i)
         return ans
-    fn = Node(prim, rule, params, tuple(parents), residuals, 1)
-    if ans._dtype.kind == "f":
-        ans._autograd = AutogradMeta(True, fn, 0)
-    return ans
 
 
 _ZERO_RULES: dict[str, VJPFromRules] = {}
@@ -167,6 +155,9 @@ def _zero_rule(prim: Any) -> VJPFromRules | None:
     if rule is None:
         rule = _ZERO_RULES[prim.name] = VJPFromRules(prim, (), saves="none")
     return rule
+
+
+TAPE = Tape()
 
 
 def watch(meta: AutogradMeta, node: Any) -> None:
