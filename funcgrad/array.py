@@ -288,10 +288,8 @@ class Array(ArrayBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create arrays with fg.array(...), fg.asarray(...) or fg.from_numpy(...)")
 
-    @staticmethod
-    def _evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        """``bind`` with no interpreter active: eager evaluation (``evaluate``)."""
-        return evaluate(prim, args, params)
+    # ``bind`` with no interpreter active: eager evaluation (``evaluate``, below)
+    _evaluate: Any
 
     # -- construction (internal) ----------------------------------------------
     @staticmethod
@@ -810,6 +808,9 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
         if meta is not None:  # the tape records this operation (Parameters too)
             return meta.record(prim, args, params)
     return run_eager(prim, args, params)
+
+
+Array._evaluate = staticmethod(evaluate)
 
 
 def run_on_arrays(prim: Primitive, raw: list[Any], device: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:

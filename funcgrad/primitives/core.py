@@ -253,6 +253,9 @@ def layout_kind(x: Any) -> str | None:
 
 def aval_of(x: Any) -> Any:
     """The abstract value of an argument; Python scalars stay as they are (weak)."""
+    data = getattr(x, "_data", None)  # a concrete array's backend array (read here: the recorders' hot path)
+    if data is not None:
+        return ShapedArray(data.shape, x._dtype, x._device)
     if isinstance(x, (bool, int, float)) or x is None:
         return x
     return x.aval

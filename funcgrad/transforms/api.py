@@ -19,6 +19,7 @@ from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.shape import stop_gradient_p
 from .autodiff import (
     _EAGER,
+    TAPE_OFF,
     GradMode,
     JVPInterpreter,
     JVPTracer,
@@ -333,8 +334,10 @@ class no_grad(GradMode):
 
     def __enter__(self) -> no_grad:
         entry = current_interpreter.get()
-        self._tokens.append(no_grad_scope().set(entry if entry is not None else _EAGER))
+        self._tokens.append((no_grad_scope().set(entry if entry is not None else _EAGER), TAPE_OFF.set(True)))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        no_grad_scope().reset(self._tokens.pop())
+        scope, off = self._tokens.pop()
+        TAPE_OFF.reset(off)
+        no_grad_scope().reset(scope)

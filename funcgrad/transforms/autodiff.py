@@ -51,6 +51,7 @@ def no_grad_scope() -> Any:
 # The tape is off inside a rule's own forward computation and in a backward pass without
 # create_graph; no_grad turns it off too. ``is_grad_enabled`` says whether it records now.
 TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
+_NEVER_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_vjp_off", default=False)
 
 
 class GradMode:
@@ -268,19 +269,22 @@ class VJPInterpreter(Interpreter):
     ``Node`` holding the rule's residuals and edges to the inputs' nodes. ``fg.vjp`` tracks
     its ``VJPTracer``s; the tape (``tape.Tape``, the same recorder) tracks arrays that
     require grad, through their autograd metadata. The two differ only in the four methods
-    below ``process``: how a value is unboxed, which rule a primitive gets, how the forward
+    below ``process``: how a value is unboxed, which rule a primitive without a derivative gets, how the forward
     pass runs below the recorder, and how outputs are boxed."""
 
     name = "vjp"
     kernels_see_history = False  # an input with tape history goes through the tape, never straight to a kernel
+    off = _NEVER_OFF  # a flag that pauses recording (the tape's: no_grad, a rule's own forward pass)
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        if self.off.get():
+            return self.below(prim, args, params)
         primals: list[Any] = []
         parents: list[Any] = []
         live = False
         raw: list[Any] | None = []  # the kernel's arguments, while every primal is an array on one device
         device = None
-        unbox = self.unbox
+        unbox, any_history = self.unbox, self.kernels_see_history
         for a in args:
             p, parent = unbox(a)
             primals.append(p)
@@ -289,17 +293,25 @@ class VJPInterpreter(Interpreter):
                 live = True
             if raw is not None:
                 if (p.__class__ is _Array and (device is None or p._device is device)
-                        and (self.kernels_see_history or p._autograd is None)):
+                        and (any_history or p._autograd is None)):
                     device = p._device
                     raw.append(p._data)
                 else:
                     raw = None
         primals_t = tuple(primals)
-        rule = self.rule_for(prim) if live else None
-        if rule is None:  # nothing to record: the value itself
+        if not live:
             return self.below(prim, primals_t, params)
-        if rule.__class__ is VJPFromRules and prim.impl is None and self.eager_below():
-            # the common case: run the kernel (it binds nothing) and keep what the rule needs
+        no_grad = _NO_GRAD.get()
+        if prim.differentiable and (no_grad is None or not no_grad_active(self)):
+            rule = prim.vjp
+            if rule is None:
+                raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
+        else:
+            rule = self.untracked_rule(prim)
+            if rule is None:  # nothing to record: the value itself
+                return self.below(prim, primals_t, params)
+        if rule.__class__ is VJPFromRules and prim.impl is None and self.parent is None and no_grad is None:
+            # the common case, eager below: run the kernel (it binds nothing) and keep what the rule needs
             if raw is not None and prim.view is None and not prim.multiple_results:
                 ans = run_on_arrays(prim, raw, device, primals_t, params)
             else:
@@ -325,17 +337,10 @@ class VJPInterpreter(Interpreter):
             check_tracer(self, a)
         return a, None
 
-    def rule_for(self, prim: Any) -> Any:
-        """The VJP rule to record ``prim`` with, or ``None`` to evaluate it untracked."""
-        if not prim.differentiable or (_NO_GRAD.get() is not None and no_grad_active(self)):
-            return None
-        if prim.vjp is None:
-            raise NotImplementedError(f"no VJP rule for primitive {prim.name!r}")
-        return prim.vjp
-
-    def eager_below(self) -> bool:
-        """Whether the forward pass below is eager evaluation (so a kernel may run straight)."""
-        return self.parent is None and _NO_GRAD.get() is None
+    def untracked_rule(self, prim: Any) -> Any:
+        """The rule for a primitive without a derivative (or under ``no_grad``): ``None``, its
+        results are constants."""
+        return None
 
     def enter_below(self) -> Any:
         return _set_interpreter(self.parent)

@@ -59,9 +59,9 @@ class AutogradMeta:
         self.hooks: list[Callable[[Any], Any]] | None = None
         self.accumulator: AccumulateGrad | None = None
 
-    def record(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        """Eager evaluation found this metadata on an argument: the tape records the operation."""
-        return TAPE.process(prim, args, params)
+    # ``meta.record(prim, args, params)``: eager evaluation found this metadata on an
+    # argument, so the tape records the operation (``Tape.process``, set below)
+    record: Any
 
 
 class AccumulateGrad:
@@ -103,28 +103,20 @@ class Tape(VJPInterpreter):
 
     name = "tape"
     kernels_see_history = True
-
-    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        if TAPE_OFF.get() or _NO_GRAD.get() is not None:
-            return run_eager(prim, args, params)
-        return super().process(prim, args, params)
+    off = TAPE_OFF  # set inside no_grad, a rule's own forward pass and a backward pass without create_graph
 
     def unbox(self, a: Any) -> tuple[Any, Any]:
         cls = a.__class__
         meta = a._autograd if cls is Array else getattr(a, "_autograd", None)
         if meta is None or not meta.requires_grad:
             return a, None
-        fn = meta.grad_fn
-        edge = (fn, meta.output_nr) if fn is not None else (meta.accumulator or _edge(a)[0], 0)
+        fn = meta.grad_fn or meta.accumulator or _edge(a)[0]  # a leaf's edge: its AccumulateGrad
         if cls is not Array:  # a Parameter may change later: record an alias of its current value
             a = _snapshot(a)
-        return a, (*edge, a._data.shape, a._dtype)
+        return a, (fn, meta.output_nr, a._data.shape, a._dtype)
 
-    def rule_for(self, prim: Any) -> Any:
-        return prim.vjp if prim.differentiable else _zero_rule(prim)
-
-    def eager_below(self) -> bool:
-        return True
+    def untracked_rule(self, prim: Any) -> Any:
+        return _zero_rule(prim)
 
     def enter_below(self) -> Any:
         return TAPE_OFF.set(True)
@@ -136,7 +128,11 @@ class Tape(VJPInterpreter):
         return run_eager(prim, primals, params)
 
     def box(self, ans: Any, node: Node) -> Any:
-        for i, o in enumerate(ans if node.multi else (ans,)):
+        if not node.multi:
+            if ans._dtype.kind == "f":
+                ans._autograd = AutogradMeta(True, node, 0)
+            return ans
+        for i, o in enumerate(ans):
             if o._dtype.kind == "f":
                 o._autograd = AutogradMeta(True, node, i)
         return ans
@@ -158,6 +154,7 @@ def _zero_rule(prim: Any) -> VJPFromRules | None:
 
 
 TAPE = Tape()
+AutogradMeta.record = TAPE.process
 
 
 def watch(meta: AutogradMeta, node: Any) -> None:
