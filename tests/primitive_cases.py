@@ -560,6 +560,33 @@ def _custom_call(kind: str) -> Any:
     return case
 
 
+# Custom VJPs define no forward mode (as in JAX): their JVP rule raises, saying so.
+REVERSE_ONLY = {"custom_vjp_call", "autograd_function_call"}
+
+
+def _function_call(draw: Any) -> Case:
+    import funcgrad as fg
+    from funcgrad.transforms.function import _FunctionCall
+
+    class Sin(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, v: Any) -> Any:
+            ctx.save_for_backward(v)
+            return fg.sin(v)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (v,) = ctx.saved_tensors
+            return g * fg.cos(v)
+
+    x = _float_array(draw, draw(NONEMPTY))
+
+    def params_for(x: Any) -> dict[str, Any]:
+        return {"call": _FunctionCall(Sin, (fg.asarray(x),), [0])}
+
+    return Case([x], params_for(x), lambda x, call: np.sin(x), rtol_for(x.dtype), extra={"params_for": params_for})
+
+
 def _logsumexp_case(draw: Any) -> Case:
     x = _float_array(draw, draw(NONEMPTY))
     axes = tuple(sorted(draw(st.sets(st.integers(0, x.ndim - 1), max_size=x.ndim))))
@@ -608,6 +635,7 @@ CASES.update({
     "gather": _gather, "scatter": _scatter, "take_along_axis": _take_along_axis,
     "logsumexp": _logsumexp_case, "scatter_add_along_axis": _scatter_add_along,
     "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
+    "autograd_function_call": _function_call,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })
 

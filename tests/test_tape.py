@@ -445,3 +445,72 @@ def test_assigned_and_passed_gradients_are_checked() -> None:
     named = fg.optim.Adam(dict(w=p).items(), lr=0.1)
     with pytest.raises(fg.ShapeError, match="'w'|w"):
         named.step({"w": fg.ones((3, 1))})
+
+
+class _NumpyDouble(fg.autograd.Function):
+    """forward leaves funcgrad for NumPy, as PyTorch code may; a scale and a label ride along."""
+
+    @staticmethod
+    def forward(ctx, x, scale, label):
+        ctx.scale = scale
+        return fg.asarray(np.asarray(x) * scale), label
+
+    @staticmethod
+    def backward(ctx, g, _):
+        return g * ctx.scale, None, None
+
+
+def test_function_is_one_primitive_on_the_tape_and_in_programs() -> None:
+    """autograd.Function binds one call-like primitive: forward runs on concrete arrays on the
+    tape (NumPy inside is fine), non-array arguments and outputs pass through, fg.grad uses
+    the same rule, and fg.trace records one equation."""
+    x = fg.array([1.0, 2.0], requires_grad=True)
+    y, label = _NumpyDouble.apply(x, 3.0, "tag")
+    assert label == "tag" and repr(y.grad_fn) == "<_NumpyDoubleBackward>"
+    y.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+    with fg.no_grad():
+        assert _NumpyDouble.apply(x, 2.0, None)[0].grad_fn is None
+
+    class Square(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, v):
+            ctx.save_for_backward(v)
+            return v * v
+
+        @staticmethod
+        def backward(ctx, g):
+            assert ctx.needs_input_grad == (True,)  # fg.grad's input needs one, though it is a plain array
+            (v,) = ctx.saved_tensors
+            return 2.0 * v * g
+
+    assert fg.grad(lambda v: Square.apply(v).sum())(fg.array([1.0, 3.0])).tolist() == [2.0, 6.0]
+    program = fg.trace(lambda v: Square.apply(v))(fg.array([1.0, 3.0]))
+    assert [e.prim.name for e in program.eqns] == ["autograd_function_call"]
+
+
+def test_user_code_returning_an_input_never_relabels_it() -> None:
+    """A custom_vjp or Function whose output *is* an input: the output is a new array with the
+    custom node as its grad_fn; the input keeps its own history (a leaf stays a leaf)."""
+    @fg.custom_vjp
+    def same(v):
+        return v
+
+    same.defvjp(lambda v: (v, None), lambda _, g: (2.0 * g,))
+
+    class Same(fg.autograd.Function):
+        @staticmethod
+        def forward(ctx, v, c):
+            return v, c
+
+        @staticmethod
+        def backward(ctx, g, gc):
+            return 3.0 * g, None
+
+    for apply, factor in ((lambda v, c: (same(v), c), 2.0), (Same.apply, 3.0)):
+        x = fg.array([1.0, 2.0], requires_grad=True)
+        c = fg.array([5.0, 5.0])
+        y, c_out = apply(x, c)
+        assert y is not x and x.is_leaf and x.grad_fn is None and not c.requires_grad
+        (y * 1.0).sum().backward()
+        assert x.grad.tolist() == [factor, factor]

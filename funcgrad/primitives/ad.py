@@ -86,7 +86,7 @@ class VJPFromRules:
         self.keep_args = saves in ("args", "both")
         self.keep_some = tuple(i for i in saves if isinstance(i, int)) if isinstance(saves, tuple) else ()
 
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         ans = bind(self.prim, *primals, **params)
         return ans, self.residuals(primals, params, ans)
 

@@ -244,7 +244,11 @@ class Node:
 
     @property
     def name(self) -> str:
-        return self.label or backward_name(self.prim.name)
+        """PyTorch's name for it: ``MulBackward``; a call of user code is named after the code."""
+        if self.label:
+            return self.label
+        call = self.params.get("call") if isinstance(self.params, dict) else None
+        return f"{call.__name__}Backward" if call is not None else backward_name(self.prim.name)
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
@@ -320,11 +324,11 @@ class VJPInterpreter(Interpreter):
         else:
             token = self.enter_below()
             try:
-                ans, residuals = rule.fwd(primals_t, params)
+                ans, residuals = rule.fwd(primals_t, params, tuple(p is not None for p in parents))
             finally:
                 self.exit_below(token)
         n_out = len(ans) if prim.multiple_results else 1
-        return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, n_out))
+        return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, n_out), primals_t)
 
     def unbox(self, a: Any) -> tuple[Any, Any]:
         """``a``'s primal, and its edge ``(node, output index, shape, dtype)`` or ``None``."""
@@ -356,7 +360,7 @@ class VJPInterpreter(Interpreter):
         finally:
             self.exit_below(token)
 
-    def box(self, ans: Any, node: Node) -> Any:
+    def box(self, ans: Any, node: Node, primals: tuple[Any, ...]) -> Any:
         """The recorded outputs: float results carry ``node``."""
         if node.multi:
             return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
@@ -371,7 +375,7 @@ class VJPInterpreter(Interpreter):
             return ans
         n_out = len(ans) if prim.multiple_results else 1
         return self.box(ans, Node(prim, rule, params, tuple(parents), rule.residuals(tuple(primals), params, ans),
-                                  n_out))
+                                  n_out), tuple(primals))
 
     def leaf(self, x: Any, index: int) -> VJPTracer:
         return VJPTracer(self, x, Node(None, None, None, (), None, 1, f"input {index}"), 0)

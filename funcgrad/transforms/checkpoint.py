@@ -81,7 +81,7 @@ checkpoint_p = Primitive("checkpoint", _abstract_eval, impl=_impl, multiple_resu
 class _CheckpointVJP:
     """Keeps inputs (and policy-saved outputs); recomputes the rest in the backward pass."""
 
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         outs = bind(checkpoint_p, *primals, **params)
         n_user = len(params["program"].outvars)
         return outs, (primals, outs[n_user:])

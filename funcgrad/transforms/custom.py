@@ -158,7 +158,7 @@ class custom_vjp(_CustomRule):
 
 
 class _CustomVJPRule:
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         call: _Call = params["call"]
         rule: custom_vjp = call.rule
         args = _merge(call.static, _tree.unflatten(call.in_tree, list(primals)), call.nondiff)
@@ -240,7 +240,7 @@ def _custom_jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], **para
 class _CustomJVPTranspose:
     """Reverse mode for custom_jvp: the VJP of the rule's (linear) tangent map."""
 
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any]) -> tuple[Any, Any]:
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         outs = bind(custom_jvp_p, *primals, **params)
         return outs, primals
 

@@ -1,10 +1,12 @@
-"""``fg.autograd.Function``: PyTorch's custom-gradient class.
+"""``fg.autograd.Function``: PyTorch's custom-gradient class, as a custom VJP.
 
 ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` are static methods;
 ``ctx.save_for_backward(...)``, ``ctx.saved_tensors`` and ``ctx.needs_input_grad``
-work as in PyTorch. On concrete arrays, ``apply`` records one node on the tape.
-Inside functional transforms (``fg.grad``, ``fg.vjp``, ``fg.trace``) it is a
-``custom_vjp`` underneath, so the same class serves both styles.
+work as in PyTorch. ``apply`` binds one call-like primitive (``autograd_function_call``)
+whose VJP rule runs ``forward`` and keeps the ``ctx`` as its residual, then runs
+``backward`` on it. So the tape records it as it records any primitive, and
+``fg.grad``, ``fg.vjp`` and ``fg.trace`` see the same rule. ``forward`` runs on concrete
+arrays when nothing traces it: it may use NumPy, as in PyTorch.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from .. import tree as _tree
-from ..array import Array, ArrayBase
+from ..array import ArrayBase
 from ..ops import zeros
+from ..primitives.core import Primitive, ShapedArray, bind
 from .api import stop_gradient
-from .autodiff import TAPE_OFF, Node, is_grad_enabled
-from .core import Tracer
-from .custom import check_cotangent, custom_vjp
-from .tape import AutogradMeta, _edge
+from .autodiff import TAPE_OFF
+from .custom import check_cotangent
+from .ir import make_program
 
 __all__ = ["Function", "FunctionCtx"]
 
@@ -43,44 +45,99 @@ class FunctionCtx:
         """With False, ``backward`` receives None (not zeros) for an output nothing used."""
         self.materialize_grads = value
 
-    def _is_non_differentiable(self, output: Any) -> bool:
-        return any(output is o for o in self._non_differentiable)
-
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
         return self._saved
 
 
-class _Named:
-    def __init__(self, name: str, multiple: bool) -> None:
-        self.name = name
-        self.multiple_results = multiple
+class _FunctionCall:
+    """The parameters of one ``apply``: the class, the arguments that are not arrays, and
+    what forward returned once it has run (or been traced): the output structure, the
+    abstract value of each array output, its other leaves, and which outputs it marked."""
+
+    def __init__(self, cls: type, args: tuple[Any, ...], positions: list[int]) -> None:
+        self.cls, self.args, self.positions = cls, args, positions
+        self.__name__ = cls.__name__
+        self.in_avals = [args[i].aval for i in positions]
+        self.out_tree: Any = None
+        self.out_avals: list[ShapedArray] = []
+        self.out_leaves: list[Any] = []  # forward's output leaves, None where an array goes
+        self.marked: set[int] = set()  # array outputs marked non-differentiable
+
+    def __repr__(self) -> str:
+        return f"<{self.__name__}>"
+
+    def needs(self, array_needs: tuple[bool, ...]) -> tuple[bool, ...]:
+        """``ctx.needs_input_grad``: one flag per argument of ``forward``."""
+        flags = [False] * len(self.args)
+        for i, need in zip(self.positions, array_needs):
+            flags[i] = need
+        return tuple(flags)
+
+    def forward(self, ctx: FunctionCtx, arrays: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Run the user's ``forward`` on these arrays; its array outputs, flat."""
+        args = list(self.args)
+        for i, a in zip(self.positions, arrays):
+            args[i] = a
+        leaves, self.out_tree = _tree.flatten(self.cls.forward(ctx, *args))
+        outs = tuple(o for o in leaves if isinstance(o, ArrayBase))
+        self.out_leaves = [None if isinstance(o, ArrayBase) else o for o in leaves]
+        self.out_avals = [o.aval for o in outs]
+        self.marked = {k for k, o in enumerate(outs) if any(o is m for m in ctx._non_differentiable)}
+        return outs
 
 
-class _FunctionRule:
-    """Calls the user's ``backward`` when the tape reaches this node."""
+def _abstract_eval(*avals: Any, call: _FunctionCall) -> tuple[ShapedArray, ...]:
+    """Trace ``forward`` on abstract inputs (under ``fg.trace``)."""
+    ctx = FunctionCtx(call.needs((True,) * len(avals)))
+    make_program(lambda *xs: call.forward(ctx, xs), list(avals), _tree.flatten(tuple(avals))[1])
+    return tuple(call.out_avals)
 
-    def __init__(self, cls: type, array_positions: list[int], n_args: int, outputs: tuple[Any, ...],
-                 inputs: tuple[Any, ...] = ()) -> None:
-        self.cls, self.positions, self.n_args = cls, array_positions, n_args
-        self.outputs = outputs  # (shape, dtype, device) of each output: zeros for the unused ones
-        self.inputs = inputs  # the abstract value of each array input: its gradient must match
+
+def _impl(*arrays: Any, call: _FunctionCall) -> tuple[Any, ...]:
+    """Nothing records: ``forward`` alone, with the tape off (as PyTorch runs it)."""
+    token = TAPE_OFF.set(True)
+    try:
+        return call.forward(FunctionCtx(call.needs((False,) * len(arrays))), arrays)
+    finally:
+        TAPE_OFF.reset(token)
+
+
+function_p = Primitive("autograd_function_call", _abstract_eval, impl=_impl, multiple_results=True)
+
+
+class _FunctionVJP:
+    """``forward`` keeps its ``ctx`` as the residual; ``backward`` gets it back."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        call: _FunctionCall = params["call"]
+        ctx = FunctionCtx(call.needs((True,) * len(primals) if needs is None else needs))
+        return call.forward(ctx, primals), ctx
 
     def bwd(self, ctx: FunctionCtx, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        cts = g if isinstance(g, tuple) else (g,)
+        call: _FunctionCall = params["call"]
         if ctx.materialize_grads:  # PyTorch's default: an output nothing used gets zeros, not None
-
-            cts = tuple(zeros(out[0], out[1], device=out[2]) if ct is None and out is not None else ct
-                        for ct, out in zip(cts, self.outputs))
-        grads = self.cls.backward(ctx, *cts)
+            g = tuple(zeros(a.shape, a.dtype, device=a.device) if ct is None else ct
+                      for ct, a in zip(g, call.out_avals))
+        cts = iter(g)
+        grads = call.cls.backward(ctx, *(next(cts) if leaf is None else None for leaf in call.out_leaves))
         grads = grads if isinstance(grads, tuple) else (grads,)
-        if len(grads) != self.n_args:
-            raise TypeError(f"{self.cls.__name__}.backward returned {len(grads)} gradients for {self.n_args} inputs "
+        if len(grads) != len(call.args):
+            raise TypeError(f"{call.__name__}.backward returned {len(grads)} gradients for {len(call.args)} inputs "
                             "of forward (return None for inputs without a gradient)")
-        for k, (i, aval) in enumerate(zip(self.positions, self.inputs)):
+        for k, (i, aval) in enumerate(zip(call.positions, call.in_avals)):
             if needs is None or needs[k]:
-                check_cotangent(f"{self.cls.__name__}.backward", i, grads[i], aval)
-        return tuple(grads[i] for i in self.positions)
+                check_cotangent(f"{call.__name__}.backward", i, grads[i], aval)
+        return tuple(grads[i] for i in call.positions)
+
+
+def _no_forward_mode(primals: Any, tangents: Any, **params: Any) -> Any:
+    raise TypeError(f"can't apply forward-mode differentiation (jvp, jacfwd, hessian) to the autograd.Function "
+                    f"{params['call'].__name__}: it only defines backward. Use fg.custom_jvp, or jacrev.")
+
+
+function_p.vjp = _FunctionVJP()
+function_p.jvp = _no_forward_mode
 
 
 class Function:
@@ -96,66 +153,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
-        if any(isinstance(leaf, Tracer) for leaf in _tree.leaves(args)):
-            return cls._apply_functional(*args)
-        positions = [i for i, a in enumerate(args) if isinstance(a, Array)]
-        needs = tuple(isinstance(a, Array) and a.requires_grad for a in args)
-        ctx = FunctionCtx(needs)
-        token = TAPE_OFF.set(True)
-        try:
-            out = cls.forward(ctx, *args)
-        finally:
-            TAPE_OFF.reset(token)
-        if not (any(needs) and is_grad_enabled()):
-            return out
-        outs = out if isinstance(out, tuple) else (out,)
-        parents = tuple((*_edge(args[i]), tuple(args[i].shape), args[i]._dtype) if needs[i] else None
-                        for i in positions)
-        avals = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Array) else None for o in outs)
-        rule = _FunctionRule(cls, positions, len(args), avals, tuple(args[i].aval for i in positions))
-        fn = Node(_Named(cls.__name__, isinstance(out, tuple)), rule, {}, parents, ctx, len(outs),
-                  f"{cls.__name__}Backward")
-        marked = []
-        for i, o in enumerate(outs):
-            if isinstance(o, Array) and o._dtype.kind == "f" and not ctx._is_non_differentiable(o):
-                if o._autograd is not None or any(o is a for a in args):
-                    o = Array._view_of(o, o._layout_obj())  # never relabel an input or an array with history
-                o._autograd = AutogradMeta(True, fn, i)
-            marked.append(o)
-        return tuple(marked) if isinstance(out, tuple) else marked[0]
-
-    @classmethod
-    def _apply_functional(cls, *args: Any) -> Any:
-        """Inside fg.grad / fg.vjp / fg.trace: the same rule as a custom_vjp."""
-        dynamic = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
-        static = tuple(i for i in range(len(args)) if i not in dynamic)
-
-        non_differentiable: set[int] = set()  # output positions forward marked
-
-        def forward(*a: Any) -> tuple[Any, FunctionCtx]:
-            ctx = FunctionCtx(tuple(i in dynamic for i in range(len(a))))
-            out = cls.forward(ctx, *a)
-            outs = out if isinstance(out, tuple) else (out,)
-            non_differentiable.update(i for i, o in enumerate(outs) if ctx._is_non_differentiable(o))
-            return out, ctx
-
-        def fun(*a: Any) -> Any:
-            return forward(*a)[0]
-
-        fun.__name__ = cls.__name__
-
-        def bwd(*rest: Any) -> Any:
-            ctx, g = rest[-2], rest[-1]
-            grads = cls.backward(ctx, *(g if isinstance(g, tuple) else (g,)))
-            grads = grads if isinstance(grads, tuple) else (grads,)
-            return tuple(grads[i] for i in dynamic)
-
-        rule = custom_vjp(fun, nondiff_argnums=static)
-        rule.defvjp(forward, bwd)
-        out = rule(*args)
-        if not non_differentiable:
-            return out
-
-        outs = tuple(stop_gradient(o) if i in non_differentiable else o
-                     for i, o in enumerate(out if isinstance(out, tuple) else (out,)))
-        return outs if isinstance(out, tuple) else outs[0]
+        positions = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
+        call = _FunctionCall(cls, args, positions)
+        outs = iter(bind(function_p, *(args[i] for i in positions), call=call))
+        arrays = [stop_gradient(o) if k in call.marked else o for k, o in enumerate(outs)]
+        it = iter(arrays)
+        return _tree.unflatten(call.out_tree, [next(it) if leaf is None else leaf for leaf in call.out_leaves])
