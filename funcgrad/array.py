@@ -19,6 +19,7 @@ no holder can observe.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,9 +29,11 @@ from . import dtypes as _dt
 from .backends.buffer import Buffer, read_only
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
-from .errors import DeviceMismatchError, FuncgradError
+from .errors import DeviceMismatchError, DTypeError, FuncgradError, ShapeError
 from .primitives import core as _core
 from .primitives.core import Layout, Primitive, ShapedArray, explain_failure, fmt_shape
+from .primitives.elementwise import copy_p
+from .primitives.shape import reshape_p, stop_gradient_p, strict_view
 
 _UNSET: Any = object()  # an argument the caller did not pass
 
@@ -40,9 +43,25 @@ _NP_TO_DTYPE = _dt._BY_NP
 _generic = np.generic
 
 
-# The fg.* functions (funcgrad.ops) import this module, so they are reached
-# through this global, which funcgrad.ops fills in when it loads.
+# Arrays' methods are the fg.* functions (``funcgrad.ops``) and the tape's
+# (``funcgrad.transforms.tape``), two floors up: those import this module, so each hands
+# itself over when it loads (``provide``). This is the one place a floor reaches up.
 _ops: Any = None
+_tape: Any = None
+
+
+def provide(*, ops: Any = None, tape: Any = None) -> None:
+    """Called once by ``funcgrad.ops`` (the fg.* functions, unwrapped: no argument-naming
+    layer on the operators' hot path) and by the tape (``requires_grad_``, ``backward``...)."""
+    global _ops, _tape
+    if ops is not None:
+        _ops = ops
+        # the forward operators are the functions themselves: one Python frame less on the hottest path
+        for dunder, name in (("__add__", "add"), ("__sub__", "subtract"), ("__mul__", "multiply"),
+                             ("__truediv__", "divide"), ("__matmul__", "matmul")):
+            setattr(ArrayBase, dunder, getattr(ops, name))
+    if tape is not None:
+        _tape = tape
 
 
 def _no_out(name: str, out: Any) -> None:
@@ -74,13 +93,13 @@ class ArrayBase:
         return (self[i] for i in range(self.shape[0]))
 
     # -- arithmetic ----------------------------------------------------------
-    def __add__(self, other: Any) -> Any: return _ops.add(self, other)
+    __add__: Any  # ``_ops.add`` itself (``provide``)
     def __radd__(self, other: Any) -> Any: return _ops.add(other, self)
-    def __sub__(self, other: Any) -> Any: return _ops.subtract(self, other)
+    __sub__: Any  # ``_ops.subtract`` itself (``provide``)
     def __rsub__(self, other: Any) -> Any: return _ops.subtract(other, self)
-    def __mul__(self, other: Any) -> Any: return _ops.multiply(self, other)
+    __mul__: Any  # ``_ops.multiply`` itself (``provide``)
     def __rmul__(self, other: Any) -> Any: return _ops.multiply(other, self)
-    def __truediv__(self, other: Any) -> Any: return _ops.divide(self, other)
+    __truediv__: Any  # ``_ops.divide`` itself (``provide``)
     def __rtruediv__(self, other: Any) -> Any: return _ops.divide(other, self)
     def __floordiv__(self, other: Any) -> Any: return _ops.floor_divide(self, other)
     def __rfloordiv__(self, other: Any) -> Any: return _ops.floor_divide(other, self)
@@ -88,7 +107,7 @@ class ArrayBase:
     def __rmod__(self, other: Any) -> Any: return _ops.remainder(other, self)
     def __pow__(self, other: Any) -> Any: return _ops.power(self, other)
     def __rpow__(self, other: Any) -> Any: return _ops.power(other, self)
-    def __matmul__(self, other: Any) -> Any: return _ops.matmul(self, other)
+    __matmul__: Any  # ``_ops.matmul`` itself (``provide``)
     def __rmatmul__(self, other: Any) -> Any: return _ops.matmul(other, self)
     def __neg__(self) -> Any: return _ops.negative(self)
     def __pos__(self) -> Any: return _ops.positive(self)
@@ -192,9 +211,7 @@ class ArrayBase:
 
     def detach(self) -> Any:
         """A view with no derivative history (``fg.stop_gradient``): shares the buffer."""
-        from .transforms.api import stop_gradient
-
-        return stop_gradient(self)
+        return _core.bind(stop_gradient_p, self)
 
     # -- reductions and math as methods (NumPy names) -------------------------
     def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None) -> Any:
@@ -269,9 +286,7 @@ class ArrayBase:
     def __array_namespace__(self, api_version: str | None = None) -> Any:
         if api_version not in (None, "2023.12", "2022.12", "2021.12"):
             raise ValueError(f"funcgrad implements the array API 2023.12, not {api_version!r}")
-        import funcgrad
-
-        return funcgrad
+        return sys.modules["funcgrad"]  # the package this array belongs to (loaded: it loaded this module)
 
 
 class Array(ArrayBase):
@@ -329,8 +344,6 @@ class Array(ArrayBase):
         a view of its current value (with its history, recorded as a reshape)."""
         if self.__class__ is Array:
             return self
-        from .primitives.shape import reshape_p
-
         return _core.bind(reshape_p, self, new_sizes=tuple(self._data.shape))
 
     @staticmethod
@@ -362,8 +375,6 @@ class Array(ArrayBase):
                 return wrap_kernel_output(data, x._device)  # reshape of elements in no viewable order: a copy
         layout = prim.view(x._layout_obj(), **params)  # type: ignore[misc]
         if layout is None:  # only reshape: the elements are not in a viewable order
-            from .primitives.elementwise import copy_p
-
             x = evaluate(copy_p, (x,), {})
             layout = prim.view(x._layout_obj(), **params)  # type: ignore[misc]
         return Array._view_of(x, layout)
@@ -454,14 +465,10 @@ class Array(ArrayBase):
         """This array if already contiguous, else a row-major copy."""
         if self.is_contiguous():
             return self._own()
-        from .primitives.elementwise import copy_p
-
         return _core.bind(copy_p, self)  # type: ignore[no-any-return]
 
     def view(self, *shape: Any) -> Array:
         """Reinterpret as ``shape`` without copying; ``ViewError`` if the strides forbid it."""
-        from .primitives.shape import strict_view
-
         sizes = _ops.resolve_shape("view", shape[0] if len(shape) == 1 and not isinstance(shape[0], int)
                                      else shape, self.size)
         layout = strict_view(self._layout_obj(), sizes)
@@ -544,8 +551,6 @@ class Array(ArrayBase):
         if dst is src:
             return self._own()
         if self._autograd is not None:  # a copy made outside the tape would come back without its history
-            from .errors import DeviceMismatchError
-
             raise DeviceMismatchError(
                 f"to({dst}): this array has autograd history on {src}, and a move between devices is not recorded, "
                 "so no gradient would flow back through it. Move the leaves instead (model.to(device), or "
@@ -609,14 +614,10 @@ class Array(ArrayBase):
                 raise RuntimeError("requires_grad_(False) on a non-leaf array: use x.detach() instead")
             return self
         if requires_grad and self._dtype.kind != "f":
-            from .errors import DTypeError
-
             raise DTypeError(f"only floating-point arrays can require gradients, this one is {self._dtype}")
         if requires_grad:
-            from .transforms.tape import AutogradMeta
-
             if self._autograd is None:
-                self._autograd = AutogradMeta(True)
+                self._autograd = _tape.AutogradMeta(True)
             self._autograd.requires_grad = True
         elif self._autograd is not None:
             self._autograd.requires_grad = False
@@ -639,19 +640,13 @@ class Array(ArrayBase):
     @grad.setter
     def grad(self, value: Array | None) -> None:
         if value is not None and (not isinstance(value, Array) or tuple(value.shape) != tuple(self.shape)):
-            from .errors import ShapeError
-
             got = f"shape {fmt_shape(tuple(value.shape))}" if isinstance(value, Array) else type(value).__name__
             raise ShapeError(f"grad must be None or an array of shape {fmt_shape(tuple(self.shape))}, got {got}")
         if value is not None and (value._dtype is not self._dtype or value._device is not self._device):
-            from .errors import DTypeError
-
             raise DTypeError(f"grad must have the array's dtype and device ({self._dtype} on {self._device}), "
                              f"got {value._dtype} on {value._device}")
         if self._autograd is None:
-            from .transforms.tape import AutogradMeta
-
-            self._autograd = AutogradMeta(False)
+            self._autograd = _tape.AutogradMeta(False)
         self._autograd.grad = value
 
     def retain_grad(self) -> None:
@@ -660,9 +655,7 @@ class Array(ArrayBase):
             raise RuntimeError("retain_grad() on an array that does not require grad")
         self._autograd.retain = True
         if self._autograd.grad_fn is not None:
-            from .transforms.tape import watch
-
-            watch(self._autograd, self._autograd.grad_fn)
+            _tape.watch(self._autograd, self._autograd.grad_fn)
 
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` runs when this array's gradient is computed; it may return a replacement."""
@@ -672,9 +665,7 @@ class Array(ArrayBase):
         if meta.hooks is None:
             meta.hooks = []
         meta.hooks.append(hook)
-        from .transforms.tape import _edge, watch
-
-        watch(meta, meta.grad_fn if meta.grad_fn is not None else _edge(self)[0])  # a leaf: its AccumulateGrad
+        _tape.watch(meta, meta.grad_fn or _tape.edge_of(self)[0])  # a leaf: its AccumulateGrad
 
         class _Handle:
             def remove(self_inner) -> None:
@@ -686,9 +677,7 @@ class Array(ArrayBase):
     def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
                  inputs: Any = None) -> None:
         """Accumulate the gradient of this array into the leaves' ``.grad`` (PyTorch semantics)."""
-        from .transforms.tape import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs)
+        _tape.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def __str__(self) -> str:
         return self.__repr__()
@@ -762,6 +751,13 @@ class _AtRef:
     def max(self, values: Any) -> Any:
         return _ops.scatter(self._x, self._index, values, "max")
 
+
+
+def concrete_value(x: Any) -> Any:
+    """The concrete ``Array`` under ``x`` (a derivative tracer carries one), or
+    ``ConcretizationError`` from the tracer that has none."""
+    concrete = getattr(x, "_concrete", None)
+    return x if concrete is None else concrete("this operation")
 
 
 # ---- eager evaluation: the interpreter at the bottom of the stack ------------------

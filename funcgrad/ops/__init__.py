@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import types
 
-from .. import array as _array
+from ..array import provide
 from ..errors import named_errors
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
@@ -25,13 +25,7 @@ __all__ = [*_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_lina
 _module = sys.modules[__name__]
 # Arrays' operators and methods call the functions themselves: no wrapper on their hot path.
 _unchecked = types.SimpleNamespace(**{_name: getattr(_module, _name) for _name in __all__})
-_array._ops = _unchecked
-# The forward operators call the functions directly: one Python frame less on the eager hot path.
-_array.ArrayBase.__add__ = _unchecked.add  # type: ignore[assignment]
-_array.ArrayBase.__sub__ = _unchecked.subtract  # type: ignore[assignment]
-_array.ArrayBase.__mul__ = _unchecked.multiply  # type: ignore[assignment]
-_array.ArrayBase.__truediv__ = _unchecked.divide  # type: ignore[assignment]
-_array.ArrayBase.__matmul__ = _unchecked.matmul  # type: ignore[assignment]
+provide(ops=_unchecked)
 
 # fg.* functions outside the elementwise ones name themselves in the errors of bad arguments
 # (the elementwise functions check their arguments inline: user code calls them per element

@@ -14,13 +14,12 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..array import Array, ArrayBase
+from ..array import Array, ArrayBase, concrete_value
 from ..errors import ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
 from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.index import gather_p, scatter_p, take_along_axis_p
 from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
-from ..transforms.core import concrete_value
 from .creation import _create, asarray
 from .elementwise import _cast, _single
 from .shaping import ravel

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..array import Array, ArrayBase
+from ..array import Array, ArrayBase, concrete_value
 from ..errors import ConcretizationError, TracerLeakError
 from ..ops import astype
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
@@ -207,13 +207,6 @@ def _concretization_message(tracer: Tracer, why: str) -> str:
         "for elementwise choices, or make the value a static (Python) argument "
         "(static_argnums=... once the function is compiled)."
     )
-
-
-def concrete_value(x: Any) -> Any:
-    """The concrete ``Array`` under ``x`` (through derivative tracers), or raise."""
-    if isinstance(x, Tracer):
-        return x._concrete("this operation")
-    return x
 
 
 def check_tracer(interp: Interpreter, x: Tracer) -> None:

@@ -11,12 +11,13 @@ topological order and frees the residuals unless ``retain_graph=True``.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ops
-from ..array import Array, run_eager
+from ..array import Array, provide, run_eager
 from ..errors import DTypeError, GraphFreedError, ShapeError
 from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
@@ -85,7 +86,7 @@ class AccumulateGrad:
         return "<AccumulateGrad>"
 
 
-def _edge(a: Any) -> tuple[Any, int]:
+def edge_of(a: Any) -> tuple[Any, int]:
     meta = a._autograd
     if meta.grad_fn is not None:
         return meta.grad_fn, meta.output_nr
@@ -110,7 +111,7 @@ class Tape(VJPInterpreter):
         meta = a._autograd if cls is Array else getattr(a, "_autograd", None)
         if meta is None or not meta.requires_grad:
             return a, None
-        fn = meta.grad_fn or meta.accumulator or _edge(a)[0]  # a leaf's edge: its AccumulateGrad
+        fn = meta.grad_fn or meta.accumulator or edge_of(a)[0]  # a leaf's edge: its AccumulateGrad
         if cls is not Array:  # a Parameter may change later: record an alias of its current value
             a = _snapshot(a)
         return a, (fn, meta.output_nr, a._data.shape, a._dtype)
@@ -289,12 +290,12 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         if meta is None or not meta.requires_grad:
             raise RuntimeError("backward: this array does not require grad and has no grad_fn; create the inputs "
                                "with requires_grad=True (and compute outside fg.no_grad())")
-        node, idx = _edge(t)
+        node, idx = edge_of(t)
         roots.append((node, idx, _seed(t, g, "backward")))
     retain = create_graph if retain_graph is None else retain_graph
     if inputs is not None:  # accumulate only into these
         wanted = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        got = _run(roots, retain, create_graph, [_edge(x) for x in wanted])
+        got = _run(roots, retain, create_graph, [edge_of(x) for x in wanted])
         for x in wanted:
             ct = got.get(_key(x))
             if ct is not None:
@@ -304,7 +305,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 
 def _key(x: Any) -> tuple[int, int]:
-    node, idx = _edge(x)
+    node, idx = edge_of(x)
     return (id(node), idx)
 
 
@@ -323,10 +324,10 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for t, g in zip(outputs, g_out):
         if getattr(t, "_autograd", None) is None:
             raise RuntimeError("autograd.grad: an output does not require grad (it does not depend on the inputs)")
-        node, idx = _edge(t)
+        node, idx = edge_of(t)
         roots.append((node, idx, _seed(t, g, "autograd.grad")))
     retain = create_graph if retain_graph is None else retain_graph
-    got = _run(roots, retain, create_graph, [_edge(x) for x in inputs])
+    got = _run(roots, retain, create_graph, [edge_of(x) for x in inputs])
     result = []
     for x in inputs:
         ct = got.get(_key(x))
@@ -336,3 +337,6 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         result.append(ct if ct is None or create_graph else _detached(ct))
     return tuple(result)
 
+
+
+provide(tape=sys.modules[__name__])
