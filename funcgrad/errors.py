@@ -112,3 +112,7 @@ def named_errors(name: str, fn: Any, *, array_input: bool = False) -> Any:
 def _named(name: str, exc: BaseException) -> str:
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     return text if text.startswith(f"{name}:") or text.startswith(f"{name}(") else f"{name}: {text}"
+
+
+class DeviceUnavailableError(FuncgradError, RuntimeError):
+    """The requested device cannot be used here (no CuPy, or no GPU)."""

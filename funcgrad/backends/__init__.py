@@ -6,14 +6,15 @@ small protocol in ``base.py`` (NumPy for ``cpu``, CuPy for ``gpu:N``).
 
 from __future__ import annotations
 
+from ..errors import DeviceUnavailableError
 from .base import ArrayModuleBackend, Backend
 from .buffer import Buffer
 from .cupy_backend import CupyBackend
-from .device import CPU, Device, DeviceUnavailableError, device, devices
+from .device import CPU, Device, device, devices
 from .numpy_backend import NumpyBackend
 
 __all__ = ["ArrayModuleBackend", "Backend", "Buffer", "CPU", "Device", "DeviceUnavailableError",
-           "device", "devices", "load_backend"]
+           "device", "devices"]
 
 
 def load_backend(dev: Device) -> Backend:

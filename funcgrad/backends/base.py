@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .device import Device
+if TYPE_CHECKING:
+    from .device import Device
 
 __all__ = ["Backend", "ArrayModuleBackend"]
 

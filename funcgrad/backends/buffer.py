@@ -12,12 +12,14 @@ array. A GPU buffer (CuPy has no read-only arrays) is handed out as a copy.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..dtypes import from_numpy_dtype
-from .device import Device
+
+if TYPE_CHECKING:
+    from .device import Device
 
 __all__ = ["Buffer", "read_only"]
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import DeviceUnavailableError
 from .base import ArrayModuleBackend
-from .device import Device, DeviceUnavailableError
+
+if TYPE_CHECKING:
+    from .device import Device
 
 __all__ = ["CupyBackend", "check_gpu", "gpu_count", "import_cupy"]
 

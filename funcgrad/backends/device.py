@@ -7,18 +7,16 @@ checks devices with ``is``. Each device carries its memory counters.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import ArgumentValueError, FuncgradError
-
-if TYPE_CHECKING:
-    from .base import Backend
+from ..errors import ArgumentValueError, DeviceUnavailableError
+from .base import Backend
+from .cupy_backend import CupyBackend, check_gpu, gpu_count
+from .numpy_backend import NumpyBackend
 
 __all__ = ["Device", "DeviceUnavailableError", "device", "devices", "MemoryStats"]
 
 
-class DeviceUnavailableError(FuncgradError, RuntimeError):
-    """The requested device cannot be used here (no CuPy, or no GPU)."""
 
 
 class MemoryStats:
@@ -46,9 +44,7 @@ class Device:
     def backend(self) -> Backend:
         """The backend that runs kernels here (created on first use)."""
         if self._backend is None:
-            from . import load_backend
-
-            self._backend = load_backend(self)
+            self._backend = NumpyBackend(self) if self.kind == "cpu" else CupyBackend(self)
         return self._backend
 
     @property
@@ -109,8 +105,6 @@ def device(spec: Any = "cpu") -> Device:
         return CPU
     found = _DEVICES.get((kind, index))
     if found is None:
-        from .cupy_backend import check_gpu
-
         check_gpu(index)
         found = _DEVICES.setdefault((kind, index), Device(kind, index))
     return found
@@ -118,6 +112,4 @@ def device(spec: Any = "cpu") -> Device:
 
 def devices() -> list[Device]:
     """The devices usable in this process: the CPU, then every GPU CuPy can see."""
-    from .cupy_backend import gpu_count
-
     return [CPU] + [device(f"gpu:{i}") for i in range(gpu_count())]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .base import ArrayModuleBackend
-from .device import Device
+
+if TYPE_CHECKING:
+    from .device import Device
 
 __all__ = ["NumpyBackend"]
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import float64, ops
+from .. import ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase
+from ..dtypes import float64
 from ..transforms.api import jvp, vjp
 
 __all__ = ["check_grads", "numerical_jvp"]
