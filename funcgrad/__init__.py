@@ -22,7 +22,7 @@ from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError,
 from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
-from .primitives.core import registry_lookup
+from .primitives import registry_lookup
 from . import nn, optim, testing, tree
 from .random_state import manual_seed
 from .serialization import load, save

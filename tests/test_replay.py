@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import funcgrad as fg
-from funcgrad.primitives.core import bind, registry
+from funcgrad.primitives import registry
+from funcgrad.primitives.core import bind
 from funcgrad.transforms import replay
 from funcgrad.transforms.lower import _raw_view, lower, wrap_outputs
 

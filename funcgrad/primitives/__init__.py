@@ -1,15 +1,26 @@
 """The primitive registry: every operation funcgrad can run.
 
-One module per family; importing a module registers its primitives.
-``registry()`` enumerates them all (the tests iterate it).
+One module per family; importing a module registers its primitives (this package imports
+them all). ``registry()`` enumerates them, the transforms' call-like primitives included
+once those are loaded (the tests iterate it).
 """
 
 from __future__ import annotations
 
-from .core import Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter, registry
+from collections.abc import Iterator
 
-__all__ = ["Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter", "registry", "load_all"]
+from . import elementwise, index, linalg, reduce, shape  # noqa: F401  (registers the families)
+from .core import _REGISTRY, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
+
+__all__ = ["Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter", "registry",
+           "registry_lookup"]
 
 
-def load_all() -> None:
-    from . import elementwise, index, linalg, reduce, shape  # noqa: F401
+def registry() -> Iterator[Primitive]:
+    """Every registered primitive, in registration order."""
+    return iter(list(_REGISTRY.values()))
+
+
+def registry_lookup(name: str) -> Primitive:
+    """The registered primitive called ``name``."""
+    return _REGISTRY[name]

@@ -18,7 +18,7 @@ above this floor, nor which transform is running.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NamedTuple
 
@@ -27,7 +27,7 @@ from ..errors import DTypeError, FuncgradError, LinAlgError
 from .domains import REAL
 
 __all__ = [
-    "Primitive", "ShapedArray", "bind", "registry", "current_interpreter", "aval_of",
+    "Primitive", "ShapedArray", "bind", "current_interpreter", "aval_of",
     "Layout", "fmt_shape", "contiguous_strides",
 ]
 
@@ -188,22 +188,6 @@ def _view_abstract_eval(prim: Primitive) -> Callable[..., ShapedArray]:
         return ShapedArray(tuple(shape), x.dtype, x.device)
 
     return rule
-
-
-def registry_lookup(name: str) -> Primitive:
-    """The registered primitive called ``name``."""
-    from . import load_all
-
-    load_all()
-    return _REGISTRY[name]
-
-
-def registry() -> Iterator[Primitive]:
-    """Every registered primitive, in registration order."""
-    from . import load_all
-
-    load_all()
-    return iter(list(_REGISTRY.values()))
 
 
 # The interpreter that handles ``bind``; ``None`` means evaluate eagerly. The

@@ -17,20 +17,9 @@ from ..array import ArrayBase
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.shape import stop_gradient_p
-from .autodiff import (
-    _EAGER,
-    TAPE_OFF,
-    GradMode,
-    JVPInterpreter,
-    JVPTracer,
-    VJPInterpreter,
-    VJPTracer,
-    backprop,
-    check_differentiable,
-    is_grad_enabled,
-    no_grad_scope,
-)
+from .autodiff import JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop, check_differentiable
 from .core import new_interpreter, user_transform
+from .grad_mode import _EAGER, TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
 

@@ -21,9 +21,12 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import ArrayBase
+from ..ops import zeros_like
 from ..primitives.core import Primitive, bind, current_interpreter
+from .api import _as_array, jvp, vjp
 from .autodiff import VJPInterpreter
 from .core import new_interpreter, user_transform
+from .graph import toposort
 from .ir import Eqn, Program, make_program
 
 __all__ = ["checkpoint", "checkpoint_policies", "checkpoint_p", "saved_residuals"]
@@ -87,9 +90,6 @@ class _CheckpointVJP:
         return outs, (primals, outs[n_user:])
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        from ..ops import zeros_like
-        from .api import vjp
-
         primals, saved_values = residuals
         program: Program = params["program"]
         saved: tuple[int, ...] = params["saved"]
@@ -135,9 +135,6 @@ class _CheckpointVJP:
 
 
 def _jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:
-    from ..ops import zeros_like
-    from .api import jvp
-
     tangents = tuple(zeros_like(p) if t is None and isinstance(p, ArrayBase) else t for p, t in zip(primals, tangents))
     outs, t_outs = jvp(lambda *xs: _impl(*xs, **params), primals, tangents)  # forward mode keeps nothing
     return outs, t_outs
@@ -158,8 +155,6 @@ def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool =
 
     @functools.wraps(f)
     def wrapped(*args: Any) -> Any:
-        from .api import _as_array
-
         flat, in_tree = _tree.flatten(args)
         flat = [_as_array(x) for x in flat]
         program, _ = make_program(f, [x.aval for x in flat], in_tree)
@@ -178,8 +173,6 @@ def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]
     as ``(type, made by)`` pairs, e.g. ``("f32[256,1024]", "tanh")``. Each array once."""
 
     def inspect(*args: Any) -> list[tuple[str, str]]:
-        from .api import _as_array
-
         flat, in_tree = _tree.flatten(args)
         flat = [_as_array(x) for x in flat]
         interp = _RecordingVJP()
@@ -189,11 +182,9 @@ def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]
                 interp.made_by[id(x)] = (x, f"argument {i}")
             out = f(*_tree.unflatten(in_tree, leaves))
         roots = [o.node for o in _tree.leaves(out) if hasattr(o, "node")]
-        from .autodiff import _toposort
-
         seen: set[int] = set()
         report = []
-        for node in _toposort(roots):
+        for node in toposort(roots):
             for value in _tree.leaves(node.residuals):
                 if isinstance(value, ArrayBase) and id(value) not in seen:
                     seen.add(id(value))

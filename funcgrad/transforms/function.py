@@ -18,8 +18,8 @@ from ..array import ArrayBase
 from ..ops import zeros
 from ..primitives.core import Primitive, ShapedArray, bind
 from .api import stop_gradient
-from .autodiff import TAPE_OFF
 from .custom import check_cotangent
+from .grad_mode import TAPE_OFF
 from .ir import make_program
 
 __all__ = ["Function", "FunctionCtx"]

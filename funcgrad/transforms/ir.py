@@ -23,8 +23,11 @@ from typing import Any
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import DTypeError, ShapeError
+from ..ops import asarray
 from ..primitives.core import ShapedArray, bind, fmt_shape
+from ..primitives.shape import stop_gradient_p
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
+from .grad_mode import no_grad_active
 
 __all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace", "make_program",
            "eliminate_dead_code"]
@@ -285,8 +288,6 @@ class TraceInterpreter(Interpreter):
         raise TypeError(f"cannot trace a value of type {type(x).__name__}")
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        from .autodiff import no_grad_active
-
         inputs = [self.atom(a) for a in args]
         avals = [a.aval if isinstance(a, Var) else a.value for a in inputs]
         out_aval = prim.abstract_eval(*avals, **params)
@@ -295,8 +296,6 @@ class TraceInterpreter(Interpreter):
         self.eqns.append(Eqn(prim, inputs, outvars, params))
         outs = [TraceTracer(self, v) for v in outvars]
         if prim.differentiable and no_grad_active(self):  # keep no_grad's meaning in the program
-            from ..primitives.shape import stop_gradient_p
-
             # (integer and boolean values carry no gradient: nothing to stop)
             outs = [self.process(stop_gradient_p, (o,), {}) if v.aval.dtype.kind == "f" else o
                     for o, v in zip(outs, outvars)]
@@ -306,8 +305,6 @@ class TraceInterpreter(Interpreter):
 def _as_input(x: Any) -> Any:
     if isinstance(x, ArrayBase):
         return x
-    from ..ops import asarray
-
     return asarray(x)
 
 

@@ -31,6 +31,7 @@ from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
+from .graph import walk
 from .ir import Program, eliminate_dead_code, make_program
 from .lower import lower, wrap_outputs
 
@@ -201,8 +202,6 @@ def _substitute(x: Any, values: Any) -> Any:
 
 def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[Any]) -> Plan | None:
     """Trace the rules' backward pass over this graph and lower it; ``None`` if it cannot be traced."""
-    from .autodiff import walk
-
     present: list[bool] = []
     ruled = [n for n in nodes if n.rule is not None]
 

@@ -23,7 +23,9 @@ from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from ..primitives.shape import stop_gradient_p
-from .autodiff import TAPE_OFF, GradMode, Node, VJPInterpreter, is_grad_enabled, no_grad_scope, walk
+from .autodiff import VJPInterpreter
+from .grad_mode import TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
+from .graph import Node, walk
 from .replay import replay
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
