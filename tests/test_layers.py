@@ -1,0 +1,125 @@
+"""The package's floors: imports point down, and no module depends on itself in a circle.
+
+``lint-imports`` checks the layers declared in ``pyproject.toml``. The cycle check parses
+every module, imports inside functions included (only ``if TYPE_CHECKING:`` blocks are
+left out), so a lazy import cannot hide a cycle. ``KNOWN_UPWARD`` lists the edges that
+still close cycles: each must still exist (remove it when its cycle is gone), and no
+other cycle may appear.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "funcgrad"
+
+# Edges that close the cycles left: derivative rules reach the fg.* functions (and cumprod's
+# fg.jvp/fg.vjp), and three fg.* modules convert or create arrays through each other.
+KNOWN_UPWARD = {
+    ("funcgrad.primitives.ad", "funcgrad.ops"),
+    ("funcgrad.primitives.reduce", "funcgrad.transforms.api"),
+    ("funcgrad.ops.elementwise", "funcgrad.ops.creation"),
+    ("funcgrad.ops.shaping", "funcgrad.ops.creation"),
+    ("funcgrad.ops.shaping", "funcgrad.ops.elementwise"),
+    ("funcgrad.ops.shaping", "funcgrad.ops.indexing"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that ``name`` imports, anywhere in its body."""
+    tree = ast.parse(path.read_text())
+    hidden = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+              and getattr(block.test, "id", "") == "TYPE_CHECKING" for stmt in block.body for node in ast.walk(stmt)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+            submodules = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+            out.update(submodules)
+            if target in modules and len(submodules) < len(node.names):
+                out.add(target)
+    out.discard(name)
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles_beyond_the_known_edges() -> None:
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    for src, dst in KNOWN_UPWARD:
+        assert dst in graph[src], f"{src} no longer imports {dst}: remove the edge from KNOWN_UPWARD"
+        graph[src].discard(dst)
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_sees_imports_inside_functions() -> None:
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    assert "funcgrad.ops" in graph["funcgrad.primitives.ad"]  # imported inside a method
+    assert "funcgrad.backends.device" not in graph["funcgrad.backends.base"]  # only under TYPE_CHECKING
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_layers_point_down() -> None:
+    """The import-linter contract in pyproject.toml (the floors of docs/architecture.md)."""
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    if not Path(lint).exists():
+        pytest.skip("import-linter is not installed (pip install 'funcgrad[test]')")
+    result = subprocess.run([lint, "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
