@@ -800,24 +800,13 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
     if prim.view is not None and args[0].__class__ is Array and args[0]._autograd is None:  # metadata only
         return Array._apply_view(prim, args[0], params)
     for a in args:
-        meta = getattr(a, "_autograd", None)
+        meta = a._autograd if a.__class__ is Array else getattr(a, "_autograd", None)
         if meta is not None:  # the tape records this operation (Parameters too)
             return meta.record(prim, args, params)
     return run_eager(prim, args, params)
 
 
 Array._evaluate = staticmethod(evaluate)
-
-
-def run_on_arrays(prim: Primitive, raw: list[Any], device: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-    """A kernel primitive with one result, every argument an array on ``device`` (``raw``:
-    their backend arrays): the kernel, straight. The recorders call this once they have
-    looked at each argument anyway. On a failure the general path runs, whose checks
-    explain it."""
-    try:
-        return wrap_kernel_output((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params), device)
-    except Exception:
-        return run_eager(prim, args, params)
 
 
 def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .core import Primitive, aval_of, bind
+from .core import Primitive, ShapedArray, aval_of, bind
 
 __all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "ops", "like"]
 
@@ -94,8 +94,9 @@ class VJPFromRules:
         """What the backward pass keeps, given the inputs and the output."""
         if self.keep_args:
             args = primals
-        elif not self.keep_some:
-            args = tuple(map(aval_of, primals))
+        elif not self.keep_some:  # aval_of, inline for concrete arrays: this runs once per recorded operation
+            args = tuple([ShapedArray(d.shape, p._dtype, p._device) if (d := getattr(p, "_data", None)) is not None
+                          else aval_of(p) for p in primals])
         else:
             keep = self.keep_some
             args = tuple(p if i in keep else aval_of(p) for i, p in enumerate(primals))

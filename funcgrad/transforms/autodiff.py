@@ -18,7 +18,7 @@ from typing import Any
 
 from .. import ops
 from ..array import Array as _Array
-from ..array import run_on_arrays
+from ..array import wrap_kernel_output
 from ..errors import DTypeError
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import aval_of, bind, current_interpreter
@@ -138,6 +138,14 @@ class VJPTracer(PrimalTracer):
         self.index = index
 
 
+def _edge(t: VJPTracer) -> tuple[Any, int, tuple[int, ...], Any]:
+    """A tracer's edge in the graph: its node, its output index, and its shape and dtype."""
+    p = t.primal
+    if p.__class__ is _Array:
+        return t.node, t.index, p._data.shape, p._dtype
+    return t.node, t.index, tuple(p.shape), p.dtype
+
+
 class VJPInterpreter(Interpreter):
     """Reverse mode's recorder: each primitive applied to a value it tracks becomes a
     ``Node`` holding the rule's residuals and edges to the inputs' nodes. ``fg.vjp`` tracks
@@ -147,8 +155,9 @@ class VJPInterpreter(Interpreter):
     pass runs below the recorder, and how outputs are boxed."""
 
     name = "vjp"
-    kernels_see_history = False  # an input with tape history goes through the tape, never straight to a kernel
+    tracks_arrays = False  # the tape's values are arrays with autograd metadata; fg.vjp's are its tracers
     off = _NEVER_OFF  # a flag that pauses recording (the tape's: no_grad, a rule's own forward pass)
+    meta: Any = None  # the tape's AutogradMeta
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         if self.off.get():
@@ -158,16 +167,32 @@ class VJPInterpreter(Interpreter):
         live = False
         raw: list[Any] | None = []  # the kernel's arguments, while every primal is an array on one device
         device = None
-        unbox, any_history = self.unbox, self.kernels_see_history
+        tape = self.tracks_arrays  # (then an input with tape history may go straight to a kernel)
         for a in args:
-            p, parent = unbox(a)
-            primals.append(p)
-            parents.append(parent)
-            if parent is not None:
+            if a.__class__ is _Array:
+                meta = a._autograd
+                if meta is not None and tape and meta.requires_grad and (meta.grad_fn or meta.accumulator):
+                    # the tape's value: an array with history (the common case, inline)
+                    parents.append((meta.grad_fn or meta.accumulator, meta.output_nr, a._data.shape, a._dtype))
+                    live = True
+                elif meta is not None and tape:
+                    a, parent = self.unbox(a)
+                    parents.append(parent)
+                    live = live or parent is not None
+                else:
+                    parents.append(None)
+                p = a
+            elif a.__class__ is VJPTracer and a._interp is self:  # fg.vjp's own value
+                p = a.primal
+                parents.append(_edge(a))
                 live = True
+            else:
+                p, parent = self.unbox(a)
+                parents.append(parent)
+                live = live or parent is not None
+            primals.append(p)
             if raw is not None:
-                if (p.__class__ is _Array and (device is None or p._device is device)
-                        and (any_history or p._autograd is None)):
+                if p.__class__ is _Array and (device is None or p._device is device) and (tape or p._autograd is None):
                     device = p._device
                     raw.append(p._data)
                 else:
@@ -186,8 +211,12 @@ class VJPInterpreter(Interpreter):
                 return self.below(prim, primals_t, params)
         if rule.__class__ is VJPFromRules and prim.impl is None and self.parent is None and no_grad is None:
             # the common case, eager below: run the kernel (it binds nothing) and keep what the rule needs
-            if raw is not None and prim.view is None and not prim.multiple_results:
-                ans = run_on_arrays(prim, raw, device, primals_t, params)
+            if raw is not None and prim.view is None and not prim.multiple_results:  # the kernel, straight
+                try:
+                    ans = wrap_kernel_output((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params),
+                                             device)
+                except Exception:  # the general path explains the failure
+                    ans = self.below(prim, primals_t, params)
             else:
                 ans = self.below(prim, primals_t, params)
             residuals = rule.residuals(primals_t, params, ans)
@@ -197,16 +226,21 @@ class VJPInterpreter(Interpreter):
                 ans, residuals = rule.fwd(primals_t, params, tuple(p is not None for p in parents))
             finally:
                 self.exit_below(token)
-        n_out = len(ans) if prim.multiple_results else 1
-        return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, n_out), primals_t)
+        if prim.multiple_results:
+            return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, len(ans)), primals_t)
+        node = Node(prim, rule, params, tuple(parents), residuals, 1)
+        if tape and ans.__class__ is _Array:  # the tape's boxing of one array, inline (``Tape.box``)
+            if ans._dtype.kind == "f":
+                ans._autograd = self.meta(True, node, 0)
+            return ans
+        return self.box(ans, node, primals_t)
 
     def unbox(self, a: Any) -> tuple[Any, Any]:
-        """``a``'s primal, and its edge ``(node, output index, shape, dtype)`` or ``None``."""
+        """``a``'s primal, and its edge ``(node, output index, shape, dtype)`` or ``None``
+        (``process`` reads the common cases inline: this recorder's own tracers, and for the
+        tape, plain arrays with history)."""
         if a.__class__ is VJPTracer and a._interp is self:
-            p = a.primal
-            if p.__class__ is _Array:
-                return p, (a.node, a.index, p._data.shape, p._dtype)
-            return p, (a.node, a.index, tuple(p.shape), p.dtype)
+            return a.primal, _edge(a)
         if isinstance(a, Tracer):
             check_tracer(self, a)
         return a, None

@@ -105,7 +105,8 @@ class Tape(VJPInterpreter):
     never the current interpreter, since the values it tracks are concrete."""
 
     name = "tape"
-    kernels_see_history = True
+    tracks_arrays = True
+    meta = AutogradMeta
     off = TAPE_OFF  # set inside no_grad, a rule's own forward pass and a backward pass without create_graph
 
     def unbox(self, a: Any) -> tuple[Any, Any]:
