@@ -406,37 +406,53 @@ def _reverse_cumsum(g: Any, axis: int) -> Any:
 deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
 for _name in ("reduce_max", "reduce_min"):
     REDUCTIONS[_name].domain = DISTINCT
-def _cumprod_by_multiplies(x: Any, *, axis: int) -> Any:
-    """cumprod in log2(n) rounds of multiplies (Hillis and Steele's scan: round r multiplies
-    each entry by the one 2**r before it), with no division anywhere. Its derivatives are
-    cumprod's, exactly and to every order, zeros included."""
-    n, y, step = x.shape[axis], x, 1
+def _shifted(v: Any, step: int, axis: int, fill: float) -> Any:
+    """``v`` moved ``step`` places forward along ``axis``, ``fill`` coming in at the front."""
+    n = v.shape[axis]
+    widths = [(0, 0)] * v.ndim
+    widths[axis] = (step, 0)
+    return ops.pad(ops.take(v, ops.arange(n - step, device=v.device), axis=axis), widths, constant_values=fill)
+
+
+def _unshifted(w: Any, step: int, axis: int) -> Any:
+    """The transpose of ``_shifted`` with zero fill: ``w`` moved ``step`` places back."""
+    n = w.shape[axis]
+    widths = [(0, 0)] * w.ndim
+    widths[axis] = (0, step)
+    return ops.pad(ops.take(w, ops.arange(step, n, device=w.device), axis=axis), widths)
+
+
+def _cumprod_rounds(x: Any, axis: int) -> list[tuple[Any, int]]:
+    """cumprod as log2(n) rounds of multiplies (Hillis and Steele's scan: round r multiplies
+    each entry by the one 2**r before it): each round's input and shift."""
+    n, y, step, rounds = x.shape[axis], x, 1, []
     while step < n:
-        head = ops.take(y, ops.arange(n - step, device=y.device), axis=axis)   # y[..., :n - step, ...]
-        widths = [(0, 0)] * y.ndim
-        widths[axis] = (step, 0)
-        y = y * ops.pad(head, widths, constant_values=1.0)                    # times y[i - step], or 1
+        rounds.append((y, step))
+        y = y * _shifted(y, step, axis, 1.0)
         step *= 2
-    return y
+    return rounds
 
 
 def _cumprod_jvp(t: Any, ans: Any, x: Any, *, axis: int) -> Any:
-    from ..transforms.api import jvp  # the one rule that computes through a transform (an upward import)
-
-    return jvp(lambda u: _cumprod_by_multiplies(u, axis=axis), (x,), (t,))[1]
+    """The rounds' product rule, round by round: no division anywhere."""
+    for y, step in _cumprod_rounds(x, axis):
+        t = t * _shifted(y, step, axis, 1.0) + y * _shifted(t, step, axis, 0.0)
+    return t
 
 
 def _cumprod_vjp(g: Any, ans: Any, x: Any, *, axis: int) -> Any:
-    from ..transforms.api import vjp
-
-    return vjp(lambda u: _cumprod_by_multiplies(u, axis=axis), x)[1](g)[0]
+    """The transpose of ``_cumprod_jvp``'s linear map, rounds in reverse."""
+    for y, step in reversed(_cumprod_rounds(x, axis)):
+        g = g * _shifted(y, step, axis, 1.0) + _unshifted(g * y, step, axis)
+    return g
 
 
 # cumprod's textbook derivative, ans * cumsum(t / x), divides by x: an exact zero makes it
 # NaN where the true derivative is finite (PyTorch and JAX give it). Its rules are instead
 # the derivatives of the same product computed by multiplies alone (the kernel stays
-# NumPy's cumprod). Random points are drawn away from zero; tests/test_gradients.py checks
-# points with zeros against JAX, to second order.
+# NumPy's cumprod); being compositions, they differentiate again to every order. Random
+# points are drawn away from zero; tests/test_gradients.py checks points with zeros against
+# JAX, to second order.
 cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)
 defjvp(cumprod_p, _cumprod_jvp)
 defvjp(cumprod_p, _cumprod_vjp, saves="args")
