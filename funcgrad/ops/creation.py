@@ -18,13 +18,12 @@ from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends.device import CPU, Device
 from ..backends.device import device as _as_device
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..primitives.core import bind
 from ..primitives.rules import as_int, as_shape
-from . import elementwise as _elementwise
-from . import shaping as _shaping
-from .shaping import broadcast_to, reshape
+from ..primitives.shape import broadcast_to_p, concatenate_p, expand_dims_p
 
 __all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",
-           "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri", "meshgrid"]
+           "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri"]
 
 
 def _grad_leaf(fn: Any) -> Any:
@@ -111,7 +110,7 @@ def _stacked(obj: Any, dt: _dt.DType | None, device: Any, op: str) -> Any:
             shapes = {tuple(p.shape) for p in parts}
             if len(shapes) != 1:
                 raise ShapeError(f"{op}: ragged nested sequence: its elements have shapes {sorted(shapes)}")
-            return _shaping.stack(parts)
+            return bind(concatenate_p, *[bind(expand_dims_p, p, dimensions=(0,)) for p in parts], axis=0)
         leaf = next(converted)
         if isinstance(leaf, ArrayBase):
             return leaf.astype(dtype, copy=False)
@@ -146,7 +145,7 @@ def asarray(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool | Non
             requires_grad: bool = False) -> Any:
     """Array API ``asarray``: return ``obj`` itself when it already fits, else convert."""
     if isinstance(obj, ArrayBase):
-        out = _elementwise._own(obj) if dtype is None else obj.astype(dtype, copy=bool(copy))
+        out = (obj._own() if isinstance(obj, Array) else obj) if dtype is None else obj.astype(dtype, copy=bool(copy))
         if copy and out is obj:
             out = obj.astype(obj.dtype)
         return out.to(device) if device is not None and isinstance(out, Array) else out
@@ -206,7 +205,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     if isinstance(fill_value, ArrayBase) and not _is_constant(fill_value):  # keeps the fill value's derivative
         dt = fill_value.dtype if dtype is None else _dt.as_dtype(dtype, op="full")
         sh = _shape(shape, "full")
-        return _shaping.broadcast_to(fill_value.astype(dt, copy=False), sh)
+        value = fill_value.astype(dt, copy=False)
+        return value if tuple(value.shape) == sh else bind(broadcast_to_p, value, shape=sh)
     if dtype is None:
         if isinstance(fill_value, ArrayBase):
             dtype = fill_value.dtype
@@ -321,7 +321,7 @@ def _differentiable_arange(start: Any, stop: Any, step: Any, dt: _dt.DType, devi
     lo, hi, by = (float(v) for v in (start, stop, step))
     n = max(0, int(np.ceil((hi - lo) / by)))
     steps = arange(n, dtype=dt, device=device if device is not None else _device_of(start, stop, step))
-    return (_elementwise.add(start, _elementwise.multiply(step, steps))).astype(dt, copy=False)
+    return (start + step * steps).astype(dt, copy=False)  # steps is an array: its operators are fg.*'s
 
 
 def _device_of(*values: Any) -> Any:
@@ -337,9 +337,8 @@ def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device:
         dt = _dt.as_dtype(dtype, op="linspace") if dtype is not None else _dt.result_type(start, stop, 0.0)
         steps = arange(num, dtype=dt, device=device if device is not None else _device_of(start, stop))
         div = (num - 1 if endpoint else num) or 1
-        fraction = _elementwise.divide(steps, float(div))
-        return _elementwise.add(start, _elementwise.multiply(_elementwise.subtract(stop, start), fraction)
-                                ).astype(dt, copy=False)
+        fraction = steps / float(div)  # an array: its operators are fg.*'s
+        return (start + (stop - start) * fraction).astype(dt, copy=False)
     dt = _resolve(dtype, _dt.float32, "linspace")
     return _create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
 
@@ -357,25 +356,3 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
 def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
     dt = _resolve(dtype, _dt.float32, "tri")
     return _create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))
-
-
-def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
-    """Array API ``meshgrid`` from views: each output is a broadcast (stride-0) view."""
-    if indexing not in ("xy", "ij"):
-        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    arrays = tuple(a if isinstance(a, ArrayBase) else asarray(a) for a in arrays)
-    n = len(arrays)
-    sizes = [a.shape[0] for a in arrays]
-    if indexing == "xy" and n >= 2:
-        sizes[0], sizes[1] = sizes[1], sizes[0]
-    out = []
-    for i, a in enumerate(arrays):
-        axis = i
-        if indexing == "xy" and n >= 2 and i < 2:
-            axis = 1 - i
-        shape = [1] * n
-        shape[axis] = a.shape[0]
-        out.append(broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
-    return out
-
-

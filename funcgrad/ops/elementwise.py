@@ -18,6 +18,7 @@ from ..errors import DTypeError
 from ..primitives.core import bind
 from ..primitives.elementwise import BINARY, COMPARISON, UNARY, convert_element_type_p, integer_pow_p, select_p
 from ..primitives.rules import as_int
+from .creation import asarray, full
 
 __all__ = [
     "astype", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "power",
@@ -38,8 +39,6 @@ def _to_array(x: Any) -> Any:
     """Arrays and Python scalars pass; NumPy scalars/arrays and lists become arrays."""
     if isinstance(x, (ArrayBase, bool, int, float)):
         return x
-    from .creation import asarray
-
     return asarray(x)
 
 
@@ -65,8 +64,6 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
     args = tuple(_to_array(a) for a in args)
     strong = [a for a in args if not isinstance(a, _SCALARS)]
     if not strong:  # scalars only: make the first one an array
-        from .creation import asarray
-
         args = (asarray(args[0], device=device),) + args[1:]
         strong = [args[0]]
     dt = strong[0].dtype
@@ -217,8 +214,6 @@ def _float_test(name: str, int_answer: bool) -> Any:
         if x.dtype.kind != "f":  # integers are never nan/inf; their sign bit is their sign
             if name == "signbit":
                 return less(x, 0)
-            from .creation import full
-
             return full(x.shape, int_answer, _dt.bool_, device=x.device)
         return bind(prim, x)
 
@@ -234,8 +229,6 @@ def _own(x: Any) -> Any:
 def _single(x: Any) -> Any:
     x = _to_array(x)
     if isinstance(x, _SCALARS):
-        from .creation import asarray
-
         x = asarray(x)
     return x
 

@@ -22,7 +22,6 @@ from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
 from .creation import _create, asarray
 from .elementwise import _cast, _single
-from .shaping import ravel
 
 __all__ = ["getitem", "scatter", "take", "take_along_axis", "nonzero", "normalize_index"]
 
@@ -219,7 +218,7 @@ def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
     """``np.take``: gather along one axis (the flattened array when ``axis`` is ``None``)."""
     x = _single(x)
     if axis is None:
-        x, axis = ravel(x), 0
+        x, axis = x.reshape(-1), 0
     ax = normalize_axis("take", axis, x.ndim)
     idx = _index_array(indices)
     if idx.dtype.kind not in "iu":

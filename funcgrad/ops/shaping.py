@@ -28,13 +28,15 @@ from ..primitives.shape import (
     squeeze_p,
     transpose_p,
 )
-from .elementwise import _own, _promote, _single
+from .creation import asarray, tri
+from .elementwise import _own, _promote, _single, where
+from .indexing import take
 
 __all__ = ["reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "flatten", "ravel",
            "flip", "diagonal", "concatenate", "concat", "stack", "hstack", "vstack", "split", "array_split", "chunk",
            "unstack", "pad", "tile", "repeat", "sort", "argsort", "triu", "tril", "roll", "atleast_1d",
-           "atleast_2d"]
+           "atleast_2d", "meshgrid"]
 
 
 def resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
@@ -322,8 +324,6 @@ def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
                          f"(shape {fmt_shape(tuple(x.shape))})")
     if (counts < 0).any():
         raise ArgumentValueError(f"repeat: repetition counts must be non-negative, got {counts.tolist()}")
-    from .indexing import take
-
     return take(x, np.repeat(np.arange(x.shape[ax]), counts), axis=ax)
 
 
@@ -338,9 +338,6 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool
 
 
 def _triangle(x: Any, k: int, lower: bool) -> Any:
-    from .creation import tri
-    from .elementwise import where
-
     x = _single(x)
     if x.ndim < 2:
         raise ShapeError(f"{'tril' if lower else 'triu'}: needs at least 2 dimensions, got {fmt_shape(x.shape)}")
@@ -376,3 +373,25 @@ def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
         if s:
             x = concatenate([slice_axis(x, a, n - s, n), slice_axis(x, a, 0, n - s)], axis=a)
     return _own(x)
+
+
+def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
+    """Array API ``meshgrid`` from views: each output is a broadcast (stride-0) view."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = tuple(a if isinstance(a, ArrayBase) else asarray(a) for a in arrays)
+    n = len(arrays)
+    sizes = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, a in enumerate(arrays):
+        axis = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            axis = 1 - i
+        shape = [1] * n
+        shape[axis] = a.shape[0]
+        out.append(broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
+    return out
+
+
