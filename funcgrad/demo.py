@@ -17,6 +17,8 @@ import tempfile
 import time
 from typing import Any
 
+import numpy as np
+
 import funcgrad as fg
 
 
@@ -89,8 +91,6 @@ def _digits(seed: int = 0) -> tuple[Any, Any, Any, Any]:
         from sklearn.datasets import load_digits
     except ImportError:
         raise SystemExit("the demo needs scikit-learn's bundled digits: pip install 'funcgrad[examples]'") from None
-    import numpy as np
-
     data = load_digits()
     x = (data.data / 16.0).astype(np.float32)
     y = data.target.astype(np.int64)
@@ -148,8 +148,6 @@ def accuracy(model: Any, x: Any, y: Any) -> float:
 
 def train(epochs: int = 20, kind: str = "mlp", device: str = "cpu", batch: int = 64, seed: int = 0,
           plot: str | None = "funcgrad_demo_loss.png") -> dict[str, float]:
-    import numpy as np
-
     xtr, ytr, xte, yte = _digits(seed)
     Xte, Yte = fg.asarray(xte, device=device), fg.asarray(yte, device=device)
     F = fg.nn.functional

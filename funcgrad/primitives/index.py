@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import DTypeError, ShapeError
 from .core import Primitive, ShapedArray, fmt_shape
 from .domains import Domain
@@ -137,8 +139,6 @@ def _scatter_gpu(xp: Any, x: Any, values: Any, *indices: Any, template: Template
     index = build_index(template, indices)
     if mode == "multiply":  # CuPy has no scatter-multiply: do it exactly on the host
         host = xp.asnumpy(out)
-        import numpy as np
-
         np.multiply.at(host, tuple(xp.asnumpy(i) if hasattr(i, "get") else i for i in index),
                        xp.asnumpy(values) if hasattr(values, "get") else values)
         return xp.asarray(host)

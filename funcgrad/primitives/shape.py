@@ -9,6 +9,7 @@ eager interpreter copies to a contiguous buffer first.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from ..dtypes import int64
@@ -440,8 +441,6 @@ def _windows_add(xp: Any, g: Any, *, shape: tuple[int, ...], axes: tuple[int, ..
     out = xp.zeros(shape, dtype=g.dtype)
     n = len(shape)
     counts = [g.shape[a] for a in axes]
-    import itertools
-
     for offsets in itertools.product(*(range(k) for k in sizes)):
         target = [slice(None)] * n
         for a, o, s, d, c in zip(axes, offsets, steps, dilations, counts):
