@@ -395,3 +395,46 @@ def test_raw_views_equal_the_eager_views(prim, data) -> None:
     for got in (native(x, **case.params), _raw_view(prim, case.params, fg.device("cpu").backend, x)):
         assert got.shape == expected.shape
         np.testing.assert_array_equal(got, expected)
+
+
+def test_program_cache_drops_the_least_recently_used() -> None:
+    """Plans live in the compiler's ProgramCache: bounded, least recently used out first
+    (a program whose graphs never repeat cannot grow it, and a hot graph is never dropped
+    for a cold one)."""
+    from funcgrad.transforms.compiler import ProgramCache
+
+    cache = ProgramCache("test", 2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.get("a") == 1  # now the most recent
+    cache.put("c", 3)
+    assert cache.get("b") is ProgramCache.MISSING and cache.get("a") == 1 and cache.get("c") == 3
+    cache.put("d", None)  # "could not compile" is an entry too
+    assert len(cache) == 2 and cache.get("d") is None
+    with pytest.raises(TypeError):
+        cache.get(["unhashable"])
+
+
+def test_plans_are_compiled_by_the_pipeline() -> None:
+    """A plan's program went through the compiler's passes: no equation computes a value
+    nothing reads (here y's cotangent, which autograd.grad does not ask for)."""
+    from funcgrad.transforms import compiler
+
+    seen = []
+    original = compiler.lower
+
+    def spy(program):
+        seen.append(program)
+        return original(program)
+
+    replay.clear()
+    compiler.lower = spy
+    try:
+        x, y = fg.ones(3, requires_grad=True), fg.full((3,), 2.0, requires_grad=True)
+        (gx,) = fg.autograd.grad((fg.tanh(x) * y).sum(), [x])
+    finally:
+        compiler.lower = original
+    (program,) = seen
+    np.testing.assert_allclose(gx.numpy(), 2.0 * (1 - np.tanh(1.0) ** 2), rtol=1e-6)
+    read = {id(a) for e in program.eqns for a in e.inputs} | {id(v) for v in program.outvars}
+    assert all(any(id(v) in read for v in e.outputs) for e in program.eqns)

@@ -10,8 +10,8 @@ So the backward pass is keyed by the graph's *structure*: each node's rule and
 parameters, its edges, the shapes, strides, dtypes and devices of what it saved
 (a rule may pick its computation by memory layout: ``core.layout_kind``), the
 Python scalars it saved, and the seeds. The first time a structure is seen, its backward
-pass is traced into a ``Program`` (the IR), dead code is dropped, and the program
-is lowered to a list of kernel calls over slots. The next graph with that
+pass is traced into a ``Program`` (the IR) and compiled (``compiler.py``: its passes,
+then one lowered function of kernel calls), kept in the plans' ``ProgramCache``. The next graph with that
 structure runs the plan on its own saved arrays: the same kernels, on the same
 inputs, in the same order, as the rules would run, so the results are identical.
 (PyTorch's "compiled autograd" caches backward graphs the same way.)
@@ -31,17 +31,17 @@ from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
+from .compiler import ProgramCache, compile_program
 from .graph import walk
-from .ir import Program, eliminate_dead_code, make_program
-from .lower import lower, wrap_outputs
+from .ir import Program, make_program
+from .lower import wrap_outputs
 
 __all__ = ["replay", "clear", "cache_info", "MAX_PLANS", "ENABLED"]
 
 ENABLED = True  # False: every backward pass runs the rules (tests compare the two paths)
-MAX_PLANS = 64  # distinct graph structures kept; when full, the cache starts over
+MAX_PLANS = 64  # distinct graph structures kept (the least recently used goes first)
 
-_PLANS: dict[tuple[Any, ...], Plan | None] = {}
-_MISSING = object()
+_PLANS = ProgramCache("backward plans", MAX_PLANS)
 _SCALARS = (int, float, bool)
 
 
@@ -56,8 +56,8 @@ def clear() -> None:
 
 def cache_info() -> dict[str, int]:
     """How many graph structures have a plan, and how many were found unplannable."""
-    return {"plans": sum(p is not None for p in _PLANS.values()),
-            "unplannable": sum(p is None for p in _PLANS.values())}
+    entries = _PLANS.values()
+    return {"plans": sum(p is not None for p in entries), "unplannable": sum(p is None for p in entries)}
 
 
 def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | None,
@@ -80,14 +80,12 @@ def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | N
             if a._autograd is not None:
                 return None
     try:
-        plan = _PLANS.get(key, _MISSING)
+        plan = _PLANS.get(key)
     except TypeError:  # a parameter that cannot be hashed (a list, say): no key, no plan
         return None
-    if plan is _MISSING:
-        if len(_PLANS) >= MAX_PLANS:  # a program whose graphs keep changing: start over
-            _PLANS.clear()
+    if plan is ProgramCache.MISSING:
         wanted = outputs if outputs is not None else [(leaf, 0) for leaf in leaves]
-        plan = _PLANS[key] = _build(nodes, roots, wanted, arrays)
+        plan = _PLANS.put(key, _build(nodes, roots, wanted, arrays))
     if plan is None:
         return None
     got = plan.run(arrays)
@@ -229,14 +227,14 @@ def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[
                                   [layout_kind(a) for a in arrays])
     except Exception:  # a rule that needs concrete values (or fails): the rules' own path decides
         return None
-    return Plan(eliminate_dead_code(program), present)
+    return Plan(program, present)
 
 
 class Plan:
     """A lowered backward program, and which outputs it produces (the others get no cotangent)."""
 
     def __init__(self, program: Program, present: list[bool]) -> None:
-        self.lowered = lower(program)
+        self.lowered = compile_program(program)
         self.present = present
 
     def run(self, arrays: list[Any]) -> list[Any]:
