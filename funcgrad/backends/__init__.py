@@ -9,16 +9,8 @@ from __future__ import annotations
 from ..errors import DeviceUnavailableError
 from .base import ArrayModuleBackend, Backend
 from .buffer import Buffer
-from .cupy_backend import CupyBackend
 from .device import CPU, Device, device, devices
-from .numpy_backend import NumpyBackend
 
 __all__ = ["ArrayModuleBackend", "Backend", "Buffer", "CPU", "Device", "DeviceUnavailableError",
            "device", "devices"]
 
-
-def load_backend(dev: Device) -> Backend:
-    if dev.kind == "cpu":
-        return NumpyBackend(dev)
-
-    return CupyBackend(dev)

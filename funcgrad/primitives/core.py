@@ -101,7 +101,8 @@ class Primitive:
             transforms, and views the backend declines to make, use the rule).
         impl: for call-like primitives, an eager implementation in terms of other binds.
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
-        jvp, vjp, transpose, batch: filled in by the transforms' rule tables.
+        jvp, vjp: the derivative rules (``primitives.ad``: ``defjvp``, ``defvjp``).
+        batch: the batching rule ``vmap`` will fill in.
         domain: the ``Domain`` a differentiable primitive's derivative is checked on.
     """
 
@@ -135,7 +136,6 @@ class Primitive:
         self.domain = domain if domain is not None else (REAL if differentiable else None)
         self.jvp: Callable[..., Any] | None = None
         self.vjp: Callable[..., Any] | None = None
-        self.transpose: Callable[..., Any] | None = None
         self.batch: Callable[..., Any] | None = None
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}

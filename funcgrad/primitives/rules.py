@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..backends.device import CPU
-from ..dtypes import DType, bool_
+from ..dtypes import DType
 from ..errors import ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DTypeError, ShapeError
 from .core import ShapedArray, fmt_shape
 
@@ -141,7 +141,3 @@ def normalize_axes(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ShapeError(f"{op}: repeated axis in {axis!r}")
     return out
-
-
-def bool_aval(aval: ShapedArray) -> ShapedArray:
-    return ShapedArray(aval.shape, bool_, aval.device)

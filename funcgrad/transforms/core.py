@@ -3,7 +3,7 @@ context variable instead of numbered levels).
 
 * An ``Interpreter`` handles ``bind`` while it is current. Its ``process(prim,
   args, params)`` unpacks its own tracers, does its work by binding primitives
-  again *below itself* (``with self.parent_scope():``), and boxes results in new
+  again *below itself* (the parent interpreter made current), and boxes results in new
   tracers. Nesting works because every rule calls ``bind`` again.
 * A ``Tracer`` is an array-like that belongs to one interpreter. It has every
   operator and method of ``Array`` (both inherit ``ArrayBase``), so user code
@@ -68,14 +68,6 @@ class Interpreter:
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         raise NotImplementedError
-
-    @contextlib.contextmanager
-    def parent_scope(self) -> Iterator[None]:
-        token = current_interpreter.set(self.parent)
-        try:
-            yield
-        finally:
-            current_interpreter.reset(token)
 
     def encloses(self, other: Interpreter | None) -> bool:
         """Whether ``other`` is this interpreter or one of its ancestors."""
