@@ -497,7 +497,7 @@ def _scatter(draw: Any) -> Case:
     return Case([x, values] + idx, {"template": template, "mode": mode}, ref)
 
 
-def _along_axis_indices(draw: Any) -> tuple[Any, int, Any]:
+def along_axis_indices(draw: Any) -> tuple[Any, int, Any]:
     """An array, an axis, and indices into that axis with 0-4 entries along it (the other
     axes as the array's): the arguments take_along_axis and its scatter share."""
     x = _float_array(draw, draw(NONEMPTY))
@@ -506,11 +506,6 @@ def _along_axis_indices(draw: Any) -> tuple[Any, int, Any]:
     shape[axis] = draw(st.integers(0, 4))
     idx = draw(hnp.arrays(np.int64, tuple(shape), elements=st.integers(0, x.shape[axis] - 1)))
     return x, axis, idx
-
-
-def _take_along_axis(draw: Any) -> Case:
-    x, axis, idx = _along_axis_indices(draw)
-    return Case([x, idx], {"axis": axis}, lambda x, i, axis: np.take_along_axis(x, i, axis))
 
 
 def _program_of(fn: Any, x: np.ndarray) -> Any:
@@ -587,20 +582,6 @@ def _function_call(draw: Any) -> Case:
     return Case([x], params_for(x), lambda x, call: np.sin(x), rtol_for(x.dtype), extra={"params_for": params_for})
 
 
-def _scatter_add_along(draw: Any) -> Case:
-    x, axis, idx = _along_axis_indices(draw)
-    values = arrays(draw, x.dtype, idx.shape)
-
-    def ref(x: Any, idx: Any, values: Any, axis: int) -> Any:
-        out = x.copy()
-        grids = list(np.ix_(*[np.arange(n) for n in idx.shape]))
-        grids[axis] = idx
-        np.add.at(out, tuple(grids), values)
-        return out
-
-    return Case([x, idx, values], {"axis": axis}, ref)
-
-
 CASES: dict[str, Callable[[Any], Case]] = {}
 CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
@@ -618,8 +599,7 @@ CASES.update({
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
-    "gather": _gather, "scatter": _scatter, "take_along_axis": _take_along_axis,
-    "scatter_add_along_axis": _scatter_add_along,
+    "gather": _gather, "scatter": _scatter,
     "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),

@@ -13,12 +13,11 @@ import funcgrad as fg
 from funcgrad.primitives.domains import Domain
 from funcgrad.testing import check_grads
 
-from .primitive_cases import CASES, REVERSE_ONLY, is_float
+from .primitive_cases import CASES, REVERSE_ONLY, along_axis_indices, is_float
 
 DIFFERENTIABLE = sorted((p for p in fg.registry() if p.differentiable), key=lambda p: p.name)
-INDEX_ARGS = {"gather": 1, "scatter": 2, "take_along_axis": 1, "softmax_cross_entropy": 1,
+INDEX_ARGS = {"gather": 1, "scatter": 2, "softmax_cross_entropy": 1,
               "softmax_cross_entropy_grad": 2}  # positions from which args are indices
-INDEX_POSITIONS = {"scatter_add_along_axis": {1}}  # index operands in the middle
 
 
 def test_every_differentiable_primitive_has_rules_and_a_domain() -> None:
@@ -56,7 +55,7 @@ def _grad_case(prim: fg.Primitive, draw) -> tuple[list, dict]:
     first_index = INDEX_ARGS.get(prim.name, len(case.args))
     args: list = []
     for i, a in enumerate(case.args):
-        keep = i >= first_index or (prim.name == "select" and i == 0) or i in INDEX_POSITIONS.get(prim.name, ())
+        keep = i >= first_index or (prim.name == "select" and i == 0)
         if keep or not isinstance(a, np.ndarray):
             args.append(fg.asarray(a) if isinstance(a, np.ndarray) else a)
             continue
@@ -85,7 +84,7 @@ def _grad_case(prim: fg.Primitive, draw) -> tuple[list, dict]:
 def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataObject) -> None:
     args, params = _grad_case(prim, data.draw)
     float_positions = [i for i, a in enumerate(args) if isinstance(a, fg.Array) and a.dtype.kind == "f"
-                       and i < INDEX_ARGS.get(prim.name, len(args)) and i not in INDEX_POSITIONS.get(prim.name, ())]
+                       and i < INDEX_ARGS.get(prim.name, len(args))]
     if not float_positions:
         return
     spd = prim.domain.kind == "spd"
@@ -178,7 +177,7 @@ def test_scatter_with_repeated_indices_differentiates_what_was_written(idx: list
 
 def _float_positions(prim: fg.Primitive, args: list) -> list[int]:
     return [i for i, a in enumerate(args) if isinstance(a, fg.Array) and a.dtype.kind == "f"
-            and i < INDEX_ARGS.get(prim.name, len(args)) and i not in INDEX_POSITIONS.get(prim.name, ())]
+            and i < INDEX_ARGS.get(prim.name, len(args))]
 
 
 def _weighted_sum(out, weights) -> fg.Array:
@@ -365,3 +364,17 @@ def test_logsumexp_is_an_exact_composition() -> None:
     with np.errstate(divide="ignore"):
         assert fg.logsumexp(edge, axis=1).tolist() == [-np.inf, np.inf, 1.0 + np.log(2.0)]
         assert fg.logsumexp(fg.zeros((2, 0)), axis=1).tolist() == [-np.inf, -np.inf]
+
+
+@given(st.data())
+@settings(max_examples=25, deadline=None)
+def test_take_along_axis_is_a_gather(data: st.DataObject) -> None:
+    """fg.take_along_axis is a gather over index grids (no primitive of its own): NumPy's
+    values, indices broadcast against the other axes, and a gradient that adds repeated
+    picks, checked against finite differences in both modes."""
+    x, axis, idx = data.draw(st.composite(along_axis_indices)())
+    got = fg.take_along_axis(fg.asarray(x), fg.asarray(idx), axis)
+    np.testing.assert_array_equal(got.numpy(), np.take_along_axis(x, idx, axis))
+    if x.dtype.kind == "f" and idx.size:
+        check_grads(lambda v: fg.take_along_axis(v, fg.asarray(idx), axis), [fg.asarray(x.astype(np.float64))],
+                    modes=("fwd", "rev"))

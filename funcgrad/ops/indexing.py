@@ -17,7 +17,7 @@ from .. import dtypes as _dt
 from ..array import Array, ArrayBase, concrete_value
 from ..errors import ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
 from ..primitives.core import bind, current_interpreter, fmt_shape
-from ..primitives.index import gather_p, scatter_p, take_along_axis_p
+from ..primitives.index import gather_p, scatter_p
 from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
 from .creation import _create, asarray
@@ -232,4 +232,13 @@ def take_along_axis(x: Any, indices: Any, /, axis: int = -1) -> Any:
     idx = _index_array(indices)
     if idx.ndim != x.ndim:
         raise ShapeError(f"take_along_axis: indices of shape {fmt_shape(idx.shape)} need {x.ndim} dimensions")
-    return bind(take_along_axis_p, x, idx, axis=normalize_axis("take_along_axis", axis, x.ndim))
+    ax = normalize_axis("take_along_axis", axis, x.ndim)
+    for d in range(x.ndim):
+        if d != ax and idx.shape[d] != x.shape[d] and 1 not in (idx.shape[d], x.shape[d]):
+            raise ShapeError(f"take_along_axis: indices of shape {fmt_shape(tuple(idx.shape))} do not broadcast "
+                             f"against an array of shape {fmt_shape(tuple(x.shape))} (off axis {ax})")
+    # a gather: idx on the axis, and on every other axis the positions themselves (an
+    # index grid, as NumPy builds it), all broadcast together
+    grids = [idx if d == ax else _create(x.device, lambda xp, d=d: xp.arange(x.shape[d]).reshape(
+        (1,) * d + (x.shape[d],) + (1,) * (x.ndim - d - 1))) for d in range(x.ndim)]
+    return _gather(x, grids)

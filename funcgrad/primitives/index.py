@@ -1,4 +1,4 @@
-"""Advanced indexing: gather (``x[int_array]``), scatter (``x.at[...]``), take_along_axis.
+"""Advanced indexing: gather (``x[int_array]``) and scatter (``x.at[...]``).
 
 An index is kept as a *template*: one entry per index position, each
 ``("s", start, stop, step)`` for a slice, ``("i", n)`` for an int, ``("n",)``
@@ -16,9 +16,9 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from .core import Primitive, ShapedArray, fmt_shape
 from .domains import Domain
-from .rules import broadcast_shapes, common_device, normalize_axis, require_kind
+from .rules import broadcast_shapes, common_device, require_kind
 
-__all__ = ["gather_p", "scatter_p", "take_along_axis_p", "build_index", "indexed_shape", "SCATTER_MODES"]
+__all__ = ["gather_p", "scatter_p", "build_index", "indexed_shape", "SCATTER_MODES"]
 
 Template = tuple[tuple[Any, ...], ...]
 
@@ -149,22 +149,6 @@ def _scatter_gpu(xp: Any, x: Any, values: Any, *indices: Any, template: Template
 scatter_p = Primitive("scatter", _scatter_rule, kernel=_scatter, gpu_kernel=_scatter_gpu)
 
 
-def _take_along_axis_rule(x: ShapedArray, indices: ShapedArray, *, axis: int) -> ShapedArray:
-    _check_indices("take_along_axis", (indices,))
-    axis = normalize_axis("take_along_axis", axis, len(x.shape))
-    if len(indices.shape) != len(x.shape):
-        raise ShapeError(f"take_along_axis: indices of shape {fmt_shape(indices.shape)} need as many "
-                         f"dimensions as the array of shape {fmt_shape(x.shape)}")
-    others = broadcast_shapes("take_along_axis",
-                              x.shape[:axis] + (1,) + x.shape[axis + 1:],
-                              indices.shape[:axis] + (1,) + indices.shape[axis + 1:])
-    shape = others[:axis] + (indices.shape[axis],) + others[axis + 1:]
-    return ShapedArray(shape, x.dtype, common_device("take_along_axis", (x, indices)))
-
-
-take_along_axis_p = Primitive("take_along_axis", _take_along_axis_rule,
-                              kernel=lambda xp, x, i, *, axis: xp.take_along_axis(x, i, axis=axis))
-
 
 # ---- derivatives ----------------------------------------------------------------------
 
@@ -268,39 +252,3 @@ defjvp(scatter_p, each=_scatter_jvp)
 defvjp(scatter_p, each=_scatter_vjp, saves="both")
 
 
-def _scatter_along_rule(x: ShapedArray, idx: ShapedArray, values: ShapedArray, *, axis: int) -> ShapedArray:
-    _check_indices("scatter_add_along_axis", (idx,))
-    if idx.shape != values.shape or len(idx.shape) != len(x.shape):
-        raise ShapeError(f"scatter_add_along_axis: indices {fmt_shape(idx.shape)} and values "
-                         f"{fmt_shape(values.shape)} must match and have the dimensions of {fmt_shape(x.shape)}")
-    return x
-
-
-def _scatter_add_along_axis(xp: Any, x: Any, idx: Any, values: Any, *, axis: int) -> Any:
-    """``x`` plus ``values`` added at ``take_along_axis`` positions (duplicates accumulate)."""
-    out = x.copy()
-    nd = idx.ndim  # an index grid per axis (``ix_``'s, built directly: it is most of the cost), idx on ``axis``
-    grids = tuple(idx if d == axis else xp.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1))
-                  for d, n in enumerate(idx.shape))
-    xp.add.at(out, grids, values) if xp.__name__ == "numpy" else __import__("cupyx").scatter_add(out, grids, values)
-    return out
-
-
-# The transpose of take_along_axis, as one kernel (its VJP would otherwise build index grids op by op).
-scatter_add_along_axis_p = Primitive("scatter_add_along_axis", _scatter_along_rule, kernel=_scatter_add_along_axis)
-defjvp(scatter_add_along_axis_p, lambda t, ans, x, idx, v, *, axis: t, None,
-       lambda t, ans, x, idx, v, *, axis: bind(scatter_add_along_axis_p, ops.zeros_like(ans), idx, t, axis=axis))
-defvjp(scatter_add_along_axis_p, lambda g, ans, x, idx, v, *, axis: g, None,
-       lambda g, ans, x, idx, v, *, axis: bind(take_along_axis_p, g, idx, axis=axis), saves=(1,))
-
-
-def _take_along_axis_vjp(g: Any, ans: Any, x: Any, idx: Any, *, axis: int) -> Any:
-    # x may have been broadcast against idx: scatter into the broadcast shape; the
-    # interpreter sums back to x's shape
-    target = tuple(g.shape[:axis]) + (x.shape[axis],) + tuple(g.shape[axis + 1:])
-    zeros = ops.zeros(target, x.dtype, device=g.device)
-    return bind(scatter_add_along_axis_p, zeros, ops.broadcast_to(idx, tuple(g.shape)), g, axis=axis)
-
-
-defjvp(take_along_axis_p, lambda t, ans, x, idx, *, axis: bind(take_along_axis_p, t, idx, axis=axis), None)
-defvjp(take_along_axis_p, _take_along_axis_vjp, None, saves=(1,))

@@ -14,7 +14,6 @@ from ..dtypes import bool_, int64
 from ..errors import ShapeError
 from .core import Primitive, ShapedArray, fmt_shape
 from .domains import DISTINCT, Domain
-from .index import take_along_axis_p
 from .rules import normalize_axis, require_kind
 from .shape import expand_dims_p
 
@@ -313,7 +312,7 @@ def _xent_softmax(z: Any) -> Any:
 
 def _picked(t: Any, y: Any) -> Any:
     """``t[i, y[i]]`` per row."""
-    return ops.squeeze(bind(take_along_axis_p, t, ops.expand_dims(y, 1), axis=1), 1)
+    return ops.squeeze(ops.take_along_axis(t, ops.expand_dims(y, 1), axis=1), 1)
 
 
 def _counted(y: Any, ignore_index: int) -> tuple[Any, Any]:
