@@ -582,6 +582,20 @@ def _function_call(draw: Any) -> Case:
     return Case([x], params_for(x), lambda x, call: np.sin(x), rtol_for(x.dtype), extra={"params_for": params_for})
 
 
+def _logsumexp_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    axes = tuple(sorted(draw(st.sets(st.integers(0, x.ndim - 1), max_size=x.ndim))))
+    keepdims = draw(st.booleans())
+
+    def ref(x: Any, axes: Any, keepdims: bool) -> Any:
+        w = x.astype(np.float64)
+        m = w.max(axis=axes, keepdims=True) if w.size else 0.0
+        out = np.log(np.exp(w - m).sum(axis=axes, keepdims=True)) + m
+        return (out if keepdims else np.squeeze(out, axes)).astype(x.dtype)
+
+    return Case([x], {"axes": axes, "keepdims": keepdims}, ref, rtol_for(x.dtype) * 10)
+
+
 CASES: dict[str, Callable[[Any], Case]] = {}
 CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
@@ -599,7 +613,7 @@ CASES.update({
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
-    "gather": _gather, "scatter": _scatter,
+    "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case,
     "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
