@@ -82,7 +82,7 @@ _UNARY_REF = {"rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + n
 
 
 def _unary(name: str) -> Any:
-    kernel, kinds = UNARY_TABLE[name]
+    kernel, kinds, *_ = UNARY_TABLE[name]
     ref = _UNARY_REF.get(name) or getattr(np, kernel)
     lo, hi = _UNARY_DOMAIN.get(name, (-3, 3))
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..dtypes import DType, bool_
 from ..errors import DTypeError
+from .ad import defjvp, deflinear, defvjp, like, ops
 from .core import Primitive, ShapedArray
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
@@ -23,6 +24,7 @@ __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p"
            "integer_pow_p"]
 
 _LOW_PRECISION = ("float16", "bfloat16")
+_LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
 
 
 def _upcast(fn: Any) -> Any:
@@ -67,28 +69,48 @@ def _relu(xp: Any, x: Any) -> Any:
     return xp.maximum(x, x.dtype.type(0))  # a zero of x's own dtype (bfloat16 would promote a Python 0)
 
 
-# name -> (kernel, accepted kinds); all keep their input dtype
-UNARY_TABLE: dict[str, tuple[Any, str]] = {
-    "neg": ("negative", "iuf"),
-    "exp": ("exp", "f"), "exp2": ("exp2", "f"), "log": ("log", "f"), "log2": ("log2", "f"),
-    "log10": ("log10", "f"), "log1p": ("log1p", "f"), "expm1": ("expm1", "f"),
-    "sqrt": ("sqrt", "f"), "rsqrt": (_upcast(_rsqrt), "f"),
-    "sin": ("sin", "f"), "cos": ("cos", "f"), "tan": ("tan", "f"),
-    "arcsin": ("arcsin", "f"), "arccos": ("arccos", "f"), "arctan": ("arctan", "f"),
-    "sinh": ("sinh", "f"), "cosh": ("cosh", "f"), "tanh": ("tanh", "f"),
-    "arcsinh": ("arcsinh", "f"), "arccosh": ("arccosh", "f"), "arctanh": ("arctanh", "f"),
-    "sigmoid": (_upcast(_sigmoid), "f"), "erf": (_upcast(_erf), "f"),
-    "abs": ("absolute", "iuf"), "sign": ("sign", "iuf"), "square": ("square", "iuf"),
-    "reciprocal": ("reciprocal", "f"),
-    "floor": ("floor", "f"), "ceil": ("ceil", "f"), "trunc": ("trunc", "f"),
-    "round": (_round, "f"),
-    "bitwise_invert": ("invert", "biu"),
+# One row per unary primitive, all keeping their input dtype: its kernel, the dtype kinds
+# it accepts, its derivative d(x, ans) (one function serves both modes: t * d and g * d;
+# None: no derivative), what d reads (what the backward pass keeps), and where the
+# derivative is checked (None: REAL).
+_UNIT = Domain(-0.8, 0.8)
+UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
+    "neg": ("negative", "iuf", lambda x, a: -1.0, "none", None),
+    "exp": ("exp", "f", lambda x, a: a, "ans", None),
+    "exp2": ("exp2", "f", lambda x, a: a * _LN2, "ans", None),
+    "log": ("log", "f", lambda x, a: ops.reciprocal(x), "args", POSITIVE),
+    "log2": ("log2", "f", lambda x, a: ops.reciprocal(x * _LN2), "args", POSITIVE),
+    "log10": ("log10", "f", lambda x, a: ops.reciprocal(x * _LN10), "args", POSITIVE),
+    "log1p": ("log1p", "f", lambda x, a: ops.reciprocal(x + 1.0), "args", Domain(-0.7, 3.0)),
+    "expm1": ("expm1", "f", lambda x, a: a + 1.0, "ans", None),
+    "sqrt": ("sqrt", "f", lambda x, a: 0.5 / a, "ans", POSITIVE),
+    "rsqrt": (_upcast(_rsqrt), "f", lambda x, a: -0.5 * a * a * a, "ans", POSITIVE),
+    "sin": ("sin", "f", lambda x, a: ops.cos(x), "args", None),
+    "cos": ("cos", "f", lambda x, a: -ops.sin(x), "args", None),
+    "tan": ("tan", "f", lambda x, a: 1.0 + a * a, "ans", Domain(-1.2, 1.2)),
+    "arcsin": ("arcsin", "f", lambda x, a: ops.rsqrt(1.0 - x * x), "args", _UNIT),
+    "arccos": ("arccos", "f", lambda x, a: -ops.rsqrt(1.0 - x * x), "args", _UNIT),
+    "arctan": ("arctan", "f", lambda x, a: ops.reciprocal(1.0 + x * x), "args", None),
+    "sinh": ("sinh", "f", lambda x, a: ops.cosh(x), "args", None),
+    "cosh": ("cosh", "f", lambda x, a: ops.sinh(x), "args", None),
+    "tanh": ("tanh", "f", lambda x, a: 1.0 - a * a, "ans", None),
+    "arcsinh": ("arcsinh", "f", lambda x, a: ops.rsqrt(x * x + 1.0), "args", None),
+    "arccosh": ("arccosh", "f", lambda x, a: ops.rsqrt(x * x - 1.0), "args", Domain(1.3, 3.0)),
+    "arctanh": ("arctanh", "f", lambda x, a: ops.reciprocal(1.0 - x * x), "args", _UNIT),
+    "sigmoid": (_upcast(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
+    "erf": (_upcast(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * ops.exp(-(x * x)), "args", None),
+    "abs": ("absolute", "iuf", lambda x, a: ops.sign(x), "args", NONZERO),
+    "square": ("square", "iuf", lambda x, a: 2.0 * x, "args", None),
+    "reciprocal": ("reciprocal", "f", lambda x, a: -(a * a), "ans", NONZERO),
     # max(x, 0) as one operation (PyTorch's relu): NaN stays NaN, the derivative at 0 is 0
     # (maximum's splits ties), and the MLP's value_and_grad with fg.maximum(x, 0.0) in its
     # place takes 1.26x as long (paired rounds)
-    "relu": (_relu, "iuf"),
+    "relu": (_relu, "iuf", lambda x, a: ops.greater(a, 0).astype(a.dtype), "ans", NONZERO),
+    "sign": ("sign", "iuf", None, None, None), "floor": ("floor", "f", None, None, None),
+    "ceil": ("ceil", "f", None, None, None), "trunc": ("trunc", "f", None, None, None),
+    "round": (_round, "f", None, None, None), "bitwise_invert": ("invert", "biu", None, None, None),
 }
-NON_DIFFERENTIABLE = {"sign", "floor", "ceil", "trunc", "round", "bitwise_invert"}
+NON_DIFFERENTIABLE = {name for name, row in UNARY_TABLE.items() if row[2] is None}
 
 BINARY_TABLE: dict[str, tuple[Any, str]] = {
     "add": ("add", "biuf"), "sub": ("subtract", "iuf"), "mul": ("multiply", "biuf"),
@@ -136,8 +158,8 @@ def _bool_rule(name: str, kinds: str) -> Any:
 
 
 UNARY: dict[str, Primitive] = {
-    name: Primitive(name, _unary_rule(name, kinds), kernel=kernel, differentiable=name not in NON_DIFFERENTIABLE)
-    for name, (kernel, kinds) in UNARY_TABLE.items()
+    name: Primitive(name, _unary_rule(name, kinds), kernel=kernel, differentiable=deriv is not None, domain=domain)
+    for name, (kernel, kinds, deriv, _uses, domain) in UNARY_TABLE.items()
 }
 BINARY: dict[str, Primitive] = {
     name: Primitive(name, _binary_rule(name, kinds), kernel=kernel, differentiable=name not in NON_DIFFERENTIABLE)
@@ -208,69 +230,23 @@ copy_p = Primitive("copy", lambda x: x, kernel=_copy)
 
 
 # ---- derivatives ----------------------------------------------------------------------
-# Unary: one elementwise derivative d(x, ans) serves both modes (t * d and g * d).
-# "uses" says what d reads, which is what the backward pass keeps.
 
-from .ad import defjvp, deflinear, defvjp, like, ops  # noqa: E402
-
-_LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
-
-UNARY_DERIVATIVES: dict[str, tuple[Any, str]] = {
-    "exp": (lambda x, a: a, "ans"),
-    "exp2": (lambda x, a: a * _LN2, "ans"),
-    "log": (lambda x, a: ops.reciprocal(x), "args"),
-    "log2": (lambda x, a: ops.reciprocal(x * _LN2), "args"),
-    "log10": (lambda x, a: ops.reciprocal(x * _LN10), "args"),
-    "log1p": (lambda x, a: ops.reciprocal(x + 1.0), "args"),
-    "expm1": (lambda x, a: a + 1.0, "ans"),
-    "sqrt": (lambda x, a: 0.5 / a, "ans"),
-    "rsqrt": (lambda x, a: -0.5 * a * a * a, "ans"),
-    "sin": (lambda x, a: ops.cos(x), "args"),
-    "cos": (lambda x, a: -ops.sin(x), "args"),
-    "tan": (lambda x, a: 1.0 + a * a, "ans"),
-    "arcsin": (lambda x, a: ops.rsqrt(1.0 - x * x), "args"),
-    "arccos": (lambda x, a: -ops.rsqrt(1.0 - x * x), "args"),
-    "arctan": (lambda x, a: ops.reciprocal(1.0 + x * x), "args"),
-    "sinh": (lambda x, a: ops.cosh(x), "args"),
-    "cosh": (lambda x, a: ops.sinh(x), "args"),
-    "tanh": (lambda x, a: 1.0 - a * a, "ans"),
-    "arcsinh": (lambda x, a: ops.rsqrt(x * x + 1.0), "args"),
-    "arccosh": (lambda x, a: ops.rsqrt(x * x - 1.0), "args"),
-    "arctanh": (lambda x, a: ops.reciprocal(1.0 - x * x), "args"),
-    "sigmoid": (lambda x, a: a * (1.0 - a), "ans"),
-    "erf": (lambda x, a: _TWO_OVER_SQRT_PI * ops.exp(-(x * x)), "args"),
-    "abs": (lambda x, a: ops.sign(x), "args"),
-    "square": (lambda x, a: 2.0 * x, "args"),
-    "reciprocal": (lambda x, a: -(a * a), "ans"),
-    "relu": (lambda x, a: ops.greater(a, 0).astype(a.dtype), "ans"),
-}
-
-
-def _unary_rules(name: str, deriv: Any, uses: str) -> None:
-    prim = UNARY[name]
+def _unary_rules(prim: Primitive, deriv: Any, uses: str) -> None:
     defjvp(prim, lambda t, ans, x, **p: t * deriv(x, ans))
     defvjp(prim, lambda g, ans, x, **p: g * deriv(x, ans), saves=uses)
 
 
-for _name, (_deriv, _uses) in UNARY_DERIVATIVES.items():
-    _unary_rules(_name, _deriv, _uses)
+for _name, (_kernel, _kinds, _deriv, _uses, _domain) in UNARY_TABLE.items():
+    if _deriv is not None:
+        _unary_rules(UNARY[_name], _deriv, _uses)
 
-# Where each derivative is checked (everything else: REAL, the default).
-_UNIT = Domain(-0.8, 0.8)
-for _name, _domain in {
-    "log": POSITIVE, "log2": POSITIVE, "log10": POSITIVE, "log1p": Domain(-0.7, 3.0), "sqrt": POSITIVE,
-    "rsqrt": POSITIVE, "reciprocal": NONZERO, "arcsin": _UNIT, "arccos": _UNIT, "arctanh": _UNIT,
-    "arccosh": Domain(1.3, 3.0), "tan": Domain(-1.2, 1.2), "abs": NONZERO,
-    "relu": NONZERO,
-}.items():
-    UNARY[_name].domain = _domain
+# Where each binary derivative is checked (everything else: REAL, the default).
 for _name, _domain in {
     "div": NONZERO, "pow": POSITIVE, "maximum": DISTINCT, "minimum": DISTINCT, "atan2": NONZERO,
     "hypot": NONZERO, "copysign": NONZERO, "remainder": Domain(kind="remainder"),
 }.items():
     BINARY[_name].domain = _domain
 integer_pow_p.domain = Domain(0.3, 2.0)
-deflinear(UNARY["neg"], lambda g, ans, x: -g)
 
 
 def _max_min_rules(prim: Primitive, winner: Any) -> None:
