@@ -10,6 +10,10 @@ Two classes split the work:
   array is made: kernel outputs *are* their backend array, and a view builds
   its own from the buffer. So the eager path never re-derives a view.
 
+Eager evaluation lives here too (``evaluate``): ``bind`` with no interpreter active
+asks its first array argument to evaluate the primitive, and an array that requires
+grad hands it to the tape through its autograd metadata.
+
 No array's values ever change, so views are always safe to share. ``x[...] = v``
 raises; ``x.at[...].set(v)`` returns a new array. What users reach of the memory is
 read-only (``Buffer``). The one write into a buffer is an optimizer step adding into a
