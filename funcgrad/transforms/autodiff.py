@@ -171,11 +171,20 @@ class VJPInterpreter(Interpreter):
         for a in args:
             if a.__class__ is _Array:
                 meta = a._autograd
-                if meta is not None and tape and meta.requires_grad and (meta.grad_fn or meta.accumulator):
+                if meta is not None and tape and meta.requires_grad and (edge := meta.grad_fn or meta.accumulator):
                     # the tape's value: an array with history (the common case, inline)
-                    parents.append((meta.grad_fn or meta.accumulator, meta.output_nr, a._data.shape, a._dtype))
+                    data = a._data
+                    parents.append((edge, meta.output_nr, data.shape, a._dtype))
+                    primals.append(a)
                     live = True
-                elif meta is not None and tape:
+                    if raw is not None:
+                        if device is None or a._device is device:
+                            device = a._device
+                            raw.append(data)
+                        else:
+                            raw = None
+                    continue
+                if meta is not None and tape:
                     a, parent = self.unbox(a)
                     parents.append(parent)
                     live = live or parent is not None
