@@ -1,4 +1,5 @@
-"""The package's floors: imports point down, and no module depends on itself in a circle.
+"""The package's floors: imports point down, no module depends on itself in a circle, and no
+module writes into another's namespace.
 
 ``lint-imports`` checks the layers declared in ``pyproject.toml``. The cycle check parses
 every module, imports inside functions included (only ``if TYPE_CHECKING:`` blocks are
@@ -107,6 +108,52 @@ def test_the_cycle_check_sees_imports_inside_functions() -> None:
     assert "funcgrad.ops" in graph["funcgrad.primitives.ad"]  # imported inside a method
     assert "funcgrad.backends.device" not in graph["funcgrad.backends.base"]  # only under TYPE_CHECKING
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _module_aliases(name: str, path: Path, modules: dict[str, Path]) -> tuple[ast.Module, set[str]]:
+    """The parsed module, and the names it binds to other modules of the package."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update(a.asname or a.name.split(".")[0] for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+            aliases.update(a.asname or a.name for a in node.names if f"{target}.{a.name}" in modules)
+    return tree, aliases
+
+
+def _foreign_assignments(name: str, path: Path, modules: dict[str, Path]) -> list[str]:
+    """``other_module.x = ...`` (or ``setattr(other_module, ...)``) anywhere in a module."""
+    tree, aliases = _module_aliases(name, path, modules)
+    found = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AugAssign, ast.AnnAssign)) else []
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr" and node.args:
+            targets = [ast.Attribute(value=node.args[0], attr="?")]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in aliases:
+                found.append(f"{name}:{node.lineno}: {t.value.id}.{t.attr}")
+    return found
+
+
+def test_no_module_sets_another_modules_globals() -> None:
+    """A floor that needs something from above gets it through the data it is handed (or
+    a function of its own that the upper floor calls, ``array.provide``), never by the
+    upper floor writing into its namespace."""
+    modules = _modules()
+    found = [f for name, path in modules.items() for f in _foreign_assignments(name, path, modules)]
+    assert found == []
+
+
+def test_the_assignment_check_sees_one(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text("from .primitives import core as _core\n_core._Array = object\n")
+    modules = {"funcgrad.primitives.core": source, "funcgrad.mod": source}
+    assert _foreign_assignments("funcgrad.mod", source, modules) == ["funcgrad.mod:2: _core._Array"]
 
 
 def test_layers_point_down() -> None:
