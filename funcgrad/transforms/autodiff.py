@@ -150,9 +150,11 @@ class VJPInterpreter(Interpreter):
     """Reverse mode's recorder: each primitive applied to a value it tracks becomes a
     ``Node`` holding the rule's residuals and edges to the inputs' nodes. ``fg.vjp`` tracks
     its ``VJPTracer``s; the tape (``tape.Tape``, the same recorder) tracks arrays that
-    require grad, through their autograd metadata. The two differ only in the four methods
-    below ``process``: how a value is unboxed, which rule a primitive without a derivative gets, how the forward
-    pass runs below the recorder, and how outputs are boxed."""
+    require grad, through their autograd metadata. ``process`` reads both kinds of value
+    inline (the hot path); otherwise the two differ only in the class attributes and the
+    methods below ``process``: how an unusual value is unboxed (``unbox``), which rule a
+    primitive without a derivative gets, how the forward pass runs below the recorder
+    (``enter_below``/``exit_below``/``below``), and how outputs are boxed (``box``)."""
 
     name = "vjp"
     tracks_arrays = False  # the tape's values are arrays with autograd metadata; fg.vjp's are its tracers
