@@ -73,18 +73,22 @@ class JVPFromRules:
         return ans, out
 
 
+_NOTHING = [(None, (None,) * n) for n in range(8)]  # what a rule that reads nothing keeps, by arity
+
+
 class VJPFromRules:
     """``prim.vjp``: ``fwd(primals, params) -> (ans, residuals)`` and
     ``bwd(residuals, g, params, needs) -> one cotangent (or None) per input``."""
 
     def __init__(self, prim: Primitive, rules: tuple[Callable[..., Any] | None, ...], saves: Any,
                  each: Callable[..., Any] | None = None) -> None:
-        if not (saves in ("ans", "args", "both", "none") or isinstance(saves, tuple)):
-            raise ValueError(f"defvjp({prim.name}): saves must be 'ans', 'args', 'both', 'none' or a tuple")
+        if not (saves in ("ans", "args", "both", "none", "nothing") or isinstance(saves, tuple)):
+            raise ValueError(f"defvjp({prim.name}): saves must be 'ans', 'args', 'both', 'none', 'nothing' or a tuple")
         self.prim, self.rules, self.each = prim, rules, each
         self.keep_ans = saves in ("ans", "both") or (isinstance(saves, tuple) and "ans" in saves)
         self.keep_args = saves in ("args", "both")
         self.keep_some = tuple(i for i in saves if isinstance(i, int)) if isinstance(saves, tuple) else ()
+        self.keep_nothing = saves == "nothing"  # the rules read neither values nor shapes (add, sub)
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         ans = bind(self.prim, *primals, **params)
@@ -92,6 +96,8 @@ class VJPFromRules:
 
     def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
         """What the backward pass keeps, given the inputs and the output."""
+        if self.keep_nothing:
+            return _NOTHING[len(primals)]
         if self.keep_args:
             args = primals
         elif not self.keep_some:  # aval_of, inline for concrete arrays: this runs once per recorded operation
@@ -125,7 +131,9 @@ def defjvp(prim: Primitive, *rules: Callable[..., Any] | None, each: Callable[..
 def defvjp(prim: Primitive, *rules: Callable[..., Any] | None, saves: Any = "both",
            each: Callable[..., Any] | None = None) -> None:
     """Per-input cotangent rules, or ``each(i, g, ans, *args, **params)`` for variadic primitives.
-    ``saves``: ``"ans"``, ``"args"``, ``"both"``, ``"none"``, or a tuple of input positions (and ``"ans"``)."""
+    ``saves``: ``"ans"``, ``"args"``, ``"both"``, ``"none"`` (the inputs' shapes and dtypes
+    only), ``"nothing"`` (the rules read no input: they get ``None`` for each), or a tuple
+    of input positions (and ``"ans"``)."""
     prim.vjp = VJPFromRules(prim, rules, saves, each)
 
 

@@ -75,7 +75,7 @@ def _relu(xp: Any, x: Any) -> Any:
 # derivative is checked (None: REAL).
 _UNIT = Domain(-0.8, 0.8)
 UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
-    "neg": ("negative", "iuf", lambda x, a: -1.0, "none", None),
+    "neg": ("negative", "iuf", lambda x, a: -1.0, "nothing", None),
     "exp": ("exp", "f", lambda x, a: a, "ans", None),
     "exp2": ("exp2", "f", lambda x, a: a * _LN2, "ans", None),
     "log": ("log", "f", lambda x, a: ops.reciprocal(x), "args", POSITIVE),
@@ -265,9 +265,9 @@ def _safe_log(x: Any) -> Any:
 
 
 defjvp(BINARY["add"], lambda t, ans, x, y: t, lambda t, ans, x, y: t)
-defvjp(BINARY["add"], lambda g, ans, x, y: g, lambda g, ans, x, y: g, saves="none")
+defvjp(BINARY["add"], lambda g, ans, x, y: g, lambda g, ans, x, y: g, saves="nothing")
 defjvp(BINARY["sub"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t)
-defvjp(BINARY["sub"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g, saves="none")
+defvjp(BINARY["sub"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g, saves="nothing")
 defjvp(BINARY["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
 defvjp(BINARY["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
 defjvp(BINARY["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
