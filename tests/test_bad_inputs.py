@@ -226,3 +226,15 @@ def test_random_bad_arguments_get_funcgrad_errors(name, fn, data) -> None:
         assert raised_by_call or (origin.startswith(_OWN_PREFIXES) and isinstance(exc, (TypeError, ValueError, IndexError))
                                   and short in str(exc)), (
             f"{name}{tuple(args)}{kwargs} raised {type(exc).__name__} from {origin}: {exc}")
+
+
+def test_impossible_section_counts_are_refused_up_front() -> None:
+    """array_split builds one Python object per piece: a count like 10**20 must be refused
+    before it is attempted (a list of that many pieces would exhaust memory), and a
+    count below 1 is an error as in NumPy, not a single piece."""
+    x = fg.arange(3)
+    with pytest.raises(fg.ArgumentValueError, match="array_split"):
+        fg.array_split(x, 10 ** 20)
+    with pytest.raises(fg.ArgumentValueError, match="at least 1"):
+        fg.array_split(x, -1)
+    assert [a.tolist() for a in fg.array_split(x, 5)] == [[0], [1], [2], [], []]

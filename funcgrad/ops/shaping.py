@@ -239,9 +239,19 @@ def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
     return [slice_axis(x, ax, lo, builtins.max(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
+_MAX_EMPTY_PIECES = 2 ** 16
+
+
 def array_split(x: Any, sections: int, /, axis: int = 0) -> list[Any]:
+    """NumPy ``array_split``: ``sections`` nearly equal views; sections past the axis's
+    length are empty. A count that could not be made at all (``10**20``: one Python object
+    per piece) is refused up front rather than exhausting memory."""
     x = _single(x)
     n = x.shape[normalize_axis("array_split", axis, x.ndim)]
+    sections = as_int("array_split", sections, "the number of sections", minimum=1)
+    if sections > n + _MAX_EMPTY_PIECES:
+        raise ArgumentValueError(f"array_split: {sections} sections of an axis of {n} elements: at most "
+                                 f"{n + _MAX_EMPTY_PIECES} (the pieces past the elements are empty)")
     base, extra = divmod(n, sections)
     sizes = [base + (i < extra) for i in builtins.range(sections)]
     return split(x, list(np.cumsum(sizes)[:-1]), axis)
