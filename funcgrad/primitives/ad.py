@@ -97,7 +97,8 @@ class VJPFromRules:
     def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
         """What the backward pass keeps, given the inputs and the output."""
         if self.keep_nothing:
-            return _NOTHING[len(primals)]
+            n = len(primals)
+            return _NOTHING[n] if n < len(_NOTHING) else (None, (None,) * n)
         if self.keep_args:
             args = primals
         elif not self.keep_some:  # aval_of, inline for concrete arrays: this runs once per recorded operation

@@ -175,18 +175,9 @@ class VJPInterpreter(Interpreter):
                 meta = a._autograd
                 if meta is not None and tape and meta.requires_grad and (edge := meta.grad_fn or meta.accumulator):
                     # the tape's value: an array with history (the common case, inline)
-                    data = a._data
-                    parents.append((edge, meta.output_nr, data.shape, a._dtype))
-                    primals.append(a)
+                    parents.append((edge, meta.output_nr, a._data.shape, a._dtype))
                     live = True
-                    if raw is not None:
-                        if device is None or a._device is device:
-                            device = a._device
-                            raw.append(data)
-                        else:
-                            raw = None
-                    continue
-                if meta is not None and tape:
+                elif meta is not None and tape:
                     a, parent = self.unbox(a)
                     parents.append(parent)
                     live = live or parent is not None

@@ -155,7 +155,6 @@ class Function:
     def apply(cls, *args: Any) -> Any:
         positions = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
         call = _FunctionCall(cls, args, positions)
-        outs = iter(bind(function_p, *(args[i] for i in positions), call=call))
-        arrays = [stop_gradient(o) if k in call.marked else o for k, o in enumerate(outs)]
-        it = iter(arrays)
-        return _tree.unflatten(call.out_tree, [next(it) if leaf is None else leaf for leaf in call.out_leaves])
+        outs = bind(function_p, *(args[i] for i in positions), call=call)
+        arrays = iter(stop_gradient(o) if k in call.marked else o for k, o in enumerate(outs))
+        return _tree.unflatten(call.out_tree, [next(arrays) if leaf is None else leaf for leaf in call.out_leaves])

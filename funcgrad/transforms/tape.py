@@ -132,10 +132,7 @@ class Tape(VJPInterpreter):
         return run_eager(prim, primals, params)
 
     def box(self, ans: Any, node: Node, primals: tuple[Any, ...]) -> Any:
-        if not node.multi:
-            if ans._dtype.kind == "f":
-                ans._autograd = AutogradMeta(True, node, 0)
-            return ans
+        """Several results (one array result is boxed inline by ``process``)."""
         if node.prim.impl is not None:  # user code may return an input, or an array with history: never relabel it
             ans = tuple(Array._alias(o) if o._autograd is not None or any(o is p for p in primals) else o
                         for o in ans)
