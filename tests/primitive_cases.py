@@ -17,6 +17,7 @@ import hypothesis.strategies as st
 import ml_dtypes
 import numpy as np
 
+import funcgrad as fg
 from funcgrad.primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE
 
 
@@ -596,6 +597,21 @@ def _logsumexp_case(draw: Any) -> Case:
     return Case([x], {"axes": axes, "keepdims": keepdims}, ref, rtol_for(x.dtype) * 10)
 
 
+def _full_case(draw: Any) -> Case:
+    like = _float_array(draw)
+    shape = draw(SHAPES)
+    dtype = draw(st.sampled_from([fg.float32, fg.float64, fg.int64, fg.bool_]))
+    value = draw(st.sampled_from([0, 1, 0.5])) if dtype is not fg.bool_ else True
+    return Case([like], {"shape": shape, "value": value, "dtype": dtype},
+                lambda like, shape, value, dtype: np.full(shape, value, dtype.np))
+
+
+def _iota_case(draw: Any) -> Case:
+    dtype = draw(st.sampled_from([fg.int64, fg.int32, fg.float32]))
+    return Case([_float_array(draw)], {"n": draw(st.integers(0, 6)), "dtype": dtype},
+                lambda like, n, dtype: np.arange(n, dtype=dtype.np))
+
+
 CASES: dict[str, Callable[[Any], Case]] = {}
 CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
@@ -616,6 +632,7 @@ CASES.update({
     "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case,
     "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call,
+    "full": _full_case, "iota": _iota_case,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })
 

@@ -24,29 +24,7 @@ from typing import Any
 
 from .core import Primitive, ShapedArray, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules", "ops", "like"]
-
-
-class _Ops:
-    """``ops.exp(x)`` is ``fg.exp(x)``: the fg.* functions, resolved on first use
-    (funcgrad.ops imports the primitive modules, so they cannot import it back)."""
-
-    def __getattr__(self, name: str) -> Any:
-        from .. import ops
-
-        value = getattr(ops, name)
-        setattr(self, name, value)
-        return value
-
-
-ops: Any = _Ops()
-
-
-def like(value: float, x: Any) -> Any:
-    """A constant as a 0-d array of ``x``'s dtype and device. A rule forms its constants in
-    the precision of what it differentiates: two Python scalars alone (``where(c, 1.0,
-    -1.0)``) would make a default-dtype (float32) array."""
-    return ops.full((), value, x.dtype, device=x.device)
+__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules"]
 
 
 class JVPFromRules:

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..dtypes import DType, bool_
 from ..errors import DTypeError
-from .ad import defjvp, deflinear, defvjp, like, ops
+from . import lax
+from .ad import defjvp, deflinear, defvjp
 from .core import Primitive, ShapedArray
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
@@ -78,34 +79,34 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "neg": ("negative", "iuf", lambda x, a: -1.0, "nothing", None),
     "exp": ("exp", "f", lambda x, a: a, "ans", None),
     "exp2": ("exp2", "f", lambda x, a: a * _LN2, "ans", None),
-    "log": ("log", "f", lambda x, a: ops.reciprocal(x), "args", POSITIVE),
-    "log2": ("log2", "f", lambda x, a: ops.reciprocal(x * _LN2), "args", POSITIVE),
-    "log10": ("log10", "f", lambda x, a: ops.reciprocal(x * _LN10), "args", POSITIVE),
-    "log1p": ("log1p", "f", lambda x, a: ops.reciprocal(x + 1.0), "args", Domain(-0.7, 3.0)),
+    "log": ("log", "f", lambda x, a: lax.reciprocal(x), "args", POSITIVE),
+    "log2": ("log2", "f", lambda x, a: lax.reciprocal(x * _LN2), "args", POSITIVE),
+    "log10": ("log10", "f", lambda x, a: lax.reciprocal(x * _LN10), "args", POSITIVE),
+    "log1p": ("log1p", "f", lambda x, a: lax.reciprocal(x + 1.0), "args", Domain(-0.7, 3.0)),
     "expm1": ("expm1", "f", lambda x, a: a + 1.0, "ans", None),
     "sqrt": ("sqrt", "f", lambda x, a: 0.5 / a, "ans", POSITIVE),
     "rsqrt": (_upcast(_rsqrt), "f", lambda x, a: -0.5 * a * a * a, "ans", POSITIVE),
-    "sin": ("sin", "f", lambda x, a: ops.cos(x), "args", None),
-    "cos": ("cos", "f", lambda x, a: -ops.sin(x), "args", None),
+    "sin": ("sin", "f", lambda x, a: lax.cos(x), "args", None),
+    "cos": ("cos", "f", lambda x, a: -lax.sin(x), "args", None),
     "tan": ("tan", "f", lambda x, a: 1.0 + a * a, "ans", Domain(-1.2, 1.2)),
-    "arcsin": ("arcsin", "f", lambda x, a: ops.rsqrt(1.0 - x * x), "args", _UNIT),
-    "arccos": ("arccos", "f", lambda x, a: -ops.rsqrt(1.0 - x * x), "args", _UNIT),
-    "arctan": ("arctan", "f", lambda x, a: ops.reciprocal(1.0 + x * x), "args", None),
-    "sinh": ("sinh", "f", lambda x, a: ops.cosh(x), "args", None),
-    "cosh": ("cosh", "f", lambda x, a: ops.sinh(x), "args", None),
+    "arcsin": ("arcsin", "f", lambda x, a: lax.rsqrt(1.0 - x * x), "args", _UNIT),
+    "arccos": ("arccos", "f", lambda x, a: -lax.rsqrt(1.0 - x * x), "args", _UNIT),
+    "arctan": ("arctan", "f", lambda x, a: lax.reciprocal(1.0 + x * x), "args", None),
+    "sinh": ("sinh", "f", lambda x, a: lax.cosh(x), "args", None),
+    "cosh": ("cosh", "f", lambda x, a: lax.sinh(x), "args", None),
     "tanh": ("tanh", "f", lambda x, a: 1.0 - a * a, "ans", None),
-    "arcsinh": ("arcsinh", "f", lambda x, a: ops.rsqrt(x * x + 1.0), "args", None),
-    "arccosh": ("arccosh", "f", lambda x, a: ops.rsqrt(x * x - 1.0), "args", Domain(1.3, 3.0)),
-    "arctanh": ("arctanh", "f", lambda x, a: ops.reciprocal(1.0 - x * x), "args", _UNIT),
+    "arcsinh": ("arcsinh", "f", lambda x, a: lax.rsqrt(x * x + 1.0), "args", None),
+    "arccosh": ("arccosh", "f", lambda x, a: lax.rsqrt(x * x - 1.0), "args", Domain(1.3, 3.0)),
+    "arctanh": ("arctanh", "f", lambda x, a: lax.reciprocal(1.0 - x * x), "args", _UNIT),
     "sigmoid": (_upcast(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
-    "erf": (_upcast(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * ops.exp(-(x * x)), "args", None),
-    "abs": ("absolute", "iuf", lambda x, a: ops.sign(x), "args", NONZERO),
+    "erf": (_upcast(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * lax.exp(-(x * x)), "args", None),
+    "abs": ("absolute", "iuf", lambda x, a: lax.sign(x), "args", NONZERO),
     "square": ("square", "iuf", lambda x, a: 2.0 * x, "args", None),
     "reciprocal": ("reciprocal", "f", lambda x, a: -(a * a), "ans", NONZERO),
     # max(x, 0) as one operation (PyTorch's relu): NaN stays NaN, the derivative at 0 is 0
     # (maximum's splits ties), and the MLP's value_and_grad with fg.maximum(x, 0.0) in its
     # place takes 1.26x as long (paired rounds)
-    "relu": (_relu, "iuf", lambda x, a: ops.greater(a, 0).astype(a.dtype), "ans", NONZERO),
+    "relu": (_relu, "iuf", lambda x, a: lax.convert(lax.gt(a, 0), a.dtype), "ans", NONZERO),
     "sign": ("sign", "iuf", None, None, None), "floor": ("floor", "f", None, None, None),
     "ceil": ("ceil", "f", None, None, None), "trunc": ("trunc", "f", None, None, None),
     "round": (_round, "f", None, None, None), "bitwise_invert": ("invert", "biu", None, None, None),
@@ -253,15 +254,15 @@ def _max_min_rules(prim: Primitive, winner: Any) -> None:
     """Ties split the gradient evenly (as JAX does), so the sum over inputs stays exact."""
 
     def share(x: Any, y: Any) -> Any:
-        one = like(1.0, x if hasattr(x, "dtype") else y)
-        return ops.where(winner(x, y), one, ops.where(ops.equal(x, y), 0.5 * one, 0.0))
+        one = lax.const(x if hasattr(x, "dtype") else y, 1.0)
+        return lax.select(winner(x, y), one, lax.select(lax.eq(x, y), 0.5 * one, 0.0))
 
     defjvp(prim, lambda t, ans, x, y: t * share(x, y), lambda t, ans, x, y: t * share(y, x))
     defvjp(prim, lambda g, ans, x, y: g * share(x, y), lambda g, ans, x, y: g * share(y, x), saves="args")
 
 
 def _safe_log(x: Any) -> Any:
-    return ops.log(ops.where(ops.equal(x, 0), 1.0, x))
+    return lax.log(lax.select(lax.eq(x, 0), 1.0, x))
 
 
 defjvp(BINARY["add"], lambda t, ans, x, y: t, lambda t, ans, x, y: t)
@@ -275,16 +276,16 @@ defvjp(BINARY["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans 
 def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
     """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
     y < 0, where x**y is infinite, it is NaN (as JAX gives)."""
-    x = x if hasattr(x, "dtype") else like(x, ans)  # a Python scalar base: its log in the result's dtype
-    return ops.where(ops.logical_and(ops.equal(x, 0), ops.greater_equal(y, 0)), 0.0, ans * _safe_log(x))
+    x = x if hasattr(x, "dtype") else lax.const(ans, x)  # a Python scalar base: its log in the result's dtype
+    return lax.select(lax.logical_and(lax.eq(x, 0), lax.ge(y, 0)), 0.0, ans * _safe_log(x))
 
 
-defjvp(BINARY["pow"], lambda t, ans, x, y: t * y * ops.power(x, y - 1),
+defjvp(BINARY["pow"], lambda t, ans, x, y: t * y * lax.pow(x, y - 1),
        lambda t, ans, x, y: t * _pow_exponent_factor(ans, x, y))
-defvjp(BINARY["pow"], lambda g, ans, x, y: g * y * ops.power(x, y - 1),
+defvjp(BINARY["pow"], lambda g, ans, x, y: g * y * lax.pow(x, y - 1),
        lambda g, ans, x, y: g * _pow_exponent_factor(ans, x, y), saves="both")
-_max_min_rules(BINARY["maximum"], lambda x, y: ops.greater(x, y))
-_max_min_rules(BINARY["minimum"], lambda x, y: ops.less(x, y))
+_max_min_rules(BINARY["maximum"], lax.gt)
+_max_min_rules(BINARY["minimum"], lax.lt)
 defjvp(BINARY["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
 defvjp(BINARY["atan2"], lambda g, ans, x, y: g * y / (x * x + y * y), lambda g, ans, x, y: -g * x / (x * x + y * y),
        saves="args")
@@ -293,29 +294,29 @@ defvjp(BINARY["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g
 
 
 def _copysign_factor(x: Any, ans: Any) -> Any:
-    one = like(1.0, ans)
-    return ops.where(ops.equal(ops.signbit(x), ops.signbit(ans)), one, -one)
+    one = lax.const(ans, 1.0)
+    return lax.select(lax.eq(lax.signbit(x), lax.signbit(ans)), one, -one)
 
 
 defjvp(BINARY["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
 defvjp(BINARY["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
 # d logaddexp(x, y) / dx = exp(x - ans) = sigmoid(x - y): the same number, but finite where x
 # or y is +inf (exp(inf - inf) is NaN; the derivative is 1 or 0 there, as PyTorch gives).
-defjvp(BINARY["logaddexp"], lambda t, ans, x, y: t * ops.sigmoid(x - y), lambda t, ans, x, y: t * ops.sigmoid(y - x))
-defvjp(BINARY["logaddexp"], lambda g, ans, x, y: g * ops.sigmoid(x - y), lambda g, ans, x, y: g * ops.sigmoid(y - x),
+defjvp(BINARY["logaddexp"], lambda t, ans, x, y: t * lax.sigmoid(x - y), lambda t, ans, x, y: t * lax.sigmoid(y - x))
+defvjp(BINARY["logaddexp"], lambda g, ans, x, y: g * lax.sigmoid(x - y), lambda g, ans, x, y: g * lax.sigmoid(y - x),
        saves="args")
-defjvp(BINARY["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * ops.floor(x / y))
-defvjp(BINARY["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * ops.floor(x / y), saves="args")
+defjvp(BINARY["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * lax.floor(x / y))
+defvjp(BINARY["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * lax.floor(x / y), saves="args")
 
-defjvp(select_p, None, lambda t, ans, c, x, y: ops.where(c, t, 0.0), lambda t, ans, c, x, y: ops.where(c, 0.0, t))
-defvjp(select_p, None, lambda g, ans, c, x, y: ops.where(c, g, 0.0), lambda g, ans, c, x, y: ops.where(c, 0.0, g),
+defjvp(select_p, None, lambda t, ans, c, x, y: lax.select(c, t, 0.0), lambda t, ans, c, x, y: lax.select(c, 0.0, t))
+defvjp(select_p, None, lambda g, ans, c, x, y: lax.select(c, g, 0.0), lambda g, ans, c, x, y: lax.select(c, 0.0, g),
        saves=(0,))
 
 
 def _integer_pow_deriv(x: Any, y: int) -> Any:
     if y == 0:
-        return ops.zeros_like(x)
-    return y * x if y == 2 else (ops.ones_like(x) if y == 1 else y * ops.integer_pow(x, y - 1))
+        return lax.zeros(x, x.shape)
+    return y * x if y == 2 else (lax.full(x, x.shape, 1) if y == 1 else y * lax.integer_pow(x, y - 1))
 
 
 defjvp(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y))
@@ -323,7 +324,7 @@ defvjp(integer_pow_p, lambda g, ans, x, y: g * _integer_pow_deriv(x, y), saves="
 
 
 def _convert_back(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
-    return ops.astype(g, x.dtype) if x.dtype.kind == "f" else None
+    return lax.convert(g, x.dtype) if x.dtype.kind == "f" else None
 
 
 deflinear(convert_element_type_p, _convert_back)

@@ -152,12 +152,13 @@ scatter_p = Primitive("scatter", _scatter_rule, kernel=_scatter, gpu_kernel=_sca
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import defjvp, defvjp, ops  # noqa: E402
+from . import lax  # noqa: E402
+from .ad import defjvp, defvjp  # noqa: E402
 from .core import bind  # noqa: E402
 
 
 def _zeros_like(x: Any, like: Any) -> Any:
-    return ops.zeros(tuple(x.shape), x.dtype, device=like.device)
+    return lax.zeros(like, x.shape, x.dtype)
 
 
 defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
@@ -185,10 +186,9 @@ def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
 
 def _extremum_shares(ans: Any, x: Any, values: Any, idx: Any, template: Any) -> tuple[Any, Any]:
     """min/max updates: each winner (x or an update) gets an equal share at ties."""
-    won_x = ops.equal(x, ans).astype(ans.dtype)
+    won_x = lax.convert(lax.eq(x, ans), ans.dtype)
     at_pos = bind(gather_p, ans, *idx, template=template)
-    won_v = ops.equal(values, at_pos).astype(ans.dtype)
-    won_v = ops.broadcast_to(won_v, tuple(at_pos.shape))
+    won_v = lax.broadcast_to(lax.convert(lax.eq(values, at_pos), ans.dtype), at_pos.shape)
     count = bind(scatter_p, won_x, won_v, *idx, template=template, mode="add")
     return won_x / count, won_v / bind(gather_p, count, *idx, template=template)
 
@@ -200,20 +200,21 @@ def _multiply_partials(x: Any, values: Any, idx: Any, template: Any) -> Any:
     there are none, the one other zero itself (0, with its derivative) when there is
     one, and 0 otherwise. Exact to second order with any zeros and repeated indices."""
     at = bind(gather_p, x, *idx, template=template)
-    v = ops.broadcast_to(values, tuple(at.shape)) if tuple(values.shape) != tuple(at.shape) else values
-    is_zero = ops.equal(v, 0.0)
-    zero_v = ops.where(is_zero, v, 0.0)  # 0, but carries each zero update's derivative
-    safe = ops.where(is_zero, 1.0, v)
+    v = lax.broadcast_to(values, at.shape)
+    is_zero = lax.eq(v, 0.0)
+    zero_v = lax.select(is_zero, v, 0.0)  # 0, but carries each zero update's derivative
+    safe = lax.select(is_zero, 1.0, v)
 
     def at_position(updates: Any, mode: str, start: Any) -> Any:  # per update: the combined value at its position
         combined = bind(scatter_p, start, updates, *idx, template=template, mode=mode)
         return bind(gather_p, combined, *idx, template=template)
 
     nonzero = at_position(safe, "multiply", x)
-    other_zeros = at_position(is_zero.astype(v.dtype), "add", _zeros_like(x, v)) - is_zero.astype(v.dtype)
+    zero_count = lax.convert(is_zero, v.dtype)
+    other_zeros = at_position(zero_count, "add", _zeros_like(x, v)) - zero_count
     other_zero_sum = at_position(zero_v, "add", _zeros_like(x, v)) - zero_v
-    one_other = ops.where(ops.equal(other_zeros, 1.0), other_zero_sum, 0.0)
-    zero_product = ops.where(ops.equal(other_zeros, 0.0), 1.0, one_other)
+    one_other = lax.select(lax.eq(other_zeros, 1.0), other_zero_sum, 0.0)
+    zero_product = lax.select(lax.eq(other_zeros, 0.0), 1.0, one_other)
     return nonzero / safe * zero_product
 
 
@@ -222,10 +223,9 @@ def _written(picked: Any, ans: Any, idx: Any, template: Any) -> Any:
     one of them, and the others do not reach the output, so their derivative is 0. Found
     as JAX does, by setting each update's own number through the same scatter and reading
     back which number each position kept."""
-    ids = ops.reshape(ops.arange(picked.size, device=picked.device), tuple(picked.shape))
-    kept = bind(scatter_p, ops.zeros(tuple(ans.shape), ids.dtype, device=ids.device), ids, *idx, template=template,
-                mode="set")
-    return ops.equal(bind(gather_p, kept, *idx, template=template), ids)
+    ids = lax.reshape(lax.iota(picked, picked.size), picked.shape)
+    kept = bind(scatter_p, lax.zeros(ids, ans.shape), ids, *idx, template=template, mode="set")
+    return lax.eq(bind(gather_p, kept, *idx, template=template), ids)
 
 
 def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:
@@ -235,7 +235,7 @@ def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
         if i == 0:
             return bind(scatter_p, g, 0.0, *idx, template=template, mode="set") if mode == "set" else g
         picked = bind(gather_p, g, *idx, template=template)  # summed to values' shape by the interpreter
-        return picked if mode == "add" else ops.where(_written(picked, ans, idx, template), picked, 0.0)
+        return picked if mode == "add" else lax.select(_written(picked, ans, idx, template), picked, 0.0)
     if mode == "multiply":
         if i == 0:
             return bind(scatter_p, g, values, *idx, template=template, mode="multiply")

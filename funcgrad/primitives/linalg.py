@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -195,16 +196,17 @@ triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import defjvp, defvjp, ops  # noqa: E402
+from . import lax  # noqa: E402
+from .ad import defjvp, defvjp  # noqa: E402
 from .core import bind, layout_kind  # noqa: E402
 
 
 def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
     if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)   or  (k,) @ (k,) -> ()
-        return ops.expand_dims(g, -1) * b if a.ndim > 1 else g * b
+        return lax.expand_dims(g, (-1,)) * b if a.ndim > 1 else g * b
     if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m): summed over the batch by the interpreter
-        return ops.squeeze(ops.matmul(b, ops.expand_dims(g, -1)), -1)
-    return ops.matmul(g, ops.matrix_transpose(b))
+        return lax.squeeze(lax.matmul(b, lax.expand_dims(g, (-1,))), (-1,))
+    return lax.matmul(g, lax.matrix_transpose(b))
 
 
 def _is_transposed_view(x: Any) -> bool:
@@ -214,32 +216,32 @@ def _is_transposed_view(x: Any) -> bool:
 
 def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
     if a.ndim == 1:
-        return g * a if b.ndim == 1 else ops.expand_dims(a, -1) * ops.expand_dims(g, -2)
+        return g * a if b.ndim == 1 else lax.expand_dims(a, (-1,)) * lax.expand_dims(g, (-2,))
     if b.ndim == 1:
-        return ops.squeeze(ops.matmul(ops.matrix_transpose(a), ops.expand_dims(g, -1)), -1)
+        return lax.squeeze(lax.matmul(lax.matrix_transpose(a), lax.expand_dims(g, (-1,))), (-1,))
     if _is_transposed_view(b) and a.ndim == 2:
         # x @ W.T (nn.Linear): compute (g.T @ x).T so W's gradient comes out row-major like W
         # itself; later elementwise work on it (accumulation, optimizer steps) stays contiguous
-        return ops.matrix_transpose(ops.matmul(ops.matrix_transpose(g), a))
-    return ops.matmul(ops.matrix_transpose(a), g)
+        return lax.matrix_transpose(lax.matmul(lax.matrix_transpose(g), a))
+    return lax.matmul(lax.matrix_transpose(a), g)
 
 
-defjvp(matmul_p, lambda t, ans, a, b: ops.matmul(t, b), lambda t, ans, a, b: ops.matmul(a, t))
+defjvp(matmul_p, lambda t, ans, a, b: lax.matmul(t, b), lambda t, ans, a, b: lax.matmul(a, t))
 defvjp(matmul_p, _matmul_vjp_a, _matmul_vjp_b, saves="args")
 
 
 def _linear_vjp_w(g: Any, ans: Any, x: Any, w: Any, *bias: Any) -> Any:
-    rows = (-1, g.shape[-1])
-    return ops.matmul(ops.matrix_transpose(ops.reshape(g, rows)), ops.reshape(x, (-1, x.shape[-1])))
+    rows = math.prod(g.shape[:-1])  # every leading axis is a batch of rows
+    return lax.matmul(lax.matrix_transpose(lax.reshape(g, (rows, g.shape[-1]))), lax.reshape(x, (rows, x.shape[-1])))
 
 
 def _linear_vjp_b(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
-    return ops.sum(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+    return lax.reduce_sum(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
 
 
 defjvp(linear_p, lambda t, ans, x, w, *b: bind(linear_p, t, w), lambda t, ans, x, w, *b: bind(linear_p, x, t),
        lambda t, ans, x, w, b: t)
-defvjp(linear_p, lambda g, ans, x, w, *b: ops.matmul(g, w), _linear_vjp_w, _linear_vjp_b, saves=(0, 1))
+defvjp(linear_p, lambda g, ans, x, w, *b: lax.matmul(g, w), _linear_vjp_w, _linear_vjp_b, saves=(0, 1))
 
 
 def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
@@ -256,17 +258,17 @@ def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
     r = bind(einsum_p, g, *(xs[j] for j in others), subscripts=spec)
     for pos, c in enumerate(unique):  # labels only this operand has: its elements all get g
         if c not in available:
-            r = ops.expand_dims(r, pos)
-    r = ops.broadcast_to(r, tuple(sizes[c] for c in unique))
+            r = lax.expand_dims(r, (pos,))
+    r = lax.broadcast_to(r, tuple(sizes[c] for c in unique))
     if len(unique) == len(target):
-        return ops.transpose(r, tuple(unique.index(c) for c in target)) if unique != target else r
+        return lax.transpose(r, tuple(unique.index(c) for c in target))
     fresh = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in subscripts)
     seen: set[str] = set()
     out_labels, eyes, eye_specs = [], [], []
     for c in target:
         if c in seen:  # a repeated label: a new axis tied to the first by an identity matrix
             d = next(fresh)
-            eyes.append(ops.eye(sizes[c], dtype=g.dtype, device=g.device))
+            eyes.append(lax.eye(g, sizes[c]))
             eye_specs.append(c + d)
             out_labels.append(d)
         else:
@@ -288,17 +290,17 @@ def _solve(a: Any, b: Any) -> Any:
 
 
 def _solve_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    return _solve(ops.matrix_transpose(a), g)
+    return _solve(lax.matrix_transpose(a), g)
 
 
 def _solve_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    ct_b = _solve(ops.matrix_transpose(a), g)
+    ct_b = _solve(lax.matrix_transpose(a), g)
     if b.ndim == 1:
-        return -(ops.expand_dims(ct_b, -1) * ops.expand_dims(ans, -2))
-    return -ops.matmul(ct_b, ops.matrix_transpose(ans))
+        return -(lax.expand_dims(ct_b, (-1,)) * lax.expand_dims(ans, (-2,)))
+    return -lax.matmul(ct_b, lax.matrix_transpose(ans))
 
 
-defjvp(solve_p, lambda t, ans, a, b: -_solve(a, ops.matmul(t, ans)), lambda t, ans, a, b: _solve(a, t))
+defjvp(solve_p, lambda t, ans, a, b: -_solve(a, lax.matmul(t, ans)), lambda t, ans, a, b: _solve(a, t))
 defvjp(solve_p, _solve_vjp_a, _solve_vjp_b, saves=(0, "ans"))
 
 
@@ -309,21 +311,21 @@ def _tri_solve(a: Any, b: Any, lower: bool = True, transpose_a: bool = False) ->
 def _phi(x: Any) -> Any:
     """Lower triangle with the diagonal halved."""
     n = x.shape[-1]
-    return ops.tril(x) - 0.5 * x * ops.eye(n, dtype=x.dtype, device=x.device)
+    return lax.tril(x) - 0.5 * x * lax.eye(x, n)
 
 
 def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
     # tL = L phi(L^-1 tA L^-T), for symmetric tangents tA
-    inner = _tri_solve(ans, ops.matrix_transpose(_tri_solve(ans, t)))
-    return ops.matmul(ans, _phi(ops.matrix_transpose(inner)))
+    inner = _tri_solve(ans, lax.matrix_transpose(_tri_solve(ans, t)))
+    return lax.matmul(ans, _phi(lax.matrix_transpose(inner)))
 
 
 def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
     # symmetric cotangent: S = L^-T phi(L^T g) L^-1, returned as (S + S^T) / 2
-    p = _phi(ops.matmul(ops.matrix_transpose(ans), g))
+    p = _phi(lax.matmul(lax.matrix_transpose(ans), g))
     y = _tri_solve(ans, p, transpose_a=True)
-    s = ops.matrix_transpose(_tri_solve(ans, ops.matrix_transpose(y), transpose_a=True))
-    return 0.5 * (s + ops.matrix_transpose(s))
+    s = lax.matrix_transpose(_tri_solve(ans, lax.matrix_transpose(y), transpose_a=True))
+    return 0.5 * (s + lax.matrix_transpose(s))
 
 
 for _p in (solve_p, triangular_solve_p):
@@ -334,20 +336,20 @@ defvjp(cholesky_p, _cholesky_vjp, saves="ans")
 
 
 def _masked(a: Any, lower: bool) -> Any:
-    return ops.tril(a) if lower else ops.triu(a)
+    return lax.tril(a) if lower else lax.triu(a)
 
 
 def _tri_vjp_a(g: Any, ans: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
     ct_b = _tri_solve(a, g, lower, not transpose_a)
-    ct = -ops.matmul(ans, ops.matrix_transpose(ct_b)) if transpose_a else -ops.matmul(ct_b, ops.matrix_transpose(ans))
+    ct = -lax.matmul(ans, lax.matrix_transpose(ct_b)) if transpose_a else -lax.matmul(ct_b, lax.matrix_transpose(ans))
     return _masked(ct, lower)
 
 
 def _tri_jvp_a(t: Any, ans: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
     ta = _masked(t, lower)
     if transpose_a:
-        ta = ops.matrix_transpose(ta)
-    return -_tri_solve(a, ops.matmul(ta, ans), lower, transpose_a)
+        ta = lax.matrix_transpose(ta)
+    return -_tri_solve(a, lax.matmul(ta, ans), lower, transpose_a)
 
 
 defjvp(triangular_solve_p, _tri_jvp_a,

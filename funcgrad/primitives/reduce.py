@@ -274,7 +274,8 @@ cumprod_p = _scan("cumprod", "cumprod")
 
 # ---- derivatives ----------------------------------------------------------------------
 
-from .ad import defjvp, deflinear, defvjp, ops  # noqa: E402
+from . import lax  # noqa: E402
+from .ad import defjvp, deflinear, defvjp  # noqa: E402
 from .core import bind  # noqa: E402
 
 
@@ -287,7 +288,7 @@ def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
 
 
 def _sum_vjp(g: Any, ans: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return ops.broadcast_to(_expand(g, axes, keepdims), tuple(x.shape))
+    return lax.broadcast_to(_expand(g, axes, keepdims), x.shape)
 
 
 deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
@@ -295,12 +296,12 @@ deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
 
 def _winners(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
     """1/count where x attains the extremum (ties share the derivative evenly), else 0."""
-    mask = ops.equal(x, _expand(ans, axes, keepdims)).astype(x.dtype)
-    return mask / ops.sum(mask, axes, keepdims=True)
+    mask = lax.convert(lax.eq(x, _expand(ans, axes, keepdims)), x.dtype)
+    return mask / lax.reduce_sum(mask, axes, keepdims=True)
 
 
 for _name in ("reduce_max", "reduce_min"):
-    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: ops.sum(
+    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
         t * _winners(x, ans, axes, keepdims), axes, keepdims=keepdims))
     defvjp(REDUCTIONS[_name], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _winners(
         x, ans, axes, keepdims), saves="both")
@@ -312,67 +313,67 @@ def _product_of_others(x: Any, axes: tuple[int, ...]) -> Any:
     nd = x.ndim
     kept = [i for i in range(nd) if i not in axes]
     perm = tuple(kept) + tuple(axes)
-    xt = ops.transpose(x, perm)
+    xt = lax.transpose(x, perm)
     lead = tuple(xt.shape[:len(kept)])
     n = 1
     for a in axes:
         n *= x.shape[a]
     if n == 0:
-        return ops.zeros_like(x)
-    flat = ops.reshape(xt, lead + (n,))
+        return lax.zeros(x, x.shape)
+    flat = lax.reshape(xt, lead + (n,))
     pad = [(0, 0)] * len(lead) + [(1, 0)]
-    left = ops.pad(ops.cumprod(flat[..., :-1], axis=-1), pad, constant_values=1)
-    right = ops.flip(ops.pad(ops.cumprod(ops.flip(flat, -1)[..., :-1], axis=-1), pad, constant_values=1), -1)
-    others = ops.reshape(left * right, tuple(xt.shape))
+    left = lax.pad(lax.cumprod(lax.slice_axis(flat, -1, 0, n - 1), -1), pad, 1)
+    right = lax.flip(lax.pad(lax.cumprod(lax.slice_axis(lax.flip(flat, (-1,)), -1, 0, n - 1), -1), pad, 1), (-1,))
+    others = lax.reshape(left * right, xt.shape)
     inverse = tuple(sorted(range(nd), key=lambda i: perm[i]))
-    return ops.transpose(others, inverse)
+    return lax.transpose(others, inverse)
 
 
-defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: ops.sum(
+defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
     t * _product_of_others(x, axes), axes, keepdims=keepdims))
 defvjp(REDUCTIONS["reduce_prod"], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _product_of_others(
     x, axes), saves="args")
 
 
 def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return ops.exp(x - _expand(ans, axes, keepdims))
+    return lax.exp(x - _expand(ans, axes, keepdims))
 
 
-defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: ops.sum(
+defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
     t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
 defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
     x, ans, axes, keepdims), saves="both")
 
 
 def _xent_softmax(z: Any) -> Any:
-    return ops.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
+    return lax.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
 
 
 def _picked(t: Any, y: Any) -> Any:
     """``t[i, y[i]]`` per row."""
-    return ops.squeeze(ops.take_along_axis(t, ops.expand_dims(y, 1), axis=1), 1)
+    return lax.gather(t, lax.iota(y, y.shape[0]), y)
 
 
 def _counted(y: Any, ignore_index: int) -> tuple[Any, Any]:
     """The rows whose label counts (it is not ``ignore_index``), and the labels with the
     others replaced by class 0, so that picking stays in range."""
-    counted = ops.not_equal(y, ignore_index)
-    return counted, ops.where(counted, y, 0)
+    counted = lax.ne(y, ignore_index)
+    return counted, lax.select(counted, y, 0)
 
 
 def _reduce_rows(per_row: Any, counted: Any, reduction: str) -> Any:
     """As the kernel reduces: the sum, or the mean over the counted rows."""
     if reduction == "none":
         return per_row
-    total = ops.sum(per_row, (0,))
+    total = lax.reduce_sum(per_row, (0,))
     if reduction == "sum":
         return total
-    return total / ops.sum(counted.astype(per_row.dtype))
+    return total / lax.reduce_sum(lax.convert(counted, per_row.dtype), (0,))
 
 
 def _xent_jvp(t: Any, ans: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
     counted, labels = _counted(y, ignore_index)
-    per_row = ops.where(counted, ops.sum(_xent_softmax(z) * t, (1,)) - _picked(t, labels), 0.0)
+    per_row = lax.select(counted, lax.reduce_sum(_xent_softmax(z) * t, (1,)) - _picked(t, labels), 0.0)
     return _reduce_rows(per_row, counted, reduction)
 
 
@@ -380,8 +381,8 @@ def _row_weights(g: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
     """Each row's share of the loss's cotangent ``g``, as the gradient kernel takes it."""
     counted, _ = _counted(y, ignore_index)
     if reduction == "mean":
-        g = g / ops.sum(counted.astype(g.dtype))
-    return ops.where(counted, g, 0.0)
+        g = g / lax.reduce_sum(lax.convert(counted, g.dtype), (0,))
+    return lax.select(counted, g, 0.0)
 
 
 def _softmax_jvp(w: Any, z: Any, t: Any) -> Any:
@@ -389,7 +390,7 @@ def _softmax_jvp(w: Any, z: Any, t: Any) -> Any:
     this is also its VJP."""
     s = _xent_softmax(z)
     st = s * t
-    return ops.expand_dims(w, 1) * (st - s * ops.sum(st, (1,), keepdims=True))
+    return lax.expand_dims(w, (1,)) * (st - s * lax.reduce_sum(st, (1,), keepdims=True))
 
 
 defjvp(softmax_cross_entropy_p, _xent_jvp, None)
@@ -403,7 +404,7 @@ defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y, **params: _xent_jvp
 
 
 def _reverse_cumsum(g: Any, axis: int) -> Any:
-    return ops.flip(ops.cumsum(ops.flip(g, axis), axis), axis)
+    return lax.flip(lax.cumsum(lax.flip(g, (axis,)), axis), (axis,))
 
 
 deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
@@ -414,7 +415,7 @@ def _shifted(v: Any, step: int, axis: int, fill: float) -> Any:
     n = v.shape[axis]
     widths = [(0, 0)] * v.ndim
     widths[axis] = (step, 0)
-    return ops.pad(ops.take(v, ops.arange(n - step, device=v.device), axis=axis), widths, constant_values=fill)
+    return lax.pad(lax.slice_axis(v, axis, 0, n - step), widths, fill)
 
 
 def _unshifted(w: Any, step: int, axis: int) -> Any:
@@ -422,7 +423,7 @@ def _unshifted(w: Any, step: int, axis: int) -> Any:
     n = w.shape[axis]
     widths = [(0, 0)] * w.ndim
     widths[axis] = (0, step)
-    return ops.pad(ops.take(w, ops.arange(step, n, device=w.device), axis=axis), widths)
+    return lax.pad(lax.slice_axis(w, axis, step, n), widths)
 
 
 def _cumprod_rounds(x: Any, axis: int) -> list[tuple[Any, int]]:

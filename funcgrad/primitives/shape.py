@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ..dtypes import int64
+import numpy as np
+
+from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
 from .core import Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
 from .domains import DISTINCT
@@ -21,7 +23,8 @@ from .rules import common_device, normalize_axis
 
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
            "flip_p", "diagonal_p", "stop_gradient_p",
-           "windows_p", "windows_add_p", "concatenate_p", "pad_p", "sort_p", "argsort_p", "view_strides"]
+           "windows_p", "windows_add_p", "concatenate_p", "pad_p", "full_p", "iota_p", "sort_p", "argsort_p",
+           "view_strides"]
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -240,6 +243,24 @@ concatenate_p = Primitive("concatenate", _concatenate_rule,
                           kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis))
 
 
+# ---- constants: full and iota take an operand only for where to make them ---------------
+# (evaluation is chosen by the data, so a derivative rule's constants follow its operands'
+# device and transform; the operand's values are never read)
+
+def _full(xp: Any, like: Any, *, shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
+    return xp.full(shape, value, dtype=dtype.np)
+
+
+def _iota(xp: Any, like: Any, *, n: int, dtype: DType) -> Any:
+    return xp.arange(n, dtype=dtype.np)
+
+
+full_p = Primitive("full", lambda like, *, shape, value, dtype: ShapedArray(shape, dtype, like.device), kernel=_full,
+                   differentiable=False)
+iota_p = Primitive("iota", lambda like, *, n, dtype: ShapedArray((n,), dtype, like.device), kernel=_iota,
+                   differentiable=False)
+
+
 def _pad_rule(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: str, value: Any) -> ShapedArray:
     if len(pad_width) != len(x.shape) or any(lo < 0 or hi < 0 for lo, hi in pad_width):
         raise ShapeError(f"pad: pad_width {pad_width} does not fit an array of shape {fmt_shape(x.shape)}")
@@ -296,9 +317,9 @@ argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=
 # ---- derivatives ----------------------------------------------------------------------
 # Views are linear: the JVP applies the same view to the tangent; the VJP undoes it.
 
-import numpy as np  # noqa: E402
 
-from .ad import defjvp, deflinear, defvjp, ops  # noqa: E402
+from . import lax  # noqa: E402
+from .ad import defjvp, deflinear, defvjp  # noqa: E402
 from .core import bind  # noqa: E402
 
 
@@ -319,23 +340,20 @@ def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any,
 
 
 def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
-    zeros = ops.zeros(tuple(x.shape), x.dtype, device=g.device)
-    return bind(scatter_p, zeros, g, *indices, template=template, mode="add")
+    return bind(scatter_p, lax.zeros(g, x.shape, x.dtype), g, *indices, template=template, mode="add")
 
 
 def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
     moved_shape = tuple(d for i, d in enumerate(x.shape) if i not in (axis1, axis2)) + (x.shape[axis1], x.shape[axis2])
     n = g.shape[-1]
-    rows = ops.arange(n) + max(-offset, 0)
-    cols = ops.arange(n) + max(offset, 0)
+    rows = lax.iota(g, n) + max(-offset, 0)
+    cols = lax.iota(g, n) + max(offset, 0)
     template = (("s", None, None, None),) * (len(moved_shape) - 2) + (("a",), ("a",))
-    zeros = ops.zeros(moved_shape, x.dtype, device=g.device)
-
-    filled = bind(scatter_p, zeros, g, rows, cols, template=template, mode="add")
-    return ops.moveaxis(filled, (-2, -1), (axis1, axis2))
+    filled = bind(scatter_p, lax.zeros(g, moved_shape, x.dtype), g, rows, cols, template=template, mode="add")
+    return lax.moveaxis(filled, (-2, -1), (axis1, axis2))
 
 
-deflinear(reshape_p, lambda g, ans, x, *, new_sizes: ops.reshape(g, tuple(x.shape)))
+deflinear(reshape_p, lambda g, ans, x, *, new_sizes: lax.reshape(g, x.shape))
 deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
     transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
 deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
@@ -347,7 +365,7 @@ deflinear(diagonal_p, _diagonal_vjp)
 
 
 def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
-    parts = [t if j == i else ops.zeros(tuple(x.shape), t.dtype, device=t.device) for j, x in enumerate(xs)]
+    parts = [t if j == i else lax.zeros(t, x.shape) for j, x in enumerate(xs)]
     return bind(concatenate_p, *parts, axis=axis)
 
 
@@ -361,24 +379,28 @@ defjvp(concatenate_p, each=_concatenate_jvp)
 defvjp(concatenate_p, each=_concatenate_vjp, saves="none")
 
 
-def _pad_sources(shape: tuple[int, ...], pad_width: Any, mode: str) -> np.ndarray:
-    """For every output element, the flat index of the input element it copies."""
-    return np.pad(np.arange(int(np.prod(shape))).reshape(shape), pad_width, mode=mode)
+def _pad_sources(like: Any, shape: tuple[int, ...], pad_width: Any, mode: str) -> Any:
+    """For every output element, the flat index of the input element it copies: the same
+    pad applied to the input's positions."""
+    size = 1
+    for d in shape:
+        size *= d
+    return bind(pad_p, lax.reshape(lax.iota(like, size), shape), pad_width=pad_width, mode=mode, value=0)
 
 
 def _pad_jvp(t: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
     if mode == "constant":
         return bind(pad_p, t, pad_width=pad_width, mode=mode, value=0)
-    return ops.take(t, ops.asarray(_pad_sources(tuple(x.shape), pad_width, mode), device=t.device))
+    return lax.gather(lax.reshape(t, (t.size,)), _pad_sources(t, tuple(x.shape), pad_width, mode))
 
 
 def _pad_vjp(g: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
     if mode == "constant":
         index = tuple((lo, lo + n, 1) for (lo, _), n in zip(pad_width, x.shape))
         return bind(slice_p, g, index=index)
-    src = ops.asarray(_pad_sources(tuple(x.shape), pad_width, mode).reshape(-1), device=g.device)
-    flat = ops.zeros((int(np.prod(x.shape)),), x.dtype, device=g.device).at[src].add(ops.reshape(g, (-1,)))
-    return ops.reshape(flat, tuple(x.shape))
+    sources = _pad_sources(g, tuple(x.shape), pad_width, mode)
+    flat = bind(scatter_p, lax.zeros(g, (x.size,), x.dtype), g, sources, template=(("a",),), mode="add")
+    return lax.reshape(flat, x.shape)
 
 
 defjvp(pad_p, _pad_jvp)
@@ -390,9 +412,9 @@ def _inverse_permutation(idx: Any, axis: int) -> Any:
 
 
 sort_p.domain = DISTINCT
-defjvp(sort_p, lambda t, ans, x, *, axis, descending: ops.take_along_axis(
+defjvp(sort_p, lambda t, ans, x, *, axis, descending: lax.take_along_axis(
     t, bind(argsort_p, x, axis=axis, descending=descending), axis))
-defvjp(sort_p, lambda g, ans, x, *, axis, descending: ops.take_along_axis(
+defvjp(sort_p, lambda g, ans, x, *, axis, descending: lax.take_along_axis(
     g, _inverse_permutation(bind(argsort_p, x, axis=axis, descending=descending), axis), axis), saves="args")
 
 
