@@ -107,7 +107,7 @@ _BINARY_DOMAIN = {"div": ((-3, 3), (0.5, 3)), "pow": ((0.1, 3), (-2, 2)), "floor
 
 
 def _binary(name: str) -> Any:
-    kernel, kinds = BINARY_TABLE[name]
+    kernel, kinds, *_ = BINARY_TABLE[name]
 
     def case(draw: Any) -> Case:
         choices = (FLOATS if "f" in kinds else []) + ([np.int32, np.int64, np.uint8] if "i" in kinds else []) + \

@@ -24,7 +24,7 @@ from typing import Any
 
 from .core import Primitive, ShapedArray, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "deflinear", "JVPFromRules", "VJPFromRules"]
+__all__ = ["defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "VJPFromRules"]
 
 
 class JVPFromRules:
@@ -114,6 +114,13 @@ def defvjp(prim: Primitive, *rules: Callable[..., Any] | None, saves: Any = "bot
     only), ``"nothing"`` (the rules read no input: they get ``None`` for each), or a tuple
     of input positions (and ``"ans"``)."""
     prim.vjp = VJPFromRules(prim, rules, saves, each)
+
+
+def defelementwise(prim: Primitive, *rules: Callable[..., Any] | None, saves: Any = "both") -> None:
+    """An elementwise primitive's Jacobian is diagonal, so each rule, ``rule(t, ans, *args)``
+    (``t`` times the partial), is both its tangent contribution and its cotangent."""
+    defjvp(prim, *rules)
+    defvjp(prim, *rules, saves=saves)
 
 
 def deflinear(prim: Primitive, *vjp_rules: Callable[..., Any] | None, each: Callable[..., Any] | None = None) -> None:

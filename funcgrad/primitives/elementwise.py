@@ -1,9 +1,9 @@
 """Elementwise primitives: unary, binary, select, casts.
 
-Most are one table row: name, kernel (a NumPy/CuPy function name or a small
-function of ``xp``), and which dtype kinds they accept. Operands of an
-elementwise primitive share one dtype (Python scalars are weak); ``fg.add`` and
-friends promote before binding, so the programs show every cast.
+Most are one table row: name, kernel (a NumPy/CuPy function name or a small function of
+``xp``), the dtype kinds it accepts, its derivative, what that reads, and where it is
+checked. Operands of an elementwise primitive share one dtype (Python scalars are weak);
+``fg.add`` and friends promote before binding, so the programs show every cast.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ..dtypes import DType, bool_
 from ..errors import DTypeError
 from . import lax
-from .ad import defjvp, deflinear, defvjp
+from .ad import defelementwise, deflinear
 from .core import Primitive, ShapedArray
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
@@ -111,20 +111,64 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "ceil": ("ceil", "f", None, None, None), "trunc": ("trunc", "f", None, None, None),
     "round": (_round, "f", None, None, None), "bitwise_invert": ("invert", "biu", None, None, None),
 }
-NON_DIFFERENTIABLE = {name for name, row in UNARY_TABLE.items() if row[2] is None}
 
-BINARY_TABLE: dict[str, tuple[Any, str]] = {
-    "add": ("add", "biuf"), "sub": ("subtract", "iuf"), "mul": ("multiply", "biuf"),
-    "div": ("true_divide", "f"), "floor_divide": ("floor_divide", "iuf"), "remainder": ("remainder", "iuf"),
-    "pow": ("power", "iuf"), "maximum": ("maximum", "biuf"), "minimum": ("minimum", "biuf"),
-    "atan2": ("arctan2", "f"), "hypot": ("hypot", "f"), "copysign": ("copysign", "f"),
-    "logaddexp": ("logaddexp", "f"), "nextafter": ("nextafter", "f"),
-    "bitwise_and": ("bitwise_and", "biu"), "bitwise_or": ("bitwise_or", "biu"),
-    "bitwise_xor": ("bitwise_xor", "biu"), "left_shift": ("left_shift", "iu"),
-    "right_shift": ("right_shift", "iu"),
+
+def _share(winner: Any) -> Any:
+    """max/min: 1 where this operand wins, 0.5 at ties (as JAX splits them, so the sum over
+    both operands stays exact), else 0."""
+
+    def rule(t: Any, ans: Any, x: Any, y: Any) -> Any:
+        one = lax.const(x if hasattr(x, "dtype") else y, 1.0)
+        return t * lax.select(winner(x, y), one, lax.select(lax.eq(x, y), 0.5 * one, 0.0))
+
+    return rule
+
+
+_MAX, _MIN = _share(lax.gt), _share(lax.lt)
+
+
+def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
+    """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
+    y < 0, where x**y is infinite, it is NaN (as JAX gives)."""
+    x = x if hasattr(x, "dtype") else lax.const(ans, x)  # a Python scalar base: its log in the result's dtype
+    safe_log = lax.log(lax.select(lax.eq(x, 0), 1.0, x))
+    return lax.select(lax.logical_and(lax.eq(x, 0), lax.ge(y, 0)), 0.0, ans * safe_log)
+
+
+def _copysign_factor(x: Any, ans: Any) -> Any:
+    one = lax.const(ans, 1.0)
+    return lax.select(lax.eq(lax.signbit(x), lax.signbit(ans)), one, -one)
+
+
+# One row per binary primitive: its kernel, the dtype kinds it accepts, and its derivative in
+# each operand, ``d(t, ans, x, y)``: the tangent (or cotangent) ``t`` times that partial
+# (elementwise, so one rule serves both modes; None: no derivative); then what the rules
+# read and where they are checked (None: REAL).
+_NONE = (None, None, None, None)
+BINARY_TABLE: dict[str, tuple[Any, ...]] = {
+    "add": ("add", "biuf", lambda t, a, x, y: t, lambda t, a, x, y: t, "nothing", None),
+    "sub": ("subtract", "iuf", lambda t, a, x, y: t, lambda t, a, x, y: -t, "nothing", None),
+    "mul": ("multiply", "biuf", lambda t, a, x, y: t * y, lambda t, a, x, y: x * t, "args", None),
+    "div": ("true_divide", "f", lambda t, a, x, y: t / y, lambda t, a, x, y: -t * a / y, "both", NONZERO),
+    "pow": ("power", "iuf", lambda t, a, x, y: t * y * lax.pow(x, y - 1),
+            lambda t, a, x, y: t * _pow_exponent_factor(a, x, y), "both", POSITIVE),
+    "maximum": ("maximum", "biuf", _MAX, lambda t, a, x, y: _MAX(t, a, y, x), "args", DISTINCT),
+    "minimum": ("minimum", "biuf", _MIN, lambda t, a, x, y: _MIN(t, a, y, x), "args", DISTINCT),
+    "atan2": ("arctan2", "f", lambda t, a, x, y: t * y / (x * x + y * y), lambda t, a, x, y: -t * x / (x * x + y * y),
+              "args", NONZERO),
+    "hypot": ("hypot", "f", lambda t, a, x, y: t * x / a, lambda t, a, x, y: t * y / a, "both", NONZERO),
+    "copysign": ("copysign", "f", lambda t, a, x, y: t * _copysign_factor(x, a), None, (0, "ans"), NONZERO),
+    # d/dx = exp(x - ans) = sigmoid(x - y): the same number, but finite where x or y is +inf
+    # (exp(inf - inf) is NaN; the derivative is 1 or 0 there, as PyTorch gives)
+    "logaddexp": ("logaddexp", "f", lambda t, a, x, y: t * lax.sigmoid(x - y),
+                  lambda t, a, x, y: t * lax.sigmoid(y - x), "args", None),
+    "remainder": ("remainder", "iuf", lambda t, a, x, y: t, lambda t, a, x, y: -t * lax.floor(x / y), "args",
+                  Domain(kind="remainder")),
+    "floor_divide": ("floor_divide", "iuf", *_NONE), "nextafter": ("nextafter", "f", *_NONE),
+    "bitwise_and": ("bitwise_and", "biu", *_NONE), "bitwise_or": ("bitwise_or", "biu", *_NONE),
+    "bitwise_xor": ("bitwise_xor", "biu", *_NONE), "left_shift": ("left_shift", "iu", *_NONE),
+    "right_shift": ("right_shift", "iu", *_NONE),
 }
-NON_DIFFERENTIABLE |= {"floor_divide", "nextafter", "bitwise_and", "bitwise_or", "bitwise_xor",
-                       "left_shift", "right_shift"}
 
 # -> bool results
 COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
@@ -137,42 +181,36 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 }
 
 
-def _unary_rule(name: str, kinds: str) -> Any:
-    def rule(x: Any, **params: Any) -> ShapedArray:
-        return elementwise(name, x, kinds=kinds)
+def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
+    def rule(*args: Any, **params: Any) -> ShapedArray:
+        return elementwise(name, *args, kinds=kinds, out_dtype=out)
 
     return rule
 
 
-def _binary_rule(name: str, kinds: str, out: DType | None = None) -> Any:
-    def rule(x: Any, y: Any) -> ShapedArray:
-        return elementwise(name, x, y, kinds=kinds, out_dtype=out)
-
-    return rule
-
-
-def _bool_rule(name: str, kinds: str) -> Any:
-    def rule(*args: Any) -> ShapedArray:
-        return elementwise(name, *args, kinds=kinds, out_dtype=bool_)
-
-    return rule
+def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: Domain | None) -> Primitive:
+    prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=deriv is not None, domain=domain)
+    if deriv is not None:
+        defelementwise(prim, lambda t, ans, x, **p: t * deriv(x, ans), saves=reads)
+    return prim
 
 
-UNARY: dict[str, Primitive] = {
-    name: Primitive(name, _unary_rule(name, kinds), kernel=kernel, differentiable=deriv is not None, domain=domain)
-    for name, (kernel, kinds, deriv, _uses, domain) in UNARY_TABLE.items()
-}
-BINARY: dict[str, Primitive] = {
-    name: Primitive(name, _binary_rule(name, kinds), kernel=kernel, differentiable=name not in NON_DIFFERENTIABLE)
-    for name, (kernel, kinds) in BINARY_TABLE.items()
-}
+def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, domain: Domain | None) -> Primitive:
+    prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=dx is not None, domain=domain)
+    if dx is not None:
+        defelementwise(prim, dx, dy, saves=reads)
+    return prim
+
+
+UNARY: dict[str, Primitive] = {name: _unary(name, *row) for name, row in UNARY_TABLE.items()}
+BINARY: dict[str, Primitive] = {name: _binary(name, *row) for name, row in BINARY_TABLE.items()}
 COMPARISON: dict[str, Primitive] = {
-    name: Primitive(name, _bool_rule(name, kinds), kernel=kernel, differentiable=False)
+    name: Primitive(name, _shape_rule(name, kinds, bool_), kernel=kernel, differentiable=False)
     for name, (kernel, kinds, _arity) in COMPARISON_TABLE.items()
 }
 
 
-# ---- the few that are not table rows -----------------------------------------
+# ---- the few that are not table rows
 
 def _select_rule(cond: Any, x: Any, y: Any) -> ShapedArray:
     if not isinstance(cond, ShapedArray):
@@ -183,6 +221,8 @@ def _select_rule(cond: Any, x: Any, y: Any) -> ShapedArray:
 
 
 select_p = Primitive("select", _select_rule, kernel="where")
+defelementwise(select_p, None, lambda t, ans, c, x, y: lax.select(c, t, 0.0),
+               lambda t, ans, c, x, y: lax.select(c, 0.0, t), saves=(0,))
 
 
 def _integer_pow(xp: Any, x: Any, *, y: int) -> Any:
@@ -209,7 +249,14 @@ def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
     return aval
 
 
-integer_pow_p = Primitive("integer_pow", _integer_pow_rule, kernel=_integer_pow)
+def _integer_pow_deriv(x: Any, y: int) -> Any:
+    if y == 0:
+        return lax.zeros(x, x.shape)
+    return y * x if y == 2 else (lax.full(x, x.shape, 1) if y == 1 else y * lax.integer_pow(x, y - 1))
+
+
+integer_pow_p = Primitive("integer_pow", _integer_pow_rule, kernel=_integer_pow, domain=Domain(0.3, 2.0))
+defelementwise(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y), saves="args")
 
 
 def _convert(xp: Any, x: Any, *, new_dtype: DType) -> Any:
@@ -221,6 +268,7 @@ def _convert_rule(x: ShapedArray, *, new_dtype: DType) -> ShapedArray:
 
 
 convert_element_type_p = Primitive("convert_element_type", _convert_rule, kernel=_convert)
+deflinear(convert_element_type_p, lambda g, ans, x, new_dtype: lax.convert(g, x.dtype) if x.dtype.kind == "f" else None)
 
 
 def _copy(xp: Any, x: Any) -> Any:
@@ -228,104 +276,4 @@ def _copy(xp: Any, x: Any) -> Any:
 
 
 copy_p = Primitive("copy", lambda x: x, kernel=_copy)
-
-
-# ---- derivatives ----------------------------------------------------------------------
-
-def _unary_rules(prim: Primitive, deriv: Any, uses: str) -> None:
-    defjvp(prim, lambda t, ans, x, **p: t * deriv(x, ans))
-    defvjp(prim, lambda g, ans, x, **p: g * deriv(x, ans), saves=uses)
-
-
-for _name, (_kernel, _kinds, _deriv, _uses, _domain) in UNARY_TABLE.items():
-    if _deriv is not None:
-        _unary_rules(UNARY[_name], _deriv, _uses)
-
-# Where each binary derivative is checked (everything else: REAL, the default).
-for _name, _domain in {
-    "div": NONZERO, "pow": POSITIVE, "maximum": DISTINCT, "minimum": DISTINCT, "atan2": NONZERO,
-    "hypot": NONZERO, "copysign": NONZERO, "remainder": Domain(kind="remainder"),
-}.items():
-    BINARY[_name].domain = _domain
-integer_pow_p.domain = Domain(0.3, 2.0)
-
-
-def _max_min_rules(prim: Primitive, winner: Any) -> None:
-    """Ties split the gradient evenly (as JAX does), so the sum over inputs stays exact."""
-
-    def share(x: Any, y: Any) -> Any:
-        one = lax.const(x if hasattr(x, "dtype") else y, 1.0)
-        return lax.select(winner(x, y), one, lax.select(lax.eq(x, y), 0.5 * one, 0.0))
-
-    defjvp(prim, lambda t, ans, x, y: t * share(x, y), lambda t, ans, x, y: t * share(y, x))
-    defvjp(prim, lambda g, ans, x, y: g * share(x, y), lambda g, ans, x, y: g * share(y, x), saves="args")
-
-
-def _safe_log(x: Any) -> Any:
-    return lax.log(lax.select(lax.eq(x, 0), 1.0, x))
-
-
-defjvp(BINARY["add"], lambda t, ans, x, y: t, lambda t, ans, x, y: t)
-defvjp(BINARY["add"], lambda g, ans, x, y: g, lambda g, ans, x, y: g, saves="nothing")
-defjvp(BINARY["sub"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t)
-defvjp(BINARY["sub"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g, saves="nothing")
-defjvp(BINARY["mul"], lambda t, ans, x, y: t * y, lambda t, ans, x, y: x * t)
-defvjp(BINARY["mul"], lambda g, ans, x, y: g * y, lambda g, ans, x, y: x * g, saves="args")
-defjvp(BINARY["div"], lambda t, ans, x, y: t / y, lambda t, ans, x, y: -t * ans / y)
-defvjp(BINARY["div"], lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, saves="both")
-def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
-    """d(x**y)/dy = x**y * log(x). At x = 0 it is 0 for y >= 0 (x**y is 0 or 1 nearby); for
-    y < 0, where x**y is infinite, it is NaN (as JAX gives)."""
-    x = x if hasattr(x, "dtype") else lax.const(ans, x)  # a Python scalar base: its log in the result's dtype
-    return lax.select(lax.logical_and(lax.eq(x, 0), lax.ge(y, 0)), 0.0, ans * _safe_log(x))
-
-
-defjvp(BINARY["pow"], lambda t, ans, x, y: t * y * lax.pow(x, y - 1),
-       lambda t, ans, x, y: t * _pow_exponent_factor(ans, x, y))
-defvjp(BINARY["pow"], lambda g, ans, x, y: g * y * lax.pow(x, y - 1),
-       lambda g, ans, x, y: g * _pow_exponent_factor(ans, x, y), saves="both")
-_max_min_rules(BINARY["maximum"], lax.gt)
-_max_min_rules(BINARY["minimum"], lax.lt)
-defjvp(BINARY["atan2"], lambda t, ans, x, y: t * y / (x * x + y * y), lambda t, ans, x, y: -t * x / (x * x + y * y))
-defvjp(BINARY["atan2"], lambda g, ans, x, y: g * y / (x * x + y * y), lambda g, ans, x, y: -g * x / (x * x + y * y),
-       saves="args")
-defjvp(BINARY["hypot"], lambda t, ans, x, y: t * x / ans, lambda t, ans, x, y: t * y / ans)
-defvjp(BINARY["hypot"], lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans, saves="both")
-
-
-def _copysign_factor(x: Any, ans: Any) -> Any:
-    one = lax.const(ans, 1.0)
-    return lax.select(lax.eq(lax.signbit(x), lax.signbit(ans)), one, -one)
-
-
-defjvp(BINARY["copysign"], lambda t, ans, x, y: t * _copysign_factor(x, ans), None)
-defvjp(BINARY["copysign"], lambda g, ans, x, y: g * _copysign_factor(x, ans), None, saves=(0, "ans"))
-# d logaddexp(x, y) / dx = exp(x - ans) = sigmoid(x - y): the same number, but finite where x
-# or y is +inf (exp(inf - inf) is NaN; the derivative is 1 or 0 there, as PyTorch gives).
-defjvp(BINARY["logaddexp"], lambda t, ans, x, y: t * lax.sigmoid(x - y), lambda t, ans, x, y: t * lax.sigmoid(y - x))
-defvjp(BINARY["logaddexp"], lambda g, ans, x, y: g * lax.sigmoid(x - y), lambda g, ans, x, y: g * lax.sigmoid(y - x),
-       saves="args")
-defjvp(BINARY["remainder"], lambda t, ans, x, y: t, lambda t, ans, x, y: -t * lax.floor(x / y))
-defvjp(BINARY["remainder"], lambda g, ans, x, y: g, lambda g, ans, x, y: -g * lax.floor(x / y), saves="args")
-
-defjvp(select_p, None, lambda t, ans, c, x, y: lax.select(c, t, 0.0), lambda t, ans, c, x, y: lax.select(c, 0.0, t))
-defvjp(select_p, None, lambda g, ans, c, x, y: lax.select(c, g, 0.0), lambda g, ans, c, x, y: lax.select(c, 0.0, g),
-       saves=(0,))
-
-
-def _integer_pow_deriv(x: Any, y: int) -> Any:
-    if y == 0:
-        return lax.zeros(x, x.shape)
-    return y * x if y == 2 else (lax.full(x, x.shape, 1) if y == 1 else y * lax.integer_pow(x, y - 1))
-
-
-defjvp(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y))
-defvjp(integer_pow_p, lambda g, ans, x, y: g * _integer_pow_deriv(x, y), saves="args")
-
-
-def _convert_back(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
-    return lax.convert(g, x.dtype) if x.dtype.kind == "f" else None
-
-
-deflinear(convert_element_type_p, _convert_back)
 deflinear(copy_p, lambda g, ans, x: g)
