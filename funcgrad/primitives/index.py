@@ -7,6 +7,7 @@ are hashable, print well, and rebuild into the tuple the kernel indexes with.
 Shapes follow NumPy's rules for mixing slices and arrays.
 """
 
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,11 +15,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from .core import Primitive, ShapedArray, fmt_shape
+from . import lax
+from .ad import defjvp, defvjp
+from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import Domain
 from .rules import broadcast_shapes, common_device, require_kind
 
 __all__ = ["gather_p", "scatter_p", "build_index", "indexed_shape", "SCATTER_MODES"]
+
 
 Template = tuple[tuple[Any, ...], ...]
 
@@ -88,6 +92,10 @@ def _check_indices(op: str, indices: tuple[ShapedArray, ...]) -> None:
         require_kind(op, ix.dtype, "iu", "an integer index array")
 
 
+def _zeros_like(x: Any, like: Any) -> Any:
+    return lax.zeros(like, x.shape, x.dtype)
+
+
 def _gather_rule(x: ShapedArray, *indices: ShapedArray, template: Template) -> ShapedArray:
     _check_indices("gather", indices)
     shape = indexed_shape("gather", x.shape, template, [ix.shape for ix in indices])
@@ -100,6 +108,10 @@ def _gather(xp: Any, x: Any, *indices: Any, template: Template) -> Any:
 
 
 gather_p = Primitive("gather", _gather_rule, kernel=_gather)
+defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
+defvjp(gather_p, lambda g, ans, x, *idx, template: bind(
+    scatter_p, _zeros_like(x, g), g, *idx, template=template, mode="add"), saves="args")
+
 
 SCATTER_MODES = ("set", "add", "multiply", "min", "max")
 _UFUNC = {"add": "add", "multiply": "multiply", "min": "minimum", "max": "maximum"}
@@ -146,24 +158,8 @@ def _scatter_gpu(xp: Any, x: Any, values: Any, *indices: Any, template: Template
     return out
 
 
-scatter_p = Primitive("scatter", _scatter_rule, kernel=_scatter, gpu_kernel=_scatter_gpu)
-
-
-
-# ---- derivatives ----------------------------------------------------------------------
-
-from . import lax  # noqa: E402
-from .ad import defjvp, defvjp  # noqa: E402
-from .core import bind  # noqa: E402
-
-
-def _zeros_like(x: Any, like: Any) -> Any:
-    return lax.zeros(like, x.shape, x.dtype)
-
-
-defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
-defvjp(gather_p, lambda g, ans, x, *idx, template: bind(
-    scatter_p, _zeros_like(x, g), g, *idx, template=template, mode="add"), saves="args")
+scatter_p = Primitive("scatter", _scatter_rule, kernel=_scatter, gpu_kernel=_scatter_gpu,
+                      domain=Domain(kind="distinct"))  # min/max updates: distinct from what they meet
 
 
 def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:
@@ -246,9 +242,5 @@ def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
     return bind(gather_p, g, *idx, template=template) * share_v
 
 
-# min/max need the updates distinct from what they meet
-scatter_p.domain = Domain(kind="distinct")
 defjvp(scatter_p, each=_scatter_jvp)
 defvjp(scatter_p, each=_scatter_vjp, saves="both")
-
-

@@ -1,5 +1,6 @@
 """Linear algebra: matmul, einsum, and the differentiable solvers."""
 
+
 from __future__ import annotations
 
 import math
@@ -8,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import DTypeError, ShapeError
-from .core import Primitive, ShapedArray, fmt_shape
+from . import lax
+from .ad import defjvp, defvjp
+from .core import Primitive, ShapedArray, bind, fmt_shape, layout_kind
 from .domains import MATRIX, Domain
 from .rules import broadcast_shapes, common_device, require_kind
 
@@ -44,6 +47,35 @@ def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
 matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul")
 
 
+def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)   or  (k,) @ (k,) -> ()
+        return lax.expand_dims(g, (-1,)) * b if a.ndim > 1 else g * b
+    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m): summed over the batch by the interpreter
+        return lax.squeeze(lax.matmul(b, lax.expand_dims(g, (-1,))), (-1,))
+    return lax.matmul(g, lax.matrix_transpose(b))
+
+
+def _is_transposed_view(x: Any) -> bool:
+    """A 2-D array laid out column-major (typically ``W.T`` of a row-major W)."""
+    return x.ndim == 2 and layout_kind(x) == "F"
+
+
+def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    if a.ndim == 1:
+        return g * a if b.ndim == 1 else lax.expand_dims(a, (-1,)) * lax.expand_dims(g, (-2,))
+    if b.ndim == 1:
+        return lax.squeeze(lax.matmul(lax.matrix_transpose(a), lax.expand_dims(g, (-1,))), (-1,))
+    if _is_transposed_view(b) and a.ndim == 2:
+        # x @ W.T (nn.Linear): compute (g.T @ x).T so W's gradient comes out row-major like W
+        # itself; later elementwise work on it (accumulation, optimizer steps) stays contiguous
+        return lax.matrix_transpose(lax.matmul(lax.matrix_transpose(g), a))
+    return lax.matmul(lax.matrix_transpose(a), g)
+
+
+defjvp(matmul_p, lambda t, ans, a, b: lax.matmul(t, b), lambda t, ans, a, b: lax.matmul(a, t))
+defvjp(matmul_p, _matmul_vjp_a, _matmul_vjp_b, saves="args")
+
+
 def _linear_rule(x: ShapedArray, w: ShapedArray, *bias: ShapedArray) -> ShapedArray:
     _same_dtype("linear", x, w, *bias)
     require_kind("linear", x.dtype, "f", "a floating-point array")
@@ -71,6 +103,20 @@ def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
 # (batch 128, value_and_grad, paired rounds): the composite ``x @ w.T + b`` takes 1.02x as
 # long, a win small enough that the compiler's fusion should retire this primitive.
 linear_p = Primitive("linear", _linear_rule, kernel=_linear)
+
+
+def _linear_vjp_w(g: Any, ans: Any, x: Any, w: Any, *bias: Any) -> Any:
+    rows = math.prod(g.shape[:-1])  # every leading axis is a batch of rows
+    return lax.matmul(lax.matrix_transpose(lax.reshape(g, (rows, g.shape[-1]))), lax.reshape(x, (rows, x.shape[-1])))
+
+
+def _linear_vjp_b(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
+    return lax.reduce_sum(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
+
+
+defjvp(linear_p, lambda t, ans, x, w, *b: bind(linear_p, t, w), lambda t, ans, x, w, *b: bind(linear_p, x, t),
+       lambda t, ans, x, w, b: t)
+defvjp(linear_p, lambda g, ans, x, w, *b: lax.matmul(g, w), _linear_vjp_w, _linear_vjp_b, saves=(0, 1))
 
 
 def parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, dict[str, int]]:
@@ -126,124 +172,6 @@ def _einsum(xp: Any, *xs: Any, subscripts: str) -> Any:
 einsum_p = Primitive("einsum", _einsum_rule, kernel=_einsum)
 
 
-def _square(op: str, a: ShapedArray) -> None:
-    require_kind(op, a.dtype, "f", "a floating-point array")
-    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"{op}: expected a (..., n, n) stack of square matrices, got shape {fmt_shape(a.shape)}")
-
-
-def _solve_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
-    _square("linalg.solve", a)
-    _same_dtype("linalg.solve", a, b)
-    n = a.shape[-1]
-    if len(b.shape) == 1:
-        if b.shape[0] != n:
-            raise ShapeError(f"linalg.solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
-        return ShapedArray(a.shape[:-1], a.dtype, common_device("linalg.solve", (a, b)))
-    if len(b.shape) < 2 or b.shape[-2] != n:
-        raise ShapeError(f"linalg.solve: a has shape {fmt_shape(a.shape)}; b needs shape ({n},) or (..., {n}, k), "
-                         f"got {fmt_shape(b.shape)}")
-    batch = broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2])
-    return ShapedArray(batch + b.shape[-2:], a.dtype, common_device("linalg.solve", (a, b)))
-
-
-def _upcast_linalg(fn: Any) -> Any:
-    """NumPy's LAPACK wrappers take float32/float64 only; run halves in float32."""
-
-    def kernel(xp: Any, *xs: Any, **params: Any) -> Any:
-        low = xs[0].dtype.itemsize < 4
-        out = fn(xp, *(x.astype(np.float32) for x in xs) if low else xs, **params)
-        return out.astype(xs[0].dtype) if low else out
-
-    return kernel
-
-
-solve_p = Primitive("linalg_solve", _solve_rule, kernel=_upcast_linalg(lambda xp, a, b: xp.linalg.solve(a, b)))
-
-
-def _square_rule(op: str) -> Any:
-    def rule(a: ShapedArray) -> ShapedArray:
-        _square(op, a)
-        return a
-
-    return rule
-
-
-cholesky_p = Primitive("linalg_cholesky", _square_rule("linalg.cholesky"),
-                       kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)))
-
-
-def _triangular_solve_rule(a: ShapedArray, b: ShapedArray, *, lower: bool, transpose_a: bool) -> ShapedArray:
-    _square("triangular_solve", a)
-    _same_dtype("triangular_solve", a, b)
-    if len(b.shape) < 2 or b.shape[-2] != a.shape[-1]:
-        raise ShapeError(f"triangular_solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
-    batch = broadcast_shapes("triangular_solve", a.shape[:-2], b.shape[:-2])
-    return ShapedArray(batch + b.shape[-2:], a.dtype, common_device("triangular_solve", (a, b)))
-
-
-def _triangular_solve(xp: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
-    """Solve op(a) x = b for triangular a (masking the other triangle first)."""
-    tri = xp.tril(a) if lower else xp.triu(a)
-    if transpose_a:
-        tri = xp.swapaxes(tri, -1, -2)
-    return xp.linalg.solve(tri, b)
-
-
-triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
-                               kernel=_upcast_linalg(_triangular_solve))
-
-
-# ---- derivatives ----------------------------------------------------------------------
-
-from . import lax  # noqa: E402
-from .ad import defjvp, defvjp  # noqa: E402
-from .core import bind, layout_kind  # noqa: E402
-
-
-def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    if b.ndim == 1:  # (..., n, k) @ (k,) -> (..., n)   or  (k,) @ (k,) -> ()
-        return lax.expand_dims(g, (-1,)) * b if a.ndim > 1 else g * b
-    if a.ndim == 1:  # (k,) @ (..., k, m) -> (..., m): summed over the batch by the interpreter
-        return lax.squeeze(lax.matmul(b, lax.expand_dims(g, (-1,))), (-1,))
-    return lax.matmul(g, lax.matrix_transpose(b))
-
-
-def _is_transposed_view(x: Any) -> bool:
-    """A 2-D array laid out column-major (typically ``W.T`` of a row-major W)."""
-    return x.ndim == 2 and layout_kind(x) == "F"
-
-
-def _matmul_vjp_b(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    if a.ndim == 1:
-        return g * a if b.ndim == 1 else lax.expand_dims(a, (-1,)) * lax.expand_dims(g, (-2,))
-    if b.ndim == 1:
-        return lax.squeeze(lax.matmul(lax.matrix_transpose(a), lax.expand_dims(g, (-1,))), (-1,))
-    if _is_transposed_view(b) and a.ndim == 2:
-        # x @ W.T (nn.Linear): compute (g.T @ x).T so W's gradient comes out row-major like W
-        # itself; later elementwise work on it (accumulation, optimizer steps) stays contiguous
-        return lax.matrix_transpose(lax.matmul(lax.matrix_transpose(g), a))
-    return lax.matmul(lax.matrix_transpose(a), g)
-
-
-defjvp(matmul_p, lambda t, ans, a, b: lax.matmul(t, b), lambda t, ans, a, b: lax.matmul(a, t))
-defvjp(matmul_p, _matmul_vjp_a, _matmul_vjp_b, saves="args")
-
-
-def _linear_vjp_w(g: Any, ans: Any, x: Any, w: Any, *bias: Any) -> Any:
-    rows = math.prod(g.shape[:-1])  # every leading axis is a batch of rows
-    return lax.matmul(lax.matrix_transpose(lax.reshape(g, (rows, g.shape[-1]))), lax.reshape(x, (rows, x.shape[-1])))
-
-
-def _linear_vjp_b(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
-    return lax.reduce_sum(g, tuple(range(g.ndim - 1))) if g.ndim > 1 else g
-
-
-defjvp(linear_p, lambda t, ans, x, w, *b: bind(linear_p, t, w), lambda t, ans, x, w, *b: bind(linear_p, x, t),
-       lambda t, ans, x, w, b: t)
-defvjp(linear_p, lambda g, ans, x, w, *b: lax.matmul(g, w), _linear_vjp_w, _linear_vjp_b, saves=(0, 1))
-
-
 def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
     """Cotangent of operand ``i``: an einsum of ``g`` with the other operands. Labels the
     operand repeats (a diagonal) or sums alone are rebuilt with identity matrices and
@@ -285,6 +213,42 @@ defjvp(einsum_p, each=_einsum_jvp)
 defvjp(einsum_p, each=_einsum_vjp, saves="args")
 
 
+def _square(op: str, a: ShapedArray) -> None:
+    require_kind(op, a.dtype, "f", "a floating-point array")
+    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{op}: expected a (..., n, n) stack of square matrices, got shape {fmt_shape(a.shape)}")
+
+
+def _upcast_linalg(fn: Any) -> Any:
+    """NumPy's LAPACK wrappers take float32/float64 only; run halves in float32."""
+
+    def kernel(xp: Any, *xs: Any, **params: Any) -> Any:
+        low = xs[0].dtype.itemsize < 4
+        out = fn(xp, *(x.astype(np.float32) for x in xs) if low else xs, **params)
+        return out.astype(xs[0].dtype) if low else out
+
+    return kernel
+
+
+def _solve_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
+    _square("linalg.solve", a)
+    _same_dtype("linalg.solve", a, b)
+    n = a.shape[-1]
+    if len(b.shape) == 1:
+        if b.shape[0] != n:
+            raise ShapeError(f"linalg.solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
+        return ShapedArray(a.shape[:-1], a.dtype, common_device("linalg.solve", (a, b)))
+    if len(b.shape) < 2 or b.shape[-2] != n:
+        raise ShapeError(f"linalg.solve: a has shape {fmt_shape(a.shape)}; b needs shape ({n},) or (..., {n}, k), "
+                         f"got {fmt_shape(b.shape)}")
+    batch = broadcast_shapes("linalg.solve", a.shape[:-2], b.shape[:-2])
+    return ShapedArray(batch + b.shape[-2:], a.dtype, common_device("linalg.solve", (a, b)))
+
+
+solve_p = Primitive("linalg_solve", _solve_rule, kernel=_upcast_linalg(lambda xp, a, b: xp.linalg.solve(a, b)),
+                   domain=MATRIX)
+
+
 def _solve(a: Any, b: Any) -> Any:
     return bind(solve_p, a, b)
 
@@ -314,6 +278,18 @@ def _phi(x: Any) -> Any:
     return lax.tril(x) - 0.5 * x * lax.eye(x, n)
 
 
+def _square_rule(op: str) -> Any:
+    def rule(a: ShapedArray) -> ShapedArray:
+        _square(op, a)
+        return a
+
+    return rule
+
+
+cholesky_p = Primitive("linalg_cholesky", _square_rule("linalg.cholesky"),
+                       kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)), domain=Domain(kind="spd"))
+
+
 def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
     # tL = L phi(L^-1 tA L^-T), for symmetric tangents tA
     inner = _tri_solve(ans, lax.matrix_transpose(_tri_solve(ans, t)))
@@ -328,11 +304,29 @@ def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
     return 0.5 * (s + lax.matrix_transpose(s))
 
 
-for _p in (solve_p, triangular_solve_p):
-    _p.domain = MATRIX
-cholesky_p.domain = Domain(kind="spd")
 defjvp(cholesky_p, _cholesky_jvp)
 defvjp(cholesky_p, _cholesky_vjp, saves="ans")
+
+
+def _triangular_solve_rule(a: ShapedArray, b: ShapedArray, *, lower: bool, transpose_a: bool) -> ShapedArray:
+    _square("triangular_solve", a)
+    _same_dtype("triangular_solve", a, b)
+    if len(b.shape) < 2 or b.shape[-2] != a.shape[-1]:
+        raise ShapeError(f"triangular_solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
+    batch = broadcast_shapes("triangular_solve", a.shape[:-2], b.shape[:-2])
+    return ShapedArray(batch + b.shape[-2:], a.dtype, common_device("triangular_solve", (a, b)))
+
+
+def _triangular_solve(xp: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool) -> Any:
+    """Solve op(a) x = b for triangular a (masking the other triangle first)."""
+    tri = xp.tril(a) if lower else xp.triu(a)
+    if transpose_a:
+        tri = xp.swapaxes(tri, -1, -2)
+    return xp.linalg.solve(tri, b)
+
+
+triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
+                               kernel=_upcast_linalg(_triangular_solve), domain=MATRIX)
 
 
 def _masked(a: Any, lower: bool) -> Any:
@@ -356,3 +350,5 @@ defjvp(triangular_solve_p, _tri_jvp_a,
        lambda t, ans, a, b, *, lower, transpose_a: _tri_solve(a, t, lower, transpose_a))
 defvjp(triangular_solve_p, _tri_vjp_a,
        lambda g, ans, a, b, *, lower, transpose_a: _tri_solve(a, g, lower, not transpose_a), saves=(0, "ans"))
+
+

@@ -12,7 +12,9 @@ import numpy as np
 
 from ..dtypes import bool_, int64
 from ..errors import ShapeError
-from .core import Primitive, ShapedArray, fmt_shape
+from . import lax
+from .ad import defjvp, deflinear, defvjp
+from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import DISTINCT, Domain
 from .rules import normalize_axis, require_kind
 from .shape import expand_dims_p
@@ -28,6 +30,14 @@ def _reduced_shape(op: str, x: ShapedArray, axes: tuple[int, ...], keepdims: boo
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(x.shape))
     return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """Put reduced axes back (size 1) so ``g`` broadcasts against the input."""
+    if keepdims or not axes:
+        return g
+
+    return bind(expand_dims_p, g, dimensions=axes)
 
 
 _UFUNC_OF = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum", "any": "logical_or",
@@ -65,6 +75,55 @@ REDUCTIONS: dict[str, Primitive] = {
 }
 
 
+def _sum_vjp(g: Any, ans: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+    return lax.broadcast_to(_expand(g, axes, keepdims), x.shape)
+
+
+deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
+
+
+def _winners(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """1/count where x attains the extremum (ties share the derivative evenly), else 0."""
+    mask = lax.convert(lax.eq(x, _expand(ans, axes, keepdims)), x.dtype)
+    return mask / lax.reduce_sum(mask, axes, keepdims=True)
+
+
+for _name in ("reduce_max", "reduce_min"):
+    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
+        t * _winners(x, ans, axes, keepdims), axes, keepdims=keepdims))
+    defvjp(REDUCTIONS[_name], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _winners(
+        x, ans, axes, keepdims), saves="both")
+    REDUCTIONS[_name].domain = DISTINCT
+
+
+def _product_of_others(x: Any, axes: tuple[int, ...]) -> Any:
+    """For every element, the product of the *other* elements of its reduction group.
+    Exclusive products from both sides: exact with zeros, no division."""
+    nd = x.ndim
+    kept = [i for i in range(nd) if i not in axes]
+    perm = tuple(kept) + tuple(axes)
+    xt = lax.transpose(x, perm)
+    lead = tuple(xt.shape[:len(kept)])
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    if n == 0:
+        return lax.zeros(x, x.shape)
+    flat = lax.reshape(xt, lead + (n,))
+    pad = [(0, 0)] * len(lead) + [(1, 0)]
+    left = lax.pad(lax.cumprod(lax.slice_axis(flat, -1, 0, n - 1), -1), pad, 1)
+    right = lax.flip(lax.pad(lax.cumprod(lax.slice_axis(lax.flip(flat, (-1,)), -1, 0, n - 1), -1), pad, 1), (-1,))
+    others = lax.reshape(left * right, xt.shape)
+    inverse = tuple(sorted(range(nd), key=lambda i: perm[i]))
+    return lax.transpose(others, inverse)
+
+
+defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
+    t * _product_of_others(x, axes), axes, keepdims=keepdims))
+defvjp(REDUCTIONS["reduce_prod"], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _product_of_others(
+    x, axes), saves="args")
+
+
 def _arg_reduction(name: str, kernel: str) -> Primitive:
     def rule(x: ShapedArray, *, axis: int | None, keepdims: bool) -> ShapedArray:
         require_kind(name, x.dtype, "biuf", "a numeric array")
@@ -83,6 +142,10 @@ def _arg_reduction(name: str, kernel: str) -> Primitive:
         return xp.asarray(getattr(xp, kernel)(x, axis=axis, keepdims=keepdims)).astype(np.int64, copy=False)
 
     return Primitive(name, rule, kernel=run, differentiable=False)
+
+
+argmax_p = _arg_reduction("argmax", "argmax")
+argmin_p = _arg_reduction("argmin", "argmin")
 
 
 def _logsumexp_rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
@@ -111,6 +174,17 @@ def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any
 # with logsumexp and take_along_axis, as a JAX user writes it): value_and_grad / NumPy's
 # 1.12-1.13x with this primitive, 1.16-1.18x with the composite (paired rounds).
 logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
+
+
+def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    return lax.exp(x - _expand(ans, axes, keepdims))
+
+
+defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
+    t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
+defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
+    x, ans, axes, keepdims), saves="both")
+
 
 _XENT_REDUCTIONS = ("none", "sum", "mean")
 
@@ -252,98 +326,6 @@ def _xent_grad(xp: Any, g: Any, z: Any, y: Any, *, reduction: str, ignore_index:
 # cross_entropy's backward is its own operation). Its own rules give second derivatives.
 softmax_cross_entropy_grad_p = Primitive("softmax_cross_entropy_grad", _xent_grad_rule, kernel=_xent_grad)
 
-argmax_p = _arg_reduction("argmax", "argmax")
-argmin_p = _arg_reduction("argmin", "argmin")
-
-
-def _scan(name: str, kernel: str) -> Primitive:
-    def rule(x: ShapedArray, *, axis: int) -> ShapedArray:
-        require_kind(name, x.dtype, "iuf", "a numeric array")
-        normalize_axis(name, axis, len(x.shape))
-        return x
-
-    def run(xp: Any, x: Any, *, axis: int) -> Any:
-        return getattr(xp, kernel)(x, axis=axis, dtype=x.dtype)
-
-    return Primitive(name, rule, kernel=run)
-
-
-cumsum_p = _scan("cumsum", "cumsum")
-cumprod_p = _scan("cumprod", "cumprod")
-
-
-# ---- derivatives ----------------------------------------------------------------------
-
-from . import lax  # noqa: E402
-from .ad import defjvp, deflinear, defvjp  # noqa: E402
-from .core import bind  # noqa: E402
-
-
-def _expand(g: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-    """Put reduced axes back (size 1) so ``g`` broadcasts against the input."""
-    if keepdims or not axes:
-        return g
-
-    return bind(expand_dims_p, g, dimensions=axes)
-
-
-def _sum_vjp(g: Any, ans: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return lax.broadcast_to(_expand(g, axes, keepdims), x.shape)
-
-
-deflinear(REDUCTIONS["reduce_sum"], _sum_vjp)
-
-
-def _winners(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-    """1/count where x attains the extremum (ties share the derivative evenly), else 0."""
-    mask = lax.convert(lax.eq(x, _expand(ans, axes, keepdims)), x.dtype)
-    return mask / lax.reduce_sum(mask, axes, keepdims=True)
-
-
-for _name in ("reduce_max", "reduce_min"):
-    defjvp(REDUCTIONS[_name], lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
-        t * _winners(x, ans, axes, keepdims), axes, keepdims=keepdims))
-    defvjp(REDUCTIONS[_name], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _winners(
-        x, ans, axes, keepdims), saves="both")
-
-
-def _product_of_others(x: Any, axes: tuple[int, ...]) -> Any:
-    """For every element, the product of the *other* elements of its reduction group.
-    Exclusive products from both sides: exact with zeros, no division."""
-    nd = x.ndim
-    kept = [i for i in range(nd) if i not in axes]
-    perm = tuple(kept) + tuple(axes)
-    xt = lax.transpose(x, perm)
-    lead = tuple(xt.shape[:len(kept)])
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
-    if n == 0:
-        return lax.zeros(x, x.shape)
-    flat = lax.reshape(xt, lead + (n,))
-    pad = [(0, 0)] * len(lead) + [(1, 0)]
-    left = lax.pad(lax.cumprod(lax.slice_axis(flat, -1, 0, n - 1), -1), pad, 1)
-    right = lax.flip(lax.pad(lax.cumprod(lax.slice_axis(lax.flip(flat, (-1,)), -1, 0, n - 1), -1), pad, 1), (-1,))
-    others = lax.reshape(left * right, xt.shape)
-    inverse = tuple(sorted(range(nd), key=lambda i: perm[i]))
-    return lax.transpose(others, inverse)
-
-
-defjvp(REDUCTIONS["reduce_prod"], lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
-    t * _product_of_others(x, axes), axes, keepdims=keepdims))
-defvjp(REDUCTIONS["reduce_prod"], lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _product_of_others(
-    x, axes), saves="args")
-
-
-def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
-    return lax.exp(x - _expand(ans, axes, keepdims))
-
-
-defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
-    t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
-defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
-    x, ans, axes, keepdims), saves="both")
-
 
 def _xent_softmax(z: Any) -> Any:
     return lax.exp(z - bind(logsumexp_p, z, axes=(1,), keepdims=True))
@@ -403,13 +385,23 @@ defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y, **params: _xent_jvp
        lambda c, ans, g, z, y, **params: _softmax_jvp(_row_weights(g, y, **params), z, c), None, saves="args")
 
 
-def _reverse_cumsum(g: Any, axis: int) -> Any:
-    return lax.flip(lax.cumsum(lax.flip(g, (axis,)), axis), (axis,))
+def _scan(name: str, kernel: str) -> Primitive:
+    def rule(x: ShapedArray, *, axis: int) -> ShapedArray:
+        require_kind(name, x.dtype, "iuf", "a numeric array")
+        normalize_axis(name, axis, len(x.shape))
+        return x
+
+    def run(xp: Any, x: Any, *, axis: int) -> Any:
+        return getattr(xp, kernel)(x, axis=axis, dtype=x.dtype)
+
+    return Primitive(name, rule, kernel=run)
 
 
-deflinear(cumsum_p, lambda g, ans, x, *, axis: _reverse_cumsum(g, axis))
-for _name in ("reduce_max", "reduce_min"):
-    REDUCTIONS[_name].domain = DISTINCT
+cumsum_p = _scan("cumsum", "cumsum")
+deflinear(cumsum_p, lambda g, ans, x, *, axis: lax.flip(lax.cumsum(lax.flip(g, (axis,)), axis), (axis,)))
+cumprod_p = _scan("cumprod", "cumprod")  # its rules are below
+
+
 def _shifted(v: Any, step: int, axis: int, fill: float) -> Any:
     """``v`` moved ``step`` places forward along ``axis``, ``fill`` coming in at the front."""
     n = v.shape[axis]

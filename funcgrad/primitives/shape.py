@@ -16,7 +16,9 @@ import numpy as np
 
 from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
-from .core import Layout, Primitive, ShapedArray, contiguous_strides, fmt_shape
+from . import lax
+from .ad import defjvp, deflinear, defvjp
+from .core import Layout, Primitive, ShapedArray, bind, contiguous_strides, fmt_shape
 from .domains import DISTINCT
 from .index import scatter_p
 from .rules import common_device, normalize_axis
@@ -62,6 +64,10 @@ def view_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     return tuple(new_strides)
 
 
+# ---- views: each maps a Layout to a Layout over the same buffer; ``native`` is the array
+# module's own call for the same view of a raw array (lowered programs use it). Views are
+# linear: the JVP applies the same view to the tangent, the VJP undoes it.
+
 def _reshape(x: Layout, *, new_sizes: tuple[int, ...]) -> Layout | None:
     if _size(new_sizes) != _size(x.shape) or any(d < 0 for d in new_sizes):
         raise ShapeError(f"reshape: cannot reshape an array of shape {fmt_shape(x.shape)} ({_size(x.shape)} "
@@ -70,11 +76,33 @@ def _reshape(x: Layout, *, new_sizes: tuple[int, ...]) -> Layout | None:
     return None if strides is None else Layout(new_sizes, strides, x.offset)
 
 
+reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes))
+deflinear(reshape_p, lambda g, ans, x, *, new_sizes: lax.reshape(g, x.shape))
+
+
+def strict_view(x: Layout, new_sizes: tuple[int, ...]) -> Layout:
+    """``x.view(shape)``: the reshape view or a ``ViewError`` that says why and what to do."""
+    layout = _reshape(x, new_sizes=new_sizes)
+    if layout is None:
+        raise ViewError(
+            f"view: cannot view an array of shape {fmt_shape(x.shape)} with strides {x.strides} as shape "
+            f"{fmt_shape(new_sizes)}: its elements are not laid out in memory in that order (a transposed or "
+            "sliced array). Use .reshape(...), which copies when it must, or .contiguous().view(...)."
+        )
+    return layout
+
+
 def _transpose(x: Layout, *, permutation: tuple[int, ...]) -> Layout:
     if sorted(permutation) != list(range(len(x.shape))):
         raise ShapeError(f"transpose: axes {permutation} are not a permutation of the "
                          f"{len(x.shape)} axes of an array of shape {fmt_shape(x.shape)}")
     return Layout(tuple(x.shape[p] for p in permutation), tuple(x.strides[p] for p in permutation), x.offset)
+
+
+transpose_p = Primitive("transpose", None, view=_transpose,
+                        native=lambda xp, x, *, permutation: x.transpose(permutation))
+deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
+    transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
 
 
 def _broadcast_to(x: Layout, *, shape: tuple[int, ...]) -> Layout:
@@ -91,6 +119,22 @@ def _broadcast_to(x: Layout, *, shape: tuple[int, ...]) -> Layout:
         else:
             raise ShapeError(f"broadcast_to: cannot broadcast shape {fmt_shape(x.shape)} to {fmt_shape(shape)}")
     return Layout(tuple(shape), tuple(strides), x.offset)
+
+
+def _native_broadcast_to(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
+    """NumPy's broadcast_to builds an iterator to find the strides; for a contiguous array
+    they are the array's own, with 0 on every new or stretched axis (5x faster)."""
+    if xp is not np or not x.flags.c_contiguous or x.size == 0:
+        return xp.broadcast_to(x, shape)
+    lead = len(shape) - x.ndim
+    if lead < 0 or any(d != n and d != 1 for d, n in zip(x.shape, shape[lead:])):
+        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")  # (the view's strides would fit)
+    strides = (0,) * lead + tuple(0 if d == 1 and n != 1 else s for d, s, n in zip(x.shape, x.strides, shape[lead:]))
+    return np.ndarray(shape, x.dtype, buffer=x, strides=strides)
+
+
+broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native=_native_broadcast_to)
+deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
 
 
 def _slice_lengths(index: tuple[tuple[int, int, int], ...], shape: tuple[int, ...]) -> list[int]:
@@ -113,52 +157,6 @@ def _slice(x: Layout, *, index: tuple[tuple[int, int, int], ...]) -> Layout:
     return Layout(tuple(lengths), tuple(s * step for (_, _, step), s in zip(index, x.strides)), offset)
 
 
-def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
-    for d in dimensions:
-        if x.shape[d] != 1:
-            raise ShapeError(f"squeeze: axis {d} of shape {fmt_shape(x.shape)} has size {x.shape[d]}, not 1")
-    keep = [i for i in range(len(x.shape)) if i not in dimensions]
-    return Layout(tuple(x.shape[i] for i in keep), tuple(x.strides[i] for i in keep), x.offset)
-
-
-def _expand_dims(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
-    """``dimensions`` are positions in the output, sorted and non-negative."""
-    shape, strides = list(x.shape), list(x.strides)
-    for d in dimensions:
-        if d > len(shape):
-            raise ShapeError(f"expand_dims: axis {d} is out of range for the result")
-        shape.insert(d, 1)
-        strides.insert(d, 0)
-    return Layout(tuple(shape), tuple(strides), x.offset)
-
-
-def _flip(x: Layout, *, axes: tuple[int, ...]) -> Layout:
-    strides, offset = list(x.strides), x.offset
-    for a in axes:
-        if x.shape[a] > 0:
-            offset += (x.shape[a] - 1) * strides[a]
-        strides[a] = -strides[a]
-    return Layout(x.shape, tuple(strides), offset)
-
-
-def _diagonal(x: Layout, *, offset: int, axis1: int, axis2: int) -> Layout:
-    if axis1 == axis2:
-        raise ShapeError("diagonal: axis1 and axis2 must differ")
-    n1, n2 = x.shape[axis1], x.shape[axis2]
-    start = x.offset
-    if offset >= 0:
-        length = max(0, min(n1, n2 - offset))
-        if length:
-            start += offset * x.strides[axis2]
-    else:
-        length = max(0, min(n1 + offset, n2))
-        if length:
-            start -= offset * x.strides[axis1]
-    keep = [i for i in range(len(x.shape)) if i not in (axis1, axis2)]
-    return Layout(tuple(x.shape[i] for i in keep) + (length,),
-                  tuple(x.strides[i] for i in keep) + (x.strides[axis1] + x.strides[axis2],), start)
-
-
 def _python_slice(start: int, stop: int, step: int) -> slice:
     """The Python slice selecting ``range(start, stop, step)`` (slice.indices' normal form
     uses -1 for "down to element 0", which a Python slice reads as "from the end")."""
@@ -172,155 +170,6 @@ def _python_slice(start: int, stop: int, step: int) -> slice:
 def _native_slice(xp: Any, x: Any, *, index: tuple[tuple[int, int, int], ...]) -> Any:
     _slice_lengths(index, x.shape)  # as strict as the rule: Python slicing would clamp
     return x[tuple(_python_slice(*t) for t in index)]
-
-
-# ``native``: the array module's own call for the same view, on raw arrays (lowered programs use it).
-reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes))
-transpose_p = Primitive("transpose", None, view=_transpose,
-                        native=lambda xp, x, *, permutation: x.transpose(permutation))
-def _native_broadcast_to(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
-    """NumPy's broadcast_to builds an iterator to find the strides; for a contiguous array
-    they are the array's own, with 0 on every new or stretched axis (5x faster)."""
-    if xp is not np or not x.flags.c_contiguous or x.size == 0:
-        return xp.broadcast_to(x, shape)
-    lead = len(shape) - x.ndim
-    if lead < 0 or any(d != n and d != 1 for d, n in zip(x.shape, shape[lead:])):
-        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")  # (the view's strides would fit)
-    strides = (0,) * lead + tuple(0 if d == 1 and n != 1 else s for d, s, n in zip(x.shape, x.strides, shape[lead:]))
-    return np.ndarray(shape, x.dtype, buffer=x, strides=strides)
-
-
-broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native=_native_broadcast_to)
-slice_p = Primitive("slice", None, view=_slice, native=_native_slice)
-squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions))
-def _native_expand_dims(xp: Any, x: Any, *, dimensions: tuple[int, ...]) -> Any:
-    shape = list(x.shape)
-    for d in dimensions:
-        if not 0 <= d <= len(shape):  # (list.insert would put it at an end)
-            raise ValueError(f"expand_dims: axis {d} is out of range for the result")
-        shape.insert(d, 1)
-    return x.reshape(shape)  # a view (inserting size-1 axes always is); xp.expand_dims is slower
-
-
-expand_dims_p = Primitive("expand_dims", None, view=_expand_dims, native=_native_expand_dims)
-flip_p = Primitive("flip", None, view=_flip, native=lambda xp, x, *, axes: xp.flip(x, axes))
-diagonal_p = Primitive("diagonal", None, view=_diagonal, native="diagonal")
-# The identity as a view: a constant to every derivative (fg.stop_gradient, x.detach()).
-stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False,
-                            native=lambda xp, x: x)
-
-
-def strict_view(x: Layout, new_sizes: tuple[int, ...]) -> Layout:
-    """``x.view(shape)``: the reshape view or a ``ViewError`` that says why and what to do."""
-    layout = _reshape(x, new_sizes=new_sizes)
-    if layout is None:
-        raise ViewError(
-            f"view: cannot view an array of shape {fmt_shape(x.shape)} with strides {x.strides} as shape "
-            f"{fmt_shape(new_sizes)}: its elements are not laid out in memory in that order (a transposed or "
-            "sliced array). Use .reshape(...), which copies when it must, or .contiguous().view(...)."
-        )
-    return layout
-
-
-# ---- copying shape primitives --------------------------------------------------
-
-def _concatenate_rule(*xs: ShapedArray, axis: int) -> ShapedArray:
-    first = xs[0]
-    for x in xs[1:]:
-        if x.dtype is not first.dtype:
-            raise ShapeError(f"concatenate: dtypes {first.dtype} and {x.dtype} differ")
-        if len(x.shape) != len(first.shape) or any(
-            a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis
-        ):
-            shapes = ", ".join(fmt_shape(x.shape) for x in xs)
-            raise ShapeError(f"concatenate: shapes {shapes} differ outside axis {axis}")
-    size = sum(x.shape[axis] for x in xs)
-    shape = first.shape[:axis] + (size,) + first.shape[axis + 1:]
-    return ShapedArray(shape, first.dtype, common_device("concatenate", xs))
-
-
-concatenate_p = Primitive("concatenate", _concatenate_rule,
-                          kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis))
-
-
-# ---- constants: full and iota take an operand only for where to make them ---------------
-# (evaluation is chosen by the data, so a derivative rule's constants follow its operands'
-# device and transform; the operand's values are never read)
-
-def _full(xp: Any, like: Any, *, shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
-    return xp.full(shape, value, dtype=dtype.np)
-
-
-def _iota(xp: Any, like: Any, *, n: int, dtype: DType) -> Any:
-    return xp.arange(n, dtype=dtype.np)
-
-
-full_p = Primitive("full", lambda like, *, shape, value, dtype: ShapedArray(shape, dtype, like.device), kernel=_full,
-                   differentiable=False)
-iota_p = Primitive("iota", lambda like, *, n, dtype: ShapedArray((n,), dtype, like.device), kernel=_iota,
-                   differentiable=False)
-
-
-def _pad_rule(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: str, value: Any) -> ShapedArray:
-    if len(pad_width) != len(x.shape) or any(lo < 0 or hi < 0 for lo, hi in pad_width):
-        raise ShapeError(f"pad: pad_width {pad_width} does not fit an array of shape {fmt_shape(x.shape)}")
-    if mode not in ("constant", "edge", "reflect", "wrap"):
-        raise ValueError(f"pad: unsupported mode {mode!r}; use 'constant', 'edge', 'reflect' or 'wrap'")
-    return ShapedArray(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pad_width)), x.dtype, x.device)
-
-
-def _pad(xp: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
-    if mode == "constant":
-        return xp.pad(x, pad_width, mode="constant", constant_values=value)
-    return xp.pad(x, pad_width, mode=mode)
-
-
-pad_p = Primitive("pad", _pad_rule, kernel=_pad)
-
-
-def _sort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
-    normalize_axis("sort", axis, len(x.shape))
-    return x
-
-
-def _sortable(x: Any) -> Any:
-    """NumPy's sort compares ml-dtypes' bfloat16 wrongly around NaN (it can leave the array
-    unsorted); bfloat16 values sort exactly as float32, where NaN goes last."""
-    return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
-
-
-def _sort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
-    if x.dtype.name == "bfloat16":
-        return _sort(xp, _sortable(x), axis=axis, descending=descending).astype(x.dtype)
-    if descending:
-        return xp.flip(xp.sort(xp.flip(x, axis), axis=axis, kind="stable"), axis).copy()
-    return xp.sort(x, axis=axis, kind="stable")
-
-
-def _argsort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
-    normalize_axis("argsort", axis, len(x.shape))
-    return ShapedArray(x.shape, int64, x.device)
-
-
-def _argsort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
-    x = _sortable(x)
-    if descending:  # stable among equal keys: sort the reversed array, map indices back
-        n = x.shape[axis]
-        return xp.flip(n - 1 - xp.argsort(xp.flip(x, axis), axis=axis, kind="stable"), axis).astype(xp.int64)
-    return xp.argsort(x, axis=axis, kind="stable").astype(xp.int64, copy=False)
-
-
-sort_p = Primitive("sort", _sort_rule, kernel=_sort)
-argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=False)
-
-
-# ---- derivatives ----------------------------------------------------------------------
-# Views are linear: the JVP applies the same view to the tangent; the VJP undoes it.
-
-
-from . import lax  # noqa: E402
-from .ad import defjvp, deflinear, defvjp  # noqa: E402
-from .core import bind  # noqa: E402
 
 
 def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any, ...], ...]:
@@ -343,6 +192,77 @@ def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
     return bind(scatter_p, lax.zeros(g, x.shape, x.dtype), g, *indices, template=template, mode="add")
 
 
+slice_p = Primitive("slice", None, view=_slice, native=_native_slice)
+deflinear(slice_p, lambda g, ans, x, *, index: _scatter_into_zeros(x, g, _slice_template(index)))
+
+
+def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
+    for d in dimensions:
+        if x.shape[d] != 1:
+            raise ShapeError(f"squeeze: axis {d} of shape {fmt_shape(x.shape)} has size {x.shape[d]}, not 1")
+    keep = [i for i in range(len(x.shape)) if i not in dimensions]
+    return Layout(tuple(x.shape[i] for i in keep), tuple(x.strides[i] for i in keep), x.offset)
+
+
+squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions))
+deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))
+
+
+def _expand_dims(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
+    """``dimensions`` are positions in the output, sorted and non-negative."""
+    shape, strides = list(x.shape), list(x.strides)
+    for d in dimensions:
+        if d > len(shape):
+            raise ShapeError(f"expand_dims: axis {d} is out of range for the result")
+        shape.insert(d, 1)
+        strides.insert(d, 0)
+    return Layout(tuple(shape), tuple(strides), x.offset)
+
+
+def _native_expand_dims(xp: Any, x: Any, *, dimensions: tuple[int, ...]) -> Any:
+    shape = list(x.shape)
+    for d in dimensions:
+        if not 0 <= d <= len(shape):  # (list.insert would put it at an end)
+            raise ValueError(f"expand_dims: axis {d} is out of range for the result")
+        shape.insert(d, 1)
+    return x.reshape(shape)  # a view (inserting size-1 axes always is); xp.expand_dims is slower
+
+
+expand_dims_p = Primitive("expand_dims", None, view=_expand_dims, native=_native_expand_dims)
+deflinear(expand_dims_p, lambda g, ans, x, *, dimensions: bind(squeeze_p, g, dimensions=dimensions))
+
+
+def _flip(x: Layout, *, axes: tuple[int, ...]) -> Layout:
+    strides, offset = list(x.strides), x.offset
+    for a in axes:
+        if x.shape[a] > 0:
+            offset += (x.shape[a] - 1) * strides[a]
+        strides[a] = -strides[a]
+    return Layout(x.shape, tuple(strides), offset)
+
+
+flip_p = Primitive("flip", None, view=_flip, native=lambda xp, x, *, axes: xp.flip(x, axes))
+deflinear(flip_p, lambda g, ans, x, *, axes: bind(flip_p, g, axes=axes))
+
+
+def _diagonal(x: Layout, *, offset: int, axis1: int, axis2: int) -> Layout:
+    if axis1 == axis2:
+        raise ShapeError("diagonal: axis1 and axis2 must differ")
+    n1, n2 = x.shape[axis1], x.shape[axis2]
+    start = x.offset
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        if length:
+            start += offset * x.strides[axis2]
+    else:
+        length = max(0, min(n1 + offset, n2))
+        if length:
+            start -= offset * x.strides[axis1]
+    keep = [i for i in range(len(x.shape)) if i not in (axis1, axis2)]
+    return Layout(tuple(x.shape[i] for i in keep) + (length,),
+                  tuple(x.strides[i] for i in keep) + (x.strides[axis1] + x.strides[axis2],), start)
+
+
 def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: int) -> Any:
     moved_shape = tuple(d for i, d in enumerate(x.shape) if i not in (axis1, axis2)) + (x.shape[axis1], x.shape[axis2])
     n = g.shape[-1]
@@ -353,72 +273,14 @@ def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: i
     return lax.moveaxis(filled, (-2, -1), (axis1, axis2))
 
 
-deflinear(reshape_p, lambda g, ans, x, *, new_sizes: lax.reshape(g, x.shape))
-deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
-    transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
-deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
-deflinear(slice_p, lambda g, ans, x, *, index: _scatter_into_zeros(x, g, _slice_template(index)))
-deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))
-deflinear(expand_dims_p, lambda g, ans, x, *, dimensions: bind(squeeze_p, g, dimensions=dimensions))
-deflinear(flip_p, lambda g, ans, x, *, axes: bind(flip_p, g, axes=axes))
+diagonal_p = Primitive("diagonal", None, view=_diagonal, native="diagonal")
 deflinear(diagonal_p, _diagonal_vjp)
 
 
-def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
-    parts = [t if j == i else lax.zeros(t, x.shape) for j, x in enumerate(xs)]
-    return bind(concatenate_p, *parts, axis=axis)
+# The identity as a view: a constant to every derivative (fg.stop_gradient, x.detach()).
+stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False,
+                            native=lambda xp, x: x)
 
-
-def _concatenate_vjp(i: int, g: Any, ans: Any, *xs: Any, axis: int) -> Any:
-    start = sum(x.shape[axis] for x in xs[:i])
-    index = tuple((start, start + xs[i].shape[axis], 1) if a == axis else (0, d, 1) for a, d in enumerate(g.shape))
-    return bind(slice_p, g, index=index)
-
-
-defjvp(concatenate_p, each=_concatenate_jvp)
-defvjp(concatenate_p, each=_concatenate_vjp, saves="none")
-
-
-def _pad_sources(like: Any, shape: tuple[int, ...], pad_width: Any, mode: str) -> Any:
-    """For every output element, the flat index of the input element it copies: the same
-    pad applied to the input's positions."""
-    size = 1
-    for d in shape:
-        size *= d
-    return bind(pad_p, lax.reshape(lax.iota(like, size), shape), pad_width=pad_width, mode=mode, value=0)
-
-
-def _pad_jvp(t: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
-    if mode == "constant":
-        return bind(pad_p, t, pad_width=pad_width, mode=mode, value=0)
-    return lax.gather(lax.reshape(t, (t.size,)), _pad_sources(t, tuple(x.shape), pad_width, mode))
-
-
-def _pad_vjp(g: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
-    if mode == "constant":
-        index = tuple((lo, lo + n, 1) for (lo, _), n in zip(pad_width, x.shape))
-        return bind(slice_p, g, index=index)
-    sources = _pad_sources(g, tuple(x.shape), pad_width, mode)
-    flat = bind(scatter_p, lax.zeros(g, (x.size,), x.dtype), g, sources, template=(("a",),), mode="add")
-    return lax.reshape(flat, x.shape)
-
-
-defjvp(pad_p, _pad_jvp)
-defvjp(pad_p, _pad_vjp, saves="none")
-
-
-def _inverse_permutation(idx: Any, axis: int) -> Any:
-    return bind(argsort_p, idx, axis=axis, descending=False)
-
-
-sort_p.domain = DISTINCT
-defjvp(sort_p, lambda t, ans, x, *, axis, descending: lax.take_along_axis(
-    t, bind(argsort_p, x, axis=axis, descending=descending), axis))
-defvjp(sort_p, lambda g, ans, x, *, axis, descending: lax.take_along_axis(
-    g, _inverse_permutation(bind(argsort_p, x, axis=axis, descending=descending), axis), axis), saves="args")
-
-
-# ---- sliding windows: the strided view behind convolution and pooling ------------------
 
 def _windows(x: Layout, *, axes: tuple[int, ...], sizes: tuple[int, ...], steps: tuple[int, ...],
              dilations: tuple[int, ...]) -> Layout:
@@ -476,3 +338,142 @@ def _windows_add(xp: Any, g: Any, *, shape: tuple[int, ...], axes: tuple[int, ..
 windows_add_p = Primitive("windows_add", _windows_add_rule, kernel=_windows_add)
 deflinear(windows_p, lambda g, ans, x, **p: bind(windows_add_p, g, shape=tuple(x.shape), **p))
 deflinear(windows_add_p, lambda g, ans, x, *, shape, **p: bind(windows_p, g, **p))
+
+
+def _concatenate_rule(*xs: ShapedArray, axis: int) -> ShapedArray:
+    first = xs[0]
+    for x in xs[1:]:
+        if x.dtype is not first.dtype:
+            raise ShapeError(f"concatenate: dtypes {first.dtype} and {x.dtype} differ")
+        if len(x.shape) != len(first.shape) or any(
+            a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis
+        ):
+            shapes = ", ".join(fmt_shape(x.shape) for x in xs)
+            raise ShapeError(f"concatenate: shapes {shapes} differ outside axis {axis}")
+    size = sum(x.shape[axis] for x in xs)
+    shape = first.shape[:axis] + (size,) + first.shape[axis + 1:]
+    return ShapedArray(shape, first.dtype, common_device("concatenate", xs))
+
+
+concatenate_p = Primitive("concatenate", _concatenate_rule,
+                          kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis))
+
+
+def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
+    parts = [t if j == i else lax.zeros(t, x.shape) for j, x in enumerate(xs)]
+    return bind(concatenate_p, *parts, axis=axis)
+
+
+def _concatenate_vjp(i: int, g: Any, ans: Any, *xs: Any, axis: int) -> Any:
+    start = sum(x.shape[axis] for x in xs[:i])
+    index = tuple((start, start + xs[i].shape[axis], 1) if a == axis else (0, d, 1) for a, d in enumerate(g.shape))
+    return bind(slice_p, g, index=index)
+
+
+defjvp(concatenate_p, each=_concatenate_jvp)
+defvjp(concatenate_p, each=_concatenate_vjp, saves="none")
+
+
+def _pad_rule(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: str, value: Any) -> ShapedArray:
+    if len(pad_width) != len(x.shape) or any(lo < 0 or hi < 0 for lo, hi in pad_width):
+        raise ShapeError(f"pad: pad_width {pad_width} does not fit an array of shape {fmt_shape(x.shape)}")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise ValueError(f"pad: unsupported mode {mode!r}; use 'constant', 'edge', 'reflect' or 'wrap'")
+    return ShapedArray(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pad_width)), x.dtype, x.device)
+
+
+def _pad(xp: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
+    if mode == "constant":
+        return xp.pad(x, pad_width, mode="constant", constant_values=value)
+    return xp.pad(x, pad_width, mode=mode)
+
+
+pad_p = Primitive("pad", _pad_rule, kernel=_pad)
+
+
+def _pad_sources(like: Any, shape: tuple[int, ...], pad_width: Any, mode: str) -> Any:
+    """For every output element, the flat index of the input element it copies: the same
+    pad applied to the input's positions."""
+    size = 1
+    for d in shape:
+        size *= d
+    return bind(pad_p, lax.reshape(lax.iota(like, size), shape), pad_width=pad_width, mode=mode, value=0)
+
+
+def _pad_jvp(t: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
+    if mode == "constant":
+        return bind(pad_p, t, pad_width=pad_width, mode=mode, value=0)
+    return lax.gather(lax.reshape(t, (t.size,)), _pad_sources(t, tuple(x.shape), pad_width, mode))
+
+
+def _pad_vjp(g: Any, ans: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
+    if mode == "constant":
+        index = tuple((lo, lo + n, 1) for (lo, _), n in zip(pad_width, x.shape))
+        return bind(slice_p, g, index=index)
+    sources = _pad_sources(g, tuple(x.shape), pad_width, mode)
+    flat = bind(scatter_p, lax.zeros(g, (x.size,), x.dtype), g, sources, template=(("a",),), mode="add")
+    return lax.reshape(flat, x.shape)
+
+
+defjvp(pad_p, _pad_jvp)
+defvjp(pad_p, _pad_vjp, saves="none")
+
+
+def _sort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
+    normalize_axis("sort", axis, len(x.shape))
+    return x
+
+
+def _sortable(x: Any) -> Any:
+    """NumPy's sort compares ml-dtypes' bfloat16 wrongly around NaN (it can leave the array
+    unsorted); bfloat16 values sort exactly as float32, where NaN goes last."""
+    return x.astype(np.float32) if x.dtype.name == "bfloat16" else x
+
+
+def _sort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    if x.dtype.name == "bfloat16":
+        return _sort(xp, _sortable(x), axis=axis, descending=descending).astype(x.dtype)
+    if descending:
+        return xp.flip(xp.sort(xp.flip(x, axis), axis=axis, kind="stable"), axis).copy()
+    return xp.sort(x, axis=axis, kind="stable")
+
+
+def _argsort_rule(x: ShapedArray, *, axis: int, descending: bool) -> ShapedArray:
+    normalize_axis("argsort", axis, len(x.shape))
+    return ShapedArray(x.shape, int64, x.device)
+
+
+def _argsort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    x = _sortable(x)
+    if descending:  # stable among equal keys: sort the reversed array, map indices back
+        n = x.shape[axis]
+        return xp.flip(n - 1 - xp.argsort(xp.flip(x, axis), axis=axis, kind="stable"), axis).astype(xp.int64)
+    return xp.argsort(x, axis=axis, kind="stable").astype(xp.int64, copy=False)
+
+
+sort_p = Primitive("sort", _sort_rule, kernel=_sort, domain=DISTINCT)
+argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=False)
+
+
+def _inverse_permutation(idx: Any, axis: int) -> Any:
+    return bind(argsort_p, idx, axis=axis, descending=False)
+
+
+defjvp(sort_p, lambda t, ans, x, *, axis, descending: lax.take_along_axis(
+    t, bind(argsort_p, x, axis=axis, descending=descending), axis))
+defvjp(sort_p, lambda g, ans, x, *, axis, descending: lax.take_along_axis(
+    g, _inverse_permutation(bind(argsort_p, x, axis=axis, descending=descending), axis), axis), saves="args")
+
+
+def _full(xp: Any, like: Any, *, shape: tuple[int, ...], value: Any, dtype: DType) -> Any:
+    return xp.full(shape, value, dtype=dtype.np)
+
+
+def _iota(xp: Any, like: Any, *, n: int, dtype: DType) -> Any:
+    return xp.arange(n, dtype=dtype.np)
+
+
+full_p = Primitive("full", lambda like, *, shape, value, dtype: ShapedArray(shape, dtype, like.device), kernel=_full,
+                   differentiable=False)
+iota_p = Primitive("iota", lambda like, *, n, dtype: ShapedArray((n,), dtype, like.device), kernel=_iota,
+                   differentiable=False)
