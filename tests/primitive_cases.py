@@ -237,26 +237,37 @@ def _linear(draw: Any) -> Case:
 
 def _logits_and_labels(draw: Any) -> tuple[int, Any, np.ndarray, np.ndarray, dict]:
     """(rows, dtype, logits (rows, classes), integer labels (rows,), params) for the
-    cross-entropy pair: some labels may be ``ignore_index`` (-100, or class 0)."""
+    cross-entropy pair: some labels may be ``ignore_index`` (-100, or class 0), and the
+    mean is drawn only when a row counts (the mean of none is NaN, whose derivatives no
+    finite difference can check: see test_nn)."""
     n, c = draw(st.integers(0, 4)), draw(st.integers(1, 4))
     dtype = draw(st.sampled_from(FLOATS))
     ignore_index = draw(st.sampled_from([-100, 0]))
     labels = draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, c - 1) | st.just(ignore_index)))
-    return n, dtype, arrays(draw, dtype, (n, c)), labels, {"ignore_index": ignore_index}
+    counted = bool((labels != ignore_index).any())
+    reduction = draw(st.sampled_from(["none", "sum", "mean"] if counted else ["none", "sum"]))
+    return n, dtype, arrays(draw, dtype, (n, c)), labels, {"reduction": reduction, "ignore_index": ignore_index}
 
 
 def _row_max(z: np.ndarray) -> np.ndarray:
     return z.max(1, keepdims=True) if z.shape[0] else np.zeros((0, 1), z.dtype)
 
 
+def _row_weights(y: np.ndarray, reduction: str, ignore_index: int) -> np.ndarray:
+    """Each row's weight in the reduced loss: 0 where ignored, 1/count for the mean."""
+    counted = (y != ignore_index).astype(np.float64)
+    return counted / counted.sum() if reduction == "mean" else counted
+
+
 def _softmax_cross_entropy(draw: Any) -> Case:
     n, dtype, logits, labels, params = _logits_and_labels(draw)
 
-    def reference(z: np.ndarray, y: np.ndarray, ignore_index: int) -> np.ndarray:
+    def reference(z: np.ndarray, y: np.ndarray, reduction: str, ignore_index: int) -> np.ndarray:
         m = _row_max(z)
         safe = np.where(y == ignore_index, 0, y)
-        per_row = np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), safe]
-        return np.where(y == ignore_index, 0.0, per_row).astype(z.dtype)
+        per_row = (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), safe]) * _row_weights(
+            y, reduction, ignore_index)
+        return np.asarray(per_row if reduction == "none" else per_row.sum()).astype(z.dtype)
 
     return Case([logits, labels], params, reference, rtol_for(dtype) * 10)
 
@@ -264,13 +275,14 @@ def _softmax_cross_entropy(draw: Any) -> Case:
 def _softmax_cross_entropy_grad(draw: Any) -> Case:
     n, dtype, logits, labels, params = _logits_and_labels(draw)
 
-    def reference(g: np.ndarray, z: np.ndarray, y: np.ndarray, ignore_index: int) -> np.ndarray:
+    def reference(g: np.ndarray, z: np.ndarray, y: np.ndarray, reduction: str, ignore_index: int) -> np.ndarray:
         e = np.exp(z - _row_max(z))
         out = e / e.sum(1, keepdims=True)
         out[np.arange(n), np.where(y == ignore_index, 0, y)] -= 1
-        return (out * np.where(y == ignore_index, 0.0, g)[:, None]).astype(z.dtype)
+        return (out * (g * _row_weights(y, reduction, ignore_index))[:, None]).astype(z.dtype)
 
-    return Case([arrays(draw, dtype, (n,)), logits, labels], params, reference, rtol_for(dtype) * 10)
+    g = arrays(draw, dtype, (n,) if params["reduction"] == "none" else ())  # one per row, or one for all rows
+    return Case([g, logits, labels], params, reference, rtol_for(dtype) * 10)
 
 
 def _einsum(draw: Any) -> Case:

@@ -302,10 +302,8 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     if (input.ndim == 2 and weight is None and label_smoothing == 0.0 and reduction in ("mean", "sum", "none")
             and isinstance(target, ArrayBase) and target.dtype.kind in "iu"):
         target = _check_class_targets("cross_entropy", input, target)  # the common case: one fused primitive
-        per_row = bind(softmax_cross_entropy_p, input, target, ignore_index=operator.index(ignore_index))
-        if reduction == "mean":  # over the rows that count: NaN when none does, as in PyTorch
-            return ops.sum(per_row) / ops.sum(target != ignore_index).astype(input.dtype)
-        return _reduce(per_row, reduction, "cross_entropy")
+        return bind(softmax_cross_entropy_p, input, target, reduction=reduction,
+                    ignore_index=operator.index(ignore_index))
     logp = log_softmax(input, dim=1 if input.ndim > 1 else 0)
     if isinstance(target, ArrayBase) and target.dtype.kind == "f":  # probabilities
         if tuple(target.shape) != tuple(input.shape):
