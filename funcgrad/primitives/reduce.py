@@ -285,7 +285,9 @@ def _xent(xp: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
 # primitive instead of log_softmax + mask + gather + mean (PyTorch fuses it too). The
 # ignored rows are masked inside the kernel, so the labels never need reading on the host.
 # benchmarks/bench_autodiff.py: value_and_grad of the MLP with it ("funcgrad") against the
-# same loss as logsumexp - take_along_axis ("funcgrad formula"): about 4% faster.
+# same loss as logsumexp - take_along_axis ("funcgrad formula"): about 4% faster. The sum or
+# mean is inside too, so its backward folds into the gradient kernel: as recorded operations
+# (six more per step) value_and_grad took 1.11x NumPy's time instead of 1.09x (paired rounds).
 softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
 
 
