@@ -102,6 +102,27 @@ def test_the_cycle_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def _imports_inside_functions(path: Path) -> list[str]:
+    """The funcgrad modules a file imports inside a function (relative or absolute)."""
+    found = []
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if (isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("funcgrad"))) or (
+                        isinstance(node, ast.Import) and any(a.name.startswith("funcgrad") for a in node.names)):
+                    found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_imports_inside_functions_are_only_optional_dependencies(tmp_path: Path) -> None:
+    """A lazy import of the package's own modules would hide an upward reach; only optional
+    dependencies (CuPy, SciPy, scikit-learn, matplotlib) are imported where they are used."""
+    assert [f for path in _modules().values() for f in _imports_inside_functions(path)] == []
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    import numpy\n    from .ops import creation\n")
+    assert _imports_inside_functions(probe) == ["probe.py:3: from .ops import creation"]
+
+
 def _module_aliases(name: str, path: Path, modules: dict[str, Path]) -> tuple[ast.Module, set[str]]:
     """The parsed module, and the names it binds to other modules of the package."""
     tree = ast.parse(path.read_text())
