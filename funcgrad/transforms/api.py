@@ -159,21 +159,26 @@ def _argnums(argnums: Any, nargs: int, fn_name: str) -> tuple[int, ...]:
     return tuple(n % nargs for n in nums)
 
 
+def _with_args(f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...], **kwargs: Any) -> Any:
+    """``f`` as a function of ``args[nums]`` alone (the other arguments fixed)."""
+
+    def partial_f(*diff_args: Any) -> Any:
+        full = list(args)
+        for n, a in zip(nums, diff_args):
+            full[n] = a
+        return f(*full, **kwargs)
+
+    return partial_f
+
+
 def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
     """``f(*args)`` and its gradient with respect to ``args[argnums]`` (scalar output)."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "grad")
-
-        def partial_f(*diff_args: Any) -> Any:
-            full = list(args)
-            for n, a in zip(nums, diff_args):
-                full[n] = a
-            return f(*full, **kwargs)
-
-        out, aux, interp, flat, in_tree, leaves = _record(partial_f, tuple(args[n] for n in nums), has_aux, nums,
-                                                          "grad")
+        out, aux, interp, flat, in_tree, leaves = _record(_with_args(f, args, nums, **kwargs),
+                                                          tuple(args[n] for n in nums), has_aux, nums, "grad")
         traced = isinstance(out, VJPTracer) and out._interp is interp
         value = out.primal if traced else out
         if isinstance(value, (bool, int, float)):
@@ -222,14 +227,7 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
         diff = tuple(args[n] for n in nums)
-
-        def partial_f(*d: Any) -> Any:
-            full = list(args)
-            for n, a in zip(nums, d):
-                full[n] = a
-            return f(*full)
-
-        out, f_vjp = vjp(partial_f, *diff)
+        out, f_vjp = vjp(_with_args(f, args, nums), *diff)
         out_flat, out_tree = _tree.flatten(out)
         in_flat, in_tree = _tree.flatten(diff)
         blocks = []
@@ -268,12 +266,7 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
         in_flat = [_as_array(x) for x in in_flat]
         for n, x in zip(nums, in_flat):
             check_differentiable(x, f"jacfwd: argument {n}")
-
-        def partial_f(*d: Any) -> Any:
-            full = list(args)
-            for n, a in zip(nums, d):
-                full[n] = a
-            return f(*full)
+        partial_f = _with_args(f, args, nums)
 
         columns: list[list[Any]] = []  # per input leaf: list over its elements of flat output tangents
         out_flat: list[Any] = []
