@@ -253,20 +253,21 @@ def _like(x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], Any, Any]:
     return tuple(x.shape), (x.dtype if dtype is None else dtype), (x.device if device is None else device)
 
 
-@_grad_leaf
-def zeros_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
-    if x.__class__ is Array and dtype is None and device is None:
-        return _backend_like(x, "zeros")
-    shape, dt, dev = _like(x, dtype, device)
-    return zeros(shape, dt, device=dev)
+def _like_fn(fill: str, make: Any) -> Any:
+    """``zeros_like`` / ``ones_like``: a concrete array's shape, dtype and device straight
+    from its backend, anything else through ``zeros`` / ``ones``."""
+
+    def like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
+        if x.__class__ is Array and dtype is None and device is None:
+            return _backend_like(x, fill)
+        shape, dt, dev = _like(x, dtype, device)
+        return make(shape, dt, device=dev)  # type: ignore[no-any-return]
+
+    like.__name__ = like.__qualname__ = f"{fill}_like"
+    return _grad_leaf(like)
 
 
-@_grad_leaf
-def ones_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
-    if x.__class__ is Array and dtype is None and device is None:
-        return _backend_like(x, "ones")
-    shape, dt, dev = _like(x, dtype, device)
-    return ones(shape, dt, device=dev)
+zeros_like, ones_like = _like_fn("zeros", zeros), _like_fn("ones", ones)
 
 
 @_grad_leaf

@@ -111,29 +111,14 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
     return fn
 
 
-def _float_result_binary(name: str) -> Any:
-    return _binary_fn(name, floating=True)
-
-
-add = _binary_fn("add")
-subtract = _binary_fn("sub")
-multiply = _binary_fn("mul")
-divide = _float_result_binary("div")
-true_divide = divide
-floor_divide = _binary_fn("floor_divide")
-remainder = _binary_fn("remainder")
-maximum = _binary_fn("maximum")
-minimum = _binary_fn("minimum")
-arctan2 = atan2 = _float_result_binary("atan2")
-hypot = _float_result_binary("hypot")
-copysign = _float_result_binary("copysign")
-logaddexp = _float_result_binary("logaddexp")
-nextafter = _float_result_binary("nextafter")
-bitwise_and = _binary_fn("bitwise_and")
-bitwise_or = _binary_fn("bitwise_or")
-bitwise_xor = _binary_fn("bitwise_xor")
-bitwise_left_shift = _binary_fn("left_shift")
-bitwise_right_shift = _binary_fn("right_shift")
+add, subtract, multiply, floor_divide, remainder, maximum, minimum = (_binary_fn(n) for n in (
+    "add", "sub", "mul", "floor_divide", "remainder", "maximum", "minimum"))
+bitwise_and, bitwise_or, bitwise_xor, bitwise_left_shift, bitwise_right_shift = (_binary_fn(n) for n in (
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"))
+# integer operands give the default float
+divide, arctan2, hypot, copysign, logaddexp, nextafter = (_binary_fn(n, floating=True) for n in (
+    "div", "atan2", "hypot", "copysign", "logaddexp", "nextafter"))
+true_divide, atan2 = divide, arctan2
 
 
 def power(x: Any, y: Any, /) -> Any:
@@ -170,12 +155,8 @@ def _comparison_fn(name: str) -> Any:
     return fn
 
 
-equal = _comparison_fn("eq")
-not_equal = _comparison_fn("ne")
-less = _comparison_fn("lt")
-less_equal = _comparison_fn("le")
-greater = _comparison_fn("gt")
-greater_equal = _comparison_fn("ge")
+equal, not_equal, less, less_equal, greater, greater_equal = (_comparison_fn(n) for n in (
+    "eq", "ne", "lt", "le", "gt", "ge"))
 
 
 def _as_bool(x: Any) -> Any:
@@ -264,36 +245,17 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
 
 
 negative = _unary_fn("neg")
-exp = _unary_fn("exp", floating=True)
-exp2 = _unary_fn("exp2", floating=True)
-log = _unary_fn("log", floating=True)
-log2 = _unary_fn("log2", floating=True)
-log10 = _unary_fn("log10", floating=True)
-log1p = _unary_fn("log1p", floating=True)
-expm1 = _unary_fn("expm1", floating=True)
-sqrt = _unary_fn("sqrt", floating=True)
-rsqrt = _unary_fn("rsqrt", floating=True)
-sin = _unary_fn("sin", floating=True)
-cos = _unary_fn("cos", floating=True)
-tan = _unary_fn("tan", floating=True)
-arcsin = asin = _unary_fn("arcsin", floating=True)
-arccos = acos = _unary_fn("arccos", floating=True)
-arctan = atan = _unary_fn("arctan", floating=True)
-sinh = _unary_fn("sinh", floating=True)
-cosh = _unary_fn("cosh", floating=True)
-tanh = _unary_fn("tanh", floating=True)
-arcsinh = asinh = _unary_fn("arcsinh", floating=True)
-arccosh = acosh = _unary_fn("arccosh", floating=True)
-arctanh = atanh = _unary_fn("arctanh", floating=True)
-sigmoid = _unary_fn("sigmoid", floating=True)
-erf = _unary_fn("erf", floating=True)
-reciprocal = _unary_fn("reciprocal", floating=True)
+# integer input computes in the default float
+exp, exp2, log, log2, log10, log1p, expm1, sqrt, rsqrt = (_unary_fn(n, floating=True) for n in (
+    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt"))
+sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arctanh = (
+    _unary_fn(n, floating=True) for n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                                          "arcsinh", "arccosh", "arctanh"))
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+sigmoid, erf, reciprocal = (_unary_fn(n, floating=True) for n in ("sigmoid", "erf", "reciprocal"))
 abs = absolute = _unary_fn("abs")
-sign = _unary_fn("sign")
-square = _unary_fn("square")
-floor = _unary_fn("floor", int_identity=True)
-ceil = _unary_fn("ceil", int_identity=True)
-trunc = _unary_fn("trunc", int_identity=True)
+sign, square = _unary_fn("sign"), _unary_fn("square")
+floor, ceil, trunc = (_unary_fn(n, int_identity=True) for n in ("floor", "ceil", "trunc"))  # integers: unchanged
 bitwise_invert = _unary_fn("bitwise_invert")
 
 
