@@ -26,9 +26,10 @@ from .primitives import registry_lookup
 from . import nn, optim, testing, tree
 from .random_state import manual_seed
 from .serialization import load, save
-from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, custom_jvp, custom_vjp, enable_grad,
-                         grad, hessian, is_grad_enabled, jacfwd, jacrev, jvp, no_grad, saved_residuals,
-                         stop_gradient, trace, value_and_grad, vjp)
+from .config import config
+from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compile, custom_jvp, custom_vjp,
+                         enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, no_grad,
+                         saved_residuals, stop_gradient, trace, value_and_grad, vjp)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

@@ -509,13 +509,31 @@ def along_axis_indices(draw: Any) -> tuple[Any, int, Any]:
     return x, axis, idx
 
 
-def _program_of(fn: Any, x: np.ndarray) -> Any:
+def _program_of(fn: Any, *xs: np.ndarray) -> Any:
     import funcgrad as fg
     from funcgrad.transforms.ir import make_program
 
-    arr = fg.asarray(x)
-    program, _ = make_program(fn, [arr.aval], fg.tree.structure((arr,)))
+    arrs = tuple(fg.asarray(x) for x in xs)
+    program, _ = make_program(fn, [a.aval for a in arrs], fg.tree.structure(arrs))
     return program
+
+
+def _compiled_call(draw: Any) -> Case:
+    """A compiled program of two inputs (one broadcast against the other)."""
+    import funcgrad as fg
+    from funcgrad.transforms.compiler import optimize
+
+    x = _float_array(draw, draw(NONEMPTY))
+    y = arrays(draw, x.dtype, x.shape[-1:], 0.5, 2.0)
+
+    def params_for(x: Any, y: Any) -> dict[str, Any]:
+        program = optimize(_program_of(lambda u, v: fg.tanh(u * 1.0) * v + fg.exp(u) / v, x, y))
+        return {"name": "f", "program": program}
+
+    def ref(x: Any, y: Any, **params: Any) -> Any:
+        return np.tanh(x) * y + np.exp(x) / y
+
+    return Case([x, y], params_for(x, y), ref, rtol_for(x.dtype) * 10, extra={"params_for": params_for})
 
 
 def _checkpoint(draw: Any) -> Case:
@@ -630,7 +648,7 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case,
-    "checkpoint": _checkpoint, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
+    "checkpoint": _checkpoint, "compiled_call": _compiled_call, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call,
     "full": _full_case, "iota": _iota_case,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),

@@ -64,7 +64,7 @@ def _grad_case(prim: fg.Primitive, draw) -> tuple[list, dict]:
         args.append(fg.asarray(_in_domain(prim.domain, a, i, rng)))
     params = dict(case.params)
     if "params_for" in case.extra:  # a traced program inside: trace it again for the drawn arguments
-        params = case.extra["params_for"](args[0].numpy())
+        params = case.extra["params_for"](*[a.numpy() for a in args if isinstance(a, fg.Array)])
     if prim.name == "scatter" and params["mode"] == "multiply" and isinstance(args[1], fg.Array) and args[1].size:
         if draw(st.booleans()):  # an exact zero update: its derivative is the product of the others
             values = args[1].numpy().copy()

@@ -362,7 +362,7 @@ def test_lowered_program_equals_the_program() -> None:
 
 
 def test_dead_code_elimination_keeps_what_outputs_need() -> None:
-    from funcgrad.transforms.ir import eliminate_dead_code
+    from funcgrad.transforms.passes import eliminate_dead_code
 
     def f(a):
         unused = fg.exp(a) * 3.0  # noqa: F841 - dead

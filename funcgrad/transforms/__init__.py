@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from .api import grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad, vjp
 from .checkpoint import checkpoint, checkpoint_policies, saved_residuals
+from .compiled import compile, jit
 from .core import Interpreter, Tracer
 from .custom import custom_jvp, custom_vjp
 from .ir import Program, trace
 from .tape import enable_grad, is_grad_enabled
 
-__all__ = ["Interpreter", "Program", "Tracer", "trace", "checkpoint", "checkpoint_policies", "saved_residuals",
-           "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian", "jacfwd", "jacrev",
-           "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp"]
+__all__ = ["Interpreter", "Program", "Tracer", "trace", "compile", "jit", "checkpoint", "checkpoint_policies",
+           "saved_residuals", "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian",
+           "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp"]

@@ -1,11 +1,11 @@
 """The compiler pipeline: a traced ``Program``, its passes, and its lowered function.
 
-``compile_program`` is the one way a program is made fast: ``PASSES`` rewrite it (dead
-code elimination today; fusion later), then ``lower`` turns it into one Python function
-of kernel calls. A ``ProgramCache`` keeps what a client compiled under the client's own
-key, and drops the least recently used entry when full. Backward plans (``replay.py``,
-keyed by a graph's structure) are the first client; ``fg.compile`` will be the next,
-keyed by its arguments' abstract values.
+``compile_program`` is the one way a program is made fast: ``PASSES`` rewrite it
+(``passes.py``), then ``lower`` turns it into one Python function of kernel calls. A
+``ProgramCache`` keeps what a client compiled under the client's own key, and drops the
+least recently used entry when full. Its clients: backward plans (``replay.py``, keyed
+by a graph's structure) and ``fg.compile`` (``compiled.py``, keyed by its arguments'
+abstract values).
 """
 
 from __future__ import annotations
@@ -14,19 +14,26 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from .ir import Program, eliminate_dead_code
+from .ir import Program
 from .lower import Lowered, lower
+from .passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, simplify
 
-__all__ = ["PASSES", "compile_program", "ProgramCache"]
+__all__ = ["PASSES", "optimize", "compile_program", "ProgramCache"]
 
-PASSES: tuple[Callable[[Program], Program], ...] = (eliminate_dead_code,)
+PASSES: tuple[Callable[[Program], Program], ...] = (simplify, fold_constants, eliminate_common_subexpressions,
+                                                     eliminate_dead_code)
+
+
+def optimize(program: Program) -> Program:
+    """``program`` through every pass."""
+    for rewrite in PASSES:
+        program = rewrite(program)
+    return program
 
 
 def compile_program(program: Program) -> Lowered:
     """``program`` through every pass, then lowered."""
-    for rewrite in PASSES:
-        program = rewrite(program)
-    return lower(program)
+    return lower(optimize(program))
 
 
 class ProgramCache:

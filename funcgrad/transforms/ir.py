@@ -29,8 +29,7 @@ from ..primitives.shape import stop_gradient_p
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 from .grad_mode import no_grad_active
 
-__all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace", "make_program",
-           "eliminate_dead_code"]
+__all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace", "make_program"]
 
 
 class Var:
@@ -190,18 +189,6 @@ class Program:
                 lines.append(f"  {names(a)} [peripheries=2];")
         lines.append("}")
         return "\n".join(lines)
-
-
-def eliminate_dead_code(program: Program) -> Program:
-    """``program`` without the equations no output depends on (primitives are pure)."""
-    live = {id(v) for v in program.outvars if isinstance(v, Var)}
-    kept = []
-    for eqn in reversed(program.eqns):
-        if any(id(v) in live for v in eqn.outputs):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
-    return Program(program.invars, program.constvars, program.consts, kept[::-1], program.outvars,
-                   program.in_tree, program.out_tree)
 
 
 class _Namer:

@@ -1,0 +1,334 @@
+"""``fg.compile`` (alias ``fg.jit``): trace a function once per signature, optimise the
+program, and run its generated code.
+
+A call's *signature* is what the program depends on besides the values in its arrays: the
+pytree structure of the arguments, each array's shape, dtype and device, and the static
+values (static arguments, hashed by value, and Python scalars: a number is part of the
+program, as a literal). A new signature traces ``f`` into a ``Program``, runs the passes
+(``compiler.optimize``) and keeps it in the function's cache. Each call then binds one
+call-like primitive, ``compiled_call``, holding that program, so a compiled function
+composes as a primitive does:
+
+* with no transform around it, its ``impl`` runs the lowered program (one generated Python
+  function of kernel calls, built on first use);
+* under ``fg.trace`` or an enclosing ``compile`` it is one equation with a nested program;
+* its JVP and VJP differentiate the program (``grad(compile(f))``, ``loss.backward()``
+  through it, and higher orders).
+
+Arrays ``f`` closes over that may change or carry derivatives (a ``Parameter``, an array
+that requires grad, an enclosing transform's value) are inputs of the program, so an
+optimizer step is seen without retracing and gradients reach them; other arrays it closes
+over are constants, which the passes may fold.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import tree as _tree
+from ..array import Array, ArrayBase
+from ..config import config
+from ..errors import ArgumentTypeError, ArgumentValueError
+from ..ops import asarray, zeros
+from ..primitives.core import Primitive, ShapedArray, current_interpreter
+from ..primitives.core import bind as _bind
+from .api import _as_array, jvp, vjp
+from .compiler import ProgramCache, optimize
+from .core import _USER_TRANSFORM, Tracer
+from .grad_mode import is_grad_enabled
+from .ir import Program, make_program
+from .lower import Lowered, lower, wrap_outputs
+
+__all__ = ["compile", "jit", "Compiled", "compiled_call_p"]
+
+RETRACE_WARNING_AFTER = 8  # traces of one function before a warning says what keeps changing
+MAX_SIGNATURES = 64  # programs kept per compiled function (the least recently used goes first)
+
+_LOWERED: weakref.WeakKeyDictionary[Program, Lowered] = weakref.WeakKeyDictionary()
+
+
+# ---- the call primitive ------------------------------------------------------------------
+
+def _abstract_eval(*avals: Any, name: str, program: Program) -> tuple[ShapedArray, ...]:
+    return tuple(program.out_avals)
+
+
+def _impl(*args: Any, name: str, program: Program) -> tuple[Any, ...]:
+    """Eagerly: the lowered program on the arrays' raw data (all on one device), else the
+    program evaluated equation by equation."""
+    device = args[0]._device if args and args[0].__class__ is Array else None
+    if device is not None and all(a.__class__ is Array and a._device is device for a in args):
+        lowered = _LOWERED.get(program)
+        if lowered is None:
+            lowered = _LOWERED[program] = lower(program)
+        raw = lowered.run([a._data for a in args], device.stats)
+        return tuple(wrap_outputs(lowered, raw, list(args), device))
+    return tuple(program.eval_flat(args))
+
+
+compiled_call_p = Primitive("compiled_call", _abstract_eval, impl=_impl, multiple_results=True)
+
+
+def _run(program: Program) -> Callable[..., tuple[Any, ...]]:
+    return lambda *xs: tuple(program.eval_flat(xs))
+
+
+def _zeros_for(avals: Sequence[ShapedArray], values: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(zeros(a.shape, a.dtype, device=a.device) if v is None else v for a, v in zip(avals, values))
+
+
+def _jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, name: str, program: Program) -> Any:
+    return jvp(_run(program), primals, _zeros_for([p.aval for p in primals], tangents))
+
+
+class _CompiledVJP:
+    """Reverse mode through the program: the forward pass records it under a VJP
+    interpreter, and the backward pass runs that record. Where the backward pass is itself
+    differentiated (a transform is current, or the tape records an input with history), it
+    differentiates the program again from the saved inputs, so that every order of
+    derivative sees the inputs' own history."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        outs, f_vjp = vjp(_run(params["program"]), *primals)
+        return outs, (primals, f_vjp)
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        primals, f_vjp = residuals
+        program = params["program"]
+        cts = _zeros_for(program.out_avals, g)
+        if current_interpreter.get() is not None or (
+                is_grad_enabled() and any(getattr(p, "_autograd", None) is not None for p in primals)):
+            _, f_vjp = vjp(_run(program), *primals)
+        return tuple(f_vjp(cts))
+
+
+compiled_call_p.jvp = _jvp_rule
+compiled_call_p.vjp = _CompiledVJP()
+
+
+# ---- signatures --------------------------------------------------------------------------
+
+_SCALARS = (bool, int, float, complex)
+
+
+def _describe(leaf: Any) -> Any:
+    """What a dynamic leaf contributes to the signature."""
+    if isinstance(leaf, ArrayBase):
+        return (leaf.shape, leaf.dtype, leaf.device)
+    if isinstance(leaf, _SCALARS) or leaf is None:
+        return (type(leaf), leaf)  # a Python number is a literal of the program
+    return ("static", _hashed("compile", f"a {type(leaf).__name__} among the arguments", leaf))
+
+
+def _show(part: Any) -> str:
+    if isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], tuple):
+        return ShapedArray(part[0], part[1], part[2]).str_short()
+    return repr(part[1]) if isinstance(part, tuple) and len(part) == 2 else repr(part)
+
+
+class _Entry:
+    """One traced signature: the optimised program, the traced one, and the closed-over
+    values passed in as its first inputs."""
+
+    def __init__(self, traced: Program, program: Program, lifted: list[Any], out_tree: Any, cacheable: bool) -> None:
+        self.traced, self.program, self.lifted, self.out_tree = traced, program, lifted, out_tree
+        self.cacheable = cacheable
+
+
+def _lifted(x: Any) -> bool:
+    """A closed-over value that must be an input: it may change (a Parameter), carries a
+    derivative (requires grad), or is an enclosing transform's value."""
+    return isinstance(x, Tracer) or (x.__class__ is not Array) or getattr(x, "_autograd", None) is not None
+
+
+class Compiled:
+    """What ``fg.compile(f)`` returns: call it like ``f``."""
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int] = (),
+                 static_argnames: Sequence[str] = ()) -> None:
+        if not callable(fun):
+            raise ArgumentTypeError(f"compile: expected a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = _as_tuple("static_argnums", static_argnums, int)
+        self.static_argnames = _as_tuple("static_argnames", static_argnames, str)
+        self._check_static_names()
+        self._cache = ProgramCache(getattr(fun, "__name__", "function"), MAX_SIGNATURES)
+        self._traces = 0
+        self._last_signature: Any = None
+
+    def _check_static_names(self) -> None:
+        try:
+            params = inspect.signature(self.fun).parameters
+        except (TypeError, ValueError):
+            return
+        positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        has_varargs = any(p.kind is p.VAR_POSITIONAL for p in params.values())
+        for n in self.static_argnums:
+            if not has_varargs and not -len(positional) <= n < len(positional):
+                raise ArgumentValueError(f"compile({self.__name__}): static_argnums={n} is out of range for a "
+                                         f"function of {len(positional)} positional argument(s)")
+        names = set(params)
+        for name in self.static_argnames:
+            if name not in names and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise ArgumentValueError(f"compile({self.__name__}): static_argnames names {name!r}, which is not a "
+                                         f"parameter of {self.__name__}{inspect.signature(self.fun)}")
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[Any]]:
+        """(static part, dynamic structure, dynamic leaves)."""
+        nums = {n % len(args) for n in self.static_argnums if -len(args) <= n < len(args)}
+        static = []
+        for n in sorted(nums):
+            static.append((n, _hashed(self.__name__, f"argument {n}", args[n])))
+        for k in sorted(kwargs):
+            if k in self.static_argnames:
+                static.append((k, _hashed(self.__name__, f"argument {k!r}", kwargs[k])))
+        dynamic_args = tuple(None if i in nums else a for i, a in enumerate(args))
+        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        leaves, structure = _tree.flatten((dynamic_args, dynamic_kwargs))
+        return tuple(static), structure, leaves
+
+    def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
+        static, structure, leaves = self._split(args, kwargs)
+        arrays = [_as_array(x) if _is_array_like(x) else x for x in leaves]
+        signature = (static, structure, tuple(_describe(x) for x in arrays))
+        entry = self._cache.get(signature)
+        if entry is ProgramCache.MISSING:
+            entry = self._trace(args, kwargs, static, structure, arrays)
+            self._explain(signature)
+            if entry.cacheable:
+                self._cache.put(signature, entry)
+        return entry, [x for x in arrays if isinstance(x, ArrayBase)]
+
+    def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], static: Any, structure: Any,
+               arrays: list[Any]) -> _Entry:
+        positions = [i for i, x in enumerate(arrays) if isinstance(x, ArrayBase)]
+        nums = {n for n, _ in static if isinstance(n, int)}
+
+        def flat_fun(*dynamic: Any) -> Any:
+            leaves = list(arrays)
+            for i, d in zip(positions, dynamic):
+                leaves[i] = d
+            dyn_args, dyn_kwargs = _tree.unflatten(structure, leaves)
+            full = [args[i] if i in nums else a for i, a in enumerate(dyn_args)]
+            out = self.fun(*full, **{**dyn_kwargs, **{k: kwargs[k] for k in kwargs if k in self.static_argnames}})
+            return _tree.map(lambda o: asarray(o) if isinstance(o, _SCALARS) else o, out)  # numbers: as arrays
+
+        dynamic = [arrays[i] for i in positions]
+        token = _USER_TRANSFORM.set("compile")  # errors while tracing name fg.compile
+        try:
+            traced, _ = make_program(flat_fun, [x.aval for x in dynamic], _tree.flatten(tuple(dynamic))[1])
+        finally:
+            _USER_TRANSFORM.reset(token)
+        lift = [_lifted(c) for c in traced.consts]
+        lifted = [c for c, k in zip(traced.consts, lift) if k]
+        opened = Program([v for v, k in zip(traced.constvars, lift) if k] + traced.invars,
+                         [v for v, k in zip(traced.constvars, lift) if not k],
+                         [c for c, k in zip(traced.consts, lift) if not k], traced.eqns, traced.outvars)
+        self._traces += 1
+        cacheable = not any(isinstance(c, Tracer) for c in lifted)  # an enclosing transform's value: this call's own
+        return _Entry(traced, optimize(opened), lifted, traced.out_tree, cacheable)
+
+    def _explain(self, signature: Any) -> None:
+        previous, self._last_signature = self._last_signature, signature
+        if previous is None:
+            return
+        changes = _changes(previous, signature)
+        if config.explain_cache_misses:
+            warnings.warn(f"fg.compile({self.__name__}) traced again: {changes}", RuntimeWarning, stacklevel=4)
+        if self._traces == RETRACE_WARNING_AFTER:
+            warnings.warn(f"fg.compile({self.__name__}) has traced {self._traces} times; the last change: {changes}. "
+                          "Each new shape, dtype, pytree structure or static value traces again: pass values that "
+                          "change as arrays of one shape, or mark them static only if they take few values.",
+                          RuntimeWarning, stacklevel=4)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry, dynamic = self._entry(args, kwargs)
+        outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program)
+        return _tree.unflatten(entry.out_tree, list(outs))
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowering:
+        """The program this call runs, after the passes (``.traced``: before them)."""
+        entry, _ = self._entry(args, kwargs)
+        return Lowering(entry.traced, entry.program)
+
+    def cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._last_signature = None
+
+    def __repr__(self) -> str:
+        return f"<compiled {self.__name__}>"
+
+
+class Lowering:
+    """``compiled.lower(*args)``: the traced program, the optimised one (what runs), and
+    the generated source of the optimised one."""
+
+    def __init__(self, traced: Program, program: Program) -> None:
+        self.traced, self.program = traced, program
+
+    @property
+    def source(self) -> str:
+        return lower(self.program).source
+
+    def __str__(self) -> str:
+        return str(self.program)
+
+    __repr__ = __str__
+
+
+def _is_array_like(x: Any) -> bool:
+    return isinstance(x, ArrayBase) or hasattr(x, "__array__") and not isinstance(x, _SCALARS)
+
+
+def _hashed(name: str, what: str, value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        raise ArgumentTypeError(f"compile({name}): {what} is static, so it must be hashable (it is part of the cache "
+                                f"key), got {type(value).__name__}; pass arrays as regular (traced) arguments, and "
+                                "lists as tuples") from None
+    return value
+
+
+def _changes(old: Any, new: Any) -> str:
+    """Which part of the signature changed, and how."""
+    (s0, t0, d0), (s1, t1, d1) = old, new
+    if s0 != s1:
+        return f"static arguments {dict(s0)!r} -> {dict(s1)!r}"
+    if t0 != t1:
+        return f"argument structure {t0!r} -> {t1!r}"
+    diffs = [f"leaf {i}: {_show(a)} -> {_show(b)}" for i, (a, b) in enumerate(zip(d0, d1)) if a != b]
+    return ", ".join(diffs) or "nothing (the cache dropped this signature)"
+
+
+def _as_tuple(what: str, value: Any, kind: type) -> tuple[Any, ...]:
+    values = (value,) if isinstance(value, kind) else tuple(value)
+    for v in values:
+        if not isinstance(v, kind) or isinstance(v, bool):
+            raise ArgumentTypeError(f"compile: {what} must be {kind.__name__}s, got {v!r}")
+    return values
+
+
+def compile(fun: Callable[..., Any] | None = None, *, static_argnums: Sequence[int] | int = (),
+            static_argnames: Sequence[str] | str = ()) -> Any:
+    """``fg.compile(f)``, ``@fg.compile`` or ``@fg.compile(static_argnames=...)``."""
+    if fun is None:
+        return lambda f: compile(f, static_argnums=static_argnums, static_argnames=static_argnames)
+    return Compiled(fun, static_argnums, static_argnames)
+
+
+jit = compile

@@ -1,0 +1,163 @@
+"""Program passes: each a function ``Program -> Program`` that keeps the program's meaning.
+
+They run in ``compiler.PASSES`` order before a program is lowered, and each can be read in
+``fg.compile(f).lower(*args)``:
+
+* ``simplify``: algebraic identities that need no values (``x * 1``, ``x + 0``, ``x - 0``,
+  ``x / 1``, ``-(-x)``, a transpose of a transpose, a reshape of a reshape, ``x ** 2`` as
+  ``x * x``), applied only where the result keeps the output's shape and dtype;
+* ``fold_constants``: an equation whose inputs are all constants is evaluated once, now;
+* ``eliminate_common_subexpressions``: two equations with the same primitive, inputs and
+  parameters compute the same value (primitives are pure), so the second reads the first;
+* ``eliminate_dead_code``: equations no output depends on are dropped.
+
+Call-like primitives (``checkpoint``, custom rules, compiled calls) hold user code and are
+left as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..primitives.core import bind
+from ..primitives.elementwise import BINARY
+from .ir import Eqn, Literal, Program, Var
+
+__all__ = ["simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code"]
+
+_MUL = BINARY["mul"]
+
+
+class _Rewrite:
+    """A new program built equation by equation, with variables renamed as equations go."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.renamed: dict[int, Any] = {}
+        self.eqns: list[Eqn] = []
+
+    def atom(self, a: Any) -> Any:
+        return self.renamed.get(id(a), a) if isinstance(a, Var) else a
+
+    def emit(self, eqn: Eqn) -> Eqn:
+        eqn = Eqn(eqn.prim, [self.atom(a) for a in eqn.inputs], eqn.outputs, eqn.params)
+        self.eqns.append(eqn)
+        return eqn
+
+    def result(self, constvars: list[Var] | None = None, consts: list[Any] | None = None) -> Program:
+        p = self.program
+        constvars, consts = (p.constvars, p.consts) if constvars is None else (constvars, consts)
+        return Program(p.invars, constvars, consts, self.eqns, [self.atom(a) for a in p.outvars], p.in_tree,
+                       p.out_tree)
+
+
+def _same_type(a: Any, out: Var) -> bool:
+    """``a`` can stand for ``out``: a variable of the same shape and dtype."""
+    return isinstance(a, Var) and a.aval == out.aval
+
+
+def _is(a: Any, value: float) -> bool:
+    return isinstance(a, Literal) and not isinstance(a.value, bool) and a.value == value
+
+
+def _identity(eqn: Eqn, producer: dict[int, Eqn]) -> Any:
+    """What ``eqn``'s single output equals without computing it, or ``None``."""
+    name, ins, out = eqn.prim.name, eqn.inputs, eqn.outputs[0]
+    if name in ("mul", "add") and len(ins) == 2:
+        unit = 1 if name == "mul" else 0
+        for a, b in (ins, ins[::-1]):
+            if _is(b, unit) and _same_type(a, out):
+                return a
+    if name in ("sub", "div") and _is(ins[1], 0 if name == "sub" else 1) and _same_type(ins[0], out):
+        return ins[0]
+    inner = producer.get(id(ins[0])) if isinstance(ins[0], Var) else None
+    if name == "neg" and inner is not None and inner.prim.name == "neg" and _same_type(inner.inputs[0], out):
+        return inner.inputs[0]
+    return None
+
+
+def simplify(program: Program) -> Program:
+    rw = _Rewrite(program)
+    producer: dict[int, Eqn] = {}
+    for eqn in program.eqns:
+        eqn = Eqn(eqn.prim, [rw.atom(a) for a in eqn.inputs], eqn.outputs, eqn.params)
+        same = _identity(eqn, producer) if len(eqn.outputs) == 1 and eqn.prim.impl is None else None
+        if same is not None:
+            rw.renamed[id(eqn.outputs[0])] = same
+            continue
+        inner = producer.get(id(eqn.inputs[0])) if eqn.inputs and isinstance(eqn.inputs[0], Var) else None
+        name = eqn.prim.name
+        if name == "transpose" and inner is not None and inner.prim.name == "transpose":  # one permutation
+            first, second = inner.params["permutation"], eqn.params["permutation"]
+            eqn = Eqn(eqn.prim, [inner.inputs[0]], eqn.outputs, {"permutation": tuple(first[p] for p in second)})
+        elif name == "reshape" and inner is not None and inner.prim.name == "reshape":  # one reshape
+            eqn = Eqn(eqn.prim, [inner.inputs[0]], eqn.outputs, eqn.params)
+        elif name == "integer_pow" and eqn.params["y"] == 2:  # x ** 2 -> x * x
+            eqn = Eqn(_MUL, [eqn.inputs[0], eqn.inputs[0]], eqn.outputs, {})
+        if name == "transpose" and eqn.params["permutation"] == tuple(range(len(eqn.params["permutation"]))) \
+                and _same_type(eqn.inputs[0], eqn.outputs[0]):
+            rw.renamed[id(eqn.outputs[0])] = eqn.inputs[0]
+            continue
+        for v in eqn.outputs:
+            producer[id(v)] = eqn
+        rw.emit(eqn)
+    return rw.result()
+
+
+def fold_constants(program: Program) -> Program:
+    """Equations of constants and literals alone run now; their results become constants."""
+    rw = _Rewrite(program)
+    value = {id(v): c for v, c in zip(program.constvars, program.consts)}
+    constvars, consts = list(program.constvars), list(program.consts)
+    for eqn in program.eqns:
+        ins = [rw.atom(a) for a in eqn.inputs]
+        if eqn.prim.impl is None and ins and all(isinstance(a, Literal) or id(a) in value for a in ins) \
+                and any(isinstance(a, Var) for a in ins):
+            outs = bind(eqn.prim, *[a.value if isinstance(a, Literal) else value[id(a)] for a in ins], **eqn.params)
+            for v, o in zip(eqn.outputs, outs if eqn.prim.multiple_results else (outs,)):
+                value[id(v)] = o
+                constvars.append(v)
+                consts.append(o)
+            continue
+        rw.emit(eqn)
+    folded = rw.result(constvars, consts)
+    return eliminate_dead_code(folded)  # constants only folded values read are dropped
+
+
+def _key(eqn: Eqn) -> Any:
+    ins = tuple(("v", id(a)) if isinstance(a, Var) else ("l", type(a.value), a.value) for a in eqn.inputs)
+    return eqn.prim, ins, tuple(sorted(eqn.params.items()))
+
+
+def eliminate_common_subexpressions(program: Program) -> Program:
+    rw = _Rewrite(program)
+    seen: dict[Any, Eqn] = {}
+    for eqn in program.eqns:
+        eqn = Eqn(eqn.prim, [rw.atom(a) for a in eqn.inputs], eqn.outputs, eqn.params)
+        if eqn.prim.impl is None:
+            try:
+                key = _key(eqn)
+                earlier = seen.get(key)
+            except TypeError:  # a parameter that cannot be hashed: never merged
+                key = earlier = None
+            if earlier is not None:
+                for v, w in zip(eqn.outputs, earlier.outputs):
+                    rw.renamed[id(v)] = w
+                continue
+            if key is not None:
+                seen[key] = eqn
+        rw.emit(eqn)
+    return rw.result()
+
+
+def eliminate_dead_code(program: Program) -> Program:
+    """``program`` without the equations (and constants) no output depends on."""
+    live = {id(v) for v in program.outvars if isinstance(v, Var)}
+    kept = []
+    for eqn in reversed(program.eqns):
+        if any(id(v) in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    used = [(v, c) for v, c in zip(program.constvars, program.consts) if id(v) in live]
+    return Program(program.invars, [v for v, _ in used], [c for _, c in used], kept[::-1], program.outvars,
+                   program.in_tree, program.out_tree)

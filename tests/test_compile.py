@@ -1,0 +1,289 @@
+"""``fg.compile``: one trace per signature, the passes, and composition with every transform
+and with the tape. (Speed is measured in benchmarks/, never here.)"""
+
+from __future__ import annotations
+
+import warnings
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+from funcgrad.testing import check_grads
+from funcgrad.transforms import passes
+from funcgrad.transforms.ir import make_program
+
+RNG = np.random.default_rng(0)
+
+
+def _arr(*shape: int, dtype: str = "float64") -> fg.Array:
+    return fg.asarray(RNG.standard_normal(shape).astype(dtype))
+
+
+def mlp(x: fg.Array, w: fg.Array, b: fg.Array) -> fg.Array:
+    return fg.tanh(x @ w + b).sum(axis=1)
+
+
+# ---- values and the cache -------------------------------------------------------------------
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=5),
+                  elements=st.floats(-3, 3)))
+def test_compiled_equals_eager(a: np.ndarray) -> None:
+    def f(x):
+        y = fg.exp(x * 0.5) - x ** 2 + fg.sin(x) * 1.0
+        return (y / (1.0 + x * x)).sum(), fg.transpose(fg.transpose(y))
+
+    x = fg.asarray(a)
+    got, want = fg.compile(f)(x), f(x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12, atol=1e-12)
+        assert g.dtype is w.dtype and g.shape == w.shape
+
+
+def test_one_trace_per_signature() -> None:
+    traces = []
+
+    @fg.compile
+    def f(x, y):
+        traces.append(1)  # runs while tracing only
+        return x * y
+
+    x32, x64 = _arr(3, dtype="float32"), _arr(3)
+    for _ in range(3):
+        f(x32, x32)
+    assert len(traces) == 1 and f.cache_size() == 1
+    f(x64, x64)  # a new dtype
+    f(_arr(4), _arr(4))  # a new shape
+    f(x64, {"a": x64}["a"])
+    assert len(traces) == 3 and f.cache_size() == 3
+    f(x64, 2.0)  # a Python number is part of the program
+    f(x64, 3.0)
+    assert len(traces) == 5
+    np.testing.assert_allclose(f(x64, 3.0).numpy(), x64.numpy() * 3.0)
+    f.clear_cache()
+    assert f.cache_size() == 0
+    f(x64, x64)
+    assert len(traces) == 6
+
+
+def test_static_arguments_are_hashed_by_value() -> None:
+    @fg.compile(static_argnums=1, static_argnames=("mode",))
+    def f(x, n, mode="sum"):
+        y = x ** n
+        return y.sum() if mode == "sum" else y.max()
+
+    x = _arr(5)
+    np.testing.assert_allclose(f(x, 2).item(), (x.numpy() ** 2).sum())
+    np.testing.assert_allclose(f(x, 3, mode="max").item(), (x.numpy() ** 3).max())
+    f(x, 2)
+    assert f.cache_size() == 2
+    with pytest.raises(fg.ArgumentTypeError, match=r"compile\(f\): argument 1 is static, so it must be hashable"):
+        f(x, [2])
+    with pytest.raises(fg.ArgumentValueError, match="static_argnums=3 is out of range"):
+        fg.compile(lambda x, n: x, static_argnums=3)
+    with pytest.raises(fg.ArgumentValueError, match="static_argnames names 'm'"):
+        fg.compile(lambda x, n: x, static_argnames="m")
+    with pytest.raises(fg.ArgumentTypeError, match="compile: expected a callable"):
+        fg.compile(3)
+
+
+def test_jit_is_compile_and_methods_bind() -> None:
+    class Scaler:
+        def __init__(self, k: float) -> None:
+            self.k = k
+
+        @fg.jit
+        def apply(self, x):
+            return x * self.k
+
+    x = _arr(3)
+    assert fg.jit is fg.compile
+    np.testing.assert_allclose(Scaler(2.0).apply(x).numpy(), 2 * x.numpy())
+
+
+def test_cache_misses_explain_themselves() -> None:
+    f = fg.compile(lambda x: x + 1)
+    f(_arr(32, 8, dtype="float32"))
+    fg.config.explain_cache_misses = True
+    try:
+        with pytest.warns(RuntimeWarning, match=r"traced again: leaf 0: f32\[32,8\] -> f32\[16,8\]"):
+            f(_arr(16, 8, dtype="float32"))
+    finally:
+        fg.config.explain_cache_misses = False
+    g = fg.compile(lambda x: x + 1)
+    with pytest.warns(RuntimeWarning, match=r"has traced 8 times; the last change: leaf 0: f64\[8\] -> f64\[9\]"):
+        for n in range(2, 10):
+            g(_arr(n))
+
+
+def test_python_control_flow_on_traced_values_is_a_concretization_error() -> None:
+    @fg.compile
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(fg.ConcretizationError, match=r"inside fg\.compile \(at .*test_compile\.py:\d+\).*static_argnums"):
+        f(_arr(3))
+
+
+def test_an_escaped_tracer_names_compile() -> None:
+    leaked = []
+
+    @fg.compile
+    def f(x):
+        leaked.append(x)
+        return x * 2
+
+    f(_arr(3))
+    with pytest.raises(fg.TracerLeakError, match=r"created by fg\.compile"):
+        leaked[0] + 1
+
+
+def test_closed_over_parameters_are_inputs() -> None:
+    """An optimizer step changes a Parameter's values in place: the program reads it as an
+    input, so the next call sees the new values without tracing again."""
+    lin = fg.nn.Linear(4, 2)
+    opt = fg.optim.SGD(lin.parameters(), lr=0.1)
+    step = fg.compile(lambda x: lin(x).sum())
+    x = _arr(3, 4, dtype="float32")
+    before = step(x).item()
+    loss = step(x)
+    loss.backward()
+    opt.step()
+    after = step(x).item()
+    np.testing.assert_allclose(after, lin(x).sum().item(), rtol=1e-6)
+    assert after != before and step.cache_size() == 1
+
+
+# ---- composition --------------------------------------------------------------------------
+
+def test_grad_of_compiled_equals_grad() -> None:
+    x, w, b = _arr(4, 3), _arr(3, 5), _arr(5)
+    f = fg.compile(lambda x, w, b: mlp(x, w, b).sum())
+    for argnums in (0, 1, (0, 1, 2)):
+        got, want = fg.grad(f, argnums)(x, w, b), fg.grad(lambda *a: mlp(*a).sum(), argnums)(x, w, b)
+        for g_, w_ in zip(fg.tree.leaves(got), fg.tree.leaves(want)):
+            np.testing.assert_allclose(g_.numpy(), w_.numpy(), rtol=1e-12)
+    check_grads(f, (x, w, b), order=2)  # grad, jvp and their second orders against finite differences
+
+
+def test_compile_of_transforms_equals_the_transforms() -> None:
+    x, w, b = _arr(4, 3), _arr(3, 5), _arr(5)
+    loss = lambda x, w, b: mlp(x, w, b).sum()  # noqa: E731
+    cases = [
+        (fg.grad(loss, (0, 1)), (x, w, b)),
+        (lambda x: fg.jvp(lambda x: mlp(x, w, b), (x,), (fg.ones_like(x),)), (x,)),
+        (lambda x: fg.vjp(lambda x: mlp(x, w, b), x)[1](fg.ones((4,), fg.float64)), (x,)),
+        (fg.jacrev(lambda x: mlp(x, w, b)), (x,)),
+        (fg.hessian(lambda v: fg.tanh(v).sum()), (b,)),
+        (fg.checkpoint(lambda x: mlp(x, w, b)), (x,)),
+        (fg.compile(lambda x: mlp(x, w, b)), (x,)),
+    ]
+    for f, args in cases:
+        for g_, w_ in zip(fg.tree.leaves(fg.compile(f)(*args)), fg.tree.leaves(f(*args))):
+            np.testing.assert_allclose(g_.numpy(), w_.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_higher_orders_through_compiled_calls() -> None:
+    f = fg.compile(lambda v: (fg.sin(v) * v).sum())
+    v = _arr(4)
+    np.testing.assert_allclose(fg.hessian(f)(v).numpy(), fg.hessian(lambda v: (fg.sin(v) * v).sum())(v).numpy(),
+                               rtol=1e-12)
+    xr = fg.asarray(v.numpy(), requires_grad=True)
+    (g,) = fg.autograd.grad(f(xr), [xr], create_graph=True)
+    g.sum().backward()
+    want = fg.grad(lambda v: fg.grad(lambda u: (fg.sin(u) * u).sum())(v).sum())(v)
+    np.testing.assert_allclose(xr.grad.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_custom_rules_and_no_grad_inside_compile() -> None:
+    @fg.custom_vjp
+    def clip_grad(x):
+        return x
+
+    clip_grad.defvjp(lambda x: (x, None), lambda res, g: (fg.clip(g, -0.1, 0.1),))
+    f = fg.compile(lambda x: (clip_grad(x) * 3.0).sum() + fg.stop_gradient(x).sum() + fg.no_grad(fg.exp)(x).sum())
+    np.testing.assert_allclose(fg.grad(f)(_arr(4)).numpy(), np.full(4, 0.1))
+
+
+def test_the_tape_records_one_node_per_compiled_call() -> None:
+    w = fg.asarray(RNG.standard_normal((3, 5)), requires_grad=True)
+    x = _arr(4, 3)
+    f = fg.compile(lambda x: fg.tanh(x @ w).sum())
+    out = f(x)
+    assert out.grad_fn is not None and out.grad_fn.prim.name == "compiled_call"
+    out.backward()
+    np.testing.assert_allclose(w.grad.numpy(), fg.grad(lambda w: fg.tanh(x @ w).sum())(fg.asarray(w.numpy())).numpy(),
+                               rtol=1e-12)
+
+
+def test_a_compiled_call_is_one_equation() -> None:
+    f = fg.compile(lambda x: fg.exp(x) * 2.0)
+    program = fg.trace(lambda x: f(x) + 1.0)(_arr(3))
+    assert [e.prim.name for e in program.eqns] == ["compiled_call", "add"]
+    assert "exp" in str(program)  # the nested program prints below its equation
+
+
+# ---- passes -------------------------------------------------------------------------------
+
+def _program(f, *args):
+    return make_program(f, [a.aval for a in args], fg.tree.flatten(args)[1])[0]
+
+
+def _names(program) -> list[str]:
+    return [e.prim.name for e in program.eqns]
+
+
+def test_simplify_removes_identities_and_merges_views() -> None:
+    x = _arr(2, 3)
+    program = _program(lambda x: fg.negative(fg.negative(fg.transpose(fg.transpose(x * 1.0 + 0.0) - 0.0) / 1.0)), x)
+    assert _names(passes.eliminate_dead_code(passes.simplify(program))) == []  # x itself
+    program = _program(lambda x: fg.reshape(fg.reshape(x, (3, 2)), (6,)) ** 2, x)
+    simplified = passes.eliminate_dead_code(passes.simplify(program))
+    assert _names(simplified) == ["reshape", "mul"]
+    np.testing.assert_allclose(simplified.eval_flat([x])[0].numpy(), program.eval_flat([x])[0].numpy())
+
+
+def test_constant_folding_and_common_subexpressions() -> None:
+    c = _arr(3)
+
+    def f(x):
+        k = fg.exp(c) * 2.0  # constants only: computed once, when compiled
+        return fg.sin(x) * k + fg.sin(x)
+
+    program = _program(f, _arr(3))
+    folded = passes.fold_constants(program)
+    assert _names(folded) == ["sin", "mul", "sin", "add"]
+    assert _names(passes.eliminate_common_subexpressions(folded)) == ["sin", "mul", "add"]
+    x = _arr(3)
+    np.testing.assert_allclose(fg.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-12)
+    assert _names(fg.compile(f).lower(x).program) == ["sin", "mul", "add"]
+
+
+def test_dead_code_is_dropped_with_its_constants() -> None:
+    c = _arr(3)
+    program = _program(lambda x: (fg.exp(x + c), x * 2.0)[1], _arr(3))
+    pruned = passes.eliminate_dead_code(program)
+    assert _names(pruned) == ["mul"] and pruned.consts == []
+
+
+def test_lowering_shows_the_passes_and_the_generated_code() -> None:
+    f = fg.compile(lambda x: fg.tanh(x * 1.0) * fg.tanh(x * 1.0))
+    lowered = f.lower(_arr(3))
+    assert _names(lowered.traced) == ["mul", "tanh", "mul", "tanh", "mul"]
+    assert _names(lowered.program) == ["tanh", "mul"]
+    assert "tanh" in lowered.source and "def lowered" in lowered.source
+
+
+def test_side_effects_run_while_tracing() -> None:
+    seen = []
+    f = fg.compile(lambda x: (seen.append(x.shape), x + 1)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            f(_arr(2))
+    assert seen == [(2,)]
