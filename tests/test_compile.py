@@ -228,6 +228,26 @@ def test_a_compiled_call_is_one_equation() -> None:
     assert "exp" in str(program)  # the nested program prints below its equation
 
 
+def test_a_compiled_call_holds_no_more_memory_at_its_peak_than_eager() -> None:
+    w1, w2 = _arr(64, 128, dtype="float32"), _arr(128, 16, dtype="float32")
+
+    def f(x):
+        h = fg.tanh(x @ w1)
+        return (fg.exp(h) * h + h) @ w2
+
+    x = _arr(256, 64, dtype="float32")
+    compiled = fg.compile(f)
+    compiled(x)  # traced and lowered before measuring
+    peaks = []
+    for fn in (f, compiled):
+        fg.memory.reset_peak()
+        base = fg.memory.allocated()
+        out = fn(x)
+        peaks.append(fg.memory.max_allocated() - base)
+        del out
+    assert peaks[1] <= peaks[0], peaks
+
+
 # ---- passes -------------------------------------------------------------------------------
 
 def _program(f, *args):

@@ -1,0 +1,287 @@
+"""fg.compile against eager funcgrad, hand-written NumPy, jax.jit and torch.compile.
+
+Workloads (docs/performance.md has the targets):
+  W2  SGD step of the MLP 784-512-256-10, batch 128 (forward, backward, update)
+  W3  GELU (tanh form) on 1e6 float32: forward, and forward + gradient
+  W4  value_and_grad / loss on the W2 MLP
+  W5  RNN, 50 steps of an 8x32 state, forward + backward, written as a Python loop
+  and the call overhead of a compiled (1,) add, and the first call (trace + passes +
+  lowering) of the W2 step. Contenders run interleaved in one process; the ratios are
+  paired (each round's ratio, then the median).
+
+    python benchmarks/bench_compile.py [--rounds 7] [--no-torch-compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_autodiff import BATCH, SIZES, data  # noqa: E402
+from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
+
+import funcgrad as fg  # noqa: E402
+
+LR = 0.01
+C = math.sqrt(2 / math.pi)
+
+
+# ---- W2 / W4: the MLP ----------------------------------------------------------------------
+
+def mlp_numpy(params, x, y):
+    rows = np.arange(BATCH)
+
+    def vg(p):
+        W1, b1, W2, b2, W3, b3 = p
+        h1 = np.tanh(x @ W1 + b1)
+        h2 = np.tanh(h1 @ W2 + b2)
+        z = h2 @ W3 + b3
+        m = z.max(1, keepdims=True)
+        lse = np.log(np.exp(z - m).sum(1, keepdims=True)) + m
+        value = (lse[:, 0] - z[rows, y]).mean()
+        dz = np.exp(z - lse)
+        dz[rows, y] -= 1
+        dz /= BATCH
+        dh2 = (dz @ W3.T) * (1 - h2 * h2)
+        dh1 = (dh2 @ W2.T) * (1 - h1 * h1)
+        return value, [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
+
+    def loss(p):
+        W1, b1, W2, b2, W3, b3 = p
+        z = np.tanh(np.tanh(x @ W1 + b1) @ W2 + b2) @ W3 + b3
+        m = z.max(1, keepdims=True)
+        return (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[rows, y]).mean()
+
+    state = [list(params)]
+
+    def step():
+        value, grads = vg(state[0])
+        state[0] = [p - LR * g for p, g in zip(state[0], grads)]
+        return value
+
+    return {"step": step, "vg": lambda: vg(params), "loss": lambda: loss(params)}
+
+
+def _fg_loss(p, x, y):
+    W1, b1, W2, b2, W3, b3 = p
+    h = fg.tanh(x @ W1 + b1)
+    h = fg.tanh(h @ W2 + b2)
+    return fg.nn.functional.cross_entropy(h @ W3 + b3, y)
+
+
+def mlp_funcgrad(params, x, y, compiled: bool):
+    wrap = fg.compile if compiled else (lambda f: f)
+    p0 = [fg.asarray(a) for a in params]
+    fx, fy = fg.asarray(x), fg.asarray(y)
+    vg = fg.value_and_grad(_fg_loss)
+
+    def sgd_step(p, x, y):
+        value, grads = vg(p, x, y)
+        return value, [w - LR * g for w, g in zip(p, grads)]
+
+    step_fn, vg_fn, loss_fn = wrap(sgd_step), wrap(vg), wrap(_fg_loss)
+    state = [p0]
+
+    def step():
+        value, state[0] = step_fn(state[0], fx, fy)
+        return value
+
+    return {"step": step, "vg": lambda: vg_fn(p0, fx, fy), "loss": lambda: loss_fn(p0, fx, fy)}
+
+
+def mlp_jax(params, x, y):
+    if optional("jax") is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def loss(p, x, y):
+        W1, b1, W2, b2, W3, b3 = p
+        h = jnp.tanh(x @ W1 + b1)
+        h = jnp.tanh(h @ W2 + b2)
+        z = h @ W3 + b3
+        return (jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
+
+    vg = jax.value_and_grad(loss)
+
+    @jax.jit
+    def sgd_step(p, x, y):
+        value, grads = vg(p, x, y)
+        return value, [w - LR * g for w, g in zip(p, grads)]
+
+    p0 = [jnp.asarray(a) for a in params]
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+    state = [p0]
+    jvg, jloss = jax.jit(vg), jax.jit(loss)
+
+    def step():
+        value, state[0] = sgd_step(state[0], jx, jy)
+        return jax.block_until_ready(value)
+
+    return {"step": step, "vg": lambda: jax.block_until_ready(jvg(p0, jx, jy)),
+            "loss": lambda: jloss(p0, jx, jy).block_until_ready()}
+
+
+def mlp_torch_compile(params, x, y):
+    torch = optional("torch")
+    if torch is None:
+        return None
+    p = [torch.tensor(a, requires_grad=True) for a in params]
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+
+    @torch.compile
+    def step_fn():
+        W1, b1, W2, b2, W3, b3 = p
+        h = torch.tanh(torch.tanh(tx @ W1 + b1) @ W2 + b2)
+        loss = torch.nn.functional.cross_entropy(h @ W3 + b3, ty)
+        grads = torch.autograd.grad(loss, p)
+        with torch.no_grad():
+            for w, g in zip(p, grads):
+                w -= LR * g
+        return loss
+
+    return {"step": step_fn}
+
+
+# ---- W3: GELU ------------------------------------------------------------------------------
+
+def gelu_numpy(x):
+    def fwd():
+        u = C * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1 + np.tanh(u))
+
+    def fwd_grad():
+        u = C * (x + 0.044715 * x * x * x)
+        t = np.tanh(u)
+        du = C * (1 + 3 * 0.044715 * x * x)
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
+
+    return {"fwd": fwd, "fwd+grad": fwd_grad}
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + fg.tanh(C * (x + 0.044715 * x * x * x)))
+
+
+def gelu_funcgrad(x, compiled: bool):
+    wrap = fg.compile if compiled else (lambda f: f)
+    fx = fg.asarray(x)
+    fwd, grad = wrap(_gelu), wrap(fg.grad(lambda v: _gelu(v).sum()))
+    return {"fwd": lambda: fwd(fx), "fwd+grad": lambda: grad(fx)}
+
+
+def gelu_jax(x):
+    if optional("jax") is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def f(v):
+        return 0.5 * v * (1 + jnp.tanh(C * (v + 0.044715 * v * v * v)))
+
+    jx = jnp.asarray(x)
+    fwd, grad = jax.jit(f), jax.jit(jax.grad(lambda v: f(v).sum()))
+    return {"fwd": lambda: fwd(jx).block_until_ready(), "fwd+grad": lambda: grad(jx).block_until_ready()}
+
+
+# ---- W5: RNN -------------------------------------------------------------------------------
+
+def rnn_data():
+    rng = np.random.default_rng(1)
+    return ((rng.standard_normal((32, 32)) * 0.2).astype(np.float32),
+            (rng.standard_normal((50, 8, 32)) * 0.5).astype(np.float32))
+
+
+def rnn_numpy(w, xs):
+    def fwd_bwd():
+        h, hs = np.zeros((8, 32), np.float32), []
+        for x in xs:
+            h = np.tanh(h @ w + x)
+            hs.append(h)
+        dw, dh = np.zeros_like(w), np.ones_like(h)
+        for t in range(len(xs) - 1, -1, -1):
+            da = dh * (1 - hs[t] * hs[t])
+            prev = hs[t - 1] if t else np.zeros_like(h)
+            dw += prev.T @ da
+            dh = da @ w.T
+        return dw
+
+    return {"rnn": fwd_bwd}
+
+
+def rnn_funcgrad(w, xs, compiled: bool):
+    def loss(w, xs):
+        h = fg.zeros((8, 32))
+        for t in range(xs.shape[0]):
+            h = fg.tanh(h @ w + xs[t])
+        return h.sum()
+
+    g = fg.grad(loss)
+    g = fg.compile(g) if compiled else g
+    fw, fxs = fg.asarray(w), fg.asarray(xs)
+    return {"rnn": lambda: g(fw, fxs)}
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+def report(title: str, frameworks: dict, rounds: int, number: int, base: str = "numpy (by hand)") -> None:
+    run = {f"{fw}|{k}": fn for fw, c in frameworks.items() if c for k, fn in c.items()}
+    samples = interleaved_samples(run, rounds, number, pause=0.25)
+    med, _ = median_and_best(samples)
+    print(title)
+    for key in run:
+        fw, what = key.split("|")
+        ref = f"{base}|{what}"
+        ratio = f"{paired_ratio(samples, key, ref):6.2f}x {base}" if ref in run and key != ref else ""
+        print(f"  {what:9s} {fw:24s} {med[key] * 1e3:9.3f} ms  {ratio}")
+    for fw in frameworks:
+        if f"{fw}|vg" in run and f"{fw}|loss" in run:
+            print(f"  vg / loss, {fw}: {paired_ratio(samples, f'{fw}|vg', f'{fw}|loss'):.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--no-torch-compile", action="store_true")
+    args = parser.parse_args()
+
+    params, x, y = data()
+    start = time.perf_counter()
+    first = mlp_funcgrad(params, x, y, compiled=True)
+    first["step"]()
+    print(f"first call of the compiled W2 step (trace + passes + lowering): {time.perf_counter() - start:.2f} s")
+
+    mlp = {"numpy (by hand)": mlp_numpy(params, x, y), "funcgrad eager": mlp_funcgrad(params, x, y, False),
+           "funcgrad compiled": first, "jax.jit": mlp_jax(params, x, y)}
+    if not args.no_torch_compile:
+        try:
+            mlp["torch.compile"] = mlp_torch_compile(params, x, y)
+        except Exception as exc:  # noqa: BLE001 - a contender that cannot run is left out, with the reason
+            print(f"(torch.compile left out: {type(exc).__name__}: {exc})")
+    report(f"W2/W4 MLP {'-'.join(map(str, SIZES))}, batch {BATCH}", mlp, args.rounds, 20)
+
+    g = np.random.default_rng(2).standard_normal(1_000_000).astype(np.float32)
+    report("W3 GELU (tanh form), 1e6 float32",
+           {"numpy (by hand)": gelu_numpy(g), "funcgrad eager": gelu_funcgrad(g, False),
+            "funcgrad compiled": gelu_funcgrad(g, True), "jax.jit": gelu_jax(g)}, args.rounds, 5)
+
+    w, xs = rnn_data()
+    report("W5 RNN 50 steps (8x32 state), forward + backward",
+           {"numpy (by hand)": rnn_numpy(w, xs), "funcgrad eager": rnn_funcgrad(w, xs, False),
+            "funcgrad compiled": rnn_funcgrad(w, xs, True)}, args.rounds, 10)
+
+    one = fg.ones((1,))
+    add = fg.compile(lambda a, b: a + b)
+    report("compiled (1,) add: the call overhead",
+           {"funcgrad eager": {"add": lambda: one + one}, "funcgrad compiled": {"add": lambda: add(one, one)}},
+           args.rounds, 2000, base="funcgrad eager")
+
+
+if __name__ == "__main__":
+    main()
