@@ -84,9 +84,11 @@ def lower(program: Program) -> Lowered:
             if isinstance(a, Var):
                 last_use[id(a)] = i
     outputs = {id(v) for v in program.outvars if isinstance(v, Var)}
+    buffers = _buffers(program, outputs)
     results: set[int] = set()  # values equations made (inputs and constants are never deleted)
     counted: set[int] = set()  # the results of kernels (fg.memory counts them)
     live = peak = 0  # bytes the kernel results hold at this point of the function, and the most they hold
+    pool: dict[Any, list[Var]] = {}  # dead temporaries by type, until a result reuses one or new memory is made
 
     lines.append("def lowered(inputs, stats):")
     lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
@@ -94,7 +96,7 @@ def lower(program: Program) -> Lowered:
         lines.append(f"    {', '.join(names[id(v)] for v in program.invars)}, = inputs")
     for i, eqn in enumerate(program.eqns):
         fn_name = fresh("k")
-        glob[fn_name] = _step_fn(eqn)
+        glob[fn_name] = step = _step_fn(eqn)
         args = []
         for a in eqn.inputs:
             if isinstance(a, Var):
@@ -108,9 +110,24 @@ def lower(program: Program) -> Lowered:
             names[id(v)] = fresh("t")
             outs.append(names[id(v)])
             results.add(id(v))
+        reused = buffers.reusable(i, eqn, step)
+        pooled = None
+        if reused is None and buffers.takes_out(eqn, step) and pool.get(eqn.outputs[0].aval):
+            reused = pooled = pool[eqn.outputs[0].aval].pop()  # a temporary that died earlier, of this type
+        elif reused is None and eqn.prim.view is None:  # new memory: what the pool holds is freed first
+            for v in (v for kept in pool.values() for v in kept):
+                live -= _nbytes(v)
+                lines.append(f"    del {names[id(v)]}")
+            pool.clear()
+        if reused is not None:  # the kernel writes into a temporary nothing reads again
+            args.append(f"out={names[id(reused)]}")
+            counted.discard(id(reused))
+            counted.add(id(eqn.outputs[0]))
         target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "")
         lines.append(f"    {target} = {fn_name}({', '.join(args)})  # {eqn.prim.name}")
-        if eqn.prim.view is None:  # a kernel made new memory
+        if pooled is not None:  # its old name lets go: the result's name holds the buffer now
+            lines.append(f"    del {names[id(pooled)]}")
+        if eqn.prim.view is None and reused is None:  # a kernel made new memory
             for v in eqn.outputs:
                 counted.add(id(v))
                 live += _nbytes(v)
@@ -119,6 +136,9 @@ def lower(program: Program) -> Lowered:
         dead = [v for v in (*eqn.outputs, *read)  # never read again (or never read at all)
                 if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) == i]
         for v in dead:
+            if id(v) in counted and buffers.poolable(v, i):  # kept for a later result of its type
+                pool.setdefault(v.aval, []).append(v)
+                continue
             if id(v) in counted:
                 live -= _nbytes(v)
             lines.append(f"    del {names[id(v)]}")
@@ -157,6 +177,63 @@ def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: An
         else:
             result.append(what)
     return result
+
+
+class _Buffers:
+    """Which memory each value lives in, to let an elementwise kernel write its result into
+    a temporary nothing reads again (NumPy's ``out=``): one this equation reads for the last
+    time, or one that died earlier, kept in a pool by type until a result reuses it or new
+    memory is made (which frees the pool first, so the peak never exceeds eager
+    evaluation's). A fresh result each time would page-fault new memory in, which for large
+    arrays costs more than the arithmetic. A kernel's result owns its buffer; a view shares
+    its input's; inputs, constants and what is returned are never written."""
+
+    def __init__(self, owner: dict[int, int | None], last_read: dict[int | None, int], returned: set[int | None]):
+        self.owner, self.last_read, self.returned = owner, last_read, returned
+
+    def takes_out(self, eqn: Any, step: Any) -> bool:
+        """A ufunc called directly, of one result that ``out=`` can hold (a 0-d ufunc result
+        is a NumPy scalar, which takes none)."""
+        if len(eqn.outputs) != 1 or eqn.params or getattr(step, "nout", 0) != 1 or not hasattr(step, "nin"):
+            return False
+        aval = eqn.outputs[0].aval
+        return aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(aval.shape)
+
+    def reusable(self, i: int, eqn: Any, step: Any) -> Var | None:
+        """The input whose buffer equation ``i`` may write its result into, or ``None``: only
+        an elementwise kernel (a generalized one, like matmul, copies an input it overlaps)."""
+        if not self.takes_out(eqn, step) or getattr(step, "signature", None) is not None:
+            return None
+        out = eqn.outputs[0]
+        owners = [self.owner.get(id(a)) if isinstance(a, Var) else None for a in eqn.inputs]
+        for a, buf in zip(eqn.inputs, owners):
+            if (isinstance(a, Var) and buf == id(a) and a.aval == out.aval and buf not in self.returned
+                    and self.last_read.get(buf) == i and owners.count(buf) == 1):
+                return a
+        return None
+
+    def poolable(self, v: Var, i: int) -> bool:
+        """``v`` owns its buffer, which nothing reads after equation ``i`` or returns."""
+        buf = self.owner.get(id(v))
+        return (buf == id(v) and buf not in self.returned and self.last_read.get(buf, i) <= i
+                and v.aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(v.aval.shape))
+
+
+def _buffers(program: Program, outputs: set[int]) -> _Buffers:
+    owner: dict[int, int | None] = {id(v): None for v in (*program.invars, *program.constvars)}
+    last_read: dict[int | None, int] = {}
+    for i, eqn in enumerate(program.eqns):
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                last_read[owner.get(id(a))] = i
+        for v in eqn.outputs:
+            if eqn.prim.view is not None:
+                first = eqn.inputs[0]
+                owner[id(v)] = owner.get(id(first)) if isinstance(first, Var) else None
+            else:
+                owner[id(v)] = id(v)
+    returned = {owner.get(k) for k in outputs}
+    return _Buffers(owner, last_read, returned)
 
 
 def _nbytes(v: Var) -> int:
