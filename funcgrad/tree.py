@@ -26,22 +26,26 @@ _REGISTRY: dict[type, tuple[Callable[[Any], tuple[Iterable[Any], Any]], Callable
 class TreeDef:
     """The structure of a pytree: node types and aux data, without the leaves."""
 
-    __slots__ = ("node_type", "aux", "children", "num_leaves")
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash")
 
     def __init__(self, node_type: type | None, aux: Any, children: tuple[TreeDef, ...]) -> None:
         self.node_type = node_type  # None: a leaf
         self.aux = aux
         self.children = children
         self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
+        self._hash: int | None = None  # computed once: compiled functions hash a structure per call
 
     def _key(self) -> tuple[Any, ...]:
         return (self.node_type, self.aux, self.children)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, TreeDef) and self._key() == other._key()
+        return self is other or (isinstance(other, TreeDef) and hash(self) == hash(other)
+                                 and self._key() == other._key())
 
     def __hash__(self) -> int:
-        return hash((self.node_type, _hashable(self.aux), self.children))
+        if self._hash is None:
+            self._hash = hash((self.node_type, _hashable(self.aux), self.children))
+        return self._hash
 
     def __repr__(self) -> str:
         if self.node_type is None:

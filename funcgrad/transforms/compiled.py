@@ -161,6 +161,7 @@ class Compiled:
         self._cache = ProgramCache(getattr(fun, "__name__", "function"), MAX_SIGNATURES)
         self._traces = 0
         self._last_signature: Any = None
+        self._flat: dict[Any, _Entry] = {}  # the entries of calls with arrays alone, by their types
 
     def _check_static_names(self) -> None:
         try:
@@ -253,7 +254,19 @@ class Compiled:
                           RuntimeWarning, stacklevel=4)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        entry, dynamic = self._entry(args, kwargs)
+        if not kwargs and not self.static_argnums and all(a.__class__ is Array for a in args):
+            # the common call, arrays alone: its signature without flattening a pytree
+            key = tuple([(a._data.shape, a._dtype, a._device) for a in args])
+            entry = self._flat.get(key)
+            if entry is None:
+                entry, _ = self._entry(args, kwargs)
+                if entry.cacheable:
+                    if len(self._flat) >= MAX_SIGNATURES:
+                        self._flat.clear()
+                    self._flat[key] = entry
+            dynamic: Any = args
+        else:
+            entry, dynamic = self._entry(args, kwargs)
         outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program)
         return _tree.unflatten(entry.out_tree, list(outs))
 
@@ -267,6 +280,7 @@ class Compiled:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._flat.clear()
         self._last_signature = None
 
     def __repr__(self) -> str:
