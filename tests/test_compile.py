@@ -307,3 +307,38 @@ def test_side_effects_run_while_tracing() -> None:
         for _ in range(3):
             f(_arr(2))
     assert seen == [(2,)]
+
+
+# ---- modules ------------------------------------------------------------------------------
+
+def _bn_model() -> fg.nn.Module:
+    return fg.nn.Sequential(fg.nn.Linear(4, 8), fg.nn.BatchNorm1d(8), fg.nn.ReLU(), fg.nn.Linear(8, 3))
+
+
+def test_a_compiled_module_trains_as_the_module_does() -> None:
+    """Parameters and buffers are inputs (an optimizer step needs no new trace), BatchNorm's
+    statistics are outputs assigned back, and train()/eval() trace once each."""
+    F = fg.nn.functional
+    model, reference = _bn_model(), _bn_model()
+    reference.load_state_dict(model.state_dict())
+    compiled = fg.compile(model)
+    x = fg.asarray(RNG.standard_normal((16, 4)).astype("float32"))
+    y = fg.asarray(RNG.integers(0, 3, 16))
+    optimizers = [fg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (model, reference)]
+    for _ in range(3):
+        for m, opt in zip((compiled, reference), optimizers):
+            opt.zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            opt.step()
+    for (name, a), (_, b) in zip(model.state_dict().items(), reference.state_dict().items()):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert compiled.cache_size() == 1 and compiled.state_dict().keys() == model.state_dict().keys()
+    compiled.eval()
+    reference.eval()
+    np.testing.assert_allclose(compiled(x).numpy(), reference(x).numpy(), rtol=1e-5, atol=1e-6)
+    compiled.train()
+    compiled(x)
+    assert compiled.cache_size() == 2
+    assert not model[1].running_mean.requires_grad  # buffers carry no history
+    with pytest.raises(fg.ArgumentValueError, match="static arguments of a module's forward"):
+        fg.compile(model, static_argnums=0)

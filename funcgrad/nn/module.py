@@ -11,6 +11,7 @@ Modules are pytrees too (their parameters are the leaves), so
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,11 +19,21 @@ from typing import Any
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..dtypes import DType
-from ..errors import ArgumentTypeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import asarray, zeros_like
+from ..transforms.compiled import compile as _compile
 from .parameter import Parameter
 
-__all__ = ["Module", "functional_call"]
+__all__ = ["Module", "functional_call", "CompiledModule", "buffers_collected"]
+
+# Set while a compiled module traces its forward pass: its buffers' new values are outputs
+# of the program, so a layer may store traced values in its buffers (BatchNorm's statistics).
+_COLLECTING_BUFFERS: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_buffers", default=False)
+
+
+def buffers_collected() -> bool:
+    """Whether buffer updates are collected as outputs of a compiled module's program."""
+    return _COLLECTING_BUFFERS.get()
 
 
 class Module:
@@ -89,6 +100,13 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
+
+    def __fg_compile__(self, static_argnums: Any = (), static_argnames: Any = ()) -> CompiledModule:
+        """``fg.compile(model)``: the module with its forward pass compiled."""
+        if static_argnums != () or static_argnames != ():
+            raise ArgumentValueError(f"compile({type(self).__name__}): static arguments of a module's forward are not "
+                                     "supported; compile a function that calls the module instead")
+        return CompiledModule(self)
 
     # -- traversal ---------------------------------------------------------------
     def named_modules(self, prefix: str = "", memo: set[int] | None = None,
@@ -365,3 +383,48 @@ def functional_call(module: Module, params: dict[str, Any], *args: Any, **kwargs
             raise TypeError(f"functional_call: value for {k!r} is a {type(v).__name__}, not an array")
     with _swapped(module, params):
         return module(*args, **kwargs)
+
+
+class CompiledModule:
+    """``fg.compile(model)``, as ``torch.compile(model)``: called like the module, it runs its
+    forward pass as a compiled program. The parameters and buffers are inputs of the program,
+    not constants, so an optimizer step takes effect without tracing again; the buffers a
+    forward pass updates (BatchNorm's running statistics) are outputs, assigned back after
+    each call; ``train()`` and ``eval()`` trace once each. Every other attribute
+    (``state_dict``, ``parameters``, submodules...) is the module's."""
+
+    def __init__(self, module: Module) -> None:
+        object.__setattr__(self, "_module", module)
+        object.__setattr__(self, "_program", _compile(self._forward, static_argnames=("training",)))
+
+    def _forward(self, state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                 training: bool) -> tuple[Any, dict[str, Any]]:
+        token = _COLLECTING_BUFFERS.set(True)
+        try:
+            with _swapped(self._module, state):
+                out = self._module(*args, **kwargs)
+                return out, dict(self._module.named_buffers())
+        finally:
+            _COLLECTING_BUFFERS.reset(token)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = self._module
+        buffers = dict(module.named_buffers())
+        out, updated = self._program({**dict(module.named_parameters()), **buffers}, args, kwargs,
+                                     training=module.training)
+        owners = dict(module.named_modules())
+        for name, value in updated.items():
+            if value is not buffers[name]:  # (a buffer carries no history, as in PyTorch)
+                owner, _, attr = name.rpartition(".")
+                owners[owner]._buffers[attr] = value.detach()
+        return out
+
+    def cache_size(self) -> int:
+        return self._program.cache_size()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def __repr__(self) -> str:
+        return f"CompiledModule({self._module!r})"
+

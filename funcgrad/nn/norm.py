@@ -12,7 +12,7 @@ from ..errors import ArgumentValueError, ConcretizationError, ShapeError
 from ..primitives.core import fmt_shape
 from ..transforms.api import stop_gradient
 from ._checks import same_dtype
-from .module import Module
+from .module import Module, buffers_collected
 from .parameter import Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "batch_norm"]
@@ -75,7 +75,7 @@ class _BatchNorm(Module):
                                  self.running_var if self.track_running_stats else None, self.weight, self.bias,
                                  use_batch, momentum, self.eps)
         if self.training and self.track_running_stats:
-            if not isinstance(rm, Array):  # abstract under fg.trace: it would leak into the module's state
+            if not isinstance(rm, Array) and not buffers_collected():  # abstract under fg.trace: it would leak
 
                 raise ConcretizationError(
                     f"{type(self).__name__} in training mode updates its running statistics, which cannot hold "

@@ -342,6 +342,8 @@ def compile(fun: Callable[..., Any] | None = None, *, static_argnums: Sequence[i
     """``fg.compile(f)``, ``@fg.compile`` or ``@fg.compile(static_argnames=...)``."""
     if fun is None:
         return lambda f: compile(f, static_argnums=static_argnums, static_argnames=static_argnames)
+    if hasattr(type(fun), "__fg_compile__"):  # an object that compiles itself (an nn.Module)
+        return fun.__fg_compile__(static_argnums=static_argnums, static_argnames=static_argnames)
     return Compiled(fun, static_argnums, static_argnames)
 
 
