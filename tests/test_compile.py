@@ -200,6 +200,19 @@ def test_higher_orders_through_compiled_calls() -> None:
     np.testing.assert_allclose(xr.grad.numpy(), want.numpy(), rtol=1e-12)
 
 
+def test_reverse_mode_runs_a_compiled_forward_half_and_backward_half() -> None:
+    """grad(compile(f)) binds two compiled calls: the forward half keeps the residuals the
+    rules need, the backward half maps them and the cotangent to the gradient; a third
+    derivative through them equals the plain function's."""
+    f = fg.compile(lambda v: (fg.sin(v) * fg.exp(v)).sum())
+    plain = lambda v: (fg.sin(v) * fg.exp(v)).sum()  # noqa: E731
+    v = _arr(5)
+    names = [e.params.get("name") for e in fg.trace(fg.grad(f))(v).eqns if e.prim.name == "compiled_call"]
+    assert names == ["<lambda>_forward", "<lambda>_backward"]
+    third = lambda g: fg.grad(lambda u: fg.grad(lambda w: fg.grad(g)(w).sum())(u).sum())  # noqa: E731
+    np.testing.assert_allclose(third(f)(v).numpy(), third(plain)(v).numpy(), rtol=1e-12)
+
+
 def test_custom_rules_and_no_grad_inside_compile() -> None:
     @fg.custom_vjp
     def clip_grad(x):

@@ -37,10 +37,12 @@ from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ops import asarray, zeros
 from ..primitives.core import Primitive, ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
-from .api import _as_array, jvp, vjp
+from .api import _as_array, _record, jvp, vjp
+from .autodiff import VJPTracer
 from .compiler import ProgramCache, optimize
 from .core import _USER_TRANSFORM, Tracer
 from .grad_mode import is_grad_enabled
+from .graph import toposort, walk
 from .ir import Program, make_program
 from .lower import Lowered, lower, wrap_outputs
 
@@ -86,25 +88,119 @@ def _jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, name: str,
     return jvp(_run(program), primals, _zeros_for([p.aval for p in primals], tangents))
 
 
+class _SplitVJP:
+    """A program's reverse mode as two compiled programs: ``forward`` computes the outputs
+    and the residuals the rules keep, ``backward`` maps residuals and output cotangents to
+    the inputs' cotangents. Both are traced once, from the rules' own record of the
+    program (the forward under a VJP interpreter inside a trace; the backward by walking
+    that record with its residuals as inputs), so they compute what the rules would."""
+
+    def __init__(self, program: Program) -> None:
+        record: dict[str, Any] = {}
+
+        def forward(*xs: Any) -> list[Any]:
+            out, _, interp, _, _, leaves = _record(_run(program), xs, False, None, "compile")
+            roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out]
+            nodes = [n for n in toposort([r[0] for r in roots if r is not None]) if n.rule is not None]
+            saved: list[Any] = []
+            for node in nodes:
+                _saved_arrays(node.residuals, saved)
+            record.update(roots=roots, leaves=leaves, nodes=nodes, n_saved=len(saved))
+            return [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out] + saved
+
+        avals = [v.aval for v in program.invars]
+        self.forward, _ = make_program(forward, avals, _tree.flatten(tuple(avals))[1])
+        roots, leaves, nodes = record["roots"], record["leaves"], record["nodes"]
+        self.n_out, self.seeded = len(roots), [r is not None for r in roots]
+        self.reached = [leaf is not None for leaf in leaves]  # inputs with a cotangent (floating point)
+        in_avals = [a for a, leaf in zip(avals, leaves) if leaf is not None]
+
+        def backward(*flat: Any) -> list[Any]:
+            values = iter(flat)
+            residuals = {id(n): _substitute(n.residuals, values) for n in nodes}
+            seeds = [(r[0], r[1], next(values)) for r in roots if r is not None]
+            got = walk(seeds, residuals_of=lambda n: residuals[id(n)])
+            return [got[id(leaf)][1][0] if id(leaf) in got and got[id(leaf)][1][0] is not None
+                    else zeros(a.shape, a.dtype, device=a.device)
+                    for leaf, a in zip((leaf for leaf in leaves if leaf is not None), in_avals)]
+
+        saved_avals = self.forward.out_avals[self.n_out:]
+        ct_avals = [a for a, seeded in zip(program.out_avals, self.seeded) if seeded]
+        flat_avals = list(saved_avals) + ct_avals
+        self.backward, _ = make_program(backward, flat_avals, _tree.flatten(tuple(flat_avals))[1])
+        self.forward, self.backward = optimize(self.forward), optimize(self.backward)
+
+
+def _saved_arrays(x: Any, out: list[Any]) -> None:
+    """The arrays among a rule's saved values, in order; anything but arrays, abstract
+    values, numbers, ``None`` and tuples of them (user code's residuals) cannot be split."""
+    if isinstance(x, ArrayBase):
+        out.append(x)
+    elif isinstance(x, tuple):
+        for e in x:
+            _saved_arrays(e, out)
+    elif not (x is None or isinstance(x, (ShapedArray, *_SCALARS))):
+        raise _Unsplittable
+
+
+def _substitute(x: Any, values: Any) -> Any:
+    if isinstance(x, ArrayBase):
+        return next(values)
+    if isinstance(x, tuple):
+        return tuple(_substitute(e, values) for e in x)
+    return x
+
+
+class _Unsplittable(Exception):
+    """A rule in the program keeps values that are not arrays (user code)."""
+
+
+_SPLIT: weakref.WeakKeyDictionary[Program, _SplitVJP | None] = weakref.WeakKeyDictionary()
+
+
+def _split_vjp(program: Program) -> _SplitVJP | None:
+    if program not in _SPLIT:
+        try:
+            _SPLIT[program] = _SplitVJP(program)
+        except _Unsplittable:
+            _SPLIT[program] = None
+    return _SPLIT[program]
+
+
 class _CompiledVJP:
-    """Reverse mode through the program: the forward pass records it under a VJP
-    interpreter, and the backward pass runs that record. Where the backward pass is itself
-    differentiated (a transform is current, or the tape records an input with history), it
-    differentiates the program again from the saved inputs, so that every order of
-    derivative sees the inputs' own history."""
+    """Reverse mode through a compiled call. The forward pass runs the program's compiled
+    forward half (outputs and residuals) and the backward pass its compiled backward half,
+    itself a compiled call: under a transform both are recorded, and the residuals carry
+    their dependence on the inputs, so every order of derivative works. Where the tape
+    records the backward pass (``create_graph=True``) it differentiates the program again
+    from the saved inputs, whose history the tape knows. A program whose rules keep user
+    code's values runs under a VJP interpreter instead."""
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
-        outs, f_vjp = vjp(_run(params["program"]), *primals)
-        return outs, (primals, f_vjp)
+        program = params["program"]
+        split = _split_vjp(program)
+        if split is None:
+            outs, f_vjp = vjp(_run(program), *primals)
+            return outs, (primals, f_vjp, None)
+        flat = _bind(compiled_call_p, *primals, name=f"{params['name']}_forward", program=split.forward)
+        return tuple(flat[:split.n_out]), (primals, None, tuple(flat[split.n_out:]))
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        primals, f_vjp = residuals
+        primals, f_vjp, saved = residuals
         program = params["program"]
         cts = _zeros_for(program.out_avals, g)
-        if current_interpreter.get() is not None or (
-                is_grad_enabled() and any(getattr(p, "_autograd", None) is not None for p in primals)):
-            _, f_vjp = vjp(_run(program), *primals)
-        return tuple(f_vjp(cts))
+        if current_interpreter.get() is None and is_grad_enabled() and any(
+                getattr(p, "_autograd", None) is not None for p in primals):
+            # the tape records this backward pass (create_graph): the forward half ran with the
+            # tape off, so its residuals have no history; differentiate from the inputs instead
+            return tuple(vjp(_run(program), *primals)[1](cts))
+        if saved is None:
+            return tuple(f_vjp(cts))
+        split = _split_vjp(program)
+        seeded = [c for c, s in zip(cts, split.seeded) if s]
+        got = iter(_bind(compiled_call_p, *saved, *seeded, name=f"{params['name']}_backward",
+                         program=split.backward))
+        return tuple(next(got) if r else None for r in split.reached)
 
 
 compiled_call_p.jvp = _jvp_rule
