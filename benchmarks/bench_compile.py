@@ -5,6 +5,8 @@ Workloads (docs/performance.md has the targets):
   W3  GELU (tanh form) on 1e6 float32: forward, and forward + gradient
   W4  value_and_grad / loss on the W2 MLP
   W5  RNN, 50 steps of an 8x32 state, forward + backward, written as a Python loop
+  W6  the W2 MLP as nn modules, a PyTorch-style step (loss.backward(), opt.step()) with
+      the model compiled (fg.compile(model)) against the eager model
   and the call overhead of a compiled (1,) add, and the first call (trace + passes +
   lowering) of the W2 step. Contenders run interleaved in one process; the ratios are
   paired (each round's ratio, then the median).
@@ -149,6 +151,25 @@ def mlp_torch_compile(params, x, y):
     return {"step": step_fn}
 
 
+def mlp_modules(params, x, y, compiled: bool):
+    model = fg.nn.Sequential(fg.nn.Linear(784, 512), fg.nn.Tanh(), fg.nn.Linear(512, 256), fg.nn.Tanh(),
+                             fg.nn.Linear(256, 10))
+    model.load_state_dict({f"{2 * i}.{k}": fg.asarray(np.ascontiguousarray(v)) for i, (w, b) in
+                           enumerate(zip(params[::2], params[1::2])) for k, v in (("weight", w.T), ("bias", b))})
+    run = fg.compile(model) if compiled else model
+    opt = fg.optim.SGD(model.parameters(), lr=LR)
+    fx, fy = fg.asarray(x), fg.asarray(y)
+
+    def step():
+        opt.zero_grad()
+        loss = fg.nn.functional.cross_entropy(run(fx), fy)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return {"step": step}
+
+
 # ---- W3: GELU ------------------------------------------------------------------------------
 
 def gelu_numpy(x):
@@ -265,6 +286,11 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - a contender that cannot run is left out, with the reason
             print(f"(torch.compile left out: {type(exc).__name__}: {exc})")
     report(f"W2/W4 MLP {'-'.join(map(str, SIZES))}, batch {BATCH}", mlp, args.rounds, 20)
+
+    report("W6 the MLP as modules, PyTorch-style step",
+           {"numpy (by hand)": {"step": mlp_numpy(params, x, y)["step"]},
+            "funcgrad eager": mlp_modules(params, x, y, False), "funcgrad compiled": mlp_modules(params, x, y, True)},
+           args.rounds, 20)
 
     g = np.random.default_rng(2).standard_normal(1_000_000).astype(np.float32)
     report("W3 GELU (tanh form), 1e6 float32",

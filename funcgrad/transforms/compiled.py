@@ -37,7 +37,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ops import asarray, zeros
 from ..primitives.core import Primitive, ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
-from .api import _as_array, _record, jvp, vjp
+from .api import _as_array, _record, _with_args, jvp, vjp
 from .autodiff import VJPTracer
 from .compiler import ProgramCache, optimize
 from .core import _USER_TRANSFORM, Tracer
@@ -95,11 +95,13 @@ class _SplitVJP:
     program (the forward under a VJP interpreter inside a trace; the backward by walking
     that record with its residuals as inputs), so they compute what the rules would."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, needs: tuple[bool, ...]) -> None:
         record: dict[str, Any] = {}
+        wanted = [i for i, n in enumerate(needs) if n]  # the inputs a cotangent is asked for
 
         def forward(*xs: Any) -> list[Any]:
-            out, _, interp, _, _, leaves = _record(_run(program), xs, False, None, "compile")
+            out, _, interp, _, _, leaves = _record(_with_args(_run(program), xs, tuple(wanted)),
+                                                   tuple(xs[i] for i in wanted), False, None, "compile")
             roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out]
             nodes = [n for n in toposort([r[0] for r in roots if r is not None]) if n.rule is not None]
             saved: list[Any] = []
@@ -112,8 +114,9 @@ class _SplitVJP:
         self.forward, _ = make_program(forward, avals, _tree.flatten(tuple(avals))[1])
         roots, leaves, nodes = record["roots"], record["leaves"], record["nodes"]
         self.n_out, self.seeded = len(roots), [r is not None for r in roots]
-        self.reached = [leaf is not None for leaf in leaves]  # inputs with a cotangent (floating point)
-        in_avals = [a for a, leaf in zip(avals, leaves) if leaf is not None]
+        given = dict(zip(wanted, leaves))
+        self.reached = [given.get(i) is not None for i in range(len(avals))]  # inputs given a cotangent
+        in_avals = [a for i, a in enumerate(avals) if self.reached[i]]
 
         def backward(*flat: Any) -> list[Any]:
             values = iter(flat)
@@ -155,16 +158,19 @@ class _Unsplittable(Exception):
     """A rule in the program keeps values that are not arrays (user code)."""
 
 
-_SPLIT: weakref.WeakKeyDictionary[Program, _SplitVJP | None] = weakref.WeakKeyDictionary()
+_SPLIT: weakref.WeakKeyDictionary[Program, dict[Any, _SplitVJP | None]] = weakref.WeakKeyDictionary()
 
 
-def _split_vjp(program: Program) -> _SplitVJP | None:
-    if program not in _SPLIT:
+def _split_vjp(program: Program, needs: Any) -> _SplitVJP | None:
+    """The program's two halves for these inputs' cotangents (built once per pattern)."""
+    needs = tuple(needs) if needs is not None else (True,) * len(program.invars)
+    splits = _SPLIT.setdefault(program, {})
+    if needs not in splits:
         try:
-            _SPLIT[program] = _SplitVJP(program)
+            splits[needs] = _SplitVJP(program, needs)
         except _Unsplittable:
-            _SPLIT[program] = None
-    return _SPLIT[program]
+            splits[needs] = None
+    return splits[needs]
 
 
 class _CompiledVJP:
@@ -178,12 +184,12 @@ class _CompiledVJP:
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         program = params["program"]
-        split = _split_vjp(program)
+        split = _split_vjp(program, needs)
         if split is None:
             outs, f_vjp = vjp(_run(program), *primals)
             return outs, (primals, f_vjp, None)
         flat = _bind(compiled_call_p, *primals, name=f"{params['name']}_forward", program=split.forward)
-        return tuple(flat[:split.n_out]), (primals, None, tuple(flat[split.n_out:]))
+        return tuple(flat[:split.n_out]), (primals, split, tuple(flat[split.n_out:]))
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         primals, f_vjp, saved = residuals
@@ -196,7 +202,7 @@ class _CompiledVJP:
             return tuple(vjp(_run(program), *primals)[1](cts))
         if saved is None:
             return tuple(f_vjp(cts))
-        split = _split_vjp(program)
+        split = f_vjp  # the halves the forward pass ran
         seeded = [c for c, s in zip(cts, split.seeded) if s]
         got = iter(_bind(compiled_call_p, *saved, *seeded, name=f"{params['name']}_backward",
                          program=split.backward))
