@@ -355,3 +355,50 @@ def test_a_compiled_module_trains_as_the_module_does() -> None:
     assert not model[1].running_mean.requires_grad  # buffers carry no history
     with pytest.raises(fg.ArgumentValueError, match="static arguments of a module's forward"):
         fg.compile(model, static_argnums=0)
+
+
+# ---- a whole training step ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("sgd", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("sgd", dict(lr=0.1, momentum=0.9, dampening=0.5)),
+    ("adam", dict(lr=0.01, weight_decay=0.1)),
+    ("adamw", dict(lr=0.01, amsgrad=True, maximize=True)),
+    ("rmsprop", dict(lr=0.01, momentum=0.5, centered=True)),
+])
+def test_a_compiled_step_with_a_functional_optimizer_equals_the_class(name: str, kwargs: dict) -> None:
+    """fg.optim.<rule>(...) is the class's own update rule as (init, update) over pytrees, so
+    forward, backward and update are one compiled program, step for step equal to the
+    PyTorch-style loop (float64, four steps)."""
+    w0, x = RNG.standard_normal((3, 2)), _arr(4, 3)
+
+    def loss(p, x):
+        return (fg.tanh(x @ p["w"]) ** 2).sum()
+
+    opt = getattr(fg.optim, name)(**kwargs)
+
+    @fg.compile
+    def step(params, state, x):
+        return opt.update(fg.grad(loss)(params, x), state, params)
+
+    params = {"w": fg.asarray(w0)}
+    state = opt.init(params)
+    p = fg.nn.Parameter(fg.asarray(w0))
+    cls = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop"}[name]
+    reference = getattr(fg.optim, cls)([p], **kwargs)
+    for _ in range(4):
+        params, state = step(params, state, x)
+        reference.zero_grad()
+        loss({"w": p}, x).backward()
+        reference.step()
+    np.testing.assert_allclose(params["w"].numpy(), p.numpy(), rtol=1e-12, atol=1e-14)
+    assert step.cache_size() <= 2  # (a state entry the rule starts absent appears after step one)
+
+
+def test_functional_optimizers_check_their_arguments() -> None:
+    with pytest.raises(fg.ArgumentValueError, match="invalid lr"):
+        fg.optim.adam(lr=-1.0)
+    opt = fg.optim.sgd(lr=0.1)
+    params = {"w": _arr(2)}
+    with pytest.raises(ValueError, match="1 gradients and 2 states for 1 parameters"):
+        opt.update({"w": _arr(2)}, [{}, {}], params)

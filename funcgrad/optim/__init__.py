@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from . import lr_scheduler
+from .functional import GradientTransformation, adam, adamw, rmsprop, sgd
 from .optimizer import Optimizer
 from .rules import SGD, Adam, AdamW, RMSprop
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler", "GradientTransformation", "sgd", "adam",
+           "adamw", "rmsprop"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .. import ops
@@ -81,7 +80,7 @@ class Adam(Optimizer):
             vmax = state.get("max_exp_avg_sq")
             v = v if vmax is None else ops.maximum(vmax, v)
             state["max_exp_avg_sq"] = v
-        denom = ops.sqrt(v) / math.sqrt(bias2) + eps
+        denom = ops.sqrt(v) / bias2 ** 0.5 + eps  # (``step`` is an array in the functional form)
         return p, -lr / bias1, m / denom
 
 

@@ -1,0 +1,91 @@
+"""The optimizers as pure functions over pytrees (optax's shape), for compiled training steps.
+
+``fg.optim.adam(lr=1e-3)`` returns an ``(init, update)`` pair: ``state = init(params)``
+and ``new_params, new_state = update(grads, state, params)``. The update is the class's
+own rule (``Adam._update``, the one ``fg.optim.Adam`` runs), applied to each leaf with a
+copy of that leaf's state, so the two forms compute the same steps and nothing is
+written in place: a whole step (forward, backward, update) can be one compiled program.
+The step count is a 0-d array of each parameter's dtype, so that a compiled step does not
+trace again as it grows (the bias corrections are then computed in that precision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .. import ops
+from .. import tree as _tree
+from ..nn.parameter import Parameter
+from .rules import SGD, Adam, AdamW, RMSprop
+
+__all__ = ["GradientTransformation", "sgd", "adam", "adamw", "rmsprop"]
+
+
+class GradientTransformation(NamedTuple):
+    """``init(params) -> state`` and ``update(grads, state, params) -> (params, state)``."""
+
+    init: Callable[[Any], Any]
+    update: Callable[[Any, Any, Any], tuple[Any, Any]]
+
+
+def _functional(cls: type, buffers: Callable[[dict[str, Any]], tuple[str, ...]], *args: Any,
+                **kwargs: Any) -> GradientTransformation:
+    # the class checks the hyperparameters and holds the rule; its one parameter is a placeholder
+    rule = cls([Parameter(ops.zeros((1,)))], *args, **kwargs)
+    group = {k: v for k, v in rule.param_groups[0].items() if k != "params"}
+    names = buffers(group)
+
+    def init(params: Any) -> list[dict[str, Any]]:
+        """Each leaf's state with every entry the rule keeps, zero (the rule's first step gives
+        the same values from zeros as from nothing), so the state keeps one structure."""
+        return [{k: ops.zeros(() if k == "step" else tuple(p.shape), p.dtype, device=p.device) for k in names}
+                for p in _tree.leaves(params)]
+
+    def update(grads: Any, state: list[dict[str, Any]], params: Any) -> tuple[Any, list[dict[str, Any]]]:
+        leaves, structure = _tree.flatten(params)
+        grad_leaves = _tree.leaves(grads)
+        if len(grad_leaves) != len(leaves) or len(state) != len(leaves):
+            raise ValueError(f"{cls.__name__.lower()}.update: {len(grad_leaves)} gradients and {len(state)} states for "
+                             f"{len(leaves)} parameters (the state comes from init(params))")
+        new_params, new_state = [], []
+        for p, g, s in zip(leaves, grad_leaves, state):
+            s = dict(s)
+            base, alpha, direction = rule._update(p, g, s, group)
+            new_params.append(base + alpha * direction)
+            new_state.append(s)
+        return _tree.unflatten(structure, new_params), new_state
+
+    return GradientTransformation(init, update)
+
+
+def _adam_state(group: dict[str, Any]) -> tuple[str, ...]:
+    return ("step", "exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if group["amsgrad"] else ())
+
+
+def sgd(lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0, weight_decay: float = 0.0,
+        nesterov: bool = False, maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.SGD``'s rule as ``(init, update)``."""
+    # (with dampening, PyTorch's first step keeps the gradient itself: the buffer starts absent)
+    return _functional(SGD, lambda g: ("momentum_buffer",) if g["momentum"] and not g["dampening"] else (),
+                       lr, momentum, dampening, weight_decay, nesterov, maximize)
+
+
+def adam(lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+         amsgrad: bool = False, maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.Adam``'s rule as ``(init, update)``."""
+    return _functional(Adam, _adam_state, lr, betas, eps, weight_decay, amsgrad, maximize)
+
+
+def adamw(lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 1e-2,
+          amsgrad: bool = False, maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.AdamW``'s rule as ``(init, update)``."""
+    return _functional(AdamW, _adam_state, lr, betas, eps, weight_decay, amsgrad, maximize)
+
+
+def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
+            centered: bool = False, maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.RMSprop``'s rule as ``(init, update)``."""
+    return _functional(RMSprop, lambda g: ("step", "square_avg") + (("grad_avg",) if g["centered"] else ())
+                       + (("momentum_buffer",) if g["momentum"] > 0 else ()),
+                       lr, alpha, eps, weight_decay, momentum, centered, maximize)
