@@ -20,6 +20,7 @@ __all__ = [
     "FuncgradError",
     "GraphFreedError",
     "LinAlgError",
+    "RetraceError",
     "ShapeError",
     "TracerLeakError",
     "ViewError",
@@ -53,6 +54,10 @@ class ConcretizationError(FuncgradError, TypeError):
 
 class TracerLeakError(FuncgradError, RuntimeError):
     """A tracer was used after the transform that created it had finished."""
+
+
+class RetraceError(FuncgradError, RuntimeError):
+    """A compiled function met a new signature while ``fg.config.no_retrace`` is set."""
 
 
 class GraphFreedError(FuncgradError, RuntimeError):

@@ -402,3 +402,31 @@ def test_functional_optimizers_check_their_arguments() -> None:
     params = {"w": _arr(2)}
     with pytest.raises(ValueError, match="1 gradients and 2 states for 1 parameters"):
         opt.update({"w": _arr(2)}, [{}, {}], params)
+
+
+def test_no_retrace_turns_a_new_signature_into_an_error() -> None:
+    f = fg.compile(lambda x: x * 2)
+    f(_arr(3))
+    fg.config.no_retrace = True
+    try:
+        f(_arr(3))  # the same signature still runs
+        with pytest.raises(fg.RetraceError, match=r"would trace again .*leaf 0: f64\[3\] -> f64\[4\]"):
+            f(_arr(4))
+        with pytest.raises(fg.RetraceError, match="argument structure"):
+            f((_arr(3),))
+    finally:
+        fg.config.no_retrace = False
+
+
+def test_changing_a_parameter_inside_a_compiled_function_is_an_error() -> None:
+    lin = fg.nn.Linear(3, 1)
+    opt = fg.optim.SGD(lin.named_parameters(), lr=0.1)
+
+    @fg.compile
+    def step(x):
+        loss, grads = fg.value_and_grad(lambda p: fg.nn.functional_call(lin, p, x).sum())(dict(lin.named_parameters()))
+        opt.step(grads)
+        return loss
+
+    with pytest.raises(fg.ConcretizationError, match="a Parameter was given a traced value.*fg.optim.sgd"):
+        step(fg.ones((2, 3)))

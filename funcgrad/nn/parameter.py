@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..array import Array
-from ..errors import DTypeError
+from ..errors import ConcretizationError, DTypeError
 from ..ops import asarray, zeros
 from ..transforms.tape import AutogradMeta
 
@@ -40,6 +40,11 @@ class Parameter(Array):
 
     def _assign(self, value: Array) -> None:
         """Re-point at ``value``'s buffer (shapes may not change; the dtype/device may, via Module.to)."""
+        if not isinstance(value, Array):
+            raise ConcretizationError(
+                "a Parameter was given a traced value: it was changed (an optimizer step, say) inside a transformed "
+                "function such as fg.compile, where values are abstract. Return the new values instead: "
+                "fg.optim.sgd(...).update(grads, state, params) gives them, as pure functions.")
         self._data = value._data
         self._dtype = value._dtype
         self._device = value._device

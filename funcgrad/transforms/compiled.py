@@ -33,7 +33,7 @@ from typing import Any
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..config import config
-from ..errors import ArgumentTypeError, ArgumentValueError
+from ..errors import ArgumentTypeError, ArgumentValueError, RetraceError
 from ..ops import asarray, zeros
 from ..primitives.core import Primitive, ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
@@ -307,6 +307,9 @@ class Compiled:
         signature = (static, structure, tuple(_describe(x) for x in arrays))
         entry = self._cache.get(signature)
         if entry is ProgramCache.MISSING:
+            if config.no_retrace and self._last_signature is not None:
+                raise RetraceError(f"fg.compile({self.__name__}) would trace again (fg.config.no_retrace is set): "
+                                   f"{_changes(self._last_signature, signature)}")
             entry = self._trace(args, kwargs, static, structure, arrays)
             self._explain(signature)
             if entry.cacheable:
