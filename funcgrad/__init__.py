@@ -50,6 +50,7 @@ linalg = _NS(
 )
 """``fg.linalg``: the array API linear-algebra extension (the differentiable subset)."""
 
+from .transforms import debug  # noqa: E402
 from .transforms import function as _function  # noqa: E402
 from .transforms import tape as _tape  # noqa: E402
 

@@ -536,6 +536,14 @@ def _compiled_call(draw: Any) -> Case:
     return Case([x, y], params_for(x, y), ref, rtol_for(x.dtype) * 10, extra={"params_for": params_for})
 
 
+def _debug_callback(draw: Any) -> Case:
+    """No result: the case's reference is what the callback was handed (the tests read
+    ``extra["seen"]``, and compare it with the input)."""
+    x = _float_array(draw)
+    seen: list[Any] = []
+    return Case([x], {"fn": lambda v: seen.append(v.to("cpu").numpy())}, lambda x, fn: x, extra={"seen": seen})
+
+
 def _checkpoint(draw: Any) -> Case:
     import funcgrad as fg
     from funcgrad.transforms.checkpoint import _saved_eqns, checkpoint_policies
@@ -648,7 +656,7 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case,
-    "checkpoint": _checkpoint, "compiled_call": _compiled_call, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
+    "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call,
     "full": _full_case, "iota": _iota_case,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),

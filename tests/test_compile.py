@@ -430,3 +430,24 @@ def test_changing_a_parameter_inside_a_compiled_function_is_an_error() -> None:
 
     with pytest.raises(fg.ConcretizationError, match="a Parameter was given a traced value.*fg.optim.sgd"):
         step(fg.ones((2, 3)))
+
+
+def test_debug_print_runs_when_the_program_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    @fg.compile
+    def f(x):
+        y = x * 2.0
+        fg.debug.print("y = {}", y)
+        print("tracing")
+        return y.sum()
+
+    x = fg.asarray(np.arange(3.0))
+    f(x)
+    f(x)
+    fg.grad(f)(x)  # the forward half runs it too
+    out = capsys.readouterr().out
+    assert out.count("tracing") == 1 and out.count("y = Array([0., 2., 4.]") == 3
+    assert "debug_callback" in str(f.lower(x))  # kept by the passes though nothing reads it
+    seen = []
+    fg.debug.callback(lambda a, b: seen.append((a.item(), b)), fg.asarray(1.0), 2)
+    fg.debug.callback(lambda b: seen.append(b), 3)  # no array: called at once
+    assert seen == [(1.0, 2), 3]

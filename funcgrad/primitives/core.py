@@ -101,6 +101,8 @@ class Primitive:
             transforms, and views the backend declines to make, use the rule).
         impl: for call-like primitives, an eager implementation in terms of other binds.
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
+        effectful: it does something besides computing its results (``fg.debug.callback``),
+            so passes keep it even when nothing reads them.
         jvp, vjp: the derivative rules (``primitives.ad``: ``defjvp``, ``defvjp``).
         batch: the batching rule ``vmap`` will fill in.
         domain: the ``Domain`` a differentiable primitive's derivative is checked on.
@@ -119,6 +121,7 @@ class Primitive:
         domain: Any = None,
         impl: Callable[..., Any] | None = None,
         native: Any = None,
+        effectful: bool = False,
     ) -> None:
         if (kernel is None) + (view is None) + (impl is None) != 2:
             raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
@@ -133,6 +136,7 @@ class Primitive:
         self.impl = impl  # call-like primitives (checkpoint, custom rules): evaluate by calling Python
         self.multiple_results = multiple_results
         self.differentiable = differentiable
+        self.effectful = effectful
         self.domain = domain if domain is not None else (REAL if differentiable else None)
         self.jvp: Callable[..., Any] | None = None
         self.vjp: Callable[..., Any] | None = None

@@ -163,7 +163,7 @@ class Program:
             outs = " ".join(f"{names(v)}:{v.aval.str_short()}" for v in eqn.outputs)
             ins = " ".join(names(a) if isinstance(a, Var) else _literal(a.value) for a in eqn.inputs)
             params, nested = _format_params(eqn.params, indent + 6)
-            lines.append(f"{pad}    {outs} = {eqn.prim.name}{params} {ins}".rstrip())
+            lines.append(f"{pad}    {outs + ' = ' if outs else ''}{eqn.prim.name}{params} {ins}".rstrip())
             lines.extend(nested)
         outs = ", ".join(names(a) if isinstance(a, Var) else _literal(a.value) for a in self.outvars)
         lines.append(f"{pad}  in ({outs}{',' if len(self.outvars) == 1 else ''}) }}")

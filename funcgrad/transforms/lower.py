@@ -123,8 +123,8 @@ def lower(program: Program) -> Lowered:
             args.append(f"out={names[id(reused)]}")
             counted.discard(id(reused))
             counted.add(id(eqn.outputs[0]))
-        target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "")
-        lines.append(f"    {target} = {fn_name}({', '.join(args)})  # {eqn.prim.name}")
+        target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "") + " = " if outs else ""
+        lines.append(f"    {target}{fn_name}({', '.join(args)})  # {eqn.prim.name}")
         if pooled is not None:  # its old name lets go: the result's name holds the buffer now
             lines.append(f"    del {names[id(pooled)]}")
         if eqn.prim.view is None and reused is None:  # a kernel made new memory
@@ -252,7 +252,7 @@ def _literal(value: Any, eqn: Any) -> Any:
 def _step_fn(eqn: Any) -> Callable[..., Any]:
     """The raw-array function of one equation."""
     prim, params = eqn.prim, eqn.params
-    device = eqn.outputs[0].aval.device
+    device = next((v.aval.device for v in (*eqn.outputs, *eqn.inputs) if isinstance(v, Var)), None)
     if prim.view is not None:
         native = prim.native_for(device)
         if native is not None:

@@ -155,7 +155,7 @@ def eliminate_dead_code(program: Program) -> Program:
     live = {id(v) for v in program.outvars if isinstance(v, Var)}
     kept = []
     for eqn in reversed(program.eqns):
-        if any(id(v) in live for v in eqn.outputs):
+        if eqn.prim.effectful or any(id(v) in live for v in eqn.outputs):
             kept.append(eqn)
             live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
     used = [(v, c) for v, c in zip(program.constvars, program.consts) if id(v) in live]

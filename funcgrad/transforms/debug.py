@@ -1,0 +1,41 @@
+"""``fg.debug.print`` and ``fg.debug.callback``: Python that runs when the program runs.
+
+Inside ``fg.compile`` (or any trace) a plain ``print`` runs once, while tracing, and sees
+abstract values. ``fg.debug.callback(fn, *args)`` instead binds a primitive whose
+evaluation calls ``fn`` with the concrete arrays, every time the program runs, eagerly or
+compiled. It has no result and no derivative; the passes keep it (``effectful``) even
+though no output reads it. Under a derivative transform it sees the primal values.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+from ..array import ArrayBase
+from ..primitives.core import Primitive, bind
+
+__all__ = ["callback", "print", "debug_callback_p"]
+
+
+def _impl(*args: Any, fn: Callable[..., Any]) -> tuple[()]:
+    fn(*args)
+    return ()
+
+
+debug_callback_p = Primitive("debug_callback", lambda *avals, fn: (), impl=_impl, multiple_results=True,
+                             differentiable=False, effectful=True)
+
+
+def callback(fn: Callable[..., Any], *args: Any) -> None:
+    """Call ``fn(*args)`` with concrete values whenever the surrounding program runs."""
+    if any(isinstance(a, ArrayBase) for a in args):
+        bind(debug_callback_p, *args, fn=fn)
+    else:  # nothing traced: nothing to wait for
+        fn(*args)
+
+
+def print(fmt: str, *args: Any) -> None:  # noqa: A001 - fg.debug.print, as jax.debug.print
+    """``print(fmt.format(*args))`` with the arrays' values when the program runs."""
+    callback(lambda *values: builtins.print(fmt.format(*values)), *args)
