@@ -17,9 +17,9 @@ from .backends import memory
 from .dtypes import (DType, bfloat16, can_cast, finfo, float16, float32, float64, iinfo, int8, int16, int32,
                      int64, isdtype, result_type, uint8)
 from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
-from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError, DTypeError,
-                     FormatError, FuncgradError, GraphFreedError, LinAlgError, RetraceError, ShapeError,
-                     TracerLeakError, ViewError)
+from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError,
+                     DonatedArrayError, DTypeError, FormatError, FuncgradError, GraphFreedError, LinAlgError,
+                     RetraceError, ShapeError, TracerLeakError, ViewError)
 from .ops import *  # noqa: F403
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry

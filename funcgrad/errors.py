@@ -16,6 +16,7 @@ __all__ = [
     "ConcretizationError",
     "DTypeError",
     "DeviceMismatchError",
+    "DonatedArrayError",
     "FormatError",
     "FuncgradError",
     "GraphFreedError",
@@ -58,6 +59,10 @@ class TracerLeakError(FuncgradError, RuntimeError):
 
 class RetraceError(FuncgradError, RuntimeError):
     """A compiled function met a new signature while ``fg.config.no_retrace`` is set."""
+
+
+class DonatedArrayError(FuncgradError, RuntimeError):
+    """An array was used after it was donated to a compiled call (``donate_argnums``)."""
 
 
 class GraphFreedError(FuncgradError, RuntimeError):

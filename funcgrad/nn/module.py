@@ -101,11 +101,11 @@ class Module:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
 
-    def __fg_compile__(self, static_argnums: Any = (), static_argnames: Any = ()) -> CompiledModule:
+    def __fg_compile__(self, **options: Any) -> CompiledModule:
         """``fg.compile(model)``: the module with its forward pass compiled."""
-        if static_argnums != () or static_argnames != ():
-            raise ArgumentValueError(f"compile({type(self).__name__}): static arguments of a module's forward are not "
-                                     "supported; compile a function that calls the module instead")
+        if any(v != () for v in options.values()):
+            raise ArgumentValueError(f"compile({type(self).__name__}): static or donated arguments of a module's "
+                                     "forward are not supported; compile a function that calls the module instead")
         return CompiledModule(self)
 
     # -- traversal ---------------------------------------------------------------

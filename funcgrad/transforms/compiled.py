@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from typing import Any
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..config import config
-from ..errors import ArgumentTypeError, ArgumentValueError, RetraceError
+from ..errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
 from ..ops import asarray, zeros
 from ..primitives.core import Primitive, ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
@@ -51,26 +52,40 @@ __all__ = ["compile", "jit", "Compiled", "compiled_call_p"]
 RETRACE_WARNING_AFTER = 8  # traces of one function before a warning says what keeps changing
 MAX_SIGNATURES = 64  # programs kept per compiled function (the least recently used goes first)
 
-_LOWERED: weakref.WeakKeyDictionary[Program, Lowered] = weakref.WeakKeyDictionary()
+_LOWERED: weakref.WeakKeyDictionary[Program, dict[tuple[int, ...], Lowered]] = weakref.WeakKeyDictionary()
 
 
 # ---- the call primitive ------------------------------------------------------------------
 
-def _abstract_eval(*avals: Any, name: str, program: Program) -> tuple[ShapedArray, ...]:
+def _abstract_eval(*avals: Any, name: str, program: Program, donated: tuple[int, ...] = ()) -> tuple[Any, ...]:
     return tuple(program.out_avals)
 
 
-def _impl(*args: Any, name: str, program: Program) -> tuple[Any, ...]:
+def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()) -> tuple[Any, ...]:
     """Eagerly: the lowered program on the arrays' raw data (all on one device), else the
-    program evaluated equation by equation."""
+    program evaluated equation by equation. A donated input the program may write into is
+    passed as is when its array alone holds its memory, else as a copy."""
     device = args[0]._device if args and args[0].__class__ is Array else None
     if device is not None and all(a.__class__ is Array and a._device is device for a in args):
-        lowered = _LOWERED.get(program)
+        kept = _LOWERED.setdefault(program, {})
+        lowered = kept.get(donated)
         if lowered is None:
-            lowered = _LOWERED[program] = lower(program)
-        raw = lowered.run([a._data for a in args], device.stats)
-        return tuple(wrap_outputs(lowered, raw, list(args), device))
+            lowered = kept[donated] = lower(program, frozenset(donated))
+        raw = [a._data for a in args]
+        for i in donated:
+            if not _owned_alone(args[i]):
+                raw[i] = raw[i].copy()
+        out = lowered.run(raw, device.stats)
+        del raw
+        return tuple(wrap_outputs(lowered, out, list(args), device))
     return tuple(program.eval_flat(args))
+
+
+def _owned_alone(a: Array) -> bool:
+    """Nothing but ``a`` reaches its memory: no view, Buffer or NumPy array shares it (each
+    would hold a reference to the memory), and no tape history saves it."""
+    data = a._data
+    return a._buf is None and a._autograd is None and getattr(data, "base", 0) is None and sys.getrefcount(data) <= 4
 
 
 compiled_call_p = Primitive("compiled_call", _abstract_eval, impl=_impl, multiple_results=True)
@@ -84,7 +99,8 @@ def _zeros_for(avals: Sequence[ShapedArray], values: Sequence[Any]) -> tuple[Any
     return tuple(zeros(a.shape, a.dtype, device=a.device) if v is None else v for a, v in zip(avals, values))
 
 
-def _jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, name: str, program: Program) -> Any:
+def _jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, name: str, program: Program,
+              donated: tuple[int, ...] = ()) -> Any:
     return jvp(_run(program), primals, _zeros_for([p.aval for p in primals], tangents))
 
 
@@ -252,13 +268,21 @@ class Compiled:
     """What ``fg.compile(f)`` returns: call it like ``f``."""
 
     def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int] = (),
-                 static_argnames: Sequence[str] = ()) -> None:
+                 static_argnames: Sequence[str] = (), donate_argnums: Sequence[int] = (),
+                 donate_argnames: Sequence[str] = ()) -> None:
         if not callable(fun):
             raise ArgumentTypeError(f"compile: expected a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.static_argnums = _as_tuple("static_argnums", static_argnums, int)
         self.static_argnames = _as_tuple("static_argnames", static_argnames, str)
+        self.donate_argnums = _as_tuple("donate_argnums", donate_argnums, int)
+        self.donate_argnames = _as_tuple("donate_argnames", donate_argnames, str)
+        both = set(self.static_argnums) & set(self.donate_argnums) or set(self.static_argnames) & set(
+            self.donate_argnames)
+        if both:
+            raise ArgumentValueError(f"compile({self.__name__}): argument {sorted(both)[0]!r} is both static and "
+                                     "donated; only arrays (traced arguments) can be donated")
         self._check_static_names()
         self._cache = ProgramCache(getattr(fun, "__name__", "function"), MAX_SIGNATURES)
         self._traces = 0
@@ -300,6 +324,14 @@ class Compiled:
         dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         leaves, structure = _tree.flatten((dynamic_args, dynamic_kwargs))
         return tuple(static), structure, leaves
+
+    def _donated_leaves(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[bool]:
+        """Per dynamic leaf (in ``_split``'s order), whether its argument is donated."""
+        nums = {n % len(args) for n in self.donate_argnums if -len(args) <= n < len(args)}
+        static = {n % len(args) for n in self.static_argnums if -len(args) <= n < len(args)}
+        mask = [i in nums for i, a in enumerate(args) if i not in static for _ in _tree.leaves(a)]
+        return mask + [k in self.donate_argnames for k in sorted(kwargs) if k not in self.static_argnames
+                       for _ in _tree.leaves(kwargs[k])]
 
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
         static, structure, leaves = self._split(args, kwargs)
@@ -359,6 +391,8 @@ class Compiled:
                           RuntimeWarning, stacklevel=4)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.donate_argnums or self.donate_argnames:
+            return self._call_donating(args, kwargs)
         if not kwargs and not self.static_argnums and all(a.__class__ is Array for a in args):
             # the common call, arrays alone: its signature without flattening a pytree
             key = tuple([(a._data.shape, a._dtype, a._device) for a in args])
@@ -373,6 +407,34 @@ class Compiled:
         else:
             entry, dynamic = self._entry(args, kwargs)
         outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program)
+        return _tree.unflatten(entry.out_tree, list(outs))
+
+    def _call_donating(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call whose donated arrays the program may write into, and that are unusable after."""
+        entry, dynamic = self._entry(args, kwargs)
+        leaves = self._split(args, kwargs)[2]
+        mask = [m for x, m in zip(leaves, self._donated_leaves(args, kwargs)) if _is_array_like(x)]
+        given = [i for i, m in enumerate(mask) if m]
+        offset = len(entry.lifted)
+        for i in given:
+            if any(entry.program.invars[offset + i] is v for v in entry.program.outvars):
+                raise ArgumentValueError(f"compile({self.__name__}): donated input {i} is also returned; a donated "
+                                         "array is unusable after the call, so return a new array instead")
+        if current_interpreter.get() is not None:  # traced: there is no memory to hand over
+            given = []
+        for i in given:
+            x = dynamic[i]
+            if x.__class__ is not Array or x._autograd is not None:
+                raise ArgumentValueError(f"compile({self.__name__}): donated input {i} is a {type(x).__name__}"
+                                         f"{' that requires grad' if x._autograd is not None else ''}; only plain "
+                                         "arrays can be donated (a Parameter's memory belongs to its module)")
+            if sum(y is x for y in dynamic) > 1:
+                raise ArgumentValueError(f"compile({self.__name__}): donated input {i} is passed more than once; "
+                                         "a donated array can be used only by that argument")
+        donated = {"donated": tuple(offset + i for i in given)} if given else {}
+        outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program, **donated)
+        for i in given:
+            _invalidate(dynamic[i])
         return _tree.unflatten(entry.out_tree, list(outs))
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowering:
@@ -390,6 +452,26 @@ class Compiled:
 
     def __repr__(self) -> str:
         return f"<compiled {self.__name__}>"
+
+
+class _Donated:
+    """What a donated array holds after the call: every use raises."""
+
+    def _raise(self, *args: Any, **kwargs: Any) -> Any:
+        raise DonatedArrayError("this array was donated to a compiled call (donate_argnums), which may have written "
+                                "its result into its memory; use the call's results instead")
+
+    __getattr__ = __array__ = __len__ = __iter__ = _raise
+
+
+_DONATED = _Donated()
+
+
+def _invalidate(x: Array) -> None:
+    if x._buf is None:  # it owned its memory: the bytes now belong to the call's results
+        x._device.stats.allocated -= x._data.nbytes
+    x._buf = _DONATED  # (never None again, so nothing is uncounted twice)
+    x._data = _DONATED
 
 
 class Lowering:
@@ -443,13 +525,18 @@ def _as_tuple(what: str, value: Any, kind: type) -> tuple[Any, ...]:
 
 
 def compile(fun: Callable[..., Any] | None = None, *, static_argnums: Sequence[int] | int = (),
-            static_argnames: Sequence[str] | str = ()) -> Any:
-    """``fg.compile(f)``, ``@fg.compile`` or ``@fg.compile(static_argnames=...)``."""
+            static_argnames: Sequence[str] | str = (), donate_argnums: Sequence[int] | int = (),
+            donate_argnames: Sequence[str] | str = ()) -> Any:
+    """``fg.compile(f)``, ``@fg.compile`` or ``@fg.compile(static_argnames=...)``. Donated
+    arguments (``donate_argnums``/``donate_argnames``) hand their arrays' memory to the call,
+    which may write its results into it; the arrays are unusable afterwards."""
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
+                   donate_argnames=donate_argnames)
     if fun is None:
-        return lambda f: compile(f, static_argnums=static_argnums, static_argnames=static_argnames)
+        return lambda f: compile(f, **options)
     if hasattr(type(fun), "__fg_compile__"):  # an object that compiles itself (an nn.Module)
-        return fun.__fg_compile__(static_argnums=static_argnums, static_argnames=static_argnames)
-    return Compiled(fun, static_argnums, static_argnames)
+        return fun.__fg_compile__(**options)
+    return Compiled(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
 jit = compile

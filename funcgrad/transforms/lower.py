@@ -61,8 +61,10 @@ class Lowered:
         return self.source
 
 
-def lower(program: Program) -> Lowered:
-    """``program`` as one Python function over raw arrays (see the module docstring)."""
+def lower(program: Program, donated: frozenset[int] = frozenset()) -> Lowered:
+    """``program`` as one Python function over raw arrays (see the module docstring).
+    ``donated``: the positions of inputs whose memory the function may write into once
+    nothing reads them (the caller hands over arrays it owns alone)."""
     names: dict[int, str] = {}
     glob: dict[str, Any] = {}
     lines: list[str] = []
@@ -84,8 +86,9 @@ def lower(program: Program) -> Lowered:
             if isinstance(a, Var):
                 last_use[id(a)] = i
     outputs = {id(v) for v in program.outvars if isinstance(v, Var)}
-    buffers = _buffers(program, outputs)
-    results: set[int] = set()  # values equations made (inputs and constants are never deleted)
+    given = {id(v) for i, v in enumerate(program.invars) if i in donated}
+    buffers = _buffers(program, outputs, given)
+    results: set[int] = set(given)  # values this function may let go (inputs, but donated ones, and constants stay)
     counted: set[int] = set()  # the results of kernels (fg.memory counts them)
     live = peak = 0  # bytes the kernel results hold at this point of the function, and the most they hold
     pool: dict[Any, list[Var]] = {}  # dead temporaries by type, until a result reuses one or new memory is made
@@ -116,13 +119,15 @@ def lower(program: Program) -> Lowered:
             reused = pooled = pool[eqn.outputs[0].aval].pop()  # a temporary that died earlier, of this type
         elif reused is None and eqn.prim.view is None:  # new memory: what the pool holds is freed first
             for v in (v for kept in pool.values() for v in kept):
-                live -= _nbytes(v)
+                if id(v) in counted:
+                    live -= _nbytes(v)
                 lines.append(f"    del {names[id(v)]}")
             pool.clear()
         if reused is not None:  # the kernel writes into a temporary nothing reads again
             args.append(f"out={names[id(reused)]}")
-            counted.discard(id(reused))
-            counted.add(id(eqn.outputs[0]))
+            if id(reused) in counted:  # (a donated input's bytes are the caller's)
+                counted.discard(id(reused))
+                counted.add(id(eqn.outputs[0]))
         target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "") + " = " if outs else ""
         lines.append(f"    {target}{fn_name}({', '.join(args)})  # {eqn.prim.name}")
         if pooled is not None:  # its old name lets go: the result's name holds the buffer now
@@ -136,7 +141,7 @@ def lower(program: Program) -> Lowered:
         dead = [v for v in (*eqn.outputs, *read)  # never read again (or never read at all)
                 if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) == i]
         for v in dead:
-            if id(v) in counted and buffers.poolable(v, i):  # kept for a later result of its type
+            if (id(v) in counted or id(v) in given) and buffers.poolable(v, i):  # kept for a later result
                 pool.setdefault(v.aval, []).append(v)
                 continue
             if id(v) in counted:
@@ -219,8 +224,9 @@ class _Buffers:
                 and v.aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(v.aval.shape))
 
 
-def _buffers(program: Program, outputs: set[int]) -> _Buffers:
-    owner: dict[int, int | None] = {id(v): None for v in (*program.invars, *program.constvars)}
+def _buffers(program: Program, outputs: set[int], given: set[int]) -> _Buffers:
+    owner: dict[int, int | None] = {id(v): (id(v) if id(v) in given else None)
+                                    for v in (*program.invars, *program.constvars)}
     last_read: dict[int | None, int] = {}
     for i, eqn in enumerate(program.eqns):
         for a in eqn.inputs:
