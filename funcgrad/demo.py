@@ -2,7 +2,8 @@
 
 It trains an MLP on scikit-learn's bundled 8x8 digits (no download): first with a
 PyTorch-style loop (``zero_grad``, ``backward``, ``step``), then the same model in
-the functional style (``fg.value_and_grad`` over ``fg.nn.functional_call``). It
+the functional style (``fg.value_and_grad`` over ``fg.nn.functional_call``, compiled with
+``fg.compile`` into one program per step with ``fg.optim.adam``'s update). It
 prints the traced program of the loss, saves and reloads a checkpoint with
 ``fg.save``/``fg.load``, and writes a loss-curve PNG when matplotlib is installed.
 ``--tour`` instead shows the array foundation: buffers, views, strides, devices.
@@ -178,21 +179,28 @@ def train(epochs: int = 20, kind: str = "mlp", device: str = "cpu", batch: int =
     print(f"{chr(10) if sys.stdout.isatty() else ''}  trained in {seconds:.1f} s")
     print(f"test accuracy: {acc:.1f}%\n")
 
-    print("2. Functional style: fg.value_and_grad over fg.nn.functional_call")
+    print("2. Functional style, compiled: forward, backward and Adam's update as one program")
     fg.manual_seed(seed + 1)
     fmodel = make_model(kind).to(device)
 
     def loss_fn(params: dict[str, Any], xb: Any, yb: Any) -> Any:
         return F.cross_entropy(fg.nn.functional_call(fmodel, params, xb), yb)
 
-    step_fn = fg.value_and_grad(loss_fn)
-    fopt = fg.optim.Adam(fmodel.named_parameters(), lr=2e-3)
+    adam = fg.optim.adam(lr=2e-3)  # fg.optim.Adam's rule as pure (init, update)
+
+    @fg.compile(donate_argnums=(0, 1))  # the new parameters and state reuse the old ones' memory
+    def train_step(params: dict[str, Any], state: Any, xb: Any, yb: Any) -> Any:
+        value, grads = fg.value_and_grad(loss_fn)(params, xb, yb)
+        return (value, *adam.update(grads, state, params))
+
+    params = {k: v.detach() for k, v in fmodel.named_parameters()}
+    state = adam.init(params)
     start = time.perf_counter()
     for epoch, i, xb, yb in _batches(xtr, ytr, epochs, batch, rng, device):
-        value, grads = step_fn(dict(fmodel.named_parameters()), xb, yb)
-        fopt.step(grads)
+        value, params, state = train_step(params, state, xb, yb)
         if i % 4 == 0 or i == steps - 1:
             _bar(epoch, epochs, i + 1, steps, value.item())
+    fmodel.load_state_dict(params)
     facc = accuracy(fmodel, Xte, Yte)
     print(f"{chr(10) if sys.stdout.isatty() else ''}  trained in {time.perf_counter() - start:.1f} s")
     print(f"test accuracy: {facc:.1f}%\n")
