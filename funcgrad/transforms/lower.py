@@ -61,7 +61,7 @@ class Lowered:
         return self.source
 
 
-def lower(program: Program, donated: frozenset[int] = frozenset()) -> Lowered:
+def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = True) -> Lowered:
     """``program`` as one Python function over raw arrays (see the module docstring).
     ``donated``: the positions of inputs whose memory the function may write into once
     nothing reads them (the caller hands over arrays it owns alone)."""
@@ -97,9 +97,34 @@ def lower(program: Program, donated: frozenset[int] = frozenset()) -> Lowered:
     lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
     if program.invars:
         lines.append(f"    {', '.join(names[id(v)] for v in program.invars)}, = inputs")
+    steps = [_step_fn(eqn) for eqn in program.eqns]
+    groups = _elementwise_groups(program.eqns, steps) if fuse else {}
+    skip_to = 0
     for i, eqn in enumerate(program.eqns):
+        if i < skip_to:
+            continue
+        if i in groups:  # a run of elementwise equations: computed chunk by chunk, in one loop
+            skip_to = groups[i]
+            run = list(range(i, skip_to))
+            for v in (v for kept in pool.values() for v in kept):  # new memory follows: the pool is freed first
+                if id(v) in counted:
+                    live -= _nbytes(v)
+                lines.append(f"    del {names[id(v)]}")
+            pool.clear()
+            live, peak = _emit_group(program, run, steps, names, glob, lines, fresh, outputs, last_use, results,
+                                     counted, live, peak)
+            read = dict.fromkeys(a for k in run for a in program.eqns[k].inputs if isinstance(a, Var))
+            for v in read:
+                if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) < skip_to and id(v) in names:
+                    if (id(v) in counted or id(v) in given) and buffers.poolable(v, skip_to - 1):
+                        pool.setdefault(v.aval, []).append(v)
+                        continue
+                    if id(v) in counted:
+                        live -= _nbytes(v)
+                    lines.append(f"    del {names[id(v)]}")
+            continue
         fn_name = fresh("k")
-        glob[fn_name] = step = _step_fn(eqn)
+        glob[fn_name] = step = steps[i]
         args = []
         for a in eqn.inputs:
             if isinstance(a, Var):
@@ -165,6 +190,8 @@ def lower(program: Program, donated: frozenset[int] = frozenset()) -> Lowered:
             out_kinds.append(("new", None))
             returned.append(names[id(v)])
     lines.append(f"    return [{', '.join(returned)}]")
+    if groups and peak > _eager_peak(program):  # a fused loop's scratch must not raise the peak above eager's
+        return lower(program, donated, fuse=False)
     source = "\n".join(lines)
     namespace = dict(glob, PEAK=peak)
     exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
@@ -240,6 +267,133 @@ def _buffers(program: Program, outputs: set[int], given: set[int]) -> _Buffers:
                 owner[id(v)] = id(v)
     returned = {owner.get(k) for k in outputs}
     return _Buffers(owner, last_read, returned)
+
+
+FUSE_MIN = 1 << 15  # elements: smaller arrays stay in the caches anyway
+CHUNK = 1 << 16  # elements per step of a fused loop (measured on GELU: smaller chunks cost more calls)
+
+
+def _fusable(eqn: Any, step: Any) -> bool:
+    """An elementwise NumPy ufunc of one large float result whose array inputs have its
+    shape (or none: 0-d arrays and literals broadcast within a chunk)."""
+    if len(eqn.outputs) != 1 or eqn.params or not isinstance(step, np.ufunc) or step.nout != 1 \
+            or step.signature is not None:
+        return False
+    out = eqn.outputs[0].aval
+    if out.dtype.name not in ("float32", "float64") or out.device.kind != "cpu" or math.prod(out.shape) < FUSE_MIN:
+        return False
+    return all(not isinstance(a, Var) or a.aval.shape in (out.shape, ()) for a in eqn.inputs)
+
+
+def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
+    """Runs of two or more consecutive fusable equations of one shape: start -> end."""
+    groups, i = {}, 0
+    while i < len(eqns):
+        j = i
+        while j < len(eqns) and _fusable(eqns[j], steps[j]) and eqns[j].outputs[0].aval.shape == \
+                eqns[i].outputs[0].aval.shape:
+            j += 1
+        if j - i >= 2:
+            groups[i] = j
+        i = max(j, i + 1)
+    return groups
+
+
+def _emit_group(program: Program, run: list[int], steps: list[Any], names: dict[int, str], glob: dict[str, Any],
+                lines: list[str], fresh: Any, outputs: set[int], last_use: dict[int, int], results: set[int],
+                counted: set[int], live: int, peak: int) -> tuple[int, int]:
+    """Equations ``run`` as one loop over chunks of the flattened arrays: each chunk's
+    intermediates live in small scratch buffers (in the CPU's caches), and only the values
+    read after the run are written out whole. The same ufuncs in the same order, so the
+    results are those of the equations one by one."""
+    eqns = [program.eqns[k] for k in run]
+    first = eqns[0].outputs[0].aval
+    n, end = math.prod(first.shape), run[-1]
+    made = {id(e.outputs[0]) for e in eqns}
+    kept = [e.outputs[0] for e in eqns if id(e.outputs[0]) in outputs or last_use.get(id(e.outputs[0]), -1) > end]
+    glob.setdefault("EMPTY", np.empty)
+    chunk_of: dict[int, str] = {}
+    lines.append(f"    # fused: {' '.join(e.prim.name for e in eqns)}, in chunks of {CHUNK}")
+    local: list[str] = []  # names that live only while the loop runs
+
+    def name_for(prefix: str) -> str:
+        name = fresh(prefix)
+        names[-1 - len(names)] = name  # (taken, so ``fresh`` moves on)
+        local.append(name)
+        return name
+
+    for v in kept:
+        names[id(v)] = name = fresh("t")
+        results.add(id(v))
+        counted.add(id(v))
+        live += _nbytes(v)
+        flat = name_for("f")
+        dtype = v.aval.dtype.np.name
+        lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {dtype!r}); {flat} = {name}.reshape(-1)")
+        chunk_of[id(v)] = f"{flat}[s:e]"
+    scratch = 0
+    free: dict[Any, list[str]] = {}  # scratch buffers whose value no later equation of the run reads, by dtype
+    for k, e in zip(run, eqns):
+        for a in dict.fromkeys(a for a in e.inputs if isinstance(a, Var) and id(a) in made):
+            if id(a) not in outputs and last_use.get(id(a), -1) == k and not any(a is v for v in kept):
+                free.setdefault(a.aval.dtype, []).append(chunk_of[id(a)].split("[")[0])  # (read here for the last time)
+        v = e.outputs[0]
+        if id(v) not in chunk_of:
+            if free.get(v.aval.dtype):
+                name = free[v.aval.dtype].pop()
+            else:
+                name = name_for("s")
+                lines.append(f"    {name} = EMPTY({min(CHUNK, n)}, {v.aval.dtype.np.name!r})")
+                scratch += min(CHUNK, n) * v.aval.dtype.itemsize
+            chunk_of[id(v)] = f"{name}[:e - s]"
+    peak = max(peak, live + scratch)
+    outside = dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made)
+    for a in outside:
+        if a.aval.shape:
+            flat = name_for("f")
+            lines.append(f"    {flat} = {names[id(a)]}.reshape(-1)")
+            chunk_of[id(a)] = f"{flat}[s:e]"
+        else:
+            chunk_of[id(a)] = names[id(a)]
+    lines.append(f"    for s in range(0, {n}, {CHUNK}):")
+    lines.append(f"        e = min(s + {CHUNK}, {n})")
+    for k, e in zip(run, eqns):
+        fn = fresh("k")
+        glob[fn] = steps[k]
+        args = []
+        for a in e.inputs:
+            if isinstance(a, Var):
+                args.append(chunk_of[id(a)])
+            else:
+                lit = fresh("c")
+                glob[lit] = _literal(a.value, e)
+                args.append(lit)
+        lines.append(f"        {fn}({', '.join(args)}, out={chunk_of[id(e.outputs[0])]})  # {e.prim.name}")
+    lines.append(f"    del {', '.join(local)}")
+    return live, peak
+
+
+def _eager_peak(program: Program) -> int:
+    """The most bytes kernel results hold at once when the equations run one by one, each
+    result new and freed after its last use (what eager evaluation holds)."""
+    last: dict[int, int] = {}
+    for i, eqn in enumerate(program.eqns):
+        for a in eqn.inputs:
+            if isinstance(a, Var):
+                last[id(a)] = i
+    keep = {id(v) for v in program.outvars if isinstance(v, Var)}
+    live = peak = 0
+    sizes: dict[int, int] = {}
+    for i, eqn in enumerate(program.eqns):
+        if eqn.prim.view is None:
+            for v in eqn.outputs:
+                sizes[id(v)] = _nbytes(v)
+                live += sizes[id(v)]
+        peak = max(peak, live)
+        for a in dict.fromkeys(a for a in (*eqn.inputs, *eqn.outputs) if isinstance(a, Var)):
+            if id(a) in sizes and id(a) not in keep and last.get(id(a), i) == i:
+                live -= sizes.pop(id(a))
+    return peak
 
 
 def _nbytes(v: Var) -> int:
