@@ -26,7 +26,7 @@ from .rules import common_device, normalize_axis
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
            "flip_p", "diagonal_p", "stop_gradient_p",
            "windows_p", "windows_add_p", "concatenate_p", "pad_p", "full_p", "iota_p", "sort_p", "argsort_p",
-           "view_strides"]
+           "view_strides", "python_slice"]
 
 
 def _size(shape: tuple[int, ...]) -> int:
@@ -157,7 +157,7 @@ def _slice(x: Layout, *, index: tuple[tuple[int, int, int], ...]) -> Layout:
     return Layout(tuple(lengths), tuple(s * step for (_, _, step), s in zip(index, x.strides)), offset)
 
 
-def _python_slice(start: int, stop: int, step: int) -> slice:
+def python_slice(start: int, stop: int, step: int) -> slice:
     """The Python slice selecting ``range(start, stop, step)`` (slice.indices' normal form
     uses -1 for "down to element 0", which a Python slice reads as "from the end")."""
     n = len(range(start, stop, step))
@@ -169,7 +169,7 @@ def _python_slice(start: int, stop: int, step: int) -> slice:
 
 def _native_slice(xp: Any, x: Any, *, index: tuple[tuple[int, int, int], ...]) -> Any:
     _slice_lengths(index, x.shape)  # as strict as the rule: Python slicing would clamp
-    return x[tuple(_python_slice(*t) for t in index)]
+    return x[tuple(python_slice(*t) for t in index)]
 
 
 def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any, ...], ...]:

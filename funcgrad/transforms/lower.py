@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,7 @@ import numpy as np
 
 from ..array import run_eager, wrap_kernel_output
 from ..primitives.core import Layout
+from ..primitives.shape import python_slice, slice_p
 from .ir import Program, Var
 
 __all__ = ["lower", "Lowered"]
@@ -413,6 +415,8 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
     """The raw-array function of one equation."""
     prim, params = eqn.prim, eqn.params
     device = next((v.aval.device for v in (*eqn.outputs, *eqn.inputs) if isinstance(v, Var)), None)
+    if prim is slice_p and isinstance(eqn.inputs[0], Var):  # its Python slices, worked out once
+        return operator.itemgetter(tuple(python_slice(*t) for t in params["index"]))
     if prim.view is not None:
         native = prim.native_for(device)
         if native is not None:
