@@ -41,7 +41,7 @@ import numpy as np
 
 from ..array import run_eager, wrap_kernel_output
 from ..primitives.core import Layout
-from ..primitives.shape import python_slice, slice_p
+from ..primitives.shape import python_slice
 from .ir import Program, Var
 
 __all__ = ["lower", "Lowered"]
@@ -415,8 +415,10 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
     """The raw-array function of one equation."""
     prim, params = eqn.prim, eqn.params
     device = next((v.aval.device for v in (*eqn.outputs, *eqn.inputs) if isinstance(v, Var)), None)
-    if prim is slice_p and isinstance(eqn.inputs[0], Var):  # its Python slices, worked out once
-        return operator.itemgetter(tuple(python_slice(*t) for t in params["index"]))
+    if prim.view is not None and device is not None and device.kind == "cpu" and isinstance(eqn.inputs[0], Var):
+        fast = _static_view(prim.name, params, eqn.inputs[0].aval, eqn.outputs[0].aval)
+        if fast is not None:
+            return fast
     if prim.view is not None:
         native = prim.native_for(device)
         if native is not None:
@@ -433,6 +435,19 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
         return tuple(o._data for o in out) if prim.multiple_results else out._data
 
     return through_arrays
+
+
+def _static_view(name: str, params: dict[str, Any], x: Any, out: Any) -> Callable[..., Any] | None:
+    """A view whose indexing the shapes decide, worked out once (the native calls check and
+    build it on every call)."""
+    if name == "slice":
+        return operator.itemgetter(tuple(python_slice(*t) for t in params["index"]))
+    if name == "flip":
+        return operator.itemgetter(tuple(slice(None, None, -1) if a in params["axes"] else slice(None)
+                                         for a in range(len(x.shape))))
+    if name in ("expand_dims", "squeeze"):  # size-1 axes in or out: a reshape, always a view
+        return operator.methodcaller("reshape", tuple(out.shape))
+    return None
 
 
 def _raw_view(prim: Any, params: dict[str, Any], backend: Any, x: Any) -> Any:
