@@ -412,9 +412,10 @@ class CompiledModule:
         buffers = dict(module.named_buffers())
         out, updated = self._program({**dict(module.named_parameters()), **buffers}, args, kwargs,
                                      training=module.training)
-        owners = dict(module.named_modules())
-        for name, value in updated.items():
-            if value is not buffers[name]:  # (a buffer carries no history, as in PyTorch)
+        changed = [(name, value) for name, value in updated.items() if value is not buffers[name]]
+        if changed:
+            owners = dict(module.named_modules())
+            for name, value in changed:  # (a buffer carries no history, as in PyTorch)
                 owner, _, attr = name.rpartition(".")
                 owners[owner]._buffers[attr] = value.detach()
         return out
