@@ -13,8 +13,13 @@ last use:
         c = k0(a, b)                    # mul
         ...
 
+Memory is planned here (``_Buffers``): a result goes into a temporary nothing reads
+again where the kernel takes ``out=``, and a run of large elementwise equations becomes
+one loop over chunks whose intermediates live in a few scratch buffers (``_emit_group``).
+Views whose indexing the shapes decide are worked out once (``_static_view``).
+
 It computes exactly what evaluating the program would (the same kernels on the
-same arrays in the same order). ``fg.memory``'s counters come out as eager
+same values in the same order). ``fg.memory``'s counters come out as eager
 evaluation would leave them, with no bookkeeping per step: every size is known
 from the program, so the most bytes the kernel results ever hold at once is worked
 out here, once, and the function raises the peak by it on entry. Nothing is added
