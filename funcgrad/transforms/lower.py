@@ -233,8 +233,8 @@ class _Buffers:
     def takes_out(self, eqn: Any, step: Any) -> bool:
         """A ufunc called directly, of one result that ``out=`` can hold (a 0-d ufunc result
         is a NumPy scalar, which takes none)."""
-        if len(eqn.outputs) != 1 or eqn.params or getattr(step, "nout", 0) != 1 or not hasattr(step, "nin"):
-            return False
+        if len(eqn.outputs) != 1 or eqn.params or not isinstance(step, np.ufunc) or step.nout != 1:
+            return False  # (NumPy's only: its ufuncs guard against an output overlapping an input)
         aval = eqn.outputs[0].aval
         return aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(aval.shape)
 
