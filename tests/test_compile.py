@@ -90,6 +90,18 @@ def test_static_arguments_are_hashed_by_value() -> None:
         fg.compile(3)
 
 
+def test_unusual_signatures() -> None:
+    x = _arr(3)
+    np.testing.assert_allclose(fg.compile(lambda: fg.ones(3) * 2.0)().numpy(), [2.0, 2.0, 2.0])  # no input
+    assert fg.compile(lambda v: v)(x) is not None and fg.compile(lambda v: (v, None))(x)[1] is None
+    np.testing.assert_allclose(fg.compile(lambda v, scale=1.0: v * scale)(x, scale=3.0).numpy(), 3 * x.numpy())
+    np.testing.assert_allclose(fg.compile(lambda vs: vs[0] + vs[1])([x, x]).numpy(), 2 * x.numpy())
+    np.testing.assert_allclose(fg.compile(lambda v: v * 2)(np.arange(3.0)).numpy(), [0.0, 2.0, 4.0])  # NumPy in
+    assert fg.compile(lambda v: 3.0)(x).item() == 3.0  # a number out: an array
+    np.testing.assert_allclose(fg.compile(fg.jacfwd(lambda v: fg.sin(v) * v))(x).numpy(),
+                               fg.jacfwd(lambda v: fg.sin(v) * v)(x).numpy(), rtol=1e-12)
+
+
 def test_jit_is_compile_and_methods_bind() -> None:
     class Scaler:
         def __init__(self, k: float) -> None:

@@ -211,7 +211,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
         return interpreter.process(prim, args, params)
     try:
         evaluate = args[0]._evaluate
-    except AttributeError:  # a Python scalar first (``2.0 * x``)
+    except (AttributeError, IndexError):  # a Python scalar first (``2.0 * x``), or nothing at all
         evaluate = _evaluator(prim, args)
     return evaluate(prim, args, params)
 

@@ -406,6 +406,8 @@ class Compiled:
             dynamic: Any = args
         else:
             entry, dynamic = self._entry(args, kwargs)
+        if not entry.lifted and not len(dynamic):  # no array in: the program reads constants alone
+            return _tree.unflatten(entry.out_tree, entry.program.eval_flat([]))
         outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program)
         return _tree.unflatten(entry.out_tree, list(outs))
 
