@@ -43,6 +43,31 @@ def test_compiled_equals_eager(a: np.ndarray) -> None:
         assert g.dtype is w.dtype and g.shape == w.shape
 
 
+_UNARY_STEPS = [fg.sin, fg.tanh, lambda v: v * 0.5 + 1.0, lambda v: v * v, fg.negative, lambda v: v / 2.0]
+_BINARY_STEPS = [fg.add, fg.multiply, fg.subtract, fg.maximum]
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.booleans()), min_size=1, max_size=8),
+       st.sampled_from([(7,), (3, 5), (40_000,), (200, 250)]), st.integers(0, 2**31 - 1))
+def test_random_elementwise_programs_compile_to_the_same_values_and_gradients(steps, shape, seed) -> None:
+    """Chains of elementwise operations (large ones become fused loops, small ones reuse
+    dead temporaries): compiled values and gradients equal eager ones exactly."""
+    rng = np.random.default_rng(seed)
+    x, y = (fg.asarray(rng.uniform(-1, 1, shape).astype(np.float32)) for _ in range(2))
+
+    def f(x, y):
+        values = [x, y]
+        for u, b, pair in steps:
+            v = _UNARY_STEPS[u](values[-1])
+            values.append(_BINARY_STEPS[b](v, values[-2]) if pair else v)
+        return values[-1]
+
+    np.testing.assert_array_equal(fg.compile(f)(x, y).numpy(), f(x, y).numpy())
+    loss = lambda x, y: f(x, y).sum()  # noqa: E731
+    for got, want in zip(fg.compile(fg.grad(loss, (0, 1)))(x, y), fg.grad(loss, (0, 1))(x, y)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_one_trace_per_signature() -> None:
     traces = []
 
