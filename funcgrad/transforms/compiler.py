@@ -20,8 +20,8 @@ from .passes import eliminate_common_subexpressions, eliminate_dead_code, fold_c
 
 __all__ = ["PASSES", "optimize", "compile_program", "ProgramCache"]
 
-PASSES: tuple[Callable[[Program], Program], ...] = (simplify, fold_constants, eliminate_common_subexpressions,
-                                                     eliminate_dead_code)
+PASSES: tuple[Callable[[Program], Program], ...] = (simplify, fold_constants, simplify,
+                                                     eliminate_common_subexpressions, eliminate_dead_code)
 
 
 def optimize(program: Program) -> Program:

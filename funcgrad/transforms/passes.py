@@ -3,9 +3,10 @@
 They run in ``compiler.PASSES`` order before a program is lowered, and each can be read in
 ``fg.compile(f).lower(*args)``:
 
-* ``simplify``: algebraic identities that need no values (``x * 1``, ``x + 0``, ``x - 0``,
-  ``x / 1``, ``-(-x)``, a transpose of a transpose, a reshape of a reshape, ``x ** 2`` as
-  ``x * x``), applied only where the result keeps the output's shape and dtype;
+* ``simplify``: algebraic identities (``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` with the
+  number written or a constant that is that number everywhere, ``-(-x)``, a transpose of a
+  transpose, a reshape of a reshape, ``x ** 2`` as ``x * x``), applied only where the result
+  keeps the output's shape and dtype; it runs again after constant folding;
 * ``fold_constants``: an equation whose inputs are all constants is evaluated once, now;
 * ``eliminate_common_subexpressions``: two equations with the same primitive, inputs and
   parameters compute the same value (primitives are pure), so the second reads the first;
@@ -56,19 +57,32 @@ def _same_type(a: Any, out: Var) -> bool:
     return isinstance(a, Var) and a.aval == out.aval
 
 
-def _is(a: Any, value: float) -> bool:
+def _uniform(program: Program) -> dict[int, Any]:
+    """Constants whose every element is one value (a broadcast scalar: a derivative's seed of
+    ones, say), by variable: the identities below treat them as that number."""
+    found = {}
+    for v, c in zip(program.constvars, program.consts):
+        data = getattr(c, "_data", None)
+        if data is not None and data.size and (data.size == 1 or not any(getattr(data, "strides", (1,)))):
+            found[id(v)] = data.reshape(-1)[0].item() if data.size == 1 else data.flat[0].item()
+    return found
+
+
+def _is(a: Any, value: float, uniform: dict[int, Any]) -> bool:
+    if isinstance(a, Var):
+        return id(a) in uniform and uniform[id(a)] == value
     return isinstance(a, Literal) and not isinstance(a.value, bool) and a.value == value
 
 
-def _identity(eqn: Eqn, producer: dict[int, Eqn]) -> Any:
+def _identity(eqn: Eqn, producer: dict[int, Eqn], uniform: dict[int, Any]) -> Any:
     """What ``eqn``'s single output equals without computing it, or ``None``."""
     name, ins, out = eqn.prim.name, eqn.inputs, eqn.outputs[0]
     if name in ("mul", "add") and len(ins) == 2:
         unit = 1 if name == "mul" else 0
         for a, b in (ins, ins[::-1]):
-            if _is(b, unit) and _same_type(a, out):
+            if _is(b, unit, uniform) and _same_type(a, out):
                 return a
-    if name in ("sub", "div") and _is(ins[1], 0 if name == "sub" else 1) and _same_type(ins[0], out):
+    if name in ("sub", "div") and _is(ins[1], 0 if name == "sub" else 1, uniform) and _same_type(ins[0], out):
         return ins[0]
     inner = producer.get(id(ins[0])) if isinstance(ins[0], Var) else None
     if name == "neg" and inner is not None and inner.prim.name == "neg" and _same_type(inner.inputs[0], out):
@@ -79,9 +93,10 @@ def _identity(eqn: Eqn, producer: dict[int, Eqn]) -> Any:
 def simplify(program: Program) -> Program:
     rw = _Rewrite(program)
     producer: dict[int, Eqn] = {}
+    uniform = _uniform(program)
     for eqn in program.eqns:
         eqn = Eqn(eqn.prim, [rw.atom(a) for a in eqn.inputs], eqn.outputs, eqn.params)
-        same = _identity(eqn, producer) if len(eqn.outputs) == 1 and eqn.prim.impl is None else None
+        same = _identity(eqn, producer, uniform) if len(eqn.outputs) == 1 and eqn.prim.impl is None else None
         if same is not None:
             rw.renamed[id(eqn.outputs[0])] = same
             continue
