@@ -3,6 +3,7 @@ and with the tape. (Speed is measured in benchmarks/, never here.)"""
 
 from __future__ import annotations
 
+import gc
 import warnings
 
 import hypothesis.extra.numpy as hnp
@@ -507,10 +508,11 @@ def test_donated_arrays_give_their_memory_to_the_results() -> None:
     s1, s2 = opt.init(p1), opt.init(p2)
     for i in range(4):
         p1, s1 = plain(p1, s1, x)
+        gc.collect()  # (nothing else is freed while the step runs)
         before, held = fg.memory.allocated(), p2
         p2, s2 = donating(p2, s2, x)
         if i:  # (the first step fills the state's momentum buffer)
-            assert fg.memory.allocated() == before
+            assert fg.memory.allocated() <= before
     np.testing.assert_allclose(p2["w"].numpy(), p1["w"].numpy(), rtol=1e-12)
     with pytest.raises(fg.DonatedArrayError, match="donated to a compiled call"):
         held["w"] + 1.0
