@@ -362,8 +362,7 @@ def _emit_group(program: Program, run: list[int], steps: list[Any], names: dict[
             chunk_of[id(a)] = f"{flat}[s:e]"
         else:
             chunk_of[id(a)] = names[id(a)]
-    lines.append(f"    for s in range(0, {n}, {CHUNK}):")
-    lines.append(f"        e = min(s + {CHUNK}, {n})")
+    body = []
     for k, e in zip(run, eqns):
         fn = fresh("k")
         glob[fn] = steps[k]
@@ -375,7 +374,15 @@ def _emit_group(program: Program, run: list[int], steps: list[Any], names: dict[
                 lit = fresh("c")
                 glob[lit] = _literal(a.value, e)
                 args.append(lit)
-        lines.append(f"        {fn}({', '.join(args)}, out={chunk_of[id(e.outputs[0])]})  # {e.prim.name}")
+        body.append(f"{fn}({', '.join(args)}, out={chunk_of[id(e.outputs[0])]})  # {e.prim.name}")
+    whole = n - n % CHUNK if n > CHUNK else 0  # full chunks use the scratch buffers whole: no slicing
+    if whole:
+        lines.append(f"    for s in range(0, {whole}, {CHUNK}):")
+        lines.append(f"        e = s + {CHUNK}")
+        lines.extend("        " + line.replace("[:e - s]", "") for line in body)
+    if whole < n:
+        lines.append(f"    s, e = {whole}, {n}")
+        lines.extend("    " + line for line in body)
     lines.append(f"    del {', '.join(local)}")
     return live, peak
 
