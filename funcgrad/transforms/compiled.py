@@ -6,8 +6,8 @@ pytree structure of the arguments, each array's shape, dtype and device, and the
 values (static arguments, hashed by value, and Python scalars: a number is part of the
 program, as a literal). A new signature traces ``f`` into a ``Program``, runs the passes
 (``compiler.optimize``) and keeps it in the function's cache. Each call then binds one
-call-like primitive, ``compiled_call``, holding that program, so a compiled function
-composes as a primitive does:
+call-like primitive, ``compiled_call`` (``compiled_call.py``), holding that program, so a
+compiled function composes as a primitive does:
 
 * with no transform around it, its ``impl`` runs the lowered program (one generated Python
   function of kernel calls, built on first use);
@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,199 +33,20 @@ from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..config import config
 from ..errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
-from ..ops import asarray, zeros
-from ..primitives.core import Primitive, ShapedArray, current_interpreter
+from ..ops import asarray
+from ..primitives.core import ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
-from .api import _as_array, _record, _with_args, jvp, vjp
-from .autodiff import VJPTracer
+from .api import _as_array
+from .compiled_call import compiled_call_p
 from .compiler import ProgramCache, optimize
 from .core import _USER_TRANSFORM, Tracer
-from .grad_mode import is_grad_enabled
-from .graph import toposort, walk
 from .ir import Program, make_program
-from .lower import Lowered, lower, wrap_outputs
+from .lower import lower
 
-__all__ = ["compile", "jit", "Compiled", "compiled_call_p"]
+__all__ = ["compile", "jit", "Compiled"]
 
 RETRACE_WARNING_AFTER = 8  # traces of one function before a warning says what keeps changing
 MAX_SIGNATURES = 64  # programs kept per compiled function (the least recently used goes first)
-
-_LOWERED: weakref.WeakKeyDictionary[Program, dict[tuple[int, ...], Lowered]] = weakref.WeakKeyDictionary()
-
-
-# ---- the call primitive ------------------------------------------------------------------
-
-def _abstract_eval(*avals: Any, name: str, program: Program, donated: tuple[int, ...] = ()) -> tuple[Any, ...]:
-    return tuple(program.out_avals)
-
-
-def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()) -> tuple[Any, ...]:
-    """Eagerly: the lowered program on the arrays' raw data (all on one device), else the
-    program evaluated equation by equation. A donated input the program may write into is
-    passed as is when its array alone holds its memory, else as a copy."""
-    device = args[0]._device if args and args[0].__class__ is Array else None
-    if device is not None and all(a.__class__ is Array and a._device is device for a in args):
-        kept = _LOWERED.setdefault(program, {})
-        lowered = kept.get(donated)
-        if lowered is None:
-            lowered = kept[donated] = lower(program, frozenset(donated))
-        raw = [a._data for a in args]
-        for i in donated:
-            if not _owned_alone(args[i]):
-                raw[i] = raw[i].copy()
-        out = lowered.run(raw, device.stats)
-        del raw
-        return tuple(wrap_outputs(lowered, out, list(args), device))
-    return tuple(program.eval_flat(args))
-
-
-def _owned_alone(a: Array) -> bool:
-    """Nothing but ``a`` reaches its memory: no view, Buffer or NumPy array shares it (each
-    would hold a reference to the memory), and no tape history saves it."""
-    data = a._data
-    return a._buf is None and a._autograd is None and getattr(data, "base", 0) is None and sys.getrefcount(data) <= 4
-
-
-compiled_call_p = Primitive("compiled_call", _abstract_eval, impl=_impl, multiple_results=True)
-
-
-def _run(program: Program) -> Callable[..., tuple[Any, ...]]:
-    return lambda *xs: tuple(program.eval_flat(xs))
-
-
-def _zeros_for(avals: Sequence[ShapedArray], values: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(zeros(a.shape, a.dtype, device=a.device) if v is None else v for a, v in zip(avals, values))
-
-
-def _jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, name: str, program: Program,
-              donated: tuple[int, ...] = ()) -> Any:
-    return jvp(_run(program), primals, _zeros_for([p.aval for p in primals], tangents))
-
-
-class _SplitVJP:
-    """A program's reverse mode as two compiled programs: ``forward`` computes the outputs
-    and the residuals the rules keep, ``backward`` maps residuals and output cotangents to
-    the inputs' cotangents. Both are traced once, from the rules' own record of the
-    program (the forward under a VJP interpreter inside a trace; the backward by walking
-    that record with its residuals as inputs), so they compute what the rules would."""
-
-    def __init__(self, program: Program, needs: tuple[bool, ...]) -> None:
-        record: dict[str, Any] = {}
-        wanted = [i for i, n in enumerate(needs) if n]  # the inputs a cotangent is asked for
-
-        def forward(*xs: Any) -> list[Any]:
-            out, _, interp, _, _, leaves = _record(_with_args(_run(program), xs, tuple(wanted)),
-                                                   tuple(xs[i] for i in wanted), False, None, "compile")
-            roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out]
-            nodes = [n for n in toposort([r[0] for r in roots if r is not None]) if n.rule is not None]
-            saved: list[Any] = []
-            for node in nodes:
-                _saved_arrays(node.residuals, saved)
-            record.update(roots=roots, leaves=leaves, nodes=nodes, n_saved=len(saved))
-            return [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out] + saved
-
-        avals = [v.aval for v in program.invars]
-        self.forward, _ = make_program(forward, avals, _tree.flatten(tuple(avals))[1])
-        roots, leaves, nodes = record["roots"], record["leaves"], record["nodes"]
-        self.n_out, self.seeded = len(roots), [r is not None for r in roots]
-        given = dict(zip(wanted, leaves))
-        self.reached = [given.get(i) is not None for i in range(len(avals))]  # inputs given a cotangent
-        in_avals = [a for i, a in enumerate(avals) if self.reached[i]]
-
-        def backward(*flat: Any) -> list[Any]:
-            values = iter(flat)
-            residuals = {id(n): _substitute(n.residuals, values) for n in nodes}
-            seeds = [(r[0], r[1], next(values)) for r in roots if r is not None]
-            got = walk(seeds, residuals_of=lambda n: residuals[id(n)])
-            return [got[id(leaf)][1][0] if id(leaf) in got and got[id(leaf)][1][0] is not None
-                    else zeros(a.shape, a.dtype, device=a.device)
-                    for leaf, a in zip((leaf for leaf in leaves if leaf is not None), in_avals)]
-
-        saved_avals = self.forward.out_avals[self.n_out:]
-        ct_avals = [a for a, seeded in zip(program.out_avals, self.seeded) if seeded]
-        flat_avals = list(saved_avals) + ct_avals
-        self.backward, _ = make_program(backward, flat_avals, _tree.flatten(tuple(flat_avals))[1])
-        self.forward, self.backward = optimize(self.forward), optimize(self.backward)
-
-
-def _saved_arrays(x: Any, out: list[Any]) -> None:
-    """The arrays among a rule's saved values, in order; anything but arrays, abstract
-    values, numbers, ``None`` and tuples of them (user code's residuals) cannot be split."""
-    if isinstance(x, ArrayBase):
-        out.append(x)
-    elif isinstance(x, tuple):
-        for e in x:
-            _saved_arrays(e, out)
-    elif not (x is None or isinstance(x, (ShapedArray, *_SCALARS))):
-        raise _Unsplittable
-
-
-def _substitute(x: Any, values: Any) -> Any:
-    if isinstance(x, ArrayBase):
-        return next(values)
-    if isinstance(x, tuple):
-        return tuple(_substitute(e, values) for e in x)
-    return x
-
-
-class _Unsplittable(Exception):
-    """A rule in the program keeps values that are not arrays (user code)."""
-
-
-_SPLIT: weakref.WeakKeyDictionary[Program, dict[Any, _SplitVJP | None]] = weakref.WeakKeyDictionary()
-
-
-def _split_vjp(program: Program, needs: Any) -> _SplitVJP | None:
-    """The program's two halves for these inputs' cotangents (built once per pattern)."""
-    needs = tuple(needs) if needs is not None else (True,) * len(program.invars)
-    splits = _SPLIT.setdefault(program, {})
-    if needs not in splits:
-        try:
-            splits[needs] = _SplitVJP(program, needs)
-        except _Unsplittable:
-            splits[needs] = None
-    return splits[needs]
-
-
-class _CompiledVJP:
-    """Reverse mode through a compiled call. The forward pass runs the program's compiled
-    forward half (outputs and residuals) and the backward pass its compiled backward half,
-    itself a compiled call: under a transform both are recorded, and the residuals carry
-    their dependence on the inputs, so every order of derivative works. Where the tape
-    records the backward pass (``create_graph=True``) it differentiates the program again
-    from the saved inputs, whose history the tape knows. A program whose rules keep user
-    code's values runs under a VJP interpreter instead."""
-
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
-        program = params["program"]
-        split = _split_vjp(program, needs)
-        if split is None:
-            outs, f_vjp = vjp(_run(program), *primals)
-            return outs, (primals, f_vjp, None)
-        flat = _bind(compiled_call_p, *primals, name=f"{params['name']}_forward", program=split.forward)
-        return tuple(flat[:split.n_out]), (primals, split, tuple(flat[split.n_out:]))
-
-    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        primals, f_vjp, saved = residuals
-        program = params["program"]
-        cts = _zeros_for(program.out_avals, g)
-        if current_interpreter.get() is None and is_grad_enabled() and any(
-                getattr(p, "_autograd", None) is not None for p in primals):
-            # the tape records this backward pass (create_graph): the forward half ran with the
-            # tape off, so its residuals have no history; differentiate from the inputs instead
-            return tuple(vjp(_run(program), *primals)[1](cts))
-        if saved is None:
-            return tuple(f_vjp(cts))
-        split = f_vjp  # the halves the forward pass ran
-        seeded = [c for c, s in zip(cts, split.seeded) if s]
-        got = iter(_bind(compiled_call_p, *saved, *seeded, name=f"{params['name']}_backward",
-                         program=split.backward))
-        return tuple(next(got) if r else None for r in split.reached)
-
-
-compiled_call_p.jvp = _jvp_rule
-compiled_call_p.vjp = _CompiledVJP()
-
 
 # ---- signatures --------------------------------------------------------------------------
 
