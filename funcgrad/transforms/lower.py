@@ -68,42 +68,85 @@ class Lowered:
         return self.source
 
 
+class _Writer:
+    """A lowered function's text as it is written, and what the writing knows: each value's
+    name, the objects passed in as globals, and the bytes the kernel results hold (``live``,
+    at most ``peak``), with the dead temporaries kept for reuse (``pool``)."""
+
+    def __init__(self, program: Program, donated: frozenset[int]) -> None:
+        self.names: dict[int, str] = {}
+        self.glob: dict[str, Any] = {"EMPTY": np.empty}
+        self.lines: list[str] = []
+        self.count = 0
+        self.last_use: dict[int, int] = {}  # the last equation that reads each value
+        for i, eqn in enumerate(program.eqns):
+            for a in eqn.inputs:
+                if isinstance(a, Var):
+                    self.last_use[id(a)] = i
+        self.outputs = {id(v) for v in program.outvars if isinstance(v, Var)}
+        self.given = {id(v) for i, v in enumerate(program.invars) if i in donated}
+        self.buffers = _buffers(program, self.outputs, self.given)
+        self.results: set[int] = set(self.given)  # values the function may let go (inputs but donated ones stay)
+        self.counted: set[int] = set()  # the results of kernels (fg.memory counts them)
+        self.live = self.peak = 0
+        self.pool: dict[Any, list[Var]] = {}  # dead temporaries by type, until reused or new memory is made
+
+    def fresh(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def name(self, v: Var, prefix: str = "t") -> str:
+        self.names[id(v)] = name = self.fresh(prefix)
+        return name
+
+    def global_(self, value: Any, prefix: str) -> str:
+        name = self.fresh(prefix)
+        self.glob[name] = value
+        return name
+
+    def args(self, eqn: Any, ref: Callable[[Var], str]) -> list[str]:
+        return [ref(a) if isinstance(a, Var) else self.global_(_literal(a.value, eqn), "c") for a in eqn.inputs]
+
+    def allocate(self, vs: Any) -> None:
+        for v in vs:
+            self.counted.add(id(v))
+            self.live += _nbytes(v)
+        self.peak = max(self.peak, self.live)
+
+    def free_pool(self) -> None:
+        """Before new memory is made: what the pool holds goes (so the peak is eager's at most)."""
+        for v in (v for kept in self.pool.values() for v in kept):
+            self.release(v)
+        self.pool.clear()
+
+    def release(self, v: Var) -> None:
+        if id(v) in self.counted:
+            self.live -= _nbytes(v)
+        self.lines.append(f"    del {self.names[id(v)]}")
+
+    def let_go(self, v: Var, i: int) -> None:
+        """``v`` is read no more after equation ``i``: kept for a later result of its type, or deleted."""
+        if id(v) not in self.results or id(v) in self.outputs:
+            return
+        if (id(v) in self.counted or id(v) in self.given) and self.buffers.poolable(v, i):
+            self.pool.setdefault(v.aval, []).append(v)
+        else:
+            self.release(v)
+
+
 def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = True) -> Lowered:
     """``program`` as one Python function over raw arrays (see the module docstring).
     ``donated``: the positions of inputs whose memory the function may write into once
     nothing reads them (the caller hands over arrays it owns alone)."""
-    names: dict[int, str] = {}
-    glob: dict[str, Any] = {}
-    lines: list[str] = []
-
-    def fresh(prefix: str) -> str:
-        return f"{prefix}{len(names) + len(glob)}"
-
+    w = _Writer(program, donated)
     for v in program.invars:
-        names[id(v)] = fresh("x")
+        w.name(v, "x")
     for v, c in zip(program.constvars, program.consts):
-        name = fresh("c")
-        names[id(v)] = name
-        glob[name] = c._data
-
-    # the last equation that reads each value: it is deleted (and uncounted) right after
-    last_use: dict[int, int] = {}
-    for i, eqn in enumerate(program.eqns):
-        for a in eqn.inputs:
-            if isinstance(a, Var):
-                last_use[id(a)] = i
-    outputs = {id(v) for v in program.outvars if isinstance(v, Var)}
-    given = {id(v) for i, v in enumerate(program.invars) if i in donated}
-    buffers = _buffers(program, outputs, given)
-    results: set[int] = set(given)  # values this function may let go (inputs, but donated ones, and constants stay)
-    counted: set[int] = set()  # the results of kernels (fg.memory counts them)
-    live = peak = 0  # bytes the kernel results hold at this point of the function, and the most they hold
-    pool: dict[Any, list[Var]] = {}  # dead temporaries by type, until a result reuses one or new memory is made
-
-    lines.append("def lowered(inputs, stats):")
-    lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
+        w.names[id(v)] = w.global_(c._data, "c")
+    w.lines.append("def lowered(inputs, stats):")
+    w.lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
     if program.invars:
-        lines.append(f"    {', '.join(names[id(v)] for v in program.invars)}, = inputs")
+        w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
     steps = [_step_fn(eqn) for eqn in program.eqns]
     groups = _elementwise_groups(program.eqns, steps) if fuse else {}
     skip_to = 0
@@ -112,73 +155,39 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = 
             continue
         if i in groups:  # a run of elementwise equations: computed chunk by chunk, in one loop
             skip_to = groups[i]
-            run = list(range(i, skip_to))
-            for v in (v for kept in pool.values() for v in kept):  # new memory follows: the pool is freed first
-                if id(v) in counted:
-                    live -= _nbytes(v)
-                lines.append(f"    del {names[id(v)]}")
-            pool.clear()
-            live, peak = _emit_group(program, run, steps, names, glob, lines, fresh, outputs, last_use, results,
-                                     counted, live, peak)
-            read = dict.fromkeys(a for k in run for a in program.eqns[k].inputs if isinstance(a, Var))
+            w.free_pool()
+            _write_group(w, program, list(range(i, skip_to)), steps)
+            read = dict.fromkeys(a for k in range(i, skip_to) for a in program.eqns[k].inputs if isinstance(a, Var))
             for v in read:
-                if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) < skip_to and id(v) in names:
-                    if (id(v) in counted or id(v) in given) and buffers.poolable(v, skip_to - 1):
-                        pool.setdefault(v.aval, []).append(v)
-                        continue
-                    if id(v) in counted:
-                        live -= _nbytes(v)
-                    lines.append(f"    del {names[id(v)]}")
+                if w.last_use.get(id(v), i) < skip_to and id(v) in w.names:
+                    w.let_go(v, skip_to - 1)
             continue
-        fn_name = fresh("k")
-        glob[fn_name] = step = steps[i]
-        args = []
-        for a in eqn.inputs:
-            if isinstance(a, Var):
-                args.append(names[id(a)])
-            else:
-                lit = fresh("c")
-                glob[lit] = _literal(a.value, eqn)
-                args.append(lit)
-        outs = []
-        for v in eqn.outputs:
-            names[id(v)] = fresh("t")
-            outs.append(names[id(v)])
-            results.add(id(v))
-        reused = buffers.reusable(i, eqn, step)
+        step = steps[i]
+        fn_name = w.global_(step, "k")
+        args = w.args(eqn, lambda a: w.names[id(a)])
+        outs = [w.name(v) for v in eqn.outputs]
+        w.results.update(id(v) for v in eqn.outputs)
+        reused = w.buffers.reusable(i, eqn, step)
         pooled = None
-        if reused is None and buffers.takes_out(eqn, step) and pool.get(eqn.outputs[0].aval):
-            reused = pooled = pool[eqn.outputs[0].aval].pop()  # a temporary that died earlier, of this type
-        elif reused is None and eqn.prim.view is None:  # new memory: what the pool holds is freed first
-            for v in (v for kept in pool.values() for v in kept):
-                if id(v) in counted:
-                    live -= _nbytes(v)
-                lines.append(f"    del {names[id(v)]}")
-            pool.clear()
+        if reused is None and w.buffers.takes_out(eqn, step) and w.pool.get(eqn.outputs[0].aval):
+            reused = pooled = w.pool[eqn.outputs[0].aval].pop()  # a temporary that died earlier, of this type
+        elif reused is None and eqn.prim.view is None:
+            w.free_pool()
         if reused is not None:  # the kernel writes into a temporary nothing reads again
-            args.append(f"out={names[id(reused)]}")
-            if id(reused) in counted:  # (a donated input's bytes are the caller's)
-                counted.discard(id(reused))
-                counted.add(id(eqn.outputs[0]))
+            args.append(f"out={w.names[id(reused)]}")
+            if id(reused) in w.counted:  # (a donated input's bytes are the caller's)
+                w.counted.discard(id(reused))
+                w.counted.add(id(eqn.outputs[0]))
         target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "") + " = " if outs else ""
-        lines.append(f"    {target}{fn_name}({', '.join(args)})  # {eqn.prim.name}")
+        w.lines.append(f"    {target}{fn_name}({', '.join(args)})  # {eqn.prim.name}")
         if pooled is not None:  # its old name lets go: the result's name holds the buffer now
-            lines.append(f"    del {names[id(pooled)]}")
+            w.lines.append(f"    del {w.names[id(pooled)]}")
         if eqn.prim.view is None and reused is None:  # a kernel made new memory
-            for v in eqn.outputs:
-                counted.add(id(v))
-                live += _nbytes(v)
-            peak = max(peak, live)
+            w.allocate(eqn.outputs)
         read = dict.fromkeys(a for a in eqn.inputs if isinstance(a, Var))
-        dead = [v for v in (*eqn.outputs, *read)  # never read again (or never read at all)
-                if id(v) in results and id(v) not in outputs and last_use.get(id(v), i) == i]
-        for v in dead:
-            if (id(v) in counted or id(v) in given) and buffers.poolable(v, i):  # kept for a later result
-                pool.setdefault(v.aval, []).append(v)
-                continue
-            if id(v) in counted:
-                live -= _nbytes(v)
-            lines.append(f"    del {names[id(v)]}")
+        for v in (*eqn.outputs, *read):  # never read again (or never read at all)
+            if w.last_use.get(id(v), i) == i:
+                w.let_go(v, i)
     out_kinds: list[tuple[str, Any]] = []
     returned = []
     invar_index = {id(v): i for i, v in enumerate(program.invars)}
@@ -195,12 +204,12 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = 
             returned.append("None")
         else:
             out_kinds.append(("new", None))
-            returned.append(names[id(v)])
-    lines.append(f"    return [{', '.join(returned)}]")
-    if groups and peak > _eager_peak(program):  # a fused loop's scratch must not raise the peak above eager's
+            returned.append(w.names[id(v)])
+    w.lines.append(f"    return [{', '.join(returned)}]")
+    if groups and w.peak > _eager_peak(program):  # a fused loop's scratch must not raise the peak above eager's
         return lower(program, donated, fuse=False)
-    source = "\n".join(lines)
-    namespace = dict(glob, PEAK=peak)
+    source = "\n".join(w.lines)
+    namespace = dict(w.glob, PEAK=w.peak)
     exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
     return Lowered(namespace["lowered"], source, out_kinds)
 
@@ -306,85 +315,62 @@ def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
     return groups
 
 
-def _emit_group(program: Program, run: list[int], steps: list[Any], names: dict[int, str], glob: dict[str, Any],
-                lines: list[str], fresh: Any, outputs: set[int], last_use: dict[int, int], results: set[int],
-                counted: set[int], live: int, peak: int) -> tuple[int, int]:
+def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any]) -> None:
     """Equations ``run`` as one loop over chunks of the flattened arrays: each chunk's
     intermediates live in small scratch buffers (in the CPU's caches), and only the values
     read after the run are written out whole. The same ufuncs in the same order, so the
     results are those of the equations one by one."""
     eqns = [program.eqns[k] for k in run]
-    first = eqns[0].outputs[0].aval
-    n, end = math.prod(first.shape), run[-1]
+    n, end = math.prod(eqns[0].outputs[0].aval.shape), run[-1]
     made = {id(e.outputs[0]) for e in eqns}
-    kept = [e.outputs[0] for e in eqns if id(e.outputs[0]) in outputs or last_use.get(id(e.outputs[0]), -1) > end]
-    glob.setdefault("EMPTY", np.empty)
+    kept = [e.outputs[0] for e in eqns if id(e.outputs[0]) in w.outputs or w.last_use.get(id(e.outputs[0]), -1) > end]
     chunk_of: dict[int, str] = {}
-    lines.append(f"    # fused: {' '.join(e.prim.name for e in eqns)}, in chunks of {CHUNK}")
     local: list[str] = []  # names that live only while the loop runs
-
-    def name_for(prefix: str) -> str:
-        name = fresh(prefix)
-        names[-1 - len(names)] = name  # (taken, so ``fresh`` moves on)
-        local.append(name)
-        return name
-
+    w.lines.append(f"    # fused: {' '.join(e.prim.name for e in eqns)}, in chunks of {CHUNK}")
     for v in kept:
-        names[id(v)] = name = fresh("t")
-        results.add(id(v))
-        counted.add(id(v))
-        live += _nbytes(v)
-        flat = name_for("f")
+        name, flat = w.name(v), w.fresh("f")
+        local.append(flat)
+        w.results.add(id(v))
         dtype = v.aval.dtype.np.name
-        lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {dtype!r}); {flat} = {name}.reshape(-1)")
+        w.lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {dtype!r}); {flat} = {name}.reshape(-1)")
         chunk_of[id(v)] = f"{flat}[s:e]"
+    w.allocate(kept)
     scratch = 0
     free: dict[Any, list[str]] = {}  # scratch buffers whose value no later equation of the run reads, by dtype
     for k, e in zip(run, eqns):
         for a in dict.fromkeys(a for a in e.inputs if isinstance(a, Var) and id(a) in made):
-            if id(a) not in outputs and last_use.get(id(a), -1) == k and not any(a is v for v in kept):
-                free.setdefault(a.aval.dtype, []).append(chunk_of[id(a)].split("[")[0])  # (read here for the last time)
+            if w.last_use.get(id(a), -1) == k and not any(a is v for v in kept):  # read here for the last time
+                free.setdefault(a.aval.dtype, []).append(chunk_of[id(a)].split("[")[0])
         v = e.outputs[0]
         if id(v) not in chunk_of:
             if free.get(v.aval.dtype):
                 name = free[v.aval.dtype].pop()
             else:
-                name = name_for("s")
-                lines.append(f"    {name} = EMPTY({min(CHUNK, n)}, {v.aval.dtype.np.name!r})")
+                name = w.fresh("s")
+                local.append(name)
+                w.lines.append(f"    {name} = EMPTY({min(CHUNK, n)}, {v.aval.dtype.np.name!r})")
                 scratch += min(CHUNK, n) * v.aval.dtype.itemsize
             chunk_of[id(v)] = f"{name}[:e - s]"
-    peak = max(peak, live + scratch)
-    outside = dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made)
-    for a in outside:
+    w.peak = max(w.peak, w.live + scratch)
+    for a in dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made):
         if a.aval.shape:
-            flat = name_for("f")
-            lines.append(f"    {flat} = {names[id(a)]}.reshape(-1)")
+            flat = w.fresh("f")
+            local.append(flat)
+            w.lines.append(f"    {flat} = {w.names[id(a)]}.reshape(-1)")
             chunk_of[id(a)] = f"{flat}[s:e]"
         else:
-            chunk_of[id(a)] = names[id(a)]
-    body = []
-    for k, e in zip(run, eqns):
-        fn = fresh("k")
-        glob[fn] = steps[k]
-        args = []
-        for a in e.inputs:
-            if isinstance(a, Var):
-                args.append(chunk_of[id(a)])
-            else:
-                lit = fresh("c")
-                glob[lit] = _literal(a.value, e)
-                args.append(lit)
-        body.append(f"{fn}({', '.join(args)}, out={chunk_of[id(e.outputs[0])]})  # {e.prim.name}")
+            chunk_of[id(a)] = w.names[id(a)]
+    body = [f"{w.global_(steps[k], 'k')}({', '.join(w.args(e, lambda a: chunk_of[id(a)]))}, "
+            f"out={chunk_of[id(e.outputs[0])]})  # {e.prim.name}" for k, e in zip(run, eqns)]
     whole = n - n % CHUNK if n > CHUNK else 0  # full chunks use the scratch buffers whole: no slicing
     if whole:
-        lines.append(f"    for s in range(0, {whole}, {CHUNK}):")
-        lines.append(f"        e = s + {CHUNK}")
-        lines.extend("        " + line.replace("[:e - s]", "") for line in body)
+        w.lines.append(f"    for s in range(0, {whole}, {CHUNK}):")
+        w.lines.append(f"        e = s + {CHUNK}")
+        w.lines.extend("        " + line.replace("[:e - s]", "") for line in body)
     if whole < n:
-        lines.append(f"    s, e = {whole}, {n}")
-        lines.extend("    " + line for line in body)
-    lines.append(f"    del {', '.join(local)}")
-    return live, peak
+        w.lines.append(f"    s, e = {whole}, {n}")
+        w.lines.extend("    " + line for line in body)
+    w.lines.append(f"    del {', '.join(local)}")
 
 
 def _eager_peak(program: Program) -> int:
