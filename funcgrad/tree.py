@@ -105,7 +105,26 @@ def _walk(x: Any, out: list[Any], is_leaf: Callable[[Any], bool] | None) -> Tree
         out.append(x)
         return _LEAF
     children, aux = entry[0](x)
-    return TreeDef(type(x), aux, tuple([_walk(c, out, is_leaf) for c in children]))
+    return _treedef(type(x), aux, tuple([_walk(c, out, is_leaf) for c in children]))
+
+
+_INTERNED: dict[Any, TreeDef] = {}
+
+
+def _treedef(node_type: type, aux: Any, children: tuple[TreeDef, ...]) -> TreeDef:
+    """One ``TreeDef`` object per structure, so comparing two structures (a compiled
+    function does, on every call) is an identity check. Children are interned first, so
+    they are keyed by identity; an unhashable ``aux`` gets a structure of its own."""
+    key = (node_type, aux, tuple([id(c) for c in children]))
+    try:
+        td = _INTERNED.get(key)
+    except TypeError:
+        return TreeDef(node_type, aux, children)
+    if td is None:
+        if len(_INTERNED) > 100_000:  # (bounded: structures built once and never again are let go)
+            _INTERNED.clear()
+        td = _INTERNED[key] = TreeDef(node_type, aux, children)
+    return td
 
 
 def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
