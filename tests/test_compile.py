@@ -526,6 +526,10 @@ def test_donation_errors() -> None:
         fg.compile(lambda a, b: (a, a + b), donate_argnums=0)(_arr(3), x)
     with pytest.raises(fg.ArgumentValueError, match="donated input 0 is passed more than once"):
         fg.compile(lambda a, b: a * b, donate_argnums=0)(x, x)
+    with pytest.raises(fg.ArgumentValueError, match="donate_argnums=2 is out of range"):
+        fg.compile(lambda a, b: a, donate_argnums=2)
+    with pytest.raises(fg.ArgumentValueError, match="donate_argnames names 'c'"):
+        fg.compile(lambda a, b: a, donate_argnames="c")
     with pytest.raises(fg.ArgumentValueError, match="is both static and donated"):
         fg.compile(lambda a: a, static_argnums=0, donate_argnums=0)
     with pytest.raises(fg.ArgumentValueError, match="a Parameter"):

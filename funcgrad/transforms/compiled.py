@@ -115,15 +115,17 @@ class Compiled:
             return
         positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         has_varargs = any(p.kind is p.VAR_POSITIONAL for p in params.values())
-        for n in self.static_argnums:
-            if not has_varargs and not -len(positional) <= n < len(positional):
-                raise ArgumentValueError(f"compile({self.__name__}): static_argnums={n} is out of range for a "
-                                         f"function of {len(positional)} positional argument(s)")
+        for what, nums in (("static_argnums", self.static_argnums), ("donate_argnums", self.donate_argnums)):
+            for n in nums:
+                if not has_varargs and not -len(positional) <= n < len(positional):
+                    raise ArgumentValueError(f"compile({self.__name__}): {what}={n} is out of range for a "
+                                             f"function of {len(positional)} positional argument(s)")
         names = set(params)
-        for name in self.static_argnames:
-            if name not in names and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                raise ArgumentValueError(f"compile({self.__name__}): static_argnames names {name!r}, which is not a "
-                                         f"parameter of {self.__name__}{inspect.signature(self.fun)}")
+        for what, given in (("static_argnames", self.static_argnames), ("donate_argnames", self.donate_argnames)):
+            for name in given:
+                if name not in names and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                    raise ArgumentValueError(f"compile({self.__name__}): {what} names {name!r}, which is not a "
+                                             f"parameter of {self.__name__}{inspect.signature(self.fun)}")
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
