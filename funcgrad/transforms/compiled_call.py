@@ -49,10 +49,8 @@ def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()
         lowered = kept.get(donated)
         if lowered is None:
             lowered = kept[donated] = lower(program, frozenset(donated))
-        raw = [a._data for a in args]
-        for i in donated:
-            if not _owned_alone(args[i]):
-                raw[i] = raw[i].copy()
+        copies = {i for i in donated if not _owned_alone(args[i])}  # (checked before ``raw`` holds them too)
+        raw = [a._data.copy() if i in copies else a._data for i, a in enumerate(args)]
         out = lowered.run(raw, device.stats)
         del raw
         return tuple(wrap_outputs(lowered, out, list(args), device))
@@ -61,7 +59,9 @@ def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()
 
 def _owned_alone(a: Array) -> bool:
     """Nothing but ``a`` reaches its memory: no view, Buffer or NumPy array shares it (each
-    would hold a reference to the memory), and no tape history saves it."""
+    would hold a reference to the memory), and no tape history saves it. The references
+    counted: ``a`` itself, the eager path's list of raw arguments, the local name here, and
+    ``getrefcount``'s own argument."""
     data = a._data
     return a._buf is None and a._autograd is None and getattr(data, "base", 0) is None and sys.getrefcount(data) <= 4
 
