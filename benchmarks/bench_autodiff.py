@@ -38,53 +38,49 @@ def data() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     return params, x, y
 
 
+def _numpy_forward(p: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[float, tuple]:
+    W1, b1, W2, b2, W3, b3 = p
+    h1 = np.tanh(x @ W1 + b1)
+    h2 = np.tanh(h1 @ W2 + b2)
+    z = h2 @ W3 + b3
+    m = z.max(1, keepdims=True)
+    lse = np.log(np.exp(z - m).sum(1, keepdims=True)) + m
+    return (lse[:, 0] - z[np.arange(len(y)), y]).mean(), (h1, h2, z, lse)
+
+
+def numpy_value_and_grad(p: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.ndarray]]:
+    """The MLP's loss and gradient, written by hand."""
+    value, (h1, h2, z, lse) = _numpy_forward(p, x, y)
+    W1, b1, W2, b2, W3, b3 = p
+    dz = np.exp(z - lse)
+    dz[np.arange(len(y)), y] -= 1
+    dz /= len(y)
+    dh2 = (dz @ W3.T) * (1 - h2 * h2)
+    dh1 = (dh2 @ W2.T) * (1 - h1 * h1)
+    return value, [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
+
+
 def numpy_contenders(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> dict:
-    W1, b1, W2, b2, W3, b3 = params
-    rows = np.arange(BATCH)
+    return {"loss": lambda: _numpy_forward(params, x, y)[0], "vg": lambda: numpy_value_and_grad(params, x, y)}
 
-    def forward():
-        h1 = np.tanh(x @ W1 + b1)
-        h2 = np.tanh(h1 @ W2 + b2)
-        z = h2 @ W3 + b3
-        m = z.max(1, keepdims=True)
-        lse = np.log(np.exp(z - m).sum(1, keepdims=True)) + m
-        return (lse[:, 0] - z[rows, y]).mean(), (h1, h2, z, lse)
 
-    def loss():
-        return forward()[0]
-
-    def value_and_grad():
-        value, (h1, h2, z, lse) = forward()
-        dz = np.exp(z - lse)
-        dz[rows, y] -= 1
-        dz /= BATCH
-        dW3, db3 = h2.T @ dz, dz.sum(0)
-        dh2 = (dz @ W3.T) * (1 - h2 * h2)
-        dW2, db2 = h1.T @ dh2, dh2.sum(0)
-        dh1 = (dh2 @ W2.T) * (1 - h1 * h1)
-        dW1, db1 = x.T @ dh1, dh1.sum(0)
-        return value, (dW1, db1, dW2, db2, dW3, db3)
-
-    return {"loss": loss, "vg": value_and_grad}
+def funcgrad_loss(p: list, x: fg.Array, y: fg.Array, formula: bool = False) -> fg.Array:
+    """The loss as a user writes it: ``F.cross_entropy`` (as the PyTorch contender does), or
+    with ``formula=True`` spelled out with logsumexp and take_along_axis (as the JAX one)."""
+    W1, b1, W2, b2, W3, b3 = p
+    h = fg.tanh(x @ W1 + b1)
+    h = fg.tanh(h @ W2 + b2)
+    z = h @ W3 + b3
+    if formula:
+        return (fg.logsumexp(z, axis=1) - fg.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
+    return fg.nn.functional.cross_entropy(z, y)
 
 
 def funcgrad_contenders(params: list[np.ndarray], x: np.ndarray, y: np.ndarray, formula: bool = False) -> dict:
-    """The loss as a user writes it: ``F.cross_entropy`` (as the PyTorch contender does), or
-    with ``formula=True`` spelled out with logsumexp and take_along_axis (as the JAX one)."""
     p = [fg.asarray(a) for a in params]
     fx, fy = fg.asarray(x), fg.asarray(y)
-
-    def loss_fn(p, x, y):
-        W1, b1, W2, b2, W3, b3 = p
-        h = fg.tanh(x @ W1 + b1)
-        h = fg.tanh(h @ W2 + b2)
-        z = h @ W3 + b3
-        if formula:
-            return (fg.logsumexp(z, axis=1) - fg.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
-        return fg.nn.functional.cross_entropy(z, y)
-
-    vg = fg.value_and_grad(loss_fn)
-    return {"loss": lambda: loss_fn(p, fx, fy), "vg": lambda: vg(p, fx, fy)}
+    vg = fg.value_and_grad(funcgrad_loss)
+    return {"loss": lambda: funcgrad_loss(p, fx, fy, formula), "vg": lambda: vg(p, fx, fy, formula)}
 
 
 def torch_contenders(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> dict | None:
@@ -111,6 +107,18 @@ def torch_contenders(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> 
     return {"loss": loss, "vg": vg}
 
 
+def jax_loss(p, x, y):
+    """The MLP's loss in jax.numpy (JAX is imported by the caller that has it)."""
+    import jax
+    import jax.numpy as jnp
+
+    W1, b1, W2, b2, W3, b3 = p
+    h = jnp.tanh(x @ W1 + b1)
+    h = jnp.tanh(h @ W2 + b2)
+    z = h @ W3 + b3
+    return (jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
+
+
 def jax_contenders(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> dict | None:
     if optional("jax") is None:
         return None
@@ -119,16 +127,8 @@ def jax_contenders(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> di
 
     p = [jnp.asarray(a) for a in params]
     jx, jy = jnp.asarray(x), jnp.asarray(y)
-
-    def loss_fn(p, x, y):
-        W1, b1, W2, b2, W3, b3 = p
-        h = jnp.tanh(x @ W1 + b1)
-        h = jnp.tanh(h @ W2 + b2)
-        z = h @ W3 + b3
-        return (jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
-
-    loss = jax.jit(loss_fn)
-    vg = jax.jit(jax.value_and_grad(loss_fn))
+    loss = jax.jit(jax_loss)
+    vg = jax.jit(jax.value_and_grad(jax_loss))
     return {"loss": lambda: loss(p, jx, jy).block_until_ready(),
             "vg": lambda: jax.block_until_ready(vg(p, jx, jy))}
 

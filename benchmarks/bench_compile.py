@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_autodiff import BATCH, SIZES, data  # noqa: E402
+import bench_autodiff as mlp_bench  # noqa: E402
 from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
@@ -37,57 +37,27 @@ C = math.sqrt(2 / math.pi)
 # ---- W2 / W4: the MLP ----------------------------------------------------------------------
 
 def mlp_numpy(params, x, y):
-    rows = np.arange(BATCH)
-
-    def vg(p):
-        W1, b1, W2, b2, W3, b3 = p
-        h1 = np.tanh(x @ W1 + b1)
-        h2 = np.tanh(h1 @ W2 + b2)
-        z = h2 @ W3 + b3
-        m = z.max(1, keepdims=True)
-        lse = np.log(np.exp(z - m).sum(1, keepdims=True)) + m
-        value = (lse[:, 0] - z[rows, y]).mean()
-        dz = np.exp(z - lse)
-        dz[rows, y] -= 1
-        dz /= BATCH
-        dh2 = (dz @ W3.T) * (1 - h2 * h2)
-        dh1 = (dh2 @ W2.T) * (1 - h1 * h1)
-        return value, [x.T @ dh1, dh1.sum(0), h1.T @ dh2, dh2.sum(0), h2.T @ dz, dz.sum(0)]
-
-    def loss(p):
-        W1, b1, W2, b2, W3, b3 = p
-        z = np.tanh(np.tanh(x @ W1 + b1) @ W2 + b2) @ W3 + b3
-        m = z.max(1, keepdims=True)
-        return (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[rows, y]).mean()
-
     state = [list(params)]
 
     def step():
-        value, grads = vg(state[0])
+        value, grads = mlp_bench.numpy_value_and_grad(state[0], x, y)
         state[0] = [p - LR * g for p, g in zip(state[0], grads)]
         return value
 
-    return {"step": step, "vg": lambda: vg(params), "loss": lambda: loss(params)}
-
-
-def _fg_loss(p, x, y):
-    W1, b1, W2, b2, W3, b3 = p
-    h = fg.tanh(x @ W1 + b1)
-    h = fg.tanh(h @ W2 + b2)
-    return fg.nn.functional.cross_entropy(h @ W3 + b3, y)
+    return {"step": step, **mlp_bench.numpy_contenders(params, x, y)}
 
 
 def mlp_funcgrad(params, x, y, compiled: bool):
     wrap = fg.compile if compiled else (lambda f: f)
     p0 = [fg.asarray(a) for a in params]
     fx, fy = fg.asarray(x), fg.asarray(y)
-    vg = fg.value_and_grad(_fg_loss)
+    vg = fg.value_and_grad(mlp_bench.funcgrad_loss)
 
     def sgd_step(p, x, y):
         value, grads = vg(p, x, y)
         return value, [w - LR * g for w, g in zip(p, grads)]
 
-    step_fn, vg_fn, loss_fn = wrap(sgd_step), wrap(vg), wrap(_fg_loss)
+    step_fn, vg_fn, loss_fn = wrap(sgd_step), wrap(vg), wrap(mlp_bench.funcgrad_loss)
     state = [p0]
 
     def step():
@@ -103,14 +73,7 @@ def mlp_jax(params, x, y):
     import jax
     import jax.numpy as jnp
 
-    def loss(p, x, y):
-        W1, b1, W2, b2, W3, b3 = p
-        h = jnp.tanh(x @ W1 + b1)
-        h = jnp.tanh(h @ W2 + b2)
-        z = h @ W3 + b3
-        return (jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0]).mean()
-
-    vg = jax.value_and_grad(loss)
+    vg = jax.value_and_grad(mlp_bench.jax_loss)
 
     @jax.jit
     def sgd_step(p, x, y):
@@ -120,7 +83,7 @@ def mlp_jax(params, x, y):
     p0 = [jnp.asarray(a) for a in params]
     jx, jy = jnp.asarray(x), jnp.asarray(y)
     state = [p0]
-    jvg, jloss = jax.jit(vg), jax.jit(loss)
+    jvg, jloss = jax.jit(vg), jax.jit(mlp_bench.jax_loss)
 
     def step():
         value, state[0] = sgd_step(state[0], jx, jy)
@@ -272,7 +235,7 @@ def main() -> None:
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args()
 
-    params, x, y = data()
+    params, x, y = mlp_bench.data()
     start = time.perf_counter()
     first = mlp_funcgrad(params, x, y, compiled=True)
     first["step"]()
@@ -285,7 +248,7 @@ def main() -> None:
             mlp["torch.compile"] = mlp_torch_compile(params, x, y)
         except Exception as exc:  # noqa: BLE001 - a contender that cannot run is left out, with the reason
             print(f"(torch.compile left out: {type(exc).__name__}: {exc})")
-    report(f"W2/W4 MLP {'-'.join(map(str, SIZES))}, batch {BATCH}", mlp, args.rounds, 20)
+    report(f"W2/W4 MLP {'-'.join(map(str, mlp_bench.SIZES))}, batch {mlp_bench.BATCH}", mlp, args.rounds, 20)
 
     report("W6 the MLP as modules, PyTorch-style step",
            {"numpy (by hand)": {"step": mlp_numpy(params, x, y)["step"]},
