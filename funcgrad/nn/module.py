@@ -394,8 +394,8 @@ class CompiledModule:
     (``state_dict``, ``parameters``, submodules...) is the module's."""
 
     def __init__(self, module: Module) -> None:
-        object.__setattr__(self, "_module", module)
-        object.__setattr__(self, "_program", _compile(self._forward, static_argnames=("training",)))
+        self._module = module
+        self._program = _compile(self._forward, static_argnames=("training",))
 
     def _forward(self, state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
                  training: bool) -> tuple[Any, dict[str, Any]]:

@@ -73,16 +73,11 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
 
 
 def common_device(op: str, avals: Sequence[Any]) -> Any:
-    device = None
-    for a in avals:
-        if isinstance(a, ShapedArray):
-            if device is None:
-                device = a.device
-            elif a.device is not device:
-                raise DeviceMismatchError(f"{op}: arrays are on different devices: {device} and {a.device}")
-    if device is None:
-        device = CPU
-    return device
+    """The one device of the abstract arrays among ``avals`` (the CPU when there are none)."""
+    devices = list(dict.fromkeys(a.device for a in avals if isinstance(a, ShapedArray)))
+    if len(devices) > 1:
+        raise DeviceMismatchError(f"{op}: arrays are on different devices: {devices[0]} and {devices[1]}")
+    return devices[0] if devices else CPU
 
 
 def require_kind(op: str, dtype: DType, kinds: str, what: str) -> None:

@@ -80,7 +80,7 @@ class _Entry:
 def _lifted(x: Any) -> bool:
     """A closed-over value that must be an input: it may change (a Parameter), carries a
     derivative (requires grad), or is an enclosing transform's value."""
-    return isinstance(x, Tracer) or (x.__class__ is not Array) or getattr(x, "_autograd", None) is not None
+    return x.__class__ is not Array or x._autograd is not None  # (a tracer or a Parameter is not an Array)
 
 
 class Compiled:
@@ -154,7 +154,8 @@ class Compiled:
         return mask + [k in self.donate_argnames for k in sorted(kwargs) if k not in self.static_argnames
                        for _ in _tree.leaves(kwargs[k])]
 
-    def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
+    def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[Any]]:
+        """The entry for this call's signature (traced now if new), its arrays, and its dynamic leaves."""
         static, structure, leaves = self._split(args, kwargs)
         arrays = [_as_array(x) if _is_array_like(x) else x for x in leaves]
         signature = (static, structure, tuple(_describe(x) for x in arrays))
@@ -167,7 +168,7 @@ class Compiled:
             self._explain(signature)
             if entry.cacheable:
                 self._cache.put(signature, entry)
-        return entry, [x for x in arrays if isinstance(x, ArrayBase)]
+        return entry, [x for x in arrays if isinstance(x, ArrayBase)], leaves
 
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], static: Any, structure: Any,
                arrays: list[Any]) -> _Entry:
@@ -219,23 +220,26 @@ class Compiled:
             key = tuple([(a._data.shape, a._dtype, a._device) for a in args])
             entry = self._flat.get(key)
             if entry is None:
-                entry, _ = self._entry(args, kwargs)
+                entry = self._entry(args, kwargs)[0]
                 if entry.cacheable:
                     if len(self._flat) >= MAX_SIGNATURES:
                         self._flat.clear()
                     self._flat[key] = entry
             dynamic: Any = args
         else:
-            entry, dynamic = self._entry(args, kwargs)
+            entry, dynamic, _ = self._entry(args, kwargs)
+        return _tree.unflatten(entry.out_tree, self._run(entry, dynamic))
+
+    def _run(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
         if not entry.lifted and not len(dynamic):  # no array in: the program reads constants alone
-            return _tree.unflatten(entry.out_tree, entry.program.eval_flat([]))
-        outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program)
-        return _tree.unflatten(entry.out_tree, list(outs))
+            return entry.program.eval_flat([])
+        params = {"donated": donated} if donated else {}
+        return list(_bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program,
+                          **params))
 
     def _call_donating(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call whose donated arrays the program may write into, and that are unusable after."""
-        entry, dynamic = self._entry(args, kwargs)
-        leaves = self._split(args, kwargs)[2]
+        entry, dynamic, leaves = self._entry(args, kwargs)
         mask = [m for x, m in zip(leaves, self._donated_leaves(args, kwargs)) if _is_array_like(x)]
         given = [i for i, m in enumerate(mask) if m]
         offset = len(entry.lifted)
@@ -254,15 +258,14 @@ class Compiled:
             if sum(y is x for y in dynamic) > 1:
                 raise ArgumentValueError(f"compile({self.__name__}): donated input {i} is passed more than once; "
                                          "a donated array can be used only by that argument")
-        donated = {"donated": tuple(offset + i for i in given)} if given else {}
-        outs = _bind(compiled_call_p, *entry.lifted, *dynamic, name=self.__name__, program=entry.program, **donated)
+        outs = self._run(entry, dynamic, tuple(offset + i for i in given))
         for i in given:
             _invalidate(dynamic[i])
-        return _tree.unflatten(entry.out_tree, list(outs))
+        return _tree.unflatten(entry.out_tree, outs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowering:
         """The program this call runs, after the passes (``.traced``: before them)."""
-        entry, _ = self._entry(args, kwargs)
+        entry = self._entry(args, kwargs)[0]
         return Lowering(entry.traced, entry.program)
 
     def cache_size(self) -> int:

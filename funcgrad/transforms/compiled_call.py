@@ -24,7 +24,7 @@ from .api import _record, _with_args, jvp, vjp
 from .autodiff import VJPTracer
 from .compiler import optimize
 from .grad_mode import is_grad_enabled
-from .graph import toposort, walk
+from .graph import substitute, toposort, walk
 from .ir import Program, make_program
 from .lower import Lowered, lower, wrap_outputs
 
@@ -101,7 +101,7 @@ class _SplitVJP:
             saved: list[Any] = []
             for node in nodes:
                 _saved_arrays(node.residuals, saved)
-            record.update(roots=roots, leaves=leaves, nodes=nodes, n_saved=len(saved))
+            record.update(roots=roots, leaves=leaves, nodes=nodes)
             return [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out] + saved
 
         avals = [v.aval for v in program.invars]
@@ -114,7 +114,7 @@ class _SplitVJP:
 
         def backward(*flat: Any) -> list[Any]:
             values = iter(flat)
-            residuals = {id(n): _substitute(n.residuals, values) for n in nodes}
+            residuals = {id(n): substitute(n.residuals, values) for n in nodes}
             seeds = [(r[0], r[1], next(values)) for r in roots if r is not None]
             got = walk(seeds, residuals_of=lambda n: residuals[id(n)])
             return [got[id(leaf)][1][0] if id(leaf) in got and got[id(leaf)][1][0] is not None
@@ -138,14 +138,6 @@ def _saved_arrays(x: Any, out: list[Any]) -> None:
             _saved_arrays(e, out)
     elif not (x is None or isinstance(x, (ShapedArray, *_SCALARS))):
         raise _Unsplittable
-
-
-def _substitute(x: Any, values: Any) -> Any:
-    if isinstance(x, ArrayBase):
-        return next(values)
-    if isinstance(x, tuple):
-        return tuple(_substitute(e, values) for e in x)
-    return x
 
 
 class _Unsplittable(Exception):
@@ -177,16 +169,18 @@ class _CompiledVJP:
     code's values runs under a VJP interpreter instead."""
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        """Residuals: the inputs, and either the compiled halves with the forward half's saved
+        values, or (a program the halves cannot describe) the VJP interpreter's ``f_vjp``."""
         program = params["program"]
         split = _split_vjp(program, needs)
         if split is None:
             outs, f_vjp = vjp(_run(program), *primals)
-            return outs, (primals, f_vjp, None)
+            return outs, (primals, None, f_vjp)
         flat = _bind(compiled_call_p, *primals, name=f"{params['name']}_forward", program=split.forward)
         return tuple(flat[:split.n_out]), (primals, split, tuple(flat[split.n_out:]))
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        primals, f_vjp, saved = residuals
+        primals, split, saved = residuals
         program = params["program"]
         cts = _zeros_for(program.out_avals, g)
         if current_interpreter.get() is None and is_grad_enabled() and any(
@@ -194,9 +188,8 @@ class _CompiledVJP:
             # the tape records this backward pass (create_graph): the forward half ran with the
             # tape off, so its residuals have no history; differentiate from the inputs instead
             return tuple(vjp(_run(program), *primals)[1](cts))
-        if saved is None:
-            return tuple(f_vjp(cts))
-        split = f_vjp  # the halves the forward pass ran
+        if split is None:
+            return tuple(saved(cts))  # the VJP interpreter's f_vjp
         seeded = [c for c, s in zip(cts, split.seeded) if s]
         got = iter(_bind(compiled_call_p, *saved, *seeded, name=f"{params['name']}_backward",
                          program=split.backward))

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ops
+from ..array import ArrayBase
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
 
-__all__ = ["Node", "Reached", "backward_name", "fit", "propagate", "toposort", "walk"]
+__all__ = ["Node", "Reached", "backward_name", "fit", "propagate", "substitute", "toposort", "walk"]
 
 
 def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -169,3 +170,13 @@ def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residual
                              f"for an input of shape {fmt_shape(tuple(shape))}")
         slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
         slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
+
+
+def substitute(saved: Any, values: Any) -> Any:
+    """A node's saved values with each array replaced by the next of ``values``: how a traced
+    backward pass (a plan, a compiled call's backward half) reads residuals as its inputs."""
+    if isinstance(saved, ArrayBase):
+        return next(values)
+    if isinstance(saved, tuple):
+        return tuple(substitute(e, values) for e in saved)
+    return saved

@@ -206,7 +206,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = 
             out_kinds.append(("new", None))
             returned.append(w.names[id(v)])
     w.lines.append(f"    return [{', '.join(returned)}]")
-    if groups and w.peak > _eager_peak(program):  # a fused loop's scratch must not raise the peak above eager's
+    if groups and w.peak > _eager_peak(program, w.last_use, w.outputs):  # fused scratch must not pass eager's peak
         return lower(program, donated, fuse=False)
     source = "\n".join(w.lines)
     namespace = dict(w.glob, PEAK=w.peak)
@@ -244,8 +244,7 @@ class _Buffers:
         is a NumPy scalar, which takes none)."""
         if len(eqn.outputs) != 1 or eqn.params or not isinstance(step, np.ufunc) or step.nout != 1:
             return False  # (NumPy's only: its ufuncs guard against an output overlapping an input)
-        aval = eqn.outputs[0].aval
-        return aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(aval.shape)
+        return _plannable(eqn.outputs[0].aval)
 
     def reusable(self, i: int, eqn: Any, step: Any) -> Var | None:
         """The input whose buffer equation ``i`` may write its result into, or ``None``: only
@@ -263,8 +262,13 @@ class _Buffers:
     def poolable(self, v: Var, i: int) -> bool:
         """``v`` owns its buffer, which nothing reads after equation ``i`` or returns."""
         buf = self.owner.get(id(v))
-        return (buf == id(v) and buf not in self.returned and self.last_read.get(buf, i) <= i
-                and v.aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(v.aval.shape))
+        return buf == id(v) and buf not in self.returned and self.last_read.get(buf, i) <= i and _plannable(v.aval)
+
+
+def _plannable(aval: Any) -> bool:
+    """A value whose memory the planning may reuse: an array (not 0-d) of a dtype whose
+    ufuncs take ``out=`` plainly."""
+    return aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(aval.shape)
 
 
 def _buffers(program: Program, outputs: set[int], given: set[int]) -> _Buffers:
@@ -373,15 +377,10 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
     w.lines.append(f"    del {', '.join(local)}")
 
 
-def _eager_peak(program: Program) -> int:
+def _eager_peak(program: Program, last: dict[int, int], keep: set[int]) -> int:
     """The most bytes kernel results hold at once when the equations run one by one, each
-    result new and freed after its last use (what eager evaluation holds)."""
-    last: dict[int, int] = {}
-    for i, eqn in enumerate(program.eqns):
-        for a in eqn.inputs:
-            if isinstance(a, Var):
-                last[id(a)] = i
-    keep = {id(v) for v in program.outvars if isinstance(v, Var)}
+    result new and freed after its last use (``last``) unless returned (``keep``): what eager
+    evaluation holds."""
     live = peak = 0
     sizes: dict[int, int] = {}
     for i, eqn in enumerate(program.eqns):

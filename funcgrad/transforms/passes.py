@@ -64,7 +64,7 @@ def _uniform(program: Program) -> dict[int, Any]:
     for v, c in zip(program.constvars, program.consts):
         data = getattr(c, "_data", None)
         if data is not None and data.size and (data.size == 1 or not any(getattr(data, "strides", (1,)))):
-            found[id(v)] = data.reshape(-1)[0].item() if data.size == 1 else data.flat[0].item()
+            found[id(v)] = data.flat[0].item()
     return found
 
 

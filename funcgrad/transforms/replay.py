@@ -32,7 +32,7 @@ from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
 from .compiler import ProgramCache, compile_program
-from .graph import walk
+from .graph import substitute, walk
 from .ir import Program, make_program
 from .lower import wrap_outputs
 
@@ -186,16 +186,6 @@ def _saved_key(x: Any, add: Any, arrays: list[Any]) -> None:
         raise _NoPlan
 
 
-def _substitute(x: Any, values: Any) -> Any:
-    """``x`` (saved values) with each array replaced by the next of ``values``."""
-    cls = x.__class__
-    if cls is Array:
-        return next(values)
-    if cls is tuple:
-        return tuple(_substitute(e, values) for e in x)
-    return x
-
-
 # ---- building a plan ---------------------------------------------------------------------
 
 def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[Any]) -> Plan | None:
@@ -205,8 +195,7 @@ def _build(nodes: list[Any], roots: list[Any], outputs: list[Any], arrays: list[
 
     def backward(*flat: Any) -> list[Any]:
         values = iter(flat)  # in the signature's order: saved arrays node by node, then seeds
-        saved = [(_substitute(n.residuals[0], values), tuple(_substitute(a, values) for a in n.residuals[1]))
-                 for n in ruled]
+        saved = [substitute(n.residuals, values) for n in ruled]
         residuals_of = {id(n): r for n, r in zip(ruled, saved)}
         seeds = [(node, idx, next(values)) for node, idx, _ in roots]
         reached: dict[int, list[Any]] = {}  # each node's output cotangents, complete when it runs
