@@ -174,6 +174,24 @@ def gelu_jax(x):
     return {"fwd": lambda: fwd(jx).block_until_ready(), "fwd+grad": lambda: grad(jx).block_until_ready()}
 
 
+def gelu_torch_compile(x):
+    torch = optional("torch")
+    if torch is None:
+        return None
+
+    def f(v):
+        return 0.5 * v * (1 + torch.tanh(C * (v + 0.044715 * v * v * v)))
+
+    tx, tg = torch.from_numpy(x), torch.from_numpy(x.copy()).requires_grad_(True)
+    fwd = torch.compile(f)
+
+    @torch.compile
+    def grad(v):
+        return torch.autograd.grad(f(v).sum(), v)[0]
+
+    return {"fwd": lambda: fwd(tx), "fwd+grad": lambda: grad(tg)}
+
+
 # ---- W5: RNN -------------------------------------------------------------------------------
 
 def rnn_data():
@@ -257,10 +275,16 @@ def main() -> None:
 
     g = np.random.default_rng(2).standard_normal(1_000_000).astype(np.float32)
     jax_gelu = gelu_jax(g)
-    report("W3 GELU (tanh form), 1e6 float32 (NumPy by hand allocates a fresh array per operation)",
-           {"numpy (by hand)": gelu_numpy(g), "funcgrad eager": gelu_funcgrad(g, False),
-            "funcgrad compiled": gelu_funcgrad(g, True), "jax.jit": jax_gelu}, args.rounds, 5,
-           base="jax.jit" if jax_gelu else "numpy (by hand)")
+    gelu = {"numpy (by hand)": gelu_numpy(g), "funcgrad eager": gelu_funcgrad(g, False),
+            "funcgrad compiled": gelu_funcgrad(g, True), "jax.jit": jax_gelu}
+    if not args.no_torch_compile:
+        try:
+            gelu["torch.compile"] = gelu_torch_compile(g)
+        except Exception as exc:  # noqa: BLE001 - a contender that cannot run is left out, with the reason
+            print(f"(torch.compile left out of W3: {type(exc).__name__}: {exc})")
+    # 20 calls a round (10-100 ms): the first calls after the pause run on a cold machine
+    report("W3 GELU (tanh form), 1e6 float32 (NumPy by hand allocates a fresh array per operation)", gelu,
+           args.rounds, 20, base="jax.jit" if jax_gelu else "numpy (by hand)")
 
     w, xs = rnn_data()
     report("W5 RNN 50 steps (8x32 state), forward + backward",

@@ -5,6 +5,10 @@
   environment variable ``FUNCGRAD_EXPLAIN_CACHE_MISSES=1``.
 * ``no_retrace``: a compiled function that has traced once raises ``fg.RetraceError``
   (naming what changed) instead of tracing again, for loops whose signature must not change.
+* ``compile_threads``: how many threads a compiled program's fused elementwise loops split
+  their chunks across (NumPy's ufuncs release the GIL, so the pieces run on separate cores).
+  Read when a program is lowered; defaults to the cores this process may use, or the
+  environment variable ``FUNCGRAD_COMPILE_THREADS``. ``1`` runs every loop on the caller's thread.
 """
 
 from __future__ import annotations
@@ -15,14 +19,23 @@ __all__ = ["config"]
 
 
 class _Config:
-    __slots__ = ("explain_cache_misses", "no_retrace")
+    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads")
 
     def __init__(self) -> None:
         self.explain_cache_misses = os.environ.get("FUNCGRAD_EXPLAIN_CACHE_MISSES", "") not in ("", "0")
         self.no_retrace = False
+        self.compile_threads = int(os.environ.get("FUNCGRAD_COMPILE_THREADS", 0)) or _usable_cores()
 
     def __repr__(self) -> str:
-        return f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace})"
+        return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
+                f"compile_threads={self.compile_threads})")
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity masks
+        return os.cpu_count() or 1
 
 
 config = _Config()

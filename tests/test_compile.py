@@ -69,6 +69,37 @@ def test_random_elementwise_programs_compile_to_the_same_values_and_gradients(st
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
 
 
+def test_large_fused_loops_split_across_threads_give_the_same_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fused loop over more than 2**19 elements runs its pieces on several threads (each
+    piece ending in a short chunk here): the values, and the gradients, are those of one thread."""
+    x = fg.asarray(RNG.uniform(-2, 2, (1 << 19) + 4097).astype(np.float32))
+    f = lambda v: 0.5 * v * (1 + fg.tanh(0.79788456 * (v + 0.044715 * v * v * v)))  # noqa: E731
+    results = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(fg.config, "compile_threads", threads)
+        fwd, grad = fg.compile(f), fg.compile(fg.grad(lambda v: f(v).sum()))
+        assert ("threads" in fwd.lower(x).source) == (threads > 1)
+        results[threads] = fwd(x).numpy(), grad(x).numpy()
+    for one, many in zip(results[1], results[3]):
+        np.testing.assert_array_equal(one, many)
+    np.testing.assert_array_equal(results[1][0], f(x).numpy())
+
+
+def test_threaded_loops_keep_the_callers_floating_point_error_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``np.errstate`` is per thread: a worker runs under the caller's, so an error the caller
+    asks to raise does, from whichever piece meets it, and one it ignores stays silent."""
+    monkeypatch.setattr(fg.config, "compile_threads", 2)
+    values = np.ones(1 << 20, np.float32)
+    values[-1] = 0.0  # in the last piece, which a worker runs
+    x = fg.asarray(values)
+    f = fg.compile(lambda v: fg.log(v * 2.0) + 1.0)
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        f(x)
+    with np.errstate(divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert f(x).numpy()[-1] == -np.inf
+
+
 def test_one_trace_per_signature() -> None:
     traces = []
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 import sys
 import types
 
@@ -35,8 +36,50 @@ from .test_layers_numerics import LAYERS
 device_module = sys.modules["funcgrad.backends.device"]  # (the package exports the function ``device``)
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=object).astype(x.dtype)
+
+
+# The C functions the fused kernels call (``elementwise.C_EXPR``), as NumPy computes them.
+_C_FUNCTIONS = {
+    **{name: getattr(np, name) for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin",
+                                            "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc",
+                                            "hypot", "copysign")},
+    "fabs": np.abs, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power, "atan2": np.arctan2, "erf": _erf,
+    "rsqrt": lambda x: 1 / np.sqrt(x), "fg_max": np.maximum, "fg_min": np.minimum, "fg_reciprocal": np.reciprocal,
+    "fg_relu": lambda x: np.maximum(x, x.dtype.type(0)), "fg_sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+}
+_C_STATEMENT = re.compile(r"^(?:(float|double) )?(\w+) = (.+);$")
+
+
+class _StandinElementwiseKernel:
+    """CuPy's ``ElementwiseKernel`` for the fused kernels' C: each statement (``float v0 = x0
+    * c1;``, ``y0 = v0;``) run as NumPy over whole arrays, so the generated logic is checked
+    here and CuPy's compiler on a real GPU (``tests/test_gpu.py``)."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str, preamble: str = "") -> None:
+        assert re.fullmatch(r"\w+", name) and "fg_max" in preamble
+        self.ins = [p.split() for p in in_params.split(", ")]
+        self.outs = [p.split() for p in out_params.split(", ")]
+        self.statements = [_C_STATEMENT.match(line).groups() for line in operation.splitlines()]  # type: ignore[union-attr]
+
+    def __call__(self, *args: object) -> object:
+        assert len(args) == len(self.ins)
+        env = {name: np.asarray(a, dtype) for (dtype, name), a in zip(self.ins, args)}
+        for ctype, name, expr in self.statements:
+            value = eval(expr, {"__builtins__": {}, **_C_FUNCTIONS}, env)  # noqa: S307 - the lowering's own text
+            env[name] = np.asarray(value, {"float": np.float32, "double": np.float64}[ctype]) if ctype else value
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        outs = [np.broadcast_to(np.asarray(env[name], dtype), shape).copy() for dtype, name in self.outs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
 class _NumpyStandin(types.ModuleType):
-    """NumPy under another name (``xp is np`` is False), with CuPy's ``asnumpy``."""
+    """NumPy under another name (``xp is np`` is False), with CuPy's ``asnumpy`` and
+    ``ElementwiseKernel``."""
+
+    ElementwiseKernel = _StandinElementwiseKernel
 
     def __init__(self) -> None:
         super().__init__("cupy_standin")
@@ -69,7 +112,7 @@ def _cupyx() -> dict[str, types.ModuleType]:
         setattr(cupyx, f"scatter_{mode}", ufunc.at)
     scipy = types.ModuleType("cupyx.scipy")
     special = types.ModuleType("cupyx.scipy.special")
-    special.erf = lambda x: np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=object).astype(x.dtype)  # type: ignore[attr-defined]
+    special.erf = _erf  # type: ignore[attr-defined]
     cupyx.scipy, scipy.special = scipy, special  # type: ignore[attr-defined]
     return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
 
@@ -204,15 +247,44 @@ def test_transfers_keep_every_shape_and_scalars_follow_the_device() -> None:
 
 
 def test_a_compiled_function_runs_on_the_gpu_path() -> None:
-    """Lowered programs on a GPU device: kernels resolved by its backend, no NumPy-only
-    memory planning or fused loops, the results and gradients of eager evaluation."""
+    """Lowered programs on a GPU device: kernels resolved by its backend, runs of
+    elementwise equations fused into one kernel whose C is in the lowered text, the results
+    and gradients of eager evaluation."""
     x = fg.asarray(np.linspace(-1, 1, 50_000)).to(STANDIN)
 
     def f(v):
         return (fg.tanh(v * 2.0) * v + fg.exp(-v)).sum()
 
     compiled = fg.compile(f)
+    source = compiled.lower(x).source
+    assert "fused into one GPU kernel: mul tanh mul neg exp add" in source and "double v1 = tanh(v0);" in source
     np.testing.assert_allclose(compiled(x).to("cpu").item(), f(x).to("cpu").item(), rtol=1e-12)
     g = fg.compile(fg.grad(f))(x)
     assert g.device is STANDIN
     np.testing.assert_allclose(g.to("cpu").numpy(), fg.grad(f)(x).to("cpu").numpy(), rtol=1e-12)
+
+
+_FUSED = sorted((p for p in fg.registry() if p.c_expr is not None), key=lambda p: p.name)
+
+
+@pytest.mark.parametrize("prim", _FUSED, ids=lambda p: p.name)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_fused_gpu_expression_computes_its_primitive(prim: fg.Primitive, dtype: str) -> None:
+    """Each primitive's C expression, in a fused kernel with a literal and a 0-d input, gives
+    its eager CPU result."""
+    low, high = (prim.domain.low, prim.domain.high) if prim.domain else (-2.0, 2.0)
+    rng = np.random.default_rng(0)
+    x, y = (fg.asarray(rng.uniform(low, high, 64).astype(dtype)) for _ in range(2))
+    scale = fg.asarray(np.asarray(1.0, dtype))
+    arity = 2 if "{1}" in prim.c_expr else 1
+
+    def f(x, y, scale):
+        out = fg.bind(prim, *(x, y)[:arity])
+        return out * scale + 0.0 * x, out
+
+    compiled = fg.compile(f)
+    on_gpu = [a.to(STANDIN) for a in (x, y, scale)]
+    assert f"fused into one GPU kernel: {prim.name} mul mul add" in compiled.lower(*on_gpu).source
+    for got, want in zip(compiled(*on_gpu), f(x, y, scale)):
+        assert got.device is STANDIN and got.dtype == want.dtype
+        np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-6, atol=1e-6)

@@ -105,6 +105,8 @@ class Primitive:
             so passes keep it even when nothing reads them.
         jvp, vjp: the derivative rules (``primitives.ad``: ``defjvp``, ``defvjp``).
         batch: the batching rule ``vmap`` will fill in.
+        c_expr: for an elementwise primitive, its value as a C expression of ``{0}``,
+            ``{1}``...: how a fused GPU kernel (``transforms.lower``) computes it.
         domain: the ``Domain`` a differentiable primitive's derivative is checked on.
     """
 
@@ -141,6 +143,7 @@ class Primitive:
         self.jvp: Callable[..., Any] | None = None
         self.vjp: Callable[..., Any] | None = None
         self.batch: Callable[..., Any] | None = None
+        self.c_expr: str | None = None
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}
         _REGISTRY[name] = self

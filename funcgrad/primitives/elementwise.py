@@ -181,6 +181,23 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 }
 
 
+# Each float primitive that CUDA computes as NumPy does, as a C expression: a fused GPU
+# kernel writes a run of them as one statement each (``transforms.lower``). The ``fg_``
+# helpers are the few C lacks (``lower.CUDA_HELPERS``): a NaN-propagating max/min, relu,
+# sigmoid and reciprocal.
+C_EXPR = {
+    "neg": "-{0}", "square": "{0} * {0}", "abs": "fabs({0})", "reciprocal": "fg_reciprocal({0})",
+    "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "arcsin": "asin({0})", "arccos": "acos({0})",
+    "arctan": "atan({0})", "arcsinh": "asinh({0})", "arccosh": "acosh({0})", "arctanh": "atanh({0})",
+    **{name: f"{name}({{0}})" for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
+                                           "sin", "cos", "tan", "sinh", "cosh", "tanh", "erf", "floor", "ceil",
+                                           "trunc")},
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}", "pow": "pow({0}, {1})",
+    "maximum": "fg_max({0}, {1})", "minimum": "fg_min({0}, {1})", "atan2": "atan2({0}, {1})",
+    "hypot": "hypot({0}, {1})", "copysign": "copysign({0}, {1})",
+}
+
+
 def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
     def rule(*args: Any, **params: Any) -> ShapedArray:
         return elementwise(name, *args, kinds=kinds, out_dtype=out)
@@ -190,6 +207,7 @@ def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
 
 def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: Domain | None) -> Primitive:
     prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=deriv is not None, domain=domain)
+    prim.c_expr = C_EXPR.get(name)
     if deriv is not None:
         defelementwise(prim, lambda t, ans, x, **p: t * deriv(x, ans), saves=reads)
     return prim
@@ -197,6 +215,7 @@ def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: D
 
 def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, domain: Domain | None) -> Primitive:
     prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=dx is not None, domain=domain)
+    prim.c_expr = C_EXPR.get(name)
     if dx is not None:
         defelementwise(prim, dx, dy, saves=reads)
     return prim

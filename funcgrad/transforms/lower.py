@@ -39,12 +39,15 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from ..array import run_eager, wrap_kernel_output
+from ..config import config
 from ..primitives.core import Layout
 from ..primitives.shape import python_slice
 from .ir import Program, Var
@@ -73,10 +76,12 @@ class _Writer:
     name, the objects passed in as globals, and the bytes the kernel results hold (``live``,
     at most ``peak``), with the dead temporaries kept for reuse (``pool``)."""
 
-    def __init__(self, program: Program, donated: frozenset[int]) -> None:
+    def __init__(self, program: Program, donated: frozenset[int], threads: int) -> None:
+        self.threads = threads
         self.names: dict[int, str] = {}
         self.glob: dict[str, Any] = {"EMPTY": np.empty}
-        self.lines: list[str] = []
+        self.lines: list[str] = []  # the body of ``lowered``
+        self.functions: list[str] = []  # the fused loops it calls, defined before it
         self.count = 0
         self.last_use: dict[int, int] = {}  # the last equation that reads each value
         for i, eqn in enumerate(program.eqns):
@@ -134,11 +139,15 @@ class _Writer:
             self.release(v)
 
 
-def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = True) -> Lowered:
+def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int | None = None) -> Lowered:
     """``program`` as one Python function over raw arrays (see the module docstring).
     ``donated``: the positions of inputs whose memory the function may write into once
-    nothing reads them (the caller hands over arrays it owns alone)."""
-    w = _Writer(program, donated)
+    nothing reads them (the caller hands over arrays it owns alone). ``threads``: how many
+    threads a fused loop may use (``config.compile_threads`` unless given; 0 fuses nothing).
+    Where fused loops' scratch buffers would pass eager evaluation's peak, it lowers again
+    with fewer threads, then with none."""
+    threads = config.compile_threads if threads is None else threads
+    w = _Writer(program, donated, threads)
     for v in program.invars:
         w.name(v, "x")
     for v, c in zip(program.constvars, program.consts):
@@ -148,7 +157,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = 
     if program.invars:
         w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
     steps = [_step_fn(eqn) for eqn in program.eqns]
-    groups = _elementwise_groups(program.eqns, steps) if fuse else {}
+    groups = _elementwise_groups(program.eqns, steps) if threads else {}
     skip_to = 0
     for i, eqn in enumerate(program.eqns):
         if i < skip_to:
@@ -156,7 +165,10 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = 
         if i in groups:  # a run of elementwise equations: computed chunk by chunk, in one loop
             skip_to = groups[i]
             w.free_pool()
-            _write_group(w, program, list(range(i, skip_to)), steps)
+            if eqn.outputs[0].aval.device.kind == "gpu":
+                _write_gpu_group(w, program, list(range(i, skip_to)))
+            else:
+                _write_group(w, program, list(range(i, skip_to)), steps)
             read = dict.fromkeys(a for k in range(i, skip_to) for a in program.eqns[k].inputs if isinstance(a, Var))
             for v in read:
                 if w.last_use.get(id(v), i) < skip_to and id(v) in w.names:
@@ -207,8 +219,8 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), fuse: bool = 
             returned.append(w.names[id(v)])
     w.lines.append(f"    return [{', '.join(returned)}]")
     if groups and w.peak > _eager_peak(program, w.last_use, w.outputs):  # fused scratch must not pass eager's peak
-        return lower(program, donated, fuse=False)
-    source = "\n".join(w.lines)
+        return lower(program, donated, 1 if threads > 1 else 0)
+    source = "\n".join(w.functions + w.lines)
     namespace = dict(w.glob, PEAK=w.peak)
     exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
     return Lowered(namespace["lowered"], source, out_kinds)
@@ -291,27 +303,36 @@ def _buffers(program: Program, outputs: set[int], given: set[int]) -> _Buffers:
 
 FUSE_MIN = 1 << 15  # elements: smaller arrays stay in the caches anyway
 CHUNK = 1 << 16  # elements per step of a fused loop (measured on GELU: smaller chunks cost more calls)
+# On several threads a loop takes bigger steps: every ufunc call hands the GIL over, and on
+# this project's VM a handover can cost more than the call (GELU on 1e6 float32, two threads:
+# 0.80 ms in steps of 2**16, 0.47 ms in steps of 2**18, 0.69 ms on one thread).
+PARALLEL_CHUNK = 1 << 18
+PARALLEL_MIN = 1 << 18  # elements per thread, at least (GELU on 2**18 float32 gained nothing from two)
 
 
 def _fusable(eqn: Any, step: Any) -> bool:
-    """An elementwise NumPy ufunc of one large float result whose array inputs have its
-    shape (or none: 0-d arrays and literals broadcast within a chunk)."""
-    if len(eqn.outputs) != 1 or eqn.params or not isinstance(step, np.ufunc) or step.nout != 1 \
-            or step.signature is not None:
+    """An elementwise equation of one float result whose array inputs have its shape (or
+    none: 0-d arrays and literals broadcast): on the CPU a large NumPy ufunc, on a GPU any
+    primitive with a C expression (a kernel launch costs more than small arithmetic)."""
+    if len(eqn.outputs) != 1 or eqn.params:
         return False
     out = eqn.outputs[0].aval
-    if out.dtype.name not in ("float32", "float64") or out.device.kind != "cpu" or math.prod(out.shape) < FUSE_MIN:
+    if out.dtype.name not in ("float32", "float64") or \
+            not all(not isinstance(a, Var) or a.aval.shape in (out.shape, ()) for a in eqn.inputs):
         return False
-    return all(not isinstance(a, Var) or a.aval.shape in (out.shape, ()) for a in eqn.inputs)
+    if out.device.kind == "gpu":
+        return eqn.prim.c_expr is not None
+    return out.device.kind == "cpu" and math.prod(out.shape) >= FUSE_MIN and isinstance(step, np.ufunc) \
+        and step.nout == 1 and step.signature is None
 
 
 def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
-    """Runs of two or more consecutive fusable equations of one shape: start -> end."""
+    """Runs of two or more consecutive fusable equations of one shape and device: start -> end."""
     groups, i = {}, 0
     while i < len(eqns):
         j = i
         while j < len(eqns) and _fusable(eqns[j], steps[j]) and eqns[j].outputs[0].aval.shape == \
-                eqns[i].outputs[0].aval.shape:
+                eqns[i].outputs[0].aval.shape and eqns[j].outputs[0].aval.device is eqns[i].outputs[0].aval.device:
             j += 1
         if j - i >= 2:
             groups[i] = j
@@ -319,26 +340,99 @@ def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
     return groups
 
 
+def _kept(w: _Writer, eqns: list[Any], end: int) -> list[Var]:
+    """The results of a fused run that are returned or read after it: the rest never leave it."""
+    return [e.outputs[0] for e in eqns if id(e.outputs[0]) in w.outputs or w.last_use.get(id(e.outputs[0]), -1) > end]
+
+
+# C that CUDA lacks, for the fused kernels' ``fg_`` calls (``elementwise.C_EXPR``): max and
+# min return a NaN operand, as NumPy's do; relu keeps NaN.
+CUDA_HELPERS = """
+template <typename T> __device__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> __device__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
+template <typename T> __device__ T fg_relu(T x) { return (x > T(0) || x != x) ? x : T(0); }
+template <typename T> __device__ T fg_sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
+template <typename T> __device__ T fg_reciprocal(T x) { return T(1) / x; }
+"""
+_C_TYPES = {"float32": "float", "float64": "double"}
+
+
+def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
+    """Equations ``run`` as one CuPy ``ElementwiseKernel``: a C statement each, every
+    intermediate a register, and only the values read after the run written to memory.
+    The kernel's source is written into the lowered text as comments."""
+    eqns = [program.eqns[k] for k in run]
+    kept = _kept(w, eqns, run[-1])
+    made = {id(e.outputs[0]) for e in eqns}
+    params: list[str] = []  # the kernel's inputs, C names and types
+    passed: list[str] = []  # what the lowered function passes them
+    c_of: dict[int, str] = {}
+    for a in dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made):
+        c_of[id(a)] = f"x{len(params)}"
+        params.append(f"{a.aval.dtype.name} {c_of[id(a)]}")
+        passed.append(w.names[id(a)])
+    body = []
+    for e in eqns:
+        out = e.outputs[0]
+        args = []
+        for a in e.inputs:
+            if not isinstance(a, Var):  # a literal: a scalar argument of the kernel, in the result's type
+                args.append(f"c{len(params)}")
+                params.append(f"{out.aval.dtype.name} {args[-1]}")
+                passed.append(w.global_(out.aval.dtype.np.type(a.value), "c"))
+            else:
+                args.append(c_of[id(a)])
+        c_of[id(out)] = f"v{len(body)}"
+        body.append(f"{_C_TYPES[out.aval.dtype.name]} {c_of[id(out)]} = {e.prim.c_expr.format(*args)};")
+    results = [f"y{j}" for j in range(len(kept))]
+    body += [f"{y} = {c_of[id(v)]};" for y, v in zip(results, kept)]
+    backend = eqns[0].outputs[0].aval.device.backend
+    kernel = backend.xp.ElementwiseKernel(", ".join(params), ", ".join(f"{v.aval.dtype.name} {y}" for v, y in
+                                                                         zip(kept, results)),
+                                          "\n".join(body), f"funcgrad_fused_{w.count}", preamble=CUDA_HELPERS)
+    names = [w.name(v) for v in kept]
+    w.results.update(id(v) for v in kept)
+    w.allocate(kept)
+    w.lines.append(f"    # fused into one GPU kernel: {' '.join(e.prim.name for e in eqns)}")
+    w.lines.extend(f"    #   {line}" for line in body)
+    w.lines.append(f"    {', '.join(names)}{',' if len(names) > 1 else ''} = "
+                   f"{w.global_(kernel, 'K')}({', '.join(passed)})")
+
+
 def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any]) -> None:
     """Equations ``run`` as one loop over chunks of the flattened arrays: each chunk's
     intermediates live in small scratch buffers (in the CPU's caches), and only the values
     read after the run are written out whole. The same ufuncs in the same order, so the
-    results are those of the equations one by one."""
+    results are those of the equations one by one.
+
+    The loop is a function of its range of elements, written beside ``lowered``; a large
+    group runs it on ``w.threads`` pieces at once (``_in_parallel``), each piece
+    with its own scratch buffers."""
     eqns = [program.eqns[k] for k in run]
     n, end = math.prod(eqns[0].outputs[0].aval.shape), run[-1]
     made = {id(e.outputs[0]) for e in eqns}
-    kept = [e.outputs[0] for e in eqns if id(e.outputs[0]) in w.outputs or w.last_use.get(id(e.outputs[0]), -1) > end]
+    kept = _kept(w, eqns, end)
+    threads = max(1, min(w.threads, n // PARALLEL_MIN))
+    chunk = CHUNK if threads == 1 else PARALLEL_CHUNK
+    step = min(chunk, n if threads == 1 else n // threads + 4096)  # the longest step a piece takes
+    loop, params, passed = w.fresh("g"), [], []  # the loop's function; its parameters; what the call passes them
     chunk_of: dict[int, str] = {}
-    local: list[str] = []  # names that live only while the loop runs
-    w.lines.append(f"    # fused: {' '.join(e.prim.name for e in eqns)}, in chunks of {CHUNK}")
+    w.lines.append(f"    # fused: {' '.join(e.prim.name for e in eqns)}, in chunks of {chunk}"
+                   + (f" on {threads} threads" if threads > 1 else ""))
     for v in kept:
         name, flat = w.name(v), w.fresh("f")
-        local.append(flat)
+        params.append(flat)
         w.results.add(id(v))
-        dtype = v.aval.dtype.np.name
-        w.lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {dtype!r}); {flat} = {name}.reshape(-1)")
+        w.lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {v.aval.dtype.np.name!r})")
+        passed.append(f"{name}.reshape(-1)")
         chunk_of[id(v)] = f"{flat}[s:e]"
     w.allocate(kept)
+    for a in dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made):
+        param = w.fresh("f" if a.aval.shape else "a")
+        params.append(param)
+        passed.append(f"{w.names[id(a)]}.reshape(-1)" if a.aval.shape else w.names[id(a)])
+        chunk_of[id(a)] = f"{param}[s:e]" if a.aval.shape else param
+    head = [f"def {loop}(lo, hi, {', '.join(params)}):"]
     scratch = 0
     free: dict[Any, list[str]] = {}  # scratch buffers whose value no later equation of the run reads, by dtype
     for k, e in zip(run, eqns):
@@ -351,30 +445,48 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
                 name = free[v.aval.dtype].pop()
             else:
                 name = w.fresh("s")
-                local.append(name)
-                w.lines.append(f"    {name} = EMPTY({min(CHUNK, n)}, {v.aval.dtype.np.name!r})")
-                scratch += min(CHUNK, n) * v.aval.dtype.itemsize
+                head.append(f"    {name} = EMPTY({step}, {v.aval.dtype.np.name!r})")
+                scratch += step * v.aval.dtype.itemsize
             chunk_of[id(v)] = f"{name}[:e - s]"
-    w.peak = max(w.peak, w.live + scratch)
-    for a in dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made):
-        if a.aval.shape:
-            flat = w.fresh("f")
-            local.append(flat)
-            w.lines.append(f"    {flat} = {w.names[id(a)]}.reshape(-1)")
-            chunk_of[id(a)] = f"{flat}[s:e]"
-        else:
-            chunk_of[id(a)] = w.names[id(a)]
+    w.peak = max(w.peak, w.live + scratch * threads)
     body = [f"{w.global_(steps[k], 'k')}({', '.join(w.args(e, lambda a: chunk_of[id(a)]))}, "
             f"out={chunk_of[id(e.outputs[0])]})  # {e.prim.name}" for k, e in zip(run, eqns)]
-    whole = n - n % CHUNK if n > CHUNK else 0  # full chunks use the scratch buffers whole: no slicing
-    if whole:
-        w.lines.append(f"    for s in range(0, {whole}, {CHUNK}):")
-        w.lines.append(f"        e = s + {CHUNK}")
-        w.lines.extend("        " + line.replace("[:e - s]", "") for line in body)
-    if whole < n:
-        w.lines.append(f"    s, e = {whole}, {n}")
-        w.lines.extend("    " + line for line in body)
-    w.lines.append(f"    del {', '.join(local)}")
+    # whole chunks use the scratch buffers whole (no slicing); a piece's last chunk may be shorter
+    w.functions += [*head, f"    whole = hi - (hi - lo) % {chunk}", f"    for s in range(lo, whole, {chunk}):",
+                    f"        e = s + {chunk}", *("        " + line.replace("[:e - s]", "") for line in body),
+                    "    if whole < hi:", "        s, e = whole, hi", *("        " + line for line in body), ""]
+    call = f"{loop}(0, {n}, {', '.join(passed)})" if threads == 1 else \
+        f"{w.global_(_in_parallel, 'PARALLEL')}({threads}, {loop}, {n}, {', '.join(passed)})"
+    w.lines.append(f"    {call}")
+
+
+_POOL: list[ThreadPoolExecutor] = []  # made on first use; a forked child makes its own
+
+
+def _in_parallel(threads: int, loop: Callable[..., None], n: int, *arrays: Any) -> None:
+    """``loop(lo, hi, *arrays)`` over ``threads`` pieces of ``range(n)`` at once, of nearly
+    equal lengths that start on multiples of 4096 elements, the first piece on this thread.
+    NumPy's ufuncs release the GIL, so the pieces run on separate cores; each worker runs
+    under this thread's floating-point error settings (``np.errstate`` is per thread)."""
+    if not _POOL or _POOL[0]._max_workers < threads - 1:
+        _POOL[:] = [ThreadPoolExecutor(threads - 1, thread_name_prefix="funcgrad-compiled")]
+    starts = [round(n * i / threads / 4096) * 4096 for i in range(threads)]
+    bounds = list(zip(starts, [*starts[1:], n]))
+    errors = np.geterr()
+    pending = [_POOL[0].submit(_under_errstate, errors, loop, lo, hi, arrays) for lo, hi in bounds[1:]]
+    try:
+        loop(*bounds[0], *arrays)
+    finally:
+        for job in pending:
+            job.result()
+
+
+def _under_errstate(errors: dict[str, str], loop: Callable[..., None], lo: int, hi: int, arrays: Any) -> None:
+    with np.errstate(**errors):
+        loop(lo, hi, *arrays)
+
+
+os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def _eager_peak(program: Program, last: dict[int, int], keep: set[int]) -> int:
