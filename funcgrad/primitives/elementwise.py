@@ -17,6 +17,7 @@ from ..dtypes import DType, bool_
 from ..errors import DTypeError
 from . import lax
 from .ad import defelementwise, deflinear
+from .batching import defbroadcasting
 from .core import Primitive, ShapedArray
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
@@ -208,6 +209,7 @@ def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
 def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: Domain | None) -> Primitive:
     prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=deriv is not None, domain=domain)
     prim.c_expr = C_EXPR.get(name)
+    defbroadcasting(prim)
     if deriv is not None:
         defelementwise(prim, lambda t, ans, x, **p: t * deriv(x, ans), saves=reads)
     return prim
@@ -216,6 +218,7 @@ def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: D
 def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, domain: Domain | None) -> Primitive:
     prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=dx is not None, domain=domain)
     prim.c_expr = C_EXPR.get(name)
+    defbroadcasting(prim)
     if dx is not None:
         defelementwise(prim, dx, dy, saves=reads)
     return prim
@@ -227,6 +230,8 @@ COMPARISON: dict[str, Primitive] = {
     name: Primitive(name, _shape_rule(name, kinds, bool_), kernel=kernel, differentiable=False)
     for name, (kernel, kinds, _arity) in COMPARISON_TABLE.items()
 }
+for _prim in COMPARISON.values():
+    defbroadcasting(_prim)
 
 
 # ---- the few that are not table rows
@@ -242,6 +247,7 @@ def _select_rule(cond: Any, x: Any, y: Any) -> ShapedArray:
 select_p = Primitive("select", _select_rule, kernel="where")
 defelementwise(select_p, None, lambda t, ans, c, x, y: lax.select(c, t, 0.0),
                lambda t, ans, c, x, y: lax.select(c, 0.0, t), saves=(0,))
+defbroadcasting(select_p)
 
 
 def _integer_pow(xp: Any, x: Any, *, y: int) -> Any:
@@ -276,6 +282,7 @@ def _integer_pow_deriv(x: Any, y: int) -> Any:
 
 integer_pow_p = Primitive("integer_pow", _integer_pow_rule, kernel=_integer_pow, domain=Domain(0.3, 2.0))
 defelementwise(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y), saves="args")
+defbroadcasting(integer_pow_p)
 
 
 def _convert(xp: Any, x: Any, *, new_dtype: DType) -> Any:
@@ -288,6 +295,7 @@ def _convert_rule(x: ShapedArray, *, new_dtype: DType) -> ShapedArray:
 
 convert_element_type_p = Primitive("convert_element_type", _convert_rule, kernel=_convert)
 deflinear(convert_element_type_p, lambda g, ans, x, new_dtype: lax.convert(g, x.dtype) if x.dtype.kind == "f" else None)
+defbroadcasting(convert_element_type_p)
 
 
 def _copy(xp: Any, x: Any) -> Any:
@@ -296,3 +304,4 @@ def _copy(xp: Any, x: Any) -> Any:
 
 copy_p = Primitive("copy", lambda x: x, kernel=_copy)
 deflinear(copy_p, lambda g, ans, x: g)
+defbroadcasting(copy_p)

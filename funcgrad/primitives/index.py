@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
+from .batching import axis_size, batch_by_loop, to_front, with_batch
 from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import Domain
 from .rules import broadcast_shapes, common_device, require_kind
@@ -244,3 +245,42 @@ def _scatter_vjp(i: int, g: Any, ans: Any, x: Any, values: Any, *idx: Any, templ
 
 defjvp(scatter_p, each=_scatter_jvp)
 defvjp(scatter_p, each=_scatter_vjp, saves="both")
+
+
+# ---- batching. With unbatched indices, a slice in front of the index takes the batch axis
+# along; batched indices index each member on its own (by loop).
+
+def _batch_position(template: Template, indices: tuple[Any, ...]) -> int:
+    """Where a leading full slice's axis lands in the result: first, unless the index
+    arrays are apart (NumPy then puts their broadcast shape first)."""
+    advanced = [i + 1 for i, e in enumerate(template) if e[0] in "ai"]
+    if any(e[0] == "a" for e in template) and advanced != list(range(advanced[0], advanced[-1] + 1)):
+        return len(broadcast_shapes("gather", *(tuple(ix.shape) for ix in indices)))
+    return 0
+
+
+_BATCH_SLICE = ("s", None, None, None)
+
+
+def _gather_batch(args: Any, dims: Any, *, template: Template) -> tuple[Any, int]:
+    if any(d is not None for d in dims[1:]):
+        return batch_by_loop(gather_p)(args, dims, template=template)
+    out = bind(gather_p, to_front(args[0], dims[0]), *args[1:], template=(_BATCH_SLICE, *template))
+    return out, _batch_position(template, args[1:])
+
+
+def _scatter_batch(args: Any, dims: Any, *, template: Template, mode: str) -> tuple[Any, int]:
+    if any(d is not None for d in dims[2:]):
+        return batch_by_loop(scatter_p)(args, dims, template=template, mode=mode)
+    (x, values, *indices), n = args, axis_size(args, dims)
+    x = to_front(x, dims[0], n)
+    where = _batch_position(template, tuple(indices))
+    rank = len(indexed_shape("scatter", tuple(x.shape[1:]), template, [tuple(ix.shape) for ix in indices]))
+    if dims[1] is not None:  # the values' batch axis where the indexed region has it
+        values = lax.moveaxis(with_batch(values, dims[1], rank), (0,), (where,))
+    elif where and hasattr(values, "shape"):  # a size-1 axis there, so the values line up behind it
+        values = lax.expand_dims(lax.reshape(values, (1,) * (rank - values.ndim) + tuple(values.shape)), (where,))
+    return bind(scatter_p, x, values, *indices, template=(_BATCH_SLICE, *template), mode=mode), 0
+
+
+gather_p.batch, scatter_p.batch = _gather_batch, _scatter_batch

@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
-from .core import Primitive, ShapedArray, bind, fmt_shape, layout_kind
+from .batching import defbatched_matrices, logical_ndim, to_front, with_batch
+from .core import _REGISTRY, Primitive, ShapedArray, bind, fmt_shape, layout_kind
 from .domains import MATRIX, Domain
 from .rules import broadcast_shapes, common_device, require_kind
 
@@ -352,3 +353,82 @@ defvjp(triangular_solve_p, _tri_vjp_a,
        lambda g, ans, a, b, *, lower, transpose_a: _tri_solve(a, g, lower, not transpose_a), saves=(0, "ans"))
 
 
+
+
+# ---- batching: the batch axis joins the leading (batch) axes the kernels broadcast over
+
+def _matmul_batch(args: Any, dims: Any) -> tuple[Any, int]:
+    (a, b), (da, db) = args, dims
+    ra, rb = logical_ndim(a, da), logical_ndim(b, db)
+    if db is None and rb == 2:  # (B, ..., k) @ (k, m): one matrix product over all rows, not B small ones
+        a = to_front(a, da)
+        rows = lax.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))
+        return lax.reshape(lax.matmul(rows, b), (*a.shape[:-1], b.shape[-1])), 0
+    if da is None and ra <= 2 and rb == 2:  # (n, k) @ (B, k, m) as (n, k) @ (k, B * m)
+        b = lax.moveaxis(b, (db,), (1,))
+        k, n, m = b.shape
+        out = lax.reshape(lax.matmul(a, lax.reshape(b, (k, n * m))), (*a.shape[:-1], n, m))
+        return out, out.ndim - 2
+    vector_a, vector_b = ra == 1, rb == 1  # as (1, k) and (k, 1) matrices, squeezed after
+    if vector_a:
+        a = lax.expand_dims(to_front(a, da), (1,)) if da is not None else lax.expand_dims(a, (0,))
+        da = None if da is None else 0
+    if vector_b:
+        b = lax.expand_dims(to_front(b, db), (2,)) if db is not None else lax.expand_dims(b, (1,))
+        db = None if db is None else 0
+    lead = max(ra, rb, 2) - 2
+    out = lax.matmul(with_batch(a, da, lead + 2), with_batch(b, db, lead + 2))
+    squeezed = (out.ndim - 2,) * vector_a + (out.ndim - 1,) * vector_b
+    return (lax.squeeze(out, squeezed) if squeezed else out), 0
+
+
+matmul_p.batch = _matmul_batch
+
+
+def _linear_batch(args: Any, dims: Any) -> tuple[Any, Any]:
+    (x, w, *bias), (dx, dw, *db) = args, dims
+    if dw is None and all(d is None for d in db):  # only the input batched: it is a batch of rows already
+        return bind(linear_p, to_front(x, dx), w, *bias), 0
+    if dx is None and dw is None:
+        out, d = bind(linear_p, x, w), None
+    else:
+        w = to_front(w, dw)
+        out, d = _matmul_batch((x, lax.moveaxis(w, (-1,), (-2,))), (dx, None if dw is None else 0))  # x @ w.T
+    if not bias:
+        return out, d
+    return _REGISTRY["add"].batch((out, bias[0]), (d, db[0]))  # (the bias broadcasts over the rows)
+
+
+linear_p.batch = _linear_batch
+
+
+def _einsum_batch(args: Any, dims: Any, *, subscripts: str) -> tuple[Any, int]:
+    """A new label for the batch axis, on every batched operand and first in the result."""
+    shapes = [tuple(x.shape[:d]) + tuple(x.shape[d + 1:]) if d is not None else tuple(x.shape)
+              for x, d in zip(args, dims)]
+    inputs, out, _ = parse_einsum(subscripts, shapes)
+    label = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                 if c not in "".join(inputs) + out)
+    spec = ",".join(label + s if d is not None else s for s, d in zip(inputs, dims)) + "->" + label + out
+    return bind(einsum_p, *(to_front(x, d) for x, d in zip(args, dims)), subscripts=spec), 0
+
+
+einsum_p.batch = _einsum_batch
+defbatched_matrices(cholesky_p, lambda r: (2,))
+
+
+def _solve_batch(prim: Primitive) -> Any:
+    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
+        (a, b), (da, db) = args, dims
+        vector = db is not None and logical_ndim(b, db) == 1  # a batch of vectors: (B, n, 1) matrices
+        if vector:
+            b, db = lax.expand_dims(to_front(b, db), (2,)), 0
+        ra, rb = logical_ndim(a, da), logical_ndim(b, db)
+        lead = max(ra - 2, rb - (1 if rb == 1 else 2))
+        out = bind(prim, with_batch(a, da, lead + 2), with_batch(b, db, lead + (1 if rb == 1 else 2)), **params)
+        return (lax.squeeze(out, (out.ndim - 1,)) if vector else out), 0
+
+    return rule
+
+
+solve_p.batch, triangular_solve_p.batch = _solve_batch(solve_p), _solve_batch(triangular_solve_p)

@@ -6,6 +6,7 @@ it); ``keepdims`` keeps reduced axes with size 1, as NumPy does.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from ..dtypes import bool_, int64
 from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, deflinear, defvjp
+from .batching import axis_size, defvectorized, to_front
 from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import DISTINCT, Domain
 from .rules import normalize_axis, require_kind
@@ -454,3 +456,70 @@ def _cumprod_vjp(g: Any, ans: Any, x: Any, *, axis: int) -> Any:
 cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)
 defjvp(cumprod_p, _cumprod_jvp)
 defvjp(cumprod_p, _cumprod_vjp, saves="args")
+
+
+# ---- batching: the batch axis goes first and the axes skip it
+
+def _reduction_axes(x: Any, *, axes: tuple[int, ...], keepdims: bool) -> dict[str, Any]:
+    return {"axes": tuple(a + 1 for a in axes if a < x.ndim - 1), "keepdims": keepdims}  # (a 0-d member: no axes)
+
+
+def _axis(x: Any, *, axis: int, **params: Any) -> dict[str, Any]:
+    return {"axis": axis % max(x.ndim - 1, 1) + 1, **params}
+
+
+for _prim in (*REDUCTIONS.values(), logsumexp_p):
+    defvectorized(_prim, _reduction_axes)
+for _prim in (cumsum_p, cumprod_p):
+    defvectorized(_prim, _axis)
+
+
+def _arg_reduction_batch(prim: Primitive) -> Any:
+    def rule(args: Any, dims: Any, *, axis: int | None, keepdims: bool) -> tuple[Any, int]:
+        x = to_front(args[0], dims[0])
+        if x.ndim == 1:  # 0-d members: index 0 each
+            return lax.zeros(x, x.shape, int64), 0
+        if axis is not None:
+            return bind(prim, x, axis=axis % (x.ndim - 1) + 1, keepdims=keepdims), 0
+        flat = bind(prim, lax.reshape(x, (x.shape[0], math.prod(x.shape[1:]))), axis=1, keepdims=False)
+        return (lax.reshape(flat, (x.shape[0],) + (1,) * (x.ndim - 1)) if keepdims else flat), 0
+
+    return rule
+
+
+argmax_p.batch, argmin_p.batch = _arg_reduction_batch(argmax_p), _arg_reduction_batch(argmin_p)
+
+
+def _rows_counted(y: Any, ignore_index: int, dtype: Any) -> Any:
+    """Per member, how many rows count (their label is not ``ignore_index``)."""
+    return lax.reduce_sum(lax.convert(lax.ne(y, ignore_index), dtype), (1,))
+
+
+def _xent_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int) -> tuple[Any, int]:
+    """Every member's rows as one (B*N, C) batch of rows, then each member's sum or mean."""
+    n = axis_size(args, dims)
+    z, y = (to_front(a, d, n) for a, d in zip(args, dims))
+    _, rows, classes = z.shape
+    per_row = bind(softmax_cross_entropy_p, lax.reshape(z, (n * rows, classes)), lax.reshape(y, (n * rows,)),
+                   reduction="none", ignore_index=ignore_index)
+    per_row = lax.reshape(per_row, (n, rows))
+    if reduction == "none":
+        return per_row, 0
+    total = lax.reduce_sum(per_row, (1,))
+    return (total if reduction == "sum" else total / _rows_counted(y, ignore_index, z.dtype)), 0
+
+
+def _xent_grad_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int) -> tuple[Any, int]:
+    n = axis_size(args, dims)
+    g, z, y = (to_front(a, d, n) for a, d in zip(args, dims))
+    _, rows, classes = z.shape
+    if reduction == "mean":
+        g = g / _rows_counted(y, ignore_index, z.dtype)
+    if reduction != "none":
+        g = lax.broadcast_to(lax.expand_dims(g, (1,)), (n, rows))
+    out = bind(softmax_cross_entropy_grad_p, lax.reshape(g, (n * rows,)), lax.reshape(z, (n * rows, classes)),
+               lax.reshape(y, (n * rows,)), reduction="none", ignore_index=ignore_index)
+    return lax.reshape(out, (n, rows, classes)), 0
+
+
+softmax_cross_entropy_p.batch, softmax_cross_entropy_grad_p.batch = _xent_batch, _xent_grad_batch

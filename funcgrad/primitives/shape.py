@@ -18,6 +18,7 @@ from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
 from . import lax
 from .ad import defjvp, deflinear, defvjp
+from .batching import axis_size, defbroadcasting, defunbatched, defvectorized, shift_axes, to_front, with_batch
 from .core import Layout, Primitive, ShapedArray, bind, contiguous_strides, fmt_shape
 from .domains import DISTINCT
 from .index import scatter_p
@@ -477,3 +478,36 @@ full_p = Primitive("full", lambda like, *, shape, value, dtype: ShapedArray(shap
                    differentiable=False)
 iota_p = Primitive("iota", lambda like, *, n, dtype: ShapedArray((n,), dtype, like.device), kernel=_iota,
                    differentiable=False)
+
+
+# ---- batching: the batch axis goes first and the parameters skip it
+
+defvectorized(reshape_p, lambda x, *, new_sizes: {"new_sizes": (x.shape[0], *new_sizes)})
+defvectorized(transpose_p, lambda x, *, permutation: {"permutation": (0, *shift_axes(permutation))})
+defvectorized(slice_p, lambda x, *, index: {"index": ((0, x.shape[0], 1), *index)})
+defvectorized(squeeze_p, lambda x, *, dimensions: {"dimensions": shift_axes(dimensions)})
+defvectorized(expand_dims_p, lambda x, *, dimensions: {"dimensions": shift_axes(dimensions)})
+defvectorized(flip_p, lambda x, *, axes: {"axes": shift_axes(axes)})
+defvectorized(diagonal_p, lambda x, *, axis1, axis2, **p: {"axis1": axis1 + 1, "axis2": axis2 + 1, **p})
+defvectorized(windows_p, lambda x, *, axes, **p: {"axes": shift_axes(axes), **p})
+defvectorized(windows_add_p, lambda g, *, shape, axes, **p: {"shape": (g.shape[0], *shape), "axes": shift_axes(axes),
+                                                             **p})
+defvectorized(pad_p, lambda x, *, pad_width, **p: {"pad_width": ((0, 0), *pad_width), **p})
+for _prim in (sort_p, argsort_p):
+    defvectorized(_prim, lambda x, *, axis, descending: {"axis": axis % (x.ndim - 1) + 1, "descending": descending})
+defbroadcasting(stop_gradient_p)
+defunbatched(full_p)
+defunbatched(iota_p)
+
+
+def _broadcast_to_batch(args: Any, dims: Any, *, shape: tuple[int, ...]) -> tuple[Any, int]:
+    x = with_batch(args[0], dims[0], len(shape))
+    return bind(broadcast_to_p, x, shape=(x.shape[0], *shape)), 0
+
+
+def _concatenate_batch(args: Any, dims: Any, *, axis: int) -> tuple[Any, int]:
+    n = axis_size(args, dims)
+    return bind(concatenate_p, *(to_front(a, d, n) for a, d in zip(args, dims)), axis=axis + 1), 0
+
+
+broadcast_to_p.batch, concatenate_p.batch = _broadcast_to_batch, _concatenate_batch

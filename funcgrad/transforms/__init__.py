@@ -9,7 +9,8 @@ from .core import Interpreter, Tracer
 from .custom import custom_jvp, custom_vjp
 from .ir import Program, trace
 from .tape import enable_grad, is_grad_enabled
+from .vmap import vmap
 
 __all__ = ["Interpreter", "Program", "Tracer", "trace", "compile", "jit", "checkpoint", "checkpoint_policies",
            "saved_residuals", "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian",
-           "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp"]
+           "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp", "vmap"]

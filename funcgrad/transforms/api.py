@@ -20,6 +20,7 @@ from ..primitives.shape import stop_gradient_p
 from .autodiff import JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop, check_differentiable
 from .core import new_interpreter, user_transform
 from .grad_mode import _EAGER, TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
+from .vmap import vmap
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
 
@@ -221,8 +222,9 @@ def _std_basis(x: Any) -> Any:
 
 
 def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
-    """The Jacobian by reverse mode: one VJP per output element. Result shape:
-    ``out.shape + arg.shape`` (pytrees: outputs outside, arguments inside)."""
+    """The Jacobian by reverse mode: the VJP of every output element at once (``vmap`` over
+    the rows of the identity). Result shape: ``out.shape + arg.shape`` (pytrees: outputs
+    outside, arguments inside)."""
 
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
@@ -232,14 +234,16 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
         in_flat, in_tree = _tree.flatten(diff)
         blocks = []
         for i, o in enumerate(out_flat):
-            rows = []
-            for k in range(o.size):
-                seed = [_zeros(q) for q in out_flat]
-                seed[i] = ops.reshape(_std_basis(o)[k], tuple(o.shape))
-                rows.append(_tree.leaves(f_vjp(_tree.unflatten(out_tree, seed))))
-            per_in = [ops.reshape(ops.stack([r[j] for r in rows]) if rows else _empty(o, x),
-                                  tuple(o.shape) + tuple(x.shape))
-                      for j, x in enumerate(in_flat)]
+            if o.size == 0:
+                per_in = [_empty(o, x) for x in in_flat]
+            else:
+                def pull(seed: Any, i: int = i) -> list[Any]:
+                    seeds = [_zeros(q) for q in out_flat]
+                    seeds[i] = seed
+                    return _tree.leaves(f_vjp(_tree.unflatten(out_tree, seeds)))
+
+                rows = vmap(pull)(_std_basis(o))  # per input: (o.size, *x.shape)
+                per_in = [ops.reshape(r, tuple(o.shape) + tuple(x.shape)) for r, x in zip(rows, in_flat)]
             blocks.append(_tree.unflatten(in_tree, per_in))
         blocks = [b[0] if isinstance(argnums, int) else b for b in blocks]
         return _tree.unflatten(out_tree, blocks)
@@ -256,8 +260,8 @@ def _empty(o: Any, x: Any) -> Any:
 
 
 def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
-    """The Jacobian by forward mode: one JVP per input element. Result shape:
-    ``out.shape + arg.shape``."""
+    """The Jacobian by forward mode: the JVP along every input element at once (``vmap``
+    over the identity's rows). Result shape: ``out.shape + arg.shape``."""
 
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacfwd")
@@ -267,31 +271,28 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
         for n, x in zip(nums, in_flat):
             check_differentiable(x, f"jacfwd: argument {n}")
         partial_f = _with_args(f, args, nums)
-
-        columns: list[list[Any]] = []  # per input leaf: list over its elements of flat output tangents
-        out_flat: list[Any] = []
-        out_tree = None
+        primals = _tree.unflatten(in_tree, in_flat)
+        columns: list[Any] = []  # per input leaf: per output leaf, (x.size, *o.shape), or None if x is empty
+        out = None
         for j, x in enumerate(in_flat):
-            cols = []
-            basis = _std_basis(x)
-            for k in range(x.size):
+            if x.size == 0:
+                columns.append(None)
+                continue
+
+            def push(t: Any, j: int = j) -> tuple[Any, list[Any]]:
                 tangents = [_zeros(q) for q in in_flat]
-                tangents[j] = basis[k]
-                out, t_out = jvp(partial_f, _tree.unflatten(in_tree, in_flat), _tree.unflatten(in_tree, tangents))
-                out_flat, out_tree = _tree.flatten(out)
-                cols.append(_tree.leaves(t_out))
+                tangents[j] = t
+                out, t_out = jvp(partial_f, primals, _tree.unflatten(in_tree, tangents))
+                return out, _tree.leaves(t_out)
+
+            out, cols = vmap(push, out_axes=(None, 0))(_std_basis(x))
             columns.append(cols)
-        if out_tree is None:  # no input elements: evaluate once for the structure
-            out_flat, out_tree = _tree.flatten(partial_f(*diff))
+        out_flat, out_tree = _tree.flatten(partial_f(*diff) if out is None else out)
         blocks = []
         for i, o in enumerate(out_flat):
-            per_in = []
-            for j, x in enumerate(in_flat):
-                if x.size == 0:
-                    per_in.append(_empty(o, x))
-                    continue
-                stacked = ops.stack([c[i] for c in columns[j]])  # (x.size,) + o.shape
-                per_in.append(ops.reshape(ops.moveaxis(stacked, 0, -1), tuple(o.shape) + tuple(x.shape)))
+            per_in = [_empty(o, x) if cols is None else
+                      ops.reshape(ops.moveaxis(cols[i], 0, -1), tuple(o.shape) + tuple(x.shape))
+                      for x, cols in zip(in_flat, columns)]
             tree_in = _tree.unflatten(in_tree, per_in)
             blocks.append(tree_in[0] if isinstance(argnums, int) else tree_in)
         return _tree.unflatten(out_tree, blocks)

@@ -28,6 +28,7 @@ from .autodiff import VJPInterpreter
 from .core import new_interpreter, user_transform
 from .graph import toposort
 from .ir import Eqn, Program, make_program
+from .vmap import vmap
 
 __all__ = ["checkpoint", "checkpoint_policies", "checkpoint_p", "saved_residuals"]
 
@@ -140,8 +141,17 @@ def _jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: Any) -> 
     return outs, t_outs
 
 
+def _batch(args: tuple[Any, ...], dims: tuple[Any, ...], **params: Any) -> tuple[Any, Any]:
+    """A checkpoint of the batched function (so its backward still recomputes), returning
+    what this one does: the outputs, then the saved values its ``saved`` names."""
+    member = functools.partial(_impl, **params)
+    outs = checkpoint(vmap(member, in_axes=tuple(dims)), params["policy"])(*args)
+    return outs, (0,) * len(outs)
+
+
 checkpoint_p.vjp = _CheckpointVJP()
 checkpoint_p.jvp = _jvp
+checkpoint_p.batch = _batch
 
 
 def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool = True) -> Callable[..., Any]:

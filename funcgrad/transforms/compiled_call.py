@@ -18,7 +18,7 @@ from typing import Any
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..ops import zeros
-from ..primitives.core import Primitive, ShapedArray, current_interpreter
+from ..primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
 from ..primitives.core import bind as _bind
 from .api import _record, _with_args, jvp, vjp
 from .autodiff import VJPTracer
@@ -27,6 +27,7 @@ from .grad_mode import is_grad_enabled
 from .graph import substitute, toposort, walk
 from .ir import Program, make_program
 from .lower import Lowered, lower, wrap_outputs
+from .vmap import vmap
 
 __all__ = ["compiled_call_p"]
 
@@ -196,5 +197,23 @@ class _CompiledVJP:
         return tuple(next(got) if r else None for r in split.reached)
 
 
+_BATCHED: weakref.WeakKeyDictionary[Program, dict[Any, Program]] = weakref.WeakKeyDictionary()
+
+
+def _batch_rule(args: tuple[Any, ...], dims: tuple[Any, ...], *, name: str, program: Program,
+                donated: tuple[int, ...] = ()) -> tuple[Any, Any]:
+    """Another compiled call: the program traced under ``vmap`` once per batch layout, and
+    optimised. (Donation is the caller's promise about its arrays; it is not carried over.)"""
+    key = (dims, next(a.shape[d] for a, d in zip(args, dims) if d is not None))
+    batched = _BATCHED.setdefault(program, {}).get(key)
+    if batched is None:
+        traced, _ = make_program(vmap(_run(program), in_axes=dims), [aval_of(a) for a in args],
+                                 _tree.structure(tuple(args)))
+        batched = _BATCHED[program][key] = optimize(traced)
+    outs = _bind(compiled_call_p, *args, name=f"vmap({name})", program=batched)
+    return outs, (0,) * len(outs)
+
+
 compiled_call_p.jvp = _jvp_rule
 compiled_call_p.vjp = _CompiledVJP()
+compiled_call_p.batch = _batch_rule

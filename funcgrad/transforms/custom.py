@@ -22,10 +22,12 @@ from typing import Any
 from .. import tree as _tree
 from ..errors import DTypeError, ShapeError
 from ..ops import zeros, zeros_like
+from ..primitives.batching import axis_size, to_front
 from ..primitives.core import Primitive, bind, fmt_shape
 from ..primitives.rules import broadcast_shapes
 from .api import _as_array, vjp
 from .ir import make_program
+from .vmap import vmap
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
@@ -254,3 +256,41 @@ class _CustomJVPTranspose:
 
 custom_jvp_p.jvp = _custom_jvp_rule
 custom_jvp_p.vjp = _CustomJVPTranspose()
+
+
+# ---- batching: the rule of the batched function is the batched rule (every argument is
+# given a batch axis first: an unbatched one is broadcast, and reverse mode sums its
+# cotangent back through that broadcast)
+
+def _batched_args(args: tuple[Any, ...], dims: tuple[Any, ...]) -> list[Any]:
+    n = axis_size(args, dims)
+    return [to_front(a, d, n) for a, d in zip(args, dims)]
+
+
+def _custom_vjp_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, call: _Call) -> tuple[Any, Any]:
+    rule: custom_vjp = call.rule
+
+    def fwd(*flat: Any) -> Any:
+        out, residuals = rule.fwd(*_merge(call.static, _tree.unflatten(call.in_tree, list(flat)), call.nondiff))
+        return tuple(_tree.leaves(out)), residuals
+
+    def bwd(residuals: Any, g: Any) -> Any:
+        cts = _CustomVJPRule().bwd(residuals, g, {"call": call})
+        return tuple(cts)
+
+    batched = custom_vjp(vmap(lambda *flat: tuple(call.call(flat))))
+    batched.defvjp(vmap(fwd), vmap(bwd))
+    outs = batched(*_batched_args(args, dims))
+    return outs, (0,) * len(outs)
+
+
+def _custom_jvp_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, call: _Call) -> tuple[Any, Any]:
+    batched = custom_jvp(vmap(lambda *flat: tuple(call.call(flat))))
+    batched.defjvp(vmap(lambda primals, tangents: tuple(
+        tuple(part) for part in _custom_jvp_tangents(call, primals, tangents))))
+    outs = batched(*_batched_args(args, dims))
+    return outs, (0,) * len(outs)
+
+
+custom_vjp_p.batch = _custom_vjp_batch
+custom_jvp_p.batch = _custom_jvp_batch

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ArrayBase
+from ..primitives.batching import to_front
 from ..primitives.core import Primitive, bind
 
 __all__ = ["callback", "print", "debug_callback_p"]
@@ -26,6 +27,8 @@ def _impl(*args: Any, fn: Callable[..., Any]) -> tuple[()]:
 
 debug_callback_p = Primitive("debug_callback", lambda *avals, fn: (), impl=_impl, multiple_results=True,
                              differentiable=False, effectful=True)
+# under vmap the callback sees the whole batch, batch axis first (as jax.debug.callback does)
+debug_callback_p.batch = lambda args, dims, *, fn: (bind(debug_callback_p, *map(to_front, args, dims), fn=fn), ())
 
 
 def callback(fn: Callable[..., Any], *args: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..ops import zeros
+from ..primitives.batching import batch_by_loop
 from ..primitives.core import Primitive, ShapedArray, bind
 from .api import stop_gradient
 from .custom import check_cotangent
@@ -138,6 +139,9 @@ def _no_forward_mode(primals: Any, tangents: Any, **params: Any) -> Any:
 
 function_p.vjp = _FunctionVJP()
 function_p.jvp = _no_forward_mode
+# forward and backward are written for one example (PyTorch asks for a vmap rule of its own):
+# under vmap, once per member
+function_p.batch = batch_by_loop(function_p)
 
 
 class Function:

@@ -1,0 +1,198 @@
+"""``vmap``: a function of one example, mapped over a batch axis (JAX's semantics).
+
+The batching interpreter: a ``BatchTracer`` carries a value with one more axis than the
+function sees (``bdim``: where that axis is). Each primitive applied to it runs its
+``batch`` rule (``primitives.batching``), which binds primitives on the whole batch below
+this interpreter, so the function runs once, not once per member, and composes with every
+other transform: ``vmap(grad(f))`` gives per-example gradients, ``grad(vmap(f))`` the
+gradient of a batched function, ``compile(vmap(f))`` one program.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .. import ops
+from .. import tree as _tree
+from ..array import ArrayBase
+from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..primitives import lax
+from ..primitives.core import ShapedArray, aval_of, current_interpreter
+from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
+
+__all__ = ["vmap", "BatchInterpreter", "BatchTracer"]
+
+_set_interpreter = current_interpreter.set
+_reset_interpreter = current_interpreter.reset
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("val", "bdim")
+
+    def __init__(self, interp: BatchInterpreter, val: Any, bdim: int) -> None:
+        self._interp = interp
+        self.val = val
+        self.bdim = bdim
+
+    @property
+    def aval(self) -> ShapedArray:
+        a = aval_of(self.val)
+        return ShapedArray(a.shape[:self.bdim] + a.shape[self.bdim + 1:], a.dtype, a.device)
+
+
+class BatchInterpreter(Interpreter):
+    name = "vmap"
+
+    def __init__(self, axis_size: int) -> None:
+        super().__init__()
+        self.axis_size = axis_size
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        vals, dims = [], []
+        for a in args:
+            if isinstance(a, BatchTracer) and a._interp is self:
+                vals.append(a.val)
+                dims.append(a.bdim)
+            else:
+                if isinstance(a, Tracer):
+                    check_tracer(self, a)
+                vals.append(a)
+                dims.append(None)
+        token = _set_interpreter(self.parent)
+        try:
+            if all(d is None for d in dims):
+                return prim.bind(*vals, **params)
+            if prim.batch is None:
+                raise NotImplementedError(f"fg.vmap: primitive {prim.name!r} has no batching rule")
+            out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+        finally:
+            _reset_interpreter(token)
+        if prim.multiple_results:
+            return tuple(self._box(o, d) for o, d in zip(out, out_dims))
+        return self._box(out, out_dims)
+
+    def _box(self, value: Any, dim: int | None) -> Any:
+        return value if dim is None else BatchTracer(self, value, dim)
+
+
+def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
+         axis_size: int | None = None) -> Callable[..., Any]:
+    """``f`` mapped over an axis of its arguments (JAX's ``vmap``).
+
+    ``in_axes``: an int, ``None`` (not mapped) or a tuple with one entry per positional
+    argument, each an int, ``None`` or a pytree matching (a prefix of) that argument.
+    Keyword arguments are mapped over their axis 0. ``out_axes``: where the batch axis goes
+    in each output (the same forms, matching the output). ``axis_size``: the batch size,
+    needed only when no argument is mapped. Negative axes count from the end.
+    """
+    if not callable(f):
+        raise ArgumentTypeError(f"fg.vmap: expected a function, got {type(f).__name__}")
+    name = getattr(f, "__name__", "function")
+
+    @functools.wraps(f)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
+        leaves, tree = _tree.flatten((args, kwargs))
+        leaves = [_as_array(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
+        axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
+        n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
+        with new_interpreter(BatchInterpreter(n)) as interp:
+            boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]
+            call_args, call_kwargs = _tree.unflatten(tree, boxed)
+            out = f(*call_args, **call_kwargs)
+            out_leaves, out_tree = _tree.flatten(out)
+            targets = _prefix_axes(name, "out_axes", out_axes, out)
+            results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]
+        return _tree.unflatten(out_tree, results)
+
+    return user_transform("vmap", batched)
+
+
+def _as_array(name: str, x: Any) -> Any:
+    if isinstance(x, ArrayBase):
+        return x
+    if hasattr(x, "shape") or isinstance(x, (list, tuple)):
+        return ops.asarray(x)
+    raise ArgumentTypeError(f"fg.vmap({name}): a mapped argument must be an array, got {type(x).__name__} {x!r} "
+                            "(give it in_axes None to pass it to every member unchanged)")
+
+
+def _normalize(name: str, what: str, ax: Any, ndim: int) -> int:
+    if isinstance(ax, bool) or not isinstance(ax, int):
+        raise ArgumentTypeError(f"fg.vmap({name}): {what} entries must be ints or None, got {ax!r}")
+    if not -ndim <= ax < ndim:
+        raise ShapeError(f"fg.vmap({name}): {what} axis {ax} is out of range for an argument with {ndim} "
+                         f"dimension(s)")
+    return ax % ndim
+
+
+def _arg_axes(name: str, in_axes: Any, args: tuple[Any, ...]) -> list[Any]:
+    """One axis (or None) per leaf of ``args``."""
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple):
+        if len(in_axes) != len(args):
+            raise ArgumentValueError(f"fg.vmap({name}): in_axes has {len(in_axes)} entries for {len(args)} "
+                                     f"positional argument(s)")
+        return [ax for a, spec in zip(args, in_axes) for ax in _prefix_axes(name, "in_axes", spec, a)]
+    return _prefix_axes(name, "in_axes", in_axes, args)
+
+
+def _prefix_axes(name: str, what: str, spec: Any, tree: Any) -> list[Any]:
+    """``spec`` (an int, None, or a pytree whose leaves are those, matching a prefix of
+    ``tree``) as one entry per leaf of ``tree``."""
+    if spec is None or isinstance(spec, int):
+        return [spec] * len(_tree.leaves(tree))
+    spec_children, spec_def = _children(spec)
+    children, tree_def = _children(tree)
+    if spec_def != tree_def:
+        raise ArgumentValueError(f"fg.vmap({name}): {what} {spec!r} does not match the structure of "
+                                 f"{_tree.structure(tree)}")
+    return [ax for s, t in zip(spec_children, children) for ax in _prefix_axes(name, what, s, t)]
+
+
+def _children(x: Any) -> tuple[list[Any], Any]:
+    """One level of a pytree: its children and (node type, aux, number of children)."""
+    treedef = _tree.flatten(x, is_leaf=lambda node: node is not x)[1]
+    return _tree.flatten(x, is_leaf=lambda node: node is not x)[0], (treedef.node_type, treedef.aux,
+                                                                     len(treedef.children))
+
+
+def _batch_size(name: str, leaves: list[Any], axes: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                axis_size: int | None) -> int:
+    sizes = {x.shape[ax] for x, ax in zip(leaves, axes) if ax is not None}
+    if len(sizes) > 1:
+        raise ShapeError(f"fg.vmap({name}): mapped arguments have different sizes along their mapped axes: "
+                         + "; ".join(_describe_sizes(leaves, axes, args, kwargs)))
+    if sizes:
+        n = sizes.pop()
+        if axis_size is not None and axis_size != n:
+            raise ShapeError(f"fg.vmap({name}): axis_size={axis_size} but the mapped arguments have size {n}")
+        return n
+    if axis_size is None:
+        raise ArgumentValueError(f"fg.vmap({name}): no argument is mapped (every in_axes is None); give "
+                                 "axis_size to say how many members there are")
+    return axis_size
+
+
+def _describe_sizes(leaves: list[Any], axes: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[str]:
+    names = [f"argument {i}" for i, a in enumerate(args) for _ in _tree.leaves(a)]
+    names += [f"keyword argument {k!r}" for k in sorted(kwargs) for _ in _tree.leaves(kwargs[k])]
+    return [f"{label} has size {x.shape[ax]} along axis {ax} (shape {tuple(x.shape)})"
+            for label, x, ax in zip(names, leaves, axes) if ax is not None]
+
+
+def _unbox(name: str, interp: BatchInterpreter, out: Any, ax: Any, n: int) -> Any:
+    if isinstance(out, BatchTracer) and out._interp is interp:
+        if ax is None:
+            raise ArgumentValueError(f"fg.vmap({name}): out_axes is None for an output that depends on the "
+                                     "mapped arguments (it differs between members); give it an axis")
+        ax = _normalize(name, "out_axes", ax, out.ndim + 1)
+        return out.val if out.bdim == ax else lax.moveaxis(out.val, (out.bdim,), (ax,))
+    if ax is None:
+        return out
+    out = _as_array(name, out)  # the same for every member: repeated along the new axis
+    ax = _normalize(name, "out_axes", ax, out.ndim + 1)
+    return lax.moveaxis(lax.broadcast_to(out, (n, *out.shape)), (0,), (ax,))
