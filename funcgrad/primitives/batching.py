@@ -82,9 +82,9 @@ def defvectorized(prim: Primitive, params_for: Callable[..., dict[str, Any]] | N
     parameters to skip it. The result's batch axis is its first."""
 
     def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
-        if any(d is not None for d in dims[1:]):
+        if len(dims) > 1 and any(d is not None for d in dims[1:]):
             return batch_by_loop(prim)(args, dims, **params)
-        x = to_front(args[0], dims[0])
+        x = args[0] if dims[0] == 0 else to_front(args[0], dims[0])
         new = params_for(x, **params) if params_for is not None else params
         return bind(prim, x, *args[1:], **new), 0
 

@@ -364,11 +364,11 @@ def _matmul_batch(args: Any, dims: Any) -> tuple[Any, int]:
         a = to_front(a, da)
         rows = lax.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))
         return lax.reshape(lax.matmul(rows, b), (*a.shape[:-1], b.shape[-1])), 0
-    if da is None and ra <= 2 and rb == 2:  # (n, k) @ (B, k, m) as (n, k) @ (k, B * m)
-        b = lax.moveaxis(b, (db,), (1,))
-        k, n, m = b.shape
-        out = lax.reshape(lax.matmul(a, lax.reshape(b, (k, n * m))), (*a.shape[:-1], n, m))
-        return out, out.ndim - 2
+    if da is None and ra == 2 and rb == 2:  # (n, k) @ (B, k, m) as ((B * m, k) @ (k, n)).T per member:
+        bt = lax.moveaxis(to_front(b, db), (1,), (2,))  # (B, m, k), no copy when m is 1 (a vector per member)
+        size, m, k = bt.shape
+        rows = lax.matmul(lax.reshape(bt, (size * m, k)), lax.matrix_transpose(a))
+        return lax.moveaxis(lax.reshape(rows, (size, m, a.shape[0])), (1,), (2,)), 0
     vector_a, vector_b = ra == 1, rb == 1  # as (1, k) and (k, 1) matrices, squeezed after
     if vector_a:
         a = lax.expand_dims(to_front(a, da), (1,)) if da is not None else lax.expand_dims(a, (0,))

@@ -38,8 +38,25 @@ class BatchTracer(Tracer):
 
     @property
     def aval(self) -> ShapedArray:
-        a = aval_of(self.val)
-        return ShapedArray(a.shape[:self.bdim] + a.shape[self.bdim + 1:], a.dtype, a.device)
+        return ShapedArray(self.shape, self.val.dtype, self.val.device)
+
+    # read straight from the value: the ops layer asks for these on every operation
+    @property
+    def shape(self) -> tuple[int, ...]:
+        shape = tuple(self.val.shape)
+        return shape[:self.bdim] + shape[self.bdim + 1:]
+
+    @property
+    def dtype(self) -> Any:
+        return self.val.dtype
+
+    @property
+    def device(self) -> Any:
+        return self.val.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.val.shape) - 1
 
 
 class BatchInterpreter(Interpreter):
@@ -50,11 +67,12 @@ class BatchInterpreter(Interpreter):
         self.axis_size = axis_size
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        vals, dims = [], []
+        vals, dims, mapped = [], [], False
         for a in args:
-            if isinstance(a, BatchTracer) and a._interp is self:
+            if a.__class__ is BatchTracer and a._interp is self:
                 vals.append(a.val)
                 dims.append(a.bdim)
+                mapped = True
             else:
                 if isinstance(a, Tracer):
                     check_tracer(self, a)
@@ -62,7 +80,7 @@ class BatchInterpreter(Interpreter):
                 dims.append(None)
         token = _set_interpreter(self.parent)
         try:
-            if all(d is None for d in dims):
+            if not mapped:
                 return prim.bind(*vals, **params)
             if prim.batch is None:
                 raise NotImplementedError(f"fg.vmap: primitive {prim.name!r} has no batching rule")
@@ -70,11 +88,8 @@ class BatchInterpreter(Interpreter):
         finally:
             _reset_interpreter(token)
         if prim.multiple_results:
-            return tuple(self._box(o, d) for o, d in zip(out, out_dims))
-        return self._box(out, out_dims)
-
-    def _box(self, value: Any, dim: int | None) -> Any:
-        return value if dim is None else BatchTracer(self, value, dim)
+            return tuple(o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dims))
+        return out if out_dims is None else BatchTracer(self, out, out_dims)
 
 
 def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
