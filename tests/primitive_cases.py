@@ -584,6 +584,73 @@ def _custom_call(kind: str) -> Any:
 
 # Custom VJPs define no forward mode (as in JAX): their JVP rule raises, saying so.
 REVERSE_ONLY = {"custom_vjp_call", "autograd_function_call"}
+# A while loop has no reverse mode (as in JAX): its VJP rule raises, saying so.
+FORWARD_ONLY = {"while"}
+
+
+def _cond_case(draw: Any) -> Case:
+    """Two branches of one operand, the index chosen; every branch takes every input but the index."""
+    import funcgrad as fg
+    from funcgrad.transforms.control_flow import _program
+
+    x = _float_array(draw, draw(NONEMPTY))
+    index = np.asarray(draw(st.integers(0, 1)), np.int64)
+    fns = [lambda v: fg.sin(v) * v, lambda v: fg.tanh(v) * 2.0]
+
+    def params_for(index: Any, x: Any) -> dict[str, Any]:
+        avals = [fg.asarray(x).aval]
+        return {"branches": tuple(_program(lambda v, fn=fn: (fn(v),), avals) for fn in fns)}
+
+    def ref(index: Any, x: Any, **params: Any) -> Any:
+        return np.sin(x) * x if int(index) == 0 else np.tanh(x) * 2.0
+
+    return Case([index, x], params_for(index, x), ref, rtol_for(x.dtype), extra={"params_for": params_for})
+
+
+def _while_case(draw: Any) -> Case:
+    """Three steps of ``c -> sin(c) * 0.5 + c``, counted by an integer carry (so the number of
+    steps does not depend on the float values, and the loop is smooth in them)."""
+    import funcgrad as fg
+    from funcgrad.transforms.control_flow import _program
+
+    x = _float_array(draw, draw(NONEMPTY))
+    count = np.asarray(0, np.int64)
+
+    def params_for(x: Any, count: Any) -> dict[str, Any]:
+        avals = [fg.asarray(x).aval, fg.asarray(count).aval]
+        return {"cond": _program(lambda c, i: (i < 3,), avals),
+                "body": _program(lambda c, i: (fg.sin(c) * 0.5 + c, i + 1), avals), "n_consts": 0}
+
+    def ref(x: Any, count: Any, **params: Any) -> Any:
+        for _ in range(3):
+            x = np.sin(x) * 0.5 + x
+        return x
+
+    return Case([x, count], params_for(x, count), ref, rtol_for(x.dtype) * 10, extra={"params_for": params_for})
+
+
+def _scan_case(draw: Any) -> Case:
+    """``c, y = tanh(c * w + x), c * x`` over the rows of ``xs``, forwards or backwards."""
+    import funcgrad as fg
+    from funcgrad.transforms.control_flow import _program
+
+    dtype = draw(st.sampled_from(FLOATS))
+    n = draw(st.integers(1, 3))
+    w, c, xs = (arrays(draw, dtype, shape, -1, 1) for shape in ((n,), (n,), (draw(st.integers(1, 4)), n)))
+    reverse = draw(st.booleans())
+
+    def params_for(w: Any, c: Any, xs: Any) -> dict[str, Any]:
+        avals = [fg.asarray(a).aval for a in (w, c, xs[0])]
+        return {"body": _program(lambda w, c, x: (fg.tanh(c * w + x), c * x), avals), "n_consts": 1, "n_carry": 1,
+                "length": xs.shape[0], "reverse": reverse}
+
+    def ref(w: Any, c: Any, xs: Any, **params: Any) -> Any:
+        ys = [None] * len(xs)
+        for i in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
+            c, ys[i] = np.tanh(c * w + xs[i]), c * xs[i]
+        return c  # the first output (the carry); the stacked ys are checked by the transforms' tests
+
+    return Case([w, c, xs], params_for(w, c, xs), ref, rtol_for(dtype) * 10, extra={"params_for": params_for})
 
 
 def _function_call(draw: Any) -> Case:
@@ -656,8 +723,9 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case,
-    "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback, "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
-    "autograd_function_call": _function_call,
+    "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback,
+    "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
+    "autograd_function_call": _function_call, "cond": _cond_case, "while": _while_case, "scan": _scan_case,
     "full": _full_case, "iota": _iota_case,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })

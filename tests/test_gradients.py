@@ -13,11 +13,12 @@ import funcgrad as fg
 from funcgrad.primitives.domains import Domain
 from funcgrad.testing import check_grads
 
-from .primitive_cases import CASES, REVERSE_ONLY, along_axis_indices, is_float
+from .primitive_cases import CASES, FORWARD_ONLY, REVERSE_ONLY, along_axis_indices, is_float
 
 DIFFERENTIABLE = sorted((p for p in fg.registry() if p.differentiable), key=lambda p: p.name)
+REVERSIBLE = [p for p in DIFFERENTIABLE if p.name not in FORWARD_ONLY]  # (the tape is reverse mode)
 INDEX_ARGS = {"gather": 1, "scatter": 2, "softmax_cross_entropy": 1,
-              "softmax_cross_entropy_grad": 2}  # positions from which args are indices
+              "softmax_cross_entropy_grad": 2, "while": 1}  # positions from which args are indices
 
 
 def test_every_differentiable_primitive_has_rules_and_a_domain() -> None:
@@ -55,7 +56,7 @@ def _grad_case(prim: fg.Primitive, draw) -> tuple[list, dict]:
     first_index = INDEX_ARGS.get(prim.name, len(case.args))
     args: list = []
     for i, a in enumerate(case.args):
-        keep = i >= first_index or (prim.name == "select" and i == 0)
+        keep = i >= first_index or (prim.name in ("select", "cond") and i == 0)  # a condition, an index
         if keep or not isinstance(a, np.ndarray):
             args.append(fg.asarray(a) if isinstance(a, np.ndarray) else a)
             continue
@@ -95,7 +96,8 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
             full[i] = (v + fg.matrix_transpose(v)) / 2 if spd else v
         return fg.bind(prim, *full, **params)
 
-    modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd", "rev")  # custom VJPs have no forward mode (as JAX)
+    # custom VJPs have no forward mode, while loops no reverse mode (as in JAX)
+    modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd",) if prim.name in FORWARD_ONLY else ("fwd", "rev")
     check_grads(f, [args[i] for i in float_positions], order=2, modes=modes, atol=1e-4, rtol=1e-4)
 
 
@@ -192,7 +194,7 @@ def _weighted_sum(out, weights) -> fg.Array:
     return total
 
 
-@pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=lambda p: p.name)
+@pytest.mark.parametrize("prim", REVERSIBLE, ids=lambda p: p.name)
 @settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_tape_second_derivatives_match_the_transforms(prim: fg.Primitive, data: st.DataObject) -> None:
@@ -282,7 +284,9 @@ def test_derivatives_compute_in_the_inputs_precision(prim: fg.Primitive, data: s
     second = fg.grad(lambda *xs: sum(g.sum() for g in first(*xs)), argnums=nums)
     tangents = tuple(fg.ones_like(args[i]) for i in positions)
     forward = lambda *xs: fg.jvp(f, xs, tangents)[1]
-    for fn in (first, second) if prim.name in REVERSE_ONLY else (first, second, forward):
+    fns = (first, second) if prim.name in REVERSE_ONLY else (forward,) if prim.name in FORWARD_ONLY else (
+        first, second, forward)
+    for fn in fns:
         program = fg.trace(fn)(*[args[i] for i in positions])
         assert _float_dtypes_in(program) <= {"float64"}, (prim.name, _float_dtypes_in(program), program)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .api import grad, hessian, jacfwd, jacrev, jvp, no_grad, stop_gradient, value_and_grad, vjp
 from .checkpoint import checkpoint, checkpoint_policies, saved_residuals
 from .compiled import compile, jit
+from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .core import Interpreter, Tracer
 from .custom import custom_jvp, custom_vjp
 from .ir import Program, trace
@@ -13,4 +14,5 @@ from .vmap import vmap
 
 __all__ = ["Interpreter", "Program", "Tracer", "trace", "compile", "jit", "checkpoint", "checkpoint_policies",
            "saved_residuals", "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian",
-           "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp", "vmap"]
+           "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp", "vmap", "cond", "switch",
+           "while_loop", "fori_loop", "scan"]

@@ -285,7 +285,8 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
                 out, t_out = jvp(partial_f, primals, _tree.unflatten(in_tree, tangents))
                 return out, _tree.leaves(t_out)
 
-            out, cols = vmap(push, out_axes=(None, 0))(_std_basis(x))
+            outs, cols = vmap(push)(_std_basis(x))  # (a rule may batch the primal output too: take one)
+            out = _tree.map(lambda o: o[0], outs)
             columns.append(cols)
         out_flat, out_tree = _tree.flatten(partial_f(*diff) if out is None else out)
         blocks = []

@@ -221,6 +221,9 @@ def _format_params(params: dict[str, Any], indent: int) -> tuple[str, list[str]]
         if isinstance(v, Program):
             parts.append(f"{k}=<program below>")
             nested.append(v.pretty(indent))
+        elif isinstance(v, tuple) and v and all(isinstance(p, Program) for p in v):
+            parts.append(f"{k}=<{len(v)} programs below>")
+            nested.extend(p.pretty(indent) for p in v)
         elif callable(v) and not isinstance(v, type) and not hasattr(v, "np"):
             parts.append(f"{k}={getattr(v, '__name__', type(v).__name__)}")
         else:

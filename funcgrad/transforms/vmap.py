@@ -19,7 +19,7 @@ from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
-from ..primitives.core import ShapedArray, aval_of, current_interpreter
+from ..primitives.core import ShapedArray, current_interpreter
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]

@@ -1,0 +1,657 @@
+"""Control flow: ``fg.cond``, ``fg.switch``, ``fg.while_loop``, ``fg.fori_loop`` and
+``fg.scan`` (JAX's signatures and semantics).
+
+Called eagerly (no transform active, or a predicate known now) they run the Python
+directly, so the tape records through them. Under a transform the functions are traced
+into sub-programs held by three call-like primitives, ``cond``, ``while`` and ``scan``,
+whose rules transform the sub-programs: forward mode differentiates them, reverse mode
+runs a cond (or a reversed scan) of their VJPs, and batching maps them. Every sub-program
+takes the values its function closed over as leading inputs, so transforms see them too.
+
+Reverse mode recomputes each branch or step from its inputs (a cond keeps its inputs, a
+scan the carry entering each step), as a checkpoint would. ``while_loop`` has no reverse
+mode (its number of steps is not known before it runs, as in JAX): use ``fori_loop`` with
+Python-int bounds or ``scan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import ops
+from .. import tree as _tree
+from ..array import ArrayBase, wrap_kernel_output
+from ..dtypes import int64 as _INDEX  # the index dtype, as fg.arange gives
+from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..primitives import lax
+from ..primitives.batching import axis_size, to_front
+from ..primitives.core import Primitive, ShapedArray, aval_of, bind, current_interpreter
+from .api import _as_array, jvp, vjp
+from .compiled_call import compiled_call_p
+from .core import Tracer, user_transform
+from .grad_mode import is_grad_enabled
+from .ir import Program, make_program
+from .vmap import vmap
+
+__all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "cond_p", "while_p", "scan_p"]
+
+
+# ---- sub-programs ---------------------------------------------------------------------------
+
+def _open(fn: Callable[..., Any], avals: list[ShapedArray], in_tree: Any) -> tuple[Program, list[Any], Any]:
+    """``fn`` traced on ``avals``, with the values it closes over as leading inputs:
+    (program, those values, the output's tree)."""
+    program, _ = make_program(fn, avals, in_tree)
+    opened = Program([*program.constvars, *program.invars], [], [], program.eqns, program.outvars, None, None)
+    return opened, list(program.consts), program.out_tree
+
+
+def _program(fn: Callable[..., Any], avals: Sequence[Any]) -> Program:
+    """A function of flat arguments (closing over no traced value) as a program."""
+    return make_program(fn, list(avals), _flat(len(avals)))[0]
+
+
+def _call(program: Program, args: Sequence[Any]) -> list[Any]:
+    return program.eval_flat(list(args))
+
+
+def _fn(program: Program) -> Callable[..., tuple[Any, ...]]:
+    return lambda *xs: tuple(program.eval_flat(list(xs)))
+
+
+def _run_compiled(program: Program, args: Sequence[Any], name: str) -> list[Any]:
+    """Eagerly: the program as a compiled call (its lowered code) on concrete arrays."""
+    return list(bind(compiled_call_p, *args, name=name, program=program))
+
+
+def _avals(xs: Sequence[Any]) -> list[Any]:
+    return [aval_of(x) for x in xs]
+
+
+def _is_float(x: Any) -> bool:
+    return getattr(x, "dtype", None) is not None and x.dtype.kind == "f"
+
+
+def _describe(tree: Any, avals: Sequence[Any]) -> str:
+    return f"{tree} with " + (", ".join(a.str_short() for a in avals) if avals else "no arrays")
+
+
+def _same_types(what: str, first: tuple[Any, list[Any]], other: tuple[Any, list[Any]], names: tuple[str, str]) -> None:
+    (tree_a, avals_a), (tree_b, avals_b) = first, other
+    if tree_a != tree_b or [(a.shape, a.dtype) for a in avals_a] != [(b.shape, b.dtype) for b in avals_b]:
+        raise ShapeError(f"{what}: {names[0]} and {names[1]} must have the same structure, shapes and dtypes; "
+                         f"{names[0]}: {_describe(tree_a, avals_a)}; {names[1]}: {_describe(tree_b, avals_b)}")
+
+
+def _flat(n: int) -> Any:
+    """The tree of ``n`` positional arguments, each one leaf."""
+    return _tree.structure(tuple(range(n)))
+
+
+def _flat_arrays(tree_value: Any) -> tuple[list[Any], Any]:
+    flat, tree = _tree.flatten(tree_value)
+    return [_as_array(x) for x in flat], tree
+
+
+def _tracing() -> bool:
+    return current_interpreter.get() is not None
+
+
+# ---- cond and switch ------------------------------------------------------------------------
+
+def _cond_abstract(index: Any, *avals: Any, branches: tuple[Program, ...]) -> tuple[Any, ...]:
+    return tuple(branches[0].out_avals)
+
+
+def _cond_impl(index: Any, *args: Any, branches: tuple[Program, ...]) -> tuple[Any, ...]:
+    return tuple(_run_compiled(branches[int(index)], args, "cond branch"))
+
+
+cond_p = Primitive("cond", _cond_abstract, impl=_cond_impl, multiple_results=True)
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+    """``branches[index](*operands)``, the index clamped into range (JAX's ``lax.switch``).
+    Every branch must return the same structure of shapes and dtypes."""
+    branches = list(branches)
+    if not branches or not all(callable(b) for b in branches):
+        raise ArgumentTypeError("fg.switch: branches must be a non-empty sequence of functions")
+    if not isinstance(index, Tracer):  # known now: the chosen branch runs as plain Python
+        i = int(index.item() if isinstance(index, ArrayBase) else index)
+        return branches[min(max(i, 0), len(branches) - 1)](*operands)
+    if index.shape != () or index.dtype.kind not in "iub":
+        raise ArgumentTypeError(f"fg.switch: the index must be a scalar integer, got {index.aval.str_short()}")
+    flat, tree = _flat_arrays(operands)
+    traced = [_open(lambda *xs, b=b: b(*_tree.unflatten(tree, list(xs))), _avals(flat), _flat(len(flat)))
+              for b in branches]
+    for k, (_, _, out_tree) in enumerate(traced[1:], 1):
+        _same_types("fg.switch" if len(branches) > 2 else "fg.cond", (traced[0][2], traced[0][0].out_avals),
+                    (out_tree, traced[k][0].out_avals),
+                    ("branch 0", f"branch {k}") if len(branches) > 2 else ("false_fun", "true_fun"))
+    consts = [c for _, cs, _ in traced for c in cs]
+    programs = tuple(_uniform(traced, k, _avals(consts), _avals(flat)) for k in range(len(traced)))
+    index = ops.clip(lax.convert(index, _INDEX), 0, len(branches) - 1)
+    outs = bind(cond_p, index, *consts, *flat, branches=programs)
+    return _tree.unflatten(traced[0][2], list(outs))
+
+
+def _uniform(traced: list[Any], k: int, const_avals: list[Any], operand_avals: list[Any]) -> Program:
+    """Branch ``k`` as a program of every branch's closed-over values, then the operands."""
+    start = sum(len(cs) for _, cs, _ in traced[:k])
+    program, own, _ = traced[k]
+    n = len(const_avals)
+    return _program(lambda *xs: tuple(_call(program, [*xs[start:start + len(own)], *xs[n:]])),
+                    [*const_avals, *operand_avals])
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (JAX's ``lax.cond``).
+    A traced ``pred`` picks a branch when the program runs; both must return the same
+    structure of shapes and dtypes."""
+    if not callable(true_fun) or not callable(false_fun):
+        raise ArgumentTypeError("fg.cond: true_fun and false_fun must be functions")
+    if not isinstance(pred, Tracer):
+        value = pred.item() if isinstance(pred, ArrayBase) else pred
+        return (true_fun if bool(value) else false_fun)(*operands)
+    if pred.shape != ():
+        raise ArgumentTypeError(f"fg.cond: the predicate must be a scalar, got {pred.aval.str_short()}; "
+                                "for an elementwise choice use fg.where")
+    return switch(lax.convert(pred, _INDEX) if pred.dtype.kind == "b" else lax.ne(pred, 0), [false_fun, true_fun],
+                  *operands)
+
+
+def _cond_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, branches: tuple[Program, ...]) -> Any:
+    index, args = primals[0], primals[1:]
+    which = [i for i, (a, t) in enumerate(zip(args, tangents[1:])) if t is not None and _is_float(a)]
+    n, n_out = len(args), len(branches[0].outvars)
+
+    def differentiated(branch: Program) -> Callable[..., Any]:
+        def run(*xs: Any) -> tuple[Any, ...]:
+            base = list(xs[:n])
+
+            def part(*live: Any) -> tuple[Any, ...]:
+                for i, v in zip(which, live):
+                    base[i] = v
+                return tuple(_call(branch, base))
+
+            outs, t_outs = jvp(part, tuple(xs[i] for i in which), tuple(xs[n:]))
+            return (*outs, *t_outs)
+
+        return run
+
+    ts = [tangents[1 + i] for i in which]
+    avals = _avals([*args, *ts])
+    programs = tuple(_program(differentiated(b), avals) for b in branches)
+    outs = bind(cond_p, index, *args, *ts, branches=programs)
+    return outs[:n_out], tuple(t if _is_float(o) else None for o, t in zip(outs[:n_out], outs[n_out:]))
+
+
+class _CondVJP:
+    """Keeps the inputs; the backward pass is a cond of the branches' VJPs (each
+    recomputing its forward pass)."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        return bind(cond_p, *primals, **params), primals
+
+    def bwd(self, primals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        branches: tuple[Program, ...] = params["branches"]
+        index, args = primals[0], primals[1:]
+        n = len(args)
+        diff = [i for i, a in enumerate(args) if _is_float(a) and (needs is None or needs[1 + i])]
+        floats = [j for j, a in enumerate(branches[0].out_avals) if a.dtype.kind == "f"]
+        cts = [ops.zeros(branches[0].out_avals[j].shape, branches[0].out_avals[j].dtype,
+                         device=branches[0].out_avals[j].device) if g[j] is None else g[j] for j in floats]
+
+        def pulled_back(branch: Program) -> Callable[..., Any]:
+            def run(*xs: Any) -> tuple[Any, ...]:
+                base = list(xs[:n])
+
+                def part(*live: Any) -> tuple[Any, ...]:
+                    for i, v in zip(diff, live):
+                        base[i] = v
+                    outs = _call(branch, base)
+                    return tuple(outs[j] for j in floats)
+
+                return tuple(vjp(part, *(xs[i] for i in diff))[1](tuple(xs[n:])))
+
+            return run
+
+        programs = tuple(_program(pulled_back(b), _avals([*args, *cts])) for b in branches)
+        got = iter(bind(cond_p, index, *args, *cts, branches=programs) if diff else ())
+        result: list[Any] = [None] * len(primals)
+        for i in diff:
+            result[1 + i] = next(got)
+        return tuple(result)
+
+
+def _cond_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, branches: tuple[Program, ...]) -> Any:
+    index, rest, rest_dims = args[0], args[1:], dims[1:]
+    n = axis_size(args, dims)
+    if dims[0] is None:  # one branch for every member: the batched branches
+        programs = tuple(_program(vmap(_fn(b), in_axes=rest_dims, axis_size=n), _avals(rest)) for b in branches)
+        outs = bind(cond_p, index, *rest, branches=programs)
+        return outs, (0,) * len(outs)
+    # members choose differently: every branch on the whole batch, then each member's pick
+    results = [vmap(_fn(b), in_axes=rest_dims, axis_size=n)(*rest) for b in branches]
+    index = to_front(index, dims[0])
+    picked = []
+    for j, first in enumerate(results[0]):
+        out = first
+        for k in range(1, len(results)):
+            mask = lax.reshape(lax.eq(index, k), (n,) + (1,) * (out.ndim - 1))
+            out = lax.select(mask, results[k][j], out)
+        picked.append(out)
+    return tuple(picked), (0,) * len(picked)
+
+
+cond_p.jvp = _cond_jvp
+cond_p.vjp = _CondVJP()
+cond_p.batch = _cond_batch
+
+
+# ---- while_loop ------------------------------------------------------------------------------
+
+def _while_abstract(*avals: Any, cond: Program, body: Program, n_consts: int) -> tuple[Any, ...]:
+    return tuple(body.out_avals)
+
+
+def _while_impl(*args: Any, cond: Program, body: Program, n_consts: int) -> tuple[Any, ...]:
+    consts, carry = list(args[:n_consts]), list(args[n_consts:])
+    while bool(_run_compiled(cond, [*consts, *carry], "while_loop cond")[0].item()):
+        carry = _run_compiled(body, [*consts, *carry], "while_loop body")
+    return tuple(carry)
+
+
+while_p = Primitive("while", _while_abstract, impl=_while_impl, multiple_results=True)
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+    """``val = init_val; while cond_fun(val): val = body_fun(val)`` (JAX's ``lax.while_loop``).
+    ``body_fun`` must return what it is given: the same structure, shapes and dtypes.
+    Differentiable in forward mode; reverse mode raises (use ``fori_loop`` or ``scan``)."""
+    if not callable(cond_fun) or not callable(body_fun):
+        raise ArgumentTypeError("fg.while_loop: cond_fun and body_fun must be functions")
+    if not _tracing():  # eager: the Python loop itself (the tape records through it)
+        val = init_val
+        while bool(_scalar_predicate("fg.while_loop", cond_fun(val))):
+            val = body_fun(val)
+        return val
+    flat, tree = _flat_arrays(init_val)
+    cond_prog, cond_consts, cond_tree = _open(lambda *xs: cond_fun(_tree.unflatten(tree, list(xs))), _avals(flat),
+                                              _flat(len(flat)))
+    out = cond_prog.out_avals
+    if len(out) != 1 or out[0].shape != () or out[0].dtype.kind != "b":
+        raise ArgumentTypeError(f"fg.while_loop: cond_fun must return a scalar bool, got {_describe(cond_tree, out)}")
+    body_prog, body_consts, body_tree = _open(lambda *xs: body_fun(_tree.unflatten(tree, list(xs))), _avals(flat),
+                                              _flat(len(flat)))
+    _same_types("fg.while_loop", (tree, _avals(flat)), (body_tree, body_prog.out_avals),
+                ("init_val", "body_fun's result"))
+    consts = [*cond_consts, *body_consts]
+    avals = _avals([*consts, *flat])
+    nc, nb = len(cond_consts), len(body_consts)
+    cond_u = _program(lambda *xs: tuple(_call(cond_prog, [*xs[:nc], *xs[nc + nb:]])), avals)
+    body_u = _program(lambda *xs: tuple(_call(body_prog, [*xs[nc:nc + nb], *xs[nc + nb:]])), avals)
+    outs = bind(while_p, *consts, *flat, cond=cond_u, body=body_u, n_consts=len(consts))
+    return _tree.unflatten(tree, list(outs))
+
+
+def _scalar_predicate(op: str, value: Any) -> Any:
+    if getattr(value, "shape", ()) != ():
+        raise ArgumentTypeError(f"{op}: the predicate must be a scalar, got shape {tuple(value.shape)}")
+    return value.item() if isinstance(value, ArrayBase) else value
+
+
+def _while_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, cond: Program, body: Program,
+               n_consts: int) -> Any:
+    """A loop over (value, tangent): the tangents of the closed-over values ride along unchanged."""
+    consts, carry = primals[:n_consts], primals[n_consts:]
+    t_consts = [i for i, (a, t) in enumerate(zip(consts, tangents)) if t is not None and _is_float(a)]
+    t_carry = [i for i, a in enumerate(carry) if _is_float(a)]
+    ts_c = [tangents[i] for i in t_consts]
+    ts_v = [tangents[n_consts + i] if tangents[n_consts + i] is not None else ops.zeros_like(carry[i])
+            for i in t_carry]
+    nc, nv = len(consts), len(carry)
+    new_consts = [*consts, *ts_c]
+
+    def body_jvp(*xs: Any) -> tuple[Any, ...]:
+        c, tc, v, tv = xs[:nc], xs[nc:nc + len(ts_c)], xs[nc + len(ts_c):nc + len(ts_c) + nv], xs[nc + len(ts_c) + nv:]
+        base = [*c, *v]
+        live = [*t_consts, *(nc + i for i in t_carry)]
+
+        def part(*d: Any) -> tuple[Any, ...]:
+            for i, x in zip(live, d):
+                base[i] = x
+            return tuple(_call(body, base))
+
+        outs, t_outs = jvp(part, tuple(base[i] for i in live), (*tc, *tv))
+        return (*outs, *(t_outs[i] for i in t_carry))
+
+    avals = _avals([*new_consts, *carry, *ts_v])
+    cond_new = _program(lambda *xs: tuple(_call(cond, [*xs[:nc], *xs[nc + len(ts_c):nc + len(ts_c) + nv]])), avals)
+    outs = bind(while_p, *new_consts, *carry, *ts_v, cond=cond_new, body=_program(body_jvp, avals),
+                n_consts=len(new_consts))
+    t_out: list[Any] = [None] * nv
+    for k, i in enumerate(t_carry):
+        t_out[i] = outs[nv + k]
+    return outs[:nv], tuple(t_out)
+
+
+class _NoReverseMode:
+    def fwd(self, primals: Any, params: Any, needs: Any = None) -> Any:
+        raise TypeError("fg.while_loop: reverse-mode differentiation (grad, vjp, jacrev, backward) is not "
+                        "supported: the number of steps is only known once the loop has run. Use fg.fori_loop "
+                        "with Python-int bounds or fg.scan, which differentiate in reverse; forward mode "
+                        "(jvp, jacfwd) works.")
+
+    bwd = fwd
+
+
+def _while_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, cond: Program, body: Program,
+                 n_consts: int) -> Any:
+    """Every member's value is batched; the loop runs while any member's predicate holds,
+    and a member that is done keeps its value."""
+    n = axis_size(args, dims)
+    consts, carry = list(args[:n_consts]), [to_front(a, d, n) for a, d in zip(args[n_consts:], dims[n_consts:])]
+    in_axes = (*dims[:n_consts], *(0,) * len(carry))
+    cond_b = vmap(_fn(cond), in_axes=in_axes, axis_size=n)
+    body_b = vmap(_fn(body), in_axes=in_axes, axis_size=n)
+    nc = len(consts)
+
+    def any_going(*xs: Any) -> tuple[Any, ...]:
+        return (lax.ne(lax.reduce_sum(lax.convert(cond_b(*xs)[0], _INDEX), (0,)), 0),)
+
+    def step(*xs: Any) -> tuple[Any, ...]:
+        going = cond_b(*xs)[0]
+        new = body_b(*xs)
+        return tuple(lax.select(lax.reshape(going, (n,) + (1,) * (v.ndim - 1)), v, old)
+                     for v, old in zip(new, xs[nc:]))
+
+    avals = _avals([*consts, *carry])
+    outs = bind(while_p, *consts, *carry, cond=_program(any_going, avals), body=_program(step, avals), n_consts=nc)
+    return outs, (0,) * len(outs)
+
+
+while_p.jvp = _while_jvp
+while_p.vjp = _NoReverseMode()
+while_p.batch = _while_batch
+
+
+# ---- scan -----------------------------------------------------------------------------------
+
+def _scan_abstract(*avals: Any, body: Program, n_consts: int, n_carry: int, length: int,
+                   reverse: bool) -> tuple[Any, ...]:
+    outs = body.out_avals
+    return (*outs[:n_carry], *(ShapedArray((length, *a.shape), a.dtype, a.device) for a in outs[n_carry:]))
+
+
+def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: int, reverse: bool) -> tuple[Any, ...]:
+    """The loop in Python over the compiled body; each step's outputs are written into
+    stacked arrays made once."""
+    consts, carry = list(args[:n_consts]), list(args[n_consts:n_consts + n_carry])
+    xs = args[n_consts + n_carry:]
+    y_avals = body.out_avals[n_carry:]
+    raw = [a.device.backend.xp.empty((length, *a.shape), a.dtype.np) for a in y_avals]
+    for i in (range(length - 1, -1, -1) if reverse else range(length)):
+        outs = _run_compiled(body, [*consts, *carry, *(x[i] for x in xs)], "scan body")
+        carry = outs[:n_carry]
+        for r, y in zip(raw, outs[n_carry:]):
+            r[i] = y._data
+    return (*carry, *(wrap_kernel_output(r, a.device) for r, a in zip(raw, y_avals)))
+
+
+scan_p = Primitive("scan", _scan_abstract, impl=_scan_impl, multiple_results=True)
+
+
+def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False, unroll: int = 1) -> tuple[Any, Any]:
+    """``carry = init; for x in xs: carry, y = f(carry, x)``; returns ``(carry, stacked ys)``
+    (JAX's ``lax.scan``). ``xs`` is a pytree of arrays scanned along their axis 0 (or
+    ``None``, with ``length``); ``reverse`` runs from the end. ``f`` must return a carry of
+    the same structure, shapes and dtypes as ``init``. ``unroll`` is accepted for JAX
+    compatibility: the loop runs one step at a time."""
+    if not callable(f):
+        raise ArgumentTypeError("fg.scan: f must be a function")
+    if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1:
+        raise ArgumentValueError(f"fg.scan: unroll must be a positive int, got {unroll!r}")
+    x_flat, x_tree = _flat_arrays(xs)
+    lengths = {x.shape[0] if x.ndim else None for x in x_flat}
+    if None in lengths:
+        raise ShapeError("fg.scan: every array in xs needs a leading axis to scan along; got a 0-d array")
+    if length is not None:
+        lengths.add(int(length))
+    if len(lengths) > 1:
+        raise ShapeError(f"fg.scan: xs and length disagree on the number of steps: {sorted(lengths)} "
+                         f"(xs shapes: {[tuple(x.shape) for x in x_flat]}, length={length})")
+    if not lengths:
+        raise ArgumentValueError("fg.scan: with xs=None, give length")
+    n_steps = lengths.pop()
+    c_flat, c_tree = _flat_arrays(init)
+    if not _tracing() and n_steps:  # eager: the Python loop itself (the tape records through it)
+        carry, ys = init, []
+        for i in (range(n_steps - 1, -1, -1) if reverse else range(n_steps)):
+            carry, y = f(carry, _tree.unflatten(x_tree, [x[i] for x in x_flat]))
+            ys.append(y)
+        if reverse:
+            ys.reverse()
+        y_leaves = [_tree.flatten(y)[0] for y in ys]
+        stacked = [ops.stack([_as_array(leaves[j]) for leaves in y_leaves]) for j in range(len(y_leaves[0]))]
+        return carry, _tree.unflatten(_tree.flatten(ys[0])[1], stacked)
+    slice_avals = [ShapedArray(tuple(x.shape[1:]), x.dtype, x.device) for x in x_flat]
+    nc = len(c_flat)
+
+    def step(*leaves: Any) -> Any:
+        carry = _tree.unflatten(c_tree, list(leaves[:nc]))
+        out = f(carry, _tree.unflatten(x_tree, list(leaves[nc:])))
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise ArgumentTypeError("fg.scan: f must return a pair (carry, y)")
+        return out
+
+    program, consts, out_tree = _open(step, _avals(c_flat) + slice_avals, _flat(nc + len(x_flat)))
+    pair_children = out_tree.children
+    new_c_tree, y_tree = pair_children[0], pair_children[1]
+    _same_types("fg.scan", (c_tree, _avals(c_flat)), (new_c_tree, program.out_avals[:nc]),
+                ("init", "the carry f returns"))
+    outs = bind(scan_p, *consts, *c_flat, *x_flat, body=program, n_consts=len(consts), n_carry=nc, length=n_steps,
+                reverse=bool(reverse))
+    return _tree.unflatten(c_tree, list(outs[:nc])), _tree.unflatten(y_tree, list(outs[nc:]))
+
+
+def _scan_parts(args: Sequence[Any], n_consts: int, n_carry: int) -> tuple[list[Any], list[Any], list[Any]]:
+    return list(args[:n_consts]), list(args[n_consts:n_consts + n_carry]), list(args[n_consts + n_carry:])
+
+
+def _scan_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, body: Program, n_consts: int, n_carry: int,
+              length: int, reverse: bool) -> Any:
+    """A scan over (values, tangents): every float input and carry gets a tangent (zeros
+    where it has none), so the carry's structure stays the same through the steps."""
+    consts, carry, xs = _scan_parts(primals, n_consts, n_carry)
+    ts = [t if t is not None or not _is_float(p) else ops.zeros_like(p) for p, t in zip(primals, tangents)]
+    t_consts, t_carry, t_xs = _scan_parts(ts, n_consts, n_carry)
+    fc = [i for i, a in enumerate(consts) if _is_float(a)]
+    fv = [i for i, a in enumerate(carry) if _is_float(a)]
+    fx = [i for i, a in enumerate(xs) if _is_float(a)]
+    nc, nv, nx = len(consts), len(carry), len(xs)
+    n_out_y = len(body.outvars) - nv
+
+    def step(*args: Any) -> tuple[Any, ...]:
+        k = 0
+        c, tc = args[k:k + nc], args[k + nc:k + nc + len(fc)]
+        k += nc + len(fc)
+        v, tv = args[k:k + nv], args[k + nv:k + nv + len(fv)]
+        k += nv + len(fv)
+        x, tx = args[k:k + nx], args[k + nx:]
+        base = [*c, *v, *x]
+        live = [*fc, *(nc + i for i in fv), *(nc + nv + i for i in fx)]
+
+        def part(*d: Any) -> tuple[Any, ...]:
+            for i, val in zip(live, d):
+                base[i] = val
+            return tuple(_call(body, base))
+
+        outs, t_outs = jvp(part, tuple(base[i] for i in live), (*tc, *tv, *tx))
+        out_t = [t_outs[i] for i in fv]
+        y_t = [t for t, o in zip(t_outs[nv:], outs[nv:]) if _is_float(o)]
+        return (*outs[:nv], *out_t, *outs[nv:], *y_t)
+
+    new_consts = [*consts, *(t_consts[i] for i in fc)]
+    new_carry = [*carry, *(t_carry[i] for i in fv)]
+    new_xs = [*xs, *(t_xs[i] for i in fx)]
+    slices = [ShapedArray(tuple(a.shape[1:]), a.dtype, a.device) for a in _avals(new_xs)]
+    program = _program(step, [*_avals(new_consts), *_avals(new_carry), *slices])
+    outs = bind(scan_p, *new_consts, *new_carry, *new_xs, body=program, n_consts=len(new_consts),
+                n_carry=len(new_carry), length=length, reverse=reverse)
+    carry_out, t_carry_out = outs[:nv], outs[nv:nv + len(fv)]
+    ys, t_ys = outs[nv + len(fv):nv + len(fv) + n_out_y], outs[nv + len(fv) + n_out_y:]
+    t_c: list[Any] = [None] * nv
+    for i, t in zip(fv, t_carry_out):
+        t_c[i] = t
+    float_ys = [j for j, y in enumerate(ys) if _is_float(y)]
+    t_y: list[Any] = [None] * n_out_y
+    for j, t in zip(float_ys, t_ys):
+        t_y[j] = t
+    return (*carry_out, *ys), (*t_c, *t_y)
+
+
+class _ScanVJP:
+    """Forward: the scan, also stacking the carry entering each step. Backward: a scan the
+    other way over (those carries, xs, the ys' cotangents), each step the VJP of the body
+    (which recomputes that step's forward pass); the closed-over values' cotangents add up
+    in the backward scan's carry."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        body: Program = params["body"]
+        nc, nv = params["n_consts"], params["n_carry"]
+        stacked_body = _program(lambda *xs: (*(out := _call(body, xs))[:nv], *xs[nc:nc + nv], *out[nv:]),
+                                body.in_avals)
+        outs = bind(scan_p, *primals, **{**params, "body": stacked_body})
+        carries = outs[nv:2 * nv]
+        return (*outs[:nv], *outs[2 * nv:]), (primals, carries)
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        primals, carries = residuals
+        if current_interpreter.get() is None and is_grad_enabled() and any(
+                getattr(p, "_autograd", None) is not None for p in primals):
+            # the tape records this backward pass (create_graph): the forward ran with the tape
+            # off, so the saved carries have no history; run it again, recorded
+            carries = self.fwd(primals, params)[1][1]
+        body: Program = params["body"]
+        nc, nv, length = params["n_consts"], params["n_carry"], params["length"]
+        consts, carry, xs = _scan_parts(primals, nc, nv)
+        outs_avals = _abstract_outs(body, nv, length)
+        fc = [i for i, a in enumerate(consts) if _is_float(a)]
+        fv = [i for i, a in enumerate(carry) if _is_float(a)]
+        fx = [i for i, a in enumerate(xs) if _is_float(a)]
+        fy = [j for j, a in enumerate(outs_avals[nv:]) if a.dtype.kind == "f"]
+        ct = [ops.zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, outs_avals)]
+        ct_carry = [ct[i] for i in fv]
+        ct_ys = [ct[nv + j] for j in fy]
+        nx, nfc = len(xs), len(fc)
+
+        def back(*args: Any) -> tuple[Any, ...]:
+            c = args[:nc]
+            ct_v, acc = args[nc:nc + len(fv)], args[nc + len(fv):nc + len(fv) + nfc]
+            k = nc + len(fv) + nfc
+            v, x, ct_y = args[k:k + nv], args[k + nv:k + nv + nx], args[k + nv + nx:]
+            base = [*c, *v, *x]
+            live = [*fc, *(nc + i for i in fv), *(nc + nv + i for i in fx)]
+
+            def part(*d: Any) -> tuple[Any, ...]:
+                for i, val in zip(live, d):
+                    base[i] = val
+                out = _call(body, base)
+                return (*(out[i] for i in fv), *(out[nv + j] for j in fy))
+
+            got = vjp(part, *(base[i] for i in live))[1]((*ct_v, *ct_y))
+            d_consts, d_carry, d_xs = got[:nfc], got[nfc:nfc + len(fv)], got[nfc + len(fv):]
+            return (*d_carry, *(a + d for a, d in zip(acc, d_consts)), *d_xs)
+
+        acc0 = [ops.zeros_like(consts[i]) for i in fc]
+        scanned = [*carries, *xs, *ct_ys]
+        slices = [ShapedArray(tuple(a.shape[1:]), a.dtype, a.device) for a in _avals(scanned)]
+        program = _program(back, [*_avals(consts), *_avals(ct_carry), *_avals(acc0), *slices])
+        outs = bind(scan_p, *consts, *ct_carry, *acc0, *scanned, body=program, n_consts=nc,
+                    n_carry=len(fv) + nfc, length=length, reverse=not params["reverse"])
+        d_init, d_consts, d_xs = outs[:len(fv)], outs[len(fv):len(fv) + nfc], outs[len(fv) + nfc:]
+        result: list[Any] = [None] * len(primals)
+        for i, d in zip(fc, d_consts):
+            result[i] = d
+        for i, d in zip(fv, d_init):
+            result[nc + i] = d
+        for i, d in zip(fx, d_xs):
+            result[nc + nv + i] = d
+        return tuple(result)
+
+
+def _abstract_outs(body: Program, n_carry: int, length: int) -> list[Any]:
+    outs = body.out_avals
+    return [*outs[:n_carry], *(ShapedArray((length, *a.shape), a.dtype, a.device) for a in outs[n_carry:])]
+
+
+def _scan_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, body: Program, n_consts: int, n_carry: int,
+                length: int, reverse: bool) -> Any:
+    """The batched body over batched carries (batch axis first) and xs whose batch axis is
+    their second (the first is scanned); the stacked ys come out batched on their second."""
+    n = axis_size(args, dims)
+    consts, carry, xs = _scan_parts(args, n_consts, n_carry)
+    c_dims, x_dims = dims[:n_consts], dims[n_consts + n_carry:]
+    carry = [to_front(a, d, n) for a, d in zip(carry, dims[n_consts:n_consts + n_carry])]
+    xs = [x if d is None else lax.moveaxis(x, (d,), (1,)) for x, d in zip(xs, x_dims)]
+    in_axes = (*c_dims, *(0,) * n_carry, *(None if d is None else 0 for d in x_dims))
+    batched = vmap(_fn(body), in_axes=in_axes, axis_size=n)
+    slices = [ShapedArray(tuple(a.shape[1:]), a.dtype, a.device) for a in _avals(xs)]
+    program = _program(batched, [*_avals(consts), *_avals(carry), *slices])
+    outs = bind(scan_p, *consts, *carry, *xs, body=program, n_consts=n_consts, n_carry=n_carry, length=length,
+                reverse=reverse)
+    return outs, (*(0,) * n_carry, *(1,) * (len(outs) - n_carry))
+
+
+scan_p.jvp = _scan_jvp
+scan_p.vjp = _ScanVJP()
+scan_p.batch = _scan_batch
+
+
+# ---- fori_loop ------------------------------------------------------------------------------
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
+    """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)`` (JAX's
+    ``lax.fori_loop``). With Python-int bounds it is a ``scan`` (reverse mode works);
+    with traced bounds, a ``while_loop``."""
+    if not callable(body_fun):
+        raise ArgumentTypeError("fg.fori_loop: body_fun must be a function")
+    static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
+    if static:
+        lo, hi = (int(b.item() if isinstance(b, ArrayBase) else b) for b in (lower, upper))
+        if not _tracing():
+            val = init_val
+            for i in range(lo, hi):
+                val = body_fun(i, val)
+            return val
+        if hi <= lo:
+            return init_val
+        steps = ops.arange(lo, hi, dtype=_INDEX)
+        return scan(lambda val, i: (_keep_float_dtypes(body_fun(i, val), val), None), init_val, steps)[0]
+    i0 = lax.convert(lower if isinstance(lower, ArrayBase) else ops.asarray(lower), _INDEX)
+    end = lax.convert(upper if isinstance(upper, ArrayBase) else ops.asarray(upper), _INDEX)
+    _, val = while_loop(lambda s: lax.lt(s[0], end),
+                        lambda s: (s[0] + 1, _keep_float_dtypes(body_fun(s[0], s[1]), s[1])), (i0, init_val))
+    return val
+
+
+def _keep_float_dtypes(new: Any, old: Any) -> Any:
+    """The body's float results in the carry's dtypes: the traced index is an int64 array,
+    which would promote a float32 ``c + i`` to float64 where the eager loop's Python int
+    does not (nor JAX's index). Other mismatches are left for the loop to report."""
+    new_flat, new_tree = _tree.flatten(new)
+    old_flat, old_tree = _tree.flatten(old)
+    if new_tree != old_tree:
+        return new
+    return _tree.unflatten(new_tree, [n.astype(o.dtype) if _is_float(n) and _is_float(o) and n.dtype is not o.dtype
+                                      else n for n, o in zip(new_flat, old_flat)])
+
+
+cond = user_transform("cond", cond)
+switch = user_transform("switch", switch)
+while_loop = user_transform("while_loop", while_loop)
+fori_loop = user_transform("fori_loop", fori_loop)
+scan = user_transform("scan", scan)
