@@ -4,7 +4,8 @@ Workloads (docs/performance.md has the targets):
   W2  SGD step of the MLP 784-512-256-10, batch 128 (forward, backward, update)
   W3  GELU (tanh form) on 1e6 float32: forward, and forward + gradient
   W4  value_and_grad / loss on the W2 MLP
-  W5  RNN, 50 steps of an 8x32 state, forward + backward, written as a Python loop
+  W5  RNN, 50 steps of an 8x32 state, forward + backward, written as a Python loop, and as
+      fg.scan against jax.lax.scan
   W6  the W2 MLP as nn modules, a PyTorch-style step (loss.backward(), opt.step()) with
       the model compiled (fg.compile(model)) against the eager model
   and the call overhead of a compiled (1,) add, and the first call (trace + passes +
@@ -230,6 +231,33 @@ def rnn_funcgrad(w, xs, compiled: bool):
     return {"rnn": lambda: g(fw, fxs)}
 
 
+def rnn_scan_funcgrad(w, xs):
+    """The same loss with the loop as fg.scan, compiled: one scan primitive whose backward
+    pass is a reversed scan of the body's VJP."""
+    def loss(w, xs):
+        h, _ = fg.scan(lambda h, x: (fg.tanh(h @ w + x), None), fg.zeros((8, 32)), xs)
+        return h.sum()
+
+    g = fg.compile(fg.grad(loss))
+    fw, fxs = fg.asarray(w), fg.asarray(xs)
+    return {"rnn": lambda: g(fw, fxs)}
+
+
+def rnn_scan_jax(w, xs):
+    if optional("jax") is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w, xs):
+        h, _ = jax.lax.scan(lambda h, x: (jnp.tanh(h @ w + x), None), jnp.zeros((8, 32), jnp.float32), xs)
+        return h.sum()
+
+    g = jax.jit(jax.grad(loss))
+    jw, jxs = jnp.asarray(w), jnp.asarray(xs)
+    return {"rnn": lambda: g(jw, jxs).block_until_ready()}
+
+
 # ---- running ---------------------------------------------------------------------------------
 
 def report(title: str, frameworks: dict, rounds: int, number: int, base: str = "numpy (by hand)") -> None:
@@ -290,6 +318,10 @@ def main() -> None:
     report("W5 RNN 50 steps (8x32 state), forward + backward",
            {"numpy (by hand)": rnn_numpy(w, xs), "funcgrad eager": rnn_funcgrad(w, xs, False),
             "funcgrad compiled": rnn_funcgrad(w, xs, True)}, args.rounds, 10)
+    scan_jax = rnn_scan_jax(w, xs)
+    report("W5 as a scan, compiled (fg.scan against jax.lax.scan under jax.jit)",
+           {"funcgrad compiled scan": rnn_scan_funcgrad(w, xs), "jax.jit": scan_jax}, args.rounds, 20,
+           base="jax.jit" if scan_jax else "funcgrad compiled scan")
 
     one = fg.ones((1,))
     add = fg.compile(lambda a, b: a + b)

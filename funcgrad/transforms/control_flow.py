@@ -16,12 +16,13 @@ Python-int bounds or ``scan``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import ops
 from .. import tree as _tree
-from ..array import ArrayBase, wrap_kernel_output
+from ..array import Array, ArrayBase, wrap_kernel_output
 from ..dtypes import int64 as _INDEX  # the index dtype, as fg.arange gives
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
@@ -32,6 +33,7 @@ from .compiled_call import compiled_call_p
 from .core import Tracer, user_transform
 from .grad_mode import is_grad_enabled
 from .ir import Program, make_program
+from .lower import lower
 from .vmap import vmap
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "cond_p", "while_p", "scan_p"]
@@ -63,6 +65,12 @@ def _fn(program: Program) -> Callable[..., tuple[Any, ...]]:
 def _run_compiled(program: Program, args: Sequence[Any], name: str) -> list[Any]:
     """Eagerly: the program as a compiled call (its lowered code) on concrete arrays."""
     return list(bind(compiled_call_p, *args, name=name, program=program))
+
+
+def common_array_device(args: Sequence[Any]) -> Any:
+    """The device of ``args`` when all are concrete arrays on one device, else ``None``."""
+    device = args[0]._device if args and args[0].__class__ is Array else None
+    return device if device is not None and all(a.__class__ is Array and a._device is device for a in args) else None
 
 
 def _avals(xs: Sequence[Any]) -> list[Any]:
@@ -386,18 +394,57 @@ def _scan_abstract(*avals: Any, body: Program, n_consts: int, n_carry: int, leng
 
 
 def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: int, reverse: bool) -> tuple[Any, ...]:
-    """The loop in Python over the compiled body; each step's outputs are written into
-    stacked arrays made once."""
+    """The loop in Python over the body's lowered code, on the raw arrays: each step's ys
+    are written into stacked arrays made once. (Arguments that are not arrays on one
+    device: the body evaluated step by step.)"""
     consts, carry = list(args[:n_consts]), list(args[n_consts:n_consts + n_carry])
     xs = args[n_consts + n_carry:]
+    order = range(length - 1, -1, -1) if reverse else range(length)
     y_avals = body.out_avals[n_carry:]
-    raw = [a.device.backend.xp.empty((length, *a.shape), a.dtype.np) for a in y_avals]
-    for i in (range(length - 1, -1, -1) if reverse else range(length)):
-        outs = _run_compiled(body, [*consts, *carry, *(x[i] for x in xs)], "scan body")
-        carry = outs[:n_carry]
-        for r, y in zip(raw, outs[n_carry:]):
-            r[i] = y._data
-    return (*carry, *(wrap_kernel_output(r, a.device) for r, a in zip(raw, y_avals)))
+    device = common_array_device(args)
+    if device is None:
+        ys: list[list[Any]] = [[None] * length for _ in y_avals]
+        for i in order:
+            outs = _call(body, [*consts, *carry, *(x[i] for x in xs)])
+            carry = outs[:n_carry]
+            for stack, y in zip(ys, outs[n_carry:]):
+                stack[i] = y
+        return (*carry, *(ops.stack(stack) if length else ops.zeros((0, *a.shape), a.dtype, device=a.device)
+                          for stack, a in zip(ys, y_avals)))
+    lowered, stats = _lowered(body), device.stats
+    xp = device.backend.xp
+    raw_consts, raw_carry, raw_xs = [a._data for a in consts], [a._data for a in carry], [x._data for x in xs]
+    raw_ys = [xp.empty((length, *a.shape), a.dtype.np) for a in y_avals]
+    all_new = all(kind == "new" for kind, _ in lowered.out_kinds)
+    kinds = list(zip(lowered.out_kinds, body.out_avals))
+    for i in order:
+        inputs = [*raw_consts, *raw_carry, *(x[i] for x in raw_xs)]
+        outs = lowered.run(inputs, stats)
+        if not all_new:
+            outs = [_raw(kind, what, r, inputs, a, xp) for ((kind, what), a), r in zip(kinds, outs)]
+        raw_carry = outs[:n_carry]
+        for stack, y in zip(raw_ys, outs[n_carry:]):
+            stack[i] = y
+    return (*(wrap_kernel_output(r, device) if r is not a._data else a for r, a in zip(raw_carry, carry)),
+            *(wrap_kernel_output(r, device) for r in raw_ys))
+
+
+_LOWERED: weakref.WeakKeyDictionary[Program, Any] = weakref.WeakKeyDictionary()
+
+
+def _lowered(program: Program) -> Any:
+    if program not in _LOWERED:
+        _LOWERED[program] = lower(program)
+    return _LOWERED[program]
+
+
+def _raw(kind: str, what: Any, value: Any, inputs: list[Any], aval: Any, xp: Any) -> Any:
+    """One output of a lowered program as a raw array (an input or constant it returns as is)."""
+    if kind == "new":
+        return value
+    if kind == "input":
+        return inputs[what]
+    return what._data if kind == "const" else xp.asarray(what, dtype=aval.dtype.np)
 
 
 scan_p = Primitive("scan", _scan_abstract, impl=_scan_impl, multiple_results=True)
@@ -539,9 +586,10 @@ class _ScanVJP:
         nc, nv, length = params["n_consts"], params["n_carry"], params["length"]
         consts, carry, xs = _scan_parts(primals, nc, nv)
         outs_avals = _abstract_outs(body, nv, length)
-        fc = [i for i, a in enumerate(consts) if _is_float(a)]
+        wanted = [needs is None or needs[i] for i in range(len(primals))]  # (the carries' chain runs anyway)
+        fc = [i for i, a in enumerate(consts) if _is_float(a) and wanted[i]]
         fv = [i for i, a in enumerate(carry) if _is_float(a)]
-        fx = [i for i, a in enumerate(xs) if _is_float(a)]
+        fx = [i for i, a in enumerate(xs) if _is_float(a) and wanted[nc + nv + i]]
         fy = [j for j, a in enumerate(outs_avals[nv:]) if a.dtype.kind == "f"]
         ct = [ops.zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, outs_avals)]
         ct_carry = [ct[i] for i in fv]
