@@ -15,7 +15,7 @@ from .array import Array
 from .backends import Buffer, Device, DeviceUnavailableError, device, devices
 from .backends import memory
 from .dtypes import (DType, bfloat16, can_cast, finfo, float16, float32, float64, iinfo, int8, int16, int32,
-                     int64, isdtype, result_type, uint8)
+                     int64, isdtype, result_type, uint8, uint16, uint32, uint64)
 from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
 from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError,
                      DonatedArrayError, DTypeError, FormatError, FuncgradError, GraphFreedError, LinAlgError,

@@ -21,7 +21,7 @@ import numpy as np
 from .errors import DTypeError
 
 __all__ = [
-    "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "float16",
+    "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "bfloat16", "float32", "float64", "as_dtype", "result_type", "promote",
     "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
     "default_float", "default_int",
@@ -74,13 +74,16 @@ int16 = DType("int16", np.int16)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)
+uint32 = DType("uint32", np.uint32)
+uint64 = DType("uint64", np.uint64)
 float16 = DType("float16", np.float16)
 bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
 float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
 
 all_dtypes: tuple[DType, ...] = (
-    bool_, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64
 )
 default_float = float32
 default_int = int64

@@ -33,7 +33,7 @@ class Case:
 
 FLOATS = [np.float32, np.float64]
 ALL_FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
-INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
 NONEMPTY = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 
