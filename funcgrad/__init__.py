@@ -32,6 +32,7 @@ from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compi
                          enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, no_grad,
                          saved_residuals, stop_gradient, trace, value_and_grad, vjp, vmap)
 from .transforms import cond, fori_loop, scan, switch, while_loop
+from . import random  # noqa: E402
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

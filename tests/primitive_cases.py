@@ -588,6 +588,35 @@ REVERSE_ONLY = {"custom_vjp_call", "autograd_function_call"}
 FORWARD_ONLY = {"while"}
 
 
+def _threefry_reference(k1: Any, k2: Any, x1: Any, x2: Any) -> Any:
+    """Threefry-2x32 with Python ints, one pair at a time (the paper's description), for
+    its first output word (the registry tests compare the first output)."""
+    mask = 0xFFFFFFFF
+
+    def one(key1: int, key2: int, a: int, b: int) -> int:
+        ks = (key1, key2, key1 ^ key2 ^ 0x1BD11BDA)
+        a, b = (a + ks[0]) & mask, (b + ks[1]) & mask
+        for group in range(5):
+            for r in ((13, 15, 26, 6), (17, 29, 16, 24))[group % 2]:
+                a = (a + b) & mask
+                b = (((b << r) | (b >> (32 - r))) & mask) ^ a
+            a = (a + ks[(group + 1) % 3]) & mask
+            b = (b + ks[(group + 2) % 3] + group + 1) & mask
+        return a
+
+    args = np.broadcast_arrays(k1, k2, x1, x2)
+    out = [one(*(int(v) for v in vals)) for vals in zip(*(a.reshape(-1) for a in args))]
+    return np.array(out, np.uint32).reshape(args[0].shape)
+
+
+def _threefry_case(draw: Any) -> Case:
+    shape = draw(SHAPES)
+    words = st.integers(0, 2**32 - 1)
+    k1, k2 = (np.asarray(draw(words), np.uint32) for _ in range(2))
+    x1, x2 = (draw(hnp.arrays(np.uint32, shape, elements=words)) for _ in range(2))
+    return Case([k1, k2, x1, x2], {}, _threefry_reference)
+
+
 def _cond_case(draw: Any) -> Case:
     """Two branches of one operand, the index chosen; every branch takes every input but the index."""
     import funcgrad as fg
@@ -726,6 +755,7 @@ CASES.update({
     "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback,
     "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call, "cond": _cond_case, "while": _while_case, "scan": _scan_case,
+    "threefry2x32": _threefry_case,
     "full": _full_case, "iota": _iota_case,
     "stop_gradient": lambda draw: Case([_float_array(draw)], {}, lambda x: x, shares_input=True),
 })

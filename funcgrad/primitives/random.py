@@ -1,0 +1,71 @@
+"""The random bits primitive: Threefry-2x32 (Salmon et al., "Parallel random numbers: as
+easy as 1, 2, 3"), the counter-based generator ``jax.random`` uses.
+
+``threefry2x32(k1, k2, x1, x2) -> (y1, y2)``: a keyed bijection of pairs of uint32 words,
+20 rounds of add, rotate and xor. The same key and counters give the same bits on every
+device, in any order, under any transform: ``fg.random`` builds keys, splits and samples
+from it, bit for bit as ``jax.random`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import uint32
+from ..errors import DTypeError
+from .batching import logical_ndim, with_batch
+from .core import Primitive, ShapedArray, bind
+from .rules import broadcast_shapes, common_device
+
+__all__ = ["threefry2x32_p"]
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = 0x1BD11BDA  # the key schedule's constant: k3 = k1 ^ k2 ^ it
+
+
+def _threefry_rule(*words: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
+    for w in words:
+        if not isinstance(w, ShapedArray) or w.dtype is not uint32:
+            raise DTypeError(f"threefry2x32: every operand must be a uint32 array, got {words}")
+    shape = broadcast_shapes("threefry2x32", *(w.shape for w in words))
+    out = ShapedArray(shape, uint32, common_device("threefry2x32", words))
+    return out, out
+
+
+def _threefry(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
+    """Five groups of four rounds, the key injected between them; in place on two words.
+    (uint32 arithmetic wraps around by design: NumPy's overflow warnings for 0-d operands
+    are silenced.)"""
+    with np.errstate(over="ignore"):
+        return _rounds(xp, k1, k2, x1, x2)
+
+
+def _rounds(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
+    shape = np.broadcast_shapes(k1.shape, k2.shape, x1.shape, x2.shape)
+    keys = (k1, k2, k1 ^ k2 ^ xp.uint32(_PARITY))
+    a, b = xp.asarray(x1 + keys[0]), xp.asarray(x2 + keys[1])  # new arrays: the rounds work in place on them
+    b = b if b.shape == shape else xp.broadcast_to(b, shape).copy()
+    a = a if a.shape == shape else xp.broadcast_to(a, shape).copy()  # (often 0-d: the counters' high words)
+    t = xp.empty_like(a)
+    for group in range(5):
+        for r in _ROTATIONS[group % 2]:
+            xp.add(a, b, out=a)
+            xp.left_shift(b, xp.uint32(r), out=t)  # b = rotate_left(b, r) ^ a
+            xp.right_shift(b, xp.uint32(32 - r), out=b)
+            xp.bitwise_or(b, t, out=b)
+            xp.bitwise_xor(b, a, out=b)
+        a += keys[(group + 1) % 3]
+        b += keys[(group + 2) % 3] + xp.uint32(group + 1)
+    return a, b
+
+
+def _threefry_batch(args: Any, dims: Any) -> tuple[Any, tuple[int, int]]:
+    rank = max(logical_ndim(a, d) for a, d in zip(args, dims))
+    return bind(threefry2x32_p, *(with_batch(a, d, rank) for a, d in zip(args, dims))), (0, 0)
+
+
+threefry2x32_p = Primitive("threefry2x32", _threefry_rule, kernel=_threefry, multiple_results=True,
+                           differentiable=False)
+threefry2x32_p.batch = _threefry_batch

@@ -1,0 +1,148 @@
+"""``fg.random``: keys, splits and bits identical to ``jax.random`` (against JAX when it is
+installed, and against recorded values always), the same numbers under ``vmap`` and
+``compile``, the distributions' statistics, and the errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+
+def _jax():
+    try:
+        import jax
+    except ImportError:
+        pytest.skip("JAX is not installed: the recorded values cover the same bits")
+    return jax
+
+
+# jax.random with JAX's default configuration (recorded with jax 0.10.2)
+RECORDED = {
+    "PRNGKey(42)": [0, 42],
+    "bits(PRNGKey(42), (4,))": [2098992034, 2919706841, 2646866425, 2409546199],
+    "split(PRNGKey(42), 3)": [[1832780943, 270669613], [64467757, 2916123636], [2465931498, 255383827]],
+    "fold_in(PRNGKey(42), 7)": [2547012911, 1371500959],
+    "split(key(0))": [[1797259609, 2579123966], [928981903, 3453687069]],
+}
+
+
+def test_recorded_jax_values() -> None:
+    k = fg.random.PRNGKey(42)
+    assert k.tolist() == RECORDED["PRNGKey(42)"] and k.dtype is fg.uint32
+    assert fg.random.bits(k, (4,)).tolist() == RECORDED["bits(PRNGKey(42), (4,))"]
+    assert fg.random.split(k, 3).tolist() == RECORDED["split(PRNGKey(42), 3)"]
+    assert fg.random.fold_in(k, 7).tolist() == RECORDED["fold_in(PRNGKey(42), 7)"]
+    assert fg.random.key_data(fg.random.split(fg.random.key(0))).tolist() == RECORDED["split(key(0))"]
+    assert fg.random.PRNGKey(2**40 + 5).tolist() == [256, 5]  # JAX's 64-bit mode: the seed's high and low words
+    assert fg.random.PRNGKey(-1).tolist() == [0, 2**32 - 1]  # its default mode: an int32 seed has no high word
+
+
+@given(st.integers(-(2**31), 2**31 - 1), st.integers(0, 5), st.integers(0, 2**32 - 1))
+def test_keys_splits_and_bits_equal_jax(seed: int, n: int, data: int) -> None:
+    """Against JAX in its default (32-bit) mode; seeds beyond 32 bits, which need JAX's
+    64-bit mode, keep their high word (test_recorded_jax_values)."""
+    jax = _jax()
+    k, jk = fg.random.PRNGKey(seed), jax.random.PRNGKey(seed)
+    assert k.tolist() == np.asarray(jk).tolist()
+    assert fg.random.split(k, n).tolist() == np.asarray(jax.random.split(jk, n)).tolist()
+    assert fg.random.fold_in(k, data).tolist() == np.asarray(jax.random.fold_in(jk, data)).tolist()
+    assert fg.random.bits(k, (n, 2)).tolist() == np.asarray(jax.random.bits(jk, (n, 2))).tolist()
+    for dtype in ("float32", "float64") if jax.config.jax_enable_x64 else ("float32",):
+        got, want = fg.random.uniform(k, (n + 3,), dtype), jax.random.uniform(jk, (n + 3,), dtype)
+        assert got.numpy().tobytes() == np.asarray(want).tobytes()
+    got = fg.random.uniform(k, (7,), minval=-2.0, maxval=3.0)
+    assert got.numpy().tobytes() == np.asarray(jax.random.uniform(jk, (7,), minval=-2.0, maxval=3.0)).tobytes()
+
+
+def test_typed_keys_match_jax_keys() -> None:
+    jax = _jax()
+    k, jk = fg.random.key(7), jax.random.key(7)
+    assert fg.random.key_data(k).tolist() == np.asarray(jax.random.key_data(jk)).tolist()
+    keys = fg.random.split(k, 4)
+    assert isinstance(keys, fg.random.Key) and keys.shape == (4,) and isinstance(keys[1], fg.random.Key)
+    batched = fg.vmap(lambda kk: fg.random.uniform(kk, (3,)))(keys)
+    want = jax.vmap(lambda kk: jax.random.uniform(kk, (3,)))(jax.random.split(jk, 4))
+    assert batched.numpy().tobytes() == np.asarray(want).tobytes()
+
+
+def test_the_same_numbers_under_vmap_and_compile() -> None:
+    keys = fg.random.split(fg.random.key(1), 5)
+    draws = [lambda kk: fg.random.normal(kk, (4,)), lambda kk: fg.random.randint(kk, (3,), -5, 5),
+             lambda kk: fg.random.bernoulli(kk, 0.3, (6,)), lambda kk: fg.random.permutation(kk, 6),
+             lambda kk: fg.random.split(kk, 2), lambda kk: fg.random.fold_in(kk, 3)]
+    for draw in draws:
+        loop = np.stack([fg.random.key_data(draw(k)).numpy() if isinstance(draw(k), fg.random.Key)
+                         else draw(k).numpy() for k in keys])
+        for fn in (fg.vmap(draw), fg.compile(fg.vmap(draw))):
+            out = fn(keys)
+            np.testing.assert_array_equal(fg.random.key_data(out).numpy() if isinstance(out, fg.random.Key)
+                                          else out.numpy(), loop)
+        single = fg.compile(draw)(keys[2])
+        np.testing.assert_array_equal(fg.random.key_data(single).numpy() if isinstance(single, fg.random.Key)
+                                      else single.numpy(), loop[2])
+
+
+def test_dropout_style_masks_are_differentiable_through_the_values() -> None:
+    k = fg.random.key(0)
+    f = lambda x, kk: (x * fg.random.bernoulli(kk, 0.5, x.shape)).sum()  # noqa: E731
+    mask = fg.random.bernoulli(k, 0.5, (8,)).astype(fg.float32)
+    np.testing.assert_array_equal(fg.grad(f)(fg.ones(8), k).numpy(), mask.numpy())
+    np.testing.assert_array_equal(fg.compile(fg.grad(f))(fg.ones(8), k).numpy(), mask.numpy())
+
+
+def test_distributions() -> None:
+    k = fg.random.key(2024)
+    n = 200_000
+    u = fg.random.uniform(k, (n,), minval=2.0, maxval=5.0).numpy()
+    assert u.min() >= 2.0 and u.max() < 5.0 and abs(u.mean() - 3.5) < 0.01
+    for dtype in (fg.float32, fg.float64):
+        z = fg.random.normal(k, (n + 1,), dtype)
+        assert z.dtype is dtype and z.shape == (n + 1,)
+        assert abs(z.numpy().mean()) < 0.01 and abs(z.numpy().std() - 1.0) < 0.01
+        assert abs(np.mean(z.numpy() ** 4) - 3.0) < 0.05  # a normal's fourth moment
+    t = fg.random.truncated_normal(k, -0.5, 1.0, (n,)).numpy()
+    assert t.min() >= -0.5 and t.max() <= 1.0
+    a, b = -0.5, 1.0  # the mean of a standard normal truncated to [a, b]
+    pdf = lambda v: math.exp(-v * v / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    mass = (math.erf(b / math.sqrt(2)) - math.erf(a / math.sqrt(2))) / 2
+    assert abs(t.mean() - (pdf(a) - pdf(b)) / mass) < 0.01
+    r = fg.random.randint(k, (n,), -3, 4).numpy()
+    assert r.min() == -3 and r.max() == 3 and np.allclose(np.bincount(r + 3) / n, 1 / 7, atol=0.005)
+    assert abs(fg.random.bernoulli(k, 0.3, (n,)).numpy().mean() - 0.3) < 0.005
+    c = fg.random.categorical(k, fg.log(fg.asarray([0.2, 0.5, 0.3])), shape=(n,)).numpy()
+    np.testing.assert_allclose(np.bincount(c) / n, [0.2, 0.5, 0.3], atol=0.005)
+    assert abs(fg.random.gumbel(k, (n,)).numpy().mean() - 0.5772156649) < 0.01
+    assert sorted(fg.random.permutation(k, 50).tolist()) == list(range(50))
+    x = fg.arange(12).reshape(3, 4)
+    shuffled = fg.random.permutation(k, x, axis=1).numpy()
+    assert sorted(shuffled[0].tolist()) == [0, 1, 2, 3] and (shuffled // 4 == np.arange(3)[:, None]).all()
+    picked = fg.random.choice(k, 10, (6,), replace=False).tolist()
+    assert len(set(picked)) == 6 and all(0 <= p < 10 for p in picked)
+    weighted = fg.random.choice(k, 3, (n,), p=fg.asarray([0.1, 0.0, 0.9])).numpy()
+    assert (weighted != 1).all() and abs((weighted == 2).mean() - 0.9) < 0.005
+
+
+def test_key_errors() -> None:
+    k = fg.random.key(0)
+    with pytest.raises(fg.ArgumentTypeError, match="not a number"):
+        k + 1
+    with pytest.raises(fg.ArgumentTypeError, match="not a number"):
+        np.asarray(k)
+    with pytest.raises(fg.ShapeError, match="single key.*vmap"):
+        fg.random.uniform(fg.random.split(k, 3), (2,))
+    with pytest.raises(fg.ArgumentTypeError, match="expected a key"):
+        fg.random.normal(fg.ones(2), (3,))
+    with pytest.raises(fg.ArgumentTypeError, match="seed"):
+        fg.random.key(1.5)
+    with pytest.raises(fg.DTypeError, match="float32 or float64"):
+        fg.random.uniform(k, (2,), fg.int32)
+    with pytest.raises(fg.ShapeError, match="negative"):
+        fg.random.normal(k, (-1, 2))
+    with pytest.raises(fg.ArgumentValueError, match="without replacement"):
+        fg.random.choice(k, 3, (5,), replace=False)
+    assert fg.random.uniform(k, (3,)).tolist() == fg.random.uniform(k, (3,)).tolist()  # reuse: the same numbers
