@@ -1,0 +1,63 @@
+"""fg.random against NumPy's default generator, jax.random and torch.
+
+    normal(key, (1_000_000,)) float32, uniform(key, (1_000_000,)) float32
+
+Contenders run interleaved in one process; the ratios are paired (each round's ratio, then
+the median) against NumPy's ``default_rng().standard_normal`` / ``random``.
+
+    python benchmarks/bench_random.py [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
+
+import funcgrad as fg  # noqa: E402
+
+N = 1_000_000
+
+
+def contenders() -> dict:
+    rng = np.random.default_rng(0)
+    key = fg.random.key(0)
+    run = {"numpy|normal": lambda: rng.standard_normal(N, dtype=np.float32),
+           "numpy|uniform": lambda: rng.random(N, dtype=np.float32),
+           "funcgrad|normal": lambda: fg.random.normal(key, (N,)),
+           "funcgrad|uniform": lambda: fg.random.uniform(key, (N,))}
+    jax = optional("jax")
+    if jax is not None:
+        jkey = jax.random.key(0)
+        normal, uniform = jax.jit(lambda k: jax.random.normal(k, (N,))), jax.jit(lambda k: jax.random.uniform(k, (N,)))
+        run["jax.jit|normal"] = lambda: normal(jkey).block_until_ready()
+        run["jax.jit|uniform"] = lambda: uniform(jkey).block_until_ready()
+    torch = optional("torch")
+    if torch is not None:
+        gen = torch.Generator().manual_seed(0)
+        run["torch|normal"] = lambda: torch.randn(N, generator=gen)
+        run["torch|uniform"] = lambda: torch.rand(N, generator=gen)
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    run = contenders()
+    samples = interleaved_samples(run, args.rounds, 5, pause=0.25)
+    med, best = median_and_best(samples)
+    print("1e6 float32 values (median ms, best ms, paired ratio to NumPy)")
+    for key in run:
+        fw, what = key.split("|")
+        ratio = f"{paired_ratio(samples, key, 'numpy|' + what):6.2f}x numpy" if fw != "numpy" else ""
+        print(f"  {what:8s} {fw:10s} {med[key] * 1e3:8.2f} {best[key] * 1e3:8.2f}  {ratio}")
+
+
+if __name__ == "__main__":
+    main()
