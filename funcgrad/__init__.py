@@ -25,7 +25,6 @@ from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
 from .primitives import registry_lookup
 from . import nn, optim, testing, tree
-from .random_state import manual_seed
 from .serialization import load, save
 from .config import config
 from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compile, custom_jvp, custom_vjp,
@@ -33,6 +32,8 @@ from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compi
                          saved_residuals, stop_gradient, trace, value_and_grad, vjp, vmap)
 from .transforms import cond, fori_loop, scan, switch, while_loop
 from . import random  # noqa: E402
+from .random.generator import (Generator, bernoulli, manual_seed, multinomial, normal, rand, rand_like,  # noqa: E402
+                               randint, randn, randn_like, randperm)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

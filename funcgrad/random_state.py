@@ -1,14 +1,19 @@
-"""The global generator that PyTorch-style code uses: ``fg.manual_seed``.
+"""The global random state that PyTorch-style code uses (``fg.manual_seed``).
 
-``nn.init`` and ``Dropout`` draw from it. (Functional code should pass explicit
-keys instead; the counter-based ``fg.random`` module arrives with vmap/compile.)
+Two pieces: NumPy's generator, which ``nn.init`` draws from eagerly, and the key of
+``fg.random``'s default generator (``fg.rand``, ``Dropout``). The key lives here, below
+the arrays and the transforms, so that ``fg.compile`` can pass it into a program and take
+the new key out (``transforms/compiled.py``): a compiled function that draws from the
+default generator draws fresh numbers on every call. (Functional code passes keys.)
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["manual_seed", "generator"]
+__all__ = ["manual_seed", "generator", "default_key", "set_default_key"]
 
 _GENERATOR = np.random.default_rng(0)
 
@@ -21,3 +26,14 @@ def manual_seed(seed: int) -> None:
 
 def generator() -> np.random.Generator:
     return _GENERATOR
+
+
+_DEFAULT_KEY: list[Any] = [None]  # fg.random's default generator's key (an array once fg.random is loaded)
+
+
+def default_key() -> Any:
+    return _DEFAULT_KEY[0]
+
+
+def set_default_key(key: Any) -> None:
+    _DEFAULT_KEY[0] = key

@@ -146,3 +146,86 @@ def test_key_errors() -> None:
     with pytest.raises(fg.ArgumentValueError, match="without replacement"):
         fg.random.choice(k, 3, (5,), replace=False)
     assert fg.random.uniform(k, (3,)).tolist() == fg.random.uniform(k, (3,)).tolist()  # reuse: the same numbers
+
+
+# ---- PyTorch style: generators ---------------------------------------------------------------
+
+def test_manual_seed_and_generators_reproduce_their_draws() -> None:
+    fg.manual_seed(7)
+    first = [fg.rand(3), fg.randn(2, 2), fg.randint(0, 10, (4,)), fg.randperm(5)]
+    fg.manual_seed(7)
+    again = [fg.rand(3), fg.randn(2, 2), fg.randint(0, 10, (4,)), fg.randperm(5)]
+    for a, b in zip(first, again):
+        assert a.tolist() == b.tolist()
+    assert fg.rand(3).tolist() != first[0].tolist()  # the generator moved on
+    g, h = fg.Generator().manual_seed(3), fg.Generator().manual_seed(3)
+    assert fg.rand(4, generator=g).tolist() == fg.rand(4, generator=h).tolist()
+    state = g.get_state()
+    x = fg.randn(3, generator=g)
+    assert fg.randn(3, generator=g.set_state(state)).tolist() == x.tolist() and g.initial_seed() == 3
+
+
+def test_pytorch_style_draws() -> None:
+    fg.manual_seed(0)
+    assert fg.rand(2, 3).shape == (2, 3) and fg.rand((2, 3)).dtype is fg.float32
+    assert fg.randn(4, dtype=fg.float64).dtype is fg.float64
+    r = fg.randint(3, 6, (1000,)).numpy()
+    assert r.min() == 3 and r.max() == 5
+    assert sorted(fg.randperm(8).tolist()) == list(range(8))
+    n = fg.normal(fg.full((20_000,), 2.0), 0.5).numpy()
+    assert abs(n.mean() - 2.0) < 0.02 and abs(n.std() - 0.5) < 0.02
+    b = fg.bernoulli(fg.full((20_000,), 0.25))
+    assert b.dtype is fg.float32 and abs(b.numpy().mean() - 0.25) < 0.01
+    m = fg.multinomial(fg.asarray([[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]]), 2)
+    assert m[0, 0].item() == 1 and sorted(m[1].tolist()) == [0, 2]
+    counts = np.bincount(fg.multinomial(fg.asarray([0.2, 0.8]), 20_000, replacement=True).numpy()) / 20_000
+    np.testing.assert_allclose(counts, [0.2, 0.8], atol=0.01)
+    like = fg.randn_like(fg.ones((2, 2), dtype=fg.float64))
+    assert like.shape == (2, 2) and like.dtype is fg.float64 and fg.rand_like(like).dtype is fg.float64
+    with pytest.raises(fg.ArgumentValueError, match="without replacement"):
+        fg.multinomial(fg.asarray([0.5, 0.5]), 3)
+    with pytest.raises(fg.ArgumentValueError, match="greater"):
+        fg.randint(5, 5, (2,))
+
+
+def test_compiled_functions_thread_the_default_generator() -> None:
+    """A compiled function that draws from the default generator takes its key as an input
+    and gives the new key back: fresh numbers on every call, the eager stream exactly."""
+    noisy = fg.compile(lambda x: x + fg.rand(3))
+    fg.manual_seed(1)
+    eager = [fg.rand(3).tolist() for _ in range(3)]
+    fg.manual_seed(1)
+    compiled = [noisy(fg.zeros(3)).tolist() for _ in range(3)]
+    assert compiled == eager and noisy.cache_size() == 1
+    plain = fg.compile(lambda x: x * 2.0)
+    assert "uint32" not in str(plain.lower(fg.ones(2)).program)  # no draw: no key in or out
+
+
+def test_compiled_dropout_draws_fresh_masks_reproducibly() -> None:
+    fg.manual_seed(0)
+    model = fg.nn.Sequential(fg.nn.Linear(8, 8), fg.nn.Dropout(0.5))
+    compiled = fg.compile(model)
+    x = fg.ones((4, 8))
+
+    def masks():
+        return [(compiled(x).detach().numpy() == 0).tolist() for _ in range(3)]
+
+    fg.manual_seed(5)
+    first = masks()
+    fg.manual_seed(5)
+    assert masks() == first and first[0] != first[1]
+    model.eval()
+    assert not (compiled(x).detach().numpy() == 0).any()
+
+
+def test_functional_call_takes_an_explicit_key() -> None:
+    model = fg.nn.Dropout(0.5)
+    x = fg.ones(64)
+    before = fg.random.key_data(fg.random.default_generator.key).tolist()
+    a = fg.nn.functional_call(model, {}, x, rng=fg.random.key(3))
+    b = fg.nn.functional_call(model, {}, x, rng=fg.random.key(3))
+    c = fg.nn.functional_call(model, {}, x, rng=fg.random.key(4))
+    assert a.tolist() == b.tolist() != c.tolist()
+    assert fg.random.key_data(fg.random.default_generator.key).tolist() == before  # left as it was
+    per_key = fg.vmap(lambda k: fg.nn.functional_call(model, {}, x, rng=k))(fg.random.split(fg.random.key(3), 2))
+    assert per_key.shape == (2, 64) and per_key[0].tolist() != per_key[1].tolist()

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import dtypes as _dtypes
 from .. import ops
+from .. import random as _random
 from ..array import Array as _Array
 from ..array import ArrayBase
 from ..errors import ConcretizationError, DTypeError, ShapeError, named_errors
@@ -15,7 +16,7 @@ from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
-from ..random_state import generator
+from ..random import default_generator
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad
 from ..transforms import stop_gradient as _stop_gradient
@@ -131,7 +132,9 @@ def softmax(x: Any, dim: int = -1) -> Any:
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
-    """Zero elements with probability ``p`` and scale the rest by ``1/(1-p)`` (global generator)."""
+    """Zero elements with probability ``p`` and scale the rest by ``1/(1-p)``; the mask comes
+    from the default generator (``fg.manual_seed``; an explicit key through
+    ``fg.nn.functional_call(..., rng=key)``)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
     if not training or p == 0.0:
@@ -139,8 +142,9 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
     if p == 1.0:
         return x * 0.0
 
-    keep = generator().random(tuple(x.shape)) >= p
-    return x * ops.asarray(keep / (1.0 - p), x.dtype, device=x.device)  # the scale rounded once, in x's dtype
+    key = default_generator.next_key()  # (under fg.compile the default key is threaded: fresh masks per call)
+    keep = _random.bernoulli(key if key.device is x.device else key.to(x.device), 1.0 - p, tuple(x.shape))
+    return x * ops.where(keep, ops.asarray(1.0 / (1.0 - p), x.dtype, device=x.device), 0.0)  # the scale rounded once
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:

@@ -16,11 +16,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .. import random_state
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..dtypes import DType
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import asarray, zeros_like
+from ..random import key_data
 from ..transforms.compiled import compile as _compile
 from .parameter import Parameter
 
@@ -373,16 +375,24 @@ def _swapped(module: Module, params: dict[str, Any]) -> Iterator[None]:
             owner.__dict__[store][attr] = old
 
 
-def functional_call(module: Module, params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+def functional_call(module: Module, params: dict[str, Any], *args: Any, rng: Any = None, **kwargs: Any) -> Any:
     """Run ``module(*args)`` with ``params`` (dotted names -> arrays, tracers included) in place of
-    its parameters and buffers; the module itself is unchanged afterwards."""
+    its parameters and buffers; the module itself is unchanged afterwards. ``rng``: a key
+    (``fg.random.key``) that the call's random layers (``Dropout``) draw from instead of the
+    default generator, which it leaves as it was: the functional style's explicit randomness."""
     if not isinstance(params, dict):
         params = dict(params)
     for k, v in params.items():
         if not isinstance(v, ArrayBase):
             raise TypeError(f"functional_call: value for {k!r} is a {type(v).__name__}, not an array")
-    with _swapped(module, params):
-        return module(*args, **kwargs)
+    previous = random_state.default_key()
+    if rng is not None:
+        random_state.set_default_key(key_data(rng))
+    try:
+        with _swapped(module, params):
+            return module(*args, **kwargs)
+    finally:
+        random_state.set_default_key(previous)
 
 
 class CompiledModule:

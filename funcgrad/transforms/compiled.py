@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import random_state
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..config import config
@@ -72,9 +73,23 @@ class _Entry:
     """One traced signature: the optimised program, the traced one, and the closed-over
     values passed in as its first inputs."""
 
-    def __init__(self, traced: Program, program: Program, lifted: list[Any], out_tree: Any, cacheable: bool) -> None:
+    def __init__(self, traced: Program, program: Program, lifted: list[Any], out_tree: Any, cacheable: bool,
+                 keyed: bool) -> None:
         self.traced, self.program, self.lifted, self.out_tree = traced, program, lifted, out_tree
         self.cacheable = cacheable
+        self.keyed = keyed  # it draws from the default generator: its key is the input after the lifted values
+
+
+def _thread_key(traced: Program) -> tuple[Program, bool, Any]:
+    """A program traced with the default generator's key as its first input and the key's
+    new value as its last output: as it is if it drew from the generator, else without
+    both. Also whether it did, and its own outputs' tree."""
+    key_in, key_out = traced.invars[0], traced.outvars[-1]
+    user_tree = traced.out_tree.children[0]
+    if key_out is key_in:  # untouched: nothing to thread
+        return Program(traced.invars[1:], traced.constvars, traced.consts, traced.eqns, traced.outvars[:-1],
+                       None, user_tree), False, user_tree
+    return traced, True, user_tree
 
 
 def _lifted(x: Any) -> bool:
@@ -175,21 +190,33 @@ class Compiled:
         positions = [i for i, x in enumerate(arrays) if isinstance(x, ArrayBase)]
         nums = {n for n, _ in static if isinstance(n, int)}
 
+        key = random_state.default_key()  # the default generator's: an input, and its new value an output
+        keyed = key is not None
+
         def flat_fun(*dynamic: Any) -> Any:
+            if keyed:
+                random_state.set_default_key(dynamic[0])
+                dynamic = dynamic[1:]
             leaves = list(arrays)
             for i, d in zip(positions, dynamic):
                 leaves[i] = d
             dyn_args, dyn_kwargs = _tree.unflatten(structure, leaves)
             full = [args[i] if i in nums else a for i, a in enumerate(dyn_args)]
             out = self.fun(*full, **{**dyn_kwargs, **{k: kwargs[k] for k in kwargs if k in self.static_argnames}})
-            return _tree.map(lambda o: asarray(o) if isinstance(o, _SCALARS) else o, out)  # numbers: as arrays
+            out = _tree.map(lambda o: asarray(o) if isinstance(o, _SCALARS) else o, out)  # numbers: as arrays
+            return (out, random_state.default_key()) if keyed else out
 
-        dynamic = [arrays[i] for i in positions]
+        inputs = [key] * keyed + [arrays[i] for i in positions]
         token = _USER_TRANSFORM.set("compile")  # errors while tracing name fg.compile
         try:
-            traced, _ = make_program(flat_fun, [x.aval for x in dynamic], _tree.flatten(tuple(dynamic))[1])
+            traced, _ = make_program(flat_fun, [x.aval for x in inputs], _tree.flatten(tuple(inputs))[1])
         finally:
             _USER_TRANSFORM.reset(token)
+            if keyed:
+                random_state.set_default_key(key)
+        out_tree = traced.out_tree
+        if keyed:
+            traced, keyed, out_tree = _thread_key(traced)
         lift = [_lifted(c) for c in traced.consts]
         lifted = [c for c, k in zip(traced.consts, lift) if k]
         opened = Program([v for v, k in zip(traced.constvars, lift) if k] + traced.invars,
@@ -197,7 +224,7 @@ class Compiled:
                          [c for c, k in zip(traced.consts, lift) if not k], traced.eqns, traced.outvars)
         self._traces += 1
         cacheable = not any(isinstance(c, Tracer) for c in lifted)  # an enclosing transform's value: this call's own
-        return _Entry(traced, optimize(opened), lifted, traced.out_tree, cacheable)
+        return _Entry(traced, optimize(opened), lifted, out_tree, cacheable, keyed)
 
     def _explain(self, signature: Any) -> None:
         previous, self._last_signature = self._last_signature, signature
@@ -231,6 +258,12 @@ class Compiled:
         return _tree.unflatten(entry.out_tree, self._run(entry, dynamic))
 
     def _run(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
+        if entry.keyed:  # the default generator's key in, its new value out
+            params = {"donated": donated} if donated else {}
+            outs = list(_bind(compiled_call_p, *entry.lifted, random_state.default_key(), *dynamic,
+                              name=self.__name__, program=entry.program, **params))
+            random_state.set_default_key(outs.pop())
+            return outs
         if not entry.lifted and not len(dynamic):  # no array in: the program reads constants alone
             return entry.program.eval_flat([])
         params = {"donated": donated} if donated else {}
@@ -242,7 +275,7 @@ class Compiled:
         entry, dynamic, leaves = self._entry(args, kwargs)
         mask = [m for x, m in zip(leaves, self._donated_leaves(args, kwargs)) if _is_array_like(x)]
         given = [i for i, m in enumerate(mask) if m]
-        offset = len(entry.lifted)
+        offset = len(entry.lifted) + entry.keyed  # (the program's inputs: lifted values, the key, the arguments)
         for i in given:
             if any(entry.program.invars[offset + i] is v for v in entry.program.outvars):
                 raise ArgumentValueError(f"compile({self.__name__}): donated input {i} is also returned; a donated "

@@ -1,0 +1,192 @@
+"""PyTorch-style random numbers: ``fg.Generator``, ``fg.manual_seed`` and ``fg.rand``,
+``fg.randn``, ``fg.randint``, ``fg.randperm``, ``fg.normal``, ``fg.bernoulli``,
+``fg.multinomial``, ``fg.rand_like``, ``fg.randn_like``.
+
+A generator is a key that splits on every draw: the draw uses one half, the generator
+keeps the other. So the numbers are ``fg.random``'s (Threefry), reproducible from the
+seed, and the default generator's key can be threaded through a compiled program as an
+input and an output (``random_state``): a compiled function that calls ``fg.rand`` or a
+``Dropout`` in training mode draws fresh numbers on every call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import ops, random_state
+from ..array import ArrayBase
+from ..dtypes import as_dtype, float32, int64
+from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from . import keys as _keys
+
+__all__ = ["Generator", "default_generator", "manual_seed", "rand", "randn", "randint", "randperm", "normal",
+           "bernoulli", "multinomial", "rand_like", "randn_like"]
+
+
+class Generator:
+    """``torch.Generator``: ``manual_seed(seed)``, ``initial_seed()``, ``get_state()`` /
+    ``set_state(state)``; pass it as ``generator=`` to the draws."""
+
+    def __init__(self, device: Any = None, seed: int = 0) -> None:
+        self._seed = seed
+        self.key = _keys.PRNGKey(seed)
+
+    @property
+    def key(self) -> Any:
+        return self._key
+
+    @key.setter
+    def key(self, value: Any) -> None:
+        self._key = value
+
+    def manual_seed(self, seed: int) -> Generator:
+        self._seed = int(seed)
+        self.key = _keys.PRNGKey(seed)
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> Any:
+        return self.key
+
+    def set_state(self, state: Any) -> Generator:
+        self.key = _keys.key_data(state)
+        return self
+
+    def next_key(self) -> Any:
+        """A fresh key for one draw (the generator moves on)."""
+        self.key, sub = _keys.split(self.key)
+        return sub
+
+    def __repr__(self) -> str:
+        return f"<fg.Generator seed={self._seed}>"
+
+
+class _DefaultGenerator(Generator):
+    """The global generator: its key lives in ``random_state``, where ``fg.compile`` finds it."""
+
+    @property
+    def key(self) -> Any:
+        return random_state.default_key()
+
+    @key.setter
+    def key(self, value: Any) -> None:
+        random_state.set_default_key(value)
+
+
+default_generator = _DefaultGenerator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the global generators: ``fg.random``'s default one (``fg.rand``, ``Dropout``) and
+    the one ``nn.init`` draws from. Returns the default generator (as PyTorch does)."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ArgumentTypeError(f"manual_seed: the seed must be an int, got {seed!r}")
+    random_state.manual_seed(seed)
+    return default_generator.manual_seed(seed)
+
+
+def _size(size: tuple[Any, ...], op: str) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    try:
+        shape = tuple(int(d) for d in size)
+    except TypeError:
+        raise ArgumentTypeError(f"{op}: sizes must be ints, got {size!r}") from None
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"{op}: negative dimension in size {shape}")
+    return shape
+
+
+def _key(generator: Generator | None) -> Any:
+    return (generator if generator is not None else default_generator).next_key()
+
+
+def _finish(x: Any, dtype: Any, device: Any, requires_grad: bool) -> Any:
+    if dtype is not None:
+        x = x.astype(as_dtype(dtype))
+    if device is not None:
+        x = x.to(device)
+    return x.requires_grad_() if requires_grad else x
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Any:
+    """Uniform values in [0, 1) (``torch.rand``)."""
+    d = as_dtype(dtype) if dtype is not None else float32
+    return _finish(_keys.uniform(_key(generator), _size(size, "rand"), d), None, device, requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """Standard normal values (``torch.randn``)."""
+    d = as_dtype(dtype) if dtype is not None else float32
+    return _finish(_keys.normal(_key(generator), _size(size, "randn"), d), None, device, requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
+            dtype: Any = None, device: Any = None) -> Any:
+    """Integers in ``[low, high)`` (``torch.randint(high, size)`` or ``(low, high, size)``)."""
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise ArgumentValueError(f"randint: high ({high}) must be greater than low ({low})")
+    out = _keys.randint(_key(generator), _size((size,) if not isinstance(size, (tuple, list)) else (size,), "randint"),
+                        low, high, int64)
+    return _finish(out, dtype, device, False)
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Any:
+    """A random permutation of ``range(n)`` (``torch.randperm``)."""
+    return _finish(_keys.permutation(_key(generator), int(n)), dtype, device, False)
+
+
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None) -> Any:
+    """Normal values of mean ``mean`` and standard deviation ``std`` (arrays broadcast; with
+    numbers, ``size`` gives the shape), as ``torch.normal``."""
+    arrays = [v for v in (mean, std) if isinstance(v, ArrayBase)]
+    if size is None:
+        if not arrays:
+            raise ArgumentValueError("normal: give size when mean and std are numbers")
+        shape = ops.broadcast_shapes(*(tuple(a.shape) for a in arrays))
+    else:
+        shape = _size((size,) if not isinstance(size, (tuple, list)) else (size,), "normal")
+    dtype = arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else float32
+    return _keys.normal(_key(generator), shape, dtype) * std + mean
+
+
+def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
+    """0 or 1 with probability ``p`` per element, in ``p``'s dtype (``torch.bernoulli``)."""
+    p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=float32)
+    return _keys.bernoulli(_key(generator), p, tuple(p.shape)).astype(p.dtype)
+
+
+def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> Any:
+    """Indices drawn with weights ``probs`` (one row, or a batch of rows), as
+    ``torch.multinomial``: with replacement from the categorical distribution, without it
+    by Gumbel top-k."""
+    probs = probs if isinstance(probs, ArrayBase) else ops.asarray(probs, dtype=float32)
+    if probs.ndim not in (1, 2):
+        raise ShapeError(f"multinomial: probs must be 1-D or 2-D, got shape {tuple(probs.shape)}")
+    n = probs.shape[-1]
+    if not replacement and num_samples > n:
+        raise ArgumentValueError(f"multinomial: {num_samples} samples without replacement from {n} categories")
+    with np.errstate(divide="ignore"):  # a zero weight is a logit of -inf, never drawn
+        logits = ops.log(probs / ops.sum(probs, axis=-1, keepdims=True))
+    key = _key(generator)
+    if replacement:
+        return _keys.categorical(key, logits[..., None, :], shape=(*probs.shape[:-1], num_samples))
+    noisy = logits + _keys.gumbel(key, tuple(probs.shape), logits.dtype)
+    return ops.argsort(noisy, axis=-1, descending=True, stable=True)[..., :num_samples]
+
+
+def rand_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
+    return rand(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)
+
+
+def randn_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
+    return randn(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)
