@@ -168,3 +168,17 @@ def test_compiled_programs_fuse_elementwise_runs_into_one_kernel() -> None:
         compiled = fg.compile(f)
         assert compiled.lower(g).source.count("fused into one GPU kernel") == 1
         np.testing.assert_allclose(compiled(g).to("cpu").numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_random_draws_give_the_same_numbers_on_the_gpu() -> None:
+    """Threefry on the device: the same bits as on the CPU for the same key, so the same
+    draws (the transcendental functions of ``normal`` to within rounding)."""
+    key = fg.random.key(11)
+    on_gpu = key.to("gpu")
+    assert fg.random.bits(on_gpu, (6,)).to("cpu").tolist() == fg.random.bits(key, (6,)).tolist()
+    assert fg.random.uniform(on_gpu, (6,)).to("cpu").tolist() == fg.random.uniform(key, (6,)).tolist()
+    np.testing.assert_allclose(fg.random.normal(on_gpu, (6,)).to("cpu").numpy(), fg.random.normal(key, (6,)).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    x = fg.ones(8).to("gpu")
+    dropped = fg.nn.functional.dropout(x, 0.5)
+    assert dropped.device is x.device

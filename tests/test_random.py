@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 
+
 def _jax():
     try:
         import jax

@@ -68,6 +68,14 @@ class Key:
     def __iter__(self) -> Any:
         return (self[i] for i in range(len(self)))
 
+    def to(self, device: Any) -> Key:
+        """The keys on ``device``: draws from them run there (the same numbers)."""
+        return Key(self.data.to(device))
+
+    @property
+    def device(self) -> Any:
+        return self.data.device
+
     def __repr__(self) -> str:
         return f"Key(shape={self.shape}, data={self.data.tolist() if isinstance(self.data, ArrayBase) else '...'})"
 
@@ -164,8 +172,8 @@ def split(k: Any, num: int | Sequence[int] = 2) -> Any:
 def fold_in(k: Any, data: Any) -> Any:
     """A new key from ``k`` and an integer (a step number, a rank): ``split`` without the others."""
     k1, k2 = _single(k, "fold_in")
-    word = lax.convert(ops.asarray(data), uint32) if isinstance(data, ArrayBase) else \
-        ops.asarray(np.uint32(int(data) & 0xFFFFFFFF))
+    word = lax.convert(data, uint32) if isinstance(data, ArrayBase) else \
+        ops.asarray(np.uint32(int(data) & 0xFFFFFFFF), device=k1.device)
     if word.shape != ():
         raise ShapeError(f"fg.random.fold_in: data must be a scalar, got shape {tuple(word.shape)}")
     y1, y2 = _threefry(k1, k2, lax.zeros(k1, (), uint32), word)
@@ -221,7 +229,9 @@ def uniform(k: Any, shape: Any = (), dtype: Any = float32, minval: Any = 0.0, ma
     """Uniform values in ``[minval, maxval)`` (bit for bit ``jax.random.uniform``)."""
     shape, d = _shape(shape, "uniform"), _float_dtype(dtype, "uniform")
     unit = _unit(_bits(k, math.prod(shape), uint32 if d is float32 else uint64, "uniform"), d)
-    lo, hi = (ops.asarray(v, dtype=d) if not isinstance(v, ArrayBase) else v.astype(d) for v in (minval, maxval))
+    device = _words(k, "uniform").device
+    lo, hi = (ops.asarray(v, dtype=d, device=device) if not isinstance(v, ArrayBase) else v.astype(d)
+              for v in (minval, maxval))
     if d is float32:  # unit * (hi - lo) + lo rounded once, as XLA's fused multiply-add does
         scaled = lax.convert(lax.convert(unit, float64) * lax.convert(hi - lo, float64) + lax.convert(lo, float64),
                              float32)
@@ -252,7 +262,9 @@ def normal(k: Any, shape: Any = (), dtype: Any = float32) -> Any:
 def truncated_normal(k: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = float32) -> Any:
     """Normal values conditioned on ``[lower, upper]``, by inverting the normal CDF."""
     d = _float_dtype(dtype, "truncated_normal")
-    lo, hi = ops.asarray(lower, dtype=d), ops.asarray(upper, dtype=d)
+    device = _words(k, "truncated_normal").device
+    lo, hi = (v.astype(d) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=d, device=device)
+              for v in (lower, upper))
     shape = (ops.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)) if shape is None
              else _shape(shape, "truncated_normal"))
     sqrt2 = math.sqrt(2.0)
@@ -288,7 +300,9 @@ def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = int64) ->
     shape, d = _shape(shape, "randint"), as_dtype(dtype, op="fg.random.randint")
     if d.kind not in "iu":
         raise DTypeError(f"fg.random.randint: dtype must be an integer type, got {d}")
-    lo, hi = ops.asarray(minval, dtype=int64), ops.asarray(maxval, dtype=int64)
+    device = _words(k, "randint").device
+    lo, hi = (v.astype(int64) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=int64, device=device)
+              for v in (minval, maxval))
     span = lax.convert(ops.maximum(hi - lo, 1), uint64)
     words = _bits(k, math.prod(shape), uint64, "randint")
     return lax.reshape(lax.convert(lax.convert(words % span, int64) + lo, d), shape)
@@ -297,7 +311,7 @@ def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = int64) ->
 def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:
     """``True`` with probability ``p``: a uniform value below ``p``, from both words of each
     Threefry evaluation (half the work of ``uniform``'s JAX-exact bits)."""
-    p = ops.asarray(p, dtype=float32) if not isinstance(p, ArrayBase) else p
+    p = ops.asarray(p, dtype=float32, device=_words(k, "bernoulli").device) if not isinstance(p, ArrayBase) else p
     shape = tuple(p.shape) if shape is None else _shape(shape, "bernoulli")
     d = p.dtype if p.dtype.kind == "f" else float32
     return lax.reshape(_unit(_words_for(k, math.prod(shape), "bernoulli"), d), shape) < p
