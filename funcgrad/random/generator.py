@@ -90,15 +90,8 @@ def manual_seed(seed: int) -> Generator:
 
 
 def _size(size: tuple[Any, ...], op: str) -> tuple[int, ...]:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    try:
-        shape = tuple(int(d) for d in size)
-    except TypeError:
-        raise ArgumentTypeError(f"{op}: sizes must be ints, got {size!r}") from None
-    if any(d < 0 for d in shape):
-        raise ShapeError(f"{op}: negative dimension in size {shape}")
-    return shape
+    """PyTorch's sizes: ``rand(2, 3)`` or ``rand((2, 3))``."""
+    return _keys._shape(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size, op, "")
 
 
 def _key(generator: Generator | None) -> Any:

@@ -180,7 +180,7 @@ def fold_in(k: Any, data: Any) -> Any:
     return _like(k, ops.stack([y1, y2]))
 
 
-def _shape(shape: Any, op: str) -> tuple[int, ...]:
+def _shape(shape: Any, op: str, where: str = "fg.random.") -> tuple[int, ...]:
     if shape is None:
         return ()
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
@@ -188,9 +188,9 @@ def _shape(shape: Any, op: str) -> tuple[int, ...]:
     try:
         out = tuple(int(d) for d in shape)
     except TypeError:
-        raise ArgumentTypeError(f"fg.random.{op}: shape must be a tuple of ints, got {shape!r}") from None
+        raise ArgumentTypeError(f"{where}{op}: shape must be a tuple of ints, got {shape!r}") from None
     if any(d < 0 for d in out):
-        raise ShapeError(f"fg.random.{op}: negative dimension in shape {out}")
+        raise ShapeError(f"{where}{op}: negative dimension in shape {out}")
     return out
 
 
