@@ -32,7 +32,7 @@ opt_big.step()
 
 micro = 4
 opt_small.zero_grad()
-for xb, yb in zip(x.split(micro), y.split(micro)):
+for xb, yb in zip(x.chunk(micro), y.chunk(micro)):   # 4 pieces (x.split(8): pieces of 8)
     (F.cross_entropy(small(xb), yb) / micro).backward()   # accumulates into .grad
 opt_small.step()
 

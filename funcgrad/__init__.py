@@ -39,6 +39,15 @@ __version__ = "0.1.0"
 __array_api_version__ = "2023.12"
 
 bool_ = bool
+
+
+def tensor(data: object, dtype: object = None, device: object = None, requires_grad: bool = False) -> Array:
+    """``torch.tensor``: a new array holding ``data`` (``fg.array``)."""
+    return array(data, dtype=dtype, device=device, requires_grad=requires_grad)  # noqa: F405
+
+
+# PyTorch's dtype names (attributes only: ``from funcgrad import *`` must not shadow Python's float and int)
+long, int, float, double, half = int64, int32, float32, float64, float16  # noqa: A001
 e = _math.e
 pi = _math.pi
 inf = _math.inf
@@ -85,5 +94,5 @@ def __array_namespace_info__() -> _NS:
 # The public names: everything above but the implementation's subpackages (reachable as
 # attributes, e.g. ``fg.transforms.replay``, but not part of ``from funcgrad import *``).
 _INTERNAL = {"annotations", "backends", "dtypes", "errors", "ops", "primitives", "random_state", "serialization",
-             "transforms"}
+             "transforms", "long", "int", "float", "double", "half"}
 __all__ = [n for n in dir() if not n.startswith("_") and n not in _INTERNAL]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from . import dtypes as _dt
 from .backends.buffer import Buffer, read_only
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
-from .errors import DeviceMismatchError, DTypeError, FuncgradError, ShapeError
+from .errors import ArgumentValueError, DeviceMismatchError, DTypeError, FuncgradError, ShapeError
 from .primitives import core as _core
 from .primitives.core import Layout, Primitive, ShapedArray, explain_failure, fmt_shape
 from .primitives.elementwise import copy_p
@@ -138,6 +138,22 @@ class ArrayBase:
     __hash__ = object.__hash__  # identity, as torch.Tensor: arrays can key dicts and sets
 
     # -- immutability --------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        """Only for names the class lacks: PyTorch's in-place methods and ``.data`` get an
+        explanation instead of Python's bare "no attribute"."""
+        if name[:1] == "_":
+            raise AttributeError(name)
+        kind = type(self).__name__
+        if name.endswith("_") and (hasattr(type(self), name[:-1]) or name in _IN_PLACE):
+            raise AttributeError(
+                f"{kind}.{name}: funcgrad arrays are immutable, so there is no in-place {name}. Write "
+                f"`x = x.{name[:-1]}(...)`, which returns a new array (for an indexed update `x = x.at[i].set(v)`; "
+                "a Parameter changes through an optimizer, `with fg.no_grad(): p -= lr * p.grad`, or p.copy_(v)).")
+        if name == "data":
+            raise AttributeError(f"{kind}.data: funcgrad arrays have no .data: an array is already a value that "
+                                 "cannot change. Use x.detach() for the value without derivative history.")
+        raise AttributeError(f"'{kind}' object has no attribute '{name}'")
+
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
             "funcgrad arrays are immutable: `x[index] = value` cannot change x. "
@@ -165,8 +181,20 @@ class ArrayBase:
         return _ops.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
     def transpose(self, *axes: Any) -> Any:
+        """NumPy's ``transpose(axes)`` (a permutation of every axis: a tuple, or one int per
+        axis) and PyTorch's ``transpose(dim0, dim1)`` (swap two). On a 2-D array the two
+        readings of ``transpose(0, 1)`` differ (unchanged, or swapped): that is an error
+        naming both; ``transpose(1, 0)``, ``.T`` and ``swapaxes(0, 1)`` swap."""
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = axes[0]
+        elif len(axes) == 2 and all(isinstance(a, int) for a in axes):
+            if self.ndim != 2:  # not a permutation of every axis: PyTorch's swap
+                return _ops.swapaxes(self, *axes)
+            if axes[0] % 2 == 0 and axes[1] % 2 == 1:
+                raise ArgumentValueError(
+                    "transpose(0, 1) on a 2-D array reads two ways: NumPy's permutation (0, 1) leaves it unchanged, "
+                    "PyTorch's swaps dims 0 and 1. Write x.T or x.swapaxes(0, 1) to swap, or x.transpose((0, 1)) "
+                    "for NumPy's permutation.")
         return _ops.transpose(self, axes or None)
 
     def permute(self, *dims: Any) -> Any:
@@ -198,8 +226,24 @@ class ArrayBase:
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         return _ops.diagonal(self, offset, axis1, axis2)
 
-    def split(self, indices_or_sections: Any, axis: int = 0) -> Any:
-        return _ops.split(self, indices_or_sections, axis)
+    def split(self, split_size_or_sections: Any, dim: int = 0) -> Any:
+        """PyTorch's ``split`` (NumPy arrays have no such method): pieces of ``split_size``
+        along ``dim`` (the last may be shorter), or of each size in a list. (The function
+        ``fg.split(x, n)`` is NumPy's: ``n`` equal pieces.)"""
+        n = self.shape[dim]
+        if isinstance(split_size_or_sections, int):
+            size = split_size_or_sections
+            if size <= 0:
+                raise ArgumentValueError(f"split: split_size must be positive, got {size}")
+            sizes = [min(size, n - start) for start in range(0, n, size)] or [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if sum(sizes) != n:
+                raise ArgumentValueError(f"split: sizes {sizes} add up to {sum(sizes)}, not {n} (dim {dim})")
+        bounds = [0]
+        for k in sizes:
+            bounds.append(bounds[-1] + k)
+        return tuple(_ops.split(self, bounds[1:-1], dim)) if len(sizes) > 1 else (self,)
 
     def chunk(self, chunks: int, dim: int = 0) -> Any:
         return _ops.chunk(self, chunks, dim)
@@ -217,49 +261,83 @@ class ArrayBase:
         """A view with no derivative history (``fg.stop_gradient``): shares the buffer."""
         return _core.bind(stop_gradient_p, self)
 
-    # -- reductions and math as methods (NumPy names) -------------------------
-    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None) -> Any:
+    # -- reductions and math as methods (NumPy names; PyTorch's ``dim=``/``keepdim=`` too) ------
+    def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None, *,
+            dim: Any = None, keepdim: bool | None = None) -> Any:
         _no_out("sum", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.sum(self, axis, keepdims=keepdims, dtype=dtype)
 
-    def mean(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def mean(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
         _no_out("mean", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.mean(self, axis, keepdims=keepdims)
 
-    def prod(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def prod(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+             keepdim: bool | None = None) -> Any:
         _no_out("prod", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.prod(self, axis, keepdims=keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def max(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+            keepdim: bool | None = None) -> Any:
+        """NumPy's maximum over ``axis``; with PyTorch's ``dim=``, PyTorch's ``(values, indices)``."""
         _no_out("max", out)
+        if dim is not None:
+            keep = bool(keepdim)
+            return _Extremes(_ops.max(self, dim, keepdims=keep), _ops.argmax(self, dim, keepdims=keep))
         return _ops.max(self, axis, keepdims=keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def min(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+            keepdim: bool | None = None) -> Any:
+        """NumPy's minimum over ``axis``; with PyTorch's ``dim=``, PyTorch's ``(values, indices)``."""
         _no_out("min", out)
+        if dim is not None:
+            keep = bool(keepdim)
+            return _Extremes(_ops.min(self, dim, keepdims=keep), _ops.argmin(self, dim, keepdims=keep))
         return _ops.min(self, axis, keepdims=keepdims)
 
-    def argmax(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def argmax(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+               keepdim: bool | None = None) -> Any:
         _no_out("argmax", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.argmax(self, axis, keepdims=keepdims)
 
-    def argmin(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def argmin(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+               keepdim: bool | None = None) -> Any:
         _no_out("argmin", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.argmin(self, axis, keepdims=keepdims)
 
-    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, out: None = None) -> Any:
+    def var(self, axis: Any = None, ddof: int | None = None, keepdims: bool = False, out: None = None, *,
+            dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
+            unbiased: bool | None = None) -> Any:
+        """NumPy's variance (``ddof=0``); with PyTorch's ``dim=``, ``correction=`` or ``unbiased=``,
+        PyTorch's (``correction=1`` unless given)."""
         _no_out("var", out)
+        axis, keepdims, ddof = _variance_keywords(axis, keepdims, ddof, dim, keepdim, correction, unbiased)
         return _ops.var(self, axis, ddof=ddof, keepdims=keepdims)
 
-    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False, out: None = None) -> Any:
+    def std(self, axis: Any = None, ddof: int | None = None, keepdims: bool = False, out: None = None, *,
+            dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
+            unbiased: bool | None = None) -> Any:
+        """NumPy's standard deviation (``ddof=0``); with PyTorch's ``dim=``, ``correction=`` or
+        ``unbiased=``, PyTorch's (``correction=1`` unless given)."""
         _no_out("std", out)
+        axis, keepdims, ddof = _variance_keywords(axis, keepdims, ddof, dim, keepdim, correction, unbiased)
         return _ops.std(self, axis, ddof=ddof, keepdims=keepdims)
 
-    def any(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def any(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+            keepdim: bool | None = None) -> Any:
         _no_out("any", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.any(self, axis, keepdims=keepdims)
 
-    def all(self, axis: Any = None, keepdims: bool = False, out: None = None) -> Any:
+    def all(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
+            keepdim: bool | None = None) -> Any:
         _no_out("all", out)
+        axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.all(self, axis, keepdims=keepdims)
 
     def cumsum(self, axis: Any = None) -> Any:
@@ -274,11 +352,11 @@ class ArrayBase:
     def dot(self, other: Any) -> Any:
         return _ops.dot(self, other)
 
-    def sort(self, axis: int = -1, descending: bool = False) -> Any:
-        return _ops.sort(self, axis=axis, descending=descending)
+    def sort(self, axis: int = -1, descending: bool = False, *, dim: int | None = None) -> Any:
+        return _ops.sort(self, axis=axis if dim is None else dim, descending=descending)
 
-    def argsort(self, axis: int = -1, descending: bool = False) -> Any:
-        return _ops.argsort(self, axis=axis, descending=descending)
+    def argsort(self, axis: int = -1, descending: bool = False, *, dim: int | None = None) -> Any:
+        return _ops.argsort(self, axis=axis if dim is None else dim, descending=descending)
 
     def exp(self) -> Any: return _ops.exp(self)
     def log(self) -> Any: return _ops.log(self)
@@ -287,10 +365,238 @@ class ArrayBase:
     def sigmoid(self) -> Any: return _ops.sigmoid(self)
     def abs(self) -> Any: return _ops.abs(self)
 
+    # -- PyTorch spellings (docs/porting-from-pytorch.md lists them, and the two readings) --
+    def numel(self) -> int:
+        """The number of elements (PyTorch's ``numel()``; NumPy's ``size``)."""
+        return int(self.size)
+
+    def dim(self) -> int:
+        """The number of dimensions (PyTorch's ``dim()``; NumPy's ``ndim``)."""
+        return int(self.ndim)
+
+    def t(self) -> Any:
+        """The transpose of a matrix (a vector or scalar as it is), as ``torch.Tensor.t``."""
+        if self.ndim > 2:
+            raise ShapeError(f"t: expects at most 2 dimensions, got shape {fmt_shape(tuple(self.shape))}; "
+                             "use .mT or .swapaxes(-1, -2)")
+        return _ops.transpose(self) if self.ndim == 2 else self
+
+    def type_as(self, other: Any) -> Any:
+        """This array in ``other``'s dtype."""
+        return self.astype(other.dtype)
+
+    def view_as(self, other: Any) -> Any:
+        """This array's elements in ``other``'s shape, without copying (``view``'s rules)."""
+        return self.view(tuple(other.shape)) if hasattr(self, "view") else self.reshape(tuple(other.shape))
+
+    def reshape_as(self, other: Any) -> Any:
+        """This array's elements in ``other``'s shape."""
+        return self.reshape(tuple(other.shape))
+
+    def expand(self, *sizes: Any) -> Any:
+        """A broadcast view to ``sizes``; ``-1`` keeps a dimension (``torch.Tensor.expand``)."""
+        sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise ShapeError(f"expand: {len(sizes)} sizes for an array of shape {fmt_shape(tuple(self.shape))}")
+        shape = tuple(self.shape[i - lead] if d == -1 and i >= lead else d for i, d in enumerate(sizes))
+        return _ops.broadcast_to(self, shape)
+
+    def expand_as(self, other: Any) -> Any:
+        """A broadcast view to ``other``'s shape."""
+        return _ops.broadcast_to(self, tuple(other.shape))
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """Elements ``start:start + length`` along ``dim``: a view (``torch.Tensor.narrow``)."""
+        axis = dim % self.ndim
+        return self[(slice(None),) * axis + (slice(start, start + length),)]
+
+    def clone(self) -> Any:
+        """A copy with its own memory (derivatives flow through it, as PyTorch's ``clone``)."""
+        return _core.bind(copy_p, self)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+        """Zeros of ``size`` in this array's dtype and on its device (unless given)."""
+        return _ops.zeros(_size_args(size), dtype or self.dtype, device=device or self.device)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+        """Ones of ``size`` in this array's dtype and on its device (unless given)."""
+        return _ops.ones(_size_args(size), dtype or self.dtype, device=device or self.device)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+        """An array of ``size`` (zeros) in this array's dtype and on its device (unless given)."""
+        return self.new_zeros(*size, dtype=dtype, device=device)
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Any:
+        """``fill_value`` everywhere, in this array's dtype and on its device (unless given)."""
+        return _ops.full(_size_args((size,)), fill_value, dtype or self.dtype, device=device or self.device)
+
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None) -> Any:
+        """``data`` as an array in this array's dtype and on its device (unless given)."""
+        return _ops.asarray(data, dtype=dtype or self.dtype, device=device or self.device)
+
+    def eq(self, other: Any) -> Any:
+        """``self == other``, elementwise."""
+        return _ops.equal(self, other)
+
+    def ne(self, other: Any) -> Any:
+        """``self != other``, elementwise."""
+        return _ops.not_equal(self, other)
+
+    def lt(self, other: Any) -> Any:
+        """``self < other``, elementwise."""
+        return _ops.less(self, other)
+
+    def le(self, other: Any) -> Any:
+        """``self <= other``, elementwise."""
+        return _ops.less_equal(self, other)
+
+    def gt(self, other: Any) -> Any:
+        """``self > other``, elementwise."""
+        return _ops.greater(self, other)
+
+    def ge(self, other: Any) -> Any:
+        """``self >= other``, elementwise."""
+        return _ops.greater_equal(self, other)
+
+    def masked_fill(self, mask: Any, value: Any) -> Any:
+        """``value`` where ``mask`` is true, this array elsewhere (a new array)."""
+        value = value.astype(self.dtype) if isinstance(value, ArrayBase) else _ops.asarray(
+            value, dtype=self.dtype, device=self.device)
+        return _ops.where(mask, value, self)
+
+    def clamp(self, min: Any = None, max: Any = None) -> Any:
+        """Values limited to ``[min, max]`` (``clip``)."""
+        return _ops.clip(self, min, max)
+
+    def clamp_min(self, min: Any) -> Any:
+        """Values limited from below."""
+        return _ops.clip(self, min, None)
+
+    def clamp_max(self, max: Any) -> Any:
+        """Values limited from above."""
+        return _ops.clip(self, None, max)
+
+    def add(self, other: Any, alpha: Any = 1) -> Any:
+        """``self + alpha * other``."""
+        return _ops.add(self, other if alpha == 1 else _ops.multiply(other, alpha))
+
+    def sub(self, other: Any, alpha: Any = 1) -> Any:
+        """``self - alpha * other``."""
+        return _ops.subtract(self, other if alpha == 1 else _ops.multiply(other, alpha))
+
+    def mul(self, other: Any) -> Any:
+        """``self * other``."""
+        return _ops.multiply(self, other)
+
+    def div(self, other: Any, rounding_mode: str | None = None) -> Any:
+        """``self / other``; ``rounding_mode="floor"`` or ``"trunc"`` rounds the quotient."""
+        if rounding_mode is None:
+            return _ops.divide(self, other)
+        if rounding_mode == "floor":
+            return _ops.floor_divide(self, other)
+        if rounding_mode == "trunc":
+            quotient = _ops.trunc(_ops.divide(self, other))
+            integers = self.dtype.kind in "iu" and getattr(other, "dtype", _dt.int64).kind in "iu" and not isinstance(
+                other, float)
+            return quotient.astype(self.dtype) if integers else quotient  # integers stay integers, as in PyTorch
+        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+    def pow(self, exponent: Any) -> Any:
+        """``self ** exponent``."""
+        return _ops.power(self, exponent)
+
+    def matmul(self, other: Any) -> Any:
+        """``self @ other``."""
+        return _ops.matmul(self, other)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+        """The ``k`` largest (or smallest) entries along ``dim`` and their indices."""
+        return _ops.topk(self, k, dim=dim, largest=largest, sorted=sorted)
+
+    def float(self) -> Any:
+        """This array as float32."""
+        return self.astype(_dt.float32)
+
+    def double(self) -> Any:
+        """This array as float64."""
+        return self.astype(_dt.float64)
+
+    def half(self) -> Any:
+        """This array as float16."""
+        return self.astype(_dt.float16)
+
+    def bfloat16(self) -> Any:
+        """This array as bfloat16."""
+        return self.astype(_dt.bfloat16)
+
+    def long(self) -> Any:
+        """This array as int64."""
+        return self.astype(_dt.int64)
+
+    def int(self) -> Any:
+        """This array as int32."""
+        return self.astype(_dt.int32)
+
+    def bool(self) -> Any:
+        """This array as bool."""
+        return self.astype(_dt.bool_)
+
     def __array_namespace__(self, api_version: str | None = None) -> Any:
         if api_version not in (None, "2023.12", "2022.12", "2021.12"):
             raise ValueError(f"funcgrad implements the array API 2023.12, not {api_version!r}")
         return sys.modules["funcgrad"]  # the package this array belongs to (loaded: it loaded this module)
+
+
+_IN_PLACE = {"zero_", "fill_", "copy_", "normal_", "uniform_", "add_", "sub_", "mul_", "div_", "clamp_",
+             "masked_fill_", "index_add_", "scatter_", "addcmul_", "addcdiv_", "lerp_"}
+
+
+class _Extremes(NamedTuple):
+    """``x.max(dim=...)``: PyTorch's pair."""
+    values: Any
+    indices: Any
+
+
+def _axis_keywords(axis: Any, keepdims: bool, dim: Any, keepdim: bool | None) -> tuple[Any, bool]:
+    """NumPy's ``axis``/``keepdims`` or PyTorch's ``dim``/``keepdim`` (not both)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError("give axis (NumPy) or dim (PyTorch), not both")
+        axis = dim
+    return axis, keepdims if keepdim is None else bool(keepdim)
+
+
+def _variance_keywords(axis: Any, keepdims: bool, ddof: int | None, dim: Any, keepdim: bool | None,
+                       correction: int | None, unbiased: bool | None) -> tuple[Any, bool, int]:
+    """NumPy's ``ddof=0``, or PyTorch's ``correction=1`` when any PyTorch keyword is given."""
+    pytorch = dim is not None or correction is not None or unbiased is not None
+    axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
+    if ddof is None:
+        ddof = (correction if correction is not None else int(unbiased if unbiased is not None else True)) \
+            if pytorch else 0
+    return axis, keepdims, ddof
+
+
+def _size_args(size: tuple[Any, ...]) -> Any:
+    """``new_zeros(2, 3)`` or ``new_zeros((2, 3))``."""
+    return tuple(size[0]) if len(size) == 1 and not isinstance(size[0], int) else size
+
+
+class Size(int):
+    """An array's ``size``: NumPy's element count, which PyTorch code may also call:
+    ``x.size()`` is the shape and ``x.size(d)`` one dimension, as ``torch.Tensor.size``."""
+
+    def __new__(cls, shape: tuple[int, ...]) -> Size:
+        n = 1
+        for d in shape:
+            n *= d
+        self = super().__new__(cls, n)
+        self.shape = tuple(shape)
+        return self
+
+    def __call__(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
 
 
 class Array(ArrayBase):
@@ -414,8 +720,8 @@ class Array(ArrayBase):
         return self._data.ndim  # type: ignore[no-any-return]
 
     @property
-    def size(self) -> int:
-        return int(self._data.size)
+    def size(self) -> Size:
+        return Size(self._data.shape)
 
     @property
     def nbytes(self) -> int:

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..array import Array
 from ..errors import ConcretizationError, DTypeError
-from ..ops import asarray, zeros
+from ..ops import asarray, broadcast_to, zeros
+from ..transforms import is_grad_enabled
 from ..transforms.tape import AutogradMeta
 
 __all__ = ["Parameter"]
@@ -50,6 +51,46 @@ class Parameter(Array):
         self._device = value._device
         self._buf = value.buffer
         self._layout = value._layout_obj()
+
+    # -- PyTorch's ways of changing a parameter by hand, re-pointing it (the old value stays) --
+    @property
+    def data(self) -> Array:
+        """The value without derivative history (PyTorch's ``p.data``): a view, no copy."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        """``p.data = value``: the parameter now holds ``value`` (PyTorch's way to reset a weight)."""
+        self._assign(asarray(value).detach())
+
+    def copy_(self, src: Any) -> Parameter:
+        """The parameter now holds ``src``'s values, in its own dtype and shape."""
+        self._assign(broadcast_to(asarray(src).detach().astype(self._dtype), tuple(self.shape)))
+        return self
+
+    def zero_(self) -> Parameter:
+        """The parameter now holds zeros."""
+        return self.copy_(zeros(tuple(self.shape), self._dtype, device=self._device))
+
+    def _in_place(self, op: str, value: Any) -> Parameter:
+        if self.requires_grad and is_grad_enabled():
+            raise RuntimeError(f"p {op} ...: changing a Parameter that requires grad in place is only allowed under "
+                               f"fg.no_grad() (as in PyTorch): `with fg.no_grad(): p {op} lr * p.grad` (or use an "
+                               "optimizer, or p.copy_(value))")
+        self._assign(value.detach().astype(self._dtype))
+        return self
+
+    def __iadd__(self, other: Any) -> Parameter:
+        return self._in_place("+=", self + other)
+
+    def __isub__(self, other: Any) -> Parameter:
+        return self._in_place("-=", self - other)
+
+    def __imul__(self, other: Any) -> Parameter:
+        return self._in_place("*=", self * other)
+
+    def __itruediv__(self, other: Any) -> Parameter:
+        return self._in_place("/=", self / other)
 
     def __del__(self) -> None:  # the buffer is always owned by a Buffer here
         pass

@@ -223,21 +223,36 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     return _create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
 
 
+def _sizes(shape: Any, dtype: Any, more: tuple[Any, ...]) -> tuple[Any, Any]:
+    """PyTorch's ``zeros(3, 4)`` beside NumPy's ``zeros((3, 4), dtype)``: an int where the dtype
+    goes can only be another dimension."""
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+        return (shape, dtype, *more), None
+    if more:
+        raise TypeError(f"expected a shape then at most a dtype, got {(shape, dtype, *more)!r}")
+    return shape, dtype
+
+
 @_grad_leaf
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
+def zeros(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires_grad: bool = False) -> Array:
+    """Zeros of ``shape`` (``zeros((3, 4))``, or PyTorch's ``zeros(3, 4)``)."""
+    shape, dtype = _sizes(shape, dtype, more)
     dt, sh = _resolve(dtype, _dt.float32, "zeros"), _shape(shape, "zeros")
     return _create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
 
 
 @_grad_leaf
-def ones(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
+def ones(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires_grad: bool = False) -> Array:
+    """Ones of ``shape`` (``ones((3, 4))``, or PyTorch's ``ones(3, 4)``)."""
+    shape, dtype = _sizes(shape, dtype, more)
     dt, sh = _resolve(dtype, _dt.float32, "ones"), _shape(shape, "ones")
     return _create(device, lambda xp: xp.ones(sh, dtype=dt.np))
 
 
 @_grad_leaf
-def empty(shape: Any, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
+def empty(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires_grad: bool = False) -> Array:
     """Uninitialised in NumPy; here zeros, since an array can never be written later."""
+    shape, dtype = _sizes(shape, dtype, more)
     return zeros(shape, dtype, device=device)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,9 +30,10 @@ from ..primitives.shape import (
 )
 from .creation import asarray, tri
 from .elementwise import _own, _promote, _single, where
-from .indexing import take
+from .indexing import take, take_along_axis
 
-__all__ = ["reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis",
+__all__ = ["topk", "cat", "reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
+           "moveaxis",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "flatten", "ravel",
            "flip", "diagonal", "concatenate", "concat", "stack", "hstack", "vstack", "split", "array_split", "chunk",
            "unstack", "pad", "tile", "repeat", "sort", "argsort", "triu", "tril", "roll", "atleast_1d",
@@ -345,6 +346,29 @@ def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = 
 def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
     x = _single(x)
     return bind(argsort_p, x, axis=normalize_axis("argsort", axis, x.ndim), descending=bool(descending))
+
+
+def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
+    """``torch.cat``: ``concatenate`` with PyTorch's names."""
+    return concatenate(tensors, axis=dim)
+
+
+class TopK(NamedTuple):
+    values: Any
+    indices: Any
+
+
+def topk(x: Any, k: int, /, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopK:
+    """The ``k`` largest (or smallest) entries along ``dim`` and their indices (``torch.topk``),
+    in order; ties keep their order."""
+    x = _single(x)
+    axis = normalize_axis("topk", dim, x.ndim)
+    if not 0 <= k <= (x.shape[axis] if x.ndim else 1):
+        raise ShapeError(f"topk: k={k} is out of range for dim {dim} of shape {fmt_shape(tuple(x.shape))}")
+    order = argsort(x, axis=axis, descending=largest)
+    index = tuple(slice(0, k) if a == axis else slice(None) for a in range(x.ndim))
+    indices = order[index]
+    return TopK(take_along_axis(x, indices, axis=axis), indices)
 
 
 def _triangle(x: Any, k: int, lower: bool) -> Any:

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..array import Array, ArrayBase, concrete_value
+from ..array import Array, ArrayBase, Size, concrete_value
 from ..errors import ConcretizationError, TracerLeakError
 from ..ops import astype
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
@@ -121,7 +121,7 @@ class Tracer(ArrayBase):
 
     @property
     def size(self) -> int:
-        return self.aval.size
+        return Size(self.shape)
 
     def _evaluate(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """``bind`` with no interpreter active: this tracer escaped its transform."""
