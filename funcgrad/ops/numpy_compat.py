@@ -1,0 +1,302 @@
+"""NumPy functions that numerical code (JAX's and autograd's examples) calls, as
+compositions of the other ``fg.*`` functions: each differentiates through what it is
+made of, and is checked against NumPy (``tests/test_numpy_compat.py``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .. import dtypes as _dt
+from ..errors import ArgumentValueError, ShapeError
+from .creation import arange, asarray, zeros, zeros_like
+from .elementwise import (
+    _own,
+    _single,
+    abs,
+    equal,
+    isinf,
+    isnan,
+    less,
+    logaddexp,
+    maximum,
+    minimum,
+    remainder,
+    sin,
+    trunc,
+    where,
+)
+from .linalg import outer
+from .shaping import atleast_1d, concatenate, diagonal, flip, moveaxis, reshape, sort, split, stack, swapaxes, vstack
+
+__all__ = ["diag", "append", "mod", "fmod", "diff", "gradient", "kron", "cross", "select", "rot90", "rollaxis",
+           "flipud", "fliplr", "hsplit", "vsplit", "dsplit", "row_stack", "column_stack", "dstack", "atleast_3d",
+           "partition", "nan_to_num", "sinc", "logaddexp2", "fabs", "fmin", "fmax", "radians", "degrees",
+           "deg2rad", "rad2deg", "real", "imag", "conj", "angle"]
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """A 1-D array's square matrix with it on diagonal ``k``; a 2-D array's diagonal ``k``."""
+    v = _single(v)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ShapeError(f"diag: expects a 1-D or 2-D array, got shape {tuple(v.shape)}")
+    length, shift = v.shape[0], -k if k < 0 else k
+    positions = arange(length, device=v.device)
+    rows, cols = (positions + shift, positions) if k < 0 else (positions, positions + shift)
+    return zeros((length + shift, length + shift), v.dtype, device=v.device).at[rows, cols].set(v)
+
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """``arr`` followed by ``values`` (both flattened when ``axis`` is None)."""
+    arr, values = _single(arr), asarray(values)
+    if axis is None:
+        return concatenate([reshape(arr, (-1,)), reshape(values, (-1,))])
+    return concatenate([arr, values], axis=axis)
+
+
+def mod(x1: Any, x2: Any) -> Any:
+    """Python's remainder, with the divisor's sign (``remainder``)."""
+    return remainder(x1, x2)
+
+
+def fmod(x1: Any, x2: Any) -> Any:
+    """C's remainder, with the dividend's sign: ``x1 - trunc(x1 / x2) * x2``."""
+    x1 = _single(x1)
+    quotient = trunc(x1 / x2)
+    out = x1 - quotient * x2
+    return out.astype(x1.dtype) if x1.dtype.kind in "iu" and getattr(asarray(x2), "dtype", x1.dtype).kind in "iu" \
+        else out
+
+
+def diff(a: Any, n: int = 1, axis: int = -1) -> Any:
+    """The ``n``-th difference along ``axis``."""
+    a = _own(_single(a))
+    axis = axis % a.ndim
+    for _ in range(n):
+        length = a.shape[axis]
+        head = tuple(slice(1, length) if d == axis else slice(None) for d in range(a.ndim))
+        tail = tuple(slice(0, length - 1) if d == axis else slice(None) for d in range(a.ndim))
+        a = a[head] - a[tail]
+    return a
+
+
+def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+    """Central differences inside, one-sided differences at the ends (NumPy's ``gradient``
+    with scalar spacings and ``edge_order=1``); a list for several axes."""
+    f = _single(f)
+    if edge_order != 1:
+        raise ArgumentValueError("gradient: only edge_order=1")
+    axes = list(range(f.ndim)) if axis is None else ([axis] if isinstance(axis, int) else list(axis))
+    spacings = list(varargs) if len(varargs) > 1 else [varargs[0] if varargs else 1.0] * len(axes)
+    out = []
+    for ax, h in zip(axes, spacings):
+        ax %= f.ndim
+        n = f.shape[ax]
+        if n < 2:
+            raise ShapeError(f"gradient: axis {ax} needs at least 2 points, got shape {tuple(f.shape)}")
+
+        def part(start: int, stop: int, ax: int = ax) -> Any:
+            return f[tuple(slice(start, stop) if d == ax else slice(None) for d in range(f.ndim))]
+
+        pieces = [(part(1, 2) - part(0, 1)) / h]
+        if n > 2:
+            pieces.append((part(2, n) - part(0, n - 2)) / (2.0 * h))
+        pieces.append((part(n - 1, n) - part(n - 2, n - 1)) / h)
+        out.append(concatenate(pieces, axis=ax))
+    return out[0] if len(out) == 1 else out
+
+
+def kron(a: Any, b: Any) -> Any:
+    """The Kronecker product (blocks ``a[i, j] * b``)."""
+    a, b = atleast_1d(_single(a)), atleast_1d(_single(b))
+    nd = a.ndim if a.ndim >= b.ndim else b.ndim
+    a = reshape(a, (1,) * (nd - a.ndim) + tuple(a.shape))
+    b = reshape(b, (1,) * (nd - b.ndim) + tuple(b.shape))
+    product = reshape(outer(reshape(a, (-1,)), reshape(b, (-1,))), tuple(a.shape) + tuple(b.shape))
+    order = [k for d in range(nd) for k in (d, nd + d)]  # interleave each axis of a with b's
+    return reshape(product.transpose(order), tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def cross(a: Any, b: Any, axis: int = -1) -> Any:
+    """The cross product of 3-vectors along ``axis``."""
+    a, b = moveaxis(_single(a), axis, -1), moveaxis(_single(b), axis, -1)
+    if a.shape[-1] != 3 or b.shape[-1] != 3:
+        raise ShapeError(f"cross: vectors of 3 components needed, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    x1, y1, z1 = (a[..., i] for i in range(3))
+    x2, y2, z2 = (b[..., i] for i in range(3))
+    return moveaxis(stack([y1 * z2 - z1 * y2, z1 * x2 - x1 * z2, x1 * y2 - y1 * x2], axis=-1), -1, axis)
+
+
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+    """The first choice whose condition holds, elementwise; ``default`` where none does."""
+    if len(condlist) != len(choicelist):
+        raise ArgumentValueError(f"select: {len(condlist)} conditions for {len(choicelist)} choices")
+    out = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist)):
+        out = where(cond, choice, out)
+    return asarray(out)
+
+
+def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """``m`` turned by 90 degrees ``k`` times, from the first axis towards the second."""
+    m = _single(m)
+    k %= 4
+    if k == 0:
+        return _own(m)
+    if k == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    if k == 1:
+        return swapaxes(flip(m, axes[1]), axes[0], axes[1])
+    return flip(swapaxes(m, axes[0], axes[1]), axes[1])
+
+
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    """Axis ``axis`` moved to lie before position ``start`` (NumPy's older ``moveaxis``)."""
+    a = _single(a)
+    axis %= a.ndim
+    start = start % (a.ndim + 1) if start < 0 else start
+    return moveaxis(a, axis, start - 1 if axis < start else start)
+
+
+def flipud(m: Any) -> Any:
+    """Rows in reverse order (axis 0)."""
+    return flip(m, 0)
+
+
+def fliplr(m: Any) -> Any:
+    """Columns in reverse order (axis 1)."""
+    return flip(m, 1)
+
+
+def hsplit(a: Any, indices_or_sections: Any) -> list[Any]:
+    """``split`` along the second axis (the first for 1-D)."""
+    a = _single(a)
+    return split(a, indices_or_sections, 1 if a.ndim > 1 else 0)
+
+
+def vsplit(a: Any, indices_or_sections: Any) -> list[Any]:
+    """``split`` along the first axis."""
+    return split(a, indices_or_sections, 0)
+
+
+def dsplit(a: Any, indices_or_sections: Any) -> list[Any]:
+    """``split`` along the third axis."""
+    return split(a, indices_or_sections, 2)
+
+
+def row_stack(arrays: Sequence[Any]) -> Any:
+    """``vstack``."""
+    return vstack(arrays)
+
+
+def column_stack(arrays: Sequence[Any]) -> Any:
+    """1-D arrays as the columns of a 2-D array; 2-D arrays side by side."""
+    columns = [reshape(a, (-1, 1)) if a.ndim < 2 else a for a in (atleast_1d(_single(x)) for x in arrays)]
+    return concatenate(columns, axis=1)
+
+
+def atleast_3d(x: Any) -> Any:
+    """``x`` with at least three axes: ``(1, 1, 1)`` from 0-d, ``(1, n, 1)`` from 1-D,
+    ``(m, n, 1)`` from 2-D."""
+    x = _single(x)
+    if x.ndim == 0:
+        return reshape(x, (1, 1, 1))
+    if x.ndim == 1:
+        return reshape(x, (1, x.shape[0], 1))
+    return reshape(x, tuple(x.shape) + (1,)) if x.ndim == 2 else x
+
+
+def dstack(arrays: Sequence[Any]) -> Any:
+    """Arrays stacked along the third axis."""
+    return concatenate([atleast_3d(a) for a in arrays], axis=2)
+
+
+def partition(a: Any, kth: int, axis: int = -1) -> Any:
+    """Entries around the ``kth`` smallest: it in its sorted place, smaller ones before it,
+    larger ones after (a full sort satisfies NumPy's contract, and is what this returns)."""
+    a = _single(a)
+    length = a.shape[axis % a.ndim] if a.ndim else 1
+    if not -length <= kth < length:
+        raise ArgumentValueError(f"partition: kth={kth} is out of range for an axis of length {length}")
+    return sort(a, axis=axis)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Any:
+    """NaN as ``nan``, infinities as the largest finite values (or ``posinf``/``neginf``)."""
+    x = _single(x)
+    if x.dtype.kind != "f":
+        return _own(x)
+    info = _dt.finfo(x.dtype)
+    high = info.max if posinf is None else posinf
+    low = info.min if neginf is None else neginf
+    x = where(isnan(x), nan, x)
+    return where(isinf(x), where(less(x, 0), low, high), x)
+
+
+def sinc(x: Any) -> Any:
+    """``sin(pi x) / (pi x)``, 1 at 0 (its limit: the derivative there is 0 too)."""
+    x = _single(x)
+    zero = equal(x, 0)
+    safe = where(zero, 1.0, x) * math.pi
+    return where(zero, 1.0, sin(safe) / safe)
+
+
+def logaddexp2(x1: Any, x2: Any) -> Any:
+    """``log2(2**x1 + 2**x2)`` without overflow."""
+    return logaddexp(_single(x1) * math.log(2.0), _single(x2) * math.log(2.0)) / math.log(2.0)
+
+
+def fabs(x: Any) -> Any:
+    """The absolute value, as a float."""
+    x = _single(x)
+    return abs(x) if x.dtype.kind == "f" else abs(x).astype(_dt.float64)
+
+
+def fmin(x1: Any, x2: Any) -> Any:
+    """The smaller of each pair, ignoring NaN (a NaN only where both are)."""
+    return where(isnan(x1), x2, where(isnan(x2), x1, minimum(x1, x2)))
+
+
+def fmax(x1: Any, x2: Any) -> Any:
+    """The larger of each pair, ignoring NaN (a NaN only where both are)."""
+    return where(isnan(x1), x2, where(isnan(x2), x1, maximum(x1, x2)))
+
+
+def radians(x: Any) -> Any:
+    """Degrees to radians."""
+    return _single(x) * (math.pi / 180.0)
+
+
+def degrees(x: Any) -> Any:
+    """Radians to degrees."""
+    return _single(x) * (180.0 / math.pi)
+
+
+deg2rad, rad2deg = radians, degrees
+
+
+def real(x: Any) -> Any:
+    """The real part (funcgrad's arrays are real: ``x`` itself)."""
+    return _own(_single(x))
+
+
+def imag(x: Any) -> Any:
+    """The imaginary part (funcgrad's arrays are real: zeros)."""
+    return zeros_like(_single(x))
+
+
+def conj(x: Any) -> Any:
+    """The complex conjugate (funcgrad's arrays are real: ``x`` itself)."""
+    return _own(_single(x))
+
+
+def angle(x: Any, deg: bool = False) -> Any:
+    """The argument of each (real) value: 0, or pi where it is negative."""
+    x = _single(x)
+    dtype = x.dtype if x.dtype.kind == "f" else _dt.float64
+    half_turn = asarray(180.0 if deg else math.pi, dtype=dtype, device=x.device)
+    return where(less(x, 0), half_turn, asarray(0.0, dtype=dtype, device=x.device))

@@ -1,0 +1,86 @@
+"""The NumPy functions built as compositions (``ops/numpy_compat.py``): each against NumPy on
+random inputs, and their derivatives against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+from funcgrad.testing import check_grads
+
+RNG = np.random.default_rng(0)
+M = RNG.standard_normal((3, 4))
+V = RNG.standard_normal(5)
+
+CASES = [
+    ("diag 1-D", lambda xp, m, v: xp.diag(v, 1)),
+    ("diag 1-D below", lambda xp, m, v: xp.diag(v, -2)),
+    ("diag 2-D", lambda xp, m, v: xp.diag(m, 1)),
+    ("append flat", lambda xp, m, v: xp.append(m, v)),
+    ("append axis", lambda xp, m, v: xp.append(m, m, axis=1)),
+    ("mod", lambda xp, m, v: xp.mod(m * 5, 1.5)),
+    ("fmod", lambda xp, m, v: xp.fmod(m * 5, 1.5)),
+    ("diff", lambda xp, m, v: xp.diff(m, 2, axis=1)),
+    ("gradient 1-D", lambda xp, m, v: xp.gradient(v, 0.5)),
+    ("gradient axis", lambda xp, m, v: xp.gradient(m, axis=0)),
+    ("kron", lambda xp, m, v: xp.kron(m[:2, :2], m[1:, 2:])),
+    ("cross", lambda xp, m, v: xp.cross(m[:, :3], m[:, 1:])),
+    ("select", lambda xp, m, v: xp.select([m > 0.5, m < -0.5], [m * 2, m * 3], 0.0)),
+    ("rot90", lambda xp, m, v: xp.rot90(m)),
+    ("rot90 k=3", lambda xp, m, v: xp.rot90(m, 3)),
+    ("rot90 k=2", lambda xp, m, v: xp.rot90(m, 2)),
+    ("rollaxis", lambda xp, m, v: xp.rollaxis(xp.reshape(m, (3, 2, 2)), 2)),
+    ("flipud", lambda xp, m, v: xp.flipud(m)),
+    ("fliplr", lambda xp, m, v: xp.fliplr(m)),
+    ("hsplit", lambda xp, m, v: xp.hsplit(m, 2)[1]),
+    ("vsplit", lambda xp, m, v: xp.vsplit(m, [1])[1]),
+    ("column_stack", lambda xp, m, v: xp.column_stack([v, v * 2])),
+    ("dstack", lambda xp, m, v: xp.dstack([m, m])),
+    ("atleast_3d", lambda xp, m, v: xp.atleast_3d(v)),
+    ("nan_to_num", lambda xp, m, v: xp.nan_to_num(xp.log(m))),
+    ("sinc", lambda xp, m, v: xp.sinc(m)),
+    ("logaddexp2", lambda xp, m, v: xp.logaddexp2(m, m * 2)),
+    ("fabs", lambda xp, m, v: xp.fabs(m)),
+    ("fmin", lambda xp, m, v: xp.fmin(xp.log(m), m)),
+    ("fmax", lambda xp, m, v: xp.fmax(xp.log(m), m)),
+    ("radians", lambda xp, m, v: xp.radians(m)),
+    ("rad2deg", lambda xp, m, v: xp.rad2deg(m)),
+    ("real", lambda xp, m, v: xp.real(m)),
+    ("imag", lambda xp, m, v: xp.imag(m)),
+    ("conj", lambda xp, m, v: xp.conj(m)),
+    ("angle", lambda xp, m, v: xp.angle(m)),
+]
+
+
+@pytest.mark.parametrize("name,f", CASES, ids=[c[0] for c in CASES])
+def test_against_numpy(name: str, f) -> None:
+    with np.errstate(all="ignore"):
+        want = np.asarray(f(np, M, V))
+        got = f(fg, fg.asarray(M), fg.asarray(V)).numpy()
+    assert got.shape == want.shape, (name, got.shape, want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_partition_places_the_kth() -> None:
+    got = fg.partition(fg.asarray(V), 2).numpy()
+    assert got[2] == np.partition(V, 2)[2] and (got[:2] <= got[2]).all() and (got[3:] >= got[2]).all()
+
+
+DIFFERENTIABLE = ["diag 1-D", "diag 2-D", "append flat", "diff", "gradient axis", "kron", "cross", "select", "rot90",
+                  "dstack", "sinc", "logaddexp2", "fabs", "radians"]
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_derivatives(name: str) -> None:
+    f = dict(CASES)[name]
+    check_grads(lambda m, v: f(fg, m, v), (fg.asarray(M), fg.asarray(V)), order=2)
+
+
+@given(st.floats(-3, 3).filter(lambda x: abs(x) > 1e-3))
+def test_sinc_and_its_derivative_at_and_near_zero(x: float) -> None:
+    np.testing.assert_allclose(fg.sinc(fg.asarray(np.float64(x))).item(), np.sinc(x), rtol=1e-12)
+    zero = fg.asarray(np.float64(0.0))
+    assert fg.sinc(zero).item() == 1.0 and fg.grad(fg.sinc)(zero).item() == 0.0
