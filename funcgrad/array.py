@@ -268,11 +268,12 @@ class ArrayBase:
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.sum(self, axis, keepdims=keepdims, dtype=dtype)
 
-    def mean(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
-             keepdim: bool | None = None) -> Any:
+    def mean(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, *,
+             dim: Any = None, keepdim: bool | None = None) -> Any:
         _no_out("mean", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
-        return _ops.mean(self, axis, keepdims=keepdims)
+        x = self if dtype is None else self.astype(dtype)
+        return _ops.mean(x, axis, keepdims=keepdims)
 
     def prod(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
              keepdim: bool | None = None) -> Any:
@@ -310,23 +311,23 @@ class ArrayBase:
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.argmin(self, axis, keepdims=keepdims)
 
-    def var(self, axis: Any = None, ddof: int | None = None, keepdims: bool = False, out: None = None, *,
-            dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
+    def var(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int | None = None,
+            keepdims: bool = False, *, dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
             unbiased: bool | None = None) -> Any:
         """NumPy's variance (``ddof=0``); with PyTorch's ``dim=``, ``correction=`` or ``unbiased=``,
         PyTorch's (``correction=1`` unless given)."""
         _no_out("var", out)
         axis, keepdims, ddof = _variance_keywords(axis, keepdims, ddof, dim, keepdim, correction, unbiased)
-        return _ops.var(self, axis, ddof=ddof, keepdims=keepdims)
+        return _ops.var(self if dtype is None else self.astype(dtype), axis, ddof=ddof, keepdims=keepdims)
 
-    def std(self, axis: Any = None, ddof: int | None = None, keepdims: bool = False, out: None = None, *,
-            dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
+    def std(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int | None = None,
+            keepdims: bool = False, *, dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
             unbiased: bool | None = None) -> Any:
         """NumPy's standard deviation (``ddof=0``); with PyTorch's ``dim=``, ``correction=`` or
         ``unbiased=``, PyTorch's (``correction=1`` unless given)."""
         _no_out("std", out)
         axis, keepdims, ddof = _variance_keywords(axis, keepdims, ddof, dim, keepdim, correction, unbiased)
-        return _ops.std(self, axis, ddof=ddof, keepdims=keepdims)
+        return _ops.std(self if dtype is None else self.astype(dtype), axis, ddof=ddof, keepdims=keepdims)
 
     def any(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
             keepdim: bool | None = None) -> Any:
@@ -542,6 +543,21 @@ class ArrayBase:
         """This array as bool."""
         return self.astype(_dt.bool_)
 
+    def __round__(self, ndigits: int | None = None) -> Any:
+        """``round(x)``: a Python int for a single value (as for a float); with ``ndigits``, the
+        array rounded (half to even, as NumPy)."""
+        if ndigits is None:
+            if self.shape:
+                raise TypeError(f"round() of an array of shape {tuple(self.shape)}: use fg.round(x) or x.round()")
+            return round(self.item())
+        return _ops.round(self, ndigits)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NumPy's functions (``np.mean(x)``, ``np.concatenate([x, y])``) work on funcgrad arrays'
+        values and return NumPy arrays, as its ufuncs (``np.exp(x)``) do: NumPy computes, and
+        nothing it returns has derivatives. ``fg.*`` keeps arrays in funcgrad."""
+        return func(*_as_numpy(args), **_as_numpy(kwargs))
+
     def __array_namespace__(self, api_version: str | None = None) -> Any:
         if api_version not in (None, "2023.12", "2022.12", "2021.12"):
             raise ValueError(f"funcgrad implements the array API 2023.12, not {api_version!r}")
@@ -576,6 +592,17 @@ def _variance_keywords(axis: Any, keepdims: bool, ddof: int | None, dim: Any, ke
         ddof = (correction if correction is not None else int(unbiased if unbiased is not None else True)) \
             if pytorch else 0
     return axis, keepdims, ddof
+
+
+def _as_numpy(value: Any) -> Any:
+    """``value`` with every funcgrad array in it as a NumPy array (``__array_function__``)."""
+    if isinstance(value, ArrayBase):
+        return np.asarray(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_numpy(v) for k, v in value.items()}
+    return value
 
 
 def _size_args(size: tuple[Any, ...]) -> Any:
@@ -997,8 +1024,38 @@ class Array(ArrayBase):
             return format(self.item(), spec)
         return str(self)
 
+    # -- copying and pickling -------------------------------------------------
     def __reduce__(self) -> Any:
-        raise TypeError("funcgrad arrays do not pickle; use fg.save / fg.load (a pickle-free format)")
+        """Pickled as its values (a NumPy array: a GPU array comes to the host and goes back),
+        dtype, device and ``requires_grad``. (``fg.save`` writes files without pickle.)"""
+        return _rebuild, (self._host_values(), self._dtype.name, str(self._device), bool(self.requires_grad))
+
+    def __copy__(self) -> Array:
+        """The array itself: it can never change, so a copy could never differ."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Array:
+        """A new array with its own memory and the same values (a new leaf if it requires
+        grad, with a copy of its ``.grad``)."""
+        fn, args = self.__reduce__()
+        out = fn(*args)
+        memo[id(self)] = out
+        grad = self.grad if self.requires_grad else None
+        if grad is not None:
+            out.grad = grad.__deepcopy__(memo)
+        return out
+
+    def _host_values(self) -> np.ndarray:
+        data = self._data if self._device is CPU else self._device.backend.to_host(self._data)
+        return np.array(data)
+
+
+def _rebuild(values: np.ndarray, dtype: str, device: str, requires_grad: bool) -> Array:
+    """An array from its pickled parts (``Array.__reduce__``)."""
+    x = _ops.asarray(values.astype(_dt.as_dtype(dtype).np, copy=False))
+    if device != "cpu":
+        x = x.to(device)
+    return x.requires_grad_(True) if requires_grad else x
 
 
 def wrap_kernel_output(out: Any, device: Device) -> Array:

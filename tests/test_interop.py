@@ -70,11 +70,56 @@ def test_python_protocol() -> None:
     assert fg.array(2.5, dtype=fg.bfloat16).item() == 2.5 and fg.ones(2, fg.float16).tolist() == [1.0, 1.0]
 
 
-def test_arrays_do_not_pickle() -> None:
+def test_copies_and_pickles_of_arrays_parameters_modules_and_optimizers() -> None:
+    """``copy``, ``deepcopy`` and ``pickle`` (EMA copies, best-model snapshots, worker
+    processes); ``fg.load`` still never unpickles (test_serialization)."""
+    import copy
     import pickle
 
-    with pytest.raises(TypeError, match="fg.save"):
-        pickle.dumps(fg.ones(2))
+    x = fg.asarray(np.arange(6.0).reshape(2, 3)).astype(fg.bfloat16)
+    assert copy.copy(x) is x  # an immutable value: its copy is itself
+    for twin in (copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert twin is not x and twin.dtype is fg.bfloat16 and twin.tolist() == x.tolist()
+        assert not np.shares_memory(twin.numpy(), x.numpy())
+    leaf = fg.asarray([1.0, 2.0], requires_grad=True)
+    (leaf * 3).sum().backward()
+    deep = copy.deepcopy(leaf)
+    assert deep.requires_grad and deep.is_leaf and deep.grad.tolist() == [3.0, 3.0]
+    assert pickle.loads(pickle.dumps(leaf)).requires_grad
+
+    fg.manual_seed(0)
+    model = fg.nn.Sequential(fg.nn.Linear(3, 4), fg.nn.ReLU(), fg.nn.Linear(4, 2))
+    opt = fg.optim.Adam(model.parameters(), lr=0.1)
+    model(fg.ones((2, 3))).sum().backward()
+    opt.step()
+    snapshot = copy.deepcopy(model)
+    restored = pickle.loads(pickle.dumps(model))
+    for other in (snapshot, restored):
+        for (name, a), (_, b) in zip(model.named_parameters(), other.named_parameters()):
+            assert isinstance(b, fg.nn.Parameter) and b is not a and b.tolist() == a.tolist(), name
+    opt.step()  # the copies keep their values
+    assert snapshot[0].weight.tolist() != model[0].weight.tolist()
+    assert snapshot[0].weight.grad is not None  # deepcopy keeps .grad, as PyTorch's does
+    twin_opt = copy.deepcopy(opt)
+    assert twin_opt.state_dict()["param_groups"] == opt.state_dict()["param_groups"]
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        fg.grad(lambda v: pickle.dumps(v) and v.sum())(fg.ones(2))
+
+
+def test_numpy_functions_compute_in_numpy() -> None:
+    """The policy: NumPy's functions and ufuncs on funcgrad arrays compute on their values and
+    return NumPy arrays (``fg.*`` keeps arrays in funcgrad); ``round()`` works on one value."""
+    a = np.arange(6.0).reshape(2, 3)
+    x = fg.asarray(a)
+    for f in (np.mean, np.std, np.var, np.sum, np.max, np.exp, np.cumsum, np.sort, np.linalg.norm,
+              lambda v: np.concatenate([v, v]), lambda v: np.dot(v, v.T), lambda v: np.where(v > 2, v, 0),
+              lambda v: np.mean(v, axis=0, keepdims=True), lambda v: np.percentile(v, 50)):
+        got, want = f(x), f(a)
+        assert not isinstance(got, fg.Array)
+        np.testing.assert_allclose(got, want)
+    assert round(fg.asarray(2.6)) == 3 and round(fg.asarray(2.567), 2).item() == pytest.approx(2.57)
+    with pytest.raises(TypeError, match="fg.round"):
+        round(x)
 
 
 def test_array_namespace() -> None:

@@ -99,4 +99,18 @@ class Parameter(Array):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce__(self) -> Any:
-        raise TypeError("parameters do not pickle; use fg.save(module.state_dict(), path)")
+        """Pickled as its value and ``requires_grad`` (modules and optimizers pickle with it)."""
+        return Parameter, (self.detach(), bool(self.requires_grad))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
+        """A new Parameter with its own memory, the same values and a copy of its ``.grad``
+        (``copy.deepcopy(model)`` for EMA weights or a best-model snapshot)."""
+        out = Parameter(self.detach().__deepcopy__({}), requires_grad=bool(self.requires_grad))
+        memo[id(self)] = out
+        if self.grad is not None:
+            out.grad = self.grad.__deepcopy__(memo)
+        return out
+
+    def __copy__(self) -> Parameter:
+        """Another Parameter holding the same value (it can be re-pointed on its own)."""
+        return Parameter(self.detach(), requires_grad=bool(self.requires_grad))

@@ -165,6 +165,10 @@ class Tracer(ArrayBase):
     def numpy(self) -> Any:
         return self._value("numpy()").numpy()
 
+    def __reduce__(self) -> Any:
+        raise TypeError(f"a traced value of fg.{self._interp.transform} cannot be pickled or copied: it has no "
+                        "values yet. Return it from the transformed function first.")
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self._value("NumPy conversion").__array__(dtype, copy)
 
