@@ -1228,3 +1228,41 @@ def _device_mismatch(prim: Primitive, args: tuple[Any, ...]) -> DeviceMismatchEr
         f"{prim.name}: arrays are on different devices: {', '.join(devices)}. "
         "funcgrad never moves data implicitly; move one with x.to(device)."
     )
+
+
+# One-line summaries of the methods that are NumPy's or PyTorch's under the same name (each
+# calls the ``fg`` function of that name, whose documentation says more).
+_METHOD_SUMMARIES = {
+    "T": "The transpose (axes reversed): a view.", "mT": "The transpose of the last two axes: a view.",
+    "abs": "The absolute value.", "exp": "``e**x``.", "log": "The natural logarithm.", "sqrt": "The square root.",
+    "tanh": "The hyperbolic tangent.", "sigmoid": "``1 / (1 + exp(-x))``.", "round": "Rounded to ``decimals``.",
+    "all": "Whether every value along ``axis`` is true.", "any": "Whether any value along ``axis`` is true.",
+    "argmax": "The index of the maximum along ``axis``.", "argmin": "The index of the minimum along ``axis``.",
+    "argsort": "The indices that sort the array along ``axis`` (``dim``).", "sort": "Sorted along ``axis``.",
+    "sum": "The sum along ``axis`` (``dim``).", "mean": "The mean along ``axis`` (``dim``).",
+    "prod": "The product along ``axis`` (``dim``).", "cumsum": "The cumulative sum along ``axis``.",
+    "astype": "The array in another dtype (itself when it already has it and ``copy=False``).",
+    "broadcast_to": "A broadcast view to ``shape``.", "chunk": "``chunks`` nearly equal pieces along ``dim``.",
+    "clip": "Values limited to ``[min, max]``.", "diagonal": "A diagonal, as a view.", "dot": "The dot product.",
+    "expand_dims": "A new size-1 axis at ``axis`` (a view).", "unsqueeze": "A new size-1 axis at ``dim``.",
+    "flatten": "Axes ``start_dim`` to ``end_dim`` merged into one.", "flip": "Reversed along ``axis``.",
+    "permute": "The axes in the order given (a view).", "ravel": "Flattened to one axis.",
+    "repeat": "Each element repeated ``repeats`` times along ``axis``.", "reshape": "The elements in a new shape.",
+    "squeeze": "Size-1 axes removed (a view).", "swapaxes": "Two axes exchanged (a view).",
+    "take": "Elements at ``indices`` along ``axis``.", "cpu": "The array on the CPU.",
+    "aval": "The abstract value: shape, dtype and device.", "device": "The device the array lives on.",
+    "dtype": "The element type.", "shape": "The length of each axis.", "ndim": "The number of axes.",
+    "size": "The number of elements (an int; ``x.size()`` is PyTorch's shape).",
+    "itemsize": "Bytes per element.", "nbytes": "Bytes of the elements.",
+    "grad_fn": "The tape node that made this array (``None`` for a leaf or a constant).",
+    "requires_grad": "Whether ``.backward()`` computes a gradient for this array.",
+}
+for _cls in (ArrayBase, Array):
+    for _name, _summary in _METHOD_SUMMARIES.items():
+        _attr = _cls.__dict__.get(_name)
+        if _attr is None or (getattr(_attr, "__doc__", None) or "").strip():
+            continue
+        if isinstance(_attr, property):
+            setattr(_cls, _name, property(_attr.fget, _attr.fset, _attr.fdel, _summary))
+        else:
+            _attr.__doc__ = _summary

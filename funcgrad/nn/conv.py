@@ -311,6 +311,8 @@ def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
 
 
 class Conv2d(Module):
+    """A 2-D convolution (cross-correlation) over ``(N, C, H, W)`` inputs."""
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype: Any = None,
                  device: Any = None) -> None:
@@ -351,6 +353,8 @@ class Conv2d(Module):
 
 
 class MaxPool2d(Module):
+    """The maximum over windows of ``(N, C, H, W)`` inputs."""
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -382,6 +386,8 @@ class MaxUnpool2d(Module):
 
 
 class AvgPool2d(Module):
+    """The mean over windows of ``(N, C, H, W)`` inputs."""
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
@@ -397,6 +403,8 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
+    """The mean over windows that divide the input into ``output_size`` cells."""
+
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size

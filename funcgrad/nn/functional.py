@@ -12,7 +12,8 @@ from .. import random as _random
 from ..array import Array as _Array
 from ..array import ArrayBase
 from ..errors import ConcretizationError, DTypeError, ShapeError, named_errors
-from ..primitives.core import bind, fmt_shape
+from ..primitives.core import bind
+from ..primitives.core import fmt_shape as _fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.reduce import softmax_cross_entropy_p
@@ -54,6 +55,7 @@ def relu(x: Any) -> Any:
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:
+    """GELU: ``x * Phi(x)`` (``approximate=\"tanh\"``: the tanh form)."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
@@ -62,6 +64,7 @@ def gelu(x: Any, approximate: str = "none") -> Any:
 
 
 def silu(x: Any) -> Any:
+    """SiLU (swish): ``x * sigmoid(x)``."""
     return x * ops.sigmoid(x)
 
 
@@ -126,6 +129,7 @@ def _zero_d_dim(op: str, dim: Any) -> int:
 
 
 def softmax(x: Any, dim: int = -1) -> Any:
+    """``exp(x)`` normalized to sum to 1 along ``dim``."""
     if getattr(x, "ndim", None) == 0:
         _zero_d_dim("softmax", dim)
     return ops.exp(log_softmax(x, dim))
@@ -148,9 +152,11 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """Normalized over the last axes ``normalized_shape`` (mean 0, variance 1), then scaled and shifted."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
-        raise ShapeError(f"layer_norm: input of shape {fmt_shape(tuple(x.shape))} does not end with {fmt_shape(shape)}")
+        raise ShapeError(f"layer_norm: input of shape {_fmt_shape(tuple(x.shape))} does not end with "
+                         f"{_fmt_shape(shape)}")
     _same_dtype("layer_norm", x, weight, bias)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     mean = ops.mean(x, axes, keepdims=True)
@@ -262,8 +268,8 @@ def _check_class_targets(op: str, logits: Any, target: Any) -> Any:
                          "for class probabilities pass a float target of the input's shape")
     expected = (logits.shape[0],) + tuple(logits.shape[2:]) if logits.ndim > 1 else ()
     if tuple(target.shape) != expected:
-        raise ShapeError(f"{op}: input of shape {fmt_shape(tuple(logits.shape))} needs a target of shape "
-                         f"{fmt_shape(expected)}, got {fmt_shape(tuple(target.shape))}")
+        raise ShapeError(f"{op}: input of shape {_fmt_shape(tuple(logits.shape))} needs a target of shape "
+                         f"{_fmt_shape(expected)}, got {_fmt_shape(tuple(target.shape))}")
     return target
 
 
@@ -312,7 +318,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
     if isinstance(target, ArrayBase) and target.dtype.kind == "f":  # probabilities
         if tuple(target.shape) != tuple(input.shape):
             raise ShapeError(f"cross_entropy: a float target is read as class probabilities and needs the input's "
-                             f"shape {fmt_shape(tuple(input.shape))}, got {fmt_shape(tuple(target.shape))}; "
+                             f"shape {_fmt_shape(tuple(input.shape))}, got {_fmt_shape(tuple(target.shape))}; "
                              "class-index targets must be integers (int64)")
         c = input.shape[1] if input.ndim > 1 else input.shape[0]
         t = target * (1.0 - label_smoothing) + label_smoothing / c
@@ -340,18 +346,20 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int
 def _check_same(op: str, input: Any, target: Any) -> Any:
     target = ops.asarray(target, device=input.device) if not isinstance(target, ArrayBase) else target
     if tuple(target.shape) != tuple(input.shape):
-        raise ShapeError(f"{op}: input of shape {fmt_shape(tuple(input.shape))} and target of shape "
-                         f"{fmt_shape(tuple(target.shape))} differ")
+        raise ShapeError(f"{op}: input of shape {_fmt_shape(tuple(input.shape))} and target of shape "
+                         f"{_fmt_shape(tuple(target.shape))} differ")
     if target.dtype.kind != "f":
         raise DTypeError(f"{op}: target must be floating point, got {target.dtype}")
     return target
 
 
 def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
+    """The mean squared error (``reduction``: 'mean', 'sum' or 'none')."""
     return _reduce(ops.square(input - _check_same("mse_loss", input, target)), reduction, "mse_loss")
 
 
 def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
+    """The mean absolute error (``reduction``: 'mean', 'sum' or 'none')."""
     return _reduce(ops.abs(input - _check_same("l1_loss", input, target)), reduction, "l1_loss")
 
 

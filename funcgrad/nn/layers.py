@@ -88,34 +88,50 @@ class _Elementwise(Module):
 
 
 class LeakyReLU(_Elementwise):
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+
     fn, defaults, takes_inplace = staticmethod(F.leaky_relu), {"negative_slope": 0.01}, True
 
 
 class ELU(_Elementwise):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+
     fn, defaults, takes_inplace = staticmethod(F.elu), {"alpha": 1.0}, True
 
 
 class Softplus(_Elementwise):
+    """``log(1 + exp(beta * x)) / beta``, smooth ReLU."""
+
     fn, defaults = staticmethod(F.softplus), {"beta": 1.0, "threshold": 20.0}
 
 
 class ReLU(_Elementwise):
+    """``max(x, 0)``, elementwise."""
+
     fn, takes_inplace = staticmethod(F.relu), True
 
 
 class SiLU(_Elementwise):
+    """SiLU (swish): ``x * sigmoid(x)``."""
+
     fn, takes_inplace = staticmethod(F.silu), True
 
 
 class Tanh(_Elementwise):
+    """The hyperbolic tangent, elementwise."""
+
     fn = staticmethod(F.tanh)
 
 
 class Sigmoid(_Elementwise):
+    """``1 / (1 + exp(-x))``, elementwise."""
+
     fn = staticmethod(F.sigmoid)
 
 
 class GELU(Module):
+    """GELU: ``x * Phi(x)`` (``approximate='tanh'``: the tanh form)."""
+
     def __init__(self, approximate: str = "none") -> None:
         super().__init__()
         self.approximate = approximate
@@ -128,6 +144,8 @@ class GELU(Module):
 
 
 class Softmax(Module):
+    """``exp(x)`` normalized to sum to 1 along ``dim``."""
+
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
@@ -140,11 +158,15 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """``log(softmax(x))`` along ``dim``, computed stably."""
+
     def forward(self, x: Any) -> Any:
         return F.log_softmax(x, self.dim)
 
 
 class Flatten(Module):
+    """Axes ``start_dim`` to ``end_dim`` merged into one."""
+
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -174,6 +196,8 @@ class Dropout(Module):
 
 
 class LayerNorm(Module):
+    """Normalized over the last axes, with a learned scale and shift."""
+
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, dtype: Any = None, device: Any = None) -> None:
         super().__init__()
@@ -255,6 +279,8 @@ class Embedding(Module):
 
 
 class Sequential(Module):
+    """Modules applied one after another."""
+
     def __init__(self, *modules: Any) -> None:
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], OrderedDict):
@@ -285,6 +311,8 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
+    """A list of modules, registered as submodules."""
+
     def __init__(self, modules: Iterable[Module] = ()) -> None:
         super().__init__()
         for m in modules:
@@ -341,6 +369,8 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
+    """A dict of modules, registered as submodules."""
+
     def __init__(self, modules: dict[str, Module] | None = None) -> None:
         super().__init__()
         for k, m in (modules or {}).items():

@@ -17,16 +17,22 @@ class _Loss(Module):
 
 
 class MSELoss(_Loss):
+    """The mean squared error."""
+
     def forward(self, input: Any, target: Any) -> Any:
         return F.mse_loss(input, target, self.reduction)
 
 
 class L1Loss(_Loss):
+    """The mean absolute error."""
+
     def forward(self, input: Any, target: Any) -> Any:
         return F.l1_loss(input, target, self.reduction)
 
 
 class CrossEntropyLoss(_Loss):
+    """Softmax cross-entropy of logits against class labels (or probabilities)."""
+
     def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                  label_smoothing: float = 0.0) -> None:
         super().__init__(reduction)
@@ -37,6 +43,8 @@ class CrossEntropyLoss(_Loss):
 
 
 class NLLLoss(_Loss):
+    """The negative log-likelihood of log-probabilities at the class labels."""
+
     def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean") -> None:
         super().__init__(reduction)
         self.weight, self.ignore_index = weight, ignore_index
@@ -46,6 +54,8 @@ class NLLLoss(_Loss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of logits, computed stably."""
+
     def __init__(self, weight: Any = None, reduction: str = "mean", pos_weight: Any = None) -> None:
         super().__init__(reduction)
         self.weight, self.pos_weight = weight, pos_weight

@@ -91,8 +91,12 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
+    """Batch normalization over ``(N, C)`` or ``(N, C, L)`` inputs, with running statistics."""
+
     expected_ndim = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
+    """Batch normalization over ``(N, C, H, W)`` inputs, with running statistics."""
+
     expected_ndim = (4,)

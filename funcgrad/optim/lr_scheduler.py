@@ -6,13 +6,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer as _Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR"]
 
 
 class LRScheduler:
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
+    """The base of the schedulers: ``step()`` sets each group's ``lr`` from ``get_lr()``;
+    ``state_dict``/``load_state_dict``."""
+
+    def __init__(self, optimizer: _Optimizer, last_epoch: int = -1) -> None:
         self.optimizer = optimizer
         for g in optimizer.param_groups:
             g.setdefault("initial_lr", g["lr"])
@@ -40,7 +43,9 @@ class LRScheduler:
 
 
 class StepLR(LRScheduler):
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
+    """The learning rate times ``gamma`` every ``step_size`` epochs."""
+
+    def __init__(self, optimizer: _Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         self.step_size, self.gamma = step_size, gamma
         super().__init__(optimizer, last_epoch)
 
@@ -49,7 +54,9 @@ class StepLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
+    """The learning rate times ``gamma`` every epoch."""
+
+    def __init__(self, optimizer: _Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -58,7 +65,9 @@ class ExponentialLR(LRScheduler):
 
 
 class CosineAnnealingLR(LRScheduler):
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+    """The learning rate down a half cosine from the initial value to ``eta_min`` over ``T_max`` epochs."""
+
+    def __init__(self, optimizer: _Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
         self.T_max, self.eta_min = T_max, eta_min
         super().__init__(optimizer, last_epoch)
 
@@ -67,7 +76,9 @@ class CosineAnnealingLR(LRScheduler):
 
 
 class LambdaLR(LRScheduler):
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
+    """The initial learning rate times ``lr_lambda(epoch)``."""
+
+    def __init__(self, optimizer: _Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         n = len(optimizer.param_groups)
         self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n

@@ -96,6 +96,9 @@ def _add_scaled_into(p: Parameter, alpha: float, x: Any) -> bool:
 
 
 class Optimizer:
+    """The base of the PyTorch-style optimizers: parameter groups, ``zero_grad``, ``step``, ``state_dict``;
+    a new optimizer defines its update rule (see docs/optim.md)."""
+
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = dict(defaults)
         self.state: dict[Parameter, dict[str, Any]] = {}

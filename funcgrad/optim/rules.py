@@ -95,6 +95,8 @@ class AdamW(Adam):
 
 
 class RMSprop(Optimizer):
+    """RMSprop (PyTorch's): steps scaled by a running mean of squared gradients."""
+
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
                  maximize: bool = False) -> None:

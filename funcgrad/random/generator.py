@@ -178,8 +178,10 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
 
 
 def rand_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
+    """Uniform values in [0, 1) of ``x``'s shape, dtype and device."""
     return rand(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)
 
 
 def randn_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
+    """Standard normal values of ``x``'s shape, dtype and device."""
     return randn(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)

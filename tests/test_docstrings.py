@@ -1,0 +1,45 @@
+"""Every public function and class, and every public method and property of ``Array``, has
+a docstring whose first line summarizes it: the test walks the public namespaces."""
+
+from __future__ import annotations
+
+import inspect
+
+import funcgrad as fg
+
+SPACES = [("fg", fg), ("fg.nn", fg.nn), ("fg.nn.functional", fg.nn.functional), ("fg.optim", fg.optim),
+          ("fg.optim.lr_scheduler", fg.optim.lr_scheduler), ("fg.random", fg.random), ("fg.debug", fg.debug),
+          ("fg.testing", fg.testing), ("fg.memory", fg.memory), ("fg.autograd", fg.autograd)]
+
+
+def _own_doc(obj: object) -> str:
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else getattr(obj, "__doc__", None)
+    return (doc or "").strip()
+
+
+def _public() -> list[tuple[str, object]]:
+    found = []
+    for prefix, space in SPACES:
+        names = getattr(space, "__all__", None) or [n for n in dir(space) if not n.startswith("_")]
+        for name in names:
+            obj = getattr(space, name, None)
+            if inspect.ismodule(obj) or not (inspect.isfunction(obj) or isinstance(obj, type) or
+                                             callable(getattr(obj, "__wrapped__", None))):
+                continue
+            if not getattr(obj, "__module__", "").startswith("funcgrad"):
+                continue  # (a re-exported NumPy or Python object documents itself)
+            found.append((f"{prefix}.{name}", obj))
+    for name, attr in [*vars(fg.Array).items(), *vars(fg.Array.__mro__[1]).items()]:
+        if not name.startswith("_") and (inspect.isfunction(attr) or isinstance(attr, property)):
+            found.append((f"Array.{name}", attr))
+    return found
+
+
+def test_every_public_function_class_and_array_method_has_a_summary() -> None:
+    missing = sorted(name for name, obj in _public() if not _own_doc(obj))
+    assert not missing, f"{len(missing)} without a docstring: {missing}"
+
+
+def test_summaries_are_sentences() -> None:
+    short = sorted(name for name, obj in _public() if _own_doc(obj) and len(_own_doc(obj).splitlines()[0]) < 8)
+    assert not short, short
