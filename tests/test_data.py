@@ -7,9 +7,22 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
-from funcgrad.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset, IterableDataset, RandomSampler,
-                                 SequentialSampler, Subset, SubsetRandomSampler, TensorDataset, WeightedRandomSampler,
-                                 default_collate, get_worker_info, random_split)
+from funcgrad.utils.data import (
+    BatchSampler,
+    ConcatDataset,
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    RandomSampler,
+    SequentialSampler,
+    Subset,
+    SubsetRandomSampler,
+    TensorDataset,
+    WeightedRandomSampler,
+    default_collate,
+    get_worker_info,
+    random_split,
+)
 
 X = fg.asarray(np.arange(40.0, dtype=np.float32).reshape(20, 2))
 Y = fg.arange(20)

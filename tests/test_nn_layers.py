@@ -73,8 +73,14 @@ def test_other_initialisers() -> None:
                            m.Linear(4, 4), m.ELU(inplace=True), m.Linear(4, 4), m.SiLU(True),
                            m.Dropout(0.3, inplace=True).eval(), m.Identity(7, k=1)),
     lambda m: m.Sequential(m.Linear(5, 4), m.BatchNorm1d(4, bias=False)),
+    lambda m: m.Sequential(m.Linear(5, 5), m.ReLU6(True)), lambda m: m.Hardtanh(-0.5, 0.7), lambda m: m.Hardsigmoid(),
+    lambda m: m.Hardswish(), lambda m: m.Mish(), lambda m: m.LogSigmoid(), lambda m: m.Softsign(), lambda m: m.SELU(),
+    lambda m: m.CELU(0.5), lambda m: m.Threshold(0.1, 20.0), lambda m: m.Sequential(m.Linear(5, 4), m.GLU()),
+    lambda m: m.PReLU(), lambda m: m.PReLU(5, 0.1), lambda m: m.Softmin(dim=1),
 ], ids=["linear", "gelu", "layernorm", "softmax", "logsoftmax", "flatten", "leaky_relu", "elu", "softplus",
-        "gelu_tanh", "layernorm_no_affine", "layernorm_no_bias", "inplace_activations", "batchnorm_no_bias"])
+        "gelu_tanh", "layernorm_no_affine", "layernorm_no_bias", "inplace_activations", "batchnorm_no_bias",
+        "relu6", "hardtanh", "hardsigmoid", "hardswish", "mish", "logsigmoid", "softsign", "selu", "celu",
+        "threshold", "glu", "prelu", "prelu_channels", "softmin"])
 def test_layers_match_pytorch(make) -> None:
     torch.manual_seed(0)  # the initial weights: the same whatever ran before (float32 tolerances)
     rng = np.random.default_rng(0)

@@ -6,25 +6,38 @@ from . import functional, init, utils
 from .attention import LSTM, MultiheadAttention
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d, MaxUnpool2d
 from .layers import (
+                     CELU,
                      ELU,
                      GELU,
+                     GLU,
+                     SELU,
                      Dropout,
                      Embedding,
                      Flatten,
+                     Hardsigmoid,
+                     Hardswish,
+                     Hardtanh,
                      Identity,
                      LayerNorm,
                      LeakyReLU,
                      Linear,
+                     LogSigmoid,
                      LogSoftmax,
+                     Mish,
                      ModuleDict,
                      ModuleList,
+                     PReLU,
                      ReLU,
+                     ReLU6,
                      Sequential,
                      Sigmoid,
                      SiLU,
                      Softmax,
+                     Softmin,
                      Softplus,
+                     Softsign,
                      Tanh,
+                     Threshold,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module, functional_call
@@ -35,4 +48,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss",
            "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d", "MaxUnpool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "MultiheadAttention", "LSTM"]
+           "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "MultiheadAttention", "LSTM",
+           "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
+           "Threshold", "GLU", "PReLU", "Softmin"]

@@ -90,6 +90,85 @@ def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     return ops.where(bx > threshold, x, ops.logaddexp(0.0, bx) / beta)
 
 
+def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:
+    """``x`` clipped to ``[min_val, max_val]`` (the derivative is 0 at the bounds, as PyTorch's)."""
+    return ops.where(x <= min_val, min_val, ops.where(x >= max_val, max_val, x)).astype(x.dtype)
+
+
+def relu6(x: Any) -> Any:
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+def hardsigmoid(x: Any) -> Any:
+    """``relu6(x + 3) / 6``: a piecewise-linear sigmoid."""
+    return relu6(x + 3.0) / 6.0
+
+
+def hardswish(x: Any) -> Any:
+    """``x * relu6(x + 3) / 6``."""
+    return x * hardsigmoid(x)
+
+
+def mish(x: Any) -> Any:
+    """``x * tanh(softplus(x))``."""
+    return x * ops.tanh(softplus(x))
+
+
+def logsigmoid(x: Any) -> Any:
+    """``log(sigmoid(x))``, computed without overflow (``-softplus(-x)``)."""
+    return -ops.logaddexp(0.0, -x)
+
+
+def softsign(x: Any) -> Any:
+    """``x / (1 + |x|)``."""
+    return x / (1.0 + ops.abs(x))
+
+
+def softmin(x: Any, dim: int | None = None) -> Any:
+    """``softmax(-x)`` along ``dim`` (PyTorch's implicit dim when ``None``)."""
+    return softmax(-x, _implicit_dim(x, dim))
+
+
+def _implicit_dim(x: Any, dim: int | None) -> int:
+    """PyTorch's dim for a softmax given none: 0 for 0-, 1- and 3-D inputs, else 1."""
+    return dim if dim is not None else (0 if x.ndim in (0, 1, 3) else 1)
+
+
+def threshold(x: Any, threshold: float, value: float) -> Any:
+    """``x`` where it is above ``threshold``, else ``value``."""
+    return ops.where(x > threshold, x, value).astype(x.dtype)
+
+
+def glu(x: Any, dim: int = -1) -> Any:
+    """The gated linear unit: the first half of ``dim`` times the sigmoid of the second."""
+    n = x.shape[dim]
+    if n % 2:
+        raise ShapeError(f"glu: dim {dim} has odd size {n}; it must split in two halves")
+    a, b = x.split(n // 2, dim)
+    return a * ops.sigmoid(b)
+
+
+def prelu(x: Any, weight: Any) -> Any:
+    """``x`` where non-negative, ``weight * x`` elsewhere; one weight per channel (dim 1) or one for all."""
+    if weight.size > 1:
+        weight = ops.reshape(weight, (1, weight.size) + (1,) * (x.ndim - 2) if x.ndim > 1 else (weight.size,))
+    return ops.where(x >= 0, x, weight * x)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def selu(x: Any) -> Any:
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def celu(x: Any, alpha: float = 1.0) -> Any:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    return ops.where(x > 0, x, alpha * ops.expm1(ops.minimum(x, 0.0) / alpha))
+
+
 def normalize(x: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Any:
     """``x`` over its ``p``-norm along ``dim``, the norm held at least ``eps`` (PyTorch's
     ``F.normalize``). The floor is taken before the root, so a zero vector's gradient is

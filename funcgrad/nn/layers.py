@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .. import dtypes as _dt
 from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
@@ -17,7 +18,9 @@ from .parameter import Parameter
 
 __all__ = ["Identity", "Linear", "ReLU", "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList",
-           "ModuleDict"]
+           "ModuleDict",
+           "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
+           "Threshold", "GLU", "PReLU", "Softmin"]
 
 
 class Identity(Module):
@@ -129,6 +132,90 @@ class Sigmoid(_Elementwise):
     fn = staticmethod(F.sigmoid)
 
 
+class ReLU6(_Elementwise):
+    """``min(max(x, 0), 6)``."""
+
+    fn, takes_inplace = staticmethod(F.relu6), True
+
+
+class Hardtanh(_Elementwise):
+    """``x`` clipped to ``[min_val, max_val]``."""
+
+    fn, defaults, takes_inplace = staticmethod(F.hardtanh), {"min_val": -1.0, "max_val": 1.0}, True
+
+
+class Hardsigmoid(_Elementwise):
+    """``relu6(x + 3) / 6``."""
+
+    fn, takes_inplace = staticmethod(F.hardsigmoid), True
+
+
+class Hardswish(_Elementwise):
+    """``x * relu6(x + 3) / 6``."""
+
+    fn, takes_inplace = staticmethod(F.hardswish), True
+
+
+class Mish(_Elementwise):
+    """``x * tanh(softplus(x))``."""
+
+    fn, takes_inplace = staticmethod(F.mish), True
+
+
+class LogSigmoid(_Elementwise):
+    """``log(sigmoid(x))``, without overflow."""
+
+    fn = staticmethod(F.logsigmoid)
+
+
+class Softsign(_Elementwise):
+    """``x / (1 + |x|)``."""
+
+    fn = staticmethod(F.softsign)
+
+
+class SELU(_Elementwise):
+    """The self-normalizing ELU."""
+
+    fn, takes_inplace = staticmethod(F.selu), True
+
+
+class CELU(_Elementwise):
+    """The continuously differentiable ELU."""
+
+    fn, defaults, takes_inplace = staticmethod(F.celu), {"alpha": 1.0}, True
+
+
+class Threshold(_Elementwise):
+    """``x`` above ``threshold``, else ``value``."""
+
+    fn, defaults, takes_inplace = staticmethod(F.threshold), {"threshold": 0.0, "value": 0.0}, True
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__(threshold, value, inplace)
+
+
+class GLU(_Elementwise):
+    """The gated linear unit along ``dim``."""
+
+    fn, defaults = staticmethod(F.glu), {"dim": -1}
+
+
+class PReLU(Module):
+    """``x`` where non-negative, a learned ``weight * x`` elsewhere (one weight, or one per channel)."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(ops.full((num_parameters,), init, dtype or _dt.float32, device=device))
+
+    def forward(self, x: Any) -> Any:
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
 class GELU(Module):
     """GELU: ``x * Phi(x)`` (``approximate='tanh'``: the tanh form)."""
 
@@ -155,6 +242,16 @@ class Softmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Softmax):
+    """``softmax(-x)`` along ``dim``."""
+
+    def __init__(self, dim: int | None = None) -> None:
+        super().__init__(dim)  # type: ignore[arg-type]
+
+    def forward(self, x: Any) -> Any:
+        return F.softmin(x, self.dim)
 
 
 class LogSoftmax(Softmax):
