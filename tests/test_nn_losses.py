@@ -221,3 +221,43 @@ def test_normalize_and_one_hot_match_pytorch() -> None:
         F.gelu(fg.ones(2), approximate="exact")
     with pytest.raises(TypeError, match="unexpected keyword argument 'slope'"):
         nn.LeakyReLU(slope=0.1)
+
+
+def _loss_cases():
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    p, t01 = rng.uniform(0.05, 0.95, (4, 3)), rng.integers(0, 2, (4, 3)).astype(np.float64)
+    logp = np.log(rng.dirichlet(np.ones(3), 4))
+    q = rng.dirichlet(np.ones(3), 4)
+    sign = np.where(rng.random(4) > 0.5, 1.0, -1.0)
+    v1, v2 = rng.standard_normal(4), rng.standard_normal(4)
+    counts = rng.poisson(2.0, (4, 3)).astype(np.float64)
+    return [
+        ("BCELoss", (p, t01), {}), ("BCELoss", (p, t01), {"reduction": "sum"}),
+        ("SmoothL1Loss", (x, y), {"beta": 0.5}), ("SmoothL1Loss", (x, y), {"reduction": "none"}),
+        ("HuberLoss", (x, y), {"delta": 0.7}), ("KLDivLoss", (logp, q), {"reduction": "batchmean"}),
+        ("KLDivLoss", (logp, np.log(q)), {"reduction": "sum", "log_target": True}),
+        ("MarginRankingLoss", (v1, v2, sign), {"margin": 0.3}),
+        ("TripletMarginLoss", (x, y, x * 0.5), {"margin": 0.5}), ("TripletMarginLoss", (x, y, -y), {"swap": True}),
+        ("CosineEmbeddingLoss", (x, y, sign), {"margin": 0.1}), ("PoissonNLLLoss", (x, counts), {}),
+        ("PoissonNLLLoss", (p * 3, counts), {"log_input": False, "full": True}),
+        ("GaussianNLLLoss", (x, y, p), {}), ("GaussianNLLLoss", (x, y, p), {"full": True, "reduction": "sum"}),
+        ("MultiLabelSoftMarginLoss", (x, t01), {}), ("CosineSimilarity", (x, y), {"dim": 1}),
+        ("PairwiseDistance", (x, y), {}), ("PairwiseDistance", (x, y), {"p": 1.0, "keepdim": True}),
+    ]
+
+
+@needs_torch
+@pytest.mark.parametrize("case", range(len(_loss_cases())))
+def test_more_losses_match_pytorch(case: int) -> None:
+    """Values and gradients of the first input (float64), and the reprs."""
+    name, arrays, kwargs = _loss_cases()[case]
+    fm, tm = getattr(fg.nn, name)(**kwargs), getattr(torch.nn, name)(**kwargs)
+    assert repr(fm) == repr(tm)
+    fx = [fg.asarray(a, requires_grad=i == 0) for i, a in enumerate(arrays)]
+    tx = [torch.tensor(a, requires_grad=i == 0) for i, a in enumerate(arrays)]
+    fout, tout = fm(*fx), tm(*tx)
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    fout.sum().backward()
+    tout.sum().backward()
+    np.testing.assert_allclose(fx[0].grad.numpy(), tx[0].grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -39,7 +39,25 @@ from .layers import (
                      Tanh,
                      Threshold,
 )
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (
+                     BCELoss,
+                     BCEWithLogitsLoss,
+                     CosineEmbeddingLoss,
+                     CosineSimilarity,
+                     CrossEntropyLoss,
+                     GaussianNLLLoss,
+                     HuberLoss,
+                     KLDivLoss,
+                     L1Loss,
+                     MarginRankingLoss,
+                     MSELoss,
+                     MultiLabelSoftMarginLoss,
+                     NLLLoss,
+                     PairwiseDistance,
+                     PoissonNLLLoss,
+                     SmoothL1Loss,
+                     TripletMarginLoss,
+)
 from .module import Module, functional_call
 from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
@@ -50,4 +68,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d", "MaxUnpool2d", "AvgPool2d",
            "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "MultiheadAttention", "LSTM",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
-           "Threshold", "GLU", "PReLU", "Softmin"]
+           "Threshold", "GLU", "PReLU", "Softmin", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
+           "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+           "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]

@@ -442,6 +442,107 @@ def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
     return _reduce(ops.abs(input - _check_same("l1_loss", input, target)), reduction, "l1_loss")
 
 
+def binary_cross_entropy(input: Any, target: Any, weight: Any = None, reduction: str = "mean") -> Any:
+    """Binary cross-entropy of probabilities; each log is clamped at -100, as PyTorch's."""
+    target = _check_same("binary_cross_entropy", input, target)
+    log_p = ops.maximum(ops.log(input), -100.0)
+    log_q = ops.maximum(ops.log1p(-input), -100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    return _reduce(loss if weight is None else loss * weight, reduction, "binary_cross_entropy")
+
+
+def smooth_l1_loss(input: Any, target: Any, reduction: str = "mean", beta: float = 1.0) -> Any:
+    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``)."""
+    d = ops.abs(input - _check_same("smooth_l1_loss", input, target))
+    loss = d - 0.5 * beta if beta == 0 else ops.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0) -> Any:
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    d = ops.abs(input - _check_same("huber_loss", input, target))
+    return _reduce(ops.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction, "huber_loss")
+
+
+def kl_div(input: Any, target: Any, reduction: str = "mean", log_target: bool = False) -> Any:
+    """The KL divergence of ``target`` from the distribution whose log-probabilities are
+    ``input``; ``reduction="batchmean"`` divides the sum by the batch size (the mathematical one)."""
+    if log_target:
+        loss = ops.exp(target) * (target - input)
+    else:
+        safe = ops.where(target > 0, target, 1.0)
+        loss = ops.where(target > 0, target * (ops.log(safe) - input), 0.0)
+    if reduction == "batchmean":
+        return ops.sum(loss) / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction, "kl_div")
+
+
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, reduction: str = "mean") -> Any:
+    """``max(0, -target * (input1 - input2) + margin)``."""
+    return _reduce(ops.maximum(-target * (input1 - input2) + margin, 0.0), reduction, "margin_ranking_loss")
+
+
+def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Any:
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last axis."""
+    d = ops.abs(x1 - x2 + eps)
+    if p == 2.0:
+        return ops.sqrt(ops.sum(d * d, axis=-1, keepdims=keepdim))
+    return ops.sum(d ** p, axis=-1, keepdims=keepdim) ** (1.0 / p)
+
+
+def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
+    """``x1 . x2 / max(|x1| |x2|, eps)`` along ``dim``."""
+    dot = ops.sum(x1 * x2, axis=dim)
+    norms = ops.sqrt(ops.sum(x1 * x1, axis=dim) * ops.sum(x2 * x2, axis=dim))
+    return dot / ops.maximum(norms, eps)
+
+
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0, p: float = 2.0,
+                        eps: float = 1e-6, swap: bool = False, reduction: str = "mean") -> Any:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``pairwise_distance``."""
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ops.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ops.maximum(d_pos - d_neg + margin, 0.0), reduction, "triplet_margin_loss")
+
+
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, reduction: str = "mean") -> Any:
+    """``1 - cos`` for similar pairs (target 1), ``max(0, cos - margin)`` for dissimilar ones (-1)."""
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
+    return _reduce(ops.where(target > 0, 1.0 - cos, ops.maximum(cos - margin, 0.0)), reduction,
+                   "cosine_embedding_loss")
+
+
+def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool = False, eps: float = 1e-8,
+                     reduction: str = "mean") -> Any:
+    """The Poisson negative log-likelihood of ``target`` given rates (or log-rates)."""
+    loss = ops.exp(input) - target * input if log_input else input - target * ops.log(input + eps)
+    if full:  # Stirling's term, where the target is above 1
+        safe = ops.where(target > 1, target, 2.0)
+        stirling = safe * ops.log(safe) - safe + 0.5 * ops.log(2 * math.pi * safe)
+        loss = loss + ops.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def gaussian_nll_loss(input: Any, target: Any, var: Any, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Any:
+    """The Gaussian negative log-likelihood of ``target`` given means and variances (clamped at ``eps``)."""
+    var = ops.maximum(var, eps)
+    loss = 0.5 * (ops.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = None, reduction: str = "mean") -> Any:
+    """Binary cross-entropy of logits per label, averaged over the labels of each sample."""
+    per_label = -(target * logsigmoid(input) + (1.0 - target) * logsigmoid(-input))
+    if weight is not None:
+        per_label = per_label * weight
+    return _reduce(ops.mean(per_label, axis=-1), reduction, "multilabel_soft_margin_loss")
+
+
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, reduction: str = "mean",
                                      pos_weight: Any = None) -> Any:
     """Sigmoid + binary cross-entropy in one stable formula (PyTorch's)."""

@@ -7,7 +7,9 @@ from typing import Any
 from . import functional as F
 from .module import Module
 
-__all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
+__all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss",
+           "HuberLoss", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss",
+           "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]
 
 
 class _Loss(Module):
@@ -62,3 +64,137 @@ class BCEWithLogitsLoss(_Loss):
 
     def forward(self, input: Any, target: Any) -> Any:
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+
+
+class BCELoss(_Loss):
+    """Binary cross-entropy of probabilities."""
+
+    def __init__(self, weight: Any = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.weight = weight
+
+    def forward(self, input: Any, target: Any) -> Any:
+        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    """Squared below ``beta``, absolute above it."""
+
+    def __init__(self, reduction: str = "mean", beta: float = 1.0) -> None:
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input: Any, target: Any) -> Any:
+        return F.smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class HuberLoss(_Loss):
+    """Squared below ``delta``, linear above it."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input: Any, target: Any) -> Any:
+        return F.huber_loss(input, target, self.reduction, self.delta)
+
+
+class KLDivLoss(_Loss):
+    """The KL divergence of a target distribution from log-probabilities."""
+
+    def __init__(self, reduction: str = "mean", log_target: bool = False) -> None:
+        super().__init__(reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Any, target: Any) -> Any:
+        return F.kl_div(input, target, self.reduction, self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    """``max(0, -target * (x1 - x2) + margin)``."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1: Any, input2: Any, target: Any) -> Any:
+        return F.margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``max(d(a, p) - d(a, n) + margin, 0)``."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Any:
+        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
+                                     self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``1 - cos`` for similar pairs, ``max(0, cos - margin)`` for dissimilar ones."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1: Any, input2: Any, target: Any) -> Any:
+        return F.cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """The Poisson negative log-likelihood."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, eps: float = 1e-8, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Any, target: Any) -> Any:
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps, self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """The Gaussian negative log-likelihood given means and variances."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Any, target: Any, var: Any) -> Any:
+        return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """Binary cross-entropy of logits per label, averaged over each sample's labels."""
+
+    def __init__(self, weight: Any = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.weight = weight
+
+    def forward(self, input: Any, target: Any) -> Any:
+        return F.multilabel_soft_margin_loss(input, target, self.weight, self.reduction)
+
+
+class CosineSimilarity(Module):
+    """The cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """The ``p``-norm distance between rows."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
