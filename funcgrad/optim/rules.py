@@ -19,7 +19,7 @@ def _check(name: str, **checks: tuple[Any, bool]) -> None:
 def _betas_ok(betas: Any) -> bool:
     return len(tuple(betas)) == 2 and all(0.0 <= b < 1.0 for b in betas)
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"]
 
 
 class SGD(Optimizer):
@@ -128,3 +128,163 @@ class RMSprop(Optimizer):
             state["momentum_buffer"] = buf
             return p, -lr, buf
         return p, -lr, g / avg
+
+
+def _decayed(p: Any, g: Any, group: dict[str, Any]) -> Any:
+    """The gradient, negated for ``maximize``, with L2 weight decay added."""
+    if group.get("maximize"):
+        g = -g
+    return g + group["weight_decay"] * p if group.get("weight_decay") else g
+
+
+class Adagrad(Optimizer):
+    """Adagrad: steps scaled by the root of the running sum of squared gradients."""
+
+    def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> None:
+        _check("Adagrad", lr=(lr, lr >= 0.0), lr_decay=(lr_decay, lr_decay >= 0.0),
+               weight_decay=(weight_decay, weight_decay >= 0.0),
+               initial_accumulator_value=(initial_accumulator_value, initial_accumulator_value >= 0.0),
+               eps=(eps, eps >= 0.0))
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps, maximize=maximize,
+                                      initial_accumulator_value=initial_accumulator_value))
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        g = _decayed(p, g, group)
+        step = state.get("step", 0) + 1
+        total = state.get("sum")
+        total = (group["initial_accumulator_value"] + g * g) if total is None else total + g * g
+        state.update(step=step, sum=total)
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        return p, -clr, g / (ops.sqrt(total) + group["eps"])
+
+
+class Adamax(Optimizer):
+    """Adamax: Adam with the infinity norm of past gradients in place of the second moment."""
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, maximize: bool = False) -> None:
+        _check("Adamax", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
+               weight_decay=(weight_decay, weight_decay >= 0.0))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        (b1, b2), eps = group["betas"], group["eps"]
+        g = _decayed(p, g, group)
+        step = state.get("step", 0) + 1
+        m, u = state.get("exp_avg"), state.get("exp_inf")
+        m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
+        u = ops.abs(g) + eps if u is None else ops.maximum(b2 * u, ops.abs(g) + eps)
+        state.update(step=step, exp_avg=m, exp_inf=u)
+        return p, -group["lr"] / (1 - b1 ** step), m / u
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum and a momentum schedule (Dozat's NAdam, as PyTorch's)."""
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False,
+                 maximize: bool = False) -> None:
+        _check("NAdam", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
+               weight_decay=(weight_decay, weight_decay >= 0.0), momentum_decay=(momentum_decay, momentum_decay >= 0))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay))
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        if wd:
+            if group["decoupled_weight_decay"]:
+                p = p * (1 - lr * wd)
+            else:
+                g = g + wd * p
+        step = state.get("step", 0) + 1
+        mu = b1 * (1.0 - 0.5 * 0.96 ** (step * group["momentum_decay"]))
+        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * group["momentum_decay"]))
+        mu_product = state.get("mu_product", 1.0) * mu
+        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+        m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
+        v = (1 - b2) * (g * g) if v is None else b2 * v + (1 - b2) * (g * g)
+        state.update(step=step, mu_product=mu_product, exp_avg=m, exp_avg_sq=v)
+        denom = ops.sqrt(v / (1 - b2 ** step)) + eps
+        direction = ((1 - mu) / (1 - mu_product)) * g + (mu_next / (1 - mu_product * mu_next)) * m
+        return p, -lr, direction / denom
+
+
+class RAdam(Optimizer):
+    """Rectified Adam: plain momentum steps until the second moment's variance is tractable."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, maximize: bool = False) -> None:
+        _check("RAdam", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
+               weight_decay=(weight_decay, weight_decay >= 0.0))
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      decoupled_weight_decay=decoupled_weight_decay))
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        if wd:
+            if group["decoupled_weight_decay"]:
+                p = p * (1 - lr * wd)
+            else:
+                g = g + wd * p
+        step = state.get("step", 0) + 1
+        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+        m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
+        v = (1 - b2) * (g * g) if v is None else b2 * v + (1 - b2) * (g * g)
+        state.update(step=step, exp_avg=m, exp_avg_sq=v)
+        bias1, bias2 = 1 - b1 ** step, 1 - b2 ** step
+        rho_inf = 2 / (1 - b2) - 1
+        rho = rho_inf - 2 * step * b2 ** step / bias2
+        if rho <= 5:  # (the variance is not yet tractable: a momentum step)
+            return p, -lr / bias1, m
+        rect = ((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho)) ** 0.5
+        return p, -lr * rect * bias2 ** 0.5 / bias1, m / (ops.sqrt(v) + eps)
+
+
+class Adadelta(Optimizer):
+    """Adadelta: steps scaled by the ratio of running root-mean-squares of updates and gradients."""
+
+    def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0.0,
+                 maximize: bool = False) -> None:
+        _check("Adadelta", lr=(lr, lr >= 0.0), rho=(rho, 0.0 <= rho <= 1.0), eps=(eps, eps >= 0.0),
+               weight_decay=(weight_decay, weight_decay >= 0.0))
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        rho, eps = group["rho"], group["eps"]
+        g = _decayed(p, g, group)
+        square_avg, acc_delta = state.get("square_avg"), state.get("acc_delta")
+        square_avg = (1 - rho) * (g * g) if square_avg is None else rho * square_avg + (1 - rho) * (g * g)
+        delta = ops.sqrt((0.0 if acc_delta is None else acc_delta) + eps) / ops.sqrt(square_avg + eps) * g
+        acc_delta = (1 - rho) * (delta * delta) if acc_delta is None else rho * acc_delta + (1 - rho) * (delta * delta)
+        state.update(step=state.get("step", 0) + 1, square_avg=square_avg, acc_delta=acc_delta)
+        return p, -group["lr"], delta
+
+
+class Rprop(Optimizer):
+    """Rprop: each weight's step size grows while its gradient keeps its sign and shrinks when it flips."""
+
+    def __init__(self, params: Any, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
+                 step_sizes: tuple[float, float] = (1e-6, 50.0), maximize: bool = False) -> None:
+        _check("Rprop", lr=(lr, lr >= 0.0), etas=(etas, 0.0 < etas[0] < 1.0 < etas[1]))
+        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize))
+
+    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        (eta_minus, eta_plus), (low, high) = group["etas"], group["step_sizes"]
+        if group["maximize"]:
+            g = -g
+        prev = state.get("prev")
+        step_size = state.get("step_size")
+        if step_size is None:
+            step_size = ops.full_like(g, group["lr"])
+        if prev is not None:
+            agreement = g * prev
+            factor = ops.where(agreement > 0, eta_plus, ops.where(agreement < 0, eta_minus, 1.0)).astype(g.dtype)
+            step_size = ops.clip(step_size * factor, low, high)
+            g = ops.where(agreement < 0, 0.0, g).astype(g.dtype)
+        state.update(step=state.get("step", 0) + 1, prev=g, step_size=step_size)
+        return p, -1.0, ops.sign(g) * step_size
