@@ -191,3 +191,53 @@ def test_lstm_bidirectional_unbatched_and_bad_arguments() -> None:
     assert out.shape == (5, 4) and h.shape == (4, 2) and c.shape == (4, 4)  # h projected, c not
     with pytest.raises(fg.ShapeError, match=r"LSTM: c_0 must have shape \(4, 1, 4\), got \(4, 1, 2\)"):
         projected(fg.ones((5, 1, 3)), (fg.zeros((4, 1, 2)), fg.zeros((4, 1, 2))))
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [
+    lambda m: m.GRU(3, 5), lambda m: m.GRU(3, 5, num_layers=2, batch_first=True, bidirectional=True),
+    lambda m: m.GRU(3, 5, bias=False), lambda m: m.RNN(3, 5), lambda m: m.RNN(3, 5, 2, "relu", bidirectional=True),
+    lambda m: m.RNN(3, 5, batch_first=True),
+], ids=["gru", "gru_deep_bidirectional", "gru_no_bias", "rnn", "rnn_relu_deep", "rnn_batch_first"])
+def test_gru_and_rnn_match_pytorch(make) -> None:
+    torch.manual_seed(0)
+    tm, fm = make(torch.nn), make(nn)
+    assert repr(fm) == repr(tm)
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    x = RNG.standard_normal((4, 2, 3)).astype(np.float32)
+    _compare(tm, fm, [x], out_index=0)
+    d = 2 if tm.bidirectional else 1
+    h0 = RNG.standard_normal((tm.num_layers * d, 4 if tm.batch_first else 2, 5)).astype(np.float32)
+    tout, th = tm(torch.tensor(x), torch.tensor(h0))
+    fout, fh = fm(fg.asarray(x), fg.asarray(h0))
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fh.numpy(), th.detach().numpy(), rtol=1e-4, atol=1e-5)
+    unbatched = tm(torch.tensor(x[:, 0]))[1], fm(fg.asarray(x[:, 0]))[1]
+    np.testing.assert_allclose(unbatched[1].numpy(), unbatched[0].detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [lambda m: m.RNNCell(3, 5), lambda m: m.RNNCell(3, 5, nonlinearity="relu"),
+                                  lambda m: m.GRUCell(3, 5), lambda m: m.LSTMCell(3, 5), lambda m: m.GRUCell(3, 5, False)],
+                         ids=["rnn_cell", "rnn_cell_relu", "gru_cell", "lstm_cell", "gru_cell_no_bias"])
+def test_cells_match_pytorch(make) -> None:
+    torch.manual_seed(0)
+    tm, fm = make(torch.nn), make(nn)
+    assert repr(fm) == repr(tm)
+    _copy_params(tm, fm)
+    x, h = RNG.standard_normal((2, 3)).astype(np.float32), RNG.standard_normal((2, 5)).astype(np.float32)
+    lstm = isinstance(tm, torch.nn.LSTMCell)
+    t_state = (torch.tensor(h, requires_grad=True), torch.tensor(h)) if lstm else torch.tensor(h, requires_grad=True)
+    f_state = (fg.asarray(h, requires_grad=True), fg.asarray(h)) if lstm else fg.asarray(h, requires_grad=True)
+    tout, fout = tm(torch.tensor(x), t_state), fm(fg.asarray(x), f_state)
+    tout, fout = (tout[0], fout[0]) if lstm else (tout, fout)
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    tout.sum().backward()
+    fout.sum().backward()
+    t_h, f_h = (t_state[0], f_state[0]) if lstm else (t_state, f_state)
+    np.testing.assert_allclose(f_h.grad.numpy(), t_h.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+    np.testing.assert_allclose(fm(fg.asarray(x)).numpy() if not lstm else fm(fg.asarray(x))[0].numpy(),
+                               (tm(torch.tensor(x)) if not lstm else tm(torch.tensor(x))[0]).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)

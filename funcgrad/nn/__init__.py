@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import functional, init, utils
-from .attention import LSTM, MultiheadAttention
+from .attention import MultiheadAttention
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d, MaxUnpool2d
 from .layers import (
                      CELU,
@@ -61,6 +61,7 @@ from .loss import (
 from .module import Module, functional_call
 from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_call", "Identity", "Linear", "ReLU",
            "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
@@ -70,4 +71,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
            "Threshold", "GLU", "PReLU", "Softmin", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
            "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
-           "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]
+           "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance", "RNN", "GRU", "RNNCell", "LSTMCell",
+           "GRUCell"]

@@ -1,4 +1,4 @@
-"""``MultiheadAttention`` and ``LSTM`` (PyTorch's parameter names, shapes and outputs)."""
+"""``MultiheadAttention`` (PyTorch's parameter names, shapes and outputs)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .layers import Linear
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["MultiheadAttention", "LSTM"]
+__all__ = ["MultiheadAttention"]
 
 
 class MultiheadAttention(Module):
@@ -129,127 +129,3 @@ class MultiheadAttention(Module):
         if not need_weights:
             return out, None
         return out, (ops.mean(weights, -3) if average_attn_weights else weights)
-
-
-class LSTM(Module):
-    """Multi-layer LSTM; returns ``(output, (h_n, c_n))``. Gate order i, f, g, o (PyTorch's).
-
-    ``bidirectional=True`` adds a second LSTM per layer that reads the sequence backwards
-    (parameters ``*_reverse``, as PyTorch names them); the output concatenates both
-    directions' hidden states per step, and ``h_n``/``c_n`` list the directions of each
-    layer in turn. ``dropout`` applies to each layer's output but the last, in training.
-    ``proj_size > 0`` projects each step's hidden state to ``proj_size`` features
-    (parameters ``weight_hr_*``, PyTorch's LSTMP): the outputs and ``h`` have that size,
-    the cell state keeps ``hidden_size``."""
-
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
-                 dtype: Any = None, device: Any = None) -> None:
-        super().__init__()
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"LSTM: dropout must be a probability in [0, 1], got {dropout}")
-        if num_layers < 1:
-            raise ValueError(f"LSTM: num_layers must be at least 1, got {num_layers}")
-        if not 0 <= proj_size < hidden_size:
-            raise ValueError(f"LSTM: proj_size must be at least 0 and smaller than hidden_size={hidden_size}, "
-                             f"got {proj_size}")
-        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
-        self.bias, self.batch_first = bias, batch_first
-        self.dropout, self.bidirectional, self.proj_size = float(dropout), bool(bidirectional), int(proj_size)
-        bound = 1 / math.sqrt(hidden_size)
-        h_size = self._h_size
-        for layer in range(num_layers):
-            n_in = input_size if layer == 0 else h_size * len(self._directions)
-            for suffix in self._directions:
-                shapes = [(f"weight_ih_l{layer}{suffix}", (4 * hidden_size, n_in)),
-                          (f"weight_hh_l{layer}{suffix}", (4 * hidden_size, h_size))]
-                if bias:
-                    shapes += [(f"bias_ih_l{layer}{suffix}", (4 * hidden_size,)),
-                               (f"bias_hh_l{layer}{suffix}", (4 * hidden_size,))]
-                if proj_size:
-                    shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
-                for name, shape in shapes:
-                    p = Parameter(ops.zeros(shape, dtype, device=device))
-                    init.uniform_(p, -bound, bound)
-                    setattr(self, name, p)
-
-    @property
-    def _directions(self) -> tuple[str, ...]:
-        """The parameter-name suffix of each direction of a layer."""
-        return ("", "_reverse") if self.bidirectional else ("",)
-
-    @property
-    def _h_size(self) -> int:
-        """The size of the hidden state ``h`` (and of each direction's output)."""
-        return self.proj_size or self.hidden_size
-
-    def forward(self, x: Any, hx: tuple[Any, Any] | None = None) -> tuple[Any, tuple[Any, Any]]:
-        """``x`` is (L, N, input_size), (N, L, input_size) with ``batch_first``, or unbatched
-        (L, input_size); ``hx`` is ``(h_0, c_0)``, each (D * num_layers, N, hidden_size), or
-        (D * num_layers, hidden_size) for an unbatched input (D: 2 when bidirectional;
-        ``h_0`` has ``proj_size`` features when there is a projection)."""
-        if x.ndim not in (2, 3) or x.shape[-1] != self.input_size:
-            raise ShapeError(f"LSTM({self.input_size}, {self.hidden_size}): expected an input of shape (L, N, "
-                             f"{self.input_size}) or (L, {self.input_size}), got {fmt_shape(tuple(x.shape))}")
-        unbatched, hs, h_size = x.ndim == 2, self.hidden_size, self._h_size
-        if unbatched:  # as PyTorch: one sequence, with no batch axis in or out
-            x = ops.expand_dims(x, 1)
-        elif self.batch_first:
-            x = ops.swapaxes(x, 0, 1)
-        b = x.shape[1]
-        states = self.num_layers * len(self._directions)
-        if hx is None:
-            c0 = ops.zeros((states, b, hs), x.dtype, device=x.device)
-            h0 = c0 if h_size == hs else ops.zeros((states, b, h_size), x.dtype, device=x.device)
-        else:
-            for name, state, size in zip(("h_0", "c_0"), hx, (h_size, hs)):
-                expected = (states, size) if unbatched else (states, b, size)
-                if tuple(state.shape) != expected:
-                    raise ShapeError(f"LSTM: {name} must have shape {fmt_shape(expected)}, "
-                                     f"got {fmt_shape(tuple(state.shape))}")
-            h0, c0 = (ops.expand_dims(s, 1) for s in hx) if unbatched else hx
-        layer_input = x
-        h_n, c_n = [], []
-        for layer in range(self.num_layers):
-            directions = []
-            for d, suffix in enumerate(self._directions):
-                out, h, c = self._run(layer_input, h0[len(h_n)], c0[len(h_n)], f"l{layer}{suffix}", reverse=d == 1)
-                directions.append(out)
-                h_n.append(h)
-                c_n.append(c)
-            layer_input = directions[0] if len(directions) == 1 else ops.concatenate(directions, axis=-1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
-        if unbatched:
-            return ops.squeeze(layer_input, 1), (ops.stack(h_n)[:, 0], ops.stack(c_n)[:, 0])
-        out = ops.swapaxes(layer_input, 0, 1) if self.batch_first else layer_input
-        return out, (ops.stack(h_n), ops.stack(c_n))
-
-    def _run(self, x: Any, h: Any, c: Any, name: str, reverse: bool) -> tuple[Any, Any, Any]:
-        """One direction of one layer over (L, N, features): its outputs, in the input's
-        step order, and its last state (the first step's, read backwards)."""
-        w_ih, w_hh = getattr(self, f"weight_ih_{name}"), getattr(self, f"weight_hh_{name}")
-        b_ih = getattr(self, f"bias_ih_{name}") if self.bias else None
-        b_hh = getattr(self, f"bias_hh_{name}") if self.bias else None
-        w_hr = getattr(self, f"weight_hr_{name}") if self.proj_size else None
-        pre = F.linear(x, w_ih, b_ih)  # input projections for all steps at once
-        t = x.shape[0]
-        outputs: list[Any] = [None] * t
-        for step in (reversed(range(t)) if reverse else range(t)):
-            gates = pre[step] + F.linear(h, w_hh, b_hh)
-            i, f, g, o = ops.split(gates, 4, axis=-1)
-            c = ops.sigmoid(f) * c + ops.sigmoid(i) * ops.tanh(g)
-            h = ops.sigmoid(o) * ops.tanh(c)
-            if w_hr is not None:
-                h = F.linear(h, w_hr)
-            outputs[step] = h
-        return ops.stack(outputs), h, c
-
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        for name, default in (("proj_size", 0), ("num_layers", 1), ("bias", True), ("batch_first", False),
-                              ("dropout", 0.0), ("bidirectional", False)):
-            value = getattr(self, name)
-            if value != default:
-                s += f", {name}={value}"
-        return s
