@@ -241,3 +241,34 @@ def test_cells_match_pytorch(make) -> None:
     np.testing.assert_allclose(fm(fg.asarray(x)).numpy() if not lstm else fm(fg.asarray(x))[0].numpy(),
                                (tm(torch.tensor(x)) if not lstm else tm(torch.tensor(x))[0]).detach().numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [{}, {"is_causal": True}, {"scale": 0.3}, {"mask": "bool"}, {"mask": "float"},
+                                    {"gqa": True}], ids=["plain", "causal", "scale", "bool_mask", "float_mask", "gqa"])
+def test_scaled_dot_product_attention_matches_pytorch(kwargs) -> None:
+    kwargs = dict(kwargs)
+    heads_kv = 2 if kwargs.pop("gqa", False) else 4
+    q = RNG.standard_normal((2, 4, 5, 8))
+    k, v = RNG.standard_normal((2, heads_kv, 6, 8)), RNG.standard_normal((2, heads_kv, 6, 8))
+    mask = kwargs.pop("mask", None)
+    if kwargs.get("is_causal"):
+        k, v = k[:, :, :5], v[:, :, :5]
+    extra: dict = {"enable_gqa": True} if heads_kv == 2 else {}
+    if mask == "bool":
+        m = RNG.random((5, 6)) > 0.3
+        m[:, 0] = True  # every query keeps a key
+        extra["attn_mask"] = m
+    elif mask == "float":
+        extra["attn_mask"] = RNG.standard_normal((5, 6))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    fq, fk, fv = (fg.asarray(a, requires_grad=True) for a in (q, k, v))
+    targs = {**kwargs, **{n: torch.tensor(a) if n == "attn_mask" else a for n, a in extra.items()}}
+    fargs = {**kwargs, **{n: fg.asarray(a) if n == "attn_mask" else a for n, a in extra.items()}}
+    tout = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, **targs)
+    fout = fg.nn.functional.scaled_dot_product_attention(fq, fk, fv, **fargs)
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (tout ** 2).sum().backward()
+    (fout ** 2).sum().backward()
+    for f, t in ((fq, tq), (fk, tk), (fv, tv)):
+        np.testing.assert_allclose(f.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)

@@ -90,6 +90,30 @@ def softplus(x: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     return ops.where(bx > threshold, x, ops.logaddexp(0.0, bx) / beta)
 
 
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> Any:
+    """``softmax(q @ k.T * scale + mask) @ v`` over the last two axes (PyTorch's
+    ``scaled_dot_product_attention``): a bool ``attn_mask`` keeps where true, a float one is
+    added; ``is_causal`` keeps each query's own and earlier keys; ``dropout_p`` drops
+    attention weights; ``enable_gqa`` shares each key/value head among a group of query heads."""
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: give attn_mask or is_causal=True, not both")
+    length, source = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        groups = query.shape[-3] // key.shape[-3]
+        key, value = (ops.repeat(t, groups, axis=-3) for t in (key, value))
+    scores = ops.matmul(query, ops.swapaxes(key, -1, -2)) * scale
+    if is_causal:
+        attn_mask = ops.tril(ops.ones((length, source), _dtypes.bool_, device=query.device))
+    if attn_mask is not None:
+        scores = ops.where(attn_mask, scores, -math.inf) if attn_mask.dtype.kind == "b" else scores + attn_mask
+    weights = softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return ops.matmul(weights, value)
+
+
 def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:
     """``x`` clipped to ``[min_val, max_val]`` (the derivative is 0 at the bounds, as PyTorch's)."""
     return ops.where(x <= min_val, min_val, ops.where(x >= max_val, max_val, x)).astype(x.dtype)

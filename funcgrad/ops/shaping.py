@@ -378,7 +378,7 @@ def _triangle(x: Any, k: int, lower: bool) -> Any:
     n, m = x.shape[-2], x.shape[-1]
     mask = tri(n, m, k if lower else k - 1, dtype=_dt.bool_, device=x.device)
     keep = mask if lower else ~mask
-    return where(keep, x, 0)
+    return where(keep, x, asarray(0, dtype=x.dtype, device=x.device))  # (in x's dtype: a bool stays bool)
 
 
 def triu(x: Any, /, k: int = 0) -> Any:
