@@ -255,3 +255,37 @@ def test_batchnorm_momentum_none_is_the_cumulative_average() -> None:
         tm(torch.tensor(x)), fm(fg.asarray(x))
     np.testing.assert_allclose(fm.running_mean.numpy(), tm.running_mean.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fm.running_var.numpy(), tm.running_var.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.Conv1d(3, 4, 3), (2, 3, 7)), (lambda m: m.Conv1d(4, 4, 3, stride=2, padding=1, groups=2), (2, 4, 9)),
+    (lambda m: m.Conv1d(3, 2, 2, dilation=2, bias=False), (3, 6)), (lambda m: m.Conv1d(3, 5, 3, padding="same"), (2, 3, 6)),
+    (lambda m: m.GroupNorm(2, 4), (3, 4, 5)), (lambda m: m.GroupNorm(1, 4, affine=False), (2, 4, 3, 3)),
+    (lambda m: m.InstanceNorm1d(3, affine=True), (2, 3, 6)), (lambda m: m.InstanceNorm2d(3), (2, 3, 4, 4)),
+    (lambda m: m.InstanceNorm1d(3), (3, 6)), (lambda m: m.Dropout2d(0.4).eval(), (2, 3, 4, 4)),
+], ids=["conv1d", "conv1d_strided_groups", "conv1d_unbatched", "conv1d_same", "groupnorm", "groupnorm_no_affine",
+        "instancenorm1d", "instancenorm2d", "instancenorm_unbatched", "dropout2d_eval"])
+def test_1d_convolutions_and_normalizations_match_pytorch(make, shape) -> None:
+    torch.manual_seed(0)
+    tm, fm = make(torch.nn), make(nn)
+    assert repr(fm) == repr(tm)
+    _copy_params(tm, fm)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
+    tout, fout = tm(tx), fm(fx)
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-4, atol=1e-5)
+    w = np.random.default_rng(2).standard_normal(tuple(tout.shape)).astype(np.float32)
+    (tout * torch.tensor(w)).sum().backward()
+    (fout * fg.asarray(w)).sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-4)
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_channel_dropout_zeros_whole_channels() -> None:
+    fg.manual_seed(0)
+    out = nn.Dropout2d(0.5)(fg.ones((4, 8, 3, 3))).numpy()
+    per_channel = out.reshape(4, 8, 9)
+    assert ((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1)).all()
+    assert 0 < (per_channel[..., 0] == 0).mean() < 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import functional, init, utils
 from .attention import MultiheadAttention
-from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d, MaxUnpool2d
+from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d, MaxUnpool2d
 from .layers import (
                      CELU,
                      ELU,
@@ -12,12 +12,17 @@ from .layers import (
                      GLU,
                      SELU,
                      Dropout,
+                     Dropout1d,
+                     Dropout2d,
                      Embedding,
                      Flatten,
+                     GroupNorm,
                      Hardsigmoid,
                      Hardswish,
                      Hardtanh,
                      Identity,
+                     InstanceNorm1d,
+                     InstanceNorm2d,
                      LayerNorm,
                      LeakyReLU,
                      Linear,
@@ -72,4 +77,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "Threshold", "GLU", "PReLU", "Softmin", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
            "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance", "RNN", "GRU", "RNNCell", "LSTMCell",
-           "GRUCell"]
+           "GRUCell", "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]

@@ -21,7 +21,8 @@ from ._checks import outside, same_dtype
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d", "MaxPool2d",
+__all__ = ["conv1d", "Conv1d", "conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d",
+           "MaxPool2d",
            "MaxUnpool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
 
@@ -135,6 +136,26 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     out = ops.transpose(ops.reshape(out, (groups, n, oh, ow, o // groups)), (1, 0, 4, 2, 3))
     out = ops.reshape(out, (n, o, oh, ow))
     return out if bias is None else out + ops.reshape(bias, (1, o, 1, 1))
+
+
+def conv1d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+           groups: int = 1) -> Any:
+    """PyTorch's conv1d: x (N, C, L), weight (O, C/groups, K); a conv2d over a height of 1."""
+    if getattr(x, "ndim", None) not in (2, 3) or getattr(weight, "ndim", None) != 3:
+        shapes = [fmt_shape(tuple(getattr(a, "shape", ()))) for a in (x, weight)]
+        raise ShapeError(f"conv1d: expects x (N, C, L) or (C, L) and weight (O, C/groups, K), got shapes "
+                         f"{shapes[0]} and {shapes[1]}")
+    unbatched = x.ndim == 2
+    x4 = ops.expand_dims(x[None] if unbatched else x, 2)
+    pad = padding if isinstance(padding, str) else (0, _one(padding))
+    out = conv2d(x4, ops.expand_dims(weight, 2), bias, (1, _one(stride)), pad, (1, _one(dilation)), groups)
+    out = ops.squeeze(out, 2)
+    return out[0] if unbatched else out
+
+
+def _one(v: Any) -> int:
+    """A 1-D size: an int or a one-element tuple."""
+    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
 
 
 def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
@@ -350,6 +371,41 @@ class Conv2d(Module):
                 + (f", groups={self.groups}" if self.groups != 1 else "")
                 + (", bias=False" if self.bias is None else "")
                 + (f", padding_mode={self.padding_mode}" if self.padding_mode != "zeros" else ""))
+
+
+class Conv1d(Module):
+    """A 1-D convolution (cross-correlation) over ``(N, C, L)`` inputs."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype: Any = None,
+                 device: Any = None) -> None:
+        super().__init__()
+        if padding_mode != "zeros":
+            raise ValueError("Conv1d: only padding_mode='zeros'")
+        self.padding_mode = padding_mode
+        k = _one(kernel_size)
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (k,)
+        self.stride, self.dilation, self.groups = (_one(stride),), (_one(dilation),), groups
+        self.padding = padding if isinstance(padding, str) else (_one(padding),)
+        self.weight = Parameter(ops.zeros((out_channels, in_channels // groups, k), dtype, device=device))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if bias:
+            bound = 1 / math.sqrt(in_channels // groups * k)
+            self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.bias = None
+
+    def forward(self, x: Any) -> Any:
+        padding = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return conv1d(x, self.weight, self.bias, self.stride[0], padding, self.dilation[0], self.groups)
+
+    def extra_repr(self) -> str:
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+                + (f", padding={self.padding}" if self.padding != (0,) else "")
+                + (f", dilation={self.dilation}" if self.dilation != (1,) else "")
+                + (f", groups={self.groups}" if self.groups != 1 else "")
+                + (", bias=False" if self.bias is None else ""))
 
 
 class MaxPool2d(Module):

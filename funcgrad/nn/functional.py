@@ -23,13 +23,18 @@ from ..transforms import no_grad as _no_grad
 from ..transforms import stop_gradient as _stop_gradient
 from ._checks import outside as _outside
 from ._checks import same_dtype as _same_dtype
-from .conv import adaptive_avg_pool2d, avg_pool2d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
+from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
 from .parameter import Parameter
 
-__all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu", "softplus",
-           "normalize", "one_hot",
-           "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax", "dropout", "layer_norm",
-           "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy_with_logits"]
+__all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu",
+           "softplus", "normalize", "one_hot", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
+           "log_softmax", "dropout", "layer_norm", "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+           "binary_cross_entropy_with_logits", "conv1d", "scaled_dot_product_attention", "dropout1d", "dropout2d",
+           "group_norm", "instance_norm", "hardtanh", "relu6", "hardsigmoid", "hardswish", "mish", "logsigmoid",
+           "softsign", "softmin", "threshold", "glu", "prelu", "selu", "celu", "binary_cross_entropy",
+           "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "pairwise_distance", "cosine_similarity",
+           "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
+           "multilabel_soft_margin_loss"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -112,6 +117,53 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ops.matmul(weights, value)
+
+
+def _channel_dropout(x: Any, p: float, training: bool, spatial: int, op: str) -> Any:
+    """Whole channels zeroed with probability ``p`` (the rest scaled by ``1/(1-p)``), for
+    inputs (N, C, *spatial) or (C, *spatial)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: p must be in [0, 1], got {p}")
+    if x.ndim not in (spatial + 1, spatial + 2):
+        raise ShapeError(f"{op}: expects (N, C, ...) or (C, ...) with {spatial} spatial axes, got "
+                         f"{_fmt_shape(tuple(x.shape))}")
+    if not training or p == 0.0:
+        return x
+    channels = tuple(x.shape[:x.ndim - spatial]) + (1,) * spatial
+    return x * dropout(ops.ones(channels, x.dtype, device=x.device), p, True)
+
+
+def dropout1d(x: Any, p: float = 0.5, training: bool = True) -> Any:
+    """Dropout of whole channels of (N, C, L) inputs."""
+    return _channel_dropout(x, p, training, 1, "dropout1d")
+
+
+def dropout2d(x: Any, p: float = 0.5, training: bool = True) -> Any:
+    """Dropout of whole channels of (N, C, H, W) inputs."""
+    return _channel_dropout(x, p, training, 2, "dropout2d")
+
+
+def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """Normalized over each group of channels (and the spatial axes) of (N, C, ...) inputs."""
+    n, c = x.shape[0], x.shape[1]
+    if c % num_groups:
+        raise ShapeError(f"group_norm: {c} channels do not split into {num_groups} groups")
+    grouped = ops.reshape(x, (n, num_groups, -1))
+    mean = ops.mean(grouped, axis=-1, keepdims=True)
+    var = ops.var(grouped, axis=-1, keepdims=True)
+    out = ops.reshape((grouped - mean) / ops.sqrt(var + eps), tuple(x.shape))
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * ops.reshape(weight, shape)
+    return out + ops.reshape(bias, shape) if bias is not None else out
+
+
+def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None, bias: Any = None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Each channel of each sample normalized over its spatial axes (statistics of the input)."""
+    if not use_input_stats:
+        raise ValueError("instance_norm: only use_input_stats=True (running statistics are not kept)")
+    return group_norm(x, x.shape[1], weight, bias, eps)
 
 
 def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:

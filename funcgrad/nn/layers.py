@@ -20,7 +20,8 @@ __all__ = ["Identity", "Linear", "ReLU", "LeakyReLU", "ELU", "Softplus", "GELU",
            "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList",
            "ModuleDict",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
-           "Threshold", "GLU", "PReLU", "Softmin"]
+           "Threshold", "GLU", "PReLU", "Softmin", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d"]
 
 
 class Identity(Module):
@@ -290,6 +291,80 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Module):
+    """Whole channels of (N, C, L) inputs zeroed with probability ``p`` in training."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x: Any) -> Any:
+        return F.dropout1d(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout2d(Dropout1d):
+    """Whole channels of (N, C, H, W) inputs zeroed with probability ``p`` in training."""
+
+    def forward(self, x: Any) -> Any:
+        return F.dropout2d(x, self.p, self.training)
+
+
+class GroupNorm(Module):
+    """Normalized over groups of channels, with a learned per-channel scale and shift."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by num_groups={num_groups}")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        self.weight = Parameter(ops.ones((num_channels,), dtype, device=device)) if affine else None
+        self.bias = Parameter(ops.zeros((num_channels,), dtype, device=device)) if affine and bias else None
+
+    def forward(self, x: Any) -> Any:
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _InstanceNorm(Module):
+    spatial = 1
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if track_running_stats:
+            raise ValueError(f"{type(self).__name__}: track_running_stats=True is not supported")
+        self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
+        self.track_running_stats = track_running_stats
+        self.weight = Parameter(ops.ones((num_features,), dtype, device=device)) if affine else None
+        self.bias = Parameter(ops.zeros((num_features,), dtype, device=device)) if affine and bias else None
+
+    def forward(self, x: Any) -> Any:
+        batched = x.ndim == self.spatial + 2
+        out = F.instance_norm(x if batched else x[None], weight=self.weight, bias=self.bias, eps=self.eps)
+        return out if batched else out[0]
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Each channel of each (N, C, L) sample normalized over its length."""
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Each channel of each (N, C, H, W) sample normalized over its height and width."""
+
+    spatial = 2
 
 
 class LayerNorm(Module):
