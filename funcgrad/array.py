@@ -732,22 +732,27 @@ class Array(ArrayBase):
     # -- metadata ---------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """The length of each axis."""
         return self._data.shape  # type: ignore[no-any-return]
 
     @property
     def dtype(self) -> _dt.DType:
+        """The element type."""
         return self._dtype
 
     @property
     def device(self) -> Device:
+        """The device."""
         return self._device
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return self._data.ndim  # type: ignore[no-any-return]
 
     @property
     def size(self) -> Size:
+        """The number of elements."""
         return Size(self._data.shape)
 
     @property
@@ -756,6 +761,7 @@ class Array(ArrayBase):
 
     @property
     def aval(self) -> ShapedArray:
+        """The abstract value (shape, dtype, device)."""
         return ShapedArray(self.shape, self._dtype, self._device)
 
     @property

@@ -46,6 +46,7 @@ class DType:
 
     @property
     def is_floating(self) -> bool:
+        """Whether it is a floating-point type."""
         return self.kind == "f"
 
     def __repr__(self) -> str:

@@ -63,6 +63,7 @@ class TreeDef:
         return f"{name}({inner})"
 
     def unflatten(self, leaves: Iterable[Any]) -> Any:
+        """The pytree of this structure with ``leaves`` in its places."""
         return unflatten(self, leaves)
 
 
@@ -153,14 +154,17 @@ _SENTINEL = object()
 
 
 def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+    """The leaves of a pytree, in order."""
     return flatten(tree, is_leaf)[0]
 
 
 def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDef:
+    """The structure of a pytree (its TreeDef)."""
     return flatten(tree, is_leaf)[1]
 
 
 def all_leaves(iterable: Iterable[Any]) -> bool:
+    """Whether every item is a leaf (no containers)."""
     return all(structure(x) == _LEAF for x in iterable)
 
 

@@ -1,5 +1,5 @@
-"""Every public function and class, and every public method and property of ``Array``, has
-a docstring whose first line summarizes it: the test walks the public namespaces."""
+"""Every public function and class, and every public method and property of the public
+classes, has a docstring whose first line summarizes it: the test walks the public namespaces."""
 
 from __future__ import annotations
 
@@ -29,10 +29,23 @@ def _public() -> list[tuple[str, object]]:
             if not getattr(obj, "__module__", "").startswith("funcgrad"):
                 continue  # (a re-exported NumPy or Python object documents itself)
             found.append((f"{prefix}.{name}", obj))
-    for name, attr in [*vars(fg.Array).items(), *vars(fg.Array.__mro__[1]).items()]:
-        if not name.startswith("_") and (inspect.isfunction(attr) or isinstance(attr, property)):
-            found.append((f"Array.{name}", attr))
+            if isinstance(obj, type):
+                found.extend(_methods(f"{prefix}.{name}", obj))
+    found.extend(_methods("Array", fg.Array.__mro__[1]))
     return found
+
+
+def _methods(prefix: str, cls: type) -> list[tuple[str, object]]:
+    """The public methods and properties a funcgrad class defines itself."""
+    out = []
+    for name, attr in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(attr, (staticmethod, classmethod)):
+            attr = attr.__func__
+        if inspect.isfunction(attr) or isinstance(attr, property):
+            out.append((f"{prefix}.{name}", attr))
+    return out
 
 
 def test_every_public_function_class_and_array_method_has_a_summary() -> None:

@@ -106,6 +106,7 @@ class Buffer:
 
     @property
     def dtype(self) -> Any:
+        """The element type."""
         return from_numpy_dtype(self.raw_owner.dtype)
 
     def __len__(self) -> int:

@@ -49,6 +49,7 @@ class Device:
 
     @property
     def platform(self) -> str:
+        """The backend's name: 'cpu' or 'gpu'."""
         return self.kind
 
     def __repr__(self) -> str:

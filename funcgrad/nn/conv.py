@@ -357,6 +357,7 @@ class Conv2d(Module):
             self.bias = None
 
     def forward(self, x: Any) -> Any:
+        """A 2-D convolution (cross-correlation) over ``(N, C, H, W)`` inputs."""
         if self.padding_mode == "zeros" or getattr(x, "ndim", None) not in (3, 4):
             return conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
         # as PyTorch: pad with the image's own values first, then convolve with no padding
@@ -365,6 +366,7 @@ class Conv2d(Module):
         return conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
                 + (f", padding={self.padding}" if self.padding != (0, 0) else "")
                 + (f", dilation={self.dilation}" if self.dilation != (1, 1) else "")
@@ -397,10 +399,12 @@ class Conv1d(Module):
             self.bias = None
 
     def forward(self, x: Any) -> Any:
+        """A 1-D convolution (cross-correlation) over ``(N, C, L)`` inputs."""
         padding = self.padding if isinstance(self.padding, str) else self.padding[0]
         return conv1d(x, self.weight, self.bias, self.stride[0], padding, self.dilation[0], self.groups)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
                 + (f", padding={self.padding}" if self.padding != (0,) else "")
                 + (f", dilation={self.dilation}" if self.dilation != (1,) else "")
@@ -418,10 +422,12 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, x: Any) -> Any:
+        """The maximum over windows of ``(N, C, H, W)`` inputs."""
         return max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                           self.return_indices)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
@@ -435,9 +441,11 @@ class MaxUnpool2d(Module):
         self.stride, self.padding = _pair(stride if stride is not None else kernel_size), _pair(padding)
 
     def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
+        """``max_unpool2d`` as a layer: ``forward(x, indices, output_size=None)``."""
         return max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -451,10 +459,12 @@ class AvgPool2d(Module):
         self.ceil_mode, self.count_include_pad, self.divisor_override = ceil_mode, count_include_pad, divisor_override
 
     def forward(self, x: Any) -> Any:
+        """The mean over windows of ``(N, C, H, W)`` inputs."""
         return avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                           self.divisor_override)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}"
 
 
@@ -466,7 +476,9 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     def forward(self, x: Any) -> Any:
+        """The mean over windows that divide the input into ``output_size`` cells."""
         return adaptive_avg_pool2d(x, self.output_size)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"output_size={self.output_size}"

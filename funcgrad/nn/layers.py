@@ -31,6 +31,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, x: Any) -> Any:
+        """Returns its input; takes and ignores any arguments, as PyTorch's placeholder does."""
         return x
 
 
@@ -52,9 +53,11 @@ class Linear(Module):
             self.bias = None
 
     def forward(self, x: Any) -> Any:
+        """``y = x @ W.T + b`` with W of shape (out_features, in_features); PyTorch's init"""
         return F.linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
@@ -211,9 +214,11 @@ class PReLU(Module):
         self.weight = Parameter(ops.full((num_parameters,), init, dtype or _dt.float32, device=device))
 
     def forward(self, x: Any) -> Any:
+        """``x`` where non-negative, a learned ``weight * x`` elsewhere (one weight, or one per channel)."""
         return F.prelu(x, self.weight)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"num_parameters={self.num_parameters}"
 
 
@@ -225,9 +230,11 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x: Any) -> Any:
+        """GELU: ``x * Phi(x)`` (``approximate='tanh'``: the tanh form)."""
         return F.gelu(x, self.approximate)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"approximate={self.approximate!r}"
 
 
@@ -239,9 +246,11 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x: Any) -> Any:
+        """``exp(x)`` normalized to sum to 1 along ``dim``."""
         return F.softmax(x, self.dim)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"dim={self.dim}"
 
 
@@ -252,6 +261,7 @@ class Softmin(Softmax):
         super().__init__(dim)  # type: ignore[arg-type]
 
     def forward(self, x: Any) -> Any:
+        """``softmax(-x)`` along ``dim``."""
         return F.softmin(x, self.dim)
 
 
@@ -259,6 +269,7 @@ class LogSoftmax(Softmax):
     """``log(softmax(x))`` along ``dim``, computed stably."""
 
     def forward(self, x: Any) -> Any:
+        """``log(softmax(x))`` along ``dim``, computed stably."""
         return F.log_softmax(x, self.dim)
 
 
@@ -270,9 +281,11 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Any) -> Any:
+        """Axes ``start_dim`` to ``end_dim`` merged into one."""
         return ops.flatten(x, self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -287,9 +300,11 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x: Any) -> Any:
+        """``F.dropout`` in training, the identity in eval mode. ``inplace`` is accepted and"""
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"p={self.p}, inplace={self.inplace}"
 
 
@@ -301,9 +316,11 @@ class Dropout1d(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, x: Any) -> Any:
+        """Whole channels of (N, C, L) inputs zeroed with probability ``p`` in training."""
         return F.dropout1d(x, self.p, self.training)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"p={self.p}, inplace={self.inplace}"
 
 
@@ -311,6 +328,7 @@ class Dropout2d(Dropout1d):
     """Whole channels of (N, C, H, W) inputs zeroed with probability ``p`` in training."""
 
     def forward(self, x: Any) -> Any:
+        """Whole channels of (N, C, H, W) inputs zeroed with probability ``p`` in training."""
         return F.dropout2d(x, self.p, self.training)
 
 
@@ -327,9 +345,11 @@ class GroupNorm(Module):
         self.bias = Parameter(ops.zeros((num_channels,), dtype, device=device)) if affine and bias else None
 
     def forward(self, x: Any) -> Any:
+        """Normalized over groups of channels, with a learned per-channel scale and shift."""
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
 
@@ -382,9 +402,11 @@ class LayerNorm(Module):
             self.weight = self.bias = None
 
     def forward(self, x: Any) -> Any:
+        """Normalized over the last axes, with a learned scale and shift."""
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}, "
                 f"bias={self.bias is not None}")
 
@@ -434,10 +456,12 @@ class Embedding(Module):
                    _freeze=freeze)
 
     def forward(self, indices: Any) -> Any:
+        """A lookup table of ``num_embeddings`` rows (``F.embedding``, with its ``padding_idx``,"""
         return F.embedding(indices, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -463,6 +487,7 @@ class Sequential(Module):
                 self.add_module(str(i), m)
 
     def forward(self, x: Any) -> Any:
+        """Modules applied one after another."""
         for m in self._modules.values():
             x = m(x)
         return x
@@ -478,6 +503,7 @@ class Sequential(Module):
         return iter(self._modules.values())
 
     def append(self, module: Module) -> Sequential:
+        """Add a module at the end."""
         self.add_module(str(len(self._modules)), module)
         return self
 
@@ -491,20 +517,24 @@ class ModuleList(Module):
             self.append(m)
 
     def append(self, module: Module) -> ModuleList:
+        """Add a module at the end."""
         self.add_module(str(len(self._modules)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Add modules at the end."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Insert a module at ``index``."""
         items = list(self._modules.values())
         items.insert(index, module)
         self._renumber(items)
 
     def pop(self, index: int = -1) -> Module:
+        """Remove and return an entry."""
         items = list(self._modules.values())
         module = items.pop(index)
         self._renumber(items)
@@ -566,9 +596,11 @@ class ModuleDict(Module):
             self.add_module(k, m)
 
     def pop(self, key: str) -> Module:
+        """Remove and return an entry."""
         return self._modules.pop(key)
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def __len__(self) -> int:
@@ -578,10 +610,13 @@ class ModuleDict(Module):
         return iter(self._modules)
 
     def keys(self) -> Any:
+        """The names."""
         return self._modules.keys()
 
     def items(self) -> Any:
+        """The (name, module) pairs."""
         return self._modules.items()
 
     def values(self) -> Any:
+        """The modules."""
         return self._modules.values()

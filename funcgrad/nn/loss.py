@@ -22,6 +22,7 @@ class MSELoss(_Loss):
     """The mean squared error."""
 
     def forward(self, input: Any, target: Any) -> Any:
+        """The mean squared error."""
         return F.mse_loss(input, target, self.reduction)
 
 
@@ -29,6 +30,7 @@ class L1Loss(_Loss):
     """The mean absolute error."""
 
     def forward(self, input: Any, target: Any) -> Any:
+        """The mean absolute error."""
         return F.l1_loss(input, target, self.reduction)
 
 
@@ -41,6 +43,7 @@ class CrossEntropyLoss(_Loss):
         self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
 
     def forward(self, input: Any, target: Any) -> Any:
+        """Softmax cross-entropy of logits against class labels (or probabilities)."""
         return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
 
 
@@ -52,6 +55,7 @@ class NLLLoss(_Loss):
         self.weight, self.ignore_index = weight, ignore_index
 
     def forward(self, input: Any, target: Any) -> Any:
+        """The negative log-likelihood of log-probabilities at the class labels."""
         return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
@@ -63,6 +67,7 @@ class BCEWithLogitsLoss(_Loss):
         self.weight, self.pos_weight = weight, pos_weight
 
     def forward(self, input: Any, target: Any) -> Any:
+        """Binary cross-entropy of logits, computed stably."""
         return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
 
 
@@ -74,6 +79,7 @@ class BCELoss(_Loss):
         self.weight = weight
 
     def forward(self, input: Any, target: Any) -> Any:
+        """Binary cross-entropy of probabilities."""
         return F.binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
@@ -85,6 +91,7 @@ class SmoothL1Loss(_Loss):
         self.beta = beta
 
     def forward(self, input: Any, target: Any) -> Any:
+        """Squared below ``beta``, absolute above it."""
         return F.smooth_l1_loss(input, target, self.reduction, self.beta)
 
 
@@ -96,6 +103,7 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input: Any, target: Any) -> Any:
+        """Squared below ``delta``, linear above it."""
         return F.huber_loss(input, target, self.reduction, self.delta)
 
 
@@ -107,6 +115,7 @@ class KLDivLoss(_Loss):
         self.log_target = log_target
 
     def forward(self, input: Any, target: Any) -> Any:
+        """The KL divergence of a target distribution from log-probabilities."""
         return F.kl_div(input, target, self.reduction, self.log_target)
 
 
@@ -118,6 +127,7 @@ class MarginRankingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1: Any, input2: Any, target: Any) -> Any:
+        """``max(0, -target * (x1 - x2) + margin)``."""
         return F.margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
 
 
@@ -130,6 +140,7 @@ class TripletMarginLoss(_Loss):
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor: Any, positive: Any, negative: Any) -> Any:
+        """``max(d(a, p) - d(a, n) + margin, 0)``."""
         return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
                                      self.reduction)
 
@@ -142,6 +153,7 @@ class CosineEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1: Any, input2: Any, target: Any) -> Any:
+        """``1 - cos`` for similar pairs, ``max(0, cos - margin)`` for dissimilar ones."""
         return F.cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
 
 
@@ -153,6 +165,7 @@ class PoissonNLLLoss(_Loss):
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Any, target: Any) -> Any:
+        """The Poisson negative log-likelihood."""
         return F.poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps, self.reduction)
 
 
@@ -164,6 +177,7 @@ class GaussianNLLLoss(_Loss):
         self.full, self.eps = full, eps
 
     def forward(self, input: Any, target: Any, var: Any) -> Any:
+        """The Gaussian negative log-likelihood given means and variances."""
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
 
 
@@ -175,6 +189,7 @@ class MultiLabelSoftMarginLoss(_Loss):
         self.weight = weight
 
     def forward(self, input: Any, target: Any) -> Any:
+        """Binary cross-entropy of logits per label, averaged over each sample's labels."""
         return F.multilabel_soft_margin_loss(input, target, self.weight, self.reduction)
 
 
@@ -186,6 +201,7 @@ class CosineSimilarity(Module):
         self.dim, self.eps = dim, eps
 
     def forward(self, x1: Any, x2: Any) -> Any:
+        """The cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
 
 
@@ -197,4 +213,5 @@ class PairwiseDistance(Module):
         self.norm, self.eps, self.keepdim = p, eps, keepdim
 
     def forward(self, x1: Any, x2: Any) -> Any:
+        """The ``p``-norm distance between rows."""
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

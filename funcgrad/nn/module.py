@@ -87,9 +87,11 @@ class Module:
         self._buffers[name] = value
 
     def register_parameter(self, name: str, value: Parameter | None) -> None:
+        """Register ``value`` (a Parameter, or None) as the parameter ``name``."""
         self._parameters[name] = value
 
     def add_module(self, name: str, module: Module | None) -> None:
+        """Register ``module`` (or None) as the submodule ``name``."""
         if module is not None and not isinstance(module, Module):
             kind = "a function" if callable(module) else type(module).__name__
             raise ArgumentTypeError(f"{type(self).__name__}: {name!r} is {kind}, not a Module; wrap a function in a "
@@ -98,6 +100,7 @@ class Module:
 
     # -- running -----------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation, called by ``module(*args)``: every subclass defines it."""
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -126,15 +129,19 @@ class Module:
                 yield from m.named_modules(f"{prefix}.{name}" if prefix else name, memo, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """This module and every submodule, each once."""
         return (m for _, m in self.named_modules())
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
+        """The direct submodules with their names."""
         return ((n, m) for n, m in self._modules.items() if m is not None)
 
     def children(self) -> Iterator[Module]:
+        """The direct submodules."""
         return (m for _, m in self.named_children())
 
     def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Every parameter with its dotted name, each once."""
         seen: set[int] = set()
         mods = self.named_modules(prefix) if recurse else iter([(prefix, self)])
         for mod_prefix, m in mods:
@@ -144,9 +151,11 @@ class Module:
                     yield (f"{mod_prefix}.{name}" if mod_prefix else name), p
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Every parameter, each once."""
         return (p for _, p in self.named_parameters(recurse=recurse))
 
     def named_buffers(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Array]]:
+        """Every buffer with its dotted name."""
         mods = self.named_modules(prefix) if recurse else iter([(prefix, self)])
         for mod_prefix, m in mods:
             for name, b in m._buffers.items():
@@ -154,6 +163,7 @@ class Module:
                     yield (f"{mod_prefix}.{name}" if mod_prefix else name), b
 
     def buffers(self, recurse: bool = True) -> Iterator[Array]:
+        """Every buffer."""
         return (b for _, b in self.named_buffers(recurse=recurse))
 
     def get_submodule(self, target: str) -> Module:
@@ -232,11 +242,13 @@ class Module:
 
     # -- modes, devices, grads -----------------------------------------------------
     def train(self, mode: bool = True) -> Module:
+        """Training mode (Dropout drops, BatchNorm uses batch statistics) for this module and its submodules."""
         for m in self.modules():
             object.__setattr__(m, "training", mode)
         return self
 
     def eval(self) -> Module:
+        """Evaluation mode: ``train(False)``."""
         return self.train(False)
 
     def to(self, target: Any = None, dtype: Any = None) -> Module:
@@ -259,34 +271,43 @@ class Module:
 
     # PyTorch's shorthands for ``to``
     def cpu(self) -> Module:
+        """The module with its parameters and buffers on the CPU."""
         return self.to("cpu")
 
     def cuda(self, device: Any = None) -> Module:
+        """The module with its parameters and buffers on the GPU."""
         return self.to("gpu" if device is None else f"gpu:{device}" if isinstance(device, int) else device)
 
     def float(self) -> Module:
+        """The module's floating-point parameters and buffers as float32."""
         return self.to(dtype="float32")
 
     def double(self) -> Module:
+        """The module's floating-point parameters and buffers as float64."""
         return self.to(dtype="float64")
 
     def half(self) -> Module:
+        """The module's floating-point parameters and buffers as float16."""
         return self.to(dtype="float16")
 
     def bfloat16(self) -> Module:
+        """The module's floating-point parameters and buffers as bfloat16."""
         return self.to(dtype="bfloat16")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients (set them to None)."""
         for p in self.parameters():
             if p.grad is not None:
                 p.grad = None if set_to_none else zeros_like(p.grad)
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Set whether the parameters require gradients."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
+        """Call ``fn`` on every submodule and then on this module."""
         for m in self.children():
             m.apply(fn)
         fn(self)
@@ -294,6 +315,7 @@ class Module:
 
     # -- printing ----------------------------------------------------------------
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return ""
 
     def __repr__(self) -> str:

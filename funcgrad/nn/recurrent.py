@@ -260,10 +260,12 @@ class RNNCell(_Cell):
         self.nonlinearity, self._act = nonlinearity, act
 
     def forward(self, x: Any, hx: Any = None) -> Any:
+        """One step of an Elman RNN: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or relu)."""
         h = self._zeros(x) if hx is None else hx
         return self._act(F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh))
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         s = super().extra_repr()
         return s if self.nonlinearity == "tanh" else f"{s}, nonlinearity={self.nonlinearity}"
 
@@ -274,6 +276,7 @@ class LSTMCell(_Cell):
     gates = 4
 
     def forward(self, x: Any, hx: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+        """One step of an LSTM: ``(h', c')`` from ``x`` and ``(h, c)``."""
         state = (self._zeros(x), self._zeros(x)) if hx is None else hx
         gates = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(state[0], self.weight_hh, self.bias_hh)
         return _lstm_step(gates, state)
@@ -285,5 +288,6 @@ class GRUCell(_Cell):
     gates = 3
 
     def forward(self, x: Any, hx: Any = None) -> Any:
+        """One step of a GRU: ``h'`` from ``x`` and ``h``."""
         h = self._zeros(x) if hx is None else hx
         return _gru_step(F.linear(x, self.weight_ih, self.bias_ih), F.linear(h, self.weight_hh, self.bias_hh), h)

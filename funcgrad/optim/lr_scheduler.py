@@ -27,21 +27,26 @@ class LRScheduler:
         self.step()
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         raise NotImplementedError
 
     def step(self) -> None:
+        """Advance one step."""
         self.last_epoch += 1
         for i, (g, base) in enumerate(zip(self.optimizer.param_groups, self.base_lrs)):
             g["lr"] = self.lr_at(base, self.last_epoch, i)
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def get_last_lr(self) -> list[float]:
+        """The learning rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
     def state_dict(self) -> dict[str, Any]:
+        """The state as a dict of plain values (what load_state_dict takes back)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambda")}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state from state_dict()'s dict."""
         self.__dict__.update(state)
 
 
@@ -53,6 +58,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return base_lr * self.gamma ** (epoch // self.step_size)
 
 
@@ -64,6 +70,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return base_lr * self.gamma ** epoch
 
 
@@ -75,6 +82,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
 
@@ -88,9 +96,11 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return base_lr * self.lr_lambdas[group_index](epoch)
 
     def state_dict(self) -> dict[str, Any]:
+        """The state as a dict of plain values (what load_state_dict takes back)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
 
@@ -102,6 +112,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return base_lr * self.gamma ** bisect.bisect_right(self.milestones, epoch)
 
 
@@ -114,6 +125,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return base_lr * (self.factor if epoch < self.total_iters else 1.0)
 
 
@@ -127,6 +139,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         done = min(epoch, self.total_iters) / self.total_iters
         return base_lr * (self.start_factor + (self.end_factor - self.start_factor) * done)
 
@@ -139,6 +152,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         return base_lr * (1.0 - min(epoch, self.total_iters) / self.total_iters) ** self.power
 
 
@@ -152,10 +166,12 @@ class MultiplicativeLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         lr = base_lr if epoch == 0 else self.optimizer.param_groups[group_index]["lr"]
         return lr * self.lr_lambdas[group_index](epoch) if epoch > 0 else lr
 
     def state_dict(self) -> dict[str, Any]:
+        """The state as a dict of plain values (what load_state_dict takes back)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
 
@@ -168,6 +184,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         if self.T_mult == 1:
             t_cur, t_i = epoch % self.T_0, self.T_0
         else:
@@ -235,6 +252,7 @@ class OneCycleLR(LRScheduler):
         raise AssertionError
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         if epoch > self.total_steps:
             raise ValueError(f"OneCycleLR: stepped {epoch} times, more than total_steps={self.total_steps}")
         (_, lr_from, lr_to, m_from, m_to), pct = self._phase(epoch)
@@ -273,6 +291,7 @@ class CyclicLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         cycle = math.floor(1 + epoch / self.total_size)
         x = 1.0 + epoch / self.total_size - cycle
         scale = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
@@ -283,6 +302,7 @@ class CyclicLR(LRScheduler):
         return self.base_lr_value + (self.max_lr - self.base_lr_value) * scale * factor
 
     def state_dict(self) -> dict[str, Any]:
+        """The state as a dict of plain values (what load_state_dict takes back)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "scale_fn")}
 
 
@@ -311,6 +331,7 @@ class ReduceLROnPlateau:
         return value > (self.best * (1 + self.threshold) if rel else self.best + self.threshold)
 
     def step(self, metrics: Any) -> None:
+        """Advance one step."""
         value = float(metrics)
         self.last_epoch += 1
         if self._better(value):
@@ -329,12 +350,15 @@ class ReduceLROnPlateau:
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def get_last_lr(self) -> list[float]:
+        """The learning rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
     def state_dict(self) -> dict[str, Any]:
+        """The state as a dict of plain values (what load_state_dict takes back)."""
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore the state from state_dict()'s dict."""
         self.__dict__.update(state)
 
 
@@ -357,6 +381,7 @@ class SequentialLR:
         self._last_lr = schedulers[0].get_last_lr()
 
     def step(self) -> None:
+        """Advance one step."""
         self.last_epoch += 1
         index = bisect.bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[index]
@@ -366,6 +391,7 @@ class SequentialLR:
         self._last_lr = scheduler.get_last_lr()
 
     def get_last_lr(self) -> list[float]:
+        """The learning rates the last step set, one per parameter group."""
         return list(self._last_lr)
 
 
@@ -388,9 +414,11 @@ class ChainedScheduler:
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def step(self) -> None:
+        """Advance one step."""
         for s in self._schedulers:
             s.last_epoch += 1
         self._apply()
 
     def get_last_lr(self) -> list[float]:
+        """The learning rates the last step set, one per parameter group."""
         return list(self._last_lr)

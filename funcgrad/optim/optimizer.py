@@ -113,6 +113,7 @@ class Optimizer:
             self.add_param_group(g)
 
     def add_param_group(self, group: dict[str, Any]) -> None:
+        """Add a parameter group (its own hyperparameters; the defaults fill the rest)."""
         params = group["params"]
         params = [params] if isinstance(params, Parameter) else list(params)
         plain = []
@@ -132,6 +133,7 @@ class Optimizer:
         self.param_groups.append(full)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients (set them to None)."""
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
@@ -199,6 +201,7 @@ class Optimizer:
 
     # -- checkpointing (PyTorch's format: parameters by position) -------------------
     def state_dict(self) -> dict[str, Any]:
+        """The state as a dict of plain values (what load_state_dict takes back)."""
         index = {}
         groups = []
         for group in self.param_groups:
@@ -211,6 +214,7 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the state from state_dict()'s dict."""
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
                 len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)):

@@ -52,16 +52,19 @@ class ShapedArray:
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         n = 1
         for d in self.shape:
             n *= d
         return n
 
     def str_short(self) -> str:
+        """A short description, as ``f32[3,4]``."""
         return f"{_SHORT.get(self.dtype.name, self.dtype.name)}[{','.join(map(str, self.shape))}]"
 
     def __repr__(self) -> str:
@@ -152,6 +155,7 @@ class Primitive:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
+        """Apply this primitive to ``args`` (``fg.bind``)."""
         return bind(self, *args, **params)
 
     def kernel_for(self, device: Any) -> Callable[..., Any]:

@@ -35,6 +35,7 @@ class Generator:
 
     @property
     def key(self) -> Any:
+        """The current key (the next draw splits it)."""
         return self._key
 
     @key.setter
@@ -42,17 +43,21 @@ class Generator:
         self._key = value
 
     def manual_seed(self, seed: int) -> Generator:
+        """Seed the generator; returns it."""
         self._seed = int(seed)
         self.key = _keys.PRNGKey(seed)
         return self
 
     def initial_seed(self) -> int:
+        """The seed it was given."""
         return self._seed
 
     def get_state(self) -> Any:
+        """The generator's state (its key)."""
         return self.key
 
     def set_state(self, state: Any) -> Generator:
+        """Restore a state get_state() gave."""
         self.key = _keys.key_data(state)
         return self
 

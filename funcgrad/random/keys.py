@@ -48,10 +48,12 @@ class Key:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The length of each axis."""
         return tuple(self.data.shape[:-1])
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.shape)
 
     def __len__(self) -> int:
@@ -74,6 +76,7 @@ class Key:
 
     @property
     def device(self) -> Any:
+        """The device."""
         return self.data.device
 
     def __repr__(self) -> str:

@@ -38,14 +38,17 @@ class checkpoint_policies:
 
     @staticmethod
     def nothing_saveable(eqn: Eqn) -> bool:
+        """Keep nothing: recompute everything in the backward pass."""
         return False
 
     @staticmethod
     def dots_saveable(eqn: Eqn) -> bool:
+        """Keep the outputs of matrix products (matmul, einsum)."""
         return eqn.prim.name in ("matmul", "einsum")
 
     @staticmethod
     def everything_saveable(eqn: Eqn) -> bool:
+        """Keep every output (no recomputation)."""
         return True
 
 

@@ -101,26 +101,32 @@ class Tracer(ArrayBase):
 
     @property
     def aval(self) -> ShapedArray:
+        """The abstract value (shape, dtype, device)."""
         raise NotImplementedError
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The length of each axis."""
         return self.aval.shape
 
     @property
     def dtype(self) -> Any:
+        """The element type."""
         return self.aval.dtype
 
     @property
     def device(self) -> Any:
+        """The device."""
         return self.aval.device
 
     @property
     def ndim(self) -> int:
+        """The number of axes."""
         return len(self.aval.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return Size(self.shape)
 
     def _evaluate(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
@@ -157,12 +163,15 @@ class Tracer(ArrayBase):
         return format(value.item() if value.size == 1 else value.numpy(), spec)
 
     def item(self) -> Any:
+        """The single value, as a Python scalar (needs a concrete value)."""
         return self._value("item()").item()
 
     def tolist(self) -> Any:
+        """The values as nested Python lists (needs concrete values)."""
         return self._value("tolist()").tolist()
 
     def numpy(self) -> Any:
+        """The values as a NumPy array (needs concrete values)."""
         return self._value("numpy()").numpy()
 
     def __reduce__(self) -> Any:
@@ -173,9 +182,11 @@ class Tracer(ArrayBase):
         return self._value("NumPy conversion").__array__(dtype, copy)
 
     def astype(self, dtype: Any, copy: bool = True) -> Any:
+        """The value in another dtype."""
         return astype(self, dtype, copy=copy)
 
     def to(self, target: Any, dtype: Any = None) -> Any:
+        """The value on another device or in another dtype."""
         return Array.to(self, target, dtype)  # type: ignore[arg-type]
 
     def _to_device(self, dst: Any) -> Any:

@@ -152,6 +152,7 @@ class custom_vjp(_CustomRule):
         self.bwd: Callable[..., Any] | None = None
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> custom_vjp:
+        """Define the reverse-mode rule: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g)``."""
         self.fwd, self.bwd = fwd, bwd
         return self
 
@@ -214,6 +215,7 @@ class custom_jvp(_CustomRule):
         self.rule: Callable[..., Any] | None = None
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
+        """Define the forward-mode rule: ``rule(primals, tangents) -> (out, tangent_out)``."""
         self.rule = rule
         return rule
 

@@ -36,6 +36,7 @@ class FunctionCtx:
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors: Any) -> None:
+        """Keep arrays for backward (read them as ``ctx.saved_tensors``)."""
         self._saved = tensors
 
     def mark_non_differentiable(self, *outputs: Any) -> None:
@@ -48,6 +49,7 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
+        """The arrays save_for_backward kept."""
         return self._saved
 
 
@@ -149,14 +151,17 @@ class Function:
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        """The outputs from the inputs (define it; ``ctx`` keeps what backward needs)."""
         raise NotImplementedError("subclasses of fg.autograd.Function define forward(ctx, ...)")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        """The gradients of the inputs from the outputs' gradients (define it)."""
         raise NotImplementedError("subclasses of fg.autograd.Function define backward(ctx, *grads)")
 
     @classmethod
     def apply(cls, *args: Any) -> Any:
+        """Run forward (and record backward for the tape and the transforms)."""
         positions = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
         call = _FunctionCall(cls, args, positions)
         outs = bind(function_p, *(args[i] for i in positions), call=call)

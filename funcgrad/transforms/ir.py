@@ -76,10 +76,12 @@ class Program:
 
     @property
     def in_avals(self) -> list[ShapedArray]:
+        """The abstract values of the inputs."""
         return [v.aval for v in self.invars]
 
     @property
     def out_avals(self) -> list[Any]:
+        """The abstract values of the outputs."""
         return [v.aval if isinstance(v, Var) else v.value for v in self.outvars]
 
     # -- evaluation ----------------------------------------------------------
@@ -153,6 +155,7 @@ class Program:
         return self.pretty()
 
     def pretty(self, indent: int = 0) -> str:
+        """The program as indented text."""
         names = _Namer()
         pad = " " * indent
         head = "; ".join(f"{names(v)}:{v.aval.str_short()}" for v in self.invars)
