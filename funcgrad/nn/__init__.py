@@ -67,6 +67,13 @@ from .module import Module, functional_call
 from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .transformer import (
+                     Transformer,
+                     TransformerDecoder,
+                     TransformerDecoderLayer,
+                     TransformerEncoder,
+                     TransformerEncoderLayer,
+)
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_call", "Identity", "Linear", "ReLU",
            "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
@@ -77,4 +84,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "Threshold", "GLU", "PReLU", "Softmin", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
            "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",
            "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance", "RNN", "GRU", "RNNCell", "LSTMCell",
-           "GRUCell", "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d"]
+           "GRUCell", "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+           "TransformerDecoderLayer"]
