@@ -212,7 +212,7 @@ def train(epochs: int = 20, kind: str = "mlp", device: str = "cpu", batch: int =
 
     print("\n4. Checkpoint: fg.save / fg.load (a pickle-free format)")
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "digits.fg")
+        path = os.path.join(tmp, "digits.safetensors")
         fg.save({"model": model.state_dict(), "optim": opt.state_dict(), "epochs": epochs}, path)
         ckpt = fg.load(path, device=device)
         restored = make_model(kind).to(device)

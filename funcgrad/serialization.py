@@ -1,25 +1,27 @@
-"""``fg.save`` / ``fg.load``: arrays, state dicts and optimizer state, without pickle.
+"""``fg.save`` / ``fg.load``: arrays, state dicts and optimizer state as safetensors files.
 
-The format (documented in docs/nn.md):
+A file is a `safetensors <https://huggingface.co/docs/safetensors>`_ file, so the
+``safetensors`` package, PyTorch, JAX and Hugging Face tools read what ``fg.save`` writes,
+and ``fg.load`` reads any safetensors file:
 
-    b"FUNCGRAD\\n"                    9-byte magic
     u64 little-endian                 header length H
-    H bytes of UTF-8 JSON             the object tree
-    data                              raw array bytes, one block per array
+    H bytes of UTF-8 JSON             {name: {"dtype": "F32", "shape": [...], "data_offsets": [b, e]},
+                                       ..., "__metadata__": {str: str}}
+    data                              raw little-endian array bytes, one block per array
 
-The JSON tree holds ``null``, booleans, numbers, strings, lists, and tagged objects:
-``{"__array__": {"dtype", "shape", "offset", "nbytes"}}``, ``{"__tuple__": [...]}``,
-``{"__dict__": [[key, value], ...]}`` (keys keep their type) and floats that JSON
-cannot spell (``{"__float__": "nan"}``). Loading parses JSON and copies bytes: it
-runs no code, whatever the file holds. Views are saved as their values; bfloat16
-and float16 round-trip bit-exactly.
+What safetensors cannot hold (nesting, tuples, int keys, numbers, strings, ``None``) goes in
+``__metadata__["funcgrad"]``: a JSON tree in which each array appears as ``{"__array__":
+name}``, beside ``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}`` (keys keep
+their type) and floats JSON cannot spell (``{"__float__": "nan"}``). A flat dict of arrays
+(a state dict) keeps its keys as the array names. ``__metadata__["funcgrad.crc32"]`` is the
+CRC-32 of the data section, checked as the blocks are read. A file with no tree (written by
+another tool) loads as a dict of its arrays, name to array.
 
-The header also holds the data section's CRC-32 (``crc32``), checked as the blocks are
-read. A file is checked whole before anything is allocated: the array blocks must tile the
-data section exactly (no overlap, no gap, nothing past its end), so loading allocates at
-most the file's size for arrays, read block by block straight from the file. Every
-malformed header (bad shapes, huge numbers, deep nesting, duplicate keys, a non-integer
-version) raises ``FormatError``.
+Loading parses JSON and copies bytes: it runs no code, whatever the file holds. A file is
+checked whole before anything is allocated: the array blocks must tile the data section
+exactly (no overlap, no gap, nothing past its end), so loading allocates at most the file's
+size for arrays, read block by block straight from the file. Every malformed header (bad
+shapes, huge numbers, deep nesting, duplicate keys, unknown dtypes) raises ``FormatError``.
 """
 
 from __future__ import annotations
@@ -41,73 +43,95 @@ from .ops import asarray
 
 __all__ = ["save", "load", "FormatError"]
 
-MAGIC = b"FUNCGRAD\n"
-_PREFIX = len(MAGIC) + 8
-_MAX_HEADER = 1 << 30
+_MAX_HEADER = 100_000_000  # the safetensors package's own limit
 MAX_DEPTH = 100  # containers nest at most this deep (a state dict uses 3 or 4 levels)
 MAX_NDIM = 64
 _MAX_NUMBER_CHARS = 40  # the longest number a header may spell (offsets fit in 20 digits)
+_TREE, _CRC = "funcgrad", "funcgrad.crc32"
+
+#: safetensors dtype codes, both ways (all little-endian).
+_CODES = {_dt.bool_: "BOOL", _dt.int8: "I8", _dt.uint8: "U8", _dt.int16: "I16", _dt.uint16: "U16",
+          _dt.int32: "I32", _dt.uint32: "U32", _dt.int64: "I64", _dt.uint64: "U64", _dt.float16: "F16",
+          _dt.bfloat16: "BF16", _dt.float32: "F32", _dt.float64: "F64"}
+_DTYPES = {code: dtype for dtype, code in _CODES.items()}
 
 
-def _encode(obj: Any, blobs: list[bytes], offset: list[int]) -> Any:
-    if isinstance(obj, ArrayBase):
-        if not isinstance(obj, Array):
-            raise TypeError("fg.save: cannot save a traced array; save concrete values")
-        host = np.ascontiguousarray(obj._host())
-        data = host.tobytes()
-        entry = {"dtype": obj.dtype.name, "shape": list(obj.shape), "offset": offset[0], "nbytes": len(data)}
-        blobs.append(data)
-        offset[0] += len(data)
-        return {"__array__": entry}
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, int):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else {"__float__": repr(obj)}
-    if isinstance(obj, np.generic):
-        return _encode(obj.item(), blobs, offset)
-    if isinstance(obj, tuple):
-        return {"__tuple__": [_encode(x, blobs, offset) for x in obj]}
-    if isinstance(obj, list):
-        return [_encode(x, blobs, offset) for x in obj]
-    if isinstance(obj, dict):
-        items = []
-        for k, v in obj.items():
-            if not isinstance(k, (str, int, bool)) and k is not None:
-                raise TypeError(f"fg.save: dict keys must be str or int, got {type(k).__name__}")
-            items.append([k, _encode(v, blobs, offset)])
-        return {"__dict__": items}
-    raise TypeError(f"fg.save: cannot save a {type(obj).__name__} (arrays, numbers, strings, None, lists, tuples "
-                    "and dicts only; save module.state_dict() / optimizer.state_dict())")
+# ---- saving ------------------------------------------------------------------------------
+
+class _Writer:
+    """Walks the object tree once: encodes it as JSON and collects each array's block
+    under a unique name (its path in the tree, ``model.0.weight``)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Any] = {}
+        self.blobs: list[bytes] = []
+        self.offset = 0
+
+    def name(self, path: list[str]) -> str:
+        base = ".".join(path) or "array"
+        name, n = base, 1
+        while name in self.entries or name == "__metadata__":
+            name, n = f"{base}#{n}", n + 1
+        return name
+
+    def encode(self, obj: Any, path: list[str]) -> Any:
+        if isinstance(obj, ArrayBase):
+            if not isinstance(obj, Array):
+                raise TypeError("fg.save: cannot save a traced array; save concrete values")
+            data = np.ascontiguousarray(obj._host()).astype(obj.dtype.np.newbyteorder("<"), copy=False).tobytes()
+            name = self.name(path)
+            self.entries[name] = {"dtype": _CODES[obj.dtype], "shape": list(obj.shape),
+                                  "data_offsets": [self.offset, self.offset + len(data)]}
+            self.blobs.append(data)
+            self.offset += len(data)
+            return {"__array__": name}
+        if obj is None or isinstance(obj, (bool, str, int)):
+            return obj
+        if isinstance(obj, float):
+            return obj if math.isfinite(obj) else {"__float__": repr(obj)}
+        if isinstance(obj, np.generic):
+            return self.encode(obj.item(), path)
+        if isinstance(obj, tuple):
+            return {"__tuple__": [self.encode(x, [*path, str(i)]) for i, x in enumerate(obj)]}
+        if isinstance(obj, list):
+            return [self.encode(x, [*path, str(i)]) for i, x in enumerate(obj)]
+        if isinstance(obj, dict):
+            items = []
+            for k, v in obj.items():
+                if not isinstance(k, (str, int, bool)) and k is not None:
+                    raise TypeError(f"fg.save: dict keys must be str or int, got {type(k).__name__}")
+                items.append([k, self.encode(v, [*path, str(k)])])
+            return {"__dict__": items}
+        raise TypeError(f"fg.save: cannot save a {type(obj).__name__} (arrays, numbers, strings, None, lists, "
+                        "tuples and dicts only; save module.state_dict() / optimizer.state_dict())")
 
 
 def save(obj: Any, f: Any) -> None:
-    """Write ``obj`` (arrays and nested containers of them) to ``f``: a path, or a binary file
-    object (``io.BytesIO``, an open file), as ``torch.save`` takes."""
-    blobs: list[bytes] = []
-    tree = _encode(obj, blobs, [0])
+    """Write ``obj`` (arrays and nested containers of them) to ``f`` as a safetensors file:
+    a path, or a binary file object (``io.BytesIO``, an open file), as ``torch.save`` takes."""
+    writer = _Writer()
+    tree = writer.encode(obj, [])
     crc = 0
-    for b in blobs:
+    for b in writer.blobs:
         crc = zlib.crc32(b, crc)
-    header = json.dumps({"format": "funcgrad", "version": 1, "crc32": crc, "tree": tree},
-                        separators=(",", ":")).encode()
+    meta = {"format": "pt", _TREE: json.dumps(tree, separators=(",", ":")), _CRC: str(crc)}
+    header = json.dumps({"__metadata__": meta, **writer.entries}, separators=(",", ":")).encode()
+    header += b" " * (-len(header) % 8)  # the data section starts 8-byte aligned, as safetensors writes it
     if hasattr(f, "write"):
-        _write(f, header, blobs)
+        _write(f, header, writer.blobs)
         return
     with open(f, "wb") as out:
-        _write(out, header, blobs)
+        _write(out, header, writer.blobs)
 
 
 def _write(out: Any, header: bytes, blobs: list[bytes]) -> None:
-    out.write(MAGIC)
     out.write(struct.pack("<Q", len(header)))
     out.write(header)
     for b in blobs:
         out.write(b)
 
 
-# ---- loading ---------------------------------------------------------------------------
+# ---- loading -----------------------------------------------------------------------------
 
 def _refuse(where: str, what: str) -> FormatError:
     return FormatError(f"fg.load({where}): {what}")
@@ -149,63 +173,63 @@ def _is_int(x: Any) -> bool:
     return type(x) is int  # bool, float and str are refused, not converted
 
 
-def _entry(value: Any, where: str) -> tuple[_dt.DType, tuple[int, ...], int, int]:
-    """A validated array entry: (dtype, shape, offset, nbytes)."""
-    if not isinstance(value, dict) or set(value) != {"dtype", "shape", "offset", "nbytes"}:
-        raise _refuse(where, f"malformed array entry {str(value)[:200]}")
-    dtype_name, shape, offset, nbytes = value["dtype"], value["shape"], value["offset"], value["nbytes"]
-    try:
-        dtype = _dt.as_dtype(dtype_name) if isinstance(dtype_name, str) else None
-    except Exception:
-        dtype = None
-    if dtype is None or dtype.name != dtype_name:  # only the names fg.save writes ("float32", not "f4")
-        raise _refuse(where, f"malformed array entry: unknown dtype {str(dtype_name)[:40]!r}")
+def _entry(name: str, value: Any, where: str) -> tuple[str, _dt.DType, tuple[int, ...], int, int]:
+    """A validated tensor entry: (name, dtype, shape, begin, end)."""
+    if not isinstance(value, dict) or set(value) != {"dtype", "shape", "data_offsets"}:
+        raise _refuse(where, f"malformed tensor entry {name[:80]!r}: {str(value)[:200]}")
+    code, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
+    dtype = _DTYPES.get(code) if isinstance(code, str) else None
+    if dtype is None:
+        raise _refuse(where, f"tensor {name[:80]!r}: unknown dtype {str(code)[:40]!r} (funcgrad reads "
+                             f"{', '.join(_DTYPES)})")
     if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
-        raise _refuse(where, f"malformed array entry: the shape {str(shape)[:100]} is not a list of integers")
+        raise _refuse(where, f"tensor {name[:80]!r}: the shape {str(shape)[:100]} is not a list of integers")
     if len(shape) > MAX_NDIM:
-        raise _refuse(where, f"malformed array entry: {len(shape)} dimensions (at most {MAX_NDIM})")
+        raise _refuse(where, f"tensor {name[:80]!r}: {len(shape)} dimensions (at most {MAX_NDIM})")
     if any(d < 0 for d in shape):
-        raise _refuse(where, f"malformed array entry: negative dimension in shape {shape}")
-    if not (_is_int(offset) and _is_int(nbytes)) or offset < 0 or nbytes < 0:
-        raise _refuse(where, f"malformed array entry: offset {offset!r} and nbytes {nbytes!r} must be "
-                             "non-negative integers")
+        raise _refuse(where, f"tensor {name[:80]!r}: negative dimension in shape {shape}")
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]):
+        raise _refuse(where, f"tensor {name[:80]!r}: data_offsets {str(offsets)[:100]} must be two non-negative "
+                             "integers [begin, end], begin <= end")
     if math.prod(d for d in shape if d) >= 1 << 62:
-        raise _refuse(where, f"malformed array entry: the shape {str(shape)[:100]} is too large for any array")
-    count = math.prod(shape)
-    if count * dtype.itemsize != nbytes:
-        raise _refuse(where, f"array entry: {nbytes} bytes do not hold shape {tuple(shape)} of {dtype}")
-    return dtype, tuple(shape), offset, nbytes
+        raise _refuse(where, f"tensor {name[:80]!r}: the shape {str(shape)[:100]} is too large for any array")
+    nbytes = offsets[1] - offsets[0]
+    if math.prod(shape) * dtype.itemsize != nbytes:
+        raise _refuse(where, f"tensor {name[:80]!r}: {nbytes} bytes do not hold shape {tuple(shape)} of {dtype}")
+    return name, dtype, tuple(shape), offsets[0], offsets[1]
 
 
-def _collect(node: Any, entries: list[Any], where: str, depth: int = 0) -> None:
-    """Validate the tree's structure and collect its array entries (no allocation)."""
+def _check_tree(node: Any, names: dict[str, Any], where: str, depth: int = 0) -> None:
+    """Validate the funcgrad tree's structure: known tags only, arrays named in the header."""
     if depth > MAX_DEPTH:
         raise _refuse(where, f"malformed header (nested deeper than {MAX_DEPTH} levels)")
     if isinstance(node, list):
         for x in node:
-            _collect(x, entries, where, depth + 1)
+            _check_tree(x, names, where, depth + 1)
         return
     if not isinstance(node, dict):
         if node is None or isinstance(node, (bool, int, float, str)):
             return
-        raise _refuse(where, f"unexpected value in header: {type(node).__name__}")
+        raise _refuse(where, f"unexpected value in the funcgrad tree: {type(node).__name__}")
     if len(node) != 1:
-        raise _refuse(where, "malformed header: tagged objects have exactly one key")
+        raise _refuse(where, "malformed funcgrad tree: tagged objects have exactly one key")
     (tag, value), = node.items()
     if tag == "__tuple__" and isinstance(value, list):
-        _collect(value, entries, where, depth + 1)
+        _check_tree(value, names, where, depth + 1)
     elif tag == "__dict__" and isinstance(value, list):
         for item in value:
             if not (isinstance(item, list) and len(item) == 2
                     and (item[0] is None or isinstance(item[0], (str, int, bool)))):
-                raise _refuse(where, "malformed header: bad dict entry")
-            _collect(item[1], entries, where, depth + 1)
+                raise _refuse(where, "malformed funcgrad tree: bad dict entry")
+            _check_tree(item[1], names, where, depth + 1)
     elif tag == "__float__" and value in ("nan", "inf", "-inf"):
         return
     elif tag == "__array__":
-        entries.append(_entry(value, where))
+        if not isinstance(value, str) or value not in names:
+            raise _refuse(where, f"the funcgrad tree names a tensor the header lacks: {str(value)[:80]!r}")
     else:
-        raise _refuse(where, f"malformed header: unknown tag {str(tag)[:40]!r}")
+        raise _refuse(where, f"malformed funcgrad tree: unknown tag {str(tag)[:40]!r}")
 
 
 def _check_tiling(entries: list[Any], data_len: int, where: str) -> None:
@@ -213,59 +237,64 @@ def _check_tiling(entries: list[Any], data_len: int, where: str) -> None:
     ended, and the last ends at the file's end. So no two arrays share bytes (1,000
     entries over one 4 MiB block would ask for 4 GiB) and no byte is left unexplained."""
     end = 0
-    for _, shape, offset, nbytes in sorted(entries, key=lambda e: (e[2], e[3])):
-        if offset != end:
-            what = "overlaps the one before it" if offset < end else "leaves a gap before it"
-            raise _refuse(where, f"the array block at byte {offset} (shape {shape}) {what}")
-        end = offset + nbytes
+    for name, _, shape, begin, stop in sorted(entries, key=lambda e: (e[3], e[4])):
+        if begin != end:
+            what = "overlaps the one before it" if begin < end else "leaves a gap before it"
+            raise _refuse(where, f"the block of tensor {name[:80]!r} at byte {begin} (shape {shape}) {what}")
+        end = stop
         if end > data_len:
-            raise _refuse(where, f"the array block at byte {offset} (shape {shape}) points outside the file "
-                                 f"(its data section has {data_len} bytes)")
+            raise _refuse(where, f"the block of tensor {name[:80]!r} at byte {begin} (shape {shape}) points "
+                                 f"outside the file (its data section has {data_len} bytes)")
     if end != data_len:
         raise _refuse(where, f"{data_len - end} bytes after the last array block are not described by the header")
 
 
-def _read_arrays(stream: Any, entries: list[Any], crc: Any, where: str) -> dict[int, np.ndarray]:
+def _read_arrays(stream: Any, entries: list[Any], crc: int | None, where: str) -> dict[str, np.ndarray]:
     """Each block read straight into its own array, in file order: the arrays are all that is
-    allocated, and they add up to the data section's size. ``crc`` (the header's CRC-32 of
-    the data section, when it has one) catches corrupted bytes."""
-    arrays: dict[int, np.ndarray] = {}
+    allocated, and they add up to the data section's size. ``crc`` (the CRC-32 funcgrad
+    records in the metadata) catches corrupted bytes."""
+    arrays: dict[str, np.ndarray] = {}
     running = 0
-    for dtype, shape, offset, nbytes in sorted(entries, key=lambda e: (e[2], e[3])):
-        host = np.empty(shape, dtype=dtype.np)
+    for name, dtype, shape, begin, stop in sorted(entries, key=lambda e: (e[3], e[4])):
+        host = np.empty(shape, dtype=dtype.np.newbyteorder("<"))
         raw = memoryview(host.reshape(-1).view(np.uint8))
-        if nbytes and stream.readinto(raw) != nbytes:
+        if stop > begin and stream.readinto(raw) != stop - begin:
             raise _refuse(where, "truncated data section")
-        if nbytes:
-            running = zlib.crc32(raw, running)
-            arrays[offset] = host
+        running = zlib.crc32(raw, running)
+        arrays[name] = host if host.dtype.isnative else host.astype(dtype.np)
     if crc is not None and running != crc:
         raise _refuse(where, "the data section is corrupted (its CRC-32 does not match the header's)")
     return arrays
 
 
-def _decode(node: Any, arrays: dict[int, np.ndarray], device: Any) -> Any:
-    """Build the object tree (already validated by ``_collect``)."""
+def _decode(node: Any, arrays: dict[str, Any]) -> Any:
+    """Build the object tree (already validated by ``_check_tree``)."""
     if isinstance(node, list):
-        return [_decode(x, arrays, device) for x in node]
+        return [_decode(x, arrays) for x in node]
     if not isinstance(node, dict):
         return node
     (tag, value), = node.items()
     if tag == "__tuple__":
-        return tuple(_decode(x, arrays, device) for x in value)
+        return tuple(_decode(x, arrays) for x in value)
     if tag == "__dict__":
-        return {k: _decode(v, arrays, device) for k, v in value}
+        return {k: _decode(v, arrays) for k, v in value}
     if tag == "__float__":
         return float(value)
-
-    host = arrays[value["offset"]] if value["nbytes"] else np.empty(value["shape"], _dt.as_dtype(value["dtype"]).np)
-    return asarray(host, device=device, copy=False) if device is None else asarray(host, device=device)
+    return arrays[value]
 
 
-def load(f: Any, *, device: Any = None) -> Any:
-    """Read what ``fg.save`` wrote, from a path or a binary file object (``io.BytesIO``, an
-    open file). Never unpickles: a pickle or torch file is refused with a clear error, and
-    so is every malformed or hostile file (``FormatError``), before anything is allocated."""
+def load(f: Any, *, device: Any = None, map_location: Any = None) -> Any:
+    """Read a safetensors file (what ``fg.save`` wrote, or any other) from a path or a binary
+    file object. Never unpickles: a pickle or torch file is refused with a clear error, and so
+    is every malformed or hostile file (``FormatError``), before anything is allocated.
+    ``map_location`` is ``device``'s PyTorch name (a device or its name)."""
+    if map_location is not None:
+        if device is not None and device != map_location:
+            raise TypeError(f"fg.load: device={device!r} and map_location={map_location!r} disagree; give one")
+        if callable(map_location) or isinstance(map_location, dict):
+            raise TypeError("fg.load: map_location takes a device or its name ('cpu', 'gpu'), not a "
+                            f"{type(map_location).__name__}")
+        device = map_location
     if hasattr(f, "read"):
         stream = f if f.seekable() else io.BytesIO(f.read())
         return _load(stream, repr(f), device)
@@ -277,28 +306,35 @@ def _load(stream: Any, where: str, device: Any) -> Any:
     start = stream.tell()
     size = stream.seek(0, os.SEEK_END) - start
     stream.seek(start)
-    head = stream.read(len(MAGIC))
-    if head != MAGIC:
-        kind = ("a pickle" if head[:1] == b"\x80" else "a zip archive (a torch.save file?)" if head[:2] == b"PK"
-                else "not a funcgrad file")
-        raise _refuse(where, f"{kind}; funcgrad only reads files written by fg.save and never unpickles (loading an "
-                             "untrusted pickle can run code)")
     raw_len = stream.read(8)
-    if len(raw_len) != 8:
-        raise _refuse(where, "truncated header")
-    (header_len,) = struct.unpack("<Q", raw_len)
-    if header_len > min(_MAX_HEADER, size - _PREFIX):
-        raise _refuse(where, f"header length {header_len} exceeds the file")
+    header_len = struct.unpack("<Q", raw_len)[0] if len(raw_len) == 8 else None
+    if header_len is None or header_len > min(_MAX_HEADER, size - 8):
+        if raw_len[:1] == b"\x80" or raw_len[:2] == b"PK":
+            kind = "a pickle" if raw_len[:1] == b"\x80" else "a zip archive (a torch.save file?)"
+            raise _refuse(where, f"{kind}; funcgrad reads safetensors files and never unpickles (loading an "
+                                 "untrusted pickle can run code)")
+        if header_len is None:
+            raise _refuse(where, "truncated header")
+        raise _refuse(where, f"header length {header_len} exceeds the file; not a safetensors file")
     header = _parse_header(stream.read(header_len), where)
-    if not isinstance(header, dict) or header.get("format") != "funcgrad" or "tree" not in header:
-        raise _refuse(where, "malformed header (no funcgrad tree)")
-    version = header.get("version")
-    if not _is_int(version) or version != 1:
-        raise _refuse(where, f"unsupported format version {str(version)[:40]!r} (this funcgrad reads version 1)")
-    crc = header.get("crc32")
-    if crc is not None and not (_is_int(crc) and 0 <= crc < 1 << 32):
-        raise _refuse(where, f"malformed header (crc32 {str(crc)[:40]!r})")
-    entries: list[Any] = []
-    _collect(header["tree"], entries, where)
-    _check_tiling(entries, size - _PREFIX - header_len, where)
-    return _decode(header["tree"], _read_arrays(stream, entries, crc, where), device)
+    if not isinstance(header, dict):
+        raise _refuse(where, "malformed header (not a JSON object)")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise _refuse(where, "malformed header (__metadata__ must map strings to strings)")
+    entries = [_entry(name, value, where) for name, value in header.items()]
+    crc = meta.get(_CRC)
+    if crc is not None:
+        if not (crc.isdigit() and len(crc) <= 10 and int(crc) < 1 << 32):
+            raise _refuse(where, f"malformed header ({_CRC} {crc[:40]!r})")
+        crc = int(crc)
+    tree = None
+    if _TREE in meta:
+        tree = _parse_header(meta[_TREE].encode(), where)
+        _check_tree(tree, header, where)
+    _check_tiling(entries, size - 8 - header_len, where)
+    arrays = {name: asarray(host, device=device, copy=False) if device is None else asarray(host, device=device)
+              for name, host in _read_arrays(stream, entries, crc, where).items()}
+    if tree is None:
+        return {name: arrays[name] for name in header}
+    return _decode(tree, arrays)

@@ -21,7 +21,7 @@ def test_state_dicts_and_optimizer_state_round_trip(tmp_path) -> None:
     opt = fg.optim.Adam(model.parameters(), lr=0.01)
     model(fg.ones((2, 3))).sum().backward()
     opt.step()
-    path = tmp_path / "ckpt.fg"
+    path = tmp_path / "ckpt.safetensors"
     fg.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, path)
     back = fg.load(path)
     assert back["epoch"] == 3 and list(back["model"]) == list(model.state_dict())
@@ -41,7 +41,7 @@ def test_bit_exact_for_every_dtype(dtype, values) -> None:
 
     x = fg.asarray(np.array(values, dtype=np.float64)).astype(dtype)
     with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "a.fg")
+        path = os.path.join(d, "a.safetensors")
         fg.save([x, x[::-1]], path)
         a, b = fg.load(path)
     assert a.dtype is x.dtype and b.dtype is x.dtype
@@ -51,12 +51,12 @@ def test_bit_exact_for_every_dtype(dtype, values) -> None:
 
 def test_special_values_and_containers(tmp_path) -> None:
     obj = {"nan": float("nan"), "inf": float("inf"), 1: (1, [2, None]), "s": "text", "bf": fg.ones(2, fg.bfloat16)}
-    fg.save(obj, tmp_path / "o.fg")
-    back = fg.load(tmp_path / "o.fg")
+    fg.save(obj, tmp_path / "o.safetensors")
+    back = fg.load(tmp_path / "o.safetensors")
     assert np.isnan(back["nan"]) and back["inf"] == float("inf") and back[1] == (1, [2, None])
     assert back["bf"].numpy().dtype == np.dtype(ml_dtypes.bfloat16)
     with pytest.raises(TypeError, match="cannot save"):
-        fg.save({"f": lambda: 1}, tmp_path / "bad.fg")
+        fg.save({"f": lambda: 1}, tmp_path / "bad.safetensors")
 
 
 class _Evil:
@@ -66,9 +66,9 @@ class _Evil:
 
 def test_pickle_payloads_are_refused_and_run_nothing(tmp_path) -> None:
     _Evil.target = tmp_path / "pwned"
-    payload = tmp_path / "evil.fg"
+    payload = tmp_path / "evil.safetensors"
     payload.write_bytes(pickle.dumps(_Evil()))
-    with pytest.raises(fg.FormatError, match="a pickle.*never unpickles"):
+    with pytest.raises(fg.FormatError, match="a pickle.*safetensors.*never unpickles"):
         fg.load(payload)
     assert not _Evil.target.exists()
     zipped = tmp_path / "torch.pt"
@@ -79,73 +79,73 @@ def test_pickle_payloads_are_refused_and_run_nothing(tmp_path) -> None:
 
 def _write(path, header: bytes, data: bytes = b"", length: int | None = None) -> None:
     with open(path, "wb") as f:
-        f.write(b"FUNCGRAD\n" + struct.pack("<Q", len(header) if length is None else length) + header + data)
+        f.write(struct.pack("<Q", len(header) if length is None else length) + header + data)
+
+
+def _t(shape, begin, end, dtype="F32"):
+    return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
+
+
+def _header(tensors: dict | None = None, tree=None, **meta) -> bytes:
+    """A safetensors header: the tensors, and metadata with a funcgrad tree when given."""
+    if tree is not None:
+        meta["funcgrad"] = json.dumps(tree)
+    return json.dumps({"__metadata__": meta, **(tensors or {})}).encode()
 
 
 def test_malformed_files(tmp_path) -> None:
-    p = tmp_path / "m.fg"
+    p = tmp_path / "m.safetensors"
     cases = [
         (b"not json", None, "malformed header"),
-        (json.dumps({"format": "other"}).encode(), None, "no funcgrad tree"),
-        (json.dumps({"format": "funcgrad", "version": 9, "tree": 1}).encode(), None, "unsupported format version"),
-        (json.dumps({"format": "funcgrad", "version": 1, "tree": {"__code__": "os.system"}}).encode(), None,
-         "unknown tag"),
-        (json.dumps({"format": "funcgrad", "version": 1, "tree": {"__array__": {
-            "dtype": "float32", "shape": [4], "offset": 0, "nbytes": 16}}}).encode(), None, "outside the file"),
-        (json.dumps({"format": "funcgrad", "version": 1, "tree": {"__array__": {
-            "dtype": "object", "shape": [1], "offset": 0, "nbytes": 8}}}).encode(), None, "malformed array"),
+        (b"[1, 2]", None, "not a JSON object"),
+        (_header(tree={"__code__": "os.system"}), None, "unknown tag"),
+        (_header(tree={"__array__": "w"}), None, "names a tensor the header lacks"),
+        (_header({"w": _t([4], 0, 16)}), None, "outside the file"),
+        (_header({"w": _t([1], 0, 8, dtype="object")}), None, "unknown dtype"),
+        (json.dumps({"__metadata__": {"a": 1}}).encode(), None, "strings to strings"),
         (b"{}", 10 ** 12, "exceeds the file"),
     ]
     for header, length, message in cases:
         _write(p, header, length=length)
         with pytest.raises(fg.FormatError, match=message):
             fg.load(p)
-    p.write_bytes(b"FUNCGRAD\n\x01")
+    p.write_bytes(b"\x01")
     with pytest.raises(fg.FormatError, match="truncated"):
         fg.load(p)
     assert issubclass(fg.FormatError, ValueError)
 
 
-def _header(tree, **extra) -> bytes:
-    return json.dumps({"format": "funcgrad", "version": 1, "tree": tree, **extra}).encode()
-
-
-def _arr(shape, offset, nbytes, dtype="float32"):
-    return {"__array__": {"dtype": dtype, "shape": shape, "offset": offset, "nbytes": nbytes}}
-
-
 HOSTILE = {
-    "shared bytes": (_header([_arr([1024], 0, 4096)] * 1000), b"\0" * 4096, "overlaps"),
-    "overlap": (_header([_arr([2], 0, 8), _arr([2], 4, 8)]), b"\0" * 12, "overlaps"),
-    "gap": (_header([_arr([1], 0, 4), _arr([1], 8, 4)]), b"\0" * 12, "gap"),
-    "past the end": (_header([_arr([4], 0, 16)]), b"\0" * 8, "outside the file"),
-    "unexplained tail": (_header([_arr([1], 0, 4)]), b"\0" * 8, "not described"),
-    "overflowing shape": (_header([_arr([2 ** 40, 2 ** 40], 0, 0)]), b"", "too large"),
-    "zero times huge": (_header([_arr([0, 2 ** 70], 0, 0)]), b"", "too large|malformed"),
-    "65 dimensions": (_header([_arr([1] * 65, 0, 4)]), b"\0" * 4, "dimensions"),
-    "string shape": (_header([_arr(["12"], 0, 48)]), b"\0" * 48, "list of integers"),
-    "string dimension": (_header([_arr("12", 0, 48)]), b"\0" * 48, "list of integers"),
-    "float dimension": (_header([_arr([1.5], 0, 4)]), b"\0" * 4, "list of integers"),
-    "bool dimension": (_header([_arr([True], 0, 4)]), b"\0" * 4, "list of integers"),
-    "float offset": (_header([_arr([1], 0.0, 4)]), b"\0" * 4, "non-negative integers"),
-    "negative offset": (_header([_arr([1], -4, 4)]), b"\0" * 4, "non-negative integers"),
-    "huge offset": (_header([_arr([1], 10 ** 18, 4)]), b"\0" * 4, "gap|outside the file"),
-    "short dtype name": (_header([_arr([1], 0, 4, dtype="f4")]), b"\0" * 4, "unknown dtype"),
-    "corrupted data": (_header([_arr([1], 0, 4)], crc32=123), b"\0" * 4, "corrupted"),
-    "infinite offset": (b'{"format":"funcgrad","version":1,"tree":{"__array__":{"dtype":"float32","shape":[1],'
-                        b'"offset":Infinity,"nbytes":4}}}', b"\0" * 4, "non-JSON constant"),
-    "5000-digit number": (b'{"format":"funcgrad","version":1,"tree":' + b"9" * 5000 + b"}", b"", "5000-character"),
-    "5000-digit float": (b'{"format":"funcgrad","version":1,"tree":0.' + b"1" * 5000 + b"}", b"", "character number"),
-    "deep nesting": (b'{"format":"funcgrad","version":1,"tree":' + b"[" * 100000 + b"]" * 100000 + b"}", b"",
-                     "nested deeper"),
-    "deep but parseable nesting": (_header(json.loads("[" * 150 + "]" * 150)), b"", "nested deeper"),
-    "duplicate keys": (b'{"format":"funcgrad","version":1,"version":1,"tree":1}', b"", "duplicate"),
-    "bool version": (_header(1, version=True), b"", "version"),
-    "float version": (json.dumps({"format": "funcgrad", "version": 1.0, "tree": 1}).encode(), b"", "version"),
-    "string version": (json.dumps({"format": "funcgrad", "version": "1", "tree": 1}).encode(), b"", "version"),
-    "unknown dtype": (_header([_arr([1], 0, 8, dtype="object")]), b"\0" * 8, "unknown dtype"),
-    "extra entry key": (_header([{"__array__": {"dtype": "float32", "shape": [1], "offset": 0, "nbytes": 4,
-                                                "x": 1}}]), b"\0" * 4, "malformed array entry"),
+    "shared bytes": (_header({f"w{i}": _t([1024], 0, 4096) for i in range(1000)}), b"\0" * 4096, "overlaps"),
+    "overlap": (_header({"a": _t([2], 0, 8), "b": _t([2], 4, 12)}), b"\0" * 12, "overlaps"),
+    "gap": (_header({"a": _t([1], 0, 4), "b": _t([1], 8, 12)}), b"\0" * 12, "gap"),
+    "past the end": (_header({"a": _t([4], 0, 16)}), b"\0" * 8, "outside the file"),
+    "unexplained tail": (_header({"a": _t([1], 0, 4)}), b"\0" * 8, "not described"),
+    "overflowing shape": (_header({"a": _t([2 ** 40, 2 ** 40], 0, 0)}), b"", "too large"),
+    "zero times huge": (_header({"a": _t([0, 2 ** 70], 0, 0)}), b"", "too large|malformed"),
+    "65 dimensions": (_header({"a": _t([1] * 65, 0, 4)}), b"\0" * 4, "dimensions"),
+    "string shape": (_header({"a": _t(["12"], 0, 48)}), b"\0" * 48, "list of integers"),
+    "string dimension": (_header({"a": _t("12", 0, 48)}), b"\0" * 48, "list of integers"),
+    "float dimension": (_header({"a": _t([1.5], 0, 4)}), b"\0" * 4, "list of integers"),
+    "bool dimension": (_header({"a": _t([True], 0, 4)}), b"\0" * 4, "list of integers"),
+    "float offset": (_header({"a": _t([1], 0.0, 4)}), b"\0" * 4, "non-negative integers"),
+    "negative offset": (_header({"a": _t([1], -4, 0)}), b"\0" * 4, "non-negative integers"),
+    "reversed offsets": (_header({"a": _t([1], 4, 0)}), b"\0" * 4, "begin <= end"),
+    "huge offset": (_header({"a": _t([1], 10 ** 18, 10 ** 18 + 4)}), b"\0" * 4, "gap|outside the file"),
+    "numpy dtype name": (_header({"a": _t([1], 0, 4, dtype="float32")}), b"\0" * 4, "unknown dtype"),
+    "float8 dtype": (_header({"a": _t([1], 0, 1, dtype="F8_E4M3")}), b"\0", "unknown dtype 'F8_E4M3'"),
+    "corrupted data": (_header({"a": _t([1], 0, 4)}, **{"funcgrad.crc32": "123"}), b"\0" * 4, "corrupted"),
+    "bad crc": (_header({"a": _t([1], 0, 4)}, **{"funcgrad.crc32": "-1"}), b"\0" * 4, "crc32"),
+    "infinite offset": (b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,Infinity]}}', b"\0" * 4,
+                        "non-JSON constant"),
+    "5000-digit number": (b'{"a":' + b"9" * 5000 + b"}", b"", "5000-character"),
+    "5000-digit float": (b'{"a":0.' + b"1" * 5000 + b"}", b"", "character number"),
+    "deep nesting": (b'{"a":' + b"[" * 100000 + b"]" * 100000 + b"}", b"", "nested deeper"),
+    "deep tree": (_header(tree=json.loads("[" * 150 + "]" * 150)), b"", "nested deeper"),
+    "deep tree text": (json.dumps({"__metadata__": {"funcgrad": "[" * 100000 + "]" * 100000}}).encode(), b"",
+                       "nested deeper"),
+    "duplicate keys": (b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":1}', b"\0" * 4, "duplicate"),
+    "extra entry key": (_header({"a": {**_t([1], 0, 4), "x": 1}}), b"\0" * 4, "malformed tensor entry"),
     "not UTF-8": (b"\xff\xfe", b"", "malformed header"),
 }
 
@@ -155,7 +155,7 @@ def test_hostile_files_are_refused_before_allocating(case, tmp_path) -> None:
     import tracemalloc
 
     header, data, message = HOSTILE[case]
-    path = tmp_path / "h.fg"
+    path = tmp_path / "h.safetensors"
     _write(path, header, data)
     tracemalloc.start()
     try:
@@ -184,9 +184,9 @@ def test_save_and_load_take_binary_file_objects(tmp_path) -> None:
     back = fg.load(buf)
     assert back["w"].tolist() == obj["w"].tolist() and back["empty"].shape == (0, 4) and back["n"] == 3
     assert back["b"].dtype is fg.bfloat16
-    with open(tmp_path / "f.fg", "wb") as f:
+    with open(tmp_path / "f.safetensors", "wb") as f:
         fg.save(obj, f)
-    with open(tmp_path / "f.fg", "rb") as f:
+    with open(tmp_path / "f.safetensors", "rb") as f:
         assert fg.load(f)["w"].tolist() == obj["w"].tolist()
 
 
@@ -208,20 +208,20 @@ def test_mutated_files_load_correctly_or_raise_format_error(data) -> None:
     arrays = [np.arange(data.draw(st.integers(0, 40)), dtype=np.float32) * 0.5,
               np.ones((data.draw(st.integers(0, 3)), 2), np.int64)]
     raw = bytearray(_valid_file(arrays))
-    (hlen,) = struct.unpack("<Q", raw[9:17])
+    (hlen,) = struct.unpack("<Q", raw[:8])
     if data.draw(st.booleans()):  # byte flips
         for _ in range(data.draw(st.integers(1, 4))):
             i = data.draw(st.integers(0, len(raw) - 1))
             raw[i] = data.draw(st.integers(0, 255))
     else:  # one header field replaced
-        header = json.loads(bytes(raw[17:17 + hlen]))
-        entry = header["tree"]["__dict__"][0][1][data.draw(st.integers(0, 1))]["__array__"]
+        header = json.loads(bytes(raw[8:8 + hlen]))
+        entry = header[f"xs.{data.draw(st.integers(0, 1))}"]
         field = data.draw(st.sampled_from(sorted(entry)))
         entry[field] = data.draw(st.one_of(
             st.integers(-2, 2 ** 64), st.floats(allow_nan=False), st.text(max_size=3), st.booleans(), st.none(),
             st.lists(st.integers(-1, 2 ** 40), max_size=70)))
         blob = json.dumps(header).encode()
-        raw = bytearray(b"FUNCGRAD\n" + struct.pack("<Q", len(blob)) + blob + bytes(raw[17 + hlen:]))
+        raw = bytearray(struct.pack("<Q", len(blob)) + blob + bytes(raw[8 + hlen:]))
     tracemalloc.start()
     try:
         try:
@@ -246,7 +246,7 @@ def test_loading_allocates_at_most_the_files_size(tmp_path) -> None:
 
     arrays = {f"w{i}": fg.asarray(np.random.default_rng(i).standard_normal((256, 512)).astype(np.float32))
               for i in range(8)}  # 4 MiB of values
-    path = tmp_path / "big.fg"
+    path = tmp_path / "big.safetensors"
     fg.save(arrays, path)
     size = os.path.getsize(path)
     tracemalloc.start()
@@ -258,8 +258,8 @@ def test_loading_allocates_at_most_the_files_size(tmp_path) -> None:
     assert peak <= size + (256 << 10), (peak, size)
     assert all(np.array_equal(back[k].numpy(), arrays[k].numpy()) for k in arrays)
 
-    hostile = tmp_path / "hostile.fg"
-    _write(hostile, _header([_arr([1 << 20], 0, 4 << 20)] * 1000), b"\0" * (4 << 20))
+    hostile = tmp_path / "hostile.safetensors"
+    _write(hostile, _header({f"w{i}": _t([1 << 20], 0, 4 << 20) for i in range(1000)}), b"\0" * (4 << 20))
     tracemalloc.start()
     try:
         with pytest.raises(fg.FormatError, match="overlaps"):
@@ -268,3 +268,69 @@ def test_loading_allocates_at_most_the_files_size(tmp_path) -> None:
     finally:
         tracemalloc.stop()
     assert peak <= 1 << 20, peak
+
+
+def test_files_are_safetensors_both_ways(tmp_path) -> None:
+    """The safetensors package reads what fg.save writes (a state dict keeps its names), and
+    fg.load reads what safetensors writes (a dict of its arrays, with its dtypes)."""
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    model = fg.nn.Sequential(fg.nn.Linear(3, 4), fg.nn.Tanh(), fg.nn.Linear(4, 2))
+    path = tmp_path / "model.safetensors"
+    fg.save(model.state_dict(), path)
+    read = st_numpy.load_file(str(path))
+    assert sorted(read) == sorted(model.state_dict())
+    for k, v in model.state_dict().items():
+        assert read[k].dtype == v.numpy().dtype and np.array_equal(read[k], v.numpy())
+
+    theirs = {"f64": np.linspace(0, 1, 7), "i8": np.arange(-3, 3, dtype=np.int8), "u16": np.arange(4, dtype=np.uint16),
+              "b": np.array([True, False]), "bf16": np.arange(3).astype(ml_dtypes.bfloat16), "e": np.zeros((0, 2))}
+    other = tmp_path / "theirs.safetensors"
+    st_numpy.save_file(theirs, str(other), metadata={"note": "written elsewhere"})
+    back = fg.load(other)
+    assert sorted(back) == sorted(theirs)
+    for k, v in theirs.items():
+        assert back[k].numpy().dtype == v.dtype and back[k].numpy().tobytes() == v.tobytes()
+
+
+def test_torch_reads_and_writes_the_files(tmp_path) -> None:
+    """bfloat16 and nested optimizer state through safetensors.torch, and a PyTorch model's
+    state dict loads into the same funcgrad model."""
+    torch = pytest.importorskip("torch")
+    st_torch = pytest.importorskip("safetensors.torch")
+    x = fg.asarray(np.arange(5.0)).astype(fg.bfloat16)
+    fg.save({"x": x, "nested": {"k": (1, 2)}}, tmp_path / "a.safetensors")
+    t = st_torch.load_file(str(tmp_path / "a.safetensors"))["x"]
+    assert t.dtype == torch.bfloat16 and t.float().tolist() == [0, 1, 2, 3, 4]
+    assert fg.load(tmp_path / "a.safetensors")["nested"] == {"k": (1, 2)}
+
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    st_torch.save_file(tm.state_dict(), str(tmp_path / "torch.safetensors"))
+    fm = fg.nn.Sequential(fg.nn.Linear(3, 4), fg.nn.Tanh(), fg.nn.Linear(4, 2))
+    fm.load_state_dict(fg.load(tmp_path / "torch.safetensors"))
+    inp = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(fm(fg.asarray(inp)).numpy(), tm(torch.from_numpy(inp)).detach().numpy(), rtol=1e-6)
+
+
+def test_map_location_is_device(tmp_path) -> None:
+    fg.save({"w": fg.ones(2)}, tmp_path / "m.safetensors")
+    assert fg.load(tmp_path / "m.safetensors", map_location="cpu")["w"].device == fg.load(
+        tmp_path / "m.safetensors")["w"].device
+    with pytest.raises(TypeError, match="map_location takes a device"):
+        fg.load(tmp_path / "m.safetensors", map_location=lambda s, loc: s)
+    with pytest.raises(TypeError, match="disagree"):
+        fg.load(tmp_path / "m.safetensors", device="cpu", map_location="gpu")
+
+
+def test_names_stay_unique_and_readable() -> None:
+    """Paths name the arrays (model.0.weight); a clash gets a suffix instead of losing an array."""
+    import io
+
+    st_numpy = pytest.importorskip("safetensors.numpy")
+    buf = io.BytesIO()
+    obj = {"a": {"b": fg.ones(1)}, "a.b": fg.zeros(1), 0: [fg.ones(2)], "0": fg.zeros(3), "__metadata__": fg.ones(4)}
+    fg.save(obj, buf)
+    names = sorted(st_numpy.load(buf.getvalue()))
+    assert names == ["0", "0.0", "__metadata__#1", "a.b", "a.b#1"], names
+    buf.seek(0)
+    back = fg.load(buf)
+    assert back["a.b"].tolist() == [0.0] and back["a"]["b"].tolist() == [1.0] and back[0][0].shape == (2,)
