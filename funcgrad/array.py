@@ -840,6 +840,10 @@ class Array(ArrayBase):
         array API 2023.12 signature (``dl_device``, ``copy``, ``max_version`` >= 1: NumPy) gets
         a read-only view flagged read-only, which it honours; any other (PyTorch and JAX, which
         do not honour the flag), a GPU array, or ``copy=True`` gets a copy."""
+        if self.dtype.name == "bfloat16" and self._device is CPU:
+            raise BufferError("__dlpack__: NumPy, which holds funcgrad's CPU memory, cannot export bfloat16 "
+                              "through DLPack; pass its bits instead: torch.from_numpy(x.numpy().view(np.int16))"
+                              ".view(torch.bfloat16), or jnp.asarray(x)")
         kwargs: dict[str, Any] = {}
         if max_version is not None:
             kwargs["max_version"] = max_version

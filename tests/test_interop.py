@@ -163,3 +163,46 @@ def test_array_api_generic_code() -> None:
     np.testing.assert_allclose(out.numpy().sum(), 1.0, rtol=1e-6)
     compat = pytest.importorskip("array_api_compat")
     assert compat.array_namespace(out) is fg
+
+
+def test_dlpack_bfloat16_and_tensors_that_require_grad() -> None:
+    """bfloat16 (which NumPy's DLPack reader lacks) from PyTorch and JAX, bit for bit, and a
+    tensor with requires_grad=True comes in detached."""
+    torch = pytest.importorskip("torch")
+    t = torch.linspace(-3, 3, 7, dtype=torch.bfloat16)
+    for x in (fg.from_dlpack(t), fg.asarray(t)):
+        assert x.dtype is fg.bfloat16
+        assert x.numpy().view(np.int16).tolist() == t.view(torch.int16).tolist()
+    w = torch.arange(3.0, requires_grad=True)
+    got = fg.from_dlpack(w)
+    assert got.tolist() == [0.0, 1.0, 2.0] and not got.requires_grad
+    assert fg.asarray(w * 2).tolist() == [0.0, 2.0, 4.0]
+    jnp = pytest.importorskip("jax.numpy")
+    j = jnp.arange(4, dtype=jnp.bfloat16) / 3
+    assert fg.from_dlpack(j).numpy().tobytes() == np.asarray(j).tobytes()
+
+
+def test_objects_with_a_dtype_keep_it() -> None:
+    """Python floats become float32; a pandas frame, a NumPy scalar or array keeps float64."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
+    assert fg.asarray(frame).dtype is fg.float64 and fg.asarray(frame).tolist() == [[1.0, 3.0], [2.0, 4.0]]
+    assert fg.asarray(frame["a"]).dtype is fg.float64 and fg.asarray(pd.Series([1, 2])).dtype is fg.int64
+    assert fg.asarray(np.float64(1.5)).dtype is fg.float64 and fg.asarray([1.5]).dtype is fg.float32
+    assert fg.asarray(frame.astype("float32")).dtype is fg.float32
+
+
+def test_jax_reads_funcgrad_arrays() -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    x = fg.arange(6.0).reshape(2, 3)
+    assert np.array_equal(np.asarray(jnp.asarray(x)), x.numpy())
+    assert jnp.asarray(fg.ones(2, fg.bfloat16)).dtype == jnp.bfloat16
+
+
+def test_bfloat16_dlpack_export_names_the_way_out() -> None:
+    torch = pytest.importorskip("torch")
+    x = fg.asarray([1.5, -2.0]).astype(fg.bfloat16)
+    with pytest.raises(BufferError, match="bfloat16.*view"):
+        torch.from_dlpack(x)
+    t = torch.from_numpy(x.numpy().view(np.int16)).view(torch.bfloat16)
+    assert t.float().tolist() == [1.5, -2.0]

@@ -9,6 +9,7 @@ always copies, ``from_numpy`` never does, ``asarray`` copies only what it must
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,7 @@ def _host_array(obj: Any, dtype: _dt.DType | None, op: str) -> np.ndarray:
     except OverflowError as exc:
         raise DTypeError(f"{op}: {exc}") from None
     if dtype is None:
-        if host.dtype == np.float64 and not isinstance(obj, (np.ndarray, np.generic)) and not _contains_arrays(obj):
+        if host.dtype == np.float64 and _is_python_data(obj):
             host = host.astype(np.float32)
         elif host.dtype.kind == "O":
             raise DTypeError(f"{op}: cannot make an array of Python objects ({type(obj).__name__})")
@@ -68,6 +69,14 @@ def _host_array(obj: Any, dtype: _dt.DType | None, op: str) -> np.ndarray:
             raise DTypeError(f"{op}: strings are not supported")
     _dt.as_dtype(host.dtype, op=op)
     return host
+
+
+def _is_python_data(obj: Any) -> bool:
+    """Python floats become float32 (PyTorch's and JAX's default); objects that carry a dtype
+    (NumPy arrays and scalars, pandas frames, anything with ``__array__``) keep theirs."""
+    if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or hasattr(obj, "dtype"):
+        return False
+    return not _contains_arrays(obj)
 
 
 def _place(host: np.ndarray, device: Device) -> Array:
@@ -170,18 +179,33 @@ def from_numpy(a: np.ndarray) -> Array:
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Array:
     """Import any DLPack producer (PyTorch, JAX, CuPy, NumPy) zero-copy where possible. The
     array shares the producer's memory: do not write to the source afterwards (funcgrad
-    assumes buffers never change)."""
+    assumes buffers never change). A PyTorch tensor that requires grad comes in detached
+    (its autograd history stays in PyTorch); bfloat16, which NumPy's and CuPy's DLPack
+    readers lack, comes in through a 16-bit integer view of the same memory."""
     if not hasattr(x, "__dlpack_device__"):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), got {type(x).__name__}")
+    if getattr(x, "requires_grad", False) and hasattr(x, "detach"):
+        x = x.detach()
+    bfloat16 = str(getattr(x, "dtype", "")).endswith("bfloat16")
+    if bfloat16:
+        x = x.view(_int16_of(x))
     kind, index = x.__dlpack_device__()
     if int(kind) == 1:  # kDLCPU
-        host = np.from_dlpack(x)
-        out = from_numpy(host.copy() if copy else host)
+        raw = np.from_dlpack(x)
+        dev = CPU
     else:
-        gpu = _as_device(f"gpu:{index}")
-        raw = gpu.backend.xp.from_dlpack(x)
-        out = Array._from_kernel(raw.copy() if copy else raw, gpu)
+        dev = _as_device(f"gpu:{index}")
+        raw = dev.backend.xp.from_dlpack(x)
+    if bfloat16:
+        raw = raw.view(_dt.bfloat16.np)
+    out = from_numpy(raw.copy() if copy else raw) if dev is CPU else Array._from_kernel(raw.copy() if copy else raw, dev)
     return out.to(device) if device is not None else out
+
+
+def _int16_of(x: Any) -> Any:
+    """int16 as ``x``'s library spells it: PyTorch's own dtype, NumPy's for JAX and CuPy."""
+    library = sys.modules.get(type(x).__module__.split(".")[0])
+    return getattr(library, "int16", np.int16)
 
 
 def _resolve(dtype: Any, default: _dt.DType, op: str) -> _dt.DType:
