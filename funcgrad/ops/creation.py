@@ -198,7 +198,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
         raw = dev.backend.xp.from_dlpack(x)
     if bfloat16:
         raw = raw.view(_dt.bfloat16.np)
-    out = from_numpy(raw.copy() if copy else raw) if dev is CPU else Array._from_kernel(raw.copy() if copy else raw, dev)
+    raw = raw.copy() if copy else raw
+    out = from_numpy(raw) if dev is CPU else Array._from_kernel(raw, dev)
     return out.to(device) if device is not None else out
 
 
