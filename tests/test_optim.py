@@ -201,3 +201,33 @@ def test_optimizers_match_pytorch_for_20_steps(name, kwargs) -> None:
     opt2 = getattr(fg.optim, name)([nn.Parameter(fg.asarray(W0.copy()))], **kwargs)
     opt2.load_state_dict(state)
     assert opt2.state_dict()["param_groups"] == state["param_groups"]
+
+
+def test_a_new_optimizer_defines_update_and_gets_the_rest() -> None:
+    """The public rule API: update returns the new value (or a triple); step(grads), param
+    groups, schedulers and state_dict work with it; without a rule, the error says what to define."""
+    class HalfStep(fg.optim.Optimizer):
+        def __init__(self, params, lr=0.1):
+            super().__init__(params, dict(lr=lr))
+
+        def update(self, p, g, state, group):
+            state["count"] = state.get("count", 0) + 1
+            return p - group["lr"] * g
+
+    w = fg.nn.Parameter(fg.asarray([1.0, 2.0]))
+    opt = HalfStep([w], lr=0.5)
+    sched = fg.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    opt.step([fg.asarray([1.0, 1.0])])
+    sched.step()
+    opt.step([fg.asarray([1.0, 1.0])])
+    assert w.tolist() == [0.25, 1.25] and opt.state_dict()["state"][0]["count"] == 2
+    fresh = HalfStep([fg.nn.Parameter(fg.zeros(2))])
+    fresh.load_state_dict(opt.state_dict())
+    assert fresh.param_groups[0]["lr"] == 0.25 and fresh.state_dict()["state"][0]["count"] == 2
+
+    class Nothing(fg.optim.Optimizer):
+        pass
+
+    p = fg.nn.Parameter(fg.ones(1))
+    with pytest.raises(NotImplementedError, match=r"defines update\(p, g, state, group\)"):
+        Nothing([p], {}).step([fg.ones(1)])

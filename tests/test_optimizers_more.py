@@ -59,3 +59,4 @@ def test_optimizer_arguments_are_checked() -> None:
         fg.optim.Rprop(p, etas=(1.5, 1.2))
     with pytest.raises(fg.ArgumentValueError, match="NAdam: invalid betas"):
         fg.optim.NAdam(p, betas=(1.0, 0.9))
+

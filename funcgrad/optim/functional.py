@@ -2,7 +2,7 @@
 
 ``fg.optim.adam(lr=1e-3)`` returns an ``(init, update)`` pair: ``state = init(params)``
 and ``new_params, new_state = update(grads, state, params)``. The update is the class's
-own rule (``Adam._update``, the one ``fg.optim.Adam`` runs), applied to each leaf with a
+own rule (``Adam.update``, the one ``fg.optim.Adam`` runs), applied to each leaf with a
 copy of that leaf's state, so the two forms compute the same steps and nothing is
 written in place: a whole step (forward, backward, update) can be one compiled program.
 The step count is a 0-d array of each parameter's dtype, so that a compiled step does not
@@ -51,8 +51,8 @@ def _functional(cls: type, buffers: Callable[[dict[str, Any]], tuple[str, ...]],
         new_params, new_state = [], []
         for p, g, s in zip(leaves, grad_leaves, state):
             s = dict(s)
-            base, alpha, direction = rule._update(p, g, s, group)
-            new_params.append(base + alpha * direction)
+            step = rule.update(p, g, s, group)
+            new_params.append(step[0] + step[1] * step[2] if isinstance(step, tuple) else step)
             new_state.append(s)
         return _tree.unflatten(structure, new_params), new_state
 

@@ -1,7 +1,7 @@
 """``Optimizer``: param groups, per-parameter state, ``step``/``zero_grad``/``state_dict``.
 
 Updates follow PyTorch's documented rules. Every rule ends the same way: the new
-value is ``p + alpha * direction`` (``_update`` returns the three). The step
+value is ``p + alpha * direction`` (``update`` returns the three). The step
 re-points each ``Parameter`` at that new array, so earlier values and views of a
 parameter never change; or, when nothing but the parameter can reach its current
 buffer, it adds into that buffer (``_unshared``): no one can tell the difference, and
@@ -185,7 +185,13 @@ class Optimizer:
                     if s is None:
                         s = state[p] = {}
                     value = Array._alias(p)
-                    base, alpha, direction = self._update(value, _value(g), s, group)
+                    rule = self.update(value, _value(g), s, group)
+                    if not isinstance(rule, tuple):  # a rule that returns the new value itself
+                        del value
+                        p._assign(rule)
+                        continue
+                    base, alpha, direction = rule
+                    del rule  # (the tuple would keep a reference to p's value)
                     if base is value:
                         del value, base  # the rule kept no reference to p's value (else it is not unshared)
                         if _unshared(p) and _add_scaled_into(p, alpha, direction):
@@ -194,10 +200,14 @@ class Optimizer:
                     p._assign(axpy(alpha, direction, base))
         return loss
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
-        """One parameter's update, as ``(base, alpha, direction)``: the new value is
-        ``base + alpha * direction``, where ``base`` is ``p`` unless the rule changed it first."""
-        raise NotImplementedError
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+        """The update rule a new optimizer defines: parameter ``p``'s new value from its
+        gradient ``g``, its ``state`` dict (fill it; ``state_dict`` saves it) and its ``group``'s
+        hyperparameters. Runs under ``no_grad``; return the new value, or ``(base, alpha,
+        direction)`` meaning ``base + alpha * direction`` (``base`` is ``p`` unless the rule
+        changed it first), which the step can add into ``p``'s buffer when nothing else sees it."""
+        raise NotImplementedError(f"{type(self).__name__}: an optimizer defines update(p, g, state, group) "
+                                  "(see docs/optim.md), or overrides step()")
 
     # -- checkpointing (PyTorch's format: parameters by position) -------------------
     def state_dict(self) -> dict[str, Any]:

@@ -34,7 +34,7 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                                       nesterov=nesterov, maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         if group["maximize"]:
             g = -g
         if group["weight_decay"]:
@@ -60,7 +60,7 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -105,7 +105,7 @@ class RMSprop(Optimizer):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["maximize"]:
             g = -g
@@ -149,7 +149,7 @@ class Adagrad(Optimizer):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps, maximize=maximize,
                                       initial_accumulator_value=initial_accumulator_value))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         g = _decayed(p, g, group)
         step = state.get("step", 0) + 1
         total = state.get("sum")
@@ -168,7 +168,7 @@ class Adamax(Optimizer):
                weight_decay=(weight_decay, weight_decay >= 0.0))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         (b1, b2), eps = group["betas"], group["eps"]
         g = _decayed(p, g, group)
         step = state.get("step", 0) + 1
@@ -190,7 +190,7 @@ class NAdam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -222,7 +222,7 @@ class RAdam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -254,7 +254,7 @@ class Adadelta(Optimizer):
                weight_decay=(weight_decay, weight_decay >= 0.0))
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         rho, eps = group["rho"], group["eps"]
         g = _decayed(p, g, group)
         square_avg, acc_delta = state.get("square_avg"), state.get("acc_delta")
@@ -273,7 +273,7 @@ class Rprop(Optimizer):
         _check("Rprop", lr=(lr, lr >= 0.0), etas=(etas, 0.0 < etas[0] < 1.0 < etas[1]))
         super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize))
 
-    def _update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         (eta_minus, eta_plus), (low, high) = group["etas"], group["step_sizes"]
         if group["maximize"]:
             g = -g
