@@ -5,12 +5,14 @@ from __future__ import annotations
 from . import functional, init, utils
 from .attention import MultiheadAttention
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d, MaxUnpool2d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .layers import (
                      CELU,
                      ELU,
                      GELU,
                      GLU,
                      SELU,
+                     Bilinear,
                      Dropout,
                      Dropout1d,
                      Dropout2d,
@@ -67,6 +69,14 @@ from .module import Module, functional_call
 from .norm import BatchNorm1d, BatchNorm2d
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .resize import (
+                     AdaptiveMaxPool2d,
+                     PixelShuffle,
+                     PixelUnshuffle,
+                     Upsample,
+                     UpsamplingBilinear2d,
+                     UpsamplingNearest2d,
+)
 from .transformer import (
                      Transformer,
                      TransformerDecoder,
@@ -86,4 +96,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance", "RNN", "GRU", "RNNCell", "LSTMCell",
            "GRUCell", "Conv1d", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
            "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-           "TransformerDecoderLayer"]
+           "TransformerDecoderLayer", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold", "Bilinear",
+           "AdaptiveMaxPool2d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
+           "UpsamplingNearest2d"]

@@ -24,7 +24,9 @@ from ..transforms import stop_gradient as _stop_gradient
 from ._checks import outside as _outside
 from ._checks import same_dtype as _same_dtype
 from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
+from .conv_transpose import conv_transpose1d, conv_transpose2d, fold, unfold
 from .parameter import Parameter
+from .resize import adaptive_max_pool2d, interpolate, pixel_shuffle, pixel_unshuffle, upsample
 
 __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu",
            "softplus", "normalize", "one_hot", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
@@ -34,7 +36,8 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "softsign", "softmin", "threshold", "glu", "prelu", "selu", "celu", "binary_cross_entropy",
            "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "pairwise_distance", "cosine_similarity",
            "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
-           "multilabel_soft_margin_loss"]
+           "multilabel_soft_margin_loss", "bilinear", "conv_transpose1d", "conv_transpose2d", "fold", "unfold",
+           "adaptive_max_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -45,6 +48,19 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     if x.dtype.kind == "f" and x.dtype.name != "bfloat16" and x.ndim >= 1:
         return bind(linear_p, x, weight) if bias is None else bind(linear_p, x, weight, bias)
     out = ops.matmul(x, ops.matrix_transpose(weight))
+    return out if bias is None else out + bias
+
+
+def bilinear(x1: Any, x2: Any, weight: Any, bias: Any = None) -> Any:
+    """``y[..., o] = x1 @ weight[o] @ x2 + bias[o]``, weight (out, in1, in2), PyTorch's ``bilinear``."""
+    if getattr(weight, "ndim", None) != 3 or tuple(x1.shape[-1:]) != tuple(weight.shape[1:2]) or tuple(
+            x2.shape[-1:]) != tuple(weight.shape[2:3]) or tuple(x1.shape[:-1]) != tuple(x2.shape[:-1]):
+        raise ShapeError(f"bilinear: inputs of shapes {_fmt_shape(tuple(x1.shape))} and {_fmt_shape(tuple(x2.shape))} "
+                         f"do not fit a weight of shape {_fmt_shape(tuple(getattr(weight, 'shape', ())))} "
+                         "(out, in1, in2): the inputs share their leading axes and end in in1 and in2")
+    _same_dtype("bilinear", x1, weight, bias)
+    _same_dtype("bilinear", x2, weight)
+    out = ops.einsum("...i,oij,...j->...o", x1, weight, x2)
     return out if bias is None else out + bias
 
 

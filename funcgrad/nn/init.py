@@ -12,7 +12,8 @@ from ..ops import asarray
 from ..random_state import generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
-           "dirac_", "orthogonal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "dirac_", "orthogonal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "sparse_"]
 
 
 def _set(param: Any, values: Any) -> Any:
@@ -153,3 +154,20 @@ def orthogonal_(param: Any, gain: float = 1.0) -> Any:
     if rows < cols:
         q = q.T
     return _set(param, gain * q.reshape(tuple(param.shape)))
+
+
+def sparse_(param: Any, sparsity: float, std: float = 0.01) -> Any:
+    """A 2-D parameter drawn from N(0, std), then in each column ``ceil(sparsity * rows)``
+    entries, at random, set to zero (Martens 2010, as PyTorch's)."""
+    if param.ndim != 2:
+        raise ValueError(f"sparse_: only 2-D parameters, got shape {tuple(param.shape)}")
+    if not 0.0 <= sparsity <= 1.0:
+        raise ValueError(f"sparse_: sparsity must lie in [0, 1], got {sparsity}")
+    rows, cols = param.shape
+    rng = generator()
+    values = rng.normal(0.0, std, (rows, cols))
+    zeros = int(math.ceil(sparsity * rows))
+    for c in range(cols):
+        values[rng.permutation(rows)[:zeros], c] = 0.0
+    return _set(param, values)
+

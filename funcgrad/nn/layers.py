@@ -61,6 +61,33 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Bilinear(Module):
+    """``y = x1 @ W[o] @ x2 + b[o]`` for each output feature, W of shape (out, in1, in2);
+    PyTorch's init (uniform in ±1/sqrt(in1_features) for both)."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True, dtype: Any = None,
+                 device: Any = None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        bound = 1 / math.sqrt(in1_features) if in1_features > 0 else 0.0
+        self.weight = Parameter(ops.zeros((out_features, in1_features, in2_features), dtype, device=device))
+        init.uniform_(self.weight, -bound, bound)
+        if bias:
+            self.bias = Parameter(ops.zeros((out_features,), dtype, device=device))
+            init.uniform_(self.bias, -bound, bound)
+        else:
+            self.bias = None
+
+    def forward(self, x1: Any, x2: Any) -> Any:
+        """``y = x1 @ W[o] @ x2 + b[o]`` for each output feature."""
+        return F.bilinear(x1, x2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class _Elementwise(Module):
     """An elementwise activation: ``fn`` with PyTorch's keyword parameters (``defaults``,
     none for most), kept on the module and shown in its repr.

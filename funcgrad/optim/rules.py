@@ -35,6 +35,7 @@ class SGD(Optimizer):
                                       nesterov=nesterov, maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The SGD step: momentum (or Nesterov's look-ahead), dampening and weight decay as PyTorch's."""
         if group["maximize"]:
             g = -g
         if group["weight_decay"]:
@@ -61,6 +62,7 @@ class Adam(Optimizer):
                                       maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The Adam step: bias-corrected first and second moments (and their running maximum with amsgrad)."""
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -106,6 +108,7 @@ class RMSprop(Optimizer):
                                       centered=centered, maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The RMSprop step: gradients scaled by a running root-mean-square (centred, with momentum)."""
         alpha, eps, lr = group["alpha"], group["eps"], group["lr"]
         if group["maximize"]:
             g = -g
@@ -150,6 +153,7 @@ class Adagrad(Optimizer):
                                       initial_accumulator_value=initial_accumulator_value))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The Adagrad step: gradients scaled by the root of their running sum of squares."""
         g = _decayed(p, g, group)
         step = state.get("step", 0) + 1
         total = state.get("sum")
@@ -169,6 +173,7 @@ class Adamax(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The Adamax step: the first moment over the running infinity norm of the gradients."""
         (b1, b2), eps = group["betas"], group["eps"]
         g = _decayed(p, g, group)
         step = state.get("step", 0) + 1
@@ -191,6 +196,7 @@ class NAdam(Optimizer):
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The NAdam step: Adam's moments with Nesterov momentum on a decaying schedule."""
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -223,6 +229,7 @@ class RAdam(Optimizer):
                                       decoupled_weight_decay=decoupled_weight_decay))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The RAdam step: a momentum step until the variance is tractable, then rectified Adam."""
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
             g = -g
@@ -255,6 +262,7 @@ class Adadelta(Optimizer):
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The Adadelta step: the ratio of running RMS of updates and of gradients times the gradient."""
         rho, eps = group["rho"], group["eps"]
         g = _decayed(p, g, group)
         square_avg, acc_delta = state.get("square_avg"), state.get("acc_delta")
@@ -274,6 +282,7 @@ class Rprop(Optimizer):
         super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
+        """The Rprop step: each weight's own step size, grown or shrunk by its gradient's sign changes."""
         (eta_minus, eta_plus), (low, high) = group["etas"], group["step_sizes"]
         if group["maximize"]:
             g = -g
