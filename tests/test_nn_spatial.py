@@ -126,8 +126,8 @@ def test_interpolate_matches_pytorch(mode, kwargs, align_corners) -> None:
             np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
         w = RNG.standard_normal(tuple(want.shape)).astype(dtype)
         (want * torch.tensor(w)).sum().backward()
-        g = fg.grad(lambda a: (F.interpolate(a, mode=mode, align_corners=align_corners, **kwargs) * fg.asarray(w))
-                    .sum())(fg.asarray(x))
+        g = fg.grad(lambda a, w=w: (F.interpolate(a, mode=mode, align_corners=align_corners, **kwargs)
+                                    * fg.asarray(w)).sum())(fg.asarray(x))
         np.testing.assert_allclose(g.numpy(), tx.grad.numpy(), rtol=tol * 10, atol=tol * 10)
 
 

@@ -231,3 +231,25 @@ def test_a_new_optimizer_defines_update_and_gets_the_rest() -> None:
     p = fg.nn.Parameter(fg.ones(1))
     with pytest.raises(NotImplementedError, match=r"defines update\(p, g, state, group\)"):
         Nothing([p], {}).step([fg.ones(1)])
+
+
+def test_lbfgs_minimises_rosenbrock_and_wants_a_closure() -> None:
+    """Rosenbrock's valley from (-1.5, 2): the minimum (1, 1) to 1e-6 with the strong-Wolfe
+    line search; a step without a closure says what the closure does."""
+    xy = fg.nn.Parameter(fg.asarray([-1.5, 2.0], dtype=fg.float64))
+    opt = fg.optim.LBFGS([xy], lr=1, max_iter=200, line_search_fn="strong_wolfe", tolerance_grad=1e-12,
+                         tolerance_change=1e-14)
+
+    def closure():
+        opt.zero_grad()
+        loss = (1 - xy[0]) ** 2 + 100 * (xy[1] - xy[0] ** 2) ** 2
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        opt.step(closure)
+    np.testing.assert_allclose(xy.numpy(), [1.0, 1.0], atol=1e-6)
+    with pytest.raises(TypeError, match="needs a closure"):
+        opt.step()
+    with pytest.raises(fg.errors.ArgumentValueError, match="line_search_fn"):
+        fg.optim.LBFGS([xy], line_search_fn="backtracking")

@@ -60,3 +60,39 @@ def test_optimizer_arguments_are_checked() -> None:
     with pytest.raises(fg.ArgumentValueError, match="NAdam: invalid betas"):
         fg.optim.NAdam(p, betas=(1.0, 0.9))
 
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+@pytest.mark.parametrize("history_size", [100, 3])
+def test_lbfgs_matches_pytorch(line_search_fn, history_size) -> None:
+    """The same closure evaluations and iterations as PyTorch's LBFGS, float64; the same
+    parameters after one step to 1e-9 (later steps amplify rounding on this ill-conditioned fit)."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((40, 5)), (rng.standard_normal(40) > 0).astype(np.int64)
+    tm = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2)).double()
+    fm = fg.nn.Sequential(fg.nn.Linear(5, 8), fg.nn.Tanh(), fg.nn.Linear(8, 2)).double()
+    fm.load_state_dict({k: fg.asarray(v.numpy()) for k, v in tm.state_dict().items()})
+    kwargs = dict(lr=0.8, max_iter=15, history_size=history_size, line_search_fn=line_search_fn)
+    topt, fopt = torch.optim.LBFGS(tm.parameters(), **kwargs), fg.optim.LBFGS(fm.parameters(), **kwargs)
+    tx, ty, fx, fy = torch.tensor(x), torch.tensor(y), fg.asarray(x), fg.asarray(y)
+
+    def torch_closure():
+        topt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(tm(tx), ty)
+        loss.backward()
+        return loss
+
+    def closure():
+        fopt.zero_grad()
+        loss = fg.nn.functional.cross_entropy(fm(fx), fy)
+        loss.backward()
+        return loss
+
+    for step in range(3):
+        want, got = topt.step(torch_closure), fopt.step(closure)
+        assert abs(float(want) - float(got)) <= 1e-9 * (1 + abs(float(want)))
+        if step == 0:
+            for p, tp in zip(fm.parameters(), tm.parameters()):
+                np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-9, atol=1e-11)
+        theirs, ours = topt.state[next(iter(tm.parameters()))], fopt.state[next(iter(fm.parameters()))]
+        assert (ours["func_evals"], ours["n_iter"]) == (theirs["func_evals"], theirs["n_iter"])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from . import lr_scheduler
 from .functional import GradientTransformation, adam, adamw, rmsprop, sgd
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rules import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop, Rprop
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler", "GradientTransformation", "sgd", "adam",
-           "adamw", "rmsprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"]
+           "adamw", "rmsprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "LBFGS"]
