@@ -288,3 +288,15 @@ def test_every_fused_gpu_expression_computes_its_primitive(prim: fg.Primitive, d
     for got, want in zip(compiled(*on_gpu), f(x, y, scale)):
         assert got.device is STANDIN and got.dtype == want.dtype
         np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_fg_cuda_answers_for_the_gpu_device() -> None:
+    """fg.cuda's memory counters and synchronize act on device("gpu") (here the stand-in)."""
+    fg.cuda.reset_peak_memory_stats()
+    before = fg.cuda.memory_allocated()
+    x = fg.ones((256, 256)).to("gpu")
+    assert fg.cuda.memory_allocated() >= before + x.nbytes
+    assert fg.cuda.max_memory_allocated() >= fg.cuda.memory_allocated()
+    fg.cuda.synchronize()
+    del x
+    assert fg.cuda.memory_allocated() == before

@@ -206,3 +206,17 @@ def test_bfloat16_dlpack_export_names_the_way_out() -> None:
         torch.from_dlpack(x)
     t = torch.from_numpy(x.numpy().view(np.int16)).view(torch.bfloat16)
     assert t.float().tolist() == [1.5, -2.0]
+
+
+def test_fg_cuda_ports_torch_cuda_questions() -> None:
+    from funcgrad.backends.cupy_backend import gpu_count
+
+    assert fg.cuda.is_available() == (gpu_count() > 0) and fg.cuda.device_count() == gpu_count()
+    assert fg.cuda.current_device() == 0
+    fg.cuda.manual_seed(3)
+    a = fg.rand(3)
+    fg.manual_seed(3)
+    assert fg.rand(3).tolist() == a.tolist()
+    if not fg.cuda.is_available():
+        with pytest.raises(fg.DeviceUnavailableError, match="needs CuPy"):
+            fg.cuda.synchronize()
