@@ -170,6 +170,7 @@ def test_pytorch_style_draws() -> None:
     fg.manual_seed(0)
     assert fg.rand(2, 3).shape == (2, 3) and fg.rand((2, 3)).dtype is fg.float32
     assert fg.randn(4, dtype=fg.float64).dtype is fg.float64
+    assert fg.randint(10, (3, 2)).shape == (3, 2) and fg.randint(10, size=(4,)).shape == (4,)  # randint(high, size)
     r = fg.randint(3, 6, (1000,)).numpy()
     assert r.min() == 3 and r.max() == 5
     assert sorted(fg.randperm(8).tolist()) == list(range(8))

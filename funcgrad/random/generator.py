@@ -128,11 +128,13 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
 def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
             dtype: Any = None, device: Any = None) -> Any:
     """Integers in ``[low, high)`` (``torch.randint(high, size)`` or ``(low, high, size)``)."""
+    if isinstance(high, (tuple, list)) and size == ():  # torch.randint(high, size)
+        low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
     if high <= low:
         raise ArgumentValueError(f"randint: high ({high}) must be greater than low ({low})")
-    out = _keys.randint(_key(generator), _size((size,) if not isinstance(size, (tuple, list)) else (size,), "randint"),
+    out = _keys.randint(_key(generator), _size((size,), "randint"),
                         low, high, int64)
     return _finish(out, dtype, device, False)
 
