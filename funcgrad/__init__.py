@@ -21,6 +21,7 @@ from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError,
                      DonatedArrayError, DTypeError, FormatError, FuncgradError, GraphFreedError, LinAlgError,
                      RetraceError, ShapeError, TracerLeakError, ViewError)
 from .ops import *  # noqa: F403
+from .ops import decompositions as _decompositions
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
 from .primitives import registry_lookup
@@ -61,8 +62,9 @@ linalg = _NS(
     solve=_linalg_ops.solve, inv=_linalg_ops.inv, cholesky=_linalg_ops.cholesky,
     matmul=_linalg_ops.matmul, matrix_transpose=_linalg_ops.matrix_transpose, vecdot=_linalg_ops.vecdot,
     tensordot=_linalg_ops.tensordot, outer=_linalg_ops.outer,
+    **{_n: getattr(_decompositions, _n) for _n in _decompositions.__all__},
 )
-"""``fg.linalg``: the array API linear-algebra extension (the differentiable subset)."""
+"""``fg.linalg``: the array API linear-algebra extension, differentiable, and NumPy's ``multi_dot``."""
 
 from .transforms import debug  # noqa: E402
 from .transforms import function as _function  # noqa: E402

@@ -314,6 +314,47 @@ def _square_case(fn: Any) -> Any:
     return case
 
 
+def _orthogonal(draw: Any, n: int) -> np.ndarray:
+    """A dense orthogonal matrix: a drawn rotation times a fixed dense one (a diagonal matrix
+    would sit where LAPACK's choice of each vector's sign flips with the perturbation)."""
+    q, _ = np.linalg.qr(arrays(draw, np.float64, (n, n), -1, 1) + 2 * np.eye(n))
+    dense, _ = np.linalg.qr(np.random.default_rng(n).standard_normal((n, n)))
+    return q @ dense
+
+
+def _spectrum(draw: Any, k: int) -> np.ndarray:
+    """k positive values at least 0.5 apart (the decompositions' derivatives divide by gaps)."""
+    return np.cumsum(draw(st.lists(st.floats(0.5, 1.5), min_size=k, max_size=k)))
+
+
+def _eigh_case(draw: Any) -> Case:
+    n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
+    q = _orthogonal(draw, n)
+    a = (q * _spectrum(draw, n)) @ q.T
+    return Case([a.astype(dtype)], {}, lambda a: np.linalg.eigh(a)[0], rtol_for(dtype) * 100)
+
+
+def _full_rank(draw: Any, m: int, n: int, signs: bool = False) -> np.ndarray:
+    """An m x n matrix with well-separated singular values (and, with ``signs``, either sign
+    of determinant)."""
+    k = min(m, n)
+    s = _spectrum(draw, k)
+    if signs:
+        s = s * np.where(draw(st.lists(st.booleans(), min_size=k, max_size=k)), -1, 1)
+    return (_orthogonal(draw, m)[:, :k] * s) @ _orthogonal(draw, n)[:, :k].T
+
+
+def _decomposition_case(reference: Any, square: bool = False, tall: bool = False, signs: bool = False,
+                        params: dict[str, Any] | None = None) -> Any:
+    def case(draw: Any) -> Case:
+        m, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
+        n = m if square else draw(st.integers(1, m) if tall else st.integers(1, 4))
+        return Case([_full_rank(draw, m, n, signs).astype(dtype)], dict(params or {}), reference,
+                    rtol_for(dtype) * 100)
+
+    return case
+
+
 def _triangular_solve(draw: Any) -> Case:
     n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
     lower, transpose_a = draw(st.booleans()), draw(st.booleans())
@@ -748,6 +789,12 @@ CASES.update({
     "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy,
     "softmax_cross_entropy_grad": _softmax_cross_entropy_grad, "einsum": _einsum, "linalg_solve": _solve,
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
+    "linalg_eigh": _eigh_case,
+    "linalg_svd": _decomposition_case(lambda a, full_matrices: np.linalg.svd(a, full_matrices=False)[0],
+                                      params={"full_matrices": False}),
+    "linalg_qr": _decomposition_case(lambda a: np.linalg.qr(a)[0], tall=True),
+    "linalg_slogdet": _decomposition_case(lambda a: np.linalg.slogdet(a)[0], square=True, signs=True),
+    "linalg_pinv": _decomposition_case(lambda a, rtol: np.linalg.pinv(a), params={"rtol": None}),
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),

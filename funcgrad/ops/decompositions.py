@@ -1,0 +1,192 @@
+"""``fg.linalg``'s decompositions and what is built on them: ``eigh``, ``eigvalsh``, ``svd``,
+``svdvals``, ``qr``, ``slogdet``, ``det``, ``pinv``, ``matrix_rank``, ``matrix_power``,
+``multi_dot``, and the array API's ``trace``, ``diagonal`` and ``cross`` (on the last axes).
+They live in ``fg.linalg`` only, as in NumPy; results are the array API's named tuples."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, NamedTuple
+
+from .. import dtypes as _dt
+from ..errors import ShapeError
+from ..primitives.core import bind, fmt_shape
+from ..primitives.decompositions import eigh_p, pinv_p, qr_p, slogdet_p, svd_p
+from ..primitives.rules import as_int
+from .creation import eye
+from .elementwise import _cast, _single, exp
+from .linalg import inv, matmul
+from .numpy_compat import cross as _cross
+from .reductions import max, sum
+from .shaping import broadcast_to, matrix_transpose
+from .shaping import diagonal as _diagonal
+
+__all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank", "matrix_power",
+           "multi_dot", "trace", "diagonal", "cross", "EighResult", "SVDResult", "QRResult", "SlogdetResult"]
+
+
+class EighResult(NamedTuple):
+    """``eigh``'s result: ascending eigenvalues and the eigenvectors as columns."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class SVDResult(NamedTuple):
+    """``svd``'s result: ``U``, the singular values (descending) and ``Vh``."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+class QRResult(NamedTuple):
+    """``qr``'s result: orthonormal ``Q`` and upper-triangular ``R``."""
+
+    Q: Any
+    R: Any
+
+
+class SlogdetResult(NamedTuple):
+    """``slogdet``'s result: the determinant's sign and the log of its absolute value."""
+
+    sign: Any
+    logabsdet: Any
+
+
+def _matrices(op: str, x: Any, square: bool = False) -> Any:
+    """``x`` as a floating stack of matrices, checked."""
+    x = _single(x)
+    if x.dtype.kind != "f":
+        x = _cast(x, _dt.default_float)
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
+        raise ShapeError(f"linalg.{op}: expected a stack of {kind}, got shape {fmt_shape(tuple(x.shape))}")
+    return x
+
+
+def _symmetric(x: Any) -> Any:
+    return (x + matrix_transpose(x)) / 2
+
+
+def eigh(x: Any, /) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices. The input is
+    symmetrised first, ``(x + x.mT) / 2``, as JAX's: the gradient is then a symmetric matrix
+    (NumPy reads only the lower triangle)."""
+    w, v = bind(eigh_p, _symmetric(_matrices("eigh", x, square=True)))
+    return EighResult(w, v)
+
+
+def eigvalsh(x: Any, /) -> Any:
+    """The eigenvalues of symmetric matrices, ascending (the input symmetrised, as ``eigh``)."""
+    return eigh(x).eigenvalues
+
+
+def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
+    """``x = U @ diag(S) @ Vh``, the singular values descending. ``full_matrices=True`` (the
+    array API's and NumPy's default) completes U or Vh to square matrices: that completion is
+    not unique, so only ``full_matrices=False`` (or a square input) is differentiable."""
+    x = _matrices("svd", x)
+    full = bool(full_matrices) and x.shape[-2] != x.shape[-1]
+    u, s, vh = bind(svd_p, x, full_matrices=full)
+    return SVDResult(u, s, vh)
+
+
+def svdvals(x: Any, /) -> Any:
+    """The singular values, descending."""
+    return bind(svd_p, _matrices("svdvals", x), full_matrices=False)[1]
+
+
+def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
+    """``x = Q @ R`` with orthonormal columns in Q and R upper-triangular (``mode="reduced"``);
+    differentiable when there are at least as many rows as columns, as in JAX."""
+    if mode != "reduced":
+        raise ValueError(f"linalg.qr: mode {mode!r} is not supported; funcgrad has mode='reduced'")
+    q, r = bind(qr_p, _matrices("qr", x))
+    return QRResult(q, r)
+
+
+def slogdet(x: Any, /) -> SlogdetResult:
+    """The sign of the determinant and the log of its absolute value (no overflow)."""
+    sign, logabsdet = bind(slogdet_p, _matrices("slogdet", x, square=True))
+    return SlogdetResult(sign, logabsdet)
+
+
+def det(x: Any, /) -> Any:
+    """The determinant, ``sign * exp(logabsdet)`` (its gradient is ``det * inv(x).mT``: at a
+    singular matrix it is NaN, where PyTorch and JAX give the adjugate)."""
+    sign, logabsdet = slogdet(x)
+    return sign * exp(logabsdet)
+
+
+def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
+    """The Moore-Penrose pseudo-inverse; singular values below ``rtol`` times the largest
+    count as zero (default: ``max(m, n) * eps``; ``rcond`` is NumPy's name)."""
+    if rcond is not None and rtol is not None:
+        raise TypeError("linalg.pinv: give rtol or rcond (NumPy's name), not both")
+    tol = rtol if rtol is not None else rcond
+    return bind(pinv_p, _matrices("pinv", x), rtol=None if tol is None else float(tol))
+
+
+def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:
+    """How many singular values exceed ``rtol`` times the largest (default ``max(m, n) * eps``),
+    or the absolute ``tol`` (NumPy's)."""
+    x = _matrices("matrix_rank", x)
+    s = svdvals(x)
+    if tol is not None:
+        cutoff = tol
+    else:
+        relative = rtol if rtol is not None else builtins.max(tuple(x.shape[-2:])) * _dt.finfo(x.dtype).eps
+        cutoff = max(s, axis=-1, keepdims=True) * relative if s.shape[-1] else 0.0
+    return sum(s > cutoff, axis=-1)
+
+
+def matrix_power(x: Any, n: int, /) -> Any:
+    """``x`` multiplied by itself ``n`` times (by repeated squaring); ``n = 0`` gives the
+    identity, a negative ``n`` powers of the inverse."""
+    x = _matrices("matrix_power", x, square=True)
+    n = as_int("linalg.matrix_power", n, "n", minimum=None)
+    if n == 0:
+        return broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), tuple(x.shape))
+    if n < 0:
+        x, n = inv(x), -n
+    result = None
+    while n:
+        if n & 1:
+            result = x if result is None else matmul(result, x)
+        n >>= 1
+        if n:
+            x = matmul(x, x)
+    return result
+
+
+def multi_dot(arrays: Any, /) -> Any:
+    """The product of a chain of matrices (the first and last may be vectors)."""
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"linalg.multi_dot: needs at least two arrays, got {len(arrays)}")
+    out = arrays[0]
+    for a in arrays[1:]:
+        out = matmul(out, a)
+    return out
+
+
+def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """The sum along diagonal ``offset`` of the last two axes (the array API's)."""
+    x = _single(x)
+    if x.ndim < 2:
+        raise ShapeError(f"linalg.trace: expected matrices (..., m, n), got shape {fmt_shape(tuple(x.shape))}")
+    return sum(_diagonal(x, offset, -2, -1), axis=-1, dtype=dtype)
+
+
+def diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    """Diagonal ``offset`` of the last two axes (the array API's; ``fg.diagonal`` is NumPy's)."""
+    x = _single(x)
+    if x.ndim < 2:
+        raise ShapeError(f"linalg.diagonal: expected matrices (..., m, n), got shape {fmt_shape(tuple(x.shape))}")
+    return _diagonal(x, offset, -2, -1)
+
+
+def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """The cross product of 3-vectors along ``axis`` (the array API's)."""
+    return _cross(x1, x2, axis=axis)

@@ -1,0 +1,318 @@
+"""Matrix decompositions: ``eigh``, ``svd``, ``qr``, ``slogdet`` and ``pinv``, each with
+its derivative (real matrices; stacks of them broadcast over the leading axes).
+
+The rules are the standard ones (JAX's, and Giles' "extended collection of matrix
+derivative results"): tangents through the decomposition's own factors, cotangents their
+transposes. Where a factor is not unique (an eigenvector's sign) the derivative is that
+of the factor LAPACK returns, as in JAX and PyTorch; where it does not exist (repeated
+eigenvalues or singular values, when the vectors' cotangents are not zero) it is
+infinite or NaN, as theirs are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from . import lax
+from .ad import defjvp, defvjp
+from .batching import to_front
+from .core import Primitive, ShapedArray, bind, fmt_shape
+from .domains import MATRIX, Domain
+from .linalg import solve_p
+from .rules import require_kind
+
+__all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "pinv_p"]
+
+
+def _matrices(op: str, a: ShapedArray, square: bool = False) -> tuple[int, int]:
+    require_kind(op, a.dtype, "f", "a floating-point array")
+    if len(a.shape) < 2 or (square and a.shape[-1] != a.shape[-2]):
+        kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
+        raise ShapeError(f"{op}: expected a stack of {kind}, got shape {fmt_shape(a.shape)}")
+    return a.shape[-2], a.shape[-1]
+
+
+def _lapack(fn: Any) -> Any:
+    """NumPy's LAPACK wrappers take float32/float64 only: halves run in float32, and every
+    result comes back in the input's dtype."""
+
+    def kernel(xp: Any, a: Any, **params: Any) -> Any:
+        low = a.dtype.itemsize < 4
+        outs = fn(xp, a.astype(np.float32) if low else a, **params)
+        return tuple(o.astype(a.dtype) for o in outs) if isinstance(outs, tuple) else outs.astype(a.dtype)
+
+    return kernel
+
+
+def _batch_first(prim: Primitive, n_out: int) -> None:
+    """The batch axis in front: the kernels work on the last two axes of a stack."""
+    prim.batch = lambda args, dims, **p: (bind(prim, to_front(args[0], dims[0]), **p), (0,) * n_out)
+
+
+# -- small helpers on stacks of matrices ----------------------------------------------------
+
+def _t(x: Any) -> Any:
+    return lax.matrix_transpose(x)
+
+
+def _mm(*xs: Any) -> Any:
+    out = xs[0]
+    for x in xs[1:]:
+        out = lax.matmul(out, x)
+    return out
+
+
+def _diag(m: Any) -> Any:
+    """The diagonal of the last two (square) axes."""
+    return lax.reduce_sum(m * lax.eye(m, m.shape[-1]), (m.ndim - 1,))
+
+
+def _diag_matrix(v: Any) -> Any:
+    """Vectors (..., n) as diagonal matrices (..., n, n)."""
+    return lax.expand_dims(v, (v.ndim,)) * lax.eye(v, v.shape[-1])
+
+
+def _strictly_lower(x: Any) -> Any:
+    n = x.shape[-1]
+    i = lax.iota(x, n)
+    return lax.select(lax.gt(lax.reshape(i, (n, 1)), lax.reshape(i, (1, n))), x, 0.0)
+
+
+def _inverse_gaps(w: Any) -> Any:
+    """F[i, j] = 1 / (w[j] - w[i]) off the diagonal, 0 on it (the eigen- and singular-vector
+    rules' coupling between directions)."""
+    diff = lax.expand_dims(w, (w.ndim - 1,)) - lax.expand_dims(w, (w.ndim,))
+    eye = lax.eye(w, w.shape[-1])
+    return lax.select(lax.eq(eye, lax.const(w, 1.0)), 0.0, 1.0 / (diff + eye))
+
+
+def _sym(x: Any) -> Any:
+    return 0.5 * (x + _t(x))
+
+
+# ---- eigh: eigenvalues (ascending) and eigenvectors of symmetric matrices ------------------
+
+def _eigh_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
+    n, _ = _matrices("linalg.eigh", a, square=True)
+    return ShapedArray(a.shape[:-1], a.dtype, a.device), a
+
+
+eigh_p = Primitive("linalg_eigh", _eigh_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.eigh(a))),
+                   multiple_results=True, domain=Domain(kind="spd"))
+
+
+def _eigh_jvp(t: Any, ans: Any, a: Any) -> Any:
+    # (the tangent is symmetric, as the input: fg.linalg.eigh symmetrises what it is given)
+    w, v = ans
+    inner = _mm(_t(v), t, v)
+    return _diag(inner), lax.matmul(v, _inverse_gaps(w) * inner)
+
+
+def _eigh_vjp(g: Any, ans: Any, a: Any) -> Any:
+    (gw, gv), (w, v) = g, ans
+    inner = 0.0
+    if gw is not None:
+        inner = _diag_matrix(gw)
+    if gv is not None:  # (only the eigenvectors' cotangent meets the gaps: eigvalsh has none)
+        inner = inner + _inverse_gaps(w) * lax.matmul(_t(v), gv)
+    return _sym(_mm(v, inner, _t(v)))
+
+
+defjvp(eigh_p, _eigh_jvp)
+defvjp(eigh_p, _eigh_vjp, saves="ans")
+_batch_first(eigh_p, 2)
+
+
+# ---- svd (reduced): u (..., m, k), s (..., k) descending, vh (..., k, n) ------------------
+
+def _svd_rule(a: ShapedArray, *, full_matrices: bool) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
+    m, n = _matrices("linalg.svd", a)
+    k, batch = min(m, n), a.shape[:-2]
+    cols, rows = (m, n) if full_matrices else (k, k)
+    return (ShapedArray(batch + (m, cols), a.dtype, a.device), ShapedArray(batch + (k,), a.dtype, a.device),
+            ShapedArray(batch + (rows, n), a.dtype, a.device))
+
+
+svd_p = Primitive("linalg_svd", _svd_rule,
+                  kernel=_lapack(lambda xp, a, *, full_matrices: tuple(xp.linalg.svd(a, full_matrices=full_matrices))),
+                  multiple_results=True, domain=MATRIX)
+
+
+def _unique_factors(a: Any, full_matrices: bool) -> None:
+    if full_matrices:
+        raise NotImplementedError(f"linalg.svd(full_matrices=True) of a non-square matrix (shape "
+                                  f"{fmt_shape(tuple(a.shape))}) has no derivative: the completed columns are not "
+                                  "unique (as in JAX); use full_matrices=False")
+
+
+def _svd_jvp(t: Any, ans: Any, a: Any, *, full_matrices: bool) -> Any:
+    _unique_factors(a, full_matrices)
+    u, s, vh = ans
+    v = _t(vh)
+    ds_full = _mm(_t(u), t, v)                                   # U^T dA V
+    ds = _diag(ds_full)
+    f = _inverse_gaps(s * s)
+    s_row = lax.expand_dims(s, (s.ndim - 1,))                    # s_j along the columns
+    s_col = lax.expand_dims(s, (s.ndim,))                        # s_i along the rows
+    du = lax.matmul(u, f * (ds_full * s_row + _t(ds_full) * s_col))
+    dv = lax.matmul(v, f * (ds_full * s_col + _t(ds_full) * s_row))
+    m, n = a.shape[-2], a.shape[-1]
+    if m > n:  # the part of dA outside U's columns
+        dav = lax.matmul(t, v)
+        du = du + (dav - lax.matmul(u, lax.matmul(_t(u), dav))) / s_row
+    if n > m:
+        dau = lax.matmul(_t(t), u)
+        dv = dv + (dau - lax.matmul(v, lax.matmul(vh, dau))) / s_row
+    return du, ds, _t(dv)
+
+
+def _svd_vjp(g: Any, ans: Any, a: Any, *, full_matrices: bool) -> Any:
+    _unique_factors(a, full_matrices)
+    (gu, gs, gvh), (u, s, vh) = g, ans
+    v = _t(vh)
+    m, n = a.shape[-2], a.shape[-1]
+    inner = _diag_matrix(gs) if gs is not None else 0.0
+    s_mat = _diag_matrix(s)
+    if gu is not None or gvh is not None:
+        f = _inverse_gaps(s * s)
+    extra = 0.0
+    if gu is not None:
+        j = f * lax.matmul(_t(u), gu)
+        inner = inner + lax.matmul(j + _t(j), s_mat)
+        if m > n:
+            extra = lax.matmul((gu - lax.matmul(u, lax.matmul(_t(u), gu))) / lax.expand_dims(s, (s.ndim - 1,)), vh)
+    if gvh is not None:
+        gv = _t(gvh)
+        k = f * lax.matmul(vh, gv)
+        inner = inner + lax.matmul(s_mat, k + _t(k))
+        if n > m:
+            ortho = gv - lax.matmul(v, lax.matmul(vh, gv))
+            extra = extra + lax.matmul(u, _t(ortho / lax.expand_dims(s, (s.ndim - 1,))))
+    return _mm(u, inner, vh) + extra
+
+
+defjvp(svd_p, _svd_jvp)
+defvjp(svd_p, _svd_vjp, saves="ans")
+_batch_first(svd_p, 3)
+
+
+# ---- qr (reduced): q (..., m, k), r (..., k, n) -------------------------------------------
+
+def _qr_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
+    m, n = _matrices("linalg.qr", a)
+    k, batch = min(m, n), a.shape[:-2]
+    return ShapedArray(batch + (m, k), a.dtype, a.device), ShapedArray(batch + (k, n), a.dtype, a.device)
+
+
+qr_p = Primitive("linalg_qr", _qr_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.qr(a, mode="reduced"))),
+                 multiple_results=True, domain=MATRIX)
+
+
+def _wide(a: Any) -> None:
+    if a.shape[-2] < a.shape[-1]:
+        raise NotImplementedError(f"linalg.qr: the derivative needs at least as many rows as columns (R square and "
+                                  f"invertible), as in JAX; got shape {fmt_shape(tuple(a.shape))}")
+
+
+def _right_solve(x: Any, r: Any) -> Any:
+    """x @ r^-1 for upper-triangular r: (r^T \\ x^T)^T."""
+    return _t(bind(solve_p, _t(r), _t(x)))
+
+
+def _qr_jvp(t: Any, ans: Any, a: Any) -> Any:
+    _wide(a)
+    q, r = ans
+    x = _right_solve(t, r)                                       # dA R^-1
+    y = lax.matmul(_t(q), x)
+    lower = _strictly_lower(y)
+    omega = lower - _t(lower)                                    # skew-symmetric
+    return lax.matmul(q, omega - y) + x, lax.matmul(y - omega, r)
+
+
+def _qr_vjp(g: Any, ans: Any, a: Any) -> Any:
+    _wide(a)
+    (gq, gr), (q, r) = g, ans
+    m = 0.0
+    if gq is not None:
+        m = lax.matmul(_t(q), gq)
+    if gr is not None:
+        m = m - lax.matmul(gr, _t(r))
+    z = _strictly_lower(m - _t(m)) - m
+    c = lax.matmul(q, z) + (gq if gq is not None else 0.0)
+    return _t(bind(solve_p, r, _t(c)))                          # C R^-T
+
+
+defjvp(qr_p, _qr_jvp)
+defvjp(qr_p, _qr_vjp, saves="both")
+_batch_first(qr_p, 2)
+
+
+# ---- slogdet: the determinant's sign and the log of its absolute value -------------------
+
+def _slogdet_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
+    _matrices("linalg.slogdet", a, square=True)
+    out = ShapedArray(a.shape[:-2], a.dtype, a.device)
+    return out, out
+
+
+slogdet_p = Primitive("linalg_slogdet", _slogdet_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.slogdet(a))),
+                      multiple_results=True, domain=MATRIX)
+
+
+def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
+    sign, _ = ans
+    return lax.zeros(sign, tuple(sign.shape)), lax.reduce_sum(_diag(bind(solve_p, a, t)), (sign.ndim,))
+
+
+def _slogdet_vjp(g: Any, ans: Any, a: Any) -> Any:
+    _, glog = g
+    if glog is None:
+        return None
+    eye = lax.broadcast_to(lax.eye(a, a.shape[-1]), tuple(a.shape))
+    return lax.expand_dims(glog, (glog.ndim, glog.ndim + 1)) * bind(solve_p, _t(a), eye)   # g A^-T
+
+
+defjvp(slogdet_p, _slogdet_jvp)
+defvjp(slogdet_p, _slogdet_vjp, saves="args")
+_batch_first(slogdet_p, 2)
+
+
+# ---- pinv: the Moore-Penrose pseudo-inverse ---------------------------------------------
+
+def _pinv_rule(a: ShapedArray, *, rtol: float | None) -> ShapedArray:
+    m, n = _matrices("linalg.pinv", a)
+    return ShapedArray(a.shape[:-2] + (n, m), a.dtype, a.device)
+
+
+def _pinv(xp: Any, a: Any, *, rtol: float | None) -> Any:
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
+    cutoff = (rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps) * s.max(-1, keepdims=True)
+    inverse = xp.where(s > cutoff, 1.0 / xp.where(s > cutoff, s, 1.0), 0.0).astype(a.dtype)
+    return xp.matmul(xp.swapaxes(vh, -1, -2) * inverse[..., None, :], xp.swapaxes(u, -1, -2))
+
+
+pinv_p = Primitive("linalg_pinv", _pinv_rule, kernel=_lapack(_pinv), domain=MATRIX)
+
+
+def _pinv_jvp(t: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
+    # Golub & Pereyra: dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    p = ans
+    rows, cols = a.shape[-2], a.shape[-1]
+    left = lax.eye(a, rows) - lax.matmul(a, p)
+    right = lax.eye(a, cols) - lax.matmul(p, a)
+    return -_mm(p, t, p) + _mm(p, _t(p), _t(t), left) + _mm(right, _t(t), _t(p), p)
+
+
+def _pinv_vjp(g: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
+    p = ans
+    rows, cols = a.shape[-2], a.shape[-1]
+    left = lax.eye(a, rows) - lax.matmul(a, p)
+    right = lax.eye(a, cols) - lax.matmul(p, a)
+    return -_mm(_t(p), g, _t(p)) + _mm(left, _t(g), p, _t(p)) + _mm(_t(p), p, _t(g), right)
+
+
+defjvp(pinv_p, _pinv_jvp)
+defvjp(pinv_p, _pinv_vjp, saves="both")
+pinv_p.batch = lambda args, dims, **p: (bind(pinv_p, to_front(args[0], dims[0]), **p), 0)
