@@ -880,6 +880,12 @@ class Array(ArrayBase):
         """Nested Python lists of Python scalars."""
         return self._python(self._host())
 
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
+        """The array on ``device`` (the array API's spelling of ``to``)."""
+        if stream is not None:
+            raise ValueError("to_device: funcgrad has no streams to pass; give stream=None")
+        return self.to(device)
+
     def to(self, target: Any, dtype: Any = None) -> Array:
         """Move to a device (``"cpu"``, ``"gpu"``, ``"cuda:1"``) and/or cast to a dtype.
         Returns ``self`` when nothing changes."""

@@ -355,6 +355,13 @@ def _decomposition_case(reference: Any, square: bool = False, tall: bool = False
     return case
 
 
+def _searchsorted_case(draw: Any) -> Case:
+    dtype = draw(st.sampled_from(FLOATS + [np.int64]))
+    sorted_ = np.sort(arrays(draw, dtype, (draw(st.integers(0, 6)),)))
+    return Case([sorted_, arrays(draw, dtype, draw(SHAPES))], {"side": draw(st.sampled_from(["left", "right"]))},
+                lambda a, v, side: np.searchsorted(a, v, side=side))
+
+
 def _triangular_solve(draw: Any) -> Case:
     n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
     lower, transpose_a = draw(st.booleans()), draw(st.booleans())
@@ -789,7 +796,7 @@ CASES.update({
     "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy,
     "softmax_cross_entropy_grad": _softmax_cross_entropy_grad, "einsum": _einsum, "linalg_solve": _solve,
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
-    "linalg_eigh": _eigh_case,
+    "linalg_eigh": _eigh_case, "searchsorted": _searchsorted_case,
     "linalg_svd": _decomposition_case(lambda a, full_matrices: np.linalg.svd(a, full_matrices=False)[0],
                                       params={"full_matrices": False}),
     "linalg_qr": _decomposition_case(lambda a: np.linalg.qr(a)[0], tall=True),

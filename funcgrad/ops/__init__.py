@@ -13,16 +13,17 @@ from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .numpy_compat import *  # noqa: F403
 from .reductions import *  # noqa: F403
+from .sets import *  # noqa: F403
 from .shaping import *  # noqa: F403
 from .shaping import _broadcast_shapes as broadcast_shapes  # noqa: F401
 from . import creation as _creation, elementwise as _elementwise, indexing as _indexing  # noqa: E402
 from . import linalg as _linalg, numpy_compat as _numpy_compat, reductions as _reductions  # noqa: E402
-from . import shaping as _shaping  # noqa: E402
+from . import sets as _sets, shaping as _shaping  # noqa: E402
 
 # What ``from funcgrad.ops import *`` (and so ``fg``) takes: the functions, not this
 # package's imports or its submodules' names.
 __all__ = [*_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_linalg.__all__, *_reductions.__all__,
-           *_shaping.__all__, *_numpy_compat.__all__, "broadcast_shapes"]
+           *_shaping.__all__, *_numpy_compat.__all__, *_sets.__all__, "broadcast_shapes"]
 
 # One-line summaries of the functions whose meaning is NumPy's own (the generated
 # elementwise ones among them); the others carry their docstrings where they are defined.

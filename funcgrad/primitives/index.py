@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import int64
 from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -22,7 +23,7 @@ from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import Domain
 from .rules import broadcast_shapes, common_device, require_kind
 
-__all__ = ["gather_p", "scatter_p", "build_index", "indexed_shape", "SCATTER_MODES"]
+__all__ = ["gather_p", "scatter_p", "searchsorted_p", "build_index", "indexed_shape", "SCATTER_MODES"]
 
 
 Template = tuple[tuple[Any, ...], ...]
@@ -284,3 +285,30 @@ def _scatter_batch(args: Any, dims: Any, *, template: Template, mode: str) -> tu
 
 
 gather_p.batch, scatter_p.batch = _gather_batch, _scatter_batch
+
+
+# ---- searchsorted: where values would go in a sorted 1-D array -----------------------------
+
+def _searchsorted_rule(sorted_: ShapedArray, values: ShapedArray, *, side: str) -> ShapedArray:
+    if len(sorted_.shape) != 1:
+        raise ShapeError(f"searchsorted: the sorted array must be 1-D, got shape {fmt_shape(sorted_.shape)}")
+    if sorted_.dtype is not values.dtype:
+        raise DTypeError(f"searchsorted: dtypes {sorted_.dtype} and {values.dtype} differ; promote them first")
+    return ShapedArray(values.shape, int64, common_device("searchsorted", (sorted_, values)))
+
+
+def _searchsorted(xp: Any, sorted_: Any, values: Any, *, side: str) -> Any:
+    return xp.searchsorted(sorted_, values, side=side).astype(xp.int64, copy=False)
+
+
+searchsorted_p = Primitive("searchsorted", _searchsorted_rule, kernel=_searchsorted, differentiable=False)
+
+
+def _searchsorted_batch(args: Any, dims: Any, *, side: str) -> tuple[Any, Any]:
+    (sorted_, values), (ds, dv) = args, dims
+    if ds is None:  # one sorted array: the values' batch axis is just more values
+        return bind(searchsorted_p, sorted_, values, side=side), dv
+    return batch_by_loop(searchsorted_p)(args, dims, side=side)
+
+
+searchsorted_p.batch = _searchsorted_batch
