@@ -34,7 +34,7 @@ from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compi
 from .transforms import cond, fori_loop, scan, switch, while_loop
 from . import random  # noqa: E402
 from . import utils  # noqa: E402
-from . import accelerator, cuda  # noqa: E402
+from . import accelerator, cuda, misc, scipy  # noqa: E402
 from .random.generator import (Generator, bernoulli, manual_seed, multinomial, normal, rand, rand_like,  # noqa: E402
                                randint, randn, randn_like, randperm)
 

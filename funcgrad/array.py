@@ -880,6 +880,11 @@ class Array(ArrayBase):
         """Nested Python lists of Python scalars."""
         return self._python(self._host())
 
+    def block_until_ready(self) -> Array:
+        """Wait until the array's value is computed (a GPU's queued kernels finish), as JAX's."""
+        self._device.backend.synchronize()
+        return self
+
     def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
         """The array on ``device`` (the array API's spelling of ``to``)."""
         if stream is not None:
@@ -1033,7 +1038,9 @@ class Array(ArrayBase):
         _tape.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def __str__(self) -> str:
-        return self.__repr__()
+        """The values alone, as NumPy and JAX print them (``repr`` adds dtype and device)."""
+        host = self._host()
+        return str(host.astype(np.float32) if self._dtype is _dt.bfloat16 else host)
 
     def __format__(self, spec: str) -> str:
         if self.ndim == 0 and spec:

@@ -29,7 +29,7 @@ def _results(out):
     return [o for o in fg.tree.leaves(out) if isinstance(o, Array)] if not isinstance(out, Array) else [out]
 
 
-IN_PLACE = {"requires_grad_"}  # PyTorch's in-place methods return the array itself
+IN_PLACE = {"requires_grad_", "block_until_ready"}  # PyTorch's in-place methods (and JAX's wait) return the array itself
 
 
 def _callables():

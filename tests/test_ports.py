@@ -113,3 +113,71 @@ def test_mnist_port_is_the_original_script() -> None:
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-3, atol=1e-5, err_msg=name)
     loaders = [m.torch.utils.data.DataLoader(d, batch_size=100) for m, d in ((ours, f_data), (theirs, t_data))]
     assert ours.test(fm, fg.device("cpu"), loaders[0]) == theirs.test(tm, torch.device("cpu"), loaders[1])
+
+
+JAX_FG = "from funcgrad import jit, grad\nfrom funcgrad.scipy.special import logsumexp\nimport funcgrad as jnp\n"
+JAX_ORIGINAL = "from jax import jit, grad\nfrom jax.scipy.special import logsumexp\nimport jax.numpy as jnp\n"
+AUTOGRAD_FG = ("import funcgrad as np\nimport numpy.random as npr\nfrom funcgrad.scipy.special import logsumexp\n"
+               "from funcgrad import grad\nfrom funcgrad.misc.flatten import flatten\n"
+               "from funcgrad.misc.optimizers import adam\n")
+AUTOGRAD_ORIGINAL = ("import autograd.numpy as np\nimport autograd.numpy.random as npr\n"
+                     "from autograd.scipy.special import logsumexp\nfrom autograd import grad\n"
+                     "from autograd.misc.flatten import flatten\nfrom autograd.misc.optimizers import adam\n")
+
+
+@pytest.mark.parametrize("name,argv,needle", [("jax_mnist.py", ["2"], "Test set accuracy 0."),
+                                              ("autograd_neural_net.py", ["3"], "Test accuracy")])
+def test_jax_and_autograd_ports_train(name, argv, needle, capsys, monkeypatch) -> None:
+    pytest.importorskip("sklearn")
+    monkeypatch.setattr(sys, "argv", [name] + argv)
+    runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+    out = capsys.readouterr().out
+    assert needle in out, out
+    if name.startswith("autograd"):
+        assert float(out.strip().splitlines()[-1].split("|")[-1]) > 0.5  # test accuracy after 3 epochs
+
+
+def test_jax_port_is_the_original_script() -> None:
+    """The port with JAX's imports runs in JAX: the same loss, gradients and jitted update
+    from the same initial parameters (JAX computes in float32; funcgrad keeps NumPy's float64)."""
+    pytest.importorskip("jax")
+    pytest.importorskip("sklearn")
+    source = (EXAMPLES / "jax_mnist.py").read_text()
+    assert JAX_FG in source
+    ours, theirs = _module("jax_mnist_fg", source), _module("jax_mnist_jax", source.replace(JAX_FG, JAX_ORIGINAL))
+    images, labels, _, _ = ours.digits()
+    batch = (images[:128], labels[:128])
+    params = ours.init_random_params(0.1, [64, 32, 10], np.random.RandomState(1))
+    assert abs(float(ours.loss(params, batch)) - float(theirs.loss(params, batch))) < 1e-5
+    for (w, b), (tw, tb) in zip(ours.grad(ours.loss)(params, batch), theirs.grad(theirs.loss)(params, batch)):
+        np.testing.assert_allclose(w.numpy(), np.asarray(tw), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(b.numpy(), np.asarray(tb), rtol=1e-4, atol=1e-6)
+    assert float(ours.accuracy(params, batch)) == float(theirs.accuracy(params, batch))
+
+
+def test_autograd_port_is_the_original_script() -> None:
+    """The port with autograd's imports runs in autograd: in float64 both take the same Adam
+    steps on the same objective (flatten, logsumexp and the optimizer loop included)."""
+    pytest.importorskip("autograd")
+    pytest.importorskip("sklearn")
+    source = (EXAMPLES / "autograd_neural_net.py").read_text()
+    assert AUTOGRAD_FG in source
+    ours = _module("nn_fg", source)
+    theirs = _module("nn_autograd", source.replace(AUTOGRAD_FG, AUTOGRAD_ORIGINAL))
+    _, images, labels, _, _ = ours.load_digits()
+    params = ours.init_random_params(0.1, [64, 16, 10], np.random.RandomState(0))
+
+    def objective(module):
+        return lambda p, i: -module.log_posterior(p, images[i * 64:(i + 1) * 64], labels[i * 64:(i + 1) * 64], 1.0)
+
+    seen = []
+    got = ours.adam(ours.grad(objective(ours)), params, callback=lambda p, i, g: seen.append(i), num_iters=6,
+                    step_size=0.01)
+    want = theirs.adam(theirs.grad(objective(theirs)), params, num_iters=6, step_size=0.01)
+    assert seen == list(range(6))
+    for (w, b), (tw, tb) in zip(got, want):
+        np.testing.assert_allclose(w.numpy(), tw, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(b.numpy(), tb, rtol=1e-10, atol=1e-12)
+    vector, unflatten = ours.flatten(params)
+    assert vector.shape == (64 * 16 + 16 + 16 * 10 + 10,)
+    assert all(np.array_equal(a.numpy(), b) for a, b in zip(fg.tree.leaves(unflatten(vector)), fg.tree.leaves(params)))

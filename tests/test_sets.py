@@ -75,3 +75,8 @@ def test_to_device_is_the_array_apis_to() -> None:
     assert x.to_device("cpu") is x and x.to_device(x.device).tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match="stream"):
         x.to_device("cpu", stream=1)
+
+
+def test_block_until_ready_returns_the_array() -> None:
+    x = fg.arange(3.0)
+    assert x.block_until_ready() is x

@@ -17,13 +17,13 @@ from ..array import Array, concrete_value
 from ..errors import ConcretizationError
 from ..primitives.core import bind
 from ..primitives.index import searchsorted_p
+from ..primitives.rules import normalize_axis
 from .creation import _create
 from .elementwise import _promote, _single
 from .indexing import take
 from .shaping import reshape
 
-__all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "unique", "searchsorted",
-           "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]
+__all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "unique", "searchsorted"]
 
 
 class UniqueAllResult(NamedTuple):
@@ -64,6 +64,7 @@ def _concrete(op: str, x: Any) -> Array:
 def _unique(op: str, x: Any, equal_nan: bool = False) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """The values (a gather of ``x``, so differentiable), and on the host: each value's first
     index, the inverse indices (``x``'s shape) and the counts."""
+    x = _single(x)
     host = _concrete(op, x)._host()
     flat = host.reshape(-1)
     order = np.argsort(flat, kind="stable")
@@ -118,10 +119,16 @@ def unique_values(x: Any, /) -> Any:
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
            axis: int | None = None, *, equal_nan: bool = True) -> Any:
-    """NumPy's ``unique`` (of the flattened array; NaNs collapse to one unless ``equal_nan=False``)."""
-    if axis is not None:
-        raise NotImplementedError("unique(axis=...): funcgrad's unique works on the flattened array")
-    values, first, inverse, counts = _unique("unique", ar, equal_nan=equal_nan)
+    """NumPy's ``unique``: of the flattened array, or the unique slices along ``axis``; NaNs
+    collapse to one unless ``equal_nan=False``."""
+    if axis is None:
+        values, first, inverse, counts = _unique("unique", ar, equal_nan=equal_nan)
+    else:  # the unique slices along ``axis``, gathered from their first occurrences
+        x = _single(ar)
+        axis = normalize_axis("unique", axis, x.ndim)
+        _, first, inverse, counts = np.unique(_concrete("unique", x)._host(), return_index=True, return_inverse=True,
+                                              return_counts=True, axis=axis, equal_nan=equal_nan)
+        values = take(x, _ints(x.device, first), axis=axis)
     extra = [_ints(values.device, a) for a, want in ((first, return_index), (inverse, return_inverse),
                                                      (counts, return_counts)) if want]
     return (values, *extra) if extra else values
