@@ -14,7 +14,8 @@ from . import dtypes as _dtypes
 from .array import Array
 from .backends import Buffer, Device, DeviceUnavailableError, device, devices
 from .backends import memory
-from .dtypes import (DType, bfloat16, can_cast, finfo, float16, float32, float64, iinfo, int8, int16, int32,
+from .dtypes import (DType, bfloat16, can_cast, complex64, complex128, finfo, float16, float32, float64, iinfo, int8,
+                     int16, int32,
                      int64, isdtype, result_type, uint8, uint16, uint32, uint64)
 from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
 from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError,

@@ -22,7 +22,8 @@ from .errors import DTypeError
 
 __all__ = [
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "bfloat16", "float32", "float64", "as_dtype", "result_type", "promote",
+    "bfloat16", "float32", "float64", "complex64", "complex128", "component_dtype", "as_dtype", "result_type",
+    "promote",
     "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
     "default_float", "default_int",
 ]
@@ -36,7 +37,7 @@ class DType:
     def __init__(self, name: str, np_dtype: Any) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
-        self.kind = "f" if name == "bfloat16" else self.np.kind  # b, i, u, f
+        self.kind = "f" if name == "bfloat16" else self.np.kind  # b, i, u, f, c
         self.itemsize = self.np.itemsize
 
     @property
@@ -82,9 +83,12 @@ float16 = DType("float16", np.float16)
 bfloat16 = DType("bfloat16", ml_dtypes.bfloat16)
 float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
+complex64 = DType("complex64", np.complex64)
+complex128 = DType("complex128", np.complex128)
 
 all_dtypes: tuple[DType, ...] = (
-    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,
+    complex64, complex128,
 )
 default_float = float32
 default_int = int64
@@ -92,7 +96,12 @@ default_int = int64
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in all_dtypes}
 _BY_NAME: dict[str, DType] = {d.name: d for d in all_dtypes}
 _BY_NAME["bool_"] = bool_
-_BY_PYTYPE: dict[type, DType] = {bool: bool_, int: int64, float: float32}
+_BY_PYTYPE: dict[type, DType] = {bool: bool_, int: int64, float: float32, complex: complex64}
+
+
+def component_dtype(dtype: DType) -> DType:
+    """The real dtype of a complex dtype's parts (``complex64 -> float32``); others unchanged."""
+    return float32 if dtype is complex64 else float64 if dtype is complex128 else dtype
 
 
 def as_dtype(value: Any, *, op: str = "dtype") -> DType:
@@ -142,7 +151,7 @@ _PROMOTE: dict[tuple[DType, DType], DType] = {
     (a, b): _numpy_like_promotion(a, b) for a in all_dtypes for b in all_dtypes
 }
 
-_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2}
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def promote(a: DType, b: DType) -> DType:
@@ -160,10 +169,14 @@ def weak_result(dtype: DType, scalar: Any) -> DType:
             scalar_type = int64
         elif isinstance(scalar, (float, np.floating)):
             scalar_type = float32
+        elif isinstance(scalar, (complex, np.complexfloating)):
+            scalar_type = complex64
         else:
             raise DTypeError(f"unsupported scalar {scalar!r} of type {type(scalar).__name__}")
     if _KIND_ORDER[scalar_type.kind] <= _KIND_ORDER[dtype.kind]:
         return dtype
+    if scalar_type is complex64 and dtype is float64:  # a complex scalar keeps the array's precision
+        return complex128
     return scalar_type
 
 
@@ -172,7 +185,7 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
     strong: DType | None = None
     weak: list[Any] = []
     for item in arrays_and_dtypes:
-        if isinstance(item, (bool, int, float)):
+        if isinstance(item, (bool, int, float, complex)):
             weak.append(item)
             continue
         d = item.dtype if hasattr(item, "shape") else item
@@ -208,8 +221,8 @@ def isdtype(dtype: Any, kind: Any) -> bool:
         "unsigned integer": d.kind == "u",
         "integral": d.kind in "iu",
         "real floating": d.kind == "f",
-        "complex floating": False,
-        "numeric": d.kind in "iuf",
+        "complex floating": d.kind == "c",
+        "numeric": d.kind in "iufc",
     }
     if kind not in table:
         raise ValueError(f"isdtype: unknown kind {kind!r}; expected one of {sorted(table)}")
@@ -222,7 +235,7 @@ class finfo:
     def __init__(self, dtype: Any) -> None:
         if hasattr(dtype, "shape"):
             dtype = dtype.dtype
-        d = as_dtype(dtype, op="finfo")
+        d = component_dtype(as_dtype(dtype, op="finfo"))  # (a complex dtype: its parts', as the array API asks)
         if d.kind != "f":
             raise DTypeError(f"finfo: {d} is not a floating dtype; use iinfo")
         info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)

@@ -34,6 +34,7 @@ class Case:
 FLOATS = [np.float32, np.float64]
 ALL_FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+COMPLEX = [np.complex64, np.complex128]
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
 NONEMPTY = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 
@@ -68,6 +69,9 @@ def arrays(draw: Any, dtype: Any, shape: Any, lo: float = -3.0, hi: float = 3.0)
     if is_float(dt):
         raw = draw(hnp.arrays(np.float64, shape, elements=st.floats(lo, hi, allow_nan=False)))
         return raw.astype(dt)
+    if dt.kind == "c":
+        parts = [draw(hnp.arrays(np.float64, shape, elements=st.floats(lo, hi, allow_nan=False))) for _ in range(2)]
+        return np.asarray(parts[0] + 1j * parts[1]).astype(dt)
     if dt.kind == "b":
         return draw(hnp.arrays(np.bool_, shape))
     info = np.iinfo(dt)
@@ -88,7 +92,8 @@ def _unary(name: str) -> Any:
     lo, hi = _UNARY_DOMAIN.get(name, (-3, 3))
 
     def case(draw: Any) -> Case:
-        choices = (ALL_FLOATS if "f" in kinds else []) + (INTS if "i" in kinds else []) + ([np.bool_] if "b" in kinds else [])
+        choices = (ALL_FLOATS if "f" in kinds else []) + (INTS if "i" in kinds else []) + ([np.bool_] if "b" in kinds else []) \
+            + (COMPLEX if "c" in kinds else [])
         dtype = draw(st.sampled_from(choices))
         if np.dtype(dtype).kind in "iu":
             lo_, hi_ = (0, 10) if np.dtype(dtype).kind == "u" else (-10, 10)
@@ -111,7 +116,7 @@ def _binary(name: str) -> Any:
 
     def case(draw: Any) -> Case:
         choices = (FLOATS if "f" in kinds else []) + ([np.int32, np.int64, np.uint8] if "i" in kinds else []) + \
-            ([np.bool_] if kinds == "biu" else [])
+            ([np.bool_] if kinds == "biu" else []) + (COMPLEX if "c" in kinds else [])
         dtype = draw(st.sampled_from(choices))
         (lx, hx), (ly, hy) = _BINARY_DOMAIN.get(name, ((-3, 3), (-3, 3)))
         if np.dtype(dtype).kind == "u":
@@ -139,7 +144,8 @@ def _comparison(name: str) -> Any:
     kernel, kinds, arity = COMPARISON_TABLE[name]
 
     def case(draw: Any) -> Case:
-        dtype = np.bool_ if kinds == "b" else draw(st.sampled_from(FLOATS + [np.int64] if kinds != "f" else ALL_FLOATS))
+        dtype = np.bool_ if kinds == "b" else draw(st.sampled_from(
+            (FLOATS + [np.int64] if kinds not in ("f", "fc") else ALL_FLOATS) + (COMPLEX if "c" in kinds else [])))
         shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=arity, max_dims=3, max_side=4)).input_shapes
         args = [arrays(draw, dtype, s, -2, 2) for s in shapes]
         if is_float(dtype) and arity == 1 and args[0].size:
@@ -360,6 +366,13 @@ def _searchsorted_case(draw: Any) -> Case:
     sorted_ = np.sort(arrays(draw, dtype, (draw(st.integers(0, 6)),)))
     return Case([sorted_, arrays(draw, dtype, draw(SHAPES))], {"side": draw(st.sampled_from(["left", "right"]))},
                 lambda a, v, side: np.searchsorted(a, v, side=side))
+
+
+def _complex_part(reference: Any) -> Any:
+    def case(draw: Any) -> Case:
+        return Case([arrays(draw, draw(st.sampled_from(COMPLEX)), draw(SHAPES))], {}, reference)
+
+    return case
 
 
 def _triangular_solve(draw: Any) -> Case:
@@ -797,6 +810,7 @@ CASES.update({
     "softmax_cross_entropy_grad": _softmax_cross_entropy_grad, "einsum": _einsum, "linalg_solve": _solve,
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
     "linalg_eigh": _eigh_case, "searchsorted": _searchsorted_case,
+    "real": _complex_part(np.real), "imag": _complex_part(np.imag), "conj": _complex_part(np.conjugate),
     "linalg_svd": _decomposition_case(lambda a, full_matrices: np.linalg.svd(a, full_matrices=False)[0],
                                       params={"full_matrices": False}),
     "linalg_qr": _decomposition_case(lambda a: np.linalg.qr(a)[0], tall=True),

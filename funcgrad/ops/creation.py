@@ -61,8 +61,8 @@ def _host_array(obj: Any, dtype: _dt.DType | None, op: str) -> np.ndarray:
     except OverflowError as exc:
         raise DTypeError(f"{op}: {exc}") from None
     if dtype is None:
-        if host.dtype == np.float64 and _is_python_data(obj):
-            host = host.astype(np.float32)
+        if host.dtype in (np.float64, np.complex128) and _is_python_data(obj):  # Python floats: float32 (complex64)
+            host = host.astype(np.float32 if host.dtype == np.float64 else np.complex64)
         elif host.dtype.kind == "O":
             raise DTypeError(f"{op}: cannot make an array of Python objects ({type(obj).__name__})")
         elif host.dtype.kind in "US":

@@ -32,12 +32,12 @@ __all__ = [
     "sign", "square", "reciprocal", "floor", "ceil", "trunc", "round", "where", "clip", "integer_pow",
 ]
 
-_SCALARS = (bool, int, float)
+_SCALARS = (bool, int, float, complex)
 
 
 def _to_array(x: Any) -> Any:
     """Arrays and Python scalars pass; NumPy scalars/arrays and lists become arrays."""
-    if isinstance(x, (ArrayBase, bool, int, float)):
+    if isinstance(x, (ArrayBase, bool, int, float, complex)):
         return x
     return asarray(x)
 
@@ -46,6 +46,9 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     """Cast to ``dtype``. With ``copy=False`` an array already of that dtype is returned as is."""
     dt = _dt.as_dtype(dtype, op="astype")
     x = _single(x)
+    if x.dtype.kind == "c" and dt.kind not in "cb":
+        raise DTypeError(f"astype: casting {x.dtype} to {dt} would drop the imaginary part; take fg.real(x) or "
+                         "fg.abs(x) first (the array API does not permit the cast)")
     if dt is x.dtype and not copy:
         out = _own(x)
     else:
@@ -71,24 +74,22 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
         dt = _dt.promote(dt, a.dtype)
     for a in args:
         if isinstance(a, _SCALARS):
-            if isinstance(a, complex):
-                raise DTypeError(f"{op}: complex numbers are not supported")
             dt = _dt.weak_result(dt, a)
-    if floating and dt.kind != "f":
+    if floating and dt.kind not in "fc":
         dt = _dt.default_float
     return tuple(_cast(a, dt) for a in args)
 
 
 # (dtype kind, Python scalar type) pairs where the scalar takes the array's dtype
 _WEAK_FITS = {("f", float), ("f", int), ("f", bool), ("i", int), ("i", bool), ("u", int), ("u", bool),
-              ("b", bool)}
+              ("b", bool), ("c", complex), ("c", float), ("c", int), ("c", bool)}
 
 
 def _binary_fn(name: str, *, floating: bool = False) -> Any:
     """The ``fg.*`` function of a binary primitive, with the eager fast paths inline:
     same-dtype arrays, and an array with a Python scalar that fits its dtype."""
     prim = BINARY[name]
-    kinds = "f" if floating else "biuf"
+    kinds = "fc" if floating else "biufc"
 
     def fn(x: Any, y: Any, /) -> Any:
         if x.__class__ is Array:
@@ -192,7 +193,7 @@ def _float_test(name: str, int_answer: bool) -> Any:
 
     def fn(x: Any, /) -> Any:
         x = _single(x)
-        if x.dtype.kind != "f":  # integers are never nan/inf; their sign bit is their sign
+        if x.dtype.kind not in "fc":  # integers are never nan/inf; their sign bit is their sign
             if name == "signbit":
                 return less(x, 0)
             return full(x.shape, int_answer, _dt.bool_, device=x.device)
@@ -228,7 +229,7 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
     def fn(x: Any, /) -> Any:
         x = _single(x)
         kind = x.dtype.kind
-        if kind != "f":
+        if kind not in "fc":
             if int_identity:
                 return _own(x)
             if floating:
@@ -266,7 +267,7 @@ def positive(x: Any, /) -> Any:
 def round(x: Any, /, decimals: int = 0) -> Any:
     """Round half to even, as NumPy; integers are returned unchanged."""
     x = _single(x)
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         return _own(x)
     return bind(UNARY["round"], x, decimals=decimals)
 

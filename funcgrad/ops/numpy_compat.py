@@ -10,11 +10,14 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..errors import ArgumentValueError, ShapeError
+from ..primitives.core import bind
+from ..primitives.elementwise import conj_p, imag_p, real_p
 from .creation import arange, asarray, zeros, zeros_like
 from .elementwise import (
     _own,
     _single,
     abs,
+    arctan2,
     equal,
     isinf,
     isnan,
@@ -280,23 +283,29 @@ deg2rad, rad2deg = radians, degrees
 
 
 def real(x: Any) -> Any:
-    """The real part (funcgrad's arrays are real: ``x`` itself)."""
-    return _own(_single(x))
+    """The real part (of a real array: ``x`` itself)."""
+    x = _single(x)
+    return bind(real_p, x) if x.dtype.kind == "c" else _own(x)
 
 
 def imag(x: Any) -> Any:
-    """The imaginary part (funcgrad's arrays are real: zeros)."""
-    return zeros_like(_single(x))
+    """The imaginary part (of a real array: zeros)."""
+    x = _single(x)
+    return bind(imag_p, x) if x.dtype.kind == "c" else zeros_like(x)
 
 
 def conj(x: Any) -> Any:
-    """The complex conjugate (funcgrad's arrays are real: ``x`` itself)."""
-    return _own(_single(x))
+    """The complex conjugate (of a real array: ``x`` itself)."""
+    x = _single(x)
+    return bind(conj_p, x) if x.dtype.kind == "c" else _own(x)
 
 
 def angle(x: Any, deg: bool = False) -> Any:
-    """The argument of each (real) value: 0, or pi where it is negative."""
+    """The argument of each value, ``atan2(imag, real)`` (of a real value: 0, or pi where it is negative)."""
     x = _single(x)
+    if x.dtype.kind == "c":
+        out = arctan2(imag(x), real(x))
+        return out * (180.0 / math.pi) if deg else out
     dtype = x.dtype if x.dtype.kind == "f" else _dt.float64
     half_turn = asarray(180.0 if deg else math.pi, dtype=dtype, device=x.device)
     return where(less(x, 0), half_turn, asarray(0.0, dtype=dtype, device=x.device))

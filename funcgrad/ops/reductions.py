@@ -77,7 +77,7 @@ def _count(x: Any, axes: tuple[int, ...]) -> int:
 
 
 def _floating(x: Any) -> Any:
-    return x if x.dtype.kind == "f" else _cast(x, _dt.default_float)
+    return x if x.dtype.kind in "fc" else _cast(x, _dt.default_float)
 
 
 def mean(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:

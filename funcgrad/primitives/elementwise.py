@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType, bool_
+from ..dtypes import DType, bool_, component_dtype
 from ..errors import DTypeError
 from . import lax
 from .ad import defelementwise, deflinear
@@ -23,7 +23,7 @@ from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p",
-           "integer_pow_p"]
+           "integer_pow_p", "real_p", "imag_p", "conj_p"]
 
 _LOW_PRECISION = ("float16", "bfloat16")
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
@@ -77,40 +77,40 @@ def _relu(xp: Any, x: Any) -> Any:
 # derivative is checked (None: REAL).
 _UNIT = Domain(-0.8, 0.8)
 UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
-    "neg": ("negative", "iuf", lambda x, a: -1.0, "nothing", None),
-    "exp": ("exp", "f", lambda x, a: a, "ans", None),
-    "exp2": ("exp2", "f", lambda x, a: a * _LN2, "ans", None),
-    "log": ("log", "f", lambda x, a: lax.reciprocal(x), "args", POSITIVE),
-    "log2": ("log2", "f", lambda x, a: lax.reciprocal(x * _LN2), "args", POSITIVE),
-    "log10": ("log10", "f", lambda x, a: lax.reciprocal(x * _LN10), "args", POSITIVE),
-    "log1p": ("log1p", "f", lambda x, a: lax.reciprocal(x + 1.0), "args", Domain(-0.7, 3.0)),
-    "expm1": ("expm1", "f", lambda x, a: a + 1.0, "ans", None),
-    "sqrt": ("sqrt", "f", lambda x, a: 0.5 / a, "ans", POSITIVE),
-    "rsqrt": (_upcast(_rsqrt), "f", lambda x, a: -0.5 * a * a * a, "ans", POSITIVE),
-    "sin": ("sin", "f", lambda x, a: lax.cos(x), "args", None),
-    "cos": ("cos", "f", lambda x, a: -lax.sin(x), "args", None),
-    "tan": ("tan", "f", lambda x, a: 1.0 + a * a, "ans", Domain(-1.2, 1.2)),
-    "arcsin": ("arcsin", "f", lambda x, a: lax.rsqrt(1.0 - x * x), "args", _UNIT),
-    "arccos": ("arccos", "f", lambda x, a: -lax.rsqrt(1.0 - x * x), "args", _UNIT),
-    "arctan": ("arctan", "f", lambda x, a: lax.reciprocal(1.0 + x * x), "args", None),
-    "sinh": ("sinh", "f", lambda x, a: lax.cosh(x), "args", None),
-    "cosh": ("cosh", "f", lambda x, a: lax.sinh(x), "args", None),
-    "tanh": ("tanh", "f", lambda x, a: 1.0 - a * a, "ans", None),
-    "arcsinh": ("arcsinh", "f", lambda x, a: lax.rsqrt(x * x + 1.0), "args", None),
-    "arccosh": ("arccosh", "f", lambda x, a: lax.rsqrt(x * x - 1.0), "args", Domain(1.3, 3.0)),
-    "arctanh": ("arctanh", "f", lambda x, a: lax.reciprocal(1.0 - x * x), "args", _UNIT),
+    "neg": ("negative", "iufc", lambda x, a: -1.0, "nothing", None),
+    "exp": ("exp", "fc", lambda x, a: a, "ans", None),
+    "exp2": ("exp2", "fc", lambda x, a: a * _LN2, "ans", None),
+    "log": ("log", "fc", lambda x, a: lax.reciprocal(x), "args", POSITIVE),
+    "log2": ("log2", "fc", lambda x, a: lax.reciprocal(x * _LN2), "args", POSITIVE),
+    "log10": ("log10", "fc", lambda x, a: lax.reciprocal(x * _LN10), "args", POSITIVE),
+    "log1p": ("log1p", "fc", lambda x, a: lax.reciprocal(x + 1.0), "args", Domain(-0.7, 3.0)),
+    "expm1": ("expm1", "fc", lambda x, a: a + 1.0, "ans", None),
+    "sqrt": ("sqrt", "fc", lambda x, a: 0.5 / a, "ans", POSITIVE),
+    "rsqrt": (_upcast(_rsqrt), "fc", lambda x, a: -0.5 * a * a * a, "ans", POSITIVE),
+    "sin": ("sin", "fc", lambda x, a: lax.cos(x), "args", None),
+    "cos": ("cos", "fc", lambda x, a: -lax.sin(x), "args", None),
+    "tan": ("tan", "fc", lambda x, a: 1.0 + a * a, "ans", Domain(-1.2, 1.2)),
+    "arcsin": ("arcsin", "fc", lambda x, a: lax.rsqrt(1.0 - x * x), "args", _UNIT),
+    "arccos": ("arccos", "fc", lambda x, a: -lax.rsqrt(1.0 - x * x), "args", _UNIT),
+    "arctan": ("arctan", "fc", lambda x, a: lax.reciprocal(1.0 + x * x), "args", None),
+    "sinh": ("sinh", "fc", lambda x, a: lax.cosh(x), "args", None),
+    "cosh": ("cosh", "fc", lambda x, a: lax.sinh(x), "args", None),
+    "tanh": ("tanh", "fc", lambda x, a: 1.0 - a * a, "ans", None),
+    "arcsinh": ("arcsinh", "fc", lambda x, a: lax.rsqrt(x * x + 1.0), "args", None),
+    "arccosh": ("arccosh", "fc", lambda x, a: lax.rsqrt(x * x - 1.0), "args", Domain(1.3, 3.0)),
+    "arctanh": ("arctanh", "fc", lambda x, a: lax.reciprocal(1.0 - x * x), "args", _UNIT),
     "sigmoid": (_upcast(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
     "erf": (_upcast(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * lax.exp(-(x * x)), "args", None),
-    "abs": ("absolute", "iuf", lambda x, a: lax.sign(x), "args", NONZERO),
-    "square": ("square", "iuf", lambda x, a: 2.0 * x, "args", None),
-    "reciprocal": ("reciprocal", "f", lambda x, a: -(a * a), "ans", NONZERO),
+    "abs": ("absolute", "iufc", lambda x, a: lax.sign(x), "args", NONZERO),
+    "square": ("square", "iufc", lambda x, a: 2.0 * x, "args", None),
+    "reciprocal": ("reciprocal", "fc", lambda x, a: -(a * a), "ans", NONZERO),
     # max(x, 0) as one operation (PyTorch's relu): NaN stays NaN, the derivative at 0 is 0
     # (maximum's splits ties), and the MLP's value_and_grad with fg.maximum(x, 0.0) in its
     # place takes 1.26x as long (paired rounds)
     "relu": (_relu, "iuf", lambda x, a: lax.convert(lax.gt(a, 0), a.dtype), "ans", NONZERO),
-    "sign": ("sign", "iuf", None, None, None), "floor": ("floor", "f", None, None, None),
+    "sign": ("sign", "iufc", None, None, None), "floor": ("floor", "f", None, None, None),
     "ceil": ("ceil", "f", None, None, None), "trunc": ("trunc", "f", None, None, None),
-    "round": (_round, "f", None, None, None), "bitwise_invert": ("invert", "biu", None, None, None),
+    "round": (_round, "fc", None, None, None), "bitwise_invert": ("invert", "biu", None, None, None),
 }
 
 
@@ -147,11 +147,11 @@ def _copysign_factor(x: Any, ans: Any) -> Any:
 # read and where they are checked (None: REAL).
 _NONE = (None, None, None, None)
 BINARY_TABLE: dict[str, tuple[Any, ...]] = {
-    "add": ("add", "biuf", lambda t, a, x, y: t, lambda t, a, x, y: t, "nothing", None),
-    "sub": ("subtract", "iuf", lambda t, a, x, y: t, lambda t, a, x, y: -t, "nothing", None),
-    "mul": ("multiply", "biuf", lambda t, a, x, y: t * y, lambda t, a, x, y: x * t, "args", None),
-    "div": ("true_divide", "f", lambda t, a, x, y: t / y, lambda t, a, x, y: -t * a / y, "both", NONZERO),
-    "pow": ("power", "iuf", lambda t, a, x, y: t * y * lax.pow(x, y - 1),
+    "add": ("add", "biufc", lambda t, a, x, y: t, lambda t, a, x, y: t, "nothing", None),
+    "sub": ("subtract", "iufc", lambda t, a, x, y: t, lambda t, a, x, y: -t, "nothing", None),
+    "mul": ("multiply", "biufc", lambda t, a, x, y: t * y, lambda t, a, x, y: x * t, "args", None),
+    "div": ("true_divide", "fc", lambda t, a, x, y: t / y, lambda t, a, x, y: -t * a / y, "both", NONZERO),
+    "pow": ("power", "iufc", lambda t, a, x, y: t * y * lax.pow(x, y - 1),
             lambda t, a, x, y: t * _pow_exponent_factor(a, x, y), "both", POSITIVE),
     "maximum": ("maximum", "biuf", _MAX, lambda t, a, x, y: _MAX(t, a, y, x), "args", DISTINCT),
     "minimum": ("minimum", "biuf", _MIN, lambda t, a, x, y: _MIN(t, a, y, x), "args", DISTINCT),
@@ -173,11 +173,11 @@ BINARY_TABLE: dict[str, tuple[Any, ...]] = {
 
 # -> bool results
 COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
-    "eq": ("equal", "biuf", 2), "ne": ("not_equal", "biuf", 2), "lt": ("less", "biuf", 2),
+    "eq": ("equal", "biufc", 2), "ne": ("not_equal", "biufc", 2), "lt": ("less", "biuf", 2),
     "le": ("less_equal", "biuf", 2), "gt": ("greater", "biuf", 2), "ge": ("greater_equal", "biuf", 2),
     "logical_and": ("logical_and", "b", 2), "logical_or": ("logical_or", "b", 2),
     "logical_xor": ("logical_xor", "b", 2), "logical_not": ("logical_not", "b", 1),
-    "isnan": ("isnan", "f", 1), "isinf": ("isinf", "f", 1), "isfinite": ("isfinite", "f", 1),
+    "isnan": ("isnan", "fc", 1), "isinf": ("isinf", "fc", 1), "isfinite": ("isfinite", "fc", 1),
     "signbit": ("signbit", "f", 1),
 }
 
@@ -201,9 +201,15 @@ C_EXPR = {
 
 def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
     def rule(*args: Any, **params: Any) -> ShapedArray:
-        return elementwise(name, *args, kinds=kinds, out_dtype=out)
+        aval = elementwise(name, *args, kinds=kinds, out_dtype=out)
+        if name in _REAL_RESULTS and aval.dtype.kind == "c":  # |z|, Re z, Im z of a complex z are real
+            return ShapedArray(aval.shape, component_dtype(aval.dtype), aval.device)
+        return aval
 
     return rule
+
+
+_REAL_RESULTS = {"abs", "real", "imag"}
 
 
 def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: Domain | None) -> Primitive:
@@ -305,3 +311,13 @@ def _copy(xp: Any, x: Any) -> Any:
 copy_p = Primitive("copy", lambda x: x, kernel=_copy)
 deflinear(copy_p, lambda g, ans, x: g)
 defbroadcasting(copy_p)
+
+
+# ---- the parts of complex numbers (not differentiable: complex values never carry derivatives)
+# (NumPy's real and imag are views into the complex array: a kernel's result owns its memory)
+real_p = Primitive("real", _shape_rule("real", "c"), kernel=lambda xp, x: xp.real(x).copy(), differentiable=False)
+imag_p = Primitive("imag", _shape_rule("imag", "c"), kernel=lambda xp, x: xp.imag(x).copy(), differentiable=False)
+conj_p = Primitive("conj", _shape_rule("conj", "c"), kernel="conjugate", differentiable=False)
+for _prim in (real_p, imag_p, conj_p):
+    defbroadcasting(_prim)
+

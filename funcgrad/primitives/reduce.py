@@ -68,8 +68,8 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
 
 
 REDUCTIONS: dict[str, Primitive] = {
-    "reduce_sum": _reduction("reduce_sum", "sum", "biuf"),
-    "reduce_prod": _reduction("reduce_prod", "prod", "biuf"),
+    "reduce_sum": _reduction("reduce_sum", "sum", "biufc"),
+    "reduce_prod": _reduction("reduce_prod", "prod", "biufc"),
     "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True),
     "reduce_min": _reduction("reduce_min", "min", "biuf", needs_elements=True),
     "reduce_any": _reduction("reduce_any", "any", "b", out=bool_, differentiable=False),
@@ -391,7 +391,7 @@ defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y, **params: _xent_jvp
 
 def _scan(name: str, kernel: str) -> Primitive:
     def rule(x: ShapedArray, *, axis: int) -> ShapedArray:
-        require_kind(name, x.dtype, "iuf", "a numeric array")
+        require_kind(name, x.dtype, "iufc", "a numeric array")
         normalize_axis(name, axis, len(x.shape))
         return x
 

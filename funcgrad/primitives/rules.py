@@ -50,7 +50,7 @@ def as_shape(op: str, shape: Any, *, allow_unknown: bool = False) -> tuple[int, 
 
 
 def is_scalar(x: Any) -> bool:
-    return isinstance(x, (bool, int, float))
+    return isinstance(x, (bool, int, float, complex))
 
 
 def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
@@ -81,7 +81,7 @@ def common_device(op: str, avals: Sequence[Any]) -> Any:
 
 
 def require_kind(op: str, dtype: DType, kinds: str, what: str) -> None:
-    """Raise ``DTypeError`` unless ``dtype.kind`` is one of ``kinds`` (b, i, u, f)."""
+    """Raise ``DTypeError`` unless ``dtype.kind`` is one of ``kinds`` (b, i, u, f, c)."""
     if dtype.kind not in kinds:
         raise DTypeError(f"{op}: expected {what}, got {dtype}")
 
@@ -98,7 +98,7 @@ def elementwise(op: str, *args: Any, kinds: str = "biuf", out_dtype: DType | Non
         if a.dtype is not dtype:
             raise DTypeError(f"{op}: operand dtypes {dtype} and {a.dtype} differ; "
                              "promote them first (the fg.* functions do)")
-    require_kind(op, dtype, kinds, _KIND_WORDS[kinds])
+    require_kind(op, dtype, kinds, _KIND_WORDS.get(kinds, f"an array of kind {kinds}"))
     for a in args:
         if not isinstance(a, ShapedArray) and not is_scalar(a):
             raise DTypeError(f"{op}: unsupported operand {a!r} of type {type(a).__name__}")
@@ -106,8 +106,11 @@ def elementwise(op: str, *args: Any, kinds: str = "biuf", out_dtype: DType | Non
     return ShapedArray(shape, out_dtype or dtype, common_device(op, arrays))
 
 
-_KIND_WORDS = {"biuf": "a numeric or bool array", "f": "a floating-point array", "iuf": "a numeric array",
-               "biu": "an integer or bool array", "iu": "an integer array", "b": "a bool array"}
+_KIND_WORDS = {"biuf": "a real numeric or bool array", "f": "a real floating-point array",
+               "iuf": "a real numeric array",
+               "biu": "an integer or bool array", "iu": "an integer array", "b": "a bool array",
+               "biufc": "a numeric or bool array", "iufc": "a numeric array", "fc": "a floating-point array",
+               "c": "a complex array"}
 
 
 def normalize_axis(op: str, axis: int, ndim: int) -> int:

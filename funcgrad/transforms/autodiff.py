@@ -48,6 +48,18 @@ def _is_float(x: Any) -> bool:
     return getattr(x, "dtype", None) is not None and x.dtype.kind == "f"
 
 
+def refuse_complex(prim: Any, outs: Any) -> None:
+    """A complex result of a value being differentiated: complex derivatives are not
+    supported yet, and dropping the result's derivative would give a wrong gradient, so it is
+    an error (the real and imaginary parts, as real arrays, differentiate)."""
+    for o in outs:
+        if getattr(getattr(o, "dtype", None), "kind", None) == "c":
+            raise NotImplementedError(
+                f"{prim.name}: its result is complex ({o.dtype}) and depends on a value being differentiated; "
+                "funcgrad does not differentiate complex values yet: compute with the real and imaginary parts as "
+                "real arrays, or stop the gradient (fg.stop_gradient) before the complex step")
+
+
 # ---- forward mode --------------------------------------------------------------------
 
 class PrimalTracer(Tracer):
@@ -117,6 +129,7 @@ class JVPInterpreter(Interpreter):
             if prim.jvp is None:
                 raise NotImplementedError(f"no JVP rule for primitive {prim.name!r}")
             ans, t_out = prim.jvp(tuple(primals), tuple(tangents), **params)
+            refuse_complex(prim, ans if prim.multiple_results else (ans,))
             if prim.multiple_results:
                 return tuple(a if t is None or not _is_float(a) else JVPTracer(self, a, _broadcast_tangent(t, a))
                              for a, t in zip(ans, t_out))
@@ -232,8 +245,11 @@ class VJPInterpreter(Interpreter):
             return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, len(ans)), primals_t)
         node = Node(prim, rule, params, tuple(parents), residuals, 1)
         if tape and ans.__class__ is _Array:  # the tape's boxing of one array, inline (``Tape.box``)
-            if ans._dtype.kind == "f":
+            kind = ans._dtype.kind
+            if kind == "f":
                 ans._autograd = self.meta(True, node, 0)
+            elif kind == "c":
+                refuse_complex(prim, (ans,))
             return ans
         return self.box(ans, node, primals_t)
 
@@ -268,6 +284,7 @@ class VJPInterpreter(Interpreter):
 
     def box(self, ans: Any, node: Node, primals: tuple[Any, ...]) -> Any:
         """The recorded outputs: float results carry ``node``."""
+        refuse_complex(node.prim, ans if node.multi else (ans,))
         if node.multi:
             return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
         return VJPTracer(self, ans, node, 0) if _is_float(ans) else ans

@@ -23,7 +23,7 @@ from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from ..primitives.shape import stop_gradient_p
-from .autodiff import VJPInterpreter
+from .autodiff import VJPInterpreter, refuse_complex
 from .grad_mode import TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
 from .graph import Node, walk
 from .replay import replay
@@ -136,6 +136,7 @@ class Tape(VJPInterpreter):
         if node.prim.impl is not None:  # user code may return an input, or an array with history: never relabel it
             ans = tuple(Array._alias(o) if o._autograd is not None or any(o is p for p in primals) else o
                         for o in ans)
+        refuse_complex(node.prim, ans)
         for i, o in enumerate(ans):
             if o._dtype.kind == "f":
                 o._autograd = AutogradMeta(True, node, i)
