@@ -60,7 +60,7 @@ class DType:
             return False
         try:
             return self.np == np.dtype(other)  # type: ignore[arg-type]
-        except TypeError:
+        except (TypeError, ValueError):  # (not dtype-like: any string, any object)
             return False
 
     def __hash__(self) -> int:
