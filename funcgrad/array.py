@@ -971,8 +971,8 @@ class Array(ArrayBase):
             if not requires_grad:
                 raise RuntimeError("requires_grad_(False) on a non-leaf array: use x.detach() instead")
             return self
-        if requires_grad and self._dtype.kind != "f":
-            raise DTypeError(f"only floating-point arrays can require gradients, this one is {self._dtype}")
+        if requires_grad and self._dtype.kind not in "fc":
+            raise DTypeError(f"only floating-point and complex arrays can require gradients, this one is {self._dtype}")
         if requires_grad:
             if self._autograd is None:
                 self._autograd = _tape.AutogradMeta(True)

@@ -70,8 +70,8 @@ _RELU = UNARY["relu"]
 def relu(x: Any) -> Any:
     """``max(x, 0)``, one primitive: NaN stays NaN and the derivative at 0 is 0, as in PyTorch."""
     x = x if isinstance(x, ArrayBase) else ops.asarray(x)
-    if x.dtype.kind == "b":
-        raise DTypeError("relu: takes a numeric array, got bool (cast it first, e.g. x.astype(fg.float32))")
+    if x.dtype.kind in "bc":
+        raise DTypeError(f"relu: takes a real numeric array, got {x.dtype} (cast it first, e.g. x.astype(fg.float32))")
     return bind(_RELU, x)
 
 

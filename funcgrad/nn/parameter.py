@@ -31,8 +31,9 @@ class Parameter(Array):
         p._autograd = None
         p._assign(source)
         if requires_grad:
-            if p._dtype.kind != "f":
-                raise DTypeError(f"Parameter: only floating-point parameters can require grad, got {p._dtype}")
+            if p._dtype.kind not in "fc":
+                raise DTypeError(f"Parameter: only floating-point and complex parameters can require grad, got "
+                                 f"{p._dtype}")
             p._autograd = AutogradMeta(True)
         return p
 

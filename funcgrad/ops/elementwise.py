@@ -16,8 +16,17 @@ from .. import dtypes as _dt
 from ..array import Array, ArrayBase
 from ..errors import DTypeError
 from ..primitives.core import bind
-from ..primitives.elementwise import BINARY, COMPARISON, UNARY, convert_element_type_p, integer_pow_p, select_p
-from ..primitives.rules import as_int
+from ..primitives.elementwise import (
+    BINARY,
+    BINARY_TABLE,
+    COMPARISON,
+    UNARY,
+    UNARY_TABLE,
+    convert_element_type_p,
+    integer_pow_p,
+    select_p,
+)
+from ..primitives.rules import as_int, require_kind
 from .creation import asarray, full
 
 __all__ = [
@@ -77,6 +86,8 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
             dt = _dt.weak_result(dt, a)
     if floating and dt.kind not in "fc":
         dt = _dt.default_float
+    if dt.kind == "c" and op in BINARY_TABLE and "c" not in BINARY_TABLE[op][1]:
+        require_kind(op, dt, BINARY_TABLE[op][1], "real arrays")
     return tuple(_cast(a, dt) for a in args)
 
 
@@ -89,7 +100,7 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
     """The ``fg.*`` function of a binary primitive, with the eager fast paths inline:
     same-dtype arrays, and an array with a Python scalar that fits its dtype."""
     prim = BINARY[name]
-    kinds = "fc" if floating else "biufc"
+    kinds = "".join(k for k in BINARY_TABLE[name][1] if not floating or k in "fc")  # (where the fast path may go)
 
     def fn(x: Any, y: Any, /) -> Any:
         if x.__class__ is Array:
@@ -136,7 +147,7 @@ pow = power
 def integer_pow(x: Any, y: int) -> Any:
     x = _single(x)
     y = as_int("integer_pow", y, "the exponent", minimum=None)
-    if y < 0 and x.dtype.kind != "f":
+    if y < 0 and x.dtype.kind not in "fc":
         x = _cast(x, _dt.default_float)
     if x.dtype is _dt.bool_:
         x = _cast(x, _dt.int64)
@@ -225,10 +236,13 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
     """``floating``: integer input is cast to the default float first (``exp(int) -> float32``).
     ``int_identity``: integer input is returned unchanged (``floor(int) -> int``)."""
     prim = UNARY[name]
+    real_only = "c" not in UNARY_TABLE[name][1]
 
     def fn(x: Any, /) -> Any:
         x = _single(x)
         kind = x.dtype.kind
+        if kind == "c" and real_only:  # (NumPy's kernel may take it; the primitive does not)
+            require_kind(name, x.dtype, UNARY_TABLE[name][1], "a real array")
         if kind not in "fc":
             if int_identity:
                 return _own(x)

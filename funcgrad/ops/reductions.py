@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..primitives.core import bind
+from ..primitives.elementwise import imag_p, real_p
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
 from ..primitives.rules import normalize_axes, normalize_axis
 from .elementwise import _cast, _single, sqrt, square, subtract
@@ -27,7 +28,10 @@ def _accumulator(x: Any, dtype: Any) -> Any:
 
 
 def _reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
-    return bind(REDUCTIONS[name], x, axes=normalize_axes(name, axis, x.ndim), keepdims=bool(keepdims))
+    prim, params = REDUCTIONS[name], {"axes": normalize_axes(name, axis, x.ndim), "keepdims": bool(keepdims)}
+    if x.dtype.kind == "c":  # NumPy's kernels order complex numbers; the primitives that need an order refuse them
+        prim.abstract_eval(x.aval, **params)
+    return bind(prim, x, **params)
 
 
 def sum(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
@@ -96,7 +100,9 @@ def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
     x = _floating(_single(x))
     axes = normalize_axes("var", axis, x.ndim)
     centered = subtract(x, mean(x, axes, keepdims=True))
-    total = bind(REDUCTIONS["reduce_sum"], square(centered), axes=axes, keepdims=bool(keepdims))
+    squares = (square(centered) if x.dtype.kind != "c"  # complex: |x - m|^2, real
+               else square(bind(real_p, centered)) + square(bind(imag_p, centered)))
+    total = bind(REDUCTIONS["reduce_sum"], squares, axes=axes, keepdims=bool(keepdims))
     dof = _count(x, axes) - ddof
     if dof > 0:
         return total / dof
@@ -110,7 +116,10 @@ def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
     """``log(sum(exp(x)))`` along ``axis``, without overflow (the max is subtracted first)."""
     x = _floating(_single(x))
-    return bind(logsumexp_p, x, axes=normalize_axes("logsumexp", axis, x.ndim), keepdims=bool(keepdims))
+    params = {"axes": normalize_axes("logsumexp", axis, x.ndim), "keepdims": bool(keepdims)}
+    if x.dtype.kind == "c":
+        logsumexp_p.abstract_eval(x.aval, **params)
+    return bind(logsumexp_p, x, **params)
 
 
 def _scan(prim: Any, name: str, x: Any, axis: Any, dtype: Any) -> Any:

@@ -16,7 +16,7 @@ import numpy as np
 from ..dtypes import DType, bool_, component_dtype
 from ..errors import DTypeError
 from . import lax
-from .ad import defelementwise, deflinear
+from .ad import defelementwise, defjvp, deflinear, defvjp
 from .batching import defbroadcasting
 from .core import Primitive, ShapedArray
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
@@ -231,6 +231,20 @@ def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, do
 
 
 UNARY: dict[str, Primitive] = {name: _unary(name, *row) for name, row in UNARY_TABLE.items()}
+
+
+# |z| of a complex z is not holomorphic: its tangent is Re(conj(z) t) / |z|, and its
+# cotangent (paired bilinearly with t, as JAX pairs them) is g conj(z) / |z|
+def _abs_jvp(t: Any, ans: Any, x: Any) -> Any:
+    return lax.real(lax.conj(x) * t) / ans if x.dtype.kind == "c" else t * lax.sign(x)
+
+
+def _abs_vjp(g: Any, ans: Any, x: Any) -> Any:
+    return lax.convert(g / lax.abs(x), x.dtype) * lax.conj(x) if x.dtype.kind == "c" else g * lax.sign(x)
+
+
+defjvp(UNARY["abs"], _abs_jvp)
+defvjp(UNARY["abs"], _abs_vjp, saves="args")
 BINARY: dict[str, Primitive] = {name: _binary(name, *row) for name, row in BINARY_TABLE.items()}
 COMPARISON: dict[str, Primitive] = {
     name: Primitive(name, _shape_rule(name, kinds, bool_), kernel=kernel, differentiable=False)
@@ -246,8 +260,8 @@ def _select_rule(cond: Any, x: Any, y: Any) -> ShapedArray:
     if not isinstance(cond, ShapedArray):
         raise DTypeError("where: the condition must be a bool array")
     require_kind("where", cond.dtype, "b", "a bool condition")
-    out = elementwise("where", x, y)
-    return elementwise("where", ShapedArray(cond.shape, out.dtype, cond.device), out)
+    out = elementwise("where", x, y, kinds="biufc")
+    return elementwise("where", ShapedArray(cond.shape, out.dtype, cond.device), out, kinds="biufc")
 
 
 select_p = Primitive("select", _select_rule, kernel="where")
@@ -274,8 +288,8 @@ def _integer_pow(xp: Any, x: Any, *, y: int) -> Any:
 
 
 def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
-    aval = elementwise("integer_pow", x, kinds="iuf")
-    if y < 0 and aval.dtype.kind != "f":
+    aval = elementwise("integer_pow", x, kinds="iufc")
+    if y < 0 and aval.dtype.kind not in "fc":
         raise DTypeError(f"integer_pow: integer {aval.dtype} to the negative power {y}")
     return aval
 
@@ -300,7 +314,13 @@ def _convert_rule(x: ShapedArray, *, new_dtype: DType) -> ShapedArray:
 
 
 convert_element_type_p = Primitive("convert_element_type", _convert_rule, kernel=_convert)
-deflinear(convert_element_type_p, lambda g, ans, x, new_dtype: lax.convert(g, x.dtype) if x.dtype.kind == "f" else None)
+def _convert_vjp(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
+    if x.dtype.kind not in "fc":  # integers and bools carry no derivative
+        return None
+    return lax.convert(lax.real(g) if g.dtype.kind == "c" and x.dtype.kind == "f" else g, x.dtype)
+
+
+deflinear(convert_element_type_p, _convert_vjp)
 defbroadcasting(convert_element_type_p)
 
 
@@ -313,11 +333,15 @@ deflinear(copy_p, lambda g, ans, x: g)
 defbroadcasting(copy_p)
 
 
-# ---- the parts of complex numbers (not differentiable: complex values never carry derivatives)
+# ---- the parts of complex numbers: linear over the reals, so each cotangent is the transpose
+# under the bilinear pairing Re(g t): Re z -> g + 0i, Im z -> -i g, conj z -> conj g
 # (NumPy's real and imag are views into the complex array: a kernel's result owns its memory)
-real_p = Primitive("real", _shape_rule("real", "c"), kernel=lambda xp, x: xp.real(x).copy(), differentiable=False)
-imag_p = Primitive("imag", _shape_rule("imag", "c"), kernel=lambda xp, x: xp.imag(x).copy(), differentiable=False)
-conj_p = Primitive("conj", _shape_rule("conj", "c"), kernel="conjugate", differentiable=False)
+real_p = Primitive("real", _shape_rule("real", "c"), kernel=lambda xp, x: xp.real(x).copy())
+deflinear(real_p, lambda g, ans, x: lax.convert(g, x.dtype))
+imag_p = Primitive("imag", _shape_rule("imag", "c"), kernel=lambda xp, x: xp.imag(x).copy())
+deflinear(imag_p, lambda g, ans, x: lax.convert(g, x.dtype) * -1j)
+conj_p = Primitive("conj", _shape_rule("conj", "c"), kernel="conjugate")
+deflinear(conj_p, lambda g, ans, x: lax.conj(g))
 for _prim in (real_p, imag_p, conj_p):
     defbroadcasting(_prim)
 

@@ -25,7 +25,7 @@ __all__ = [
     "pow", "eq", "ne", "gt", "lt", "ge", "logical_and", "signbit", "select", "convert", "const", "full", "zeros",
     "iota", "eye", "tril", "triu", "reduce_sum", "reshape", "broadcast_to", "transpose", "matrix_transpose",
     "moveaxis", "expand_dims", "squeeze", "flip", "slice_axis", "pad", "matmul", "cumsum", "cumprod",
-    "gather", "take_along_axis",
+    "gather", "take_along_axis", "abs", "real", "imag", "conj",
 ]
 
 
@@ -42,6 +42,7 @@ rsqrt, reciprocal, sigmoid = (_bind_by_name(n) for n in ("rsqrt", "reciprocal", 
 sign, floor, pow, signbit = (_bind_by_name(n) for n in ("sign", "floor", "pow", "signbit"))
 eq, ne, gt, lt, ge = (_bind_by_name(n) for n in ("eq", "ne", "gt", "lt", "ge"))
 logical_and, select = _bind_by_name("logical_and"), _bind_by_name("select")
+abs, real, imag, conj = (_bind_by_name(n) for n in ("abs", "real", "imag", "conj"))
 
 
 def integer_pow(x: Any, y: int) -> Any:

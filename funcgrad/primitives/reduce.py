@@ -49,7 +49,8 @@ _UFUNC_OF = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum
 def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = False, out: Any = None,
                differentiable: bool = True) -> Primitive:
     def rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
-        require_kind(name, x.dtype, kinds, "a numeric array" if kinds != "b" else "a bool array")
+        require_kind(name, x.dtype, kinds, "a bool array" if kinds == "b" else
+                     "a numeric array" if "c" in kinds else "a real numeric array (complex numbers have no order)")
         if needs_elements and any(x.shape[a] == 0 for a in axes if a < len(x.shape)):
             raise ShapeError(f"{name}: reducing an empty axis of shape {fmt_shape(x.shape)} has no identity")
         return ShapedArray(_reduced_shape(name, x, axes, keepdims), out or x.dtype, x.device)

@@ -6,7 +6,9 @@ random output cotangent ``u``, ``<v, J^T u>`` from the VJP equals ``<J v, u>``
 from finite differences; with both modes, the dot-product test
 ``<J v, u> == <v, J^T u>`` also runs between the two exact derivatives.
 ``order=2`` repeats all of it on the derivative functions themselves.
-Everything runs in float64 by default.
+Everything runs in float64 (complex128) by default. Complex values pair bilinearly,
+``<a, b> = Re(sum(a * b))``, as JAX's cotangents do: a complex argument's cotangent is
+checked along random complex directions.
 """
 
 from __future__ import annotations
@@ -19,27 +21,34 @@ import numpy as np
 from .. import ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase
-from ..dtypes import float64
+from ..dtypes import complex128, float64
 from ..transforms.api import jvp, vjp
 
 __all__ = ["check_grads", "numerical_jvp"]
 
 
 def _is_float(x: Any) -> bool:
-    return isinstance(x, ArrayBase) and x.dtype.kind == "f"
+    """Real or complex floating point: the values that carry derivatives."""
+    return isinstance(x, ArrayBase) and x.dtype.kind in "fc"
 
 
 def _to64(x: Any) -> Any:
-    if isinstance(x, float):
-        return ops.asarray(x, float64)
-    return ops.astype(x, float64) if _is_float(x) and x.dtype is not float64 else x
+    if isinstance(x, (float, complex)):
+        return ops.asarray(x, float64 if isinstance(x, float) else complex128)
+    if not _is_float(x):
+        return x
+    wide = complex128 if x.dtype.kind == "c" else float64
+    return ops.astype(x, wide) if x.dtype is not wide else x
 
 
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
     def draw(x: Any) -> Any:
         if not _is_float(x):
             return x
-        return ops.asarray(rng.standard_normal(tuple(x.shape)), x.dtype, device=x.device)
+        value = rng.standard_normal(tuple(x.shape))
+        if x.dtype.kind == "c":
+            value = value + 1j * rng.standard_normal(tuple(x.shape))
+        return ops.asarray(value, x.dtype, device=x.device)
 
     return _tree.map(draw, tree)
 
@@ -63,7 +72,8 @@ def _inner(a: Any, b: Any) -> float:
     total = 0.0
     for x, y in zip(_tree.leaves(a), _tree.leaves(b)):
         if _is_float(x) and _is_float(y):
-            total += float(ops.sum(ops.astype(x, "float64") * ops.astype(y, "float64")))
+            product = ops.sum(_to64(x) * _to64(y))
+            total += float(ops.real(product) if product.dtype.kind == "c" else product)
     return total
 
 
@@ -71,8 +81,10 @@ def _close(name: str, got: Any, want: Any, atol: float, rtol: float) -> None:
     for g, w in zip(_tree.leaves(got), _tree.leaves(want)):
         if g is None or w is None:
             continue
-        g_np = np.asarray(g.numpy() if isinstance(g, Array) else g, dtype=np.float64)
-        w_np = np.asarray(w.numpy() if isinstance(w, Array) else w, dtype=np.float64)
+        g_np = np.asarray(g.numpy() if isinstance(g, Array) else g)
+        w_np = np.asarray(w.numpy() if isinstance(w, Array) else w)
+        wide = np.complex128 if "c" in (g_np.dtype.kind, w_np.dtype.kind) else np.float64
+        g_np, w_np = g_np.astype(wide), w_np.astype(wide)
         np.testing.assert_allclose(g_np, w_np, atol=atol, rtol=rtol, err_msg=name)
 
 

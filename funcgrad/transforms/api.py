@@ -74,7 +74,7 @@ def _record(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argn
                 check_differentiable(next(leaves), f"grad: argument {n}")
     interp = VJPInterpreter()
     with new_interpreter(interp):
-        tracers = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
+        tracers = [interp.leaf(x, i) if x.dtype.kind in "fc" else x for i, x in enumerate(flat)]
         out = f(*_tree.unflatten(in_tree, tracers))
         out, aux = _split_aux(out, has_aux, fn_name)
     return out, aux, interp, flat, in_tree, [t.node if isinstance(t, VJPTracer) else None for t in tracers]
@@ -129,12 +129,12 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
     flat = [_differentiated(x) for x in flat]
     t_flat = [_as_array(t) for t in t_flat]
     for x, t in zip(flat, t_flat):
-        if tuple(x.shape) != tuple(t.shape) or (x.dtype.kind == "f" and t.dtype is not x.dtype):
+        if tuple(x.shape) != tuple(t.shape) or (x.dtype.kind in "fc" and t.dtype is not x.dtype):
             raise ShapeError(f"jvp: tangent {t.aval.str_short() if hasattr(t, 'aval') else t} does not match "
                              f"primal {x.aval.str_short() if hasattr(x, 'aval') else x} (same shape and dtype needed)")
     interp = JVPInterpreter()
     with new_interpreter(interp):
-        tracers = [JVPTracer(interp, x, t) if x.dtype.kind == "f" else x for x, t in zip(flat, t_flat)]
+        tracers = [JVPTracer(interp, x, t) if x.dtype.kind in "fc" else x for x, t in zip(flat, t_flat)]
         out = f(*_tree.unflatten(in_tree, tracers))
         out, aux = _split_aux(out, has_aux, "jvp")
     out_flat, out_tree = _tree.flatten(out)
@@ -172,8 +172,12 @@ def _with_args(f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ..
     return partial_f
 
 
-def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
-    """``f(*args)`` and its gradient with respect to ``args[argnums]`` (scalar output)."""
+def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[..., Any]:
+    """``f(*args)`` and its gradient with respect to ``args[argnums]`` (scalar output).
+    A real output of complex arguments gives dL/dx - i dL/dy (JAX's convention: conjugate it
+    for a descent direction); ``holomorphic=True`` differentiates a complex output of complex
+    arguments, giving f'(z)."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -192,7 +196,13 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
                 f"grad: the function must return a scalar (shape ()), but it returned shape {shape}. "
                 "For a non-scalar output use fg.vjp (a cotangent per output), fg.jacrev (the full Jacobian), "
                 "or reduce it first, e.g. return loss.sum().")
-        if value.dtype.kind != "f":
+        if holomorphic:
+            _check_holomorphic(value, flat)
+        elif value.dtype.kind == "c":
+            raise DTypeError(f"grad: the function returned dtype {value.dtype}; grad needs a real-valued output. For a "
+                             "holomorphic function pass holomorphic=True; for a non-holomorphic one with complex "
+                             "outputs use fg.vjp")
+        elif value.dtype.kind != "f":
             raise DTypeError(f"grad: the function returned dtype {value.dtype}; a floating-point scalar is needed")
         # the seed: d out / d out = 1 (vjp's cotangent, without its checks: the output is one scalar)
         seeds = [(out.node, out.index, ops.ones_like(value))] if traced else []
@@ -204,9 +214,19 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
     return user_transform("value_and_grad", wrapper)
 
 
-def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False) -> Callable[..., Any]:
-    """The gradient of scalar-valued ``f`` with respect to ``args[argnums]``."""
-    vg = value_and_grad(f, argnums, has_aux)
+def _check_holomorphic(value: Any, flat: list[Any]) -> None:
+    if value.dtype.kind != "c":
+        raise DTypeError(f"grad with holomorphic=True needs a complex output, but the function returned {value.dtype}")
+    for x in flat:
+        if x.dtype.kind != "c":
+            raise DTypeError(f"grad with holomorphic=True needs complex arguments, but one is {x.dtype}")
+
+
+def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[..., Any]:
+    """The gradient of scalar-valued ``f`` with respect to ``args[argnums]`` (see
+    ``value_and_grad`` for complex arguments and ``holomorphic``)."""
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

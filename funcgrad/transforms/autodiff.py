@@ -43,21 +43,11 @@ def _broadcast_tangent(t: Any, ans: Any) -> Any:
 
 
 def _is_float(x: Any) -> bool:
+    """Whether ``x`` carries a derivative: real and complex floating point (integers and
+    bools are constants)."""
     if x.__class__ is _Array:
-        return x._dtype.kind == "f"  # type: ignore[no-any-return]
-    return getattr(x, "dtype", None) is not None and x.dtype.kind == "f"
-
-
-def refuse_complex(prim: Any, outs: Any) -> None:
-    """A complex result of a value being differentiated: complex derivatives are not
-    supported yet, and dropping the result's derivative would give a wrong gradient, so it is
-    an error (the real and imaginary parts, as real arrays, differentiate)."""
-    for o in outs:
-        if getattr(getattr(o, "dtype", None), "kind", None) == "c":
-            raise NotImplementedError(
-                f"{prim.name}: its result is complex ({o.dtype}) and depends on a value being differentiated; "
-                "funcgrad does not differentiate complex values yet: compute with the real and imaginary parts as "
-                "real arrays, or stop the gradient (fg.stop_gradient) before the complex step")
+        return x._dtype.kind in "fc"  # type: ignore[no-any-return]
+    return getattr(x, "dtype", None) is not None and x.dtype.kind in "fc"
 
 
 # ---- forward mode --------------------------------------------------------------------
@@ -129,7 +119,6 @@ class JVPInterpreter(Interpreter):
             if prim.jvp is None:
                 raise NotImplementedError(f"no JVP rule for primitive {prim.name!r}")
             ans, t_out = prim.jvp(tuple(primals), tuple(tangents), **params)
-            refuse_complex(prim, ans if prim.multiple_results else (ans,))
             if prim.multiple_results:
                 return tuple(a if t is None or not _is_float(a) else JVPTracer(self, a, _broadcast_tangent(t, a))
                              for a, t in zip(ans, t_out))
@@ -245,11 +234,8 @@ class VJPInterpreter(Interpreter):
             return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, len(ans)), primals_t)
         node = Node(prim, rule, params, tuple(parents), residuals, 1)
         if tape and ans.__class__ is _Array:  # the tape's boxing of one array, inline (``Tape.box``)
-            kind = ans._dtype.kind
-            if kind == "f":
+            if ans._dtype.kind in "fc":
                 ans._autograd = self.meta(True, node, 0)
-            elif kind == "c":
-                refuse_complex(prim, (ans,))
             return ans
         return self.box(ans, node, primals_t)
 
@@ -284,7 +270,6 @@ class VJPInterpreter(Interpreter):
 
     def box(self, ans: Any, node: Node, primals: tuple[Any, ...]) -> Any:
         """The recorded outputs: float results carry ``node``."""
-        refuse_complex(node.prim, ans if node.multi else (ans,))
         if node.multi:
             return tuple(VJPTracer(self, a, node, i) if _is_float(a) else a for i, a in enumerate(ans))
         return VJPTracer(self, ans, node, 0) if _is_float(ans) else ans
@@ -323,7 +308,7 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node], release: bo
 
 
 def check_differentiable(x: Any, where: str) -> None:
-    if getattr(x, "dtype", None) is None or x.dtype.kind != "f":
+    if getattr(x, "dtype", None) is None or x.dtype.kind not in "fc":
         dtype = getattr(x, "dtype", type(x).__name__)
         raise DTypeError(f"{where} has dtype {dtype}; derivatives are taken with respect to floating-point "
-                         "arrays only (cast with x.astype(fg.float32), or leave it out of argnums)")
+                         "(or complex) arrays only (cast with x.astype(fg.float32), or leave it out of argnums)")

@@ -190,7 +190,7 @@ def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]
         flat = [_as_array(x) for x in flat]
         interp = _RecordingVJP()
         with new_interpreter(interp):
-            leaves = [interp.leaf(x, i) if x.dtype.kind == "f" else x for i, x in enumerate(flat)]
+            leaves = [interp.leaf(x, i) if x.dtype.kind in "fc" else x for i, x in enumerate(flat)]
             for i, x in enumerate(flat):
                 interp.made_by[id(x)] = (x, f"argument {i}")
             out = f(*_tree.unflatten(in_tree, leaves))

@@ -78,7 +78,7 @@ def _avals(xs: Sequence[Any]) -> list[Any]:
 
 
 def _is_float(x: Any) -> bool:
-    return getattr(x, "dtype", None) is not None and x.dtype.kind == "f"
+    return getattr(x, "dtype", None) is not None and x.dtype.kind in "fc"
 
 
 def _describe(tree: Any, avals: Sequence[Any]) -> str:
@@ -207,7 +207,7 @@ class _CondVJP:
         index, args = primals[0], primals[1:]
         n = len(args)
         diff = [i for i, a in enumerate(args) if _is_float(a) and (needs is None or needs[1 + i])]
-        floats = [j for j, a in enumerate(branches[0].out_avals) if a.dtype.kind == "f"]
+        floats = [j for j, a in enumerate(branches[0].out_avals) if a.dtype.kind in "fc"]
         cts = [ops.zeros(branches[0].out_avals[j].shape, branches[0].out_avals[j].dtype,
                          device=branches[0].out_avals[j].device) if g[j] is None else g[j] for j in floats]
 
@@ -590,7 +590,7 @@ class _ScanVJP:
         fc = [i for i, a in enumerate(consts) if _is_float(a) and wanted[i]]
         fv = [i for i, a in enumerate(carry) if _is_float(a)]
         fx = [i for i, a in enumerate(xs) if _is_float(a) and wanted[nc + nv + i]]
-        fy = [j for j, a in enumerate(outs_avals[nv:]) if a.dtype.kind == "f"]
+        fy = [j for j, a in enumerate(outs_avals[nv:]) if a.dtype.kind in "fc"]
         ct = [ops.zeros(a.shape, a.dtype, device=a.device) if c is None else c for c, a in zip(g, outs_avals)]
         ct_carry = [ct[i] for i in fv]
         ct_ys = [ct[nv + j] for j in fy]

@@ -64,7 +64,7 @@ def check_cotangent(where: str, index: int, ct: Any, aval: Any) -> None:
     if not sums_to_input:
         raise ShapeError(f"{where} returned a cotangent of shape {fmt_shape(shape)} for input {index} of shape "
                          f"{fmt_shape(want)}")
-    if aval.dtype.kind == "f" and ct.dtype is not aval.dtype:
+    if aval.dtype.kind in "fc" and ct.dtype is not aval.dtype:
         raise DTypeError(f"{where} returned a {ct.dtype} cotangent for input {index} of dtype {aval.dtype} "
                          f"(shape {fmt_shape(want)}); cast it with .astype({aval.dtype})")
 

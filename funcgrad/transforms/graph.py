@@ -34,6 +34,8 @@ def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         if lead:  # leading axes added by broadcasting: drop them (no reshape needed)
             value = ops.sum(value, tuple(range(lead)))
     if value.dtype is not dtype:
+        if value.dtype.kind == "c" and dtype.kind != "c":  # a real input promoted to complex: Re of its cotangent
+            value = ops.real(value)
         value = ops.astype(value, dtype)
     return value
 

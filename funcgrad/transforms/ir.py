@@ -290,7 +290,7 @@ class TraceInterpreter(Interpreter):
         outs = [TraceTracer(self, v) for v in outvars]
         if prim.differentiable and no_grad_active(self):  # keep no_grad's meaning in the program
             # (integer and boolean values carry no gradient: nothing to stop)
-            outs = [self.process(stop_gradient_p, (o,), {}) if v.aval.dtype.kind == "f" else o
+            outs = [self.process(stop_gradient_p, (o,), {}) if v.aval.dtype.kind in "fc" else o
                     for o, v in zip(outs, outvars)]
         return tuple(outs) if prim.multiple_results else outs[0]
 

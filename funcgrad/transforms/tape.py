@@ -23,7 +23,7 @@ from ..primitives import core as primitives_core
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from ..primitives.shape import stop_gradient_p
-from .autodiff import VJPInterpreter, refuse_complex
+from .autodiff import VJPInterpreter
 from .grad_mode import TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
 from .graph import Node, walk
 from .replay import replay
@@ -136,9 +136,8 @@ class Tape(VJPInterpreter):
         if node.prim.impl is not None:  # user code may return an input, or an array with history: never relabel it
             ans = tuple(Array._alias(o) if o._autograd is not None or any(o is p for p in primals) else o
                         for o in ans)
-        refuse_complex(node.prim, ans)
         for i, o in enumerate(ans):
-            if o._dtype.kind == "f":
+            if o._dtype.kind in "fc":
                 o._autograd = AutogradMeta(True, node, i)
         return ans
 
@@ -224,12 +223,13 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
             meta = ref() if ref is not None else None
             if meta is not None and meta.hooks:
                 for hook in meta.hooks:
-                    new = hook(ct)
-                    ct = new if new is not None else ct
+                    new = hook(pytorch_convention(ct))
+                    ct = pytorch_convention(new) if new is not None else ct
                 cts[i] = ct
             if wanted is not None and (id(node), i) in wanted:
                 got[(id(node), i)] = ct
             if meta is not None and meta.retain and wanted is None:
+                ct = pytorch_convention(ct)
                 meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
         if node.rule is not None and node.residuals is _FREED:
             raise GraphFreedError(
@@ -259,8 +259,18 @@ def _detached(x: Any) -> Any:
     return Array._alias(x) if x._autograd is not None else x
 
 
+def pytorch_convention(ct: Any) -> Any:
+    """A cotangent as PyTorch states gradients. The transforms follow JAX: the cotangent of a
+    complex value pairs with it bilinearly, so a real loss's gradient is dL/dx - i dL/dy.
+    PyTorch's ``.grad`` is its conjugate, dL/dx + i dL/dy, the direction in which the loss
+    grows fastest, which ``p - lr * p.grad`` needs; the tape's gradients, seeds and hooks
+    are stated that way (for real arrays the two agree)."""
+    return ops.conj(ct) if ct.dtype.kind == "c" else ct
+
+
 def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
     meta = variable._autograd
+    ct = pytorch_convention(ct)
     if not create_graph:
         ct = _detached(ct)
     meta.grad = ct if meta.grad is None else (ops.add(meta.grad, ct) if create_graph else _detached(
@@ -269,6 +279,10 @@ def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
 
 def _seed(output: Any, gradient: Any, where: str) -> Any:
     if gradient is None:
+        if output.dtype.kind == "c":
+            raise DTypeError(f"{where}: the output is complex ({output.dtype}), so a gradient cannot be implied "
+                             "(as in PyTorch, only a real scalar's can); reduce it to a real loss (e.g. "
+                             "fg.abs(y).sum()) or pass gradient=")
         if output.size != 1:
             raise ShapeError(f"{where}: the output has shape {fmt_shape(tuple(output.shape))}, so a gradient can "
                              "only be implied for scalars; pass gradient= (a cotangent of that shape) or call .sum()")
@@ -277,7 +291,7 @@ def _seed(output: Any, gradient: Any, where: str) -> Any:
     if tuple(gradient.shape) != tuple(output.shape):
         raise ShapeError(f"{where}: gradient of shape {fmt_shape(tuple(gradient.shape))} for an output of shape "
                          f"{fmt_shape(tuple(output.shape))}")
-    return gradient
+    return pytorch_convention(gradient)
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
@@ -319,8 +333,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for x in inputs:
         if getattr(x, "_autograd", None) is None or not x._autograd.requires_grad:
             raise RuntimeError("autograd.grad: an input does not require grad")
-        if x.dtype.kind != "f":
-            raise DTypeError("autograd.grad: inputs must be floating point")
+        if x.dtype.kind not in "fc":
+            raise DTypeError(f"autograd.grad: inputs must be floating point or complex, not {x.dtype}")
     roots = []
     for t, g in zip(outputs, g_out):
         if getattr(t, "_autograd", None) is None:
@@ -335,6 +349,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         if ct is None and not allow_unused:
             raise RuntimeError("autograd.grad: an input was not used to compute the outputs; pass allow_unused=True "
                                "to get None for it")
+        ct = ct if ct is None else pytorch_convention(ct)
         result.append(ct if ct is None or create_graph else _detached(ct))
     return tuple(result)
 
