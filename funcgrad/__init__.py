@@ -67,6 +67,8 @@ linalg = _NS(
 )
 """``fg.linalg``: the array API linear-algebra extension, differentiable, and NumPy's ``multi_dot``."""
 
+from .ops import fft  # noqa: E402
+
 from .transforms import debug  # noqa: E402
 from .transforms import function as _function  # noqa: E402
 from .transforms import tape as _tape  # noqa: E402

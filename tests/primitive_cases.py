@@ -375,6 +375,25 @@ def _complex_part(reference: Any) -> Any:
     return case
 
 
+def _fft_case(draw: Any) -> Case:
+    fft_type = draw(st.sampled_from(["fft", "ifft", "rfft", "irfft"]))
+    shape = draw(NONEMPTY)
+    axes = tuple(draw(st.permutations(range(len(shape))))[:draw(st.integers(1, len(shape)))])
+    lengths = tuple(draw(st.integers(1, 5)) for _ in axes)
+    dtype = draw(st.sampled_from(FLOATS if fft_type == "rfft" else COMPLEX))
+    kernel = {"fft": np.fft.fftn, "ifft": np.fft.ifftn, "rfft": np.fft.rfftn, "irfft": np.fft.irfftn}[fft_type]
+    single = np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.complex64))
+    out = {"irfft": np.float32}.get(fft_type, np.complex64) if single else None
+
+    def reference(x: np.ndarray, *, fft_type: str, axes: tuple, lengths: tuple, norm: str) -> np.ndarray:
+        y = kernel(x, s=lengths, axes=axes, norm=norm)
+        return y.astype(out) if out is not None else y
+
+    return Case([arrays(draw, dtype, shape)], {"fft_type": fft_type, "axes": axes, "lengths": lengths,
+                                               "norm": draw(st.sampled_from(["backward", "ortho", "forward"]))},
+                reference, rtol=1e-4 if single else 1e-9)
+
+
 def _triangular_solve(draw: Any) -> Case:
     n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
     lower, transpose_a = draw(st.booleans()), draw(st.booleans())
@@ -811,6 +830,7 @@ CASES.update({
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
     "linalg_eigh": _eigh_case, "searchsorted": _searchsorted_case,
     "real": _complex_part(np.real), "imag": _complex_part(np.imag), "conj": _complex_part(np.conjugate),
+    "fft": _fft_case,
     "linalg_svd": _decomposition_case(lambda a, full_matrices: np.linalg.svd(a, full_matrices=False)[0],
                                       params={"full_matrices": False}),
     "linalg_qr": _decomposition_case(lambda a: np.linalg.qr(a)[0], tall=True),
