@@ -55,10 +55,10 @@ def test_derivatives_match_finite_differences(name: str, norm: str) -> None:
     x = fg.asarray(_input(name, rng, (3, 6)))
     if name in ONE_AXIS:
         for n in (None, 4, 9):
-            check_grads(lambda v: getattr(fg.fft, name)(v, n=n, axis=0 if n == 4 else -1, norm=norm), [x], order=2)
+            check_grads(lambda v, n=n: getattr(fg.fft, name)(v, n=n, axis=0 if n == 4 else -1, norm=norm), [x], order=2)
     else:
         for s, axes in ((None, None), ((4, 7), (1, 0))):
-            check_grads(lambda v: getattr(fg.fft, name)(v, s=s, axes=axes, norm=norm), [x], order=2)
+            check_grads(lambda v, s=s, axes=axes: getattr(fg.fft, name)(v, s=s, axes=axes, norm=norm), [x], order=2)
 
 
 @pytest.mark.parametrize("name", ONE_AXIS + MANY_AXES)
