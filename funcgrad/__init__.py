@@ -81,7 +81,8 @@ autograd = _NS(grad=_tape.grad, backward=_tape.backward, Function=_function.Func
 
 def __array_namespace_info__() -> _NS:
     """Array API 2023.12 inspection: capabilities, devices and dtypes of this namespace."""
-    numeric = {d.name: d for d in _dtypes.all_dtypes}
+    # the standard's dtypes (float16 and bfloat16 are extensions it does not list)
+    numeric = {d.name: d for d in _dtypes.all_dtypes if d.name not in ("float16", "bfloat16")}
 
     def dtypes(*, device: object = None, kind: object = None) -> dict[str, DType]:
         if kind is None:
@@ -92,7 +93,7 @@ def __array_namespace_info__() -> _NS:
         capabilities=lambda: {"boolean indexing": True, "data-dependent shapes": True},
         default_device=lambda: device("cpu"),
         default_dtypes=lambda *, device=None: {"real floating": float32, "integral": int64,
-                                               "indexing": int64, "complex floating": None},
+                                               "indexing": int64, "complex floating": complex64},
         dtypes=dtypes,
         devices=devices,
     )

@@ -45,9 +45,9 @@ def assert_matches(case: Case, got: np.ndarray, name: str) -> np.ndarray:
     Returns the reference."""
     want = np.asarray(case.reference(*case.args, **case.params))
     assert got.shape == want.shape, (name, got.shape, want.shape)
-    if is_float(got.dtype):
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=case.rtol,
-                                   atol=case.rtol, equal_nan=True)
+    if is_float(got.dtype) or got.dtype.kind == "c":
+        wide = np.complex128 if got.dtype.kind == "c" else np.float64
+        np.testing.assert_allclose(got.astype(wide), want.astype(wide), rtol=case.rtol, atol=case.rtol, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, want)
     return want
@@ -55,7 +55,7 @@ def assert_matches(case: Case, got: np.ndarray, name: str) -> np.ndarray:
 
 def rtol_for(dtype: Any) -> float:
     return {np.dtype(np.float16): 2e-3, np.dtype(ml_dtypes.bfloat16): 2e-2,
-            np.dtype(np.float32): 2e-5}.get(np.dtype(dtype), 1e-9)
+            np.dtype(np.float32): 2e-5, np.dtype(np.complex64): 2e-5}.get(np.dtype(dtype), 1e-9)
 
 
 def is_float(dtype: Any) -> bool:
@@ -81,7 +81,7 @@ def arrays(draw: Any, dtype: Any, shape: Any, lo: float = -3.0, hi: float = 3.0)
 _UNARY_DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "log1p": (-0.9, 5), "sqrt": (0, 5),
                  "rsqrt": (0.1, 5), "arcsin": (-0.99, 0.99), "arccos": (-0.99, 0.99), "arctanh": (-0.99, 0.99),
                  "arccosh": (1.01, 5), "reciprocal": (0.1, 5), "tan": (-1.2, 1.2)}
-_UNARY_REF = {"rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+_UNARY_REF = {"expm1": np.expm1, "rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
               "erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype),
               "round": np.round, "relu": lambda x: np.maximum(x, x.dtype.type(0))}
 

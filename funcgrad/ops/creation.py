@@ -237,7 +237,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
             dtype = fill_value.dtype
             fill_value = fill_value.item()
         else:
-            dtype = _dt.as_dtype(type(fill_value)) if isinstance(fill_value, (bool, int, float)) else \
+            dtype = _dt.as_dtype(type(fill_value)) if isinstance(fill_value, (bool, int, float, complex)) else \
                 _dt.as_dtype(np.asarray(fill_value).dtype, op="full")
     dt = _dt.as_dtype(dtype, op="full")
     sh = _shape(shape, "full")

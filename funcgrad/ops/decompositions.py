@@ -9,16 +9,16 @@ import builtins
 from typing import Any, NamedTuple
 
 from .. import dtypes as _dt
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import eigh_p, pinv_p, qr_p, slogdet_p, svd_p
 from ..primitives.rules import as_int
 from .creation import eye
-from .elementwise import _cast, _single, exp
+from .elementwise import _cast, _single, exp, where
 from .linalg import inv, matmul
 from .numpy_compat import cross as _cross
 from .reductions import max, sum
-from .shaping import broadcast_to, matrix_transpose
+from .shaping import broadcast_to, expand_dims, matrix_transpose
 from .shaping import diagonal as _diagonal
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank", "matrix_power",
@@ -57,6 +57,9 @@ class SlogdetResult(NamedTuple):
 def _matrices(op: str, x: Any, square: bool = False) -> Any:
     """``x`` as a floating stack of matrices, checked."""
     x = _single(x)
+    if x.dtype.kind == "c":
+        raise DTypeError(f"linalg.{op}: complex matrices are not supported (the decompositions take real "
+                         f"floating-point matrices), got {x.dtype}")
     if x.dtype.kind != "f":
         x = _cast(x, _dt.default_float)
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
@@ -125,7 +128,14 @@ def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
     if rcond is not None and rtol is not None:
         raise TypeError("linalg.pinv: give rtol or rcond (NumPy's name), not both")
     tol = rtol if rtol is not None else rcond
-    return bind(pinv_p, _matrices("pinv", x), rtol=None if tol is None else float(tol))
+    x = _matrices("pinv", x)
+    if getattr(tol, "ndim", 0):  # one tolerance per matrix of the stack: through the SVD
+        u, s, vh = svd(x, full_matrices=False)
+        cutoff = expand_dims(tol, -1) * max(s, axis=-1, keepdims=True) if s.shape[-1] else 0.0
+        kept = s > cutoff
+        s_inv = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
+        return matmul(matrix_transpose(vh) * expand_dims(s_inv, -2), matrix_transpose(u))
+    return bind(pinv_p, x, rtol=None if tol is None else float(tol))
 
 
 def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:

@@ -52,7 +52,8 @@ def normalize_index(x: Any, index: Any) -> list[Any]:
             arr = _index_array(i)
             if arr.dtype is _dt.bool_:
                 if arr.ndim == 0:
-                    raise IndexError("0-d boolean masks are not supported")
+                    raise IndexError("a 0-d boolean mask is supported as the whole index only (x[mask]); "
+                                     "inside a tuple use None and a slice")
                 entries.extend(nonzero(arr))  # a mask consumes arr.ndim axes
             elif arr.dtype.kind in "iu":
                 entries.append(arr)
@@ -110,6 +111,10 @@ def getitem(x: Any, index: Any) -> Any:
     if fast is not None:
         return fast
     x = _single(x)
+    if getattr(index, "ndim", None) == 0 and getattr(index, "dtype", None) in (_dt.bool_, np.bool_):
+        # a 0-d mask (NumPy's x[True], x[False]): a new leading axis holding x once or never
+        once = bind(expand_dims_p, x, dimensions=(0,))
+        return once if bool(index) else once[:0]
     entries = normalize_index(x, index)
     if any(isinstance(e, ArrayBase) for e in entries):
         return _gather(x, entries)

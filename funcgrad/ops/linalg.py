@@ -7,8 +7,9 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
-from ..errors import LinAlgError, ShapeError
+from ..errors import DTypeError, LinAlgError, ShapeError
 from ..primitives.core import bind, fmt_shape
+from ..primitives.elementwise import conj_p
 from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
 from ..primitives.rules import normalize_axes
 from .creation import eye
@@ -63,8 +64,18 @@ def inner(a: Any, b: Any, /) -> Any:
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """Array API ``vecdot``: sum of products along ``axis`` (broadcasting the rest)."""
-    return sum(multiply(x1, x2), axis)
+    """Array API ``vecdot``: ``sum(conj(x1) * x2)`` along ``axis`` (broadcasting the rest)."""
+    x1, x2 = _promote("vecdot", (_single(x1), _single(x2)))
+    for x in (x1, x2):
+        if not -x.ndim <= axis < x.ndim:
+            raise ShapeError(f"vecdot: axis {axis} is out of range for shapes {fmt_shape(tuple(x1.shape))} and "
+                             f"{fmt_shape(tuple(x2.shape))}")
+    if x1.shape[axis] != x2.shape[axis]:
+        raise ShapeError(f"vecdot: the contracted axis {axis} has sizes {x1.shape[axis]} and {x2.shape[axis]} "
+                         f"(shapes {fmt_shape(tuple(x1.shape))} and {fmt_shape(tuple(x2.shape))}); they must be equal")
+    if x1.dtype.kind == "c":
+        x1 = bind(conj_p, x1)
+    return sum(multiply(x1, x2), axis, dtype=x1.dtype)
 
 
 def outer(a: Any, b: Any, /) -> Any:
@@ -110,6 +121,8 @@ def tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     """Array API ``vector_norm``: a p-norm over ``axis`` (all axes by default)."""
     x = _single(x)
+    if x.dtype.kind == "c":  # the norm of the moduli
+        x = abs(x)
     if x.dtype.kind != "f":
         x = _cast(x, _dt.default_float)
     ax = normalize_axes("vector_norm", axis, x.ndim)
@@ -167,13 +180,20 @@ def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -
 def solve(a: Any, b: Any, /) -> Any:
     """Solve ``a @ x = b``; ``b`` is a vector only when it is 1-D (NumPy 2 rules)."""
     a, b = _float_pair("linalg.solve", a, b)
+    _refuse_complex("linalg.solve", a)
     return bind(solve_p, a, b)
+
+
+def _refuse_complex(op: str, a: Any) -> None:
+    if a.dtype.kind == "c":
+        raise DTypeError(f"{op}: complex matrices are not supported (real floating-point only), got {a.dtype}")
 
 
 def inv(a: Any, /) -> Any:
     """``a``'s inverse, as ``solve(a, I)``: one primitive fewer, and its derivatives are
     ``solve``'s (NumPy's ``inv`` is a solve against the identity too)."""
     a = _single(a)
+    _refuse_complex("linalg.inv", a)
     if a.dtype.kind != "f":
         a = _cast(a, _dt.default_float)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -188,6 +208,7 @@ def inv(a: Any, /) -> Any:
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     """Lower-triangular ``L`` with ``a = L @ L.mT`` (``upper=True`` gives ``L.mT``)."""
     a = _single(a)
+    _refuse_complex("linalg.cholesky", a)
     if a.dtype.kind != "f":
         a = _cast(a, _dt.default_float)
     out = bind(cholesky_p, a)

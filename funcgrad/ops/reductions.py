@@ -19,10 +19,13 @@ __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "a
 
 
 def _accumulator(x: Any, dtype: Any) -> Any:
-    """NumPy's accumulation dtype: bool and small ints sum in int64 (uint8 too)."""
+    """The array API's (and NumPy's) accumulation dtype: bool and signed integers in int64,
+    unsigned integers in uint64."""
     if dtype is not None:
         return _cast(x, _dt.as_dtype(dtype, op="sum"))
-    if x.dtype.kind in "biu" and x.dtype is not _dt.int64:
+    if x.dtype.kind == "u":
+        return x if x.dtype is _dt.uint64 else _cast(x, _dt.uint64)
+    if x.dtype.kind in "bi" and x.dtype is not _dt.int64:
         return _cast(x, _dt.int64)
     return x
 

@@ -328,8 +328,10 @@ def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
         return reshape(broadcast_to(expanded, target),
                        tuple(x.shape[:ax]) + (x.shape[ax] * r,) + tuple(x.shape[ax + 1:]))
     counts = np.asarray(repeats.numpy() if hasattr(repeats, "numpy") else repeats)
-    if counts.dtype.kind not in "iu" or counts.ndim != 1:
+    if counts.dtype.kind not in "iu" or counts.ndim > 1:
         raise ArgumentTypeError(f"repeat: repeats must be an int or a 1-d sequence of ints, got {repeats!r}")
+    if counts.size == 1:  # one count for every element (NumPy broadcasts it)
+        counts = np.broadcast_to(counts.reshape(-1), (x.shape[ax],))
     if counts.shape[0] != x.shape[ax]:
         raise ShapeError(f"repeat: {counts.shape[0]} repetition counts for axis {ax} of size {x.shape[ax]} "
                          f"(shape {fmt_shape(tuple(x.shape))})")

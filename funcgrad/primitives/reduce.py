@@ -57,11 +57,17 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
 
     ufunc = getattr(np, _UFUNC_OF[kernel])
 
+    keep_dtype = kernel in ("sum", "prod")  # (NumPy would widen small integers: the rule says x's dtype)
+
     def run_numpy(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
         # ufunc.reduce directly: np.sum/np.max add microseconds of wrapper per call
+        if keep_dtype:
+            return xp.asarray(ufunc.reduce(x, axis=axes, keepdims=keepdims, dtype=x.dtype))
         return xp.asarray(ufunc.reduce(x, axis=axes, keepdims=keepdims))
 
     def run(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
+        if keep_dtype:
+            return xp.asarray(getattr(xp, kernel)(x, axis=axes, keepdims=keepdims, dtype=x.dtype))
         return xp.asarray(getattr(xp, kernel)(x, axis=axes, keepdims=keepdims))
 
     run.__name__ = run_numpy.__name__ = kernel
