@@ -7,8 +7,10 @@ and a PyTorch-style tape. This module is the public namespace ``fg`` only.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import math as _math
 from types import SimpleNamespace as _NS
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from . import dtypes as _dtypes
 from .array import Array
@@ -22,6 +24,17 @@ from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError,
                      DonatedArrayError, DTypeError, FormatError, FuncgradError, GraphFreedError, LinAlgError,
                      RetraceError, ShapeError, TracerLeakError, ViewError)
 from .ops import *  # noqa: F403
+
+if _TYPE_CHECKING:  # the same names, in the form type checkers follow (``ops.__all__`` is assembled)
+    from .ops.creation import *  # noqa: F403
+    from .ops.elementwise import *  # noqa: F403
+    from .ops.indexing import *  # noqa: F403
+    from .ops.linalg import *  # noqa: F403
+    from .ops.numpy_compat import *  # noqa: F403
+    from .ops.reductions import *  # noqa: F403
+    from .ops.sets import *  # noqa: F403
+    from .ops.shaping import *  # noqa: F403
+    from .ops.shaping import _broadcast_shapes as broadcast_shapes
 from .ops import decompositions as _decompositions
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
@@ -45,7 +58,8 @@ __array_api_version__ = "2023.12"
 bool_ = bool
 
 
-def tensor(data: object, dtype: object = None, device: object = None, requires_grad: bool = False) -> Array:
+def tensor(data: object, dtype: object = None, device: object = None,
+           requires_grad: _builtins.bool = False) -> Array:
     """``torch.tensor``: a new array holding ``data`` (``fg.array``)."""
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)  # noqa: F405
 

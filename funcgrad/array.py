@@ -23,11 +23,13 @@ no holder can observe.
 
 from __future__ import annotations
 
+import builtins
 import sys
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+from typing_extensions import Self
 
 from . import dtypes as _dt
 from .backends.buffer import Buffer, read_only
@@ -97,44 +99,51 @@ class ArrayBase:
         return (self[i] for i in range(self.shape[0]))
 
     # -- arithmetic ----------------------------------------------------------
-    __add__: Any  # ``_ops.add`` itself (``provide``)
-    def __radd__(self, other: Any) -> Any: return _ops.add(other, self)
-    __sub__: Any  # ``_ops.subtract`` itself (``provide``)
-    def __rsub__(self, other: Any) -> Any: return _ops.subtract(other, self)
-    __mul__: Any  # ``_ops.multiply`` itself (``provide``)
-    def __rmul__(self, other: Any) -> Any: return _ops.multiply(other, self)
-    __truediv__: Any  # ``_ops.divide`` itself (``provide``)
-    def __rtruediv__(self, other: Any) -> Any: return _ops.divide(other, self)
-    def __floordiv__(self, other: Any) -> Any: return _ops.floor_divide(self, other)
-    def __rfloordiv__(self, other: Any) -> Any: return _ops.floor_divide(other, self)
-    def __mod__(self, other: Any) -> Any: return _ops.remainder(self, other)
-    def __rmod__(self, other: Any) -> Any: return _ops.remainder(other, self)
-    def __pow__(self, other: Any) -> Any: return _ops.power(self, other)
-    def __rpow__(self, other: Any) -> Any: return _ops.power(other, self)
-    __matmul__: Any  # ``_ops.matmul`` itself (``provide``)
-    def __rmatmul__(self, other: Any) -> Any: return _ops.matmul(other, self)
-    def __neg__(self) -> Any: return _ops.negative(self)
-    def __pos__(self) -> Any: return _ops.positive(self)
-    def __abs__(self) -> Any: return _ops.abs(self)
-    def __invert__(self) -> Any: return _ops.bitwise_invert(self)
-    def __and__(self, other: Any) -> Any: return _ops.bitwise_and(self, other)
-    def __rand__(self, other: Any) -> Any: return _ops.bitwise_and(other, self)
-    def __or__(self, other: Any) -> Any: return _ops.bitwise_or(self, other)
-    def __ror__(self, other: Any) -> Any: return _ops.bitwise_or(other, self)
-    def __xor__(self, other: Any) -> Any: return _ops.bitwise_xor(self, other)
-    def __rxor__(self, other: Any) -> Any: return _ops.bitwise_xor(other, self)
-    def __lshift__(self, other: Any) -> Any: return _ops.bitwise_left_shift(self, other)
-    def __rlshift__(self, other: Any) -> Any: return _ops.bitwise_left_shift(other, self)
-    def __rshift__(self, other: Any) -> Any: return _ops.bitwise_right_shift(self, other)
-    def __rrshift__(self, other: Any) -> Any: return _ops.bitwise_right_shift(other, self)
+    if TYPE_CHECKING:  # (at run time each is the fg.* function itself, installed by ``provide``)
+        def __add__(self, other: Any, /) -> Self: ...
+        def __sub__(self, other: Any, /) -> Self: ...
+        def __mul__(self, other: Any, /) -> Self: ...
+        def __truediv__(self, other: Any, /) -> Self: ...
+        def __matmul__(self, other: Any, /) -> Self: ...
+    else:
+        __add__: Any
+        __sub__: Any
+        __mul__: Any
+        __truediv__: Any
+        __matmul__: Any
+    def __radd__(self, other: Any) -> Self: return _ops.add(other, self)
+    def __rsub__(self, other: Any) -> Self: return _ops.subtract(other, self)
+    def __rmul__(self, other: Any) -> Self: return _ops.multiply(other, self)
+    def __rtruediv__(self, other: Any) -> Self: return _ops.divide(other, self)
+    def __floordiv__(self, other: Any) -> Self: return _ops.floor_divide(self, other)
+    def __rfloordiv__(self, other: Any) -> Self: return _ops.floor_divide(other, self)
+    def __mod__(self, other: Any) -> Self: return _ops.remainder(self, other)
+    def __rmod__(self, other: Any) -> Self: return _ops.remainder(other, self)
+    def __pow__(self, other: Any) -> Self: return _ops.power(self, other)
+    def __rpow__(self, other: Any) -> Self: return _ops.power(other, self)
+    def __rmatmul__(self, other: Any) -> Self: return _ops.matmul(other, self)
+    def __neg__(self) -> Self: return _ops.negative(self)
+    def __pos__(self) -> Self: return _ops.positive(self)
+    def __abs__(self) -> Self: return _ops.abs(self)
+    def __invert__(self) -> Self: return _ops.bitwise_invert(self)
+    def __and__(self, other: Any) -> Self: return _ops.bitwise_and(self, other)
+    def __rand__(self, other: Any) -> Self: return _ops.bitwise_and(other, self)
+    def __or__(self, other: Any) -> Self: return _ops.bitwise_or(self, other)
+    def __ror__(self, other: Any) -> Self: return _ops.bitwise_or(other, self)
+    def __xor__(self, other: Any) -> Self: return _ops.bitwise_xor(self, other)
+    def __rxor__(self, other: Any) -> Self: return _ops.bitwise_xor(other, self)
+    def __lshift__(self, other: Any) -> Self: return _ops.bitwise_left_shift(self, other)
+    def __rlshift__(self, other: Any) -> Self: return _ops.bitwise_left_shift(other, self)
+    def __rshift__(self, other: Any) -> Self: return _ops.bitwise_right_shift(self, other)
+    def __rrshift__(self, other: Any) -> Self: return _ops.bitwise_right_shift(other, self)
 
     # -- comparison (elementwise, as in NumPy) -------------------------------
     def __eq__(self, other: Any) -> Any: return _ops.equal(self, other)  # type: ignore[override]
     def __ne__(self, other: Any) -> Any: return _ops.not_equal(self, other)  # type: ignore[override]
-    def __lt__(self, other: Any) -> Any: return _ops.less(self, other)
-    def __le__(self, other: Any) -> Any: return _ops.less_equal(self, other)
-    def __gt__(self, other: Any) -> Any: return _ops.greater(self, other)
-    def __ge__(self, other: Any) -> Any: return _ops.greater_equal(self, other)
+    def __lt__(self, other: Any) -> Self: return _ops.less(self, other)
+    def __le__(self, other: Any) -> Self: return _ops.less_equal(self, other)
+    def __gt__(self, other: Any) -> Self: return _ops.greater(self, other)
+    def __ge__(self, other: Any) -> Self: return _ops.greater_equal(self, other)
     __hash__ = object.__hash__  # identity, as torch.Tensor: arrays can key dicts and sets
 
     # -- immutability --------------------------------------------------------
@@ -160,7 +169,7 @@ class ArrayBase:
             "Use `x = x.at[index].set(value)`, which returns a new array (also .add, .multiply, .min, .max)."
         )
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> Self:
         return _ops.getitem(self, index)
 
     @property
@@ -170,17 +179,17 @@ class ArrayBase:
 
     # -- shape ----------------------------------------------------------------
     @property
-    def T(self) -> Any:
+    def T(self) -> Self:
         return _ops.transpose(self)
 
     @property
-    def mT(self) -> Any:
+    def mT(self) -> Self:
         return _ops.matrix_transpose(self)
 
-    def reshape(self, *shape: Any) -> Any:
+    def reshape(self, *shape: Any) -> Self:
         return _ops.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
-    def transpose(self, *axes: Any) -> Any:
+    def transpose(self, *axes: Any) -> Self:
         """NumPy's ``transpose(axes)`` (a permutation of every axis: a tuple, or one int per
         axis) and PyTorch's ``transpose(dim0, dim1)`` (swap two). On a 2-D array the two
         readings of ``transpose(0, 1)`` differ (unchanged, or swapped): that is an error
@@ -197,33 +206,33 @@ class ArrayBase:
                     "for NumPy's permutation.")
         return _ops.transpose(self, axes or None)
 
-    def permute(self, *dims: Any) -> Any:
+    def permute(self, *dims: Any) -> Self:
         return self.transpose(*dims)
 
-    def swapaxes(self, axis1: int, axis2: int) -> Any:
+    def swapaxes(self, axis1: int, axis2: int) -> Self:
         return _ops.swapaxes(self, axis1, axis2)
 
-    def squeeze(self, axis: Any = None) -> Any:
+    def squeeze(self, axis: Any = None) -> Self:
         return _ops.squeeze(self, axis)
 
-    def expand_dims(self, axis: Any) -> Any:
+    def expand_dims(self, axis: Any) -> Self:
         return _ops.expand_dims(self, axis)
 
     unsqueeze = expand_dims
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Self:
         return _ops.flatten(self, start_dim, end_dim)
 
-    def ravel(self) -> Any:
+    def ravel(self) -> Self:
         return _ops.reshape(self, (-1,))
 
-    def flip(self, axis: Any = None) -> Any:
+    def flip(self, axis: Any = None) -> Self:
         return _ops.flip(self, axis)
 
-    def broadcast_to(self, shape: Any) -> Any:
+    def broadcast_to(self, shape: Any) -> Self:
         return _ops.broadcast_to(self, shape)
 
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Self:
         return _ops.diagonal(self, offset, axis1, axis2)
 
     def split(self, split_size_or_sections: Any, dim: int = 0) -> Any:
@@ -248,35 +257,35 @@ class ArrayBase:
     def chunk(self, chunks: int, dim: int = 0) -> Any:
         return _ops.chunk(self, chunks, dim)
 
-    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+    def repeat(self, repeats: Any, axis: Any = None) -> Self:
         return _ops.repeat(self, repeats, axis)
 
-    def take(self, indices: Any, axis: Any = None) -> Any:
+    def take(self, indices: Any, axis: Any = None) -> Self:
         return _ops.take(self, indices, axis)
 
-    def astype(self, dtype: Any, copy: bool = True) -> Any:
+    def astype(self, dtype: Any, copy: bool = True) -> Self:
         return _ops.astype(self, dtype, copy=copy)
 
-    def detach(self) -> Any:
+    def detach(self) -> Self:
         """A view with no derivative history (``fg.stop_gradient``): shares the buffer."""
         return _core.bind(stop_gradient_p, self)
 
     # -- reductions and math as methods (NumPy names; PyTorch's ``dim=``/``keepdim=`` too) ------
     def sum(self, axis: Any = None, keepdims: bool = False, dtype: Any = None, out: None = None, *,
-            dim: Any = None, keepdim: bool | None = None) -> Any:
+            dim: Any = None, keepdim: bool | None = None) -> Self:
         _no_out("sum", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.sum(self, axis, keepdims=keepdims, dtype=dtype)
 
     def mean(self, axis: Any = None, dtype: Any = None, out: None = None, keepdims: bool = False, *,
-             dim: Any = None, keepdim: bool | None = None) -> Any:
+             dim: Any = None, keepdim: bool | None = None) -> Self:
         _no_out("mean", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         x = self if dtype is None else self.astype(dtype)
         return _ops.mean(x, axis, keepdims=keepdims)
 
     def prod(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
-             keepdim: bool | None = None) -> Any:
+             keepdim: bool | None = None) -> Self:
         _no_out("prod", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.prod(self, axis, keepdims=keepdims)
@@ -300,20 +309,20 @@ class ArrayBase:
         return _ops.min(self, axis, keepdims=keepdims)
 
     def argmax(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
-               keepdim: bool | None = None) -> Any:
+               keepdim: bool | None = None) -> Self:
         _no_out("argmax", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.argmax(self, axis, keepdims=keepdims)
 
     def argmin(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
-               keepdim: bool | None = None) -> Any:
+               keepdim: bool | None = None) -> Self:
         _no_out("argmin", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.argmin(self, axis, keepdims=keepdims)
 
     def var(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int | None = None,
             keepdims: bool = False, *, dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
-            unbiased: bool | None = None) -> Any:
+            unbiased: bool | None = None) -> Self:
         """NumPy's variance (``ddof=0``); with PyTorch's ``dim=``, ``correction=`` or ``unbiased=``,
         PyTorch's (``correction=1`` unless given)."""
         _no_out("var", out)
@@ -322,7 +331,7 @@ class ArrayBase:
 
     def std(self, axis: Any = None, dtype: Any = None, out: None = None, ddof: int | None = None,
             keepdims: bool = False, *, dim: Any = None, keepdim: bool | None = None, correction: int | None = None,
-            unbiased: bool | None = None) -> Any:
+            unbiased: bool | None = None) -> Self:
         """NumPy's standard deviation (``ddof=0``); with PyTorch's ``dim=``, ``correction=`` or
         ``unbiased=``, PyTorch's (``correction=1`` unless given)."""
         _no_out("std", out)
@@ -330,41 +339,41 @@ class ArrayBase:
         return _ops.std(self if dtype is None else self.astype(dtype), axis, ddof=ddof, keepdims=keepdims)
 
     def any(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
-            keepdim: bool | None = None) -> Any:
+            keepdim: bool | None = None) -> Self:
         _no_out("any", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.any(self, axis, keepdims=keepdims)
 
     def all(self, axis: Any = None, keepdims: bool = False, out: None = None, *, dim: Any = None,
-            keepdim: bool | None = None) -> Any:
+            keepdim: bool | None = None) -> Self:
         _no_out("all", out)
         axis, keepdims = _axis_keywords(axis, keepdims, dim, keepdim)
         return _ops.all(self, axis, keepdims=keepdims)
 
-    def cumsum(self, axis: Any = None) -> Any:
+    def cumsum(self, axis: Any = None) -> Self:
         return _ops.cumsum(self, axis)
 
-    def clip(self, min: Any = None, max: Any = None) -> Any:
+    def clip(self, min: Any = None, max: Any = None) -> Self:
         return _ops.clip(self, min, max)
 
-    def round(self, decimals: int = 0) -> Any:
+    def round(self, decimals: int = 0) -> Self:
         return _ops.round(self, decimals)
 
-    def dot(self, other: Any) -> Any:
+    def dot(self, other: Any) -> Self:
         return _ops.dot(self, other)
 
-    def sort(self, axis: int = -1, descending: bool = False, *, dim: int | None = None) -> Any:
+    def sort(self, axis: int = -1, descending: bool = False, *, dim: int | None = None) -> Self:
         return _ops.sort(self, axis=axis if dim is None else dim, descending=descending)
 
-    def argsort(self, axis: int = -1, descending: bool = False, *, dim: int | None = None) -> Any:
+    def argsort(self, axis: int = -1, descending: bool = False, *, dim: int | None = None) -> Self:
         return _ops.argsort(self, axis=axis if dim is None else dim, descending=descending)
 
-    def exp(self) -> Any: return _ops.exp(self)
-    def log(self) -> Any: return _ops.log(self)
-    def sqrt(self) -> Any: return _ops.sqrt(self)
-    def tanh(self) -> Any: return _ops.tanh(self)
-    def sigmoid(self) -> Any: return _ops.sigmoid(self)
-    def abs(self) -> Any: return _ops.abs(self)
+    def exp(self) -> Self: return _ops.exp(self)
+    def log(self) -> Self: return _ops.log(self)
+    def sqrt(self) -> Self: return _ops.sqrt(self)
+    def tanh(self) -> Self: return _ops.tanh(self)
+    def sigmoid(self) -> Self: return _ops.sigmoid(self)
+    def abs(self) -> Self: return _ops.abs(self)
 
     # -- PyTorch spellings (docs/porting-from-pytorch.md lists them, and the two readings) --
     def numel(self) -> int:
@@ -375,26 +384,26 @@ class ArrayBase:
         """The number of dimensions (PyTorch's ``dim()``; NumPy's ``ndim``)."""
         return int(self.ndim)
 
-    def t(self) -> Any:
+    def t(self) -> Self:
         """The transpose of a matrix (a vector or scalar as it is), as ``torch.Tensor.t``."""
         if self.ndim > 2:
             raise ShapeError(f"t: expects at most 2 dimensions, got shape {fmt_shape(tuple(self.shape))}; "
                              "use .mT or .swapaxes(-1, -2)")
         return _ops.transpose(self) if self.ndim == 2 else self
 
-    def type_as(self, other: Any) -> Any:
+    def type_as(self, other: Any) -> Self:
         """This array in ``other``'s dtype."""
         return self.astype(other.dtype)
 
-    def view_as(self, other: Any) -> Any:
+    def view_as(self, other: Any) -> Self:
         """This array's elements in ``other``'s shape, without copying (``view``'s rules)."""
         return self.view(tuple(other.shape)) if hasattr(self, "view") else self.reshape(tuple(other.shape))
 
-    def reshape_as(self, other: Any) -> Any:
+    def reshape_as(self, other: Any) -> Self:
         """This array's elements in ``other``'s shape."""
         return self.reshape(tuple(other.shape))
 
-    def expand(self, *sizes: Any) -> Any:
+    def expand(self, *sizes: Any) -> Self:
         """A broadcast view to ``sizes``; ``-1`` keeps a dimension (``torch.Tensor.expand``)."""
         sizes = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
         lead = len(sizes) - self.ndim
@@ -403,94 +412,94 @@ class ArrayBase:
         shape = tuple(self.shape[i - lead] if d == -1 and i >= lead else d for i, d in enumerate(sizes))
         return _ops.broadcast_to(self, shape)
 
-    def expand_as(self, other: Any) -> Any:
+    def expand_as(self, other: Any) -> Self:
         """A broadcast view to ``other``'s shape."""
         return _ops.broadcast_to(self, tuple(other.shape))
 
-    def narrow(self, dim: int, start: int, length: int) -> Any:
+    def narrow(self, dim: int, start: int, length: int) -> Self:
         """Elements ``start:start + length`` along ``dim``: a view (``torch.Tensor.narrow``)."""
         axis = dim % self.ndim
         return self[(slice(None),) * axis + (slice(start, start + length),)]
 
-    def clone(self) -> Any:
+    def clone(self) -> Self:
         """A copy with its own memory (derivatives flow through it, as PyTorch's ``clone``)."""
         return _core.bind(copy_p, self)
 
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None) -> Self:
         """Zeros of ``size`` in this array's dtype and on its device (unless given)."""
         return _ops.zeros(_size_args(size), dtype or self.dtype, device=device or self.device)
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None) -> Self:
         """Ones of ``size`` in this array's dtype and on its device (unless given)."""
         return _ops.ones(_size_args(size), dtype or self.dtype, device=device or self.device)
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Any:
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None) -> Self:
         """An array of ``size`` (zeros) in this array's dtype and on its device (unless given)."""
         return self.new_zeros(*size, dtype=dtype, device=device)
 
-    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Any:
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None, device: Any = None) -> Self:
         """``fill_value`` everywhere, in this array's dtype and on its device (unless given)."""
         return _ops.full(_size_args((size,)), fill_value, dtype or self.dtype, device=device or self.device)
 
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None) -> Any:
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None) -> Self:
         """``data`` as an array in this array's dtype and on its device (unless given)."""
         return _ops.asarray(data, dtype=dtype or self.dtype, device=device or self.device)
 
-    def eq(self, other: Any) -> Any:
+    def eq(self, other: Any) -> Self:
         """``self == other``, elementwise."""
         return _ops.equal(self, other)
 
-    def ne(self, other: Any) -> Any:
+    def ne(self, other: Any) -> Self:
         """``self != other``, elementwise."""
         return _ops.not_equal(self, other)
 
-    def lt(self, other: Any) -> Any:
+    def lt(self, other: Any) -> Self:
         """``self < other``, elementwise."""
         return _ops.less(self, other)
 
-    def le(self, other: Any) -> Any:
+    def le(self, other: Any) -> Self:
         """``self <= other``, elementwise."""
         return _ops.less_equal(self, other)
 
-    def gt(self, other: Any) -> Any:
+    def gt(self, other: Any) -> Self:
         """``self > other``, elementwise."""
         return _ops.greater(self, other)
 
-    def ge(self, other: Any) -> Any:
+    def ge(self, other: Any) -> Self:
         """``self >= other``, elementwise."""
         return _ops.greater_equal(self, other)
 
-    def masked_fill(self, mask: Any, value: Any) -> Any:
+    def masked_fill(self, mask: Any, value: Any) -> Self:
         """``value`` where ``mask`` is true, this array elsewhere (a new array)."""
         value = value.astype(self.dtype) if isinstance(value, ArrayBase) else _ops.asarray(
             value, dtype=self.dtype, device=self.device)
         return _ops.where(mask, value, self)
 
-    def clamp(self, min: Any = None, max: Any = None) -> Any:
+    def clamp(self, min: Any = None, max: Any = None) -> Self:
         """Values limited to ``[min, max]`` (``clip``)."""
         return _ops.clip(self, min, max)
 
-    def clamp_min(self, min: Any) -> Any:
+    def clamp_min(self, min: Any) -> Self:
         """Values limited from below."""
         return _ops.clip(self, min, None)
 
-    def clamp_max(self, max: Any) -> Any:
+    def clamp_max(self, max: Any) -> Self:
         """Values limited from above."""
         return _ops.clip(self, None, max)
 
-    def add(self, other: Any, alpha: Any = 1) -> Any:
+    def add(self, other: Any, alpha: Any = 1) -> Self:
         """``self + alpha * other``."""
         return _ops.add(self, other if alpha == 1 else _ops.multiply(other, alpha))
 
-    def sub(self, other: Any, alpha: Any = 1) -> Any:
+    def sub(self, other: Any, alpha: Any = 1) -> Self:
         """``self - alpha * other``."""
         return _ops.subtract(self, other if alpha == 1 else _ops.multiply(other, alpha))
 
-    def mul(self, other: Any) -> Any:
+    def mul(self, other: Any) -> Self:
         """``self * other``."""
         return _ops.multiply(self, other)
 
-    def div(self, other: Any, rounding_mode: str | None = None) -> Any:
+    def div(self, other: Any, rounding_mode: str | None = None) -> Self:
         """``self / other``; ``rounding_mode="floor"`` or ``"trunc"`` rounds the quotient."""
         if rounding_mode is None:
             return _ops.divide(self, other)
@@ -503,11 +512,11 @@ class ArrayBase:
             return quotient.astype(self.dtype) if integers else quotient  # integers stay integers, as in PyTorch
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
-    def pow(self, exponent: Any) -> Any:
+    def pow(self, exponent: Any) -> Self:
         """``self ** exponent``."""
         return _ops.power(self, exponent)
 
-    def matmul(self, other: Any) -> Any:
+    def matmul(self, other: Any) -> Self:
         """``self @ other``."""
         return _ops.matmul(self, other)
 
@@ -515,35 +524,35 @@ class ArrayBase:
         """The ``k`` largest (or smallest) entries along ``dim`` and their indices."""
         return _ops.topk(self, k, dim=dim, largest=largest, sorted=sorted)
 
-    def float(self) -> Any:
+    def float(self) -> Self:
         """This array as float32."""
         return self.astype(_dt.float32)
 
-    def double(self) -> Any:
+    def double(self) -> Self:
         """This array as float64."""
         return self.astype(_dt.float64)
 
-    def half(self) -> Any:
+    def half(self) -> Self:
         """This array as float16."""
         return self.astype(_dt.float16)
 
-    def bfloat16(self) -> Any:
+    def bfloat16(self) -> Self:
         """This array as bfloat16."""
         return self.astype(_dt.bfloat16)
 
-    def long(self) -> Any:
+    def long(self) -> Self:
         """This array as int64."""
         return self.astype(_dt.int64)
 
-    def int(self) -> Any:
+    def int(self) -> Self:
         """This array as int32."""
         return self.astype(_dt.int32)
 
-    def bool(self) -> Any:
+    def bool(self) -> Self:
         """This array as bool."""
         return self.astype(_dt.bool_)
 
-    def __round__(self, ndigits: int | None = None) -> Any:
+    def __round__(self, ndigits: builtins.int | None = None) -> Any:
         """``round(x)``: a Python int for a single value (as for a float); with ``ndigits``, the
         array rounded (half to even, as NumPy)."""
         if ndigits is None:
@@ -619,11 +628,11 @@ class Size(int):
         for d in shape:
             n *= d
         self = super().__new__(cls, n)
-        self.shape = tuple(shape)
+        self.shape = tuple(shape)  # type: ignore[attr-defined]
         return self
 
     def __call__(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]
+        return self.shape if dim is None else self.shape[dim]  # type: ignore[attr-defined]
 
 
 class Array(ArrayBase):
@@ -967,14 +976,14 @@ class Array(ArrayBase):
 
     def requires_grad_(self, requires_grad: bool = True) -> Array:
         """Make this leaf array record operations for ``backward`` (PyTorch's ``requires_grad_``)."""
-        if self._autograd is not None and self._autograd.grad_fn is not None:
+        if self._autograd is not None and self._autograd.grad_fn is not None:  # type: ignore[has-type]
             if not requires_grad:
                 raise RuntimeError("requires_grad_(False) on a non-leaf array: use x.detach() instead")
             return self
         if requires_grad and self._dtype.kind not in "fc":
             raise DTypeError(f"only floating-point and complex arrays can require gradients, this one is {self._dtype}")
         if requires_grad:
-            if self._autograd is None:
+            if self._autograd is None:  # type: ignore[has-type]
                 self._autograd = _tape.AutogradMeta(True)
             self._autograd.requires_grad = True
         elif self._autograd is not None:

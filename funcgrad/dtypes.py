@@ -59,7 +59,7 @@ class DType:
         if isinstance(other, DType):
             return False
         try:
-            return self.np == np.dtype(other)  # type: ignore[arg-type]
+            return self.np == np.dtype(other)  # type: ignore[call-overload]
         except (TypeError, ValueError):  # (not dtype-like: any string, any object)
             return False
 

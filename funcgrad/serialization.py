@@ -257,7 +257,7 @@ def _read_arrays(stream: Any, entries: list[Any], crc: int | None, where: str) -
     running = 0
     for name, dtype, shape, begin, stop in sorted(entries, key=lambda e: (e[3], e[4])):
         host = np.empty(shape, dtype=dtype.np.newbyteorder("<"))
-        raw = memoryview(host.reshape(-1).view(np.uint8))
+        raw = memoryview(host.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
         if stop > begin and stream.readinto(raw) != stop - begin:
             raise _refuse(where, "truncated data section")
         running = zlib.crc32(raw, running)

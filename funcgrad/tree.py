@@ -32,7 +32,7 @@ class TreeDef:
         self.node_type = node_type  # None: a leaf
         self.aux = aux
         self.children = children
-        self.num_leaves = 1 if node_type is None else sum(c.num_leaves for c in children)
+        self.num_leaves: int = 1 if node_type is None else sum(c.num_leaves for c in children)
         self._hash: int | None = None  # computed once: compiled functions hash a structure per call
 
     def _key(self) -> tuple[Any, ...]:
@@ -203,7 +203,7 @@ def register_dataclass(cls: type | None = None, *, data_fields: Iterable[str] | 
             return [getattr(x, n) for n in data], tuple(getattr(x, n) for n in meta)
 
         def unflat(aux: tuple[Any, ...], children: list[Any]) -> Any:
-            obj = object.__new__(klass)
+            obj: Any = object.__new__(klass)
             for n, v in zip(data, children):
                 object.__setattr__(obj, n, v)
             for n, v in zip(meta, aux):

@@ -1,5 +1,6 @@
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # CI draws the same examples on every run (a submission's result never depends on luck);
@@ -11,3 +12,15 @@ settings.register_profile("dev", max_examples=25, deadline=None,
 settings.register_profile("thorough", max_examples=500, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture
+def jax64():
+    """JAX with float64 enabled for one test (JAX's flag is global: it is put back after)."""
+    jax = pytest.importorskip("jax")
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield jax
+    finally:
+        jax.config.update("jax_enable_x64", before)

@@ -569,3 +569,17 @@ def test_donation_errors() -> None:
     view = kept[1:]  # its memory is shared: the call writes into a copy
     out = fg.compile(lambda a: fg.exp(a), donate_argnums=0)(kept)
     np.testing.assert_allclose(out.numpy()[1:], np.exp(view.numpy()))
+
+
+def test_array_methods_work_on_traced_values() -> None:
+    """Every no-argument array method gives under compile what it gives eagerly (a tracer's
+    own attributes must not shadow a method, as an attribute named ``var`` once did)."""
+    x = fg.asarray(np.array([[0.5, 1.5, 2.0], [3.0, 0.25, 1.0]]))
+    for name in ("var", "std", "sum", "mean", "prod", "max", "min", "exp", "log", "sqrt", "tanh", "sigmoid", "abs",
+                 "t", "clone", "ravel", "flatten", "argmax", "argmin", "any", "all", "cumsum", "round", "float",
+                 "double", "T", "mT"):
+        def f(v, name=name):
+            got = getattr(v, name)
+            return got() if callable(got) else got
+
+        np.testing.assert_allclose(fg.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-6, err_msg=name)

@@ -30,15 +30,9 @@ LOSSES = {
 }
 
 
-def _jax():
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    return jax
-
-
 @pytest.mark.parametrize("name", sorted(LOSSES))
-def test_grad_of_a_real_loss_matches_jax(name: str) -> None:
-    jax = _jax()
+def test_grad_of_a_real_loss_matches_jax(name: str, jax64) -> None:
+    jax = jax64
     f = LOSSES[name]
     got = fg.grad(lambda z: f(fg, z))(fg.asarray(Z)).numpy()
     want = np.asarray(jax.grad(lambda z: f(jax.numpy, z))(jax.numpy.asarray(Z)))
@@ -62,8 +56,8 @@ def test_tape_gradient_matches_pytorch(name: str) -> None:
     np.testing.assert_allclose(z.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-12)
 
 
-def test_real_argument_promoted_to_complex_gets_a_real_gradient() -> None:
-    jax = _jax()
+def test_real_argument_promoted_to_complex_gets_a_real_gradient(jax64) -> None:
+    jax = jax64
     jnp = jax.numpy
     f = (lambda m, x: m.abs(x * (1 + 2j) + m.exp(1j * x)).sum())
     got = fg.grad(lambda x: f(fg, x))(fg.asarray(X))
@@ -73,8 +67,8 @@ def test_real_argument_promoted_to_complex_gets_a_real_gradient() -> None:
     assert g.dtype == fg.float64 and np.allclose(g.numpy(), np.sign(X))
 
 
-def test_holomorphic_grad_jvp_and_vjp_match_jax() -> None:
-    jax = _jax()
+def test_holomorphic_grad_jvp_and_vjp_match_jax(jax64) -> None:
+    jax = jax64
     jnp = jax.numpy
     z = Z[1]
     got = fg.grad(lambda v: v * fg.sin(v), holomorphic=True)(fg.asarray(z))

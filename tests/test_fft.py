@@ -62,9 +62,8 @@ def test_derivatives_match_finite_differences(name: str, norm: str) -> None:
 
 
 @pytest.mark.parametrize("name", ONE_AXIS + MANY_AXES)
-def test_gradients_match_jax(name: str) -> None:
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
+def test_gradients_match_jax(name: str, jax64) -> None:
+    jax = jax64
     jnp = jax.numpy
     x = _input(name, np.random.default_rng(1), (4, 6))
     w = np.random.default_rng(2).standard_normal((4, 12)) + 1j * np.random.default_rng(3).standard_normal((4, 12))

@@ -48,7 +48,7 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
         else:
-            self.bias_k = self.bias_v = None
+            self.bias_k = self.bias_v = None  # type: ignore[assignment]
         self.out_proj = Linear(e, e, bias=bias, dtype=dtype, device=device)
         if bias:
             init.zeros_(self.out_proj.bias)
@@ -94,7 +94,7 @@ class MultiheadAttention(Module):
         appended = [(self.bias_k, self.bias_v)] if self.bias_k is not None else []
         if self.add_zero_attn:
             zero = ops.zeros((1, 1, e), k.dtype, device=k.device)
-            appended.append((zero, zero))
+            appended.append((zero, zero))  # type: ignore[arg-type]
         for extra_k, extra_v in appended:
             k = ops.concatenate([k, ops.broadcast_to(extra_k, (1, b, e))], axis=0)
             v = ops.concatenate([v, ops.broadcast_to(extra_v, (1, b, e))], axis=0)

@@ -354,7 +354,7 @@ class Conv2d(Module):
             self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
             init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
         else:
-            self.bias = None
+            self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
 
     def forward(self, x: Any) -> Any:
         """A 2-D convolution (cross-correlation) over ``(N, C, H, W)`` inputs."""
@@ -396,7 +396,7 @@ class Conv1d(Module):
             self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
             init.uniform_(self.bias, -bound, bound)
         else:
-            self.bias = None
+            self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
 
     def forward(self, x: Any) -> Any:
         """A 1-D convolution (cross-correlation) over ``(N, C, L)`` inputs."""

@@ -113,7 +113,7 @@ class _ConvTransposeNd(Module):
             self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
             init.uniform_(self.bias, -bound, bound)
         else:
-            self.bias = None
+            self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
 
     def _output_padding(self, x: Any, output_size: Any) -> tuple[int, ...]:
         """The output_padding that gives ``output_size`` (PyTorch's ``forward(x, output_size)``):

@@ -50,7 +50,7 @@ class Linear(Module):
             bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
             init.uniform_(self.bias, -bound, bound)
         else:
-            self.bias = None
+            self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
 
     def forward(self, x: Any) -> Any:
         """``y = x @ W.T + b`` with W of shape (out_features, in_features); PyTorch's init"""
@@ -76,7 +76,7 @@ class Bilinear(Module):
             self.bias = Parameter(ops.zeros((out_features,), dtype, device=device))
             init.uniform_(self.bias, -bound, bound)
         else:
-            self.bias = None
+            self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
 
     def forward(self, x1: Any, x2: Any) -> Any:
         """``y = x1 @ W[o] @ x2 + b[o]`` for each output feature."""
@@ -426,7 +426,7 @@ class LayerNorm(Module):
             self.weight = Parameter(ops.ones(self.normalized_shape, dtype, device=device))
             self.bias = Parameter(ops.zeros(self.normalized_shape, dtype, device=device)) if bias else None
         else:
-            self.weight = self.bias = None
+            self.weight = self.bias = None  # type: ignore[assignment]  # (PyTorch's attributes are None)
 
     def forward(self, x: Any) -> Any:
         """Normalized over the last axes, with a learned scale and shift."""

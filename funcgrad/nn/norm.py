@@ -70,10 +70,10 @@ class _BatchNorm(Module):
         momentum = self.momentum
         if momentum is None and self.training and self.track_running_stats:
             # PyTorch's cumulative average: batch k weighs 1/k (reading the count: PyTorch does too)
-            momentum = 1.0 / (int(self.num_batches_tracked.item()) + 1)
-        out, rm, rv = batch_norm(x, self.running_mean if self.track_running_stats else None,
-                                 self.running_var if self.track_running_stats else None, self.weight, self.bias,
-                                 use_batch, momentum, self.eps)
+            momentum = 1.0 / (int(self.num_batches_tracked.item()) + 1)  # type: ignore[has-type]
+        out, rm, rv = batch_norm(x, self.running_mean if self.track_running_stats else None,  # type: ignore[has-type]
+                                 self.running_var if self.track_running_stats else None, self.weight, self.bias,  # type: ignore[has-type]
+                                 use_batch, momentum, self.eps)  # type: ignore[arg-type]
         if self.training and self.track_running_stats:
             if not isinstance(rm, Array) and not buffers_collected():  # abstract under fg.trace: it would leak
 
@@ -82,7 +82,7 @@ class _BatchNorm(Module):
                     "traced values: call model.eval() before tracing, or pass the statistics explicitly "
                     "(fg.nn.functional_call with the buffers).")
             self.running_mean, self.running_var = rm, rv
-            self.num_batches_tracked = self.num_batches_tracked + 1
+            self.num_batches_tracked = self.num_batches_tracked + 1  # type: ignore[has-type]
         return out
 
     def extra_repr(self) -> str:

@@ -73,7 +73,7 @@ class _Recurrent(Module):
                 shapes = [(f"weight_ih_l{layer}{suffix}", (rows, n_in)),
                           (f"weight_hh_l{layer}{suffix}", (rows, h_size))]
                 if bias:
-                    shapes += [(f"bias_ih_l{layer}{suffix}", (rows,)), (f"bias_hh_l{layer}{suffix}", (rows,))]
+                    shapes += [(f"bias_ih_l{layer}{suffix}", (rows,)), (f"bias_hh_l{layer}{suffix}", (rows,))]  # type: ignore[list-item]
                 if proj_size:
                     shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
                 for pname, shape in shapes:
@@ -102,7 +102,7 @@ class _Recurrent(Module):
         unbatched = x.ndim == 2
         x = ops.expand_dims(x, 1) if unbatched else (ops.swapaxes(x, 0, 1) if self.batch_first else x)
         states = self._initial_states(hx, x, unbatched)
-        layer_input, finals = x, []
+        layer_input, finals = x, list[Any]()
         for layer in range(self.num_layers):
             directions = []
             for d, suffix in enumerate(self._directions):
@@ -235,7 +235,7 @@ class _Cell(Module):
         rows = self.gates * hidden_size
         shapes = [("weight_ih", (rows, input_size)), ("weight_hh", (rows, hidden_size))]
         if bias:
-            shapes += [("bias_ih", (rows,)), ("bias_hh", (rows,))]
+            shapes += [("bias_ih", (rows,)), ("bias_hh", (rows,))]  # type: ignore[list-item]
         for name, shape in shapes:
             p = Parameter(ops.zeros(shape, dtype, device=device))
             init.uniform_(p, -bound, bound)

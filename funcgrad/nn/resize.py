@@ -62,10 +62,10 @@ def _linear(size: int, out: int, scale: float | None, align_corners: bool, dtype
     real = np.float64 if dtype == np.float64 else np.float32
     if align_corners:
         ratio = real(size - 1) / real(out - 1) if out > 1 else real(0)
-        src = np.arange(out, dtype=real) * ratio
+        src = np.arange(out, dtype=real) * ratio  # type: ignore[operator]
     else:
         ratio = real(size) / real(out) if scale is None else real(1.0 / scale)
-        src = np.maximum((np.arange(out, dtype=real) + real(0.5)) * ratio - real(0.5), real(0))
+        src = np.maximum((np.arange(out, dtype=real) + real(0.5)) * ratio - real(0.5), real(0))  # type: ignore[operator]
     lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
     hi = lo + (lo < size - 1)
     weight_hi = np.clip(src - lo.astype(real), 0, 1).astype(real)

@@ -16,14 +16,20 @@ from .reductions import *  # noqa: F403
 from .sets import *  # noqa: F403
 from .shaping import *  # noqa: F403
 from .shaping import _broadcast_shapes as broadcast_shapes  # noqa: F401
-from . import creation as _creation, elementwise as _elementwise, indexing as _indexing  # noqa: E402
-from . import linalg as _linalg, numpy_compat as _numpy_compat, reductions as _reductions  # noqa: E402
-from . import sets as _sets, shaping as _shaping  # noqa: E402
+from . import creation, elementwise, indexing, linalg, numpy_compat, reductions, sets, shaping  # noqa: E402
 
 # What ``from funcgrad.ops import *`` (and so ``fg``) takes: the functions, not this
 # package's imports or its submodules' names.
-__all__ = [*_creation.__all__, *_elementwise.__all__, *_indexing.__all__, *_linalg.__all__, *_reductions.__all__,
-           *_shaping.__all__, *_numpy_compat.__all__, *_sets.__all__, "broadcast_shapes"]
+# (``+=`` of each module's list: the form type checkers read statically)
+__all__ = ["broadcast_shapes"]
+__all__ += creation.__all__
+__all__ += elementwise.__all__
+__all__ += indexing.__all__
+__all__ += linalg.__all__
+__all__ += reductions.__all__
+__all__ += shaping.__all__
+__all__ += numpy_compat.__all__
+__all__ += sets.__all__
 
 # One-line summaries of the functions whose meaning is NumPy's own (the generated
 # elementwise ones among them); the others carry their docstrings where they are defined.
@@ -117,5 +123,5 @@ provide(ops=_unchecked)
 # of its computation).
 for _name in __all__:
     _fn = getattr(_module, _name)
-    if callable(_fn) and not isinstance(_fn, type) and _name not in _elementwise.__all__:
+    if callable(_fn) and not isinstance(_fn, type) and _name not in elementwise.__all__:
         setattr(_module, _name, named_errors(_name, _fn))

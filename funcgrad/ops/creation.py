@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,7 +28,10 @@ __all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "fu
            "linspace", "eye", "zeros_like", "ones_like", "full_like", "empty_like", "tri"]
 
 
-def _grad_leaf(fn: Any) -> Any:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _grad_leaf(fn: _F) -> _F:
     """Creation functions take ``requires_grad=`` (PyTorch): the result becomes a leaf of the tape."""
 
     @functools.wraps(fn)
@@ -41,7 +45,7 @@ def _grad_leaf(fn: Any) -> Any:
             out.requires_grad_(True)
         return out
 
-    return create
+    return create  # type: ignore[return-value]
 
 
 def _contains_arrays(obj: Any) -> bool:
@@ -138,7 +142,7 @@ def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True,
         out = _stacked(obj, dt, None if device is None else _as_device(device), "array")
         return out.to(device) if device is not None and isinstance(out, Array) else out
     if isinstance(obj, ArrayBase) and not isinstance(obj, Array):  # a traced value: a copy that keeps its derivative
-        return obj.astype(dt if dt is not None else obj.dtype)
+        return obj.astype(dt if dt is not None else obj.dtype)  # type: ignore[return-value]  # (a tracer, as an Array)
     if isinstance(obj, Array):
         out = obj.astype(dt, copy=copy) if dt is not None else (obj.astype(obj.dtype) if copy else obj._own())
         return out.to(device) if device is not None else out
@@ -231,7 +235,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
         dt = fill_value.dtype if dtype is None else _dt.as_dtype(dtype, op="full")
         sh = _shape(shape, "full")
         value = fill_value.astype(dt, copy=False)
-        return value if tuple(value.shape) == sh else bind(broadcast_to_p, value, shape=sh)
+        return value if tuple(value.shape) == sh else bind(broadcast_to_p, value, shape=sh)  # type: ignore[return-value]
     if dtype is None:
         if isinstance(fill_value, ArrayBase):
             dtype = fill_value.dtype

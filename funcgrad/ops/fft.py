@@ -65,7 +65,7 @@ def _axes_and_lengths(op: str, x: Any, s: Any, axes: Any, real_out: bool) -> tup
     if axes is None:
         axes_t = tuple(range(x.ndim)) if s is None else tuple(range(x.ndim - len(s), x.ndim))
     else:
-        axes_t = tuple(normalize_axis(f"fft.{op}", a, x.ndim) for a in
+        axes_t = tuple(normalize_axis(f"fft.{op}", a, x.ndim) for a in  # type: ignore[arg-type]
                        ((axes,) if isinstance(axes, (int, np.integer)) else axes))
     if len(set(axes_t)) != len(axes_t):
         raise ShapeError(f"fft.{op}: repeated axis in {axes!r}")
@@ -174,7 +174,7 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None
 def _shift(op: str, x: Any, axes: Any, sign: int) -> Any:
     x = _single(x)
     axes_t = tuple(range(x.ndim)) if axes is None else tuple(
-        normalize_axis(f"fft.{op}", a, x.ndim) for a in ((axes,) if isinstance(axes, (int, np.integer)) else axes))
+        normalize_axis(f"fft.{op}", a, x.ndim) for a in ((axes,) if isinstance(axes, (int, np.integer)) else axes))  # type: ignore[arg-type]
     if not axes_t:
         return x
     return roll(x, tuple(sign * (x.shape[a] // 2) for a in axes_t), axis=axes_t)

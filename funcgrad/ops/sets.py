@@ -77,7 +77,7 @@ def _unique(op: str, x: Any, equal_nan: bool = False) -> tuple[Any, np.ndarray, 
             nan = np.isnan(ordered)
             new[1:] &= ~(nan[1:] & nan[:-1])
     else:
-        new = np.zeros(0, dtype=bool)
+        new = np.zeros(0, dtype=bool)  # type: ignore[assignment]
     starts = np.flatnonzero(new)
     first = order[starts]                                # stable sort: the first occurrence
     counts = np.diff(np.append(starts, ordered.size))

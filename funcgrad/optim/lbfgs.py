@@ -179,9 +179,14 @@ class LBFGS(Optimizer):
         if float(ops.max(ops.abs(flat_grad))) <= tolerance_grad:
             return first_loss
 
-        d, t = state.get("d"), state.get("t")
-        old_dirs, old_steps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
-        h_diag, prev_flat_grad, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
+        d: Any = state.get("d")
+        t: Any = state.get("t")
+        old_dirs: Any = state.get("old_dirs")
+        old_steps: Any = state.get("old_stps")
+        ro: Any = state.get("ro")
+        h_diag: Any = state.get("H_diag")
+        prev_flat_grad: Any = state.get("prev_flat_grad")
+        prev_loss: Any = state.get("prev_loss")
         n_iter = 0
         while n_iter < max_iter:
             n_iter += 1

@@ -212,7 +212,7 @@ class Optimizer:
     # -- checkpointing (PyTorch's format: parameters by position) -------------------
     def state_dict(self) -> dict[str, Any]:
         """The state as a dict of plain values (what load_state_dict takes back)."""
-        index = {}
+        index: dict[int, int] = {}
         groups = []
         for group in self.param_groups:
             ids = []

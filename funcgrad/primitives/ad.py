@@ -89,7 +89,7 @@ class VJPFromRules:
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         ans, args = residuals
-        out = []
+        out: list[Any] = []
         for i in range(len(args)):
             if needs is not None and not needs[i]:
                 out.append(None)

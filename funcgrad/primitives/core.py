@@ -143,9 +143,9 @@ class Primitive:
         self.differentiable = differentiable
         self.effectful = effectful
         self.domain = domain if domain is not None else (REAL if differentiable else None)
-        self.jvp: Callable[..., Any] | None = None
-        self.vjp: Callable[..., Any] | None = None
-        self.batch: Callable[..., Any] | None = None
+        self.jvp: Any = None  # a callable rule, or an object with one (VJPFromRules, a call-like primitive's)
+        self.vjp: Any = None
+        self.batch: Any = None
         self.c_expr: str | None = None
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}

@@ -247,7 +247,7 @@ def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, do
     return prim
 
 
-UNARY: dict[str, Primitive] = {name: _unary(name, *row) for name, row in UNARY_TABLE.items()}
+UNARY: dict[str, Primitive] = {name: _unary(name, *row) for name, row in UNARY_TABLE.items()}  # type: ignore[arg-type]
 
 
 # |z| of a complex z is not holomorphic: its tangent is Re(conj(z) t) / |z|, and its
@@ -300,8 +300,8 @@ def _integer_pow(xp: Any, x: Any, *, y: int) -> Any:
             break
         base = base * base
     if acc is x:
-        acc = x.copy()
-    return 1 / acc if y < 0 else acc
+        acc = x.copy()  # type: ignore[union-attr]
+    return 1 / acc if y < 0 else acc  # type: ignore[operator]
 
 
 def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:

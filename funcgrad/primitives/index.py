@@ -112,7 +112,7 @@ def _gather(xp: Any, x: Any, *indices: Any, template: Template) -> Any:
 gather_p = Primitive("gather", _gather_rule, kernel=_gather)
 defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
 defvjp(gather_p, lambda g, ans, x, *idx, template: bind(
-    scatter_p, _zeros_like(x, g), g, *idx, template=template, mode="add"), saves="args")
+    scatter_p, _zeros_like(x, g), g, *idx, template=template, mode="add"), saves="args")  # type: ignore[has-type]
 
 
 SCATTER_MODES = ("set", "add", "multiply", "min", "max")

@@ -77,7 +77,7 @@ def _reshape(x: Layout, *, new_sizes: tuple[int, ...]) -> Layout | None:
     return None if strides is None else Layout(new_sizes, strides, x.offset)
 
 
-reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes))
+reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes))  # type: ignore[arg-type]
 deflinear(reshape_p, lambda g, ans, x, *, new_sizes: lax.reshape(g, x.shape))
 
 
@@ -185,7 +185,7 @@ def _slice_template(index: tuple[tuple[int, int, int], ...]) -> tuple[tuple[Any,
             continue
         last = start + (length - 1) * step
         end = last + 1 if step > 0 else (last - 1 if last > 0 else None)
-        out.append(("s", start, end, step))
+        out.append(("s", start, end, step))  # type: ignore[arg-type]  # (None: to the end)
     return tuple(out)
 
 
@@ -206,7 +206,7 @@ def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
 
 
 squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions))
-deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))
+deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))  # type: ignore[has-type]
 
 
 def _expand_dims(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:

@@ -218,7 +218,7 @@ class VJPInterpreter(Interpreter):
             if raw is not None and prim.view is None and not prim.multiple_results:  # the kernel, straight
                 try:
                     ans = wrap_kernel_output((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params),
-                                             device)
+                                             device)  # type: ignore[arg-type]
                 except Exception:  # the general path explains the failure
                     ans = self.below(prim, primals_t, params)
             else:

@@ -101,6 +101,8 @@ def _lifted(x: Any) -> bool:
 class Compiled:
     """What ``fg.compile(f)`` returns: call it like ``f``."""
 
+    __name__: str  # (``f``'s, with its other attributes: ``functools.update_wrapper``)
+
     def __init__(self, fun: Callable[..., Any], static_argnums: Sequence[int] = (),
                  static_argnames: Sequence[str] = (), donate_argnums: Sequence[int] = (),
                  donate_argnames: Sequence[str] = ()) -> None:
@@ -329,7 +331,7 @@ _DONATED = _Donated()
 def _invalidate(x: Array) -> None:
     if x._buf is None:  # it owned its memory: the bytes now belong to the call's results
         x._device.stats.allocated -= x._data.nbytes
-    x._buf = _DONATED  # (never None again, so nothing is uncounted twice)
+    x._buf = _DONATED  # type: ignore[assignment]  # (never None again, so nothing is uncounted twice)
     x._data = _DONATED
 
 
@@ -392,10 +394,10 @@ def compile(fun: Callable[..., Any] | None = None, *, static_argnums: Sequence[i
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
                    donate_argnames=donate_argnames)
     if fun is None:
-        return lambda f: compile(f, **options)
+        return lambda f: compile(f, **options)  # type: ignore[arg-type]
     if hasattr(type(fun), "__fg_compile__"):  # an object that compiles itself (an nn.Module)
-        return fun.__fg_compile__(**options)
-    return Compiled(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+        return fun.__fg_compile__(**options)  # type: ignore[attr-defined]
+    return Compiled(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)  # type: ignore[arg-type]
 
 
 jit = compile

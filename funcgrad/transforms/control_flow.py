@@ -468,7 +468,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     if length is not None:
         lengths.add(int(length))
     if len(lengths) > 1:
-        raise ShapeError(f"fg.scan: xs and length disagree on the number of steps: {sorted(lengths)} "
+        raise ShapeError(f"fg.scan: xs and length disagree on the number of steps: {sorted(lengths)} "  # type: ignore[type-var]
                          f"(xs shapes: {[tuple(x.shape) for x in x_flat]}, length={length})")
     if not lengths:
         raise ArgumentValueError("fg.scan: with xs=None, give length")

@@ -186,7 +186,7 @@ class _CustomVJPRule:
         if len(result) != n_dynamic:
             raise TypeError(f"custom_vjp {call.__name__}: bwd returned {len(result)} cotangents for "
                             f"{n_dynamic} argument(s)")
-        flat = []
+        flat: list[Any] = []
         for sub, ct in zip(call.in_tree.children, result):
             leaves = _tree.leaves(ct) if ct is not None else [None] * sub.num_leaves
             flat.extend(leaves)
@@ -273,7 +273,7 @@ def _custom_vjp_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, call: _Ca
     rule: custom_vjp = call.rule
 
     def fwd(*flat: Any) -> Any:
-        out, residuals = rule.fwd(*_merge(call.static, _tree.unflatten(call.in_tree, list(flat)), call.nondiff))
+        out, residuals = rule.fwd(*_merge(call.static, _tree.unflatten(call.in_tree, list(flat)), call.nondiff))  # type: ignore[misc]
         return tuple(_tree.leaves(out)), residuals
 
     def bwd(residuals: Any, g: Any) -> Any:

@@ -82,7 +82,7 @@ class _FunctionCall:
         args = list(self.args)
         for i, a in zip(self.positions, arrays):
             args[i] = a
-        leaves, self.out_tree = _tree.flatten(self.cls.forward(ctx, *args))
+        leaves, self.out_tree = _tree.flatten(self.cls.forward(ctx, *args))  # type: ignore[attr-defined]
         outs = tuple(o for o in leaves if isinstance(o, ArrayBase))
         self.out_leaves = [None if isinstance(o, ArrayBase) else o for o in leaves]
         self.out_avals = [o.aval for o in outs]
@@ -123,7 +123,7 @@ class _FunctionVJP:
             g = tuple(zeros(a.shape, a.dtype, device=a.device) if ct is None else ct
                       for ct, a in zip(g, call.out_avals))
         cts = iter(g)
-        grads = call.cls.backward(ctx, *(next(cts) if leaf is None else None for leaf in call.out_leaves))
+        grads = call.cls.backward(ctx, *(next(cts) if leaf is None else None for leaf in call.out_leaves))  # type: ignore[attr-defined]
         grads = grads if isinstance(grads, tuple) else (grads,)
         if len(grads) != len(call.args):
             raise TypeError(f"{call.__name__}.backward returned {len(grads)} gradients for {len(call.args)} inputs "

@@ -43,7 +43,7 @@ class GradMode:
         if self._fn is None:  # @fg.no_grad() used as a decorator factory
             (fn,) = args
             return type(self)(fn)
-        with type(self)():
+        with type(self)():  # type: ignore[attr-defined]  # (its subclasses are context managers)
             return self._fn(*args, **kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

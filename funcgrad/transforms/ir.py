@@ -237,19 +237,19 @@ def _format_params(params: dict[str, Any], indent: int) -> tuple[str, list[str]]
 # ---- tracing -----------------------------------------------------------------------
 
 class TraceTracer(Tracer):
-    __slots__ = ("var",)
+    __slots__ = ("ir_var",)  # (not "var": that is the variance method of every array)
 
     def __init__(self, interp: TraceInterpreter, var: Var) -> None:
         self._interp = interp
-        self.var = var
+        self.ir_var = var
 
     @property
     def aval(self) -> ShapedArray:
-        return self.var.aval
+        return self.ir_var.aval
 
     @property
     def layout_hint(self) -> str | None:
-        return self.var.layout
+        return self.ir_var.layout
 
 
 class TraceInterpreter(Interpreter):
@@ -266,7 +266,7 @@ class TraceInterpreter(Interpreter):
 
     def atom(self, x: Any) -> Any:
         if isinstance(x, TraceTracer) and x._interp is self:
-            return x.var
+            return x.ir_var
         if isinstance(x, (bool, int, float)):
             return Literal(x)
         if isinstance(x, Tracer):

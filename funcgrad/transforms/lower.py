@@ -371,7 +371,7 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
         c_of[id(a)] = f"x{len(params)}"
         params.append(f"{a.aval.dtype.name} {c_of[id(a)]}")
         passed.append(w.names[id(a)])
-    body = []
+    body: list[Any] = []
     for e in eqns:
         out = e.outputs[0]
         args = []
@@ -473,7 +473,7 @@ def _in_parallel(threads: int, loop: Callable[..., None], n: int, *arrays: Any) 
     starts = [round(n * i / threads / 4096) * 4096 for i in range(threads)]
     bounds = list(zip(starts, [*starts[1:], n]))
     errors = np.geterr()
-    pending = [_POOL[0].submit(_under_errstate, errors, loop, lo, hi, arrays) for lo, hi in bounds[1:]]
+    pending = [_POOL[0].submit(_under_errstate, errors, loop, lo, hi, arrays) for lo, hi in bounds[1:]]  # type: ignore[arg-type]
     try:
         loop(*bounds[0], *arrays)
     finally:
@@ -482,7 +482,7 @@ def _in_parallel(threads: int, loop: Callable[..., None], n: int, *arrays: Any) 
 
 
 def _under_errstate(errors: dict[str, str], loop: Callable[..., None], lo: int, hi: int, arrays: Any) -> None:
-    with np.errstate(**errors):
+    with np.errstate(**errors):  # type: ignore[arg-type]
         loop(lo, hi, *arrays)
 
 
@@ -532,14 +532,14 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
         native = prim.native_for(device)
         if native is not None:
             return functools.partial(native, **params) if params else native
-        return functools.partial(_raw_view, prim, params, device.backend)
+        return functools.partial(_raw_view, prim, params, device.backend)  # type: ignore[union-attr]
     if prim.impl is None and not prim.multiple_results:
         kernel = prim.kernel_for(device)
         return functools.partial(kernel, **params) if params else kernel
     is_array = [isinstance(a, Var) for a in eqn.inputs]
 
     def through_arrays(*raw: Any) -> Any:  # call-like or multiple-result primitives: the eager path itself
-        args = [wrap_kernel_output(r, device) if arr else r for r, arr in zip(raw, is_array)]
+        args = [wrap_kernel_output(r, device) if arr else r for r, arr in zip(raw, is_array)]  # type: ignore[arg-type]
         out = run_eager(prim, tuple(args), params)
         return tuple(o._data for o in out) if prim.multiple_results else out._data
 

@@ -48,7 +48,7 @@ class _Rewrite:
     def result(self, constvars: list[Var] | None = None, consts: list[Any] | None = None) -> Program:
         p = self.program
         constvars, consts = (p.constvars, p.consts) if constvars is None else (constvars, consts)
-        return Program(p.invars, constvars, consts, self.eqns, [self.atom(a) for a in p.outvars], p.in_tree,
+        return Program(p.invars, constvars, consts, self.eqns, [self.atom(a) for a in p.outvars], p.in_tree,  # type: ignore[arg-type]
                        p.out_tree)
 
 

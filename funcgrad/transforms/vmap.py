@@ -77,7 +77,7 @@ class BatchInterpreter(Interpreter):
                 if isinstance(a, Tracer):
                     check_tracer(self, a)
                 vals.append(a)
-                dims.append(None)
+                dims.append(None)  # type: ignore[arg-type]
         token = _set_interpreter(self.parent)
         try:
             if not mapped:
@@ -114,12 +114,12 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
         n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
         with new_interpreter(BatchInterpreter(n)) as interp:
-            boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]
+            boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
             call_args, call_kwargs = _tree.unflatten(tree, boxed)
             out = f(*call_args, **call_kwargs)
             out_leaves, out_tree = _tree.flatten(out)
             targets = _prefix_axes(name, "out_axes", out_axes, out)
-            results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]
+            results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]  # type: ignore[arg-type]
         return _tree.unflatten(out_tree, results)
 
     return user_transform("vmap", batched)

@@ -204,7 +204,7 @@ class BatchSampler(Sampler):
             raise ArgumentValueError(f"BatchSampler: batch_size must be a positive int, got {batch_size!r}")
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
-    def __iter__(self) -> Iterator[list[int]]:
+    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
         batch: list[int] = []
         for index in self.sampler:
             batch.append(index)
@@ -316,7 +316,7 @@ class DataLoader:
     def __iter__(self) -> Iterator[Any]:
         if self._iterable:
             return self._iterate_stream()
-        batches = iter(self.batch_sampler) if self.batch_sampler is not None else ([i] for i in self.sampler)
+        batches = iter(self.batch_sampler) if self.batch_sampler is not None else ([i] for i in self.sampler)  # type: ignore[union-attr]
         if self.num_workers == 0:
             return (self.collate_fn([self.dataset[i] for i in batch]) if self.batch_sampler is not None
                     else self.collate_fn(self.dataset[batch[0]]) for batch in batches)
@@ -351,4 +351,4 @@ class DataLoader:
 
     def __del__(self) -> None:
         if getattr(self, "_pool", None) is not None:
-            self._pool.shutdown(wait=False)
+            self._pool.shutdown(wait=False)  # type: ignore[union-attr]
