@@ -64,6 +64,8 @@ def tensor(data: object, dtype: object = None, device: object = None,
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)  # noqa: F405
 
 
+Tensor = Array  # PyTorch's name for the array type (``isinstance(h, torch.Tensor)``)
+
 # PyTorch's dtype names (attributes only: ``from funcgrad import *`` must not shadow Python's float and int)
 long, int, float, double, half = int64, int32, float32, float64, float16  # noqa: A001
 e = _math.e

@@ -391,6 +391,10 @@ class ArrayBase:
                              "use .mT or .swapaxes(-1, -2)")
         return _ops.transpose(self) if self.ndim == 2 else self
 
+    def type(self, dtype: Any = None) -> Any:
+        """PyTorch's ``x.type(dtype)``: this array in ``dtype``; with no argument, the dtype's name."""
+        return self.dtype.name if dtype is None else self.astype(dtype)
+
     def type_as(self, other: Any) -> Self:
         """This array in ``other``'s dtype."""
         return self.astype(other.dtype)

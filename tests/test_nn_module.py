@@ -173,3 +173,15 @@ def test_module_api_without_pytorch() -> None:
         _tree_of(nn).get_submodule("2.5")
     with pytest.raises(AttributeError, match="no parameter 'weights' there"):
         _tree_of(nn).get_parameter("0.weights")
+
+
+def test_replacing_a_member_keeps_its_place_as_in_pytorch() -> None:
+    """A subclass that replaces an inherited submodule (word_language_model's
+    TransformerModel replaces nn.Transformer's decoder) keeps PyTorch's parameter order."""
+    m = fg.nn.Module()
+    m.a = fg.nn.Linear(2, 2)
+    m.b = fg.nn.Linear(2, 2)
+    m.a = fg.nn.Linear(2, 3)
+    assert [n for n, _ in m.named_parameters()] == ["a.weight", "a.bias", "b.weight", "b.bias"]
+    m.a = 5  # a plain value: no longer a submodule
+    assert [n for n, _ in m.named_parameters()] == ["b.weight", "b.bias"] and m.a == 5

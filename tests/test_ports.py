@@ -181,3 +181,62 @@ def test_autograd_port_is_the_original_script() -> None:
     vector, unflatten = ours.flatten(params)
     assert vector.shape == (64 * 16 + 16 + 16 * 10 + 10,)
     assert all(np.array_equal(a.numpy(), b) for a, b in zip(fg.tree.leaves(unflatten(vector)), fg.tree.leaves(params)))
+
+
+WLM_FG_IMPORTS = "import funcgrad as torch\nimport funcgrad.nn as nn\nimport funcgrad.nn.functional as F\n"
+WLM_MODELS = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU", "Transformer"]
+
+
+@pytest.mark.parametrize("model", ["RNN_TANH", "Transformer"])
+def test_word_language_model_port_trains(model: str, capsys: pytest.CaptureFixture[str]) -> None:
+    module = runpy.run_path(str(EXAMPLES / "word_language_model.py"))
+    first, best = module["main"](["--model", model, "--epochs", "6" if model != "Transformer" else "2"])
+    assert best < first - 0.5, capsys.readouterr().out
+    assert "End of training" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("model", WLM_MODELS)
+def test_word_language_model_port_is_the_original(model: str) -> None:
+    """Every ``--model`` of pytorch/examples' word_language_model: the port's source with
+    PyTorch's imports runs in PyTorch; with the same weights the two give the same
+    log-probabilities, hidden states, loss and gradients, and one SGD step of the script's
+    loop (clipping, ``p.data = p.data.add(p.grad, alpha=-lr)``) leaves the same weights."""
+    torch = pytest.importorskip("torch")
+    source = (EXAMPLES / "word_language_model.py").read_text()
+    assert WLM_FG_IMPORTS in source
+    ours = _module("wlm_fg", source)
+    theirs = _module("wlm_torch", source.replace(WLM_FG_IMPORTS, WLM_FG_IMPORTS.replace("funcgrad", "torch")))
+    args = types.SimpleNamespace(model=model, emsize=16, nhid=16, nlayers=2, dropout=0.0, tied=model == "GRU",
+                                 nhead=2, bptt=7, clip=0.25)
+    f_corpus, t_corpus = ours.Corpus(ours.TEXT), theirs.Corpus(theirs.TEXT)
+    assert f_corpus.train.tolist() == t_corpus.train.tolist()
+    ntokens = len(t_corpus.dictionary)
+    tm = theirs.build_model(args, ntokens, torch.device("cpu"))
+    fm = ours.build_model(args, ntokens, fg.device("cpu"))
+    assert [n for n, _ in fm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    fm.load_state_dict({k: fg.asarray(v.numpy().copy()) for k, v in tm.state_dict().items()})
+    tm.eval(), fm.eval()  # (nn.Transformer's layers keep their own dropout of 0.1)
+    t_data = theirs.batchify(t_corpus.train, 3, torch.device("cpu"))
+    f_data = ours.batchify(f_corpus.train, 3, fg.device("cpu"))
+    t_x, t_y = theirs.get_batch(t_data, 5, args.bptt)
+    f_x, f_y = ours.get_batch(f_data, 5, args.bptt)
+    if model == "Transformer":
+        t_out, f_out = tm(t_x).view(-1, ntokens), fm(f_x).view(-1, ntokens)
+    else:
+        t_out, t_h = tm(t_x, tm.init_hidden(3))
+        f_out, f_h = fm(f_x, fm.init_hidden(3))
+        for a, b in zip(fg.tree.leaves(f_h), (t_h if isinstance(t_h, tuple) else (t_h,))):
+            np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(f_out.numpy(), t_out.detach().numpy(), rtol=1e-4, atol=1e-4)
+    t_loss, f_loss = torch.nn.NLLLoss()(t_out, t_y), fg.nn.NLLLoss()(f_out, f_y)
+    assert abs(f_loss.item() - t_loss.item()) < 1e-5
+    t_loss.backward()
+    f_loss.backward()
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-3, atol=1e-6, err_msg=name)
+    for m, lib in ((fm, fg), (tm, torch)):  # the script's update step
+        lib.nn.utils.clip_grad_norm_(m.parameters(), args.clip)
+        for p in m.parameters():
+            p.data = p.data.add(p.grad, alpha=-5.0)
+    for (name, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=name)

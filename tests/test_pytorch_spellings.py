@@ -142,3 +142,11 @@ def test_manual_sgd_on_parameters_works_as_in_pytorch() -> None:
     assert model.weight.tolist() == [[0.0, 0.0, 0.0]] and model.weight.requires_grad
     model.bias.copy_(fg.asarray([2.0]))
     assert model.bias.tolist() == [2.0]
+
+
+def test_type_tensor_and_stack_dim_spellings() -> None:
+    x = fg.asarray(np.array([1.5, -2.0]))
+    assert x.type() == "float64" and x.type(fg.int64).dtype == fg.int64
+    assert fg.Tensor is fg.Array and isinstance(x, fg.Tensor)
+    a, b = fg.ones((2, 3)), fg.zeros((2, 3))
+    assert fg.stack([a, b], dim=2).shape == (2, 3, 2) and fg.stack([a, b], axis=1).shape == (2, 2, 3)

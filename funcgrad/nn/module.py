@@ -53,16 +53,21 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() in your Module's __init__ before assigning attributes")
-        for store in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[store].pop(name, None)
         if isinstance(value, Parameter):
-            self._parameters[name] = value
+            target = "_parameters"
         elif isinstance(value, Module):
-            self._modules[name] = value
+            target = "_modules"
         elif name in self.__dict__.get("_buffer_names", ()):
-            self._buffers[name] = value
+            target = "_buffers"
         else:
+            target = None
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store != target:  # (replacing a member of the same kind keeps its place, as in PyTorch)
+                self.__dict__[store].pop(name, None)
+        if target is None:
             object.__setattr__(self, name, value)
+        else:
+            self.__dict__[target][name] = value
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__

@@ -191,7 +191,10 @@ def concatenate(arrays: Sequence[Any], /, axis: int | None = 0) -> Any:
 concat = concatenate
 
 
-def stack(arrays: Sequence[Any], /, axis: int = 0) -> Any:
+def stack(arrays: Sequence[Any], /, axis: int = 0, *, dim: int | None = None) -> Any:
+    """Join same-shape arrays along a new ``axis`` (``dim``: PyTorch's name)."""
+    if dim is not None:
+        axis = dim
     arrays = [_single(a) for a in arrays]
     if not arrays:
         raise ValueError("stack: need at least one array")
