@@ -11,9 +11,10 @@ import builtins as _builtins
 import math as _math
 from types import SimpleNamespace as _NS
 from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 from . import dtypes as _dtypes
-from .array import Array
+from .array import Array, ArrayBase
 from .backends import Buffer, Device, DeviceUnavailableError, device, devices
 from .backends import memory
 from .dtypes import (DType, bfloat16, can_cast, complex64, complex128, finfo, float16, float32, float64, iinfo, int8,
@@ -44,7 +45,8 @@ from .serialization import load, save
 from .config import config
 from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compile, custom_jvp, custom_vjp,
                          enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, no_grad,
-                         saved_residuals, stop_gradient, trace, value_and_grad, vjp, vmap)
+                         saved_residuals, stop_gradient, value_and_grad, vjp, vmap)
+from .transforms import trace as _trace_program
 from .transforms import cond, fori_loop, scan, switch, while_loop
 from . import random  # noqa: E402
 from . import utils  # noqa: E402
@@ -62,6 +64,17 @@ def tensor(data: object, dtype: object = None, device: object = None,
            requires_grad: _builtins.bool = False) -> Array:
     """``torch.tensor``: a new array holding ``data`` (``fg.array``)."""
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)  # noqa: F405
+
+
+def trace(f_or_x: _Any, *args: _Any, **kwargs: _Any) -> _Any:
+    """``fg.trace(f)``: ``f``'s program (the IR; JAX's ``make_jaxpr``); ``fg.trace(x, offset=0,
+    axis1=0, axis2=1, dtype=None)``: NumPy's sum along a diagonal. A function and an array
+    cannot be mistaken for each other, so the name keeps both meanings."""
+    if callable(f_or_x) and not isinstance(f_or_x, ArrayBase):
+        return _trace_program(f_or_x, *args, **kwargs)
+    offset, axis1, axis2 = (list(args) + [0, 0, 1][len(args):])[:3]
+    x = diagonal(f_or_x, kwargs.pop("offset", offset), kwargs.pop("axis1", axis1), kwargs.pop("axis2", axis2))
+    return sum(x, axis=-1, dtype=kwargs.pop("dtype", None), **kwargs)
 
 
 Tensor = Array  # PyTorch's name for the array type (``isinstance(h, torch.Tensor)``)

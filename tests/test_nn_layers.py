@@ -289,3 +289,16 @@ def test_channel_dropout_zeros_whole_channels() -> None:
     per_channel = out.reshape(4, 8, 9)
     assert ((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1)).all()
     assert 0 < (per_channel[..., 0] == 0).mean() < 1
+
+
+def test_every_torch_nn_init_name_exists_and_old_names_warn() -> None:
+    """All of torch.nn.init: the functions, and the old names without an underscore (which
+    still work and warn, as PyTorch's do)."""
+    torch = pytest.importorskip("torch")
+    names = [n for n in dir(torch.nn.init) if not n.startswith("_") and callable(getattr(torch.nn.init, n))
+             and getattr(getattr(torch.nn.init, n), "__module__", "") == "torch.nn.init"]
+    assert names and [n for n in names if not hasattr(fg.nn.init, n)] == []
+    p = fg.nn.Parameter(fg.zeros((3, 4)))
+    with pytest.warns(FutureWarning, match="nn.init.xavier_uniform_"):
+        fg.nn.init.xavier_uniform(p)
+    assert float(fg.abs(p).sum()) > 0

@@ -84,3 +84,18 @@ def test_sinc_and_its_derivative_at_and_near_zero(x: float) -> None:
     np.testing.assert_allclose(fg.sinc(fg.asarray(np.float64(x))).item(), np.sinc(x), rtol=1e-12)
     zero = fg.asarray(np.float64(0.0))
     assert fg.sinc(zero).item() == 1.0 and fg.grad(fg.sinc)(zero).item() == 0.0
+
+
+def test_trace_is_numpys_for_arrays_and_the_program_for_functions() -> None:
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = fg.asarray(a)
+    for args, kwargs in [((), {}), ((1,), {}), ((), {"offset": -1, "axis1": 1, "axis2": 2}), ((0, 2, 0), {})]:
+        np.testing.assert_allclose(fg.trace(x, *args, **kwargs).numpy(), np.trace(a, *args, **kwargs))
+    g = fg.grad(lambda m: fg.trace(m, 1, 1, 2).sum())(x).numpy()
+    np.testing.assert_allclose(g, np.broadcast_to(np.eye(3, 4, 1), (2, 3, 4)))
+    assert isinstance(fg.trace(lambda v: v * 2)(x), fg.Program)
+
+
+def test_clip_takes_numpys_keywords() -> None:
+    x = fg.arange(6.0)
+    assert fg.clip(x, a_min=1.0, a_max=4.0).tolist() == np.clip(np.arange(6.0), a_min=1.0, a_max=4.0).tolist()

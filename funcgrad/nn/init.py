@@ -4,6 +4,7 @@ and returns it; values come from the global generator (``fg.manual_seed``)."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,8 @@ from ..random_state import generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
            "dirac_", "orthogonal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "sparse_"]
+           "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform", "xavier_normal",
+           "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
 
 
 def _set(param: Any, values: Any) -> Any:
@@ -171,3 +173,22 @@ def sparse_(param: Any, sparsity: float, std: float = 0.01) -> Any:
         values[rng.permutation(rows)[:zeros], c] = 0.0
     return _set(param, values)
 
+
+
+def _deprecated(method: Any) -> Any:
+    """PyTorch's old names without the trailing underscore: they still work, with its FutureWarning."""
+    old, new = method.__name__[:-1], method.__name__
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{new}`.", FutureWarning, stacklevel=2)
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = old
+    deprecated_init.__doc__ = f"Deprecated: ``nn.init.{new}`` (PyTorch's old name, kept with its warning)."
+    return deprecated_init
+
+
+uniform, normal, constant, eye, dirac = (_deprecated(m) for m in (uniform_, normal_, constant_, eye_, dirac_))
+xavier_uniform, xavier_normal = _deprecated(xavier_uniform_), _deprecated(xavier_normal_)
+kaiming_uniform, kaiming_normal = _deprecated(kaiming_uniform_), _deprecated(kaiming_normal_)
+orthogonal, sparse = _deprecated(orthogonal_), _deprecated(sparse_)

@@ -299,8 +299,10 @@ def where(condition: Any, x: Any, y: Any, /) -> Any:
     return bind(select_p, cond, x, y)
 
 
-def clip(x: Any, /, min: Any = None, max: Any = None) -> Any:
-    """Limit values to ``[min, max]`` (either may be ``None``)."""
+def clip(x: Any, /, min: Any = None, max: Any = None, *, a_min: Any = None, a_max: Any = None) -> Any:
+    """Limit values to ``[min, max]`` (either may be ``None``; ``a_min``/``a_max`` are NumPy's names)."""
+    min = a_min if a_min is not None else min
+    max = a_max if a_max is not None else max
     out = _single(x)
     if min is not None:
         out = maximum(out, min)
