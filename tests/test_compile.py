@@ -434,6 +434,12 @@ def test_a_compiled_module_trains_as_the_module_does() -> None:
     ("adam", dict(lr=0.01, weight_decay=0.1)),
     ("adamw", dict(lr=0.01, amsgrad=True, maximize=True)),
     ("rmsprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ("adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.3, weight_decay=0.01)),
+    ("adamax", dict(lr=0.01, weight_decay=0.1)),
+    ("nadam", dict(lr=0.01, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("radam", dict(lr=0.01, weight_decay=0.1)),
+    ("adadelta", dict(lr=0.5, weight_decay=0.01)),
+    ("rprop", dict(lr=0.01, maximize=True)),
 ])
 def test_a_compiled_step_with_a_functional_optimizer_equals_the_class(name: str, kwargs: dict) -> None:
     """fg.optim.<rule>(...) is the class's own update rule as (init, update) over pytrees, so
@@ -453,9 +459,10 @@ def test_a_compiled_step_with_a_functional_optimizer_equals_the_class(name: str,
     params = {"w": fg.asarray(w0)}
     state = opt.init(params)
     p = fg.nn.Parameter(fg.asarray(w0))
-    cls = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop"}[name]
+    cls = {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW", "rmsprop": "RMSprop", "adagrad": "Adagrad",
+           "adamax": "Adamax", "nadam": "NAdam", "radam": "RAdam", "adadelta": "Adadelta", "rprop": "Rprop"}[name]
     reference = getattr(fg.optim, cls)([p], **kwargs)
-    for _ in range(4):
+    for _ in range(4 if name != "radam" else 8):  # (RAdam's rectified steps start at step 6)
         params, state = step(params, state, x)
         reference.zero_grad()
         loss({"w": p}, x).backward()

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from . import lr_scheduler
-from .functional import GradientTransformation, adam, adamw, rmsprop, sgd
+from .functional import (
+           GradientTransformation,
+           adadelta,
+           adagrad,
+           adam,
+           adamax,
+           adamw,
+           nadam,
+           radam,
+           rmsprop,
+           rprop,
+           sgd,
+)
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rules import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop, Rprop
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler", "GradientTransformation", "sgd", "adam",
-           "adamw", "rmsprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "LBFGS"]
+           "adamw", "rmsprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "LBFGS", "adagrad", "adamax",
+           "nadam", "radam", "adadelta", "rprop"]

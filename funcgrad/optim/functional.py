@@ -17,9 +17,10 @@ from typing import Any, NamedTuple
 from .. import ops
 from .. import tree as _tree
 from ..nn.parameter import Parameter
-from .rules import SGD, Adam, AdamW, RMSprop
+from .rules import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop, Rprop
 
-__all__ = ["GradientTransformation", "sgd", "adam", "adamw", "rmsprop"]
+__all__ = ["GradientTransformation", "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax", "nadam", "radam",
+           "adadelta", "rprop"]
 
 
 class GradientTransformation(NamedTuple):
@@ -29,18 +30,20 @@ class GradientTransformation(NamedTuple):
     update: Callable[[Any, Any, Any], tuple[Any, Any]]
 
 
-def _functional(cls: type, buffers: Callable[[dict[str, Any]], tuple[str, ...]], *args: Any,
+def _functional(cls: type, buffers: Callable[[dict[str, Any]], Any], *args: Any,
                 **kwargs: Any) -> GradientTransformation:
     # the class checks the hyperparameters and holds the rule; its one parameter is a placeholder
     rule = cls([Parameter(ops.zeros((1,)))], *args, **kwargs)
     group = {k: v for k, v in rule.param_groups[0].items() if k != "params"}
-    names = buffers(group)
+    entries = buffers(group)
+    starts = entries if isinstance(entries, dict) else dict.fromkeys(entries, 0.0)
 
     def init(params: Any) -> list[dict[str, Any]]:
-        """Each leaf's state with every entry the rule keeps, zero (the rule's first step gives
-        the same values from zeros as from nothing), so the state keeps one structure."""
-        return [{k: ops.zeros(() if k == "step" else tuple(p.shape), p.dtype, device=p.device) for k in names}
-                for p in _tree.leaves(params)]
+        """Each leaf's state with every entry the rule keeps, at the value from which the rule's
+        first step gives what it gives from nothing (zero, unless ``buffers`` says otherwise),
+        so the state keeps one structure."""
+        return [{k: ops.full(() if k in ("step", "mu_product") else tuple(p.shape), v, p.dtype, device=p.device)
+                 for k, v in starts.items()} for p in _tree.leaves(params)]
 
     def update(grads: Any, state: list[dict[str, Any]], params: Any) -> tuple[Any, list[dict[str, Any]]]:
         leaves, structure = _tree.flatten(params)
@@ -89,3 +92,45 @@ def rmsprop(lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_dec
     return _functional(RMSprop, lambda g: ("step", "square_avg") + (("grad_avg",) if g["centered"] else ())
                        + (("momentum_buffer",) if g["momentum"] > 0 else ()),
                        lr, alpha, eps, weight_decay, momentum, centered, maximize)
+
+
+def adagrad(lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
+            eps: float = 1e-10, maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.Adagrad``'s rule as ``(init, update)``."""
+    return _functional(Adagrad, lambda g: {"step": 0.0, "sum": g["initial_accumulator_value"]},
+                       lr, lr_decay, weight_decay, initial_accumulator_value, eps, maximize)
+
+
+def adamax(lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+           maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.Adamax``'s rule as ``(init, update)``."""
+    return _functional(Adamax, lambda g: ("step", "exp_avg", "exp_inf"), lr, betas, eps, weight_decay, maximize)
+
+
+def nadam(lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+          momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False,
+          maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.NAdam``'s rule as ``(init, update)``."""
+    return _functional(NAdam, lambda g: {"step": 0.0, "mu_product": 1.0, "exp_avg": 0.0, "exp_avg_sq": 0.0},
+                       lr, betas, eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize)
+
+
+def radam(lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0,
+          decoupled_weight_decay: bool = False, maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.RAdam``'s rule as ``(init, update)``."""
+    return _functional(RAdam, lambda g: ("step", "exp_avg", "exp_avg_sq"), lr, betas, eps, weight_decay,
+                       decoupled_weight_decay, maximize)
+
+
+def adadelta(lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0.0,
+             maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.Adadelta``'s rule as ``(init, update)``."""
+    return _functional(Adadelta, lambda g: ("step", "square_avg", "acc_delta"), lr, rho, eps, weight_decay, maximize)
+
+
+def rprop(lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2), step_sizes: tuple[float, float] = (1e-6, 50.0),
+          maximize: bool = False) -> GradientTransformation:
+    """``fg.optim.Rprop``'s rule as ``(init, update)`` (a zero previous gradient and step sizes
+    of ``lr``: the same first step as the class's while ``lr`` lies within ``step_sizes``)."""
+    return _functional(Rprop, lambda g: {"step": 0.0, "prev": 0.0, "step_size": g["lr"]}, lr, etas, step_sizes,
+                       maximize)

@@ -246,10 +246,17 @@ class RAdam(Optimizer):
         bias1, bias2 = 1 - b1 ** step, 1 - b2 ** step
         rho_inf = 2 / (1 - b2) - 1
         rho = rho_inf - 2 * step * b2 ** step / bias2
-        if rho <= 5:  # (the variance is not yet tractable: a momentum step)
-            return p, -lr / bias1, m
-        rect = ((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho)) ** 0.5
-        return p, -lr * rect * bias2 ** 0.5 / bias1, m / (ops.sqrt(v) + eps)
+        if isinstance(rho, float):  # (a Python step: the class's loop picks the branch)
+            if rho <= 5:  # (the variance is not yet tractable: a momentum step)
+                return p, -lr / bias1, m
+            rect = ((rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho)) ** 0.5
+            return p, -lr * rect * bias2 ** 0.5 / bias1, m / (ops.sqrt(v) + eps)
+        # an array step (the functional form, maybe compiled): both branches, one selected
+        tractable = rho > 5
+        ratio = (rho - 4) * (rho - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho)
+        rect = ops.sqrt(ops.where(tractable, ratio, 1.0))
+        adaptive = rect * ops.sqrt(bias2) * m / (ops.sqrt(v) + eps)
+        return p, -lr / bias1, ops.where(tractable, adaptive, m)
 
 
 class Adadelta(Optimizer):
@@ -267,7 +274,7 @@ class Adadelta(Optimizer):
         g = _decayed(p, g, group)
         square_avg, acc_delta = state.get("square_avg"), state.get("acc_delta")
         square_avg = (1 - rho) * (g * g) if square_avg is None else rho * square_avg + (1 - rho) * (g * g)
-        delta = ops.sqrt((0.0 if acc_delta is None else acc_delta) + eps) / ops.sqrt(square_avg + eps) * g
+        delta = ops.sqrt((ops.zeros_like(g) if acc_delta is None else acc_delta) + eps) / ops.sqrt(square_avg + eps) * g
         acc_delta = (1 - rho) * (delta * delta) if acc_delta is None else rho * acc_delta + (1 - rho) * (delta * delta)
         state.update(step=state.get("step", 0) + 1, square_avg=square_avg, acc_delta=acc_delta)
         return p, -group["lr"], delta
