@@ -43,7 +43,7 @@ from .primitives import registry_lookup
 from . import nn, optim, testing, tree
 from .serialization import load, save
 from .config import config
-from .transforms import (Program, Tracer, checkpoint, checkpoint_policies, compile, custom_jvp, custom_vjp,
+from .transforms import (Interpreter, Program, Tracer, checkpoint, checkpoint_policies, compile, custom_jvp, custom_vjp,
                          enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, no_grad,
                          saved_residuals, stop_gradient, value_and_grad, vjp, vmap)
 from .transforms import trace as _trace_program

@@ -55,9 +55,17 @@ def user_transform(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Interpreter:
-    """Base of the transforms' interpreters. ``parent`` is the interpreter that was
-    current when this one started (``None``: eager evaluation); ``transform`` is the
-    public transform the user called, which errors name."""
+    """Base of every interpreter: the transforms', and the user's (``fg.Interpreter``, as
+    PyTorch's ``TorchDispatchMode``). ``parent`` is the interpreter that was current when
+    this one started (``None``: eager evaluation); ``transform`` is the public transform
+    the user called, which errors name.
+
+    A user's interpreter overrides ``process`` and is used as a context manager: every
+    primitive bound inside the ``with`` block (by ``fg.*`` functions, operators, modules,
+    rules of the transforms below it) reaches ``process(prim, args, params)``, which must
+    return what ``bind(prim, *args, **params)`` would (the same shapes, dtypes and
+    devices). ``super().process(...)`` hands the primitive on to the interpreter below,
+    eager evaluation at the bottom."""
 
     name = "transform"
 
@@ -67,7 +75,25 @@ class Interpreter:
         self.transform = _USER_TRANSFORM.get() or self.name
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        raise NotImplementedError
+        """Run ``prim`` below this interpreter, unchanged (what a subclass's ``super()`` call does)."""
+        token = current_interpreter.set(self.parent)
+        try:
+            return prim.bind(*args, **params)
+        finally:
+            current_interpreter.reset(token)
+
+    def __enter__(self) -> Any:
+        """Make this interpreter current: it sees every primitive bound in the block."""
+        self.parent = current_interpreter.get()  # (whatever is current now, which may differ from __init__'s)
+        self.active = True
+        if "transform" not in self.__dict__:  # (a subclass whose __init__ did not call ours)
+            self.transform = type(self).__name__
+        self.__dict__.setdefault("_tokens", []).append(current_interpreter.set(self))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        current_interpreter.reset(self.__dict__["_tokens"].pop())
+        self.active = bool(self.__dict__["_tokens"])
 
     def encloses(self, other: Interpreter | None) -> bool:
         """Whether ``other`` is this interpreter or one of its ancestors."""
