@@ -47,7 +47,7 @@ from .transforms import (Interpreter, Program, Tracer, checkpoint, checkpoint_po
                          enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, no_grad,
                          saved_residuals, stop_gradient, value_and_grad, vjp, vmap)
 from .transforms import trace as _trace_program
-from .transforms import cond, fori_loop, scan, switch, while_loop
+from .transforms import cond, fori_loop, inference_mode, scan, switch, while_loop
 from . import random  # noqa: E402
 from . import utils  # noqa: E402
 from . import accelerator, cuda, misc, scipy  # noqa: E402

@@ -984,6 +984,9 @@ class Array(ArrayBase):
             if not requires_grad:
                 raise RuntimeError("requires_grad_(False) on a non-leaf array: use x.detach() instead")
             return self
+        if requires_grad and self._autograd is not None and self._autograd.inference:  # type: ignore[has-type]
+            raise RuntimeError("requires_grad_(): this array was made in fg.inference_mode(), so it can never be "
+                               "recorded; use x.clone() for an ordinary copy")
         if requires_grad and self._dtype.kind not in "fc":
             raise DTypeError(f"only floating-point and complex arrays can require gradients, this one is {self._dtype}")
         if requires_grad:
@@ -993,6 +996,10 @@ class Array(ArrayBase):
         elif self._autograd is not None:
             self._autograd.requires_grad = False
         return self
+
+    def is_inference(self) -> bool:
+        """Whether this array was made in ``fg.inference_mode()`` (the tape refuses it)."""
+        return self._autograd is not None and bool(self._autograd.inference)
 
     @property
     def is_leaf(self) -> bool:

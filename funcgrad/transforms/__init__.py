@@ -8,6 +8,7 @@ from .compiled import compile, jit
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .core import Interpreter, Tracer
 from .custom import custom_jvp, custom_vjp
+from .inference import inference_mode
 from .ir import Program, trace
 from .tape import enable_grad, is_grad_enabled
 from .vmap import vmap
@@ -15,4 +16,4 @@ from .vmap import vmap
 __all__ = ["Interpreter", "Program", "Tracer", "trace", "compile", "jit", "checkpoint", "checkpoint_policies",
            "saved_residuals", "custom_jvp", "custom_vjp", "enable_grad", "is_grad_enabled", "grad", "hessian",
            "jacfwd", "jacrev", "jvp", "no_grad", "stop_gradient", "value_and_grad", "vjp", "vmap", "cond", "switch",
-           "while_loop", "fori_loop", "scan"]
+           "while_loop", "fori_loop", "scan", "inference_mode"]

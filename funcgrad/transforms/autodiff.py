@@ -172,6 +172,7 @@ class VJPInterpreter(Interpreter):
         raw: list[Any] | None = []  # the kernel's arguments, while every primal is an array on one device
         device = None
         tape = self.tracks_arrays  # (then an input with tape history may go straight to a kernel)
+        inference = None  # an input made in inference mode (the tape refuses it)
         for a in args:
             if a.__class__ is _Array:
                 meta = a._autograd
@@ -180,6 +181,8 @@ class VJPInterpreter(Interpreter):
                     parents.append((edge, meta.output_nr, a._data.shape, a._dtype))
                     live = True
                 elif meta is not None and tape:
+                    if meta.inference:
+                        inference = a
                     a, parent = self.unbox(a)
                     parents.append(parent)
                     live = live or parent is not None
@@ -204,6 +207,10 @@ class VJPInterpreter(Interpreter):
         primals_t = tuple(primals)
         if not live:
             return self.below(prim, primals_t, params)
+        if inference is not None:
+            raise RuntimeError(f"{prim.name}: an array made in fg.inference_mode() (shape "
+                               f"{tuple(inference.shape)}) cannot be recorded for backward. Make an ordinary copy "
+                               "with x.clone() outside inference mode and use that (PyTorch's rule)")
         no_grad = _NO_GRAD.get()
         if prim.differentiable and (no_grad is None or not no_grad_active(self)):
             rule = prim.vjp

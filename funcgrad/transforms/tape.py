@@ -65,6 +65,7 @@ class AutogradMeta:
     # ``meta.record(prim, args, params)``: eager evaluation found this metadata on an
     # argument, so the tape records the operation (``Tape.process``, set below)
     record: Any
+    inference = False  # (``inference.InferenceMeta``: an array made in inference mode)
 
 
 class AccumulateGrad:
