@@ -118,7 +118,7 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     if getattr(weight, "ndim", None) != 4:
         raise ShapeError(f"conv2d: the weight must be (out_channels, in_channels/groups, KH, KW), got shape "
                          f"{fmt_shape(tuple(getattr(weight, 'shape', ())))}")
-    same_dtype("conv2d", x, weight, bias)
+    x = same_dtype("conv2d", x, weight, bias)
     groups = as_int("conv2d", groups, "groups", minimum=1)
     n, c = x.shape[0], x.shape[1]
     o, cg, kh, kw = weight.shape

@@ -48,7 +48,7 @@ def conv_transpose2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, pad
     if getattr(weight, "ndim", None) != 4:
         raise ShapeError(f"{op}: the weight must be (in_channels, out_channels/groups, KH, KW), got shape "
                          f"{fmt_shape(tuple(getattr(weight, 'shape', ())))}")
-    same_dtype(op, x, weight, bias)
+    x = same_dtype(op, x, weight, bias)
     groups = as_int(op, groups, "groups", minimum=1)
     n, c, h, w = x.shape
     ci, og, kh, kw = weight.shape

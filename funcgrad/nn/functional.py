@@ -44,7 +44,7 @@ def linear(x: Any, weight: Any, bias: Any = None) -> Any:
     """``x @ weight.T + bias`` (weight has PyTorch's (out_features, in_features) shape): the
     ``linear`` primitive (bfloat16: the composite). Input, weight and bias share one dtype."""
     x = x if isinstance(x, ArrayBase) else ops.asarray(x, device=weight.device)
-    _same_dtype("linear", x, weight, bias)
+    x = _same_dtype("linear", x, weight, bias)
     if x.dtype.kind == "f" and x.dtype.name != "bfloat16" and x.ndim >= 1:
         return bind(linear_p, x, weight) if bias is None else bind(linear_p, x, weight, bias)
     out = ops.matmul(x, ops.matrix_transpose(weight))
@@ -58,8 +58,8 @@ def bilinear(x1: Any, x2: Any, weight: Any, bias: Any = None) -> Any:
         raise ShapeError(f"bilinear: inputs of shapes {_fmt_shape(tuple(x1.shape))} and {_fmt_shape(tuple(x2.shape))} "
                          f"do not fit a weight of shape {_fmt_shape(tuple(getattr(weight, 'shape', ())))} "
                          "(out, in1, in2): the inputs share their leading axes and end in in1 and in2")
-    _same_dtype("bilinear", x1, weight, bias)
-    _same_dtype("bilinear", x2, weight)
+    x1 = _same_dtype("bilinear", x1, weight, bias)
+    x2 = _same_dtype("bilinear", x2, weight)
     out = ops.einsum("...i,oij,...j->...o", x1, weight, x2)
     return out if bias is None else out + bias
 
@@ -328,7 +328,7 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise ShapeError(f"layer_norm: input of shape {_fmt_shape(tuple(x.shape))} does not end with "
                          f"{_fmt_shape(shape)}")
-    _same_dtype("layer_norm", x, weight, bias)
+    x = _same_dtype("layer_norm", x, weight, bias)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     mean = ops.mean(x, axes, keepdims=True)
     var = ops.mean(ops.square(x - mean), axes, keepdims=True)

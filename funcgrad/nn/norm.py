@@ -21,7 +21,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "batch_norm"]
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> tuple[Any, Any, Any]:
     """Returns (output, new running mean, new running var); statistics over all axes but 1."""
-    same_dtype("batch_norm", x, weight, bias)
+    x = same_dtype("batch_norm", x, weight, bias)
     axes = tuple(i for i in range(x.ndim) if i != 1)
     shape = tuple(x.shape[1] if i == 1 else 1 for i in range(x.ndim))
     if training:

@@ -1,0 +1,109 @@
+"""``fg.autocast``: mixed precision as a user interpreter (``docs/mixed-precision.md``).
+
+Inside the block each primitive named in ``primitives.precision.AUTOCAST_POLICY`` has its
+floating inputs cast (float32, float16 and bfloat16 ones; float64 is never cast) to the
+autocast dtype (``"lower"``) or to float32 (``"float32"``) before it runs; the casts are
+ordinary ``convert_element_type`` operations, so derivatives flow back through them and
+reach float32 parameters in float32, and a compiled function traced inside the block
+records them in its program. The settings of the innermost block rule (an inner
+``autocast(enabled=False)`` turns casting off).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from typing import Any
+
+from .. import dtypes as _dt
+from ..array import ArrayBase
+from ..errors import ArgumentValueError
+from ..primitives.elementwise import convert_element_type_p
+from ..primitives.precision import AUTOCAST_POLICY
+from .core import Interpreter
+
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+
+# the innermost block's (enabled, device kind, dtype)
+_STATE: contextvars.ContextVar[tuple[bool, str, Any] | None] = contextvars.ContextVar("funcgrad_autocast", default=None)
+_CASTABLE = (_dt.float16, _dt.bfloat16, _dt.float32)
+_KINDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+
+
+class autocast(Interpreter):
+    """``with fg.autocast("cpu", dtype=fg.bfloat16):`` (also a decorator): products in the
+    low dtype, reductions and exp/log in float32, everything else as its inputs are."""
+
+    name = "autocast"
+
+    def __init__(self, device_type: str = "cpu", dtype: Any = None, enabled: bool = True,
+                 cache_enabled: Any = None) -> None:
+        super().__init__()
+        if device_type not in _KINDS:
+            raise ArgumentValueError(f"autocast: device_type must be 'cpu' or 'gpu' ('cuda'), got {device_type!r}")
+        self.device_kind = _KINDS[device_type]
+        low = _dt.as_dtype(dtype, op="autocast") if dtype is not None else (
+            _dt.bfloat16 if self.device_kind == "cpu" else _dt.float16)
+        if low not in (_dt.bfloat16, _dt.float16):
+            raise ArgumentValueError(f"autocast: dtype must be fg.bfloat16 or fg.float16, got {low}")
+        self.fast_dtype, self.enabled = low, bool(enabled)
+        self._tokens: list[Any] = []
+
+    def __call__(self, fn: Any) -> Any:
+        """As a decorator: ``fn`` runs inside this autocast block."""
+        settings = (self.device_kind, self.fast_dtype, self.enabled)
+
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            kind, low, on = settings
+            with autocast("cpu" if kind == "cpu" else "gpu", low, on):
+                return fn(*args, **kwargs)
+
+        return wrapped
+
+    def __enter__(self) -> autocast:
+        self._tokens.append(_STATE.set((self.enabled, self.device_kind, self.fast_dtype)))
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        _STATE.reset(self._tokens.pop())
+
+    def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """Cast the floating inputs as the policy says, then run ``prim`` below."""
+        policy = AUTOCAST_POLICY.get(prim.name)
+        state = _STATE.get()
+        if policy is None or state is None or not state[0]:
+            return super().process(prim, args, params)
+        if policy == "float32":
+            return super().process(prim, tuple(self._cast(a, _dt.float32, state[1]) for a in args), params)
+        # "lower": inputs rounded to the low dtype, the product accumulated in float32 and
+        # rounded to the low dtype, as bfloat16/float16 matrix units compute (NumPy has no
+        # fast low-precision products; float32 holds every bfloat16 and float16 exactly)
+        low = state[2]
+        if not any(isinstance(a, ArrayBase) and a.dtype in _CASTABLE for a in args):
+            return super().process(prim, args, params)
+        rounded = tuple(self._cast(self._cast(a, low, state[1]), _dt.float32, state[1]) for a in args)
+        return self._cast(super().process(prim, rounded, params), low, state[1])
+
+    def _cast(self, a: Any, target: Any, kind: str) -> Any:
+        if not isinstance(a, ArrayBase) or a.dtype is target or a.dtype not in _CASTABLE:
+            return a
+        if getattr(a.device, "kind", "cpu") != kind and not (kind == "gpu" and a.device.kind != "cpu"):
+            return a
+        return super().process(convert_element_type_p, (a,), {"new_dtype": target})
+
+
+def is_autocast_enabled(device_type: str = "cpu") -> bool:
+    """Whether an ``autocast`` block for ``device_type`` casts now."""
+    state = _STATE.get()
+    return bool(state is not None and state[0] and state[1] == _KINDS.get(device_type, device_type))
+
+
+def get_autocast_dtype(device_type: str = "cpu") -> Any:
+    """The low dtype the innermost ``autocast`` block for ``device_type`` uses (bfloat16 on the CPU by default)."""
+    state = _STATE.get()
+    if state is not None and state[1] == _KINDS.get(device_type, device_type):
+        return state[2]
+    return _dt.bfloat16 if _KINDS.get(device_type, device_type) == "cpu" else _dt.float16
