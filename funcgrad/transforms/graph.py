@@ -116,6 +116,11 @@ def toposort(roots: list[Node]) -> list[Node]:
 Reached = dict[int, tuple[Any, list[Any]]]  # a walk's leaves: id -> (leaf, its output cotangents)
 
 
+# ``fg.profiler.profile`` sets this while it records: ``node_range(name)`` is a context
+# manager that times one backward step (None: nothing to time, the common case)
+node_range: Any = None
+
+
 def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = None) -> Reached:
     """The one reverse walk, shared by ``fg.vjp``/``fg.grad``, the tape and backward plans.
 
@@ -140,7 +145,11 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
         if node.rule is None:
             leaves[id(node)] = (node, cts)
             continue
-        propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
+        if node_range is None:
+            propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
+        else:  # (a profiler is recording: the step is a range named after the node, MulBackward)
+            with node_range(node.name):
+                propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
         del cts
         if after is not None:
             after(node)
