@@ -52,6 +52,7 @@ from . import random  # noqa: E402
 from . import utils  # noqa: E402
 from . import accelerator, amp, cuda, misc, profiler, scipy  # noqa: E402
 from .amp import autocast  # noqa: E402
+from .export import Exported, export, load_exported  # noqa: E402
 from .random.generator import (Generator, bernoulli, manual_seed, multinomial, normal, rand, rand_like,  # noqa: E402
                                randint, randn, randn_like, randperm)
 

@@ -1,0 +1,373 @@
+"""``fg.export``: a function as a program that runs without its Python source (``docs/export.md``).
+
+``export(f, *example_args)`` traces ``f`` at the examples' shapes and dtypes (the trace of
+``fg.trace``; closed-over arrays and module parameters become constants), runs the
+compiler's passes, and returns an ``Exported``: call it, print it, ``.save(path)`` it.
+``load_exported(path)`` reads the file back and runs it with nothing but funcgrad.
+
+The file is never unpickled. Its layout is safetensors': 8 bytes of little-endian header
+length, a JSON header, then the constants' raw bytes. The header holds the format's name
+and version, the program (inputs' and outputs' shapes and dtypes, and each equation: the
+primitive's registered name, its inputs as variable numbers or literal numbers, its
+parameters as JSON values, and its outputs' shapes and dtypes), the constants' dtypes,
+shapes and byte ranges with a CRC-32 of their bytes, and the argument and result structures (tuples, lists, dicts with
+string keys, ``None``). Loading checks all of it: every name must be a registered
+primitive, every variable defined before use, every byte range inside the file, and every
+equation's shape rule must give the recorded result; anything else is ``FormatError``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import os
+import struct
+import zlib
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import tree as _tree
+from .array import Array, ArrayBase
+from .backends.device import CPU
+from .errors import FormatError, FuncgradError
+from .ops import asarray
+from .primitives.core import _REGISTRY, ShapedArray
+from .primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE
+from .transforms.compiler import optimize
+from .transforms.ir import Eqn, Literal, Program, Var, make_program
+
+__all__ = ["export", "load_exported", "Exported", "ExportError", "FORMAT", "VERSION"]
+
+FORMAT, VERSION = "funcgrad.exported", 1
+_MAX_HEADER = 256 * 2 ** 20
+
+
+class ExportError(FuncgradError, TypeError):
+    """A function holds something an exported file cannot record (a Python callable)."""
+
+
+class Exported:
+    """A traced, optimised program with its signature: ``exported(*args)`` runs it."""
+
+    def __init__(self, program: Program, in_tree: Any, out_tree: Any) -> None:
+        self.program, self.in_tree, self.out_tree = program, in_tree, out_tree
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        """The shapes and dtypes the arguments must have."""
+        return self.program.in_avals
+
+    def __call__(self, *args: Any) -> Any:
+        flat, tree = _tree.flatten(args)
+        if tree != self.in_tree:
+            raise TypeError(f"exported program: arguments of structure {tree}, expected {self.in_tree}")
+        for i, (x, aval) in enumerate(zip(flat, self.in_avals)):
+            if not isinstance(x, ArrayBase):
+                x = asarray(x)
+            if tuple(x.shape) != aval.shape or x.dtype is not aval.dtype:
+                raise TypeError(f"exported program: argument {i} is {x.dtype}{list(x.shape)}, expected "
+                                f"{aval.str_short()} (export again for other shapes)")
+        flat = [x if isinstance(x, ArrayBase) else asarray(x) for x in flat]
+        return _tree.unflatten(self.out_tree, self.program.eval_flat(flat))
+
+    def __str__(self) -> str:
+        return str(self.program)
+
+    __repr__ = __str__
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the program in funcgrad's pickle-free export format."""
+        data = bytearray()
+        constants = []
+        for c in self.program.consts:
+            raw = np.array(c.numpy() if isinstance(c, Array) else c, order="C")  # (0-d stays 0-d)
+            constants.append({"dtype": _dtype_name(raw.dtype), "shape": list(raw.shape),
+                              "offsets": [len(data), len(data) + raw.nbytes]})
+            data += raw.astype(raw.dtype.newbyteorder("<"), copy=False).tobytes()
+        header = {"format": FORMAT, "version": VERSION, "crc32": zlib.crc32(bytes(data)),
+                  "program": _encode_program(self.program, top=True),
+                  "constants": constants, "in_tree": _encode_tree(self.in_tree),
+                  "out_tree": _encode_tree(self.out_tree)}
+        blob = json.dumps(header, allow_nan=False).encode()
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(blob)) + blob + bytes(data))
+
+
+def export(f: Any, *example_args: Any) -> Exported:
+    """``f`` traced at ``example_args``' shapes and dtypes and optimised, as an ``Exported``."""
+    flat, in_tree = _tree.flatten(example_args)
+    flat = [x if isinstance(x, ArrayBase) else asarray(x) for x in flat]
+    program, _ = make_program(f, [ShapedArray(tuple(x.shape), x.dtype, x.device) for x in flat], in_tree)
+    program = optimize(program)
+    _encode_program(program, top=True)  # (refuses what a file cannot hold, now rather than at save)
+    return Exported(program, program.in_tree if program.in_tree is not None else in_tree, program.out_tree)
+
+
+def load_exported(path: str | os.PathLike[str]) -> Exported:
+    """Read a file ``Exported.save`` wrote; every part is checked, nothing is unpickled."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return _decode_file(raw)
+    except FormatError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError,
+            FuncgradError) as exc:
+        raise FormatError(f"load_exported: {os.fspath(path)} is not a valid exported program ({exc})") from exc
+
+
+# ---- encoding ---------------------------------------------------------------------------
+
+def _dtype_name(dt: Any) -> str:
+    return str(_dt.as_dtype(dt).name)
+
+
+def _aval(a: ShapedArray) -> dict[str, Any]:
+    return {"shape": list(a.shape), "dtype": a.dtype.name}
+
+
+def _encode_value(v: Any, where: str) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return {"int": v}
+    if isinstance(v, float):
+        return {"float": repr(v)} if not math.isfinite(v) else v
+    if isinstance(v, (tuple, list)):
+        return {"tuple" if isinstance(v, tuple) else "list": [_encode_value(x, where) for x in v]}
+    if isinstance(v, _dt.DType):
+        return {"dtype": v.name}
+    if isinstance(v, Program):
+        return {"program": _encode_program(v)}
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return {"dict": {k: _encode_value(x, where) for k, x in v.items()}}
+    raise ExportError(f"export: {where} holds a {type(v).__name__} ({v!r:.80}), which an exported file cannot "
+                      "record; export a function made of fg.* operations (no custom rules or callbacks)")
+
+
+def _encode_program(p: Program, top: bool = False) -> dict[str, Any]:
+    ids: dict[int, int] = {}
+
+    def define(v: Var) -> dict[str, Any]:
+        ids[id(v)] = len(ids)
+        return _aval(v.aval)
+
+    def atom(a: Any, where: str) -> Any:
+        if isinstance(a, Var):
+            return {"var": ids[id(a)]}
+        return {"literal": _encode_value(a.value, where)}
+
+    out = {"invars": [define(v) for v in p.invars], "constvars": [define(v) for v in p.constvars]}
+    if not top and p.consts:
+        raise ExportError("export: a nested program holds constants of its own")
+    eqns = []
+    for eqn in p.eqns:
+        where = f"the parameters of {eqn.prim.name}"
+        eqns.append({"prim": eqn.prim.name, "inputs": [atom(a, where) for a in eqn.inputs],
+                     "params": {k: _encode_value(v, f"{where} ({k})") for k, v in eqn.params.items()},
+                     "outputs": [define(v) for v in eqn.outputs]})
+    out["eqns"] = eqns
+    out["outvars"] = [atom(a, "an output") for a in p.outvars]
+    return out
+
+
+def _encode_tree(t: Any) -> Any:
+    if t is None:
+        return None
+    if t.node_type is None:
+        return "*"
+    if t.node_type in (tuple, list):
+        return {t.node_type.__name__: [_encode_tree(c) for c in t.children]}
+    if t.node_type is dict and all(isinstance(k, str) for k in t.aux):
+        return {"dict": [[k, _encode_tree(c)] for k, c in zip(t.aux, t.children)]}
+    if t.node_type is type(None):
+        return {"none": []}
+    raise ExportError(f"export: arguments and results must be arrays in tuples, lists and dicts with string keys; "
+                      f"got a {t.node_type.__name__}")
+
+
+# ---- decoding (every field checked) -----------------------------------------------------
+
+def _decode_file(raw: bytes) -> Exported:
+    if len(raw) < 8:
+        raise FormatError("load_exported: the file is too short to hold a header")
+    (n,) = struct.unpack("<Q", raw[:8])
+    if n > min(_MAX_HEADER, len(raw) - 8):
+        raise FormatError(f"load_exported: the header length {n} runs past the end of the file")
+    header = json.loads(raw[8:8 + n].decode("utf-8"))
+    body = memoryview(raw)[8 + n:]
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise FormatError(f"load_exported: not a {FORMAT} file")
+    if header.get("version") != VERSION:
+        raise FormatError(f"load_exported: format version {header.get('version')!r}; this funcgrad reads {VERSION}")
+    if header.get("crc32") != zlib.crc32(body):
+        raise FormatError("load_exported: the constants' bytes do not match their checksum (a damaged file)")
+    consts = []
+    for c in header["constants"]:
+        dtype = _dt.as_dtype(_expect(c["dtype"], str))
+        shape = tuple(_expect(d, int) for d in c["shape"])
+        start, end = (_expect(o, int) for o in c["offsets"])
+        if any(d < 0 for d in shape) or not 0 <= start <= end <= len(body) or \
+                end - start != math.prod(shape) * dtype.itemsize:
+            raise FormatError(f"load_exported: constant bytes [{start}, {end}) do not fit {dtype}{list(shape)} "
+                              f"in a body of {len(body)} bytes")
+        array = np.frombuffer(body[start:end], dtype=dtype.np.newbyteorder("<")).astype(dtype.np).reshape(shape)
+        consts.append(asarray(array.copy()))
+    program = _decode_program(header["program"], consts)
+    in_tree, out_tree = _decode_tree(header["in_tree"]), _decode_tree(header["out_tree"])
+    if in_tree is None or in_tree.num_leaves != len(program.invars) or out_tree is None or \
+            out_tree.num_leaves != len(program.outvars):
+        raise FormatError("load_exported: the argument or result structure does not match the program's inputs "
+                          "and outputs")
+    return Exported(program, in_tree, out_tree)
+
+
+def _expect(v: Any, kind: type) -> Any:
+    if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+        raise FormatError(f"load_exported: expected a {kind.__name__}, got {v!r:.60}")
+    return v
+
+
+def _decode_aval(d: Any) -> ShapedArray:
+    shape = tuple(_expect(x, int) for x in _expect(d["shape"], list))
+    if any(x < 0 for x in shape):
+        raise FormatError(f"load_exported: a negative dimension in {list(shape)}")
+    return ShapedArray(shape, _dt.as_dtype(_expect(d["dtype"], str)), CPU)
+
+
+def _decode_value(v: Any, depth: int = 0) -> Any:
+    if depth > 64:
+        raise FormatError("load_exported: parameters nested too deeply")
+    if v is None or isinstance(v, (bool, str, float)) or (isinstance(v, int) and not isinstance(v, bool)):
+        return v
+    if isinstance(v, dict) and len(v) == 1:
+        ((kind, x),) = v.items()
+        if kind == "int":
+            return _expect(x, int)
+        if kind == "float":
+            return float(_expect(x, str))
+        if kind in ("tuple", "list"):
+            items = [_decode_value(y, depth + 1) for y in _expect(x, list)]
+            return tuple(items) if kind == "tuple" else items
+        if kind == "dtype":
+            return _dt.as_dtype(_expect(x, str))
+        if kind == "program":
+            return _decode_program(x, [])
+        if kind == "dict":
+            return {_expect(k, str): _decode_value(y, depth + 1) for k, y in _expect(x, dict).items()}
+    raise FormatError(f"load_exported: an unknown parameter value {v!r:.80}")
+
+
+def _decode_program(d: Any, consts: list[Any]) -> Program:
+    env: list[Var] = []
+
+    def define(a: Any) -> Var:
+        v = Var(_decode_aval(a))
+        env.append(v)
+        return v
+
+    def atom(a: Any) -> Any:
+        if "var" in a:
+            i = _expect(a["var"], int)
+            if not 0 <= i < len(env):
+                raise FormatError(f"load_exported: variable {i} is used before it is defined")
+            return env[i]
+        value = _decode_value(a["literal"])
+        if not isinstance(value, (bool, int, float, complex)):
+            raise FormatError(f"load_exported: a literal must be a number, got {value!r:.60}")
+        return Literal(value)
+
+    invars = [define(a) for a in _expect(d["invars"], list)]
+    constvars = [define(a) for a in _expect(d["constvars"], list)]
+    if len(constvars) != len(consts):
+        raise FormatError(f"load_exported: {len(constvars)} constant variables for {len(consts)} constants")
+    for v, c in zip(constvars, consts):
+        if v.aval.shape != tuple(c.shape) or v.aval.dtype is not c.dtype:
+            raise FormatError(f"load_exported: constant {c.dtype}{list(c.shape)} for a {v.aval.str_short()} variable")
+    eqns = []
+    for e in _expect(d["eqns"], list):
+        name = _expect(e["prim"], str)
+        prim = _REGISTRY.get(name)
+        if prim is None or prim.impl is not None and name not in ("compiled_call", "checkpoint", "cond", "scan",
+                                                                   "while"):
+            raise FormatError(f"load_exported: {name!r} is not a primitive this funcgrad can load")
+        inputs = [atom(a) for a in _expect(e["inputs"], list)]
+        params = {_expect(k, str): _decode_value(v) for k, v in _expect(e["params"], dict).items()}
+        outputs = [define(a) for a in _expect(e["outputs"], list)]
+        _check_shape_rule(prim, inputs, params, outputs)
+        eqns.append(Eqn(prim, inputs, outputs, params))
+    outvars = [atom(a) for a in _expect(d["outvars"], list)]
+    return Program(invars, constvars, consts, eqns, outvars)
+
+
+def _arity(prim: Any) -> tuple[int, int]:
+    """How many inputs ``prim`` takes: (fewest, most); elementwise rules take any number."""
+    if prim.name in UNARY_TABLE:
+        return 1, 1
+    if prim.name in BINARY_TABLE:
+        return 2, 2
+    if prim.name in COMPARISON_TABLE:
+        return COMPARISON_TABLE[prim.name][2], COMPARISON_TABLE[prim.name][2]
+    positional = [p for p in inspect.signature(prim.abstract_eval).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    if any(p.kind is p.VAR_POSITIONAL for p in positional):
+        return sum(p.kind is not p.VAR_POSITIONAL and p.default is p.empty for p in positional), 1 << 16
+    return sum(p.default is p.empty for p in positional), len(positional)
+
+
+def _check_shape_rule(prim: Any, inputs: list[Any], params: dict[str, Any], outputs: list[Var]) -> None:
+    """The primitive takes this many inputs, and its own shape rule gives the recorded results."""
+    fewest, most = _arity(prim)
+    if not fewest <= len(inputs) <= most:
+        raise FormatError(f"load_exported: {prim.name} with {len(inputs)} inputs")
+    avals = [a.aval if isinstance(a, Var) else a.value for a in inputs]
+    got = prim.abstract_eval(*avals, **params)
+    got = list(got) if prim.multiple_results else [got]
+    want = [v.aval for v in outputs]
+    if len(got) != len(want) or any(g.shape != w.shape or g.dtype is not w.dtype for g, w in zip(got, want)):
+        raise FormatError(f"load_exported: {prim.name} gives {[g.str_short() for g in got]} but the file records "
+                          f"{[w.str_short() for w in want]}")
+
+
+def _decode_tree(d: Any) -> Any:
+    if d is None:
+        return None
+    _count_leaves(d)  # (checks the depth and the node kinds first)
+    return _tree.structure(_skeleton(d))
+
+
+def _count_leaves(d: Any, depth: int = 0) -> int:
+    if depth > 64:
+        raise FormatError("load_exported: a structure nested too deeply")
+    if d == "*":
+        return 1
+    ((kind, children),) = _expect(d, dict).items()
+    if kind == "dict":
+        return sum(_count_leaves(c, depth + 1) for _, c in children)
+    return sum(_count_leaves(c, depth + 1) for c in children)
+
+
+def _skeleton(d: Any) -> Any:
+    """A pytree of this structure with placeholder leaves, for ``tree.structure``."""
+    if d == "*":
+        return _LEAF
+    ((kind, children),) = d.items()
+    if kind == "tuple":
+        return tuple(_skeleton(c) for c in children)
+    if kind == "list":
+        return [_skeleton(c) for c in children]
+    if kind == "dict":
+        return {_expect(k, str): _skeleton(c) for k, c in children}
+    if kind == "none":
+        return None
+    raise FormatError(f"load_exported: an unknown structure node {kind!r}")
+
+
+class _Leaf:
+    """A placeholder leaf."""
+
+
+_LEAF = _Leaf()
