@@ -4,6 +4,7 @@ classes, has a docstring whose first line summarizes it: the test walks the publ
 from __future__ import annotations
 
 import inspect
+import sys
 
 import funcgrad as fg
 
@@ -12,7 +13,7 @@ SPACES = [("fg", fg), ("fg.nn", fg.nn), ("fg.nn.functional", fg.nn.functional), 
           ("fg.testing", fg.testing), ("fg.memory", fg.memory), ("fg.autograd", fg.autograd), ("fg.fft", fg.fft),
           ("fg.linalg", fg.linalg), ("fg.scipy.special", fg.scipy.special), ("fg.utils.data", fg.utils.data),
           ("fg.cuda", fg.cuda), ("fg.accelerator", fg.accelerator), ("fg.amp", fg.amp),
-          ("fg.profiler", fg.profiler), ("fg.export", __import__("funcgrad.export").export)]
+          ("fg.profiler", fg.profiler), ("fg.export", sys.modules["funcgrad.export"])]
 
 
 def _own_doc(obj: object) -> str:
