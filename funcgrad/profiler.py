@@ -95,14 +95,13 @@ class profile(Interpreter):
     # -- recording ---------------------------------------------------------------------
     def __enter__(self) -> profile:
         self._tokens.append(_ACTIVE.set(self))
-        self._previous_range.append(_graph.node_range)
-        _graph.node_range = lambda name: self._range(name, "backward")
+        self._previous_range.append(_graph.set_node_range(lambda name: self._range(name, "backward")))
         super().__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
-        _graph.node_range = self._previous_range.pop()
+        _graph.set_node_range(self._previous_range.pop())
         _ACTIVE.reset(self._tokens.pop())
 
     def _close(self, event: Event) -> None:

@@ -17,7 +17,7 @@ from ..array import ArrayBase
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
 
-__all__ = ["Node", "Reached", "backward_name", "fit", "propagate", "substitute", "toposort", "walk"]
+__all__ = ["Node", "Reached", "backward_name", "fit", "propagate", "set_node_range", "substitute", "toposort", "walk"]
 
 
 def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -116,9 +116,16 @@ def toposort(roots: list[Node]) -> list[Node]:
 Reached = dict[int, tuple[Any, list[Any]]]  # a walk's leaves: id -> (leaf, its output cotangents)
 
 
-# ``fg.profiler.profile`` sets this while it records: ``node_range(name)`` is a context
-# manager that times one backward step (None: nothing to time, the common case)
+# While ``fg.profiler.profile`` records, ``node_range(name)`` is a context manager that
+# times one backward step (None: nothing to time, the common case)
 node_range: Any = None
+
+
+def set_node_range(fn: Any) -> Any:
+    """Install ``fn`` as the backward steps' timer (``None``: none); returns the previous one."""
+    global node_range
+    previous, node_range = node_range, fn
+    return previous
 
 
 def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = None) -> Reached:
