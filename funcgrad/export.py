@@ -78,6 +78,13 @@ class Exported:
 
     __repr__ = __str__
 
+    def to_onnx(self, path: str | os.PathLike[str]) -> None:
+        """Write the program as an ONNX model (the ``onnx`` extra; primitives without an ONNX
+        counterpart are refused by name)."""
+        from .onnx import to_onnx
+
+        to_onnx(self.program, path)
+
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the program in funcgrad's pickle-free export format."""
         data = bytearray()

@@ -163,3 +163,35 @@ def test_a_file_of_another_kind_is_refused(tmp_path) -> None:
     (tmp_path / "short").write_bytes(b"abc")
     with pytest.raises(fg.FormatError, match="too short"):
         fg.load_exported(tmp_path / "short")
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "attention"])
+def test_onnx_files_run_in_onnxruntime_and_agree(name: str, tmp_path) -> None:
+    """The digits MLP and CNN and an attention block, as ONNX run by onnxruntime."""
+    pytest.importorskip("onnx", reason="the onnx extra is not installed (pip install 'funcgrad[onnx]')")
+    ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed (pip install 'funcgrad[onnx]')")
+    f, args = _models()[name]
+    path = tmp_path / f"{name}.onnx"
+    fg.export(f, *args).to_onnx(path)
+    session = ort.InferenceSession(str(path))
+    (out,) = session.run(None, {f"input_{i}": a.numpy() for i, a in enumerate(args)})
+    np.testing.assert_allclose(out, f(*args).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_onnx_refuses_a_primitive_without_a_counterpart(tmp_path) -> None:
+    pytest.importorskip("onnx", reason="the onnx extra is not installed (pip install 'funcgrad[onnx]')")
+    from funcgrad.onnx import OnnxExportError
+
+    exported = fg.export(lambda v: fg.sort(v) + fg.cumsum(v, axis=0), fg.randn(4))
+    with pytest.raises(OnnxExportError, match="no ONNX counterpart for cumsum, sort"):
+        exported.to_onnx(tmp_path / "x.onnx")
+
+
+def test_the_docs_list_the_onnx_table() -> None:
+    import pathlib
+
+    from funcgrad.onnx import ONNX_OPS
+
+    text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "export.md").read_text()
+    table = text.split("| primitive | ONNX |")[1]
+    assert {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} == set(ONNX_OPS)
