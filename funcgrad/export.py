@@ -33,6 +33,7 @@ from . import tree as _tree
 from .array import Array, ArrayBase
 from .backends.device import CPU
 from .errors import FormatError, FuncgradError
+from .onnx import to_onnx
 from .ops import asarray
 from .primitives.core import _REGISTRY, ShapedArray
 from .primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE
@@ -81,8 +82,6 @@ class Exported:
     def to_onnx(self, path: str | os.PathLike[str]) -> None:
         """Write the program as an ONNX model (the ``onnx`` extra; primitives without an ONNX
         counterpart are refused by name)."""
-        from .onnx import to_onnx
-
         to_onnx(self.program, path)
 
     def save(self, path: str | os.PathLike[str]) -> None:
