@@ -74,6 +74,13 @@ def test_autocast_in_grad_compile_and_nesting() -> None:
         np.testing.assert_allclose(compiled[k].numpy(), g[k].numpy(), rtol=1e-6, atol=1e-6)
     text = str(step.lower(params, x))
     assert "bfloat16" in text and "convert_element_type" in text
+    forward = fg.compile(lambda v: model(v))  # called inside a block: traced with its settings
+    assert forward(x).dtype == fg.float32
+    with fg.autocast("cpu"):
+        assert forward(x).dtype == fg.bfloat16
+        with fg.autocast("cpu", enabled=False):
+            assert forward(x).dtype == fg.float32
+    assert forward(x).dtype == fg.float32 and forward.cache_size() == 2
     with fg.autocast("cpu"):
         with fg.autocast("cpu", enabled=False):
             assert model(x).dtype == fg.float32 and not fg.amp.is_autocast_enabled("cpu")

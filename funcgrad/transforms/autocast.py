@@ -11,6 +11,7 @@ records them in its program. The settings of the innermost block rule (an inner
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 from typing import Any
@@ -93,6 +94,20 @@ class autocast(Interpreter):
         if getattr(a.device, "kind", "cpu") != kind and not (kind == "gpu" and a.device.kind != "cpu"):
             return a
         return super().process(convert_element_type_p, (a,), {"new_dtype": target})
+
+
+def autocast_state() -> tuple[str, Any] | None:
+    """The innermost enabled ``autocast`` block's (device kind, dtype), or ``None``: what a
+    compiled function traced now must reproduce (its cache keys on it)."""
+    state = _STATE.get()
+    return (state[1], state[2]) if state is not None and state[0] else None
+
+
+def autocast_like(state: tuple[str, Any] | None) -> Any:
+    """An ``autocast`` block with the settings ``autocast_state`` returned (none: a no-op block)."""
+    if state is None:
+        return contextlib.nullcontext()
+    return autocast("cpu" if state[0] == "cpu" else "gpu", state[1])
 
 
 def is_autocast_enabled(device_type: str = "cpu") -> bool:

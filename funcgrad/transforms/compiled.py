@@ -38,6 +38,7 @@ from ..ops import asarray
 from ..primitives.core import ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
 from .api import _as_array
+from .autocast import autocast_like, autocast_state
 from .compiled_call import compiled_call_p
 from .compiler import ProgramCache, optimize
 from .core import _USER_TRANSFORM, Tracer
@@ -174,6 +175,9 @@ class Compiled:
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any], list[Any]]:
         """The entry for this call's signature (traced now if new), its arrays, and its dynamic leaves."""
         static, structure, leaves = self._split(args, kwargs)
+        amp = autocast_state()
+        if amp is not None:  # (traced inside an autocast block: its casts are part of the program)
+            static = (*static, ("autocast", amp))
         arrays = [_as_array(x) if _is_array_like(x) else x for x in leaves]
         signature = (static, structure, tuple(_describe(x) for x in arrays))
         entry = self._cache.get(signature)
@@ -191,6 +195,7 @@ class Compiled:
                arrays: list[Any]) -> _Entry:
         positions = [i for i, x in enumerate(arrays) if isinstance(x, ArrayBase)]
         nums = {n for n, _ in static if isinstance(n, int)}
+        amp = dict(static).get("autocast")
 
         key = random_state.default_key()  # the default generator's: an input, and its new value an output
         keyed = key is not None
@@ -204,7 +209,8 @@ class Compiled:
                 leaves[i] = d
             dyn_args, dyn_kwargs = _tree.unflatten(structure, leaves)
             full = [args[i] if i in nums else a for i, a in enumerate(dyn_args)]
-            out = self.fun(*full, **{**dyn_kwargs, **{k: kwargs[k] for k in kwargs if k in self.static_argnames}})
+            with autocast_like(amp):
+                out = self.fun(*full, **{**dyn_kwargs, **{k: kwargs[k] for k in kwargs if k in self.static_argnames}})
             out = _tree.map(lambda o: asarray(o) if isinstance(o, _SCALARS) else o, out)  # numbers: as arrays
             return (out, random_state.default_key()) if keyed else out
 
@@ -246,7 +252,7 @@ class Compiled:
             return self._call_donating(args, kwargs)
         if not kwargs and not self.static_argnums and all(a.__class__ is Array for a in args):
             # the common call, arrays alone: its signature without flattening a pytree
-            key = tuple([(a._data.shape, a._dtype, a._device) for a in args])
+            key = (autocast_state(), *[(a._data.shape, a._dtype, a._device) for a in args])
             entry = self._flat.get(key)
             if entry is None:
                 entry = self._entry(args, kwargs)[0]
