@@ -5,7 +5,8 @@ its block is an event with its wall time, and optionally its input shapes, the c
 its device's allocated bytes while it ran, and an estimate of its floating-point operations
 (products: ``matmul``, ``linear``, ``einsum``). The tape's backward steps are ranges named
 after their nodes (``MulBackward``) holding the events of their rules, a compiled
-function's call is one event (``compiled_call``) holding what its program ran, and
+function's call is an event (``compiled_call[name]``) holding one event per kernel its
+generated code called (a fused group of elementwise operations is one kernel), and
 ``record_function("name")`` adds ranges of your own. ``key_averages().table()`` prints
 PyTorch's table, ``export_chrome_trace(path)`` writes the Trace Event JSON that Perfetto
 and ``chrome://tracing`` open. Outside a ``profile`` block nothing is timed or checked.
@@ -26,6 +27,7 @@ from typing import Any
 
 from .array import ArrayBase
 from .transforms import graph as _graph
+from .transforms import lower as _lower
 from .transforms.core import Interpreter
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "Event", "EventList"]
@@ -95,13 +97,16 @@ class profile(Interpreter):
     # -- recording ---------------------------------------------------------------------
     def __enter__(self) -> profile:
         self._tokens.append(_ACTIVE.set(self))
-        self._previous_range.append(_graph.set_node_range(lambda name: self._range(name, "backward")))
+        self._previous_range.append((_graph.set_node_range(lambda name: self._range(name, "backward")),
+                                     _lower.set_kernel_timer(self._kernel)))
         super().__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
-        _graph.set_node_range(self._previous_range.pop())
+        node_range, kernel_timer = self._previous_range.pop()
+        _graph.set_node_range(node_range)
+        _lower.set_kernel_timer(kernel_timer)
         _ACTIVE.reset(self._tokens.pop())
 
     def _close(self, event: Event) -> None:
@@ -116,6 +121,17 @@ class profile(Interpreter):
         finally:
             event.end_ns = time.perf_counter_ns()
             self._open.pop()
+            self._close(event)
+
+    def _kernel(self, name: str, kernel: Any, *args: Any, **kwargs: Any) -> Any:
+        """One kernel call of a compiled program, timed (an event inside its ``compiled_call``)."""
+        event = Event(name, time.perf_counter_ns(), 0, "kernel", thread=threading.get_ident())
+        try:
+            return kernel(*args, **kwargs)
+        finally:
+            event.end_ns = time.perf_counter_ns()
+            if self.record_shapes:
+                event.input_shapes = [list(a.shape) if hasattr(a, "shape") else [] for a in args]
             self._close(event)
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:

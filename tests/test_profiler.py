@@ -90,7 +90,25 @@ def test_compiled_calls_ranges_outside_and_nothing_after() -> None:
     with fg.profiler.record_function("not profiling"):  # no profile: nothing happens
         fg.exp(x)
     with fg.profiler.profile() as prof:
-        f(x)
-    assert [e.name for e in prof.events()] == ["compiled_call[<lambda>]"]
+        out = f(x)
+    assert [(e.kind, e.name) for e in prof.events()] == [("kernel", "exp"), ("kernel", "add"),
+                                                         ("primitive", "compiled_call[<lambda>]")]
+    call = prof.events()[-1]
+    assert [c.name for c in call.children] == ["exp", "add"] and call.self_ns >= 0
+    np.testing.assert_allclose(out.numpy(), np.exp(1.0) + 1, rtol=1e-6)
     fg.exp(x)
-    assert len(prof.events()) == 1
+    assert len(prof.events()) == 3
+    from funcgrad.transforms import lower
+
+    assert lower.kernel_timer is None  # restored
+
+
+def test_a_fused_group_is_one_kernel_event() -> None:
+    f = fg.compile(lambda v: fg.tanh(v * 0.5 + 1.0) * v - fg.exp(-v))
+    x = fg.randn(1000, 1000)
+    want = f(x).numpy()
+    with fg.profiler.profile() as prof:
+        got = f(x)
+    kernels = [e.name for e in prof.events() if e.kind == "kernel"]
+    assert kernels == ["fused: mul add tanh mul neg exp sub"]
+    np.testing.assert_array_equal(got.numpy(), want)

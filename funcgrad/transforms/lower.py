@@ -40,6 +40,7 @@ import functools
 import math
 import operator
 import os
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -55,17 +56,59 @@ from .ir import Program, Var
 __all__ = ["lower", "Lowered"]
 
 
+# While ``fg.profiler.profile`` records, ``kernel_timer(name, kernel, *args, **kwargs)`` runs
+# one kernel call of a lowered program and times it (None: nothing to time, the common case)
+kernel_timer: Any = None
+
+
+def set_kernel_timer(fn: Any) -> Any:
+    """Install ``fn`` as the lowered programs' kernel timer (``None``: none); returns the previous one."""
+    global kernel_timer
+    previous, kernel_timer = kernel_timer, fn
+    return previous
+
+
+_CALL = re.compile(r"^(\s+)(\w+) = (\w+)\((.*)\)  # (.+)$")  # t5 = k4(x1, t3)  # matmul
+_FUSED = re.compile(r"^    # fused: ([\w ]+)")  # the comment before a fused group's call
+_BARE = re.compile(r"^    ((?:PARALLEL|g)\d+)\((.*)\)$")  # the call of a fused group's loop
+
+
 class Lowered:
     """A lowered program. ``run(raw_inputs, stats)`` returns the raw outputs; ``source`` is its text."""
 
-    def __init__(self, fn: Callable[..., Any], source: str, out_kinds: list[tuple[str, Any]]) -> None:
+    def __init__(self, fn: Callable[..., Any], source: str, out_kinds: list[tuple[str, Any]],
+                 namespace: dict[str, Any] | None = None) -> None:
         self.fn = fn
         self.source = source
         # per output: ("input", i) / ("const", array) / ("literal", value) / ("new", None)
         self.out_kinds = out_kinds
+        self._namespace = namespace
+        self._timed: Callable[..., Any] | None = None
 
     def run(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
-        return self.fn(raw_inputs, stats)  # type: ignore[no-any-return]
+        if kernel_timer is None:
+            return self.fn(raw_inputs, stats)  # type: ignore[no-any-return]
+        return self.timed()(raw_inputs, stats)  # type: ignore[no-any-return]
+
+    def timed(self) -> Callable[..., Any]:
+        """The same function with every kernel call passed through ``kernel_timer`` (written
+        once, the first time a profile runs this program)."""
+        if self._timed is None:
+            lines, group, body = [], "fused", False
+            for line in self.source.splitlines():
+                body = body or line.startswith("def lowered(")
+                fused = _FUSED.match(line)
+                if fused:
+                    group = f"fused: {fused[1]}"
+                bare = _BARE.match(line) if body else None
+                if bare:  # a fused group's call: one event
+                    line = f"    TIMED({group!r}, {bare[1]}{', ' if bare[2] else ''}{bare[2]})"
+                lines.append(_CALL.sub(
+                    lambda m: f"{m[1]}{m[2]} = TIMED({m[5]!r}, {m[3]}{', ' if m[4] else ''}{m[4]})", line))
+            namespace = dict(self._namespace or {}, TIMED=lambda *a, **k: kernel_timer(*a, **k))
+            exec(compile("\n".join(lines), "<funcgrad lowered program, timed>", "exec"), namespace)  # noqa: S102
+            self._timed = namespace["lowered"]
+        return self._timed
 
     def __repr__(self) -> str:
         return self.source
@@ -223,7 +266,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     source = "\n".join(w.functions + w.lines)
     namespace = dict(w.glob, PEAK=w.peak)
     exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
-    return Lowered(namespace["lowered"], source, out_kinds)
+    return Lowered(namespace["lowered"], source, out_kinds, dict(w.glob, PEAK=w.peak))
 
 
 def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:
