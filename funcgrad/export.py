@@ -79,6 +79,13 @@ class Exported:
 
     __repr__ = __str__
 
+    def to(self, device: Any) -> Exported:
+        """The same program with its constants on ``device`` (its arguments must be there too)."""
+        p = self.program
+        moved = Program(p.invars, p.constvars, [c.to(device) for c in p.consts], p.eqns, p.outvars, p.in_tree,
+                        p.out_tree)
+        return Exported(moved, self.in_tree, self.out_tree)
+
     def to_onnx(self, path: str | os.PathLike[str]) -> None:
         """Write the program as an ONNX model (the ``onnx`` extra; primitives without an ONNX
         counterpart are refused by name)."""
@@ -112,17 +119,19 @@ def export(f: Any, *example_args: Any) -> Exported:
     return Exported(program, program.in_tree if program.in_tree is not None else in_tree, program.out_tree)
 
 
-def load_exported(path: str | os.PathLike[str]) -> Exported:
-    """Read a file ``Exported.save`` wrote; every part is checked, nothing is unpickled."""
+def load_exported(path: str | os.PathLike[str], device: Any = None) -> Exported:
+    """Read a file ``Exported.save`` wrote, its constants onto ``device`` (the CPU by
+    default); every part is checked, nothing is unpickled."""
     with open(path, "rb") as f:
         raw = f.read()
     try:
-        return _decode_file(raw)
+        exported = _decode_file(raw)
     except FormatError:
         raise
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError,
             FuncgradError) as exc:
         raise FormatError(f"load_exported: {os.fspath(path)} is not a valid exported program ({exc})") from exc
+    return exported if device is None else exported.to(device)
 
 
 # ---- encoding ---------------------------------------------------------------------------

@@ -300,3 +300,17 @@ def test_fg_cuda_answers_for_the_gpu_device() -> None:
     fg.cuda.synchronize()
     del x
     assert fg.cuda.memory_allocated() == before
+
+
+def test_an_exported_program_loads_and_runs_on_the_gpu(tmp_path, standin_gpu) -> None:
+    """load_exported(path, device="gpu"): the constants on the device, the program run there."""
+    fg.manual_seed(0)
+    model = fg.nn.Sequential(fg.nn.Linear(6, 8), fg.nn.Tanh(), fg.nn.Linear(8, 3))
+    x = fg.randn(4, 6)
+    fg.export(lambda v: fg.nn.functional.softmax(model(v), dim=-1), x).save(tmp_path / "m.fgx")
+    loaded = fg.load_exported(tmp_path / "m.fgx", device="gpu")
+    assert all(c.device.kind == "gpu" for c in loaded.program.consts)
+    out = loaded(x.to("gpu"))
+    assert out.device.kind == "gpu"
+    np.testing.assert_allclose(out.to("cpu").numpy(), fg.nn.functional.softmax(model(x), dim=-1).detach().numpy(),
+                               rtol=1e-5)
