@@ -200,3 +200,22 @@ def test_the_docs_print_the_policy_table() -> None:
         row = next(line for line in text.splitlines() if line.startswith(f"| `{policy}` |"))
         assert sorted(n.strip("` ") for n in row.split("|")[2].split(",")) == sorted(
             k for k, v in AUTOCAST_POLICY.items() if v == policy)
+
+
+@pytest.mark.parametrize("low", [fg.bfloat16, fg.float16])
+def test_elementwise_operations_on_low_arrays_give_numpys_values(low) -> None:
+    """Inside autocast an elementwise operation on bfloat16/float16 arrays runs in float32 and
+    rounds back: bit for bit what NumPy's (ml_dtypes') low-precision loops give."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 33)).astype(low.np)
+    b = rng.standard_normal((64, 33)).astype(low.np)
+    x, y = fg.asarray(a), fg.asarray(b)
+    with fg.autocast("cpu", dtype=low):
+        got = {"tanh": fg.tanh(x), "mul": x * y, "add": x + y, "div": x / y, "sigmoid": fg.sigmoid(x),
+               "max": fg.maximum(x, y), "where": fg.where(x > y, x, y), "square": x ** 2}
+    want = {"tanh": np.tanh(a), "mul": a * b, "add": a + b, "div": a / b,
+            "sigmoid": (1 / (1 + np.exp(-a.astype(np.float32)))).astype(low.np), "max": np.maximum(a, b),
+            "where": np.where(a > b, a, b), "square": a * a}
+    for name in got:
+        assert got[name].dtype == low, name
+        np.testing.assert_array_equal(got[name].numpy().view(np.uint16), want[name].view(np.uint16), err_msg=name)

@@ -19,7 +19,7 @@ from typing import Any
 from .. import dtypes as _dt
 from ..array import ArrayBase
 from ..errors import ArgumentValueError
-from ..primitives.elementwise import convert_element_type_p
+from ..primitives.elementwise import BINARY_TABLE, UNARY_TABLE, convert_element_type_p
 from ..primitives.precision import AUTOCAST_POLICY
 from .core import Interpreter
 
@@ -28,6 +28,9 @@ __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
 # the innermost block's (enabled, device kind, dtype)
 _STATE: contextvars.ContextVar[tuple[bool, str, Any] | None] = contextvars.ContextVar("funcgrad_autocast", default=None)
 _CASTABLE = (_dt.float16, _dt.bfloat16, _dt.float32)
+_LOW = (_dt.float16, _dt.bfloat16)
+# the elementwise primitives, which run as their inputs' dtype (computed in float32 and rounded)
+_ELEMENTWISE = frozenset(UNARY_TABLE) | frozenset(BINARY_TABLE) | {"select", "integer_pow"}
 _KINDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 
 
@@ -75,8 +78,11 @@ class autocast(Interpreter):
         """Cast the floating inputs as the policy says, then run ``prim`` below."""
         policy = AUTOCAST_POLICY.get(prim.name)
         state = _STATE.get()
-        if policy is None or state is None or not state[0]:
+        if state is None or not state[0]:
             return super().process(prim, args, params)
+        if policy is None:
+            return self._widened(prim, args, params, state[1]) if prim.name in _ELEMENTWISE else \
+                super().process(prim, args, params)
         if policy == "float32":
             return super().process(prim, tuple(self._cast(a, _dt.float32, state[1]) for a in args), params)
         # "lower": inputs rounded to the low dtype, the product accumulated in float32 and
@@ -87,6 +93,16 @@ class autocast(Interpreter):
             return super().process(prim, args, params)
         rounded = tuple(self._cast(self._cast(a, low, state[1]), _dt.float32, state[1]) for a in args)
         return self._cast(super().process(prim, rounded, params), low, state[1])
+
+    def _widened(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any], kind: str) -> Any:
+        """An elementwise primitive on low-precision arrays, computed in float32 and rounded
+        back: the value NumPy's bfloat16 and float16 loops give (they compute in float32
+        too), at the speed of its float32 SIMD loops instead of ml_dtypes' scalar ones."""
+        low = next((a.dtype for a in args if isinstance(a, ArrayBase) and a.dtype in _LOW), None)
+        if low is None:
+            return super().process(prim, args, params)
+        out = super().process(prim, tuple(self._cast(a, _dt.float32, kind) for a in args), params)
+        return self._cast(out, low, kind) if out.dtype is _dt.float32 else out
 
     def _cast(self, a: Any, target: Any, kind: str) -> Any:
         if not isinstance(a, ArrayBase) or a.dtype is target or a.dtype not in _CASTABLE:
