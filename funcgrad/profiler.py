@@ -7,7 +7,8 @@ its device's allocated bytes while it ran, and an estimate of its floating-point
 after their nodes (``MulBackward``) holding the events of their rules, a compiled
 function's call is an event (``compiled_call[name]``) holding one event per kernel its
 generated code called (a fused group of elementwise operations is one kernel), and
-``record_function("name")`` adds ranges of your own. ``key_averages().table()`` prints
+``record_function("name")`` adds ranges of your own; ``with_stack=True`` records the
+calling code's frames per event. ``key_averages().table()`` prints
 PyTorch's table, ``export_chrome_trace(path)`` writes the Trace Event JSON that Perfetto
 and ``chrome://tracing`` open. Outside a ``profile`` block nothing is timed or checked.
 """
@@ -19,6 +20,7 @@ import contextvars
 import json
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -53,6 +55,7 @@ class Event:
     input_shapes: list[Any] = field(default_factory=list)
     allocated: int = 0  # the change in the device's allocated bytes while it ran (profile_memory)
     flops: int = 0
+    stack: list[str] = field(default_factory=list)  # the user's frames, innermost first (with_stack)
     thread: int = 0
     children: list[Event] = field(default_factory=list)
 
@@ -154,6 +157,8 @@ class profile(Interpreter):
             event.input_shapes = [list(a.shape) if isinstance(a, ArrayBase) else [] for a in args]
         if self.with_flops or name in ("matmul", "linear", "einsum"):
             event.flops = _flops(prim.name, args, out)
+        if self.with_stack:
+            event.stack = _user_stack()
         self._close(event)
         return out
 
@@ -182,11 +187,27 @@ class profile(Interpreter):
             {"name": e.name, "cat": e.kind, "ph": "X", "ts": e.start_ns / 1e3, "dur": e.duration_ns / 1e3,
              "pid": os.getpid(), "tid": e.thread,
              "args": {**({"Input Dims": e.input_shapes} if e.input_shapes else {}),
+                      **({"Call stack": ";".join(e.stack)} if e.stack else {}),
                       **({"flops": e.flops} if e.flops else {}),
                       **({"bytes allocated": e.allocated} if self.profile_memory else {})}}
             for e in self.events()], "displayTimeUnit": "ms"}
         with open(path, "w") as f:
             json.dump(trace, f)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_stack(limit: int = 8) -> list[str]:
+    """The calling code's frames (``file:line(function)``), innermost first, funcgrad's own left out."""
+    frames = []
+    frame = sys._getframe(2)
+    while frame is not None and len(frames) < limit:
+        path = frame.f_code.co_filename
+        if not os.path.abspath(path).startswith(_PACKAGE):
+            frames.append(f"{path}:{frame.f_lineno}({frame.f_code.co_name})")
+        frame = frame.f_back  # type: ignore[assignment]
+    return frames
 
 
 def _stats(args: tuple[Any, ...]) -> Any:

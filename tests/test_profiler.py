@@ -112,3 +112,17 @@ def test_a_fused_group_is_one_kernel_event() -> None:
     kernels = [e.name for e in prof.events() if e.kind == "kernel"]
     assert kernels == ["fused: mul add tanh mul neg exp sub"]
     np.testing.assert_array_equal(got.numpy(), want)
+
+
+def _user_function(v):
+    return fg.exp(v) * 2
+
+
+def test_with_stack_records_the_calling_code(tmp_path) -> None:
+    with fg.profiler.profile(with_stack=True) as prof:
+        _user_function(fg.ones(3))
+    for event in prof.events():
+        assert "test_profiler.py" in event.stack[0] and "(_user_function)" in event.stack[0]
+        assert all("/funcgrad/" not in frame.split("test")[0] or "tests" in frame for frame in event.stack)
+    prof.export_chrome_trace(tmp_path / "t.json")
+    assert "_user_function" in json.loads((tmp_path / "t.json").read_text())["traceEvents"][0]["args"]["Call stack"]
