@@ -200,7 +200,7 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 def _user_stack(limit: int = 8) -> list[str]:
     """The calling code's frames (``file:line(function)``), innermost first, funcgrad's own left out."""
-    frames = []
+    frames: list[str] = []
     frame = sys._getframe(2)
     while frame is not None and len(frames) < limit:
         path = frame.f_code.co_filename
