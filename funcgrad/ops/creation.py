@@ -349,8 +349,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
                                      "array can")
     if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop, step)):
         return _differentiable_arange(start, stop, step, dt, device)
-    return _create(device, lambda xp: xp.arange(start, stop, step, dtype=dt.np) if stop is not None
-                   else xp.arange(start, dtype=dt.np))
+    return _create(device, lambda xp: xp.arange(lo, hi, step, dtype=dt.np))  # (stop None: step still counts)
 
 
 def _is_constant(x: Any) -> bool:
