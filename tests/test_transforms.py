@@ -339,3 +339,19 @@ def test_program_printing_and_evaluation() -> None:
     p2 = fg.trace(lambda a: (a * w).sum())(fg.ones(3))
     assert "consts b:f32[3]" in str(p2) and p2.consts[0] is w
     assert len(p2.eqns) == 2 and p2.eqns[0].prim.name == "mul"
+
+
+def test_check_grads_pairs_outputs_around_ones_without_derivatives() -> None:
+    """A bool (or integer) output between float ones has no finite difference: the checker
+    keeps its place, so each float output is compared with its own difference (it once
+    dropped it and compared the next output's derivative with this one's)."""
+    x = fg.asarray(np.array([0.5, -1.5]))
+    fg.testing.check_grads(lambda v: (v * 2.0, v > 0, fg.sin(v) * 3.0), [x], order=2)
+
+    @fg.custom_jvp
+    def wrong(v):
+        return fg.sin(v)
+
+    wrong.defjvp(lambda primals, tangents: (fg.sin(primals[0]), tangents[0] * 2.0))  # should be cos
+    with pytest.raises(AssertionError):
+        fg.testing.check_grads(lambda v: (v > 0, wrong(v)), [x], order=1, modes=("fwd",))

@@ -68,9 +68,15 @@ def numerical_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Seque
     return _tree.map(lambda a, b: (a - b) / (2 * eps) if _is_float(a) else None, plus, minus)
 
 
+def _leaves(tree: Any) -> list[Any]:
+    """The leaves, a ``None`` (no derivative: an integer or bool output) kept in its place, so
+    that two trees of one structure pair up leaf by leaf."""
+    return _tree.leaves(tree, is_leaf=lambda v: v is None)
+
+
 def _inner(a: Any, b: Any) -> float:
     total = 0.0
-    for x, y in zip(_tree.leaves(a), _tree.leaves(b)):
+    for x, y in zip(_leaves(a), _leaves(b)):
         if _is_float(x) and _is_float(y):
             product = ops.sum(_to64(x) * _to64(y))
             total += float(ops.real(product) if product.dtype.kind == "c" else product)
@@ -78,7 +84,7 @@ def _inner(a: Any, b: Any) -> float:
 
 
 def _close(name: str, got: Any, want: Any, atol: float, rtol: float) -> None:
-    for g, w in zip(_tree.leaves(got), _tree.leaves(want)):
+    for g, w in zip(_leaves(got), _leaves(want)):
         if g is None or w is None:
             continue
         g_np = np.asarray(g.numpy() if isinstance(g, Array) else g)
