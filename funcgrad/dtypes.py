@@ -56,7 +56,7 @@ class DType:
     def __eq__(self, other: object) -> bool:
         if other is self:
             return True
-        if isinstance(other, DType):
+        if isinstance(other, DType) or other is None:  # (np.dtype(None) is float64: None is no dtype here)
             return False
         try:
             return self.np == np.dtype(other)  # type: ignore[call-overload]

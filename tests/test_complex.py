@@ -178,3 +178,17 @@ def test_promotion_and_values_follow_numpy() -> None:
         np.testing.assert_allclose(fg.std(fg.asarray(a), axis=axis).numpy(), np.std(a, axis=axis), rtol=1e-12)
     with pytest.raises(fg.DTypeError, match="imag"):
         z.astype(fg.float64)
+
+
+def test_complex_tanh_limit_follows_the_array_api() -> None:
+    """tanh(+inf + bj) for a finite b is 1 + 0j, the zero with b's sign (NumPy's follows sin(2b))."""
+    import warnings
+
+    b = np.array([3.0, -3.0, 1.0, -1.0, 0.0, 1e300])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fg.tanh(fg.asarray(np.inf + 1j * b)).numpy()
+    np.testing.assert_array_equal(got.real, np.ones_like(b))
+    np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(b))
+    z = fg.asarray(Z)
+    np.testing.assert_allclose(fg.tanh(z).numpy(), np.tanh(Z), rtol=1e-12)

@@ -88,3 +88,10 @@ def test_integer_division_and_float_functions_give_float32() -> None:
     assert fg.floor(fg.array([1, 2])).dtype is fg.int64
     assert fg.sum(fg.array([1, 2], dtype=fg.int8)).dtype is fg.int64
     assert fg.sum(fg.array([True, True])).item() == 2
+
+
+def test_a_dtype_is_never_equal_to_none() -> None:
+    """NumPy reads ``np.dtype(None)`` as float64; ``fg.float64 == None`` is still False (the
+    array API suite compares dtypes with dict lookups that may return None)."""
+    assert fg.float64 != None and not (None == fg.float64)  # noqa: E711
+    assert fg.float64 == "float64" and fg.float32 != "spam"

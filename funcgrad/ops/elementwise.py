@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
 from ..errors import DTypeError
+from ..primitives import lax
 from ..primitives.core import bind
 from ..primitives.elementwise import (
     BINARY,
@@ -22,8 +23,11 @@ from ..primitives.elementwise import (
     COMPARISON,
     UNARY,
     UNARY_TABLE,
+    conj_p,
     convert_element_type_p,
+    imag_p,
     integer_pow_p,
+    real_p,
     select_p,
 )
 from ..primitives.rules import as_int, require_kind
@@ -253,10 +257,23 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
                                  "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
                 x = _cast(x, _dt.int64)
+        if kind == "c" and name == "tanh":
+            return _complex_tanh(prim, x)
         return bind(prim, x)
 
     fn.__name__ = name
     return fn
+
+
+def _complex_tanh(prim: Any, x: Any) -> Any:
+    """Complex ``tanh`` with the array API's limit: ``tanh(+inf + bj)`` of a finite ``b`` is
+    ``1 + 0j`` with the zero taking ``b``'s sign (NumPy's takes ``sin(2b)``'s)."""
+    out = bind(prim, x)
+    re, im = bind(real_p, x), bind(imag_p, x)
+    limit = bind(COMPARISON["logical_and"], bind(COMPARISON["eq"], re, np.inf), bind(COMPARISON["isfinite"], im))
+    one = lax.full(out, tuple(out.shape), 1 + 0j)  # (a primitive: no constant in a traced program)
+    signed = bind(select_p, bind(COMPARISON["signbit"], im), bind(conj_p, one), one)
+    return bind(select_p, limit, signed, out)
 
 
 negative = _unary_fn("neg")
