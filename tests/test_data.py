@@ -118,3 +118,38 @@ def test_matches_pytorch_lengths_and_splits() -> None:
     fractions = [0.45, 0.35, 0.2]
     assert [len(p) for p in random_split(TensorDataset(Y), fractions)] == [
         len(p) for p in torch.utils.data.random_split(tds, fractions)]
+
+
+@pytest.mark.parametrize("n,replicas", [(10, 3), (7, 2), (2, 4), (12, 4), (1, 3)])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_distributed_sampler_matches_pytorch(n: int, replicas: int, drop_last: bool) -> None:
+    """Without shuffling, every rank's indices equal PyTorch's (padding and drop_last); with
+    it, the ranks together cover the (padded) dataset, the same order on every rank per
+    epoch, a new order for a new epoch."""
+    torch = pytest.importorskip("torch")
+    from funcgrad.utils.data import DistributedSampler
+
+    data = list(range(n))
+    for rank in range(replicas):
+        ours = DistributedSampler(data, replicas, rank, shuffle=False, drop_last=drop_last)
+        theirs = torch.utils.data.DistributedSampler(data, replicas, rank, shuffle=False, drop_last=drop_last)
+        assert list(ours) == list(theirs) and len(ours) == len(theirs)
+    samplers = [DistributedSampler(data, replicas, r, seed=3, drop_last=drop_last) for r in range(replicas)]
+    first = [list(s) for s in samplers]
+    covered = sorted(i for part in first for i in part)
+    assert set(covered) <= set(data) and len(covered) == samplers[0].total_size
+    if not drop_last:
+        assert set(covered) == set(data)
+    for s in samplers:
+        s.set_epoch(1)
+    assert [list(s) for s in samplers] != first or n <= 2
+    assert [list(s) for s in samplers] == [list(s) for s in samplers]  # (deterministic)
+
+
+def test_distributed_sampler_arguments() -> None:
+    from funcgrad.utils.data import DistributedSampler
+
+    with pytest.raises(fg.ArgumentValueError, match="num_replicas= and rank="):
+        DistributedSampler(range(4))
+    with pytest.raises(fg.ArgumentValueError, match=r"invalid rank 2, rank should be in the interval \[0, 1\]"):
+        DistributedSampler(range(4), 2, 2)

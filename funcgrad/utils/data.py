@@ -27,7 +27,7 @@ from ..random.generator import randint as _randint
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
-           "DataLoader", "default_collate", "get_worker_info"]
+           "DistributedSampler", "DataLoader", "default_collate", "get_worker_info"]
 
 
 class Dataset:
@@ -194,6 +194,54 @@ class WeightedRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+class DistributedSampler(Sampler):
+    """PyTorch's ``DistributedSampler``: rank ``rank``'s share of the dataset's indices, every
+    rank the same number (padded by repeating the first indices, or cut with ``drop_last``),
+    shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch) identically on every rank."""
+
+    def __init__(self, dataset: Any, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
+                 seed: int = 0, drop_last: bool = False) -> None:
+        if num_replicas is None or rank is None:
+            raise ArgumentValueError("DistributedSampler: pass num_replicas= and rank= (the process group's world "
+                                     "size and this process's rank)")
+        if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
+            raise ArgumentValueError(f"DistributedSampler: num_replicas must be a positive int, got {num_replicas!r}")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < num_replicas:
+            raise ArgumentValueError(f"DistributedSampler: invalid rank {rank!r}, rank should be in the interval "
+                                     f"[0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
+        self.shuffle, self.seed, self.drop_last, self.epoch = bool(shuffle), int(seed), bool(drop_last), 0
+        n = len(dataset)
+        if self.drop_last and n % num_replicas:
+            self.num_samples = math.ceil((n - num_replicas) / num_replicas)
+        else:
+            self.num_samples = math.ceil(n / num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        n = len(self.dataset)
+        if self.shuffle:
+            indices = randperm(n, generator=Generator().manual_seed(self.seed + self.epoch)).tolist()
+        else:
+            indices = list(range(n))
+        if not self.drop_last:
+            padding = self.total_size - len(indices)
+            if padding <= len(indices):
+                indices += indices[:padding]
+            else:
+                indices += (indices * math.ceil(padding / len(indices)))[:padding]
+        else:
+            indices = indices[:self.total_size]
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next pass shuffles for (the same order on every rank)."""
+        self.epoch = int(epoch)
 
 
 class BatchSampler(Sampler):
