@@ -13,7 +13,8 @@ SPACES = [("fg", fg), ("fg.nn", fg.nn), ("fg.nn.functional", fg.nn.functional), 
           ("fg.testing", fg.testing), ("fg.memory", fg.memory), ("fg.autograd", fg.autograd), ("fg.fft", fg.fft),
           ("fg.linalg", fg.linalg), ("fg.scipy.special", fg.scipy.special), ("fg.utils.data", fg.utils.data),
           ("fg.cuda", fg.cuda), ("fg.accelerator", fg.accelerator), ("fg.amp", fg.amp),
-          ("fg.profiler", fg.profiler), ("fg.export", sys.modules["funcgrad.export"])]
+          ("fg.profiler", fg.profiler), ("fg.export", sys.modules["funcgrad.export"]),
+          ("fg.distributed", fg.distributed)]
 
 
 def _own_doc(obj: object) -> str:
