@@ -350,32 +350,22 @@ def _check_shape_rule(prim: Any, inputs: list[Any], params: dict[str, Any], outp
 def _decode_tree(d: Any) -> Any:
     if d is None:
         return None
-    _count_leaves(d)  # (checks the depth and the node kinds first)
     return _tree.structure(_skeleton(d))
 
 
-def _count_leaves(d: Any, depth: int = 0) -> int:
+def _skeleton(d: Any, depth: int = 0) -> Any:
+    """A pytree of this structure with placeholder leaves, for ``tree.structure``."""
     if depth > 64:
         raise FormatError("load_exported: a structure nested too deeply")
     if d == "*":
-        return 1
-    ((kind, children),) = _expect(d, dict).items()
-    if kind == "dict":
-        return sum(_count_leaves(c, depth + 1) for _, c in children)
-    return sum(_count_leaves(c, depth + 1) for c in children)
-
-
-def _skeleton(d: Any) -> Any:
-    """A pytree of this structure with placeholder leaves, for ``tree.structure``."""
-    if d == "*":
         return _LEAF
-    ((kind, children),) = d.items()
+    ((kind, children),) = _expect(d, dict).items()
     if kind == "tuple":
-        return tuple(_skeleton(c) for c in children)
+        return tuple(_skeleton(c, depth + 1) for c in children)
     if kind == "list":
-        return [_skeleton(c) for c in children]
+        return [_skeleton(c, depth + 1) for c in children]
     if kind == "dict":
-        return {_expect(k, str): _skeleton(c) for k, c in children}
+        return {_expect(k, str): _skeleton(c, depth + 1) for k, c in children}
     if kind == "none":
         return None
     raise FormatError(f"load_exported: an unknown structure node {kind!r}")

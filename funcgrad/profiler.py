@@ -128,14 +128,10 @@ class profile(Interpreter):
 
     def _kernel(self, name: str, kernel: Any, *args: Any, **kwargs: Any) -> Any:
         """One kernel call of a compiled program, timed (an event inside its ``compiled_call``)."""
-        event = Event(name, time.perf_counter_ns(), 0, "kernel", thread=threading.get_ident())
-        try:
-            return kernel(*args, **kwargs)
-        finally:
-            event.end_ns = time.perf_counter_ns()
+        with self._range(name, "kernel") as event:
             if self.record_shapes:
                 event.input_shapes = [list(a.shape) if hasattr(a, "shape") else [] for a in args]
-            self._close(event)
+            return kernel(*args, **kwargs)
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """Run ``prim`` below, timing it (and counting bytes, shapes and FLOPs if asked)."""
@@ -144,13 +140,8 @@ class profile(Interpreter):
         name = prim.name
         if name == "compiled_call" and params.get("name"):
             name = f"compiled_call[{params['name']}]"
-        event = Event(name, time.perf_counter_ns(), 0, thread=threading.get_ident())
-        self._open.append(event)
-        try:
+        with self._range(name, "primitive") as event:
             out = super().process(prim, args, params)
-        finally:
-            event.end_ns = time.perf_counter_ns()
-            self._open.pop()
         if stats is not None:
             event.allocated = stats.allocated - before
         if self.record_shapes:
@@ -158,8 +149,7 @@ class profile(Interpreter):
         if self.with_flops or name in ("matmul", "linear", "einsum"):
             event.flops = _flops(prim.name, args, out)
         if self.with_stack:
-            event.stack = _user_stack()
-        self._close(event)
+            event.stack = _user_stack(2)
         return out
 
     # -- reading ------------------------------------------------------------------------
@@ -198,10 +188,10 @@ class profile(Interpreter):
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _user_stack(limit: int = 8) -> list[str]:
+def _user_stack(skip: int, limit: int = 8) -> list[str]:
     """The calling code's frames (``file:line(function)``), innermost first, funcgrad's own left out."""
     frames: list[str] = []
-    frame = sys._getframe(2)
+    frame = sys._getframe(skip)
     while frame is not None and len(frames) < limit:
         path = frame.f_code.co_filename
         if not os.path.abspath(path).startswith(_PACKAGE):

@@ -580,7 +580,7 @@ def test_donation_errors() -> None:
 
 def test_array_methods_work_on_traced_values() -> None:
     """Every no-argument array method gives under compile what it gives eagerly (a tracer's
-    own attributes must not shadow a method, as an attribute named ``var`` once did)."""
+    own attributes must not shadow a method, such as ``var``)."""
     x = fg.asarray(np.array([[0.5, 1.5, 2.0], [3.0, 0.25, 1.0]]))
     for name in ("var", "std", "sum", "mean", "prod", "max", "min", "exp", "log", "sqrt", "tanh", "sigmoid", "abs",
                  "t", "clone", "ravel", "flatten", "argmax", "argmin", "any", "all", "cumsum", "round", "float",

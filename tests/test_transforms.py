@@ -343,8 +343,8 @@ def test_program_printing_and_evaluation() -> None:
 
 def test_check_grads_pairs_outputs_around_ones_without_derivatives() -> None:
     """A bool (or integer) output between float ones has no finite difference: the checker
-    keeps its place, so each float output is compared with its own difference (it once
-    dropped it and compared the next output's derivative with this one's)."""
+    keeps its place, so each float output is compared with its own difference, never the
+    next output's."""
     x = fg.asarray(np.array([0.5, -1.5]))
     fg.testing.check_grads(lambda v: (v * 2.0, v > 0, fg.sin(v) * 3.0), [x], order=2)
 

@@ -5,8 +5,8 @@ Arrays are immutable, so a collective returns its result as a new array
 (``x = dist.all_reduce(x)``) where PyTorch writes into its argument. Contiguous arrays
 are handed to MPI as they are (no copy); results are fresh arrays.
 
-This is the first part of issue 21: ``DistributedDataParallel``, the NCCL backend, async
-handles and the launcher are not written yet.
+Not here yet: ``DistributedDataParallel``, the NCCL backend, async handles and the
+launcher.
 """
 
 from __future__ import annotations

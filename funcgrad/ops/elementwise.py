@@ -245,20 +245,21 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
     def fn(x: Any, /) -> Any:
         x = _single(x)
         kind = x.dtype.kind
-        if kind == "c" and real_only:  # (NumPy's kernel may take it; the primitive does not)
-            require_kind(name, x.dtype, UNARY_TABLE[name][1], "a real array")
-        if kind not in "fc":
-            if int_identity:
+        if kind != "f":  # (floats, the common case, check nothing more)
+            if kind == "c":
+                if real_only:  # (NumPy's kernel may take it; the primitive does not)
+                    require_kind(name, x.dtype, UNARY_TABLE[name][1], "a real array")
+                if name == "tanh":
+                    return _complex_tanh(prim, x)
+            elif int_identity:
                 return _own(x)
-            if floating:
+            elif floating:
                 x = _cast(x, _dt.default_float)
             elif kind == "b" and name == "neg":
                 raise DTypeError("negative: the - operator is not defined for a bool array (as in NumPy and "
                                  "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
                 x = _cast(x, _dt.int64)
-        if kind == "c" and name == "tanh":
-            return _complex_tanh(prim, x)
         return bind(prim, x)
 
     fn.__name__ = name

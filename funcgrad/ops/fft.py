@@ -18,7 +18,7 @@ from .. import dtypes as _dt
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..primitives.core import bind
 from ..primitives.elementwise import conj_p
-from ..primitives.fft import FFT_TYPES, NORMS, fft_p
+from ..primitives.fft import NORMS, fft_p
 from ..primitives.rules import normalize_axis
 from .creation import asarray
 from .elementwise import _cast, _single
@@ -91,7 +91,6 @@ def _transform(op: str, fft_type: str, x: Any, s: Any, axes: Any, norm: Any) -> 
     if x.ndim == 0:
         raise ShapeError(f"fft.{op}: expected an array with at least one axis, got a scalar")
     axes_t, lengths = _axes_and_lengths(op, x, s, axes, fft_type == "irfft")
-    assert fft_type in FFT_TYPES
     return bind(fft_p, x, fft_type=fft_type, axes=axes_t, lengths=lengths, norm=_norm(op, norm))
 
 

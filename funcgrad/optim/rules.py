@@ -140,6 +140,28 @@ def _decayed(p: Any, g: Any, group: dict[str, Any]) -> Any:
     return g + group["weight_decay"] * p if group.get("weight_decay") else g
 
 
+def _signed_and_decayed(p: Any, g: Any, group: dict[str, Any]) -> tuple[Any, Any]:
+    """NAdam's and RAdam's start: ``maximize``, then weight decay on the weights
+    (``decoupled_weight_decay``, as AdamW) or added to the gradient."""
+    if group["maximize"]:
+        g = -g
+    wd = group["weight_decay"]
+    if wd:
+        if group["decoupled_weight_decay"]:
+            p = p * (1 - group["lr"] * wd)
+        else:
+            g = g + wd * p
+    return p, g
+
+
+def _moments(g: Any, state: dict[str, Any], b1: float, b2: float) -> tuple[Any, Any]:
+    """Adam's running first and second moments of the gradient, from nothing on the first step."""
+    m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+    m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
+    v = (1 - b2) * (g * g) if v is None else b2 * v + (1 - b2) * (g * g)
+    return m, v
+
+
 class Adagrad(Optimizer):
     """Adagrad: steps scaled by the root of the running sum of squared gradients."""
 
@@ -197,21 +219,13 @@ class NAdam(Optimizer):
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         """The NAdam step: Adam's moments with Nesterov momentum on a decaying schedule."""
-        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if group["maximize"]:
-            g = -g
-        if wd:
-            if group["decoupled_weight_decay"]:
-                p = p * (1 - lr * wd)
-            else:
-                g = g + wd * p
+        lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+        p, g = _signed_and_decayed(p, g, group)
         step = state.get("step", 0) + 1
         mu = b1 * (1.0 - 0.5 * 0.96 ** (step * group["momentum_decay"]))
         mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * group["momentum_decay"]))
         mu_product = state.get("mu_product", 1.0) * mu
-        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
-        m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
-        v = (1 - b2) * (g * g) if v is None else b2 * v + (1 - b2) * (g * g)
+        m, v = _moments(g, state, b1, b2)
         state.update(step=step, mu_product=mu_product, exp_avg=m, exp_avg_sq=v)
         denom = ops.sqrt(v / (1 - b2 ** step)) + eps
         direction = ((1 - mu) / (1 - mu_product)) * g + (mu_next / (1 - mu_product * mu_next)) * m
@@ -230,18 +244,10 @@ class RAdam(Optimizer):
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
         """The RAdam step: a momentum step until the variance is tractable, then rectified Adam."""
-        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
-        if group["maximize"]:
-            g = -g
-        if wd:
-            if group["decoupled_weight_decay"]:
-                p = p * (1 - lr * wd)
-            else:
-                g = g + wd * p
+        lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
+        p, g = _signed_and_decayed(p, g, group)
         step = state.get("step", 0) + 1
-        m, v = state.get("exp_avg"), state.get("exp_avg_sq")
-        m = (1 - b1) * g if m is None else b1 * m + (1 - b1) * g
-        v = (1 - b2) * (g * g) if v is None else b2 * v + (1 - b2) * (g * g)
+        m, v = _moments(g, state, b1, b2)
         state.update(step=step, exp_avg=m, exp_avg_sq=v)
         bias1, bias2 = 1 - b1 ** step, 1 - b2 ** step
         rho_inf = 2 / (1 - b2) - 1

@@ -98,8 +98,10 @@ def _fft_vjp(g: Any, ans: Any, x: Any, *, fft_type: str, axes: tuple[int, ...], 
     half = n // 2 + 1
     weights = lax.full(spectrum, (half,), 2.0, dtype=_REAL_OF[spectrum.dtype])
     ends = lax.iota(weights, half)
-    weights = lax.select(lax.logical_and(lax.ne(ends, 0), lax.ne(ends, n // 2) if n % 2 == 0 else lax.ne(ends, 0)),
-                         weights, 1.0)
+    interior = lax.ne(ends, 0)
+    if n % 2 == 0:  # (an even length also has a Nyquist frequency, its own mirror image)
+        interior = lax.logical_and(interior, lax.ne(ends, n // 2))
+    weights = lax.select(interior, weights, 1.0)
     shape = [1] * len(spectrum.shape)
     shape[last] = half
     weighted = spectrum * lax.convert(lax.reshape(weights * _scale(norm, lengths), shape), spectrum.dtype)
