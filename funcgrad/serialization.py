@@ -14,7 +14,8 @@ What safetensors cannot hold (nesting, tuples, int keys, numbers, strings, ``Non
 name}``, beside ``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}`` (keys keep
 their type) and floats JSON cannot spell (``{"__float__": "nan"}``). A flat dict of arrays
 (a state dict) keeps its keys as the array names. ``__metadata__["funcgrad.crc32"]`` is the
-CRC-32 of the data section, checked as the blocks are read. A file with no tree (written by
+CRC-32 of the data section, checked as the blocks are read, and
+``__metadata__["funcgrad.tree_crc32"]`` that of the tree's text. A file with no tree (written by
 another tool) loads as a dict of its arrays, name to array.
 
 Loading parses JSON and copies bytes: it runs no code, whatever the file holds. A file is
@@ -47,7 +48,7 @@ _MAX_HEADER = 100_000_000  # the safetensors package's own limit
 MAX_DEPTH = 100  # containers nest at most this deep (a state dict uses 3 or 4 levels)
 MAX_NDIM = 64
 _MAX_NUMBER_CHARS = 40  # the longest number a header may spell (offsets fit in 20 digits)
-_TREE, _CRC = "funcgrad", "funcgrad.crc32"
+_TREE, _CRC, _TREE_CRC = "funcgrad", "funcgrad.crc32", "funcgrad.tree_crc32"
 
 #: safetensors dtype codes, both ways (all little-endian).
 _CODES = {_dt.bool_: "BOOL", _dt.int8: "I8", _dt.uint8: "U8", _dt.int16: "I16", _dt.uint16: "U16",
@@ -114,7 +115,8 @@ def save(obj: Any, f: Any) -> None:
     crc = 0
     for b in writer.blobs:
         crc = zlib.crc32(b, crc)
-    meta = {"format": "pt", _TREE: json.dumps(tree, separators=(",", ":")), _CRC: str(crc)}
+    text = json.dumps(tree, separators=(",", ":"))
+    meta = {"format": "pt", _TREE: text, _CRC: str(crc), _TREE_CRC: str(zlib.crc32(text.encode()))}
     header = json.dumps({"__metadata__": meta, **writer.entries}, separators=(",", ":")).encode()
     header += b" " * (-len(header) % 8)  # the data section starts 8-byte aligned, as safetensors writes it
     if hasattr(f, "write"):
@@ -330,11 +332,15 @@ def _load(stream: Any, where: str, device: Any) -> Any:
         crc = int(crc)
     tree = None
     if _TREE in meta:
+        if _TREE_CRC in meta and meta[_TREE_CRC] != str(zlib.crc32(meta[_TREE].encode())):
+            raise _refuse(where, f"damaged header (the {_TREE} structure does not match its {_TREE_CRC})")
         tree = _parse_header(meta[_TREE].encode(), where)
         _check_tree(tree, header, where)
     _check_tiling(entries, size - 8 - header_len, where)
     arrays = {name: asarray(host, device=device, copy=False) if device is None else asarray(host, device=device)
               for name, host in _read_arrays(stream, entries, crc, where).items()}
     if tree is None:
+        if _CRC in meta or _TREE_CRC in meta:  # (fg.save always writes its tree: this one lost it)
+            raise _refuse(where, f"damaged header (funcgrad's checksums without its {_TREE!r} structure)")
         return {name: arrays[name] for name in header}
     return _decode(tree, arrays)
