@@ -22,6 +22,7 @@ from .dtypes import (DType, bfloat16, can_cast, complex64, complex128, finfo, fl
                      int64, isdtype, result_type, uint8, uint16, uint32, uint64)
 from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
 from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError,
+                     DistributedError, DistributedTimeoutError,
                      DonatedArrayError, DTypeError, FormatError, FuncgradError, GraphFreedError, LinAlgError,
                      RetraceError, ShapeError, TracerLeakError, ViewError)
 from .ops import *  # noqa: F403

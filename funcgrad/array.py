@@ -1052,6 +1052,24 @@ class Array(ArrayBase):
 
         return _Handle()
 
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """``hook(array)`` runs during ``backward`` right after this leaf's ``.grad`` is
+        updated (PyTorch's hook of the same name; DistributedDataParallel reduces there)."""
+        if not self.requires_grad or not self.is_leaf:
+            raise RuntimeError("register_post_accumulate_grad_hook() needs a leaf that requires grad")
+        meta = self._autograd
+        if meta.post_hooks is None:
+            meta.post_hooks = []
+        meta.post_hooks.append(hook)
+        _tape.watch(meta, _tape.edge_of(self)[0])  # run when the leaf is reached, not after the whole pass
+
+        class _Handle:
+            def remove(self_inner) -> None:
+                if hook in (meta.post_hooks or []):
+                    meta.post_hooks.remove(hook)
+
+        return _Handle()
+
     def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
                  inputs: Any = None) -> None:
         """Accumulate the gradient of this array into the leaves' ``.grad`` (PyTorch semantics)."""

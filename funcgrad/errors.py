@@ -16,6 +16,8 @@ __all__ = [
     "ConcretizationError",
     "DTypeError",
     "DeviceMismatchError",
+    "DistributedError",
+    "DistributedTimeoutError",
     "DonatedArrayError",
     "FormatError",
     "FuncgradError",
@@ -67,6 +69,16 @@ class DonatedArrayError(FuncgradError, RuntimeError):
 
 class GraphFreedError(FuncgradError, RuntimeError):
     """``backward`` walked a graph whose saved values were already freed."""
+
+
+class DistributedError(FuncgradError, RuntimeError):
+    """A collective that cannot run as asked: no process group, a rank that left, arguments
+    the ranks disagree on, or a result thrown away where PyTorch would have written in place."""
+
+
+class DistributedTimeoutError(DistributedError, TimeoutError):
+    """A collective waited longer than the group's ``timeout`` for the other ranks (one of
+    them failed, or is stuck before the same call)."""
 
 
 class FormatError(FuncgradError, ValueError):

@@ -222,6 +222,24 @@ def _copy(draw: Any) -> Case:
     return Case([_float_array(draw)], {}, lambda x: x.copy())
 
 
+def world_of_one() -> None:
+    """Join a process group of this process alone (MPI's singleton), where ``all_reduce``
+    is the identity; skipped without the ``distributed`` extra (mpi4py)."""
+    import pytest
+
+    import funcgrad.distributed as dist
+
+    pytest.importorskip("mpi4py", reason="all_reduce needs the distributed extra (pip install 'funcgrad[distributed]')")
+    if not dist.is_initialized():
+        dist.init_process_group("mpi")
+
+
+def _all_reduce(draw: Any) -> Case:
+    world_of_one()
+    op = draw(st.sampled_from(["sum", "mean", "max", "min"]))
+    return Case([_float_array(draw)], {"op": op}, lambda x, op: x.copy())
+
+
 def _matmul(draw: Any) -> Case:
     n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
     batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3)).input_shapes
@@ -819,7 +837,7 @@ CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
 CASES.update({n: _comparison(n) for n in COMPARISON_TABLE})
 CASES.update({
-    "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
+    "all_reduce": _all_reduce, "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
     "reduce_sum": _reduction("sum"), "reduce_prod": _reduction("prod"),
     "reduce_max": _reduction("max", nonempty=True), "reduce_min": _reduction("min", nonempty=True),
     "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),

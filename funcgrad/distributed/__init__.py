@@ -1,111 +1,322 @@
-"""``fg.distributed``: process groups and collectives on an existing engine (MPI through
-``mpi4py``; ``docs/distributed.md``).
+"""``fg.distributed``: process groups and collectives on an existing engine: MPI through
+``mpi4py`` on CPUs, NCCL through ``cupy.cuda.nccl`` on GPUs (``docs/distributed.md``).
 
 Arrays are immutable, so a collective returns its result as a new array
-(``x = dist.all_reduce(x)``) where PyTorch writes into its argument. Contiguous arrays
-are handed to MPI as they are (no copy); results are fresh arrays.
-
-Not here yet: ``DistributedDataParallel``, the NCCL backend, async handles and the
-launcher.
+(``x = dist.all_reduce(x)``) where PyTorch writes into its argument; a call that throws
+that result away (PyTorch's spelling) raises ``DistributedError`` before it communicates,
+on every rank alike. ``all_reduce`` is a primitive: it works inside ``fg.grad``,
+``fg.vmap`` and ``fg.compile``. Every wait has the group's ``timeout``, and a rank that
+dies of an uncaught exception aborts the job, so the others never hang.
 """
 
 from __future__ import annotations
 
+import bisect
+import datetime
+import dis
 import os
+import sys
+import traceback
 from typing import Any
 
 import numpy as np
 
-from ..array import Array
-from ..errors import ArgumentValueError
-from ..ops import asarray, from_numpy
+from ..array import Array, ArrayBase, wrap_kernel_output
+from ..backends import cupy_backend, process_group
+from ..backends.process_group import DEFAULT_TIMEOUT, Work
+from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError, DistributedTimeoutError
+from ..ops import asarray, stack
+from ..primitives.collective import all_reduce_p
+from ..primitives.core import bind
 
-__all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "barrier",
-           "destroy_process_group", "all_reduce", "broadcast", "all_gather", "ReduceOp"]
+__all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "get_backend", "barrier",
+           "destroy_process_group", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
+           "isend", "irecv", "ReduceOp", "Work", "DistributedError", "DistributedTimeoutError", "is_available"]
 
 
 class ReduceOp:
-    """PyTorch's reduction names for ``all_reduce``."""
+    """PyTorch's reduction names for ``all_reduce`` and ``reduce_scatter``."""
 
     SUM, AVG, MAX, MIN = "sum", "mean", "max", "min"
 
 
-_GROUP: dict[str, Any] = {}
+def is_available() -> bool:
+    """Whether an engine is installed (``mpi4py``; the ``distributed`` extra)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
-def init_process_group(backend: str = "mpi", **unused: Any) -> None:
-    """Join the process group the launcher (``mpiexec -n N python train.py``) started."""
-    if backend != "mpi":
-        raise ArgumentValueError(f"init_process_group: backend {backend!r} is not available yet; use 'mpi'")
+def _seconds(timeout: Any) -> float:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
+    if not seconds > 0:
+        raise ArgumentValueError(f"init_process_group: timeout must be positive, got {timeout!r}")
+    return seconds
+
+
+def _launched_by_mpi() -> bool:
+    return any(v in os.environ for v in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID"))
+
+
+def _mpi() -> Any:
     try:
         from mpi4py import MPI
     except ImportError as exc:
         raise ImportError("fg.distributed needs mpi4py and an MPI: pip install 'funcgrad[distributed]'") from exc
-    _GROUP.update(comm=MPI.COMM_WORLD, mpi=MPI)
+    return MPI
+
+
+def init_process_group(backend: str = "mpi", init_method: str | None = None, timeout: Any = None,
+                       world_size: int = -1, rank: int = -1, **unused: Any) -> None:
+    """Join the process group. ``"mpi"``: rank and size come from the MPI launcher
+    (``python -m funcgrad.distributed.run -n 2 train.py``, or ``mpiexec``). ``"nccl"``: GPU
+    collectives; the ranks meet through MPI when an MPI launcher started them, else through
+    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` as in PyTorch.
+    ``timeout`` (seconds or a ``timedelta``; 30 minutes by default) bounds every wait."""
+    seconds = _seconds(timeout)
+    if backend == "mpi":
+        mpi = _mpi()
+        group: Any = process_group.MPIGroup(mpi.COMM_WORLD, mpi, seconds)
+        _check_size(group.size, group.rank, world_size, rank)
+    elif backend == "nccl":
+        group = _nccl_group(world_size, rank, seconds)
+    else:
+        raise ArgumentValueError(f"init_process_group: backend must be 'mpi' (CPU, through mpi4py) or 'nccl' (GPU, "
+                                 f"through CuPy), got {backend!r}")
+    process_group.join(group)
+    if group.size > 1:
+        _abort_on_uncaught(group)
+
+
+def _check_size(size: int, rank: int, want_size: int, want_rank: int) -> None:
+    env = os.environ.get("WORLD_SIZE")
+    want_size = want_size if want_size > 0 else (int(env) if env else size)
+    if want_size != size or (want_rank >= 0 and want_rank != rank):
+        raise DistributedError(
+            f"init_process_group: MPI started {size} process(es) (this is rank {rank}) but {want_size} were asked for "
+            f"(world_size or WORLD_SIZE); start the job with `python -m funcgrad.distributed.run -n {want_size} "
+            "script.py` (or mpiexec -n ...)")
+
+
+def _nccl_group(world_size: int, rank: int, seconds: float) -> Any:
+    cupy = cupy_backend.import_cupy()
+    nccl = cupy.cuda.nccl
+    if _launched_by_mpi():
+        comm = _mpi().COMM_WORLD
+        rank, size = int(comm.Get_rank()), int(comm.Get_size())
+        uid = comm.bcast(nccl.get_unique_id() if rank == 0 else None, root=0)
+    else:
+        rank = rank if rank >= 0 else int(os.environ.get("RANK", 0))
+        size = world_size if world_size > 0 else int(os.environ.get("WORLD_SIZE", 1))
+        mine = bytes(b & 0xFF for b in nccl.get_unique_id()) if rank == 0 else None
+        got = process_group.exchange_id(mine, rank, size, seconds)
+        uid = tuple(b - 256 if b > 127 else b for b in got)  # NCCL's id as CuPy spells it (signed chars)
+    return process_group.NCCLGroup(cupy, rank, size, uid, seconds)
+
+
+def _abort_on_uncaught(group: Any) -> None:
+    """A rank that dies of an uncaught exception prints it and aborts the whole job
+    (MPI_Abort: the launcher ends the other ranks), so they do not wait on it forever."""
+    previous = sys.excepthook
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        sys.stderr.write(f"fg.distributed: rank {group.rank} of {group.size} failed; aborting the job\n")
+        traceback.print_exception(kind, value, tb)
+        sys.stderr.flush()
+        if process_group.joined() is group:
+            group.abort(1)
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
 
 
 def is_initialized() -> bool:
     """Whether ``init_process_group`` has run (and ``destroy_process_group`` has not)."""
-    return "comm" in _GROUP
-
-
-def _comm() -> Any:
-    if "comm" not in _GROUP:
-        raise RuntimeError("fg.distributed: call fg.distributed.init_process_group() first")
-    return _GROUP["comm"]
+    return process_group.joined() is not None
 
 
 def get_rank() -> int:
-    """This process's rank in the group."""
-    return int(_comm().Get_rank()) if is_initialized() else int(os.environ.get("RANK", 0))
+    """This process's rank in the group (outside one, ``RANK`` or 0)."""
+    return process_group.current().rank if is_initialized() else int(os.environ.get("RANK", 0))
 
 
 def get_world_size() -> int:
-    """How many processes the group holds."""
-    return int(_comm().Get_size()) if is_initialized() else int(os.environ.get("WORLD_SIZE", 1))
+    """How many processes the group holds (outside one, ``WORLD_SIZE`` or 1)."""
+    return process_group.current().size if is_initialized() else int(os.environ.get("WORLD_SIZE", 1))
 
 
-def barrier() -> None:
+def get_backend() -> str:
+    """``"mpi"`` or ``"nccl"``."""
+    return str(process_group.current().backend)
+
+
+def barrier(async_op: bool = False) -> Work | None:
     """Wait until every process reaches this point."""
-    _comm().Barrier()
+    work = process_group.current().barrier()
+    return work if async_op else work.wait()
 
 
 def destroy_process_group() -> None:
     """Leave the group (MPI itself finalizes when the process exits)."""
-    _GROUP.clear()
+    process_group.leave()
 
 
-def _host(x: Any) -> np.ndarray:
-    x = x if isinstance(x, Array) else asarray(x)
-    return np.ascontiguousarray(x.numpy())
+# ---- PyTorch's spelling: a result thrown away ----------------------------------------------
+
+_NEXT_OP: dict[Any, tuple[list[int], list[str]]] = {}
 
 
-def all_reduce(x: Any, op: str = ReduceOp.SUM) -> Array:
-    """``x`` combined over every rank (``sum``, ``mean``, ``max`` or ``min``), as a new array."""
-    comm, mpi = _comm(), _GROUP["mpi"]
-    ops = {"sum": mpi.SUM, "mean": mpi.SUM, "max": mpi.MAX, "min": mpi.MIN}
-    if op not in ops:
-        raise ArgumentValueError(f"all_reduce: op must be one of {sorted(ops)}, got {op!r}")
-    send = _host(x)
-    out = np.empty_like(send)
-    comm.Allreduce(send, out, op=ops[op])
-    if op == "mean":
-        out = out / comm.Get_size() if out.dtype.kind in "fc" else out // comm.Get_size()
-    return from_numpy(out)
+def _check_used(name: str, fix: str) -> None:
+    """Refuse a call whose result the caller throws away (``dist.all_reduce(t)`` as a
+    statement): in PyTorch it changes ``t``, here it would do nothing. Read from the
+    caller's bytecode: the instruction after the call pops its value."""
+    frame = sys._getframe(2)
+    code = frame.f_code
+    table = _NEXT_OP.get(code)
+    if table is None:
+        instructions = list(dis.get_instructions(code))
+        table = _NEXT_OP[code] = ([i.offset for i in instructions], [i.opname for i in instructions])
+    offsets, names = table
+    k = bisect.bisect_right(offsets, frame.f_lasti)
+    if k < len(names) and names[k] == "POP_TOP":
+        raise DistributedError(f"dist.{name}(...) returns its result and leaves its argument unchanged (arrays are "
+                               f"immutable; PyTorch writes in place): write {fix}")
 
 
-def broadcast(x: Any, src: int = 0) -> Array:
-    """Rank ``src``'s ``x`` on every rank, as a new array (the others' shapes and dtypes must match)."""
-    comm = _comm()
-    buf = _host(x).copy()
-    comm.Bcast(buf, root=src)
-    return from_numpy(buf)
+# ---- collectives ---------------------------------------------------------------------------
+
+def _array(x: Any, name: str) -> Any:
+    if isinstance(x, ArrayBase):
+        return x
+    if isinstance(x, (list, tuple)):
+        raise ArgumentTypeError(f"dist.{name}: expected an array, got a {type(x).__name__}")
+    return asarray(x)
 
 
-def all_gather(x: Any) -> list[Array]:
-    """Every rank's ``x`` (all of one shape and dtype), in rank order."""
-    comm = _comm()
-    send = _host(x)
-    out = np.empty((comm.Get_size(), *send.shape), send.dtype)
-    comm.Allgather(send, out)
-    return [from_numpy(part.copy()) for part in out]
+def _raw(x: Array) -> tuple[Any, Any]:
+    """The backend module and contiguous raw buffer of ``x``."""
+    xp = x.device.backend.xp
+    return xp, x._data
+
+
+def _wrap(raw: Any, like: Array) -> Array:
+    return wrap_kernel_output(raw, like.device)
+
+
+def _op(op: Any, name: str) -> str:
+    if op not in process_group.OPS:
+        raise ArgumentValueError(f"dist.{name}: op must be one of {list(process_group.OPS)} (or dist.ReduceOp.SUM, "
+                                 f"...), got {op!r}")
+    return str(op)
+
+
+def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
+    """``tensor`` combined over every rank (``sum``, ``mean``, ``max`` or ``min``), as a new
+    array; with ``async_op=True`` a ``Work`` whose ``wait()`` returns it. Differentiable,
+    and usable inside ``fg.grad``, ``fg.vmap`` and ``fg.compile``."""
+    _check_used("all_reduce", "`t = dist.all_reduce(t)`")
+    x, op = _array(tensor, "all_reduce"), _op(op, "all_reduce")
+    if not async_op:
+        return bind(all_reduce_p, x, op=op)
+    if not isinstance(x, Array):
+        raise DistributedError("dist.all_reduce: async_op=True needs a concrete array (under a transform, the "
+                               "collective is part of the program: call it without async_op)")
+    all_reduce_p.abstract_eval(x.aval, op=op)
+    xp, raw = _raw(x)
+    return _then(process_group.current().all_reduce(xp, raw, op), lambda out: _wrap(out.reshape(raw.shape), x))
+
+
+def _then(work: Work, fn: Any) -> Work:
+    """``work`` whose result is ``fn`` of the engine's."""
+    inner = work._result
+    work._result = lambda: fn(inner())
+    return work
+
+
+def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = False) -> Any:
+    """Rank ``src``'s ``tensor`` on every rank, as a new array (every rank passes one of the
+    same shape and dtype)."""
+    _check_used("broadcast", "`t = dist.broadcast(t, src)`")
+    x = _array(tensor, "broadcast")
+    _check_rank(src, "broadcast", "src")
+    xp, raw = _raw(x)
+    work = _then(process_group.current().broadcast(xp, raw, src), lambda out: _wrap(out, x))
+    return work if async_op else work.wait()
+
+
+def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op: bool = False) -> Any:
+    """Every rank's array (all of one shape and dtype), in rank order: ``dist.all_gather(x)``
+    returns the list; PyTorch's ``dist.all_gather(tensor_list, x)`` fills ``tensor_list``."""
+    into = tensor_list if tensor is not None else None
+    x = _array(tensor if tensor is not None else tensor_list, "all_gather")
+    group_ = process_group.current()
+    if into is not None and (not isinstance(into, list) or len(into) != group_.size):
+        raise ArgumentValueError(f"dist.all_gather: tensor_list must be a list of {group_.size} arrays (one per rank)")
+    xp, raw = _raw(x)
+
+    def parts(out: Any) -> list[Array]:
+        got = [_wrap(xp.ascontiguousarray(out[r]), x) for r in range(group_.size)]
+        if into is not None:
+            into[:] = got
+        return got
+
+    work = _then(group_.all_gather(xp, raw), parts)
+    return work if async_op else work.wait()
+
+
+def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
+    """Rank ``r`` gets block ``r`` of the inputs combined over every rank: ``input_list`` is a
+    list of one array per rank (or one array whose first axis has one entry per rank)."""
+    _check_used("reduce_scatter", "`out = dist.reduce_scatter(input_list)`")
+    group_ = process_group.current()
+    op = _op(op, "reduce_scatter")
+    if isinstance(input_list, (list, tuple)):
+        if isinstance(op, Array) or len(input_list) != group_.size:
+            raise ArgumentValueError(f"dist.reduce_scatter: pass one array per rank ({group_.size}), as a list; "
+                                     "the result is returned (PyTorch's output argument does not exist here)")
+        x = stack([_array(t, "reduce_scatter") for t in input_list])
+    else:
+        x = _array(input_list, "reduce_scatter")
+        if x.ndim == 0 or x.shape[0] != group_.size:
+            raise ArgumentValueError(f"dist.reduce_scatter: the input's first axis must have one entry per rank "
+                                     f"({group_.size}), got shape {tuple(x.shape)}")
+    xp, raw = _raw(x)
+    work = _then(group_.reduce_scatter(xp, raw, op), lambda out: _wrap(out, x))
+    return work if async_op else work.wait()
+
+
+def _check_rank(r: Any, name: str, what: str) -> None:
+    size = process_group.current().size
+    if not isinstance(r, (int, np.integer)) or not 0 <= int(r) < size:
+        raise ArgumentValueError(f"dist.{name}: {what} must be a rank in [0, {size}), got {r!r}")
+
+
+def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
+    """Start sending ``tensor`` to rank ``dst``; ``wait()`` on the result."""
+    x = _array(tensor, "send")
+    _check_rank(dst, "send", "dst")
+    xp, raw = _raw(x)
+    return process_group.current().send(xp, raw, int(dst), int(tag))
+
+
+def send(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> None:
+    """Send ``tensor`` to rank ``dst`` (which calls ``recv``)."""
+    isend(tensor, dst, group, tag).wait()
+
+
+def irecv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Work:
+    """Start receiving from rank ``src`` an array shaped like ``tensor``; ``wait()`` returns it."""
+    x = _array(tensor, "recv")
+    _check_rank(src, "recv", "src")
+    xp, raw = _raw(x)
+    return _then(process_group.current().recv(xp, raw, int(src), int(tag)), lambda out: _wrap(out, x))
+
+
+def recv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Array:
+    """The array rank ``src`` sent, shaped and typed like ``tensor`` (returned: ``tensor`` is unchanged)."""
+    _check_used("recv", "`t = dist.recv(t, src)`")
+    return irecv(tensor, src, group, tag).wait()  # type: ignore[no-any-return]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .attention import MultiheadAttention
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d, MaxUnpool2d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
@@ -66,7 +66,7 @@ from .loss import (
                      TripletMarginLoss,
 )
 from .module import Module, functional_call
-from .norm import BatchNorm1d, BatchNorm2d
+from .norm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .resize import (
@@ -89,7 +89,7 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss",
            "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d", "MaxUnpool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "MultiheadAttention", "LSTM",
+           "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "parallel", "MultiheadAttention", "LSTM",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
            "Threshold", "GLU", "PReLU", "Softmin", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
            "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",

@@ -8,30 +8,41 @@ from typing import Any
 
 from .. import ops
 from ..array import Array
+from ..backends import process_group
 from ..errors import ArgumentValueError, ConcretizationError, ShapeError
-from ..primitives.core import fmt_shape
+from ..primitives.collective import all_reduce_p
+from ..primitives.core import bind, fmt_shape
 from ..transforms.api import stop_gradient
 from ._checks import same_dtype
 from .module import Module, buffers_collected
 from .parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "batch_norm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "batch_norm"]
 
 
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
-               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> tuple[Any, Any, Any]:
-    """Returns (output, new running mean, new running var); statistics over all axes but 1."""
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5,
+               all_ranks: bool = False) -> tuple[Any, Any, Any]:
+    """Returns (output, new running mean, new running var); statistics over all axes but 1.
+    ``all_ranks``: the training statistics are those of every rank's batch together
+    (SyncBatchNorm: sums travel through the differentiable ``all_reduce``)."""
     x = same_dtype("batch_norm", x, weight, bias)
     axes = tuple(i for i in range(x.ndim) if i != 1)
     shape = tuple(x.shape[1] if i == 1 else 1 for i in range(x.ndim))
     if training:
-        mean = ops.mean(x, axes, keepdims=True)
-        var = ops.mean(ops.square(x - mean), axes, keepdims=True)
-        n = x.size // x.shape[1]
+        if all_ranks:  # two passes, as in one process: the global mean, then the global squared deviations
+            n: Any = bind(all_reduce_p, ops.full((), x.size // x.shape[1], x.dtype, device=x.device), op="sum")
+            mean = bind(all_reduce_p, ops.sum(x, axes, keepdims=True), op="sum") / n
+            var = bind(all_reduce_p, ops.sum(ops.square(x - mean), axes, keepdims=True), op="sum") / n
+        else:
+            mean = ops.mean(x, axes, keepdims=True)
+            var = ops.mean(ops.square(x - mean), axes, keepdims=True)
+            n = x.size // x.shape[1]
         if running_mean is not None:
             m, v = stop_gradient(ops.reshape(mean, (x.shape[1],))), stop_gradient(ops.reshape(var, (x.shape[1],)))
             running_mean = (1 - momentum) * running_mean + momentum * m
-            running_var = (1 - momentum) * running_var + momentum * v * (n / max(n - 1, 1))
+            unbiased = n / ops.maximum(n - 1, 1) if all_ranks else n / max(n - 1, 1)
+            running_var = (1 - momentum) * running_var + momentum * v * unbiased
     else:
         mean, var = ops.reshape(running_mean, shape), ops.reshape(running_var, shape)
     out = (x - mean) * ops.rsqrt(var + eps)
@@ -73,7 +84,7 @@ class _BatchNorm(Module):
             momentum = 1.0 / (int(self.num_batches_tracked.item()) + 1)  # type: ignore[has-type]
         out, rm, rv = batch_norm(x, self.running_mean if self.track_running_stats else None,  # type: ignore[has-type]
                                  self.running_var if self.track_running_stats else None, self.weight, self.bias,  # type: ignore[has-type]
-                                 use_batch, momentum, self.eps)  # type: ignore[arg-type]
+                                 use_batch, momentum, self.eps, self._all_ranks(use_batch))  # type: ignore[arg-type]
         if self.training and self.track_running_stats:
             if not isinstance(rm, Array) and not buffers_collected():  # abstract under fg.trace: it would leak
 
@@ -84,6 +95,9 @@ class _BatchNorm(Module):
             self.running_mean, self.running_var = rm, rv
             self.num_batches_tracked = self.num_batches_tracked + 1  # type: ignore[has-type]
         return out
+
+    def _all_ranks(self, use_batch: bool) -> bool:
+        return False
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -100,3 +114,37 @@ class BatchNorm2d(_BatchNorm):
     """Batch normalization over ``(N, C, H, W)`` inputs, with running statistics."""
 
     expected_ndim = (4,)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalization whose training statistics cover every rank's batch (PyTorch's
+    SyncBatchNorm): the sums are all-reduced, and gradients flow back through the
+    reduction, so two ranks on half batches compute what one process does on the whole.
+    Outside a process group (or with one rank) it is BatchNorm. Inputs ``(N, C, ...)``."""
+
+    expected_ndim = (2, 3, 4, 5)
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group: Any = None, dtype: Any = None,
+                 device: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, device)
+
+    def _all_ranks(self, use_batch: bool) -> bool:
+        group = process_group.joined()
+        return use_batch and self.training and group is not None and group.size > 1
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every BatchNorm layer replaced by a SyncBatchNorm holding the same
+        parameters, buffers and mode (the module itself, when it is one)."""
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            sync = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
+            if module.affine:
+                sync.weight, sync.bias = module.weight, module.bias
+            for name, value in module.named_buffers(recurse=False):
+                setattr(sync, name, value)
+            sync.train(module.training)
+            return sync
+        for name, child in list(module.named_children()):
+            setattr(module, name, cls.convert_sync_batchnorm(child, process_group))
+        return module

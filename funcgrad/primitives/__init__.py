@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import decompositions, elementwise, fft, index, linalg, random, reduce, shape  # noqa: F401  (registers them)
+from . import collective, decompositions, elementwise, fft, index, linalg, random, reduce, shape  # noqa: F401  (registers them)
 from .core import _REGISTRY, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
 
 __all__ = ["Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter", "registry",

@@ -132,7 +132,8 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
     """The one reverse walk, shared by ``fg.vjp``/``fg.grad``, the tape and backward plans.
 
     Seeds ``(node, output index, cotangent)`` roots, then visits every node they reach once,
-    in reverse topological order, when all its cotangents have arrived (``None`` is a zero).
+    in reverse topological order, when all its cotangents have arrived (``None`` is a zero);
+    a leaf is visited as soon as the last node using it has run.
     ``visit(node, cts)`` sees each node's output cotangents first and may replace them in
     place (the tape's hooks, ``retain_grad``, ``autograd.grad``'s captures); then the node's
     rule runs (``propagate``, with ``residuals_of(node)`` in place of its own saved values
@@ -143,15 +144,27 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
         slot = pending.setdefault(id(node), [None] * node.n_out)
         slot[idx] = ct if slot[idx] is None else slot[idx] + ct
     leaves: Reached = {}
-    for node in reversed(toposort([r[0] for r in roots])):
+    order = toposort([r[0] for r in roots])
+    uses: dict[int, int] = {}  # per leaf, the edges into it still to run: at 0 its cotangent is complete
+    for node in order:
+        for p in node.parents:
+            if p is not None and p[0].rule is None:
+                uses[id(p[0])] = uses.get(id(p[0]), 0) + 1
+
+    def reach(leaf: Any, cts: list[Any]) -> None:
+        if visit is not None:
+            visit(leaf, cts)
+        leaves[id(leaf)] = (leaf, cts)
+
+    for node in reversed(order):
         cts = pending.pop(id(node), None)
         if cts is None:
             continue
+        if node.rule is None:
+            reach(node, cts)
+            continue
         if visit is not None:
             visit(node, cts)
-        if node.rule is None:
-            leaves[id(node)] = (node, cts)
-            continue
         if node_range is None:
             propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
         else:  # (a profiler is recording: the step is a range named after the node, MulBackward)
@@ -160,6 +173,11 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
         del cts
         if after is not None:
             after(node)
+        for p in node.parents:  # a leaf whose last use just ran is reached now, not at the end of the
+            if p is not None and p[0].rule is None:  # order (DistributedDataParallel reduces it meanwhile)
+                left = uses[id(p[0])] = uses[id(p[0])] - 1
+                if left == 0 and id(p[0]) in pending:
+                    reach(p[0], pending.pop(id(p[0])))
     return leaves
 
 

@@ -51,7 +51,8 @@ class enable_grad(GradMode):
 class AutogradMeta:
     """What the tape knows about one array (``x._autograd``)."""
 
-    __slots__ = ("requires_grad", "grad_fn", "output_nr", "grad", "retain", "hooks", "accumulator", "__weakref__")
+    __slots__ = ("requires_grad", "grad_fn", "output_nr", "grad", "retain", "hooks", "post_hooks", "accumulator",
+                 "__weakref__")
 
     def __init__(self, requires_grad: bool = True, grad_fn: Any = None, output_nr: int = 0) -> None:
         self.requires_grad = requires_grad
@@ -60,6 +61,7 @@ class AutogradMeta:
         self.grad: Any = None
         self.retain = False
         self.hooks: list[Callable[[Any], Any]] | None = None
+        self.post_hooks: list[Callable[[Any], Any]] | None = None  # a leaf's, after its .grad is updated
         self.accumulator: AccumulateGrad | None = None
 
     # ``meta.record(prim, args, params)``: eager evaluation found this metadata on an
@@ -232,6 +234,9 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
             if meta is not None and meta.retain and wanted is None:
                 ct = pytorch_convention(ct)
                 meta.grad = ct if meta.grad is None else ops.add(meta.grad, ct)
+        if wanted is None and node.__class__ is AccumulateGrad:  # a leaf's gradient is complete: store it now
+            _accumulate(node.variable, cts[0] if cts[0] is not None else ops.zeros_like(node.variable),
+                        create_graph)
         if node.rule is not None and node.residuals is _FREED:
             raise GraphFreedError(
                 f"backward through {node!r} a second time: its saved values were freed by the first backward. "
@@ -243,14 +248,10 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
     token = TAPE_OFF.set(not create_graph)
     try:
         leaves = walk(roots, visit, None if retain_graph else free)
-        for leaf, cts in leaves.values():  # reached: a zero gradient if only zeros arrived
-            if not isinstance(leaf, AccumulateGrad):
-                continue
-            ct = cts[0] if cts[0] is not None else ops.zeros_like(leaf.variable)
-            if wanted is None:
-                _accumulate(leaf.variable, ct, create_graph)
-            elif (id(leaf), 0) in wanted:
-                got[(id(leaf), 0)] = ct
+        if wanted is not None:
+            for leaf, cts in leaves.values():  # reached: a zero gradient if only zeros arrived
+                if isinstance(leaf, AccumulateGrad) and (id(leaf), 0) in wanted:
+                    got[(id(leaf), 0)] = cts[0] if cts[0] is not None else ops.zeros_like(leaf.variable)
     finally:
         TAPE_OFF.reset(token)
     return got
@@ -270,12 +271,17 @@ def pytorch_convention(ct: Any) -> Any:
 
 
 def _accumulate(variable: Any, ct: Any, create_graph: bool) -> None:
+    """Add a leaf's gradient into its ``.grad``, then run its post-accumulate hooks
+    (``register_post_accumulate_grad_hook``: DistributedDataParallel starts reducing there)."""
     meta = variable._autograd
     ct = pytorch_convention(ct)
     if not create_graph:
         ct = _detached(ct)
     meta.grad = ct if meta.grad is None else (ops.add(meta.grad, ct) if create_graph else _detached(
         ops.add(meta.grad, ct)))
+    if meta.post_hooks:
+        for hook in tuple(meta.post_hooks):
+            hook(variable)
 
 
 def _seed(output: Any, gradient: Any, where: str) -> Any:

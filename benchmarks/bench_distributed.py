@@ -1,0 +1,173 @@
+"""Data-parallel throughput: two single-threaded ranks against one single-threaded process
+on the W2 step (MLP 784-512-256-10, per-rank batch 128, float32, SGD; a PyTorch-style
+step: zero_grad, forward, loss.backward(), opt.step()), with DistributedDataParallel on
+MPI. Prints the throughput ratio (samples/s on two ranks over one; target >= 1.7x on a
+2-core machine), the share of the step spent waiting on gradient all-reduces, how the
+bucket size moves both, and PyTorch's DistributedDataParallel (gloo) when installed.
+
+One-rank and two-rank runs alternate, round by round (each a fresh job of 60 timed steps);
+the ratios are paired per round, then the median is printed.
+
+    python benchmarks/bench_distributed.py [--rounds 5] [--steps 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+STEPS_WARM = 10
+THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def worker_funcgrad(steps: int, bucket_mb: float) -> dict[str, float] | None:
+    import funcgrad as fg
+    import funcgrad.distributed as dist
+
+    world = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
+    if world > 1:
+        dist.init_process_group("mpi")
+    rank = dist.get_rank() if world > 1 else 0
+    nn = fg.nn
+    fg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 512), nn.Tanh(), nn.Linear(512, 256), nn.Tanh(), nn.Linear(256, 10))
+    run = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb) if world > 1 else model
+    opt = fg.optim.SGD(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(rank)
+    x = fg.asarray(rng.random((128, 784), dtype=np.float32))
+    y = fg.asarray(rng.integers(0, 10, 128))
+
+    def step() -> None:
+        opt.zero_grad()
+        nn.functional.cross_entropy(run(x), y).backward()
+        opt.step()
+
+    for _ in range(STEPS_WARM):
+        step()
+    if world > 1:
+        dist.barrier()
+        waited = run._reducer.wait_seconds
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if world > 1:
+        dist.barrier()
+    elapsed = (time.perf_counter() - start) / steps
+    if rank != 0:
+        return None
+    wait = (run._reducer.wait_seconds - waited) / steps if world > 1 else 0.0
+    return {"step_s": elapsed, "wait_s": wait, "buckets": len(run._reducer.buckets) if world > 1 else 0}
+
+
+def worker_torch(steps: int, bucket_mb: float) -> dict[str, float] | None:
+    import torch
+    import torch.distributed as tdist
+
+    torch.set_num_threads(1)
+    world = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
+    rank = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.Tanh(), torch.nn.Linear(512, 256), torch.nn.Tanh(),
+                                torch.nn.Linear(256, 10))
+    if world > 1:
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29611")
+        tdist.init_process_group("gloo", rank=rank, world_size=world)
+        run = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_mb)
+    else:
+        run = model
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(rank)
+    x, y = torch.rand((128, 784), generator=gen), torch.randint(0, 10, (128,), generator=gen)
+
+    def step() -> None:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(run(x), y).backward()
+        opt.step()
+
+    for _ in range(STEPS_WARM):
+        step()
+    if world > 1:
+        tdist.barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if world > 1:
+        tdist.barrier()
+    elapsed = (time.perf_counter() - start) / steps
+    if world > 1:
+        tdist.destroy_process_group()
+    return {"step_s": elapsed, "wait_s": float("nan"), "buckets": 0} if rank == 0 else None
+
+
+def launch(framework: str, ranks: int, steps: int, bucket_mb: float) -> dict[str, float]:
+    here = os.path.abspath(__file__)
+    args = [here, "--worker", framework, "--steps", str(steps), "--bucket-mb", str(bucket_mb)]
+    if ranks == 1:
+        cmd = [sys.executable, *args]
+    else:
+        cmd = [sys.executable, "-m", "funcgrad.distributed.run", "-n", str(ranks), *args]
+    env = {**os.environ, **THREADS}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{framework} on {ranks} rank(s) failed:\n{done.stderr[-3000:]}")
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("{")][-1]
+    return json.loads(line)
+
+
+def have(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--worker", default=None)
+    parser.add_argument("--bucket-mb", type=float, default=25.0)
+    options = parser.parse_args()
+    if options.worker is not None:
+        fn = worker_funcgrad if options.worker == "funcgrad" else worker_torch
+        result = fn(options.steps, options.bucket_mb)
+        if result is not None:
+            print(json.dumps(result), flush=True)
+        return
+
+    print(f"W2 step (MLP 784-512-256-10, batch 128 per rank), single-threaded ranks, {options.rounds} rounds of "
+          f"{options.steps} steps\n")
+    contenders = [("funcgrad", 25.0), ("funcgrad", 0.25), ("funcgrad", 0.01)]
+    if have("torch"):
+        contenders.append(("torch", 25.0))
+    rows: dict[tuple[str, float], list[tuple[float, float, float, int]]] = {c: [] for c in contenders}
+    for _ in range(options.rounds):
+        for framework, mb in contenders:
+            one = launch(framework, 1, options.steps, mb)
+            time.sleep(0.25)
+            two = launch(framework, 2, options.steps, mb)
+            time.sleep(0.25)
+            rows[framework, mb].append((2 * one["step_s"] / two["step_s"], two["wait_s"] / two["step_s"],
+                                        two["step_s"], int(two["buckets"])))
+    print(f"{'contender':<28} {'throughput 2 ranks / 1':>24} {'waiting on all-reduce':>22} {'step (2 ranks)':>16}")
+    for (framework, mb), got in rows.items():
+        ratio = statistics.median(g[0] for g in got)
+        wait = statistics.median(g[1] for g in got)
+        step = statistics.median(g[2] for g in got)
+        buckets = f", {got[0][3]} buckets" if framework == "funcgrad" else ""
+        share = "n/a" if np.isnan(wait) else f"{100 * wait:.1f}% of the step"
+        print(f"{framework + f' ({mb:g} MiB{buckets})':<28} {ratio:>23.2f}x {share:>22} {1e3 * step:>13.2f} ms")
+    print("\ntarget: >= 1.7x for funcgrad at the default bucket size (25 MiB)")
+
+
+if __name__ == "__main__":
+    main()

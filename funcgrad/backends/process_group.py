@@ -1,0 +1,306 @@
+"""The process group under ``fg.distributed``: collectives on raw buffers, run by an engine
+clusters already operate. MPI (through ``mpi4py``) moves host buffers; NCCL (through
+``cupy.cuda.nccl``) moves GPU buffers on a CUDA stream.
+
+Every collective starts without blocking and returns a ``Work``; waiting on it polls the
+engine until the result is there or the group's ``timeout`` has passed, so a rank whose
+peer died raises ``DistributedTimeoutError`` instead of hanging. Results are fresh
+buffers (funcgrad's arrays are immutable); inputs are handed over as they are when they
+are contiguous and of a dtype the engine knows.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentValueError, DistributedError, DistributedTimeoutError
+
+__all__ = ["Work", "MPIGroup", "NCCLGroup", "OPS", "DEFAULT_TIMEOUT", "current", "join", "joined", "leave"]
+
+OPS = ("sum", "mean", "max", "min")
+DEFAULT_TIMEOUT = 1800.0  # seconds, PyTorch's default
+
+_STATE: dict[str, Any] = {}
+
+
+def current() -> Any:
+    """The group this process joined (``fg.distributed.init_process_group``)."""
+    group = _STATE.get("group")
+    if group is None:
+        raise DistributedError("fg.distributed: this process is in no process group; call "
+                               "fg.distributed.init_process_group() first")
+    return group
+
+
+def joined() -> Any:
+    """The group this process joined, or ``None``."""
+    return _STATE.get("group")
+
+
+def join(group: Any) -> None:
+    _STATE["group"] = group
+
+
+def leave() -> None:
+    _STATE.pop("group", None)
+
+
+class Work:
+    """An in-flight collective (PyTorch's ``async_op=True`` handle). ``wait()`` returns its
+    result once every rank has taken part; ``is_completed()`` asks without waiting."""
+
+    def __init__(self, done: Callable[[], bool], result: Callable[[], Any], what: str, timeout: float) -> None:
+        self._done, self._result, self.what, self.timeout = done, result, what, timeout
+        self._value: Any = None
+        self._finished = False
+
+    def is_completed(self) -> bool:
+        """Whether every rank has taken part (the result is then ready), without waiting."""
+        if not self._finished and self._done():
+            self._value, self._finished = self._result(), True
+        return self._finished
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until done (at most ``timeout`` seconds, the group's by default) and return the result."""
+        limit = self.timeout if timeout is None else float(timeout)
+        start = time.perf_counter()
+        pause = 0.0
+        while not self.is_completed():
+            waited = time.perf_counter() - start
+            if waited > limit:
+                raise DistributedTimeoutError(
+                    f"{self.what}: waited {waited:.1f} s for the other ranks (timeout {limit:g} s); a rank has failed "
+                    "or has not reached the same collective. Start jobs with `python -m funcgrad.distributed.run` "
+                    "(or mpiexec) so that a failing rank aborts the others")
+            if waited > 0.01:  # a short spin first (a collective usually finishes in microseconds), then naps
+                pause = min(max(pause * 2, 1e-5), 1e-3)
+                time.sleep(pause)
+        return self._value
+
+    def result(self) -> Any:
+        """The result (waits for it)."""
+        return self.wait()
+
+
+def _done_work(value: Any, what: str) -> Work:
+    return Work(lambda: True, lambda: value, what, 0.0)
+
+
+# ---- MPI ----------------------------------------------------------------------------------
+
+# dtypes MPI moves as they are; others travel as the first wider type here and come back
+_MPI_KINDS = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                                      np.uint64, np.float32, np.float64, np.complex64, np.complex128)}
+
+
+def _mpi_dtype(dtype: np.dtype) -> np.dtype:
+    if dtype in _MPI_KINDS:
+        return dtype
+    return np.dtype(np.uint8) if dtype == np.bool_ else np.dtype(np.float32)  # bool; float16 and bfloat16
+
+
+class MPIGroup:
+    """Collectives through ``mpi4py`` on host buffers (a GPU buffer goes through the host)."""
+
+    backend = "mpi"
+
+    def __init__(self, comm: Any, mpi: Any, timeout: float) -> None:
+        self.comm, self.mpi, self.timeout = comm, mpi, timeout
+        self.rank, self.size = int(comm.Get_rank()), int(comm.Get_size())
+        self._ops = {"sum": mpi.SUM, "mean": mpi.SUM, "max": mpi.MAX, "min": mpi.MIN}
+
+    def _work(self, request: Any, result: Callable[[], Any], what: str) -> Work:
+        return Work(request.Test, result, f"{what} (rank {self.rank} of {self.size}, MPI)", self.timeout)
+
+    @staticmethod
+    def _host(xp: Any, buf: Any) -> tuple[np.ndarray, Callable[[np.ndarray], Any]]:
+        """``buf`` as a contiguous host array of a dtype MPI moves, and the way back to ``buf``'s kind."""
+        host = np.ascontiguousarray(buf if xp is np else xp.asnumpy(buf))
+        dtype = host.dtype
+        wire = _mpi_dtype(dtype)
+        if wire != dtype:
+            host = host.astype(wire)
+
+        def back(out: np.ndarray) -> Any:
+            out = out.astype(dtype) if wire != dtype else out
+            return out if xp is np else xp.asarray(out)
+
+        return host, back
+
+    def all_reduce(self, xp: Any, buf: Any, op: str, out: Any = None) -> Work:
+        send, back = self._host(xp, buf)
+        out = np.empty_like(send) if out is None or xp is not np else out
+        request = self.comm.Iallreduce(send, out, op=self._ops[op])
+        return self._work(request, lambda: back(_mean(out, self.size) if op == "mean" else out), f"all_reduce({op})")
+
+    def broadcast(self, xp: Any, buf: Any, src: int) -> Work:
+        send, back = self._host(xp, buf)
+        out = send.copy() if self.rank == src else np.empty_like(send)
+        return self._work(self.comm.Ibcast(out, root=src), lambda: back(out), f"broadcast(src={src})")
+
+    def all_gather(self, xp: Any, buf: Any) -> Work:
+        send, back = self._host(xp, buf)
+        out = np.empty((self.size, *send.shape), send.dtype)
+        return self._work(self.comm.Iallgather(send, out), lambda: back(out), "all_gather")
+
+    def reduce_scatter(self, xp: Any, buf: Any, op: str) -> Work:
+        send, back = self._host(xp, buf)  # (world, *shape): block r goes to rank r
+        out = np.empty(send.shape[1:], send.dtype)
+        request = self.comm.Ireduce_scatter_block(send, out, op=self._ops[op])
+        return self._work(request, lambda: back(_mean(out, self.size) if op == "mean" else out),
+                          f"reduce_scatter({op})")
+
+    def send(self, xp: Any, buf: Any, dst: int, tag: int) -> Work:
+        send, _ = self._host(xp, buf)
+        return self._work(self.comm.Isend(send, dest=dst, tag=tag), lambda: None, f"send(dst={dst}, tag={tag})")
+
+    def recv(self, xp: Any, like: Any, src: int, tag: int) -> Work:
+        into, back = self._host(xp, like)
+        out = np.empty_like(into)
+        return self._work(self.comm.Irecv(out, source=src, tag=tag), lambda: back(out), f"recv(src={src}, tag={tag})")
+
+    def barrier(self) -> Work:
+        return self._work(self.comm.Ibarrier(), lambda: None, "barrier")
+
+    def abort(self, code: int = 1) -> None:
+        """End every rank of the job (MPI's abort: the launcher kills the others)."""
+        self.comm.Abort(code)
+
+
+def _mean(out: Any, n: int) -> Any:
+    if out.dtype.kind in "fc":
+        out /= n  # (the result buffer is the group's own, not yet seen by anyone)
+        return out
+    return out // n
+
+
+# ---- NCCL ---------------------------------------------------------------------------------
+
+_NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32", "uint32": "NCCL_UINT32",
+                "int64": "NCCL_INT64", "uint64": "NCCL_UINT64", "float16": "NCCL_FLOAT16",
+                "float32": "NCCL_FLOAT32", "float64": "NCCL_FLOAT64", "bfloat16": "NCCL_BFLOAT16"}
+_NCCL_OPS = {"sum": "NCCL_SUM", "mean": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
+
+
+def _pointer(buf: Any) -> int:
+    """A device buffer's address (CUDA's array interface; a host stand-in's own)."""
+    face = getattr(buf, "__cuda_array_interface__", None) or buf.__array_interface__
+    return int(face["data"][0])
+
+
+class NCCLGroup:
+    """Collectives through NCCL (``cupy.cuda.nccl``) on GPU buffers, queued on the current
+    CUDA stream; a ``Work`` is done when an event recorded after the call has passed."""
+
+    backend = "nccl"
+
+    def __init__(self, cupy: Any, rank: int, size: int, unique_id: Any, timeout: float) -> None:
+        self.cupy, self.nccl, self.timeout = cupy, cupy.cuda.nccl, timeout
+        self.rank, self.size = rank, size
+        self.comm = self.nccl.NcclCommunicator(size, unique_id, rank)
+
+    def _code(self, dtype: Any, what: str) -> int:
+        name = _NCCL_DTYPES.get(np.dtype(dtype).name)
+        if name is None:
+            raise ArgumentValueError(f"{what}: NCCL does not move {np.dtype(dtype).name} arrays; cast to one of "
+                                     f"{sorted(_NCCL_DTYPES)}")
+        return int(getattr(self.nccl, name))
+
+    def _queued(self, result: Callable[[], Any], what: str) -> Work:
+        stream = self.cupy.cuda.get_current_stream()
+        event = self.cupy.cuda.Event(disable_timing=True)
+        event.record(stream)
+        return Work(lambda: bool(event.done), result, f"{what} (rank {self.rank} of {self.size}, NCCL)",
+                    self.timeout)
+
+    def _stream(self) -> int:
+        return int(self.cupy.cuda.get_current_stream().ptr)
+
+    def all_reduce(self, xp: Any, buf: Any, op: str, out: Any = None) -> Work:
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty_like(send) if out is None else out
+        self.comm.allReduce(_pointer(send), _pointer(out), send.size, self._code(send.dtype, "all_reduce"),
+                            int(getattr(self.nccl, _NCCL_OPS[op])), self._stream())
+        return self._queued(lambda: _mean(out, self.size) if op == "mean" else out, f"all_reduce({op})")
+
+    def broadcast(self, xp: Any, buf: Any, src: int) -> Work:
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty_like(send)
+        self.comm.broadcast(_pointer(send), _pointer(out), send.size, self._code(send.dtype, "broadcast"), src,
+                            self._stream())
+        return self._queued(lambda: out, f"broadcast(src={src})")
+
+    def all_gather(self, xp: Any, buf: Any) -> Work:
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty((self.size, *send.shape), send.dtype)
+        self.comm.allGather(_pointer(send), _pointer(out), send.size, self._code(send.dtype, "all_gather"),
+                            self._stream())
+        return self._queued(lambda: out, "all_gather")
+
+    def reduce_scatter(self, xp: Any, buf: Any, op: str) -> Work:
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty(send.shape[1:], send.dtype)
+        self.comm.reduceScatter(_pointer(send), _pointer(out), out.size, self._code(send.dtype, "reduce_scatter"),
+                                int(getattr(self.nccl, _NCCL_OPS[op])), self._stream())
+        return self._queued(lambda: _mean(out, self.size) if op == "mean" else out, f"reduce_scatter({op})")
+
+    def send(self, xp: Any, buf: Any, dst: int, tag: int) -> Work:
+        send = xp.ascontiguousarray(buf)
+        self.comm.send(_pointer(send), send.size, self._code(send.dtype, "send"), dst, self._stream())
+        return self._queued(lambda: None, f"send(dst={dst})")
+
+    def recv(self, xp: Any, like: Any, src: int, tag: int) -> Work:
+        out = xp.empty_like(xp.ascontiguousarray(like))
+        self.comm.recv(_pointer(out), out.size, self._code(out.dtype, "recv"), src, self._stream())
+        return self._queued(lambda: out, f"recv(src={src})")
+
+    def barrier(self) -> Work:
+        one = self.cupy.ones(1, np.float32)
+        return self.all_reduce(self.cupy, one, "sum")
+
+    def abort(self, code: int = 1) -> None:
+        self.comm.abort()
+        os._exit(code)
+
+
+def exchange_id(unique_id: bytes | None, rank: int, size: int, timeout: float) -> bytes:
+    """Rank 0's NCCL id on every rank, through a TCP rendezvous at ``MASTER_ADDR:MASTER_PORT``
+    (PyTorch's environment variables): rank 0 listens and hands the id to each rank that
+    connects. Used when the ranks were not started by an MPI launcher."""
+    host, port = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500"))
+    deadline = time.monotonic() + timeout
+    if rank == 0:
+        assert unique_id is not None
+        with socket.create_server((host, port), reuse_port=False) as server:
+            server.settimeout(timeout)
+            for _ in range(size - 1):
+                peer, _ = server.accept()
+                with peer:
+                    peer.sendall(len(unique_id).to_bytes(4, "big") + unique_id)
+        return unique_id
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())) as peer:
+                n = int.from_bytes(_read(peer, 4), "big")
+                return _read(peer, n)
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                raise DistributedTimeoutError(f"init_process_group: rank {rank} found no rank 0 at {host}:{port} "
+                                              f"within {timeout:g} s ({exc})") from exc
+            time.sleep(0.05)
+
+
+def _read(peer: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = peer.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the rendezvous closed early")
+        data += chunk
+    return data

@@ -1,0 +1,268 @@
+"""``fg.nn.parallel.DistributedDataParallel``: data-parallel training on a process group
+(``fg.distributed``), PyTorch's semantics.
+
+Each rank runs the whole model on its share of the batch. At construction rank 0's
+parameters and buffers are copied to every rank. During ``loss.backward()`` each leaf's
+gradient is complete as soon as the last operation using it has run back (the tape
+reaches leaves early for this); a post-accumulate hook copies it into its bucket, and a
+full bucket starts a non-blocking all-reduce while the backward pass goes on. Buckets are
+launched in one order on every rank (the collectives must match); the last gradient waits
+for them all and hands every parameter the average as its ``.grad``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from .. import tree
+from ..array import Array, wrap_kernel_output
+from ..backends import process_group
+from ..errors import DistributedError
+from ..transforms import is_grad_enabled
+from ..transforms.graph import toposort
+from ..transforms.tape import AccumulateGrad
+from .module import Module
+
+__all__ = ["DistributedDataParallel", "DDP"]
+
+FIRST_BUCKET_MB = 1.0  # PyTorch's: the first gradients to arrive start communicating sooner
+
+
+class _Bucket:
+    """Parameters whose gradients travel in one all-reduce, packed into one flat buffer."""
+
+    def __init__(self, params: list[Any]) -> None:
+        self.params = params
+        self.offsets = [0]
+        for p in params:
+            self.offsets.append(self.offsets[-1] + p.size)
+        first = params[0]
+        self.device, self.dtype = first.device, first.dtype
+        self.xp = first.device.backend.xp
+        self.send = self.xp.zeros(self.offsets[-1], first.dtype.np)
+        self.left = 0
+        self.work: Any = None
+        self.results: list[Any] = []
+
+    def result_buffer(self) -> Any:
+        """Where the reduced gradients land: a buffer of an earlier step that no array uses
+        any more (no reference left but this list's), else a fresh one. Reusing memory
+        matters here: an all-reduce into fresh pages took twice the whole step's time on a
+        two-rank VM (page faults under the MPI copy); arrays stay immutable, since a
+        buffer is reused only once nothing can see it."""
+        for buf in self.results:
+            if sys.getrefcount(buf) == 3:  # this list, the loop variable, getrefcount's argument
+                return buf
+        buf = self.xp.empty_like(self.send)
+        if len(self.results) < 3:
+            self.results.append(buf)
+        return buf
+
+
+class _Reducer:
+    """The gradient buckets of one DistributedDataParallel and the state of one backward pass."""
+
+    def __init__(self, group: Any, named: list[tuple[str, Any]], bucket_cap_mb: float, find_unused: bool) -> None:
+        self.group, self.find_unused = group, find_unused
+        self.names = {id(p): n for n, p in named}
+        self.buckets: list[_Bucket] = []
+        cap, size = min(FIRST_BUCKET_MB, bucket_cap_mb) * 2**20, 0
+        current: list[Any] = []
+        for _, p in reversed(named):  # gradients arrive roughly from the last layer to the first
+            if current and (p.dtype, p.device) != (current[0].dtype, current[0].device):
+                self.buckets.append(_Bucket(current))
+                current, size = [], 0
+            current.append(p)
+            size += p.size * p.dtype.itemsize
+            if size >= cap:  # full (PyTorch's rule: a bucket closes once it reaches the cap)
+                self.buckets.append(_Bucket(current))
+                cap, current, size = bucket_cap_mb * 2**20, [], 0
+        if current:
+            self.buckets.append(_Bucket(current))
+        self.where = {id(p): (b, i) for b in self.buckets for i, p in enumerate(b.params)}
+        self.armed = False
+        self.ready: set[int] = set()
+        self.used_here: set[int] = set()
+        self.next_launch = 0
+        self.wait_seconds = 0.0  # spent waiting for all-reduces to finish (the benchmark prints it)
+        for _, p in named:
+            p.register_post_accumulate_grad_hook(self.grad_ready)
+
+    def check_finished(self) -> None:
+        """PyTorch's rule: a backward pass that reduced some gradients must have reduced all."""
+        if self.armed and self.ready:
+            missing = [self.names[id(p)] for b in self.buckets for p in b.params if id(p) not in self.ready]
+            self.armed = False
+            raise DistributedError(
+                f"DistributedDataParallel: the last backward pass gave no gradient to {len(missing)} parameter(s) "
+                f"({', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''}), so no rank could finish reducing "
+                "gradients. Pass find_unused_parameters=True if a step may leave parameters unused, or make every "
+                "output take part in the loss")
+
+    def arm(self, outputs: Any) -> None:
+        """Expect one backward pass from ``outputs``."""
+        self.armed, self.ready, self.next_launch = True, set(), 0
+        for b in self.buckets:
+            b.left, b.work = len(b.params), None
+        if self.find_unused:
+            roots = [a._autograd.grad_fn or a._autograd.accumulator for a in tree.leaves(outputs)
+                     if isinstance(a, Array) and a._autograd is not None and a._autograd.requires_grad]
+            nodes: list[Any] = toposort([r for r in roots if r is not None])
+            reached = {id(n.variable) for n in nodes if isinstance(n, AccumulateGrad)}
+            self.used_here = {id(p) for b in self.buckets for p in b.params if id(p) in reached}
+            for b in self.buckets:
+                for p in b.params:
+                    if id(p) not in reached:
+                        self.mark(p, None)
+
+    def disarm(self) -> None:
+        self.armed = False
+
+    def grad_ready(self, p: Any) -> None:
+        if self.armed:
+            self.mark(p, p.grad)
+
+    def mark(self, p: Any, grad: Any) -> None:
+        if id(p) in self.ready:
+            raise DistributedError(f"DistributedDataParallel: parameter {self.names[id(p)]} got a gradient twice in "
+                                   "one step (a second backward through the same forward); reduce once per forward")
+        self.ready.add(id(p))
+        b, i = self.where[id(p)]
+        lo, hi = b.offsets[i], b.offsets[i + 1]
+        if grad is None:
+            b.send[lo:hi] = 0
+        else:  # divided by the world size on the way in (PyTorch's order: average, then sum)
+            b.xp.divide(grad._data.reshape(-1), self.group.size, out=b.send[lo:hi])
+        b.left -= 1
+        while self.next_launch < len(self.buckets) and self.buckets[self.next_launch].left == 0:
+            launch = self.buckets[self.next_launch]
+            launch.work = self.group.all_reduce(launch.xp, launch.send, "sum", launch.result_buffer())
+            self.next_launch += 1
+        if self.next_launch == len(self.buckets):
+            self.finish()
+        else:
+            for other in self.buckets[:self.next_launch]:  # MPI makes progress inside its calls
+                other.work.is_completed()
+
+    def finish(self) -> None:
+        self.armed = False
+        globally_used = None
+        if self.find_unused:  # a parameter no rank used keeps its .grad, as in PyTorch
+            flags = [[1 if id(p) in self.used_here else 0 for p in b.params] for b in self.buckets]
+            flat = [f for fs in flags for f in fs]
+            xp = self.buckets[0].xp
+            globally_used = iter(self.group.all_reduce(xp, xp.asarray(flat, dtype="int64"), "max").wait().tolist())
+        start = time.perf_counter()
+        results = [b.work.wait() for b in self.buckets]
+        self.wait_seconds += time.perf_counter() - start
+        for b, out in zip(self.buckets, results):
+            whole = wrap_kernel_output(out, b.device)
+            for i, p in enumerate(b.params):
+                if globally_used is not None and not next(globally_used):
+                    continue
+                p.grad = whole[b.offsets[i]:b.offsets[i + 1]].reshape(tuple(p.shape))
+
+
+class DistributedDataParallel(Module):
+    """Wrap ``module`` for data-parallel training: ``ddp(x)`` runs it, and ``backward``
+    averages every gradient over the ranks, bucket by bucket while the pass goes on.
+
+    ``bucket_cap_mb`` (25, PyTorch's) sizes the buckets (the first is 1 MiB);
+    ``find_unused_parameters`` lets a step leave parameters without gradients;
+    ``broadcast_buffers`` copies rank 0's buffers (BatchNorm's statistics) before each
+    training forward. ``no_sync()`` accumulates gradients locally; the next step outside
+    it reduces the sum. ``ddp.module`` is the model; ``ddp.state_dict()`` has PyTorch's
+    ``module.`` prefix and ``load_state_dict`` takes keys with or without it."""
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: float = 25.0,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False, init_sync: bool = True) -> None:
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel: expected an fg.nn.Module, got {type(module).__name__}")
+        group = _group()
+        self.module = module
+        self.broadcast_buffers = broadcast_buffers
+        self.require_backward_grad_sync = True
+        named, seen = [], set()
+        for name, p in module.named_parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                named.append((name, p))
+        _check_same_model(group, named)
+        if init_sync:
+            for _, p in module.named_parameters():
+                p.data = _broadcast(group, p)
+            self._sync_buffers(group)
+        self._reducer = _Reducer(group, named, float(bucket_cap_mb), find_unused_parameters)
+
+    def _sync_buffers(self, group: Any) -> None:
+        for name, buf in list(self.module.named_buffers()):
+            owner, _, attr = name.rpartition(".")
+            setattr(self.module.get_submodule(owner) if owner else self.module, attr, _broadcast(group, buf))
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        self._reducer.check_finished()
+        group = _group()
+        if self.broadcast_buffers and self.training and group.size > 1:
+            self._sync_buffers(group)
+        out = self.module(*inputs, **kwargs)
+        if is_grad_enabled() and self.require_backward_grad_sync:
+            self._reducer.arm(out)
+        else:
+            self._reducer.disarm()
+        return out
+
+    @contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Backward passes of forwards run inside keep their gradients local (they add up)."""
+        previous, self.require_backward_grad_sync = self.require_backward_grad_sync, False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+    @property
+    def communication_wait_seconds(self) -> float:
+        """Seconds this process has spent waiting for gradient all-reduces to finish."""
+        return self._reducer.wait_seconds
+
+    def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> Any:
+        """Keys with PyTorch's ``module.`` prefix, or the bare model's keys."""
+        if state_dict and not any(k.startswith("module.") for k in state_dict):
+            state_dict = {f"module.{k}": v for k, v in state_dict.items()}
+        return super().load_state_dict(state_dict, strict)
+
+
+DDP = DistributedDataParallel
+
+
+def _group() -> Any:
+    try:
+        return process_group.current()
+    except DistributedError as exc:
+        raise DistributedError("DistributedDataParallel: call fg.distributed.init_process_group() first (and start "
+                               "the job with `python -m funcgrad.distributed.run -n N script.py`)") from exc
+
+
+def _broadcast(group: Any, a: Any) -> Array:
+    xp = a.device.backend.xp
+    return wrap_kernel_output(group.broadcast(xp, a._data, 0).wait(), a.device)
+
+
+def _check_same_model(group: Any, named: list[tuple[str, Any]]) -> None:
+    """Every rank must wrap the same parameters (shapes and dtypes), or the buckets would not match."""
+    signature = zlib.crc32(repr([(tuple(p.shape), p.dtype.name) for _, p in named]).encode())
+    mine = np.array([len(named), signature], dtype=np.int64)
+    every = group.all_gather(np, mine).wait()
+    if not (every == mine).all():
+        raise DistributedError(f"DistributedDataParallel: the ranks wrap different models (rank {group.rank} has "
+                               f"{len(named)} parameters; per rank: {every[:, 0].tolist()}, or their shapes differ)")

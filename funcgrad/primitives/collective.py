@@ -1,0 +1,63 @@
+"""``all_reduce``: the collective as a primitive, so ``fg.grad``, ``fg.vmap`` and ``fg.compile``
+see it (a compiled data-parallel step is one program with the reductions in it).
+
+Derivatives treat the ranks as one program whose loss is the sum of every rank's: the
+sum over ranks is linear, so its tangent is the sum of the tangents and its transpose is
+the sum of the cotangents (PyTorch's ``torch.distributed.nn.functional.all_reduce``
+differentiates the same way); ``mean`` scales both by 1/world. ``max`` and ``min`` pass
+the tangent of the rank (or ranks, shared equally) that holds the extreme.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backends import process_group
+from ..errors import ArgumentValueError
+from . import lax
+from .ad import defjvp, defvjp
+from .batching import defvectorized
+from .core import Primitive, ShapedArray, bind
+from .rules import require_kind
+
+__all__ = ["all_reduce_p"]
+
+
+def _all_reduce_rule(x: ShapedArray, *, op: str) -> ShapedArray:
+    if op not in process_group.OPS:
+        raise ArgumentValueError(f"all_reduce: op must be one of {list(process_group.OPS)}, got {op!r}")
+    require_kind(f"all_reduce({op})", x.dtype, "biufc" if op in ("sum", "mean") else "biuf",
+                 "a real array" if op in ("max", "min") else "an array")
+    return ShapedArray(x.shape, x.dtype, x.device)
+
+
+def _all_reduce_kernel(xp: Any, x: Any, *, op: str) -> Any:
+    out = process_group.current().all_reduce(xp, x, op).wait()
+    return out.reshape(x.shape)
+
+
+all_reduce_p = Primitive("all_reduce", _all_reduce_rule, kernel=_all_reduce_kernel, effectful=True)
+
+
+def _share_of_extreme(t: Any, ans: Any, x: Any) -> Any:
+    """The ranks holding the extreme pass their tangents, shared equally among ties."""
+    holds = lax.eq(x, ans)
+    count = bind(all_reduce_p, lax.convert(holds, x.dtype), op="sum")
+    return bind(all_reduce_p, lax.select(holds, t, 0.0), op="sum") / count
+
+
+def _all_reduce_jvp(t: Any, ans: Any, x: Any, *, op: str) -> Any:
+    return bind(all_reduce_p, t, op=op) if op in ("sum", "mean") else _share_of_extreme(t, ans, x)
+
+
+def _all_reduce_vjp(g: Any, ans: Any, x: Any, *, op: str) -> Any:
+    if op in ("sum", "mean"):
+        return bind(all_reduce_p, g, op=op)
+    holds = lax.eq(x, ans)
+    count = bind(all_reduce_p, lax.convert(holds, x.dtype), op="sum")
+    return lax.select(holds, bind(all_reduce_p, g, op="sum") / count, 0.0)
+
+
+defjvp(all_reduce_p, _all_reduce_jvp)
+defvjp(all_reduce_p, _all_reduce_vjp)
+defvectorized(all_reduce_p)
