@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.distributed as dist
@@ -557,3 +559,58 @@ def test_post_accumulate_grad_hooks_run_as_each_leaf_is_complete() -> None:
     assert "again" not in [s[0] for s in seen] and len(seen) == 4
     with pytest.raises(RuntimeError, match="leaf that requires grad"):
         fg.ones(2).register_post_accumulate_grad_hook(print)
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=8), cap_kib=st.floats(0.5, 64))
+def test_buckets_cover_the_parameters_in_reverse_and_close_at_the_cap(sizes: list[int], cap_kib: float) -> None:
+    """PyTorch's assignment: parameters in reverse registration order, a bucket closed once it
+    reaches the cap (the first at min(1 MiB, cap)), every parameter in exactly one bucket."""
+    from tests.primitive_cases import world_of_one
+
+    world_of_one()
+    from funcgrad.backends import process_group
+    from funcgrad.nn.parallel import _Reducer
+
+    params = [fg.nn.Parameter(fg.zeros(n)) for n in sizes]
+    reducer = _Reducer(process_group.current(), [(f"p{i}", p) for i, p in enumerate(params)], cap_kib / 1024, False)
+    flat = [p for b in reducer.buckets for p in b.params]
+    assert [id(p) for p in flat] == [id(p) for p in reversed(params)]
+    cap = cap_kib * 1024
+    for b in reducer.buckets[:-1]:
+        sizes_b = [p.size * 4 for p in b.params]
+        assert sum(sizes_b) >= cap and sum(sizes_b[:-1]) < cap  # closed by its last parameter
+    for b in reducer.buckets:
+        assert b.offsets[-1] == sum(p.size for p in b.params) and b.send.shape == (b.offsets[-1],)
+
+
+@settings(max_examples=10, deadline=None)
+@given(batch=st.integers(2, 12), cap_kib=st.sampled_from([0.1, 1.0, 25 * 1024.0]), steps=st.integers(1, 3),
+       accumulate=st.booleans())
+def test_ddp_in_a_world_of_one_is_the_model(batch: int, cap_kib: float, steps: int, accumulate: bool) -> None:
+    """With one rank every reduction is the identity: DDP's parameters after training equal
+    the bare model's, for any bucket size, with and without no_sync."""
+    from tests.primitive_cases import world_of_one
+
+    world_of_one()
+    rng = np.random.default_rng(batch)
+    xs = [fg.asarray(rng.normal(size=(batch, 5))) for _ in range(2)]
+
+    def train(wrap: bool) -> list[np.ndarray]:
+        fg.manual_seed(0)
+        model = fg.nn.Sequential(fg.nn.Linear(5, 7), fg.nn.Tanh(), fg.nn.Linear(7, 2)).double()
+        run = fg.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=cap_kib / 1024) if wrap else model
+        opt = fg.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+        for _ in range(steps):
+            opt.zero_grad()
+            if accumulate and wrap:
+                with run.no_sync():
+                    run(xs[0]).pow(2).mean().backward()
+            elif accumulate:
+                run(xs[0]).pow(2).mean().backward()
+            run(xs[1]).pow(2).mean().backward()
+            opt.step()
+        return [p.numpy() for p in model.parameters()]
+
+    for a, b in zip(train(True), train(False)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
