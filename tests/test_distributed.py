@@ -103,8 +103,7 @@ else:
     got = dist.irecv(fg.zeros(3, dtype=fg.int64), src=0, tag=4).wait()
     assert got.numpy().tolist() == [0, 7, 14]
 # PyTorch's in-place spelling is refused on every rank before it communicates
-for call in (lambda: dist.all_reduce(x), lambda: dist.broadcast(x, 0)):
-    pass
+assert dist.all_reduce(x, group=dist.group.WORLD).numpy().tolist() == [3.0] * 4
 try:
     dist.all_reduce(x)
     raise AssertionError("a discarded result was not caught")
@@ -119,6 +118,7 @@ except fg.DistributedError:
 for bad, kind in ((lambda: dist.broadcast(x, src=5), fg.ArgumentValueError),
                   (lambda: dist.all_reduce(x, "prod"), fg.ArgumentValueError),
                   (lambda: dist.reduce_scatter([x]), fg.ArgumentValueError),
+                  (lambda: dist.all_reduce(x, group=object()), fg.ArgumentValueError),
                   (lambda: dist.all_reduce(fg.asarray([1j]), "max"), fg.DTypeError)):
     try:
         bad()
@@ -535,6 +535,8 @@ def test_outside_a_group() -> None:
         dist.init_process_group("gloo")
     with pytest.raises(fg.ArgumentValueError, match="timeout must be positive"):
         dist.init_process_group("mpi", timeout=0)
+    with pytest.raises(fg.ArgumentValueError, match="sub-groups"):
+        fg.nn.SyncBatchNorm(3, process_group=object())
     bn = fg.nn.SyncBatchNorm(3)  # outside a group: BatchNorm
     x = fg.asarray(np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32))
     ref = fg.nn.BatchNorm1d(3)

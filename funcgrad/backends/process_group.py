@@ -87,6 +87,11 @@ class Work:
         """The result (waits for it)."""
         return self.wait()
 
+    def then(self, fn: Callable[[Any], Any]) -> Work:
+        """The same collective, whose result is ``fn`` of this one's (a raw buffer made an array)."""
+        inner = self._result
+        return Work(self._done, lambda: fn(inner()), self.what, self.timeout)
+
 
 def _done_work(value: Any, what: str) -> Work:
     return Work(lambda: True, lambda: value, what, 0.0)

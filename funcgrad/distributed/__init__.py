@@ -31,7 +31,19 @@ from ..primitives.core import bind
 
 __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "get_backend", "barrier",
            "destroy_process_group", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
-           "isend", "irecv", "ReduceOp", "Work", "DistributedError", "DistributedTimeoutError", "is_available"]
+           "isend", "irecv", "ReduceOp", "group", "Work", "DistributedError", "DistributedTimeoutError", "is_available"]
+
+
+class group:  # noqa: N801  (PyTorch's spelling: dist.group.WORLD)
+    """The process groups: only the whole world exists (``WORLD``, also spelled ``None``)."""
+
+    WORLD = None
+
+
+def _world(given: Any, name: str) -> None:
+    if given is not None:
+        raise ArgumentValueError(f"dist.{name}: only the whole world is a process group here (group=None or "
+                                 "dist.group.WORLD); sub-groups (new_group) are not supported")
 
 
 class ReduceOp:
@@ -218,6 +230,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
     """``tensor`` combined over every rank (``sum``, ``mean``, ``max`` or ``min``), as a new
     array; with ``async_op=True`` a ``Work`` whose ``wait()`` returns it. Differentiable,
     and usable inside ``fg.grad``, ``fg.vmap`` and ``fg.compile``."""
+    _world(group, "all_reduce")
     _check_used("all_reduce", "`t = dist.all_reduce(t)`")
     x, op = _array(tensor, "all_reduce"), _op(op, "all_reduce")
     if not async_op:
@@ -227,30 +240,25 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
                                "collective is part of the program: call it without async_op)")
     all_reduce_p.abstract_eval(x.aval, op=op)
     xp, raw = _raw(x)
-    return _then(process_group.current().all_reduce(xp, raw, op), lambda out: _wrap(out.reshape(raw.shape), x))
-
-
-def _then(work: Work, fn: Any) -> Work:
-    """``work`` whose result is ``fn`` of the engine's."""
-    inner = work._result
-    work._result = lambda: fn(inner())
-    return work
+    return process_group.current().all_reduce(xp, raw, op).then(lambda out: _wrap(out.reshape(raw.shape), x))
 
 
 def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = False) -> Any:
     """Rank ``src``'s ``tensor`` on every rank, as a new array (every rank passes one of the
     same shape and dtype)."""
+    _world(group, "broadcast")
     _check_used("broadcast", "`t = dist.broadcast(t, src)`")
     x = _array(tensor, "broadcast")
     _check_rank(src, "broadcast", "src")
     xp, raw = _raw(x)
-    work = _then(process_group.current().broadcast(xp, raw, src), lambda out: _wrap(out, x))
+    work = process_group.current().broadcast(xp, raw, src).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 
 
 def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op: bool = False) -> Any:
     """Every rank's array (all of one shape and dtype), in rank order: ``dist.all_gather(x)``
     returns the list; PyTorch's ``dist.all_gather(tensor_list, x)`` fills ``tensor_list``."""
+    _world(group, "all_gather")
     into = tensor_list if tensor is not None else None
     x = _array(tensor if tensor is not None else tensor_list, "all_gather")
     group_ = process_group.current()
@@ -264,13 +272,14 @@ def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op
             into[:] = got
         return got
 
-    work = _then(group_.all_gather(xp, raw), parts)
+    work = group_.all_gather(xp, raw).then(parts)
     return work if async_op else work.wait()
 
 
 def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
     """Rank ``r`` gets block ``r`` of the inputs combined over every rank: ``input_list`` is a
     list of one array per rank (or one array whose first axis has one entry per rank)."""
+    _world(group, "reduce_scatter")
     _check_used("reduce_scatter", "`out = dist.reduce_scatter(input_list)`")
     group_ = process_group.current()
     op = _op(op, "reduce_scatter")
@@ -285,7 +294,7 @@ def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, a
             raise ArgumentValueError(f"dist.reduce_scatter: the input's first axis must have one entry per rank "
                                      f"({group_.size}), got shape {tuple(x.shape)}")
     xp, raw = _raw(x)
-    work = _then(group_.reduce_scatter(xp, raw, op), lambda out: _wrap(out, x))
+    work = group_.reduce_scatter(xp, raw, op).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 
 
@@ -297,6 +306,7 @@ def _check_rank(r: Any, name: str, what: str) -> None:
 
 def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
     """Start sending ``tensor`` to rank ``dst``; ``wait()`` on the result."""
+    _world(group, "isend")
     x = _array(tensor, "send")
     _check_rank(dst, "send", "dst")
     xp, raw = _raw(x)
@@ -305,18 +315,21 @@ def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
 
 def send(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> None:
     """Send ``tensor`` to rank ``dst`` (which calls ``recv``)."""
+    _world(group, "send")
     isend(tensor, dst, group, tag).wait()
 
 
 def irecv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Work:
     """Start receiving from rank ``src`` an array shaped like ``tensor``; ``wait()`` returns it."""
+    _world(group, "irecv")
     x = _array(tensor, "recv")
     _check_rank(src, "recv", "src")
     xp, raw = _raw(x)
-    return _then(process_group.current().recv(xp, raw, int(src), int(tag)), lambda out: _wrap(out, x))
+    return process_group.current().recv(xp, raw, int(src), int(tag)).then(lambda out: _wrap(out, x))
 
 
 def recv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Array:
     """The array rank ``src`` sent, shaped and typed like ``tensor`` (returned: ``tensor`` is unchanged)."""
+    _world(group, "recv")
     _check_used("recv", "`t = dist.recv(t, src)`")
     return irecv(tensor, src, group, tag).wait()  # type: ignore[no-any-return]

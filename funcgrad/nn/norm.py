@@ -127,6 +127,9 @@ class SyncBatchNorm(_BatchNorm):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, process_group: Any = None, dtype: Any = None,
                  device: Any = None) -> None:
+        if process_group is not None:
+            raise ArgumentValueError("SyncBatchNorm: only the whole world is a process group here "
+                                     "(process_group=None); sub-groups are not supported")
         super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype, device)
 
     def _all_ranks(self, use_batch: bool) -> bool:
@@ -138,7 +141,8 @@ class SyncBatchNorm(_BatchNorm):
         """``module`` with every BatchNorm layer replaced by a SyncBatchNorm holding the same
         parameters, buffers and mode (the module itself, when it is one)."""
         if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
-            sync = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats)
+            sync = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                       process_group)
             if module.affine:
                 sync.weight, sync.bias = module.weight, module.bias
             for name, value in module.named_buffers(recurse=False):

@@ -188,6 +188,9 @@ class DistributedDataParallel(Module):
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an fg.nn.Module, got {type(module).__name__}")
+        if process_group is not None:
+            raise DistributedError("DistributedDataParallel: only the whole world is a process group here "
+                                   "(process_group=None); sub-groups are not supported")
         group = _group()
         self.module = module
         self.broadcast_buffers = broadcast_buffers
