@@ -210,7 +210,7 @@ def _array(x: Any, name: str) -> Any:
 
 
 def _raw(x: Array) -> tuple[Any, Any]:
-    """The backend module and contiguous raw buffer of ``x``."""
+    """The backend module of ``x`` and its raw buffer (the group makes it contiguous)."""
     xp = x.device.backend.xp
     return xp, x._data
 
