@@ -921,11 +921,8 @@ class Array(ArrayBase):
         src = self._device
         if dst is src:
             return self._own()
-        if self._autograd is not None:  # a copy made outside the tape would come back without its history
-            raise DeviceMismatchError(
-                f"to({dst}): this array has autograd history on {src}, and a move between devices is not recorded, "
-                "so no gradient would flow back through it. Move the leaves instead (model.to(device), or "
-                "x.detach().to(device).requires_grad_()) before computing.")
+        if self._autograd is not None and self._autograd.requires_grad:  # the tape records the move
+            return _tape.moved(self, dst)  # type: ignore[no-any-return]
         if src.kind != "cpu" and dst.kind != "cpu":
             moved = dst.backend.from_other_gpu(self._data)  # type: ignore[attr-defined]
         else:

@@ -314,3 +314,50 @@ def test_an_exported_program_loads_and_runs_on_the_gpu(tmp_path, standin_gpu) ->
     assert out.device.kind == "gpu"
     np.testing.assert_allclose(out.to("cpu").numpy(), fg.nn.functional.softmax(model(x), dim=-1).detach().numpy(),
                                rtol=1e-5)
+
+
+class _Recorder(fg.nn.Module):
+    """Linear -> tanh -> linear that notes the device each call ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = fg.nn.Linear(4, 8), fg.nn.Linear(8, 3)
+        self.seen: list[object] = []
+
+    def forward(self, x: fg.Array, scale: float = 1.0) -> tuple[fg.Array, fg.Array]:
+        self.seen.append(x.device)
+        h = fg.tanh(self.a(x))
+        return self.b(h) * scale, (h * h).sum()
+
+
+def test_data_parallel_over_two_standin_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DataParallel splits the batch over two devices, gathers the outputs on the first, and
+    backward sums both devices' gradients into the parameters: equal to one device running
+    the whole batch (outputs, a 0-d output stacked per device, gradients)."""
+    second = Device("gpu", 1)
+    second._backend = _StandinBackend(second)
+    monkeypatch.setitem(device_module._DEVICES, ("gpu", 1), second)
+    rng = np.random.default_rng(0)
+    x = fg.asarray(rng.normal(size=(7, 4)))
+    fg.manual_seed(0)
+    model = _Recorder().double().to("gpu")
+    fg.manual_seed(0)
+    reference = _Recorder().double().to("gpu")
+
+    dp = fg.nn.DataParallel(model, device_ids=[0, 1])
+    out, energies = dp(x, scale=2.0)
+    assert out.device is STANDIN and out.shape == (7, 3) and model.seen == [STANDIN, second]
+    assert energies.shape == (2,)  # one 0-d output per device, stacked (PyTorch gathers scalars so)
+    want, energy = reference(x.to("gpu"), scale=2.0)
+    np.testing.assert_allclose(out.cpu().numpy(), want.cpu().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(energies.sum().item(), energy.item(), rtol=1e-12)
+    ((out**2).sum() + energies.sum()).backward()
+    ((want**2).sum() + energy).backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        assert p.grad.device is STANDIN
+        np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-10, atol=1e-12)
+
+    with pytest.raises(fg.DeviceMismatchError, match=r"must be on gpu.*call module.to"):
+        fg.nn.DataParallel(_Recorder(), device_ids=[0, 1])(x)
+    cpu_only = fg.nn.DataParallel(reference, device_ids=[])  # no GPU: the module itself
+    assert cpu_only(x.to("gpu"))[0].shape == (7, 3)

@@ -229,20 +229,31 @@ def test_a_view_of_the_whole_array_keeps_its_history(view) -> None:
     assert not WHOLE_VIEWS[view](z).requires_grad  # and without history it stays a plain view
 
 
-def test_moving_an_array_with_history_between_devices_is_refused() -> None:
-    """A move between devices is not recorded, so it would drop the gradient silently:
-    refused by name instead (a second CPU device object stands in for a GPU here)."""
+def test_moving_an_array_with_history_between_devices_is_recorded() -> None:
+    """``x.to(device)`` is recorded on the tape (ToCopyBackward): the gradient moves back
+    to the device the value came from, as in PyTorch (a second CPU device object stands in
+    for a GPU here)."""
     from funcgrad.backends.device import Device
 
     other = Device("cpu", 7)
     x = fg.asarray(np.arange(3.0), requires_grad=True)
-    with pytest.raises(fg.DeviceMismatchError, match=r"to\(cpu\): this array has autograd history on cpu"):
-        (x * 2)._to_device(other)
-    with pytest.raises(fg.DeviceMismatchError, match="Move the leaves instead"):
-        x._to_device(other)
+    y = (x * 2)._to_device(other)
+    assert y.device is other and y.grad_fn.name == "ToCopyBackward" and not y.is_leaf
+    (y * y).sum().backward()
+    assert x.grad.device is x.device and x.grad.tolist() == [0.0, 8.0, 16.0]
+    w = fg.nn.Parameter(fg.ones(2))  # a Parameter's move: its value now, with its edge
+    (w._to_device(other) * 3).sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0]
+    with fg.no_grad():
+        assert not x._to_device(other).requires_grad
     moved = x.detach()._to_device(other)  # no history: an ordinary copy
-    assert moved.device is other and moved.tolist() == [0.0, 1.0, 2.0]
+    assert moved.device is other and moved.tolist() == [0.0, 1.0, 2.0] and moved.grad_fn is None
     assert x.to("cpu") is x  # nothing to move
+    # second order: the move of the cotangent is recorded too
+    z = fg.asarray(np.array([1.5]), requires_grad=True)
+    (g,) = fg.autograd.grad((z._to_device(other) ** 3).sum(), z, create_graph=True)
+    (g2,) = fg.autograd.grad(g.sum(), z)
+    assert g.tolist() == [3 * 1.5**2] and g2.tolist() == [6 * 1.5]
 
 
 def test_programs_run_on_the_tape() -> None:

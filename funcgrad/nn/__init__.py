@@ -67,6 +67,7 @@ from .loss import (
 )
 from .module import Module, functional_call
 from .norm import BatchNorm1d, BatchNorm2d, SyncBatchNorm
+from .parallel import DataParallel
 from .parameter import Parameter
 from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from .resize import (
@@ -89,7 +90,8 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten",
            "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList", "ModuleDict", "MSELoss", "L1Loss",
            "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "Conv2d", "MaxPool2d", "MaxUnpool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "parallel", "MultiheadAttention", "LSTM",
+           "AdaptiveAvgPool2d", "BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "parallel", "DataParallel",
+           "MultiheadAttention", "LSTM",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
            "Threshold", "GLU", "PReLU", "Softmin", "BCELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss",
            "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss", "PoissonNLLLoss", "GaussianNLLLoss",

@@ -1,5 +1,6 @@
-"""``fg.nn.parallel.DistributedDataParallel``: data-parallel training on a process group
-(``fg.distributed``), PyTorch's semantics.
+"""``fg.nn.parallel``: data parallelism with PyTorch's semantics. ``DistributedDataParallel``
+trains on a process group (``fg.distributed``), one process per device; ``DataParallel``
+splits each batch over several devices in one process.
 
 Each rank runs the whole model on its share of the batch. At construction rank 0's
 parameters and buffers are copied to every rank. During ``loss.backward()`` each leaf's
@@ -21,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import tree
+from .. import ops, tree
 from ..array import Array, wrap_kernel_output
-from ..backends import process_group
-from ..errors import DistributedError
+from ..backends import device, devices, process_group
+from ..errors import DeviceMismatchError, DistributedError
 from ..transforms import is_grad_enabled
 from ..transforms.graph import toposort
 from ..transforms.tape import AccumulateGrad
-from .module import Module
+from .module import Module, functional_call
 
-__all__ = ["DistributedDataParallel", "DDP"]
+__all__ = ["DistributedDataParallel", "DDP", "DataParallel"]
 
 FIRST_BUCKET_MB = 1.0  # PyTorch's: the first gradients to arrive start communicating sooner
 
@@ -213,6 +214,7 @@ class DistributedDataParallel(Module):
             setattr(self.module.get_submodule(owner) if owner else self.module, attr, _broadcast(group, buf))
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """The module's output; in a training step its backward pass then averages gradients."""
         self._reducer.check_finished()
         group = _group()
         if self.broadcast_buffers and self.training and group.size > 1:
@@ -246,6 +248,80 @@ class DistributedDataParallel(Module):
 
 
 DDP = DistributedDataParallel
+
+
+class DataParallel(Module):
+    """PyTorch's single-process data parallelism over several devices: each call splits the
+    array inputs along ``dim`` into one chunk per device, runs the module on device 0 and a
+    copy of its parameters on each other device, and gathers the outputs on
+    ``output_device``. The copies are moves the tape records, so ``backward`` sums every
+    device's gradient into the parameters. As in PyTorch, buffer updates (BatchNorm's
+    statistics) come from device 0's chunk, and with no GPU (``device_ids`` empty) it is
+    the module itself. DistributedDataParallel is faster: one process per device, no
+    gathering on device 0."""
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0) -> None:
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DataParallel: expected an fg.nn.Module, got {type(module).__name__}")
+        self.module = module
+        if device_ids is None:
+            device_ids = [d for d in devices() if d.kind == "gpu"]
+        self.device_ids = [device(f"gpu:{d}" if isinstance(d, int) else d) for d in device_ids]
+        self.output_device = (device(f"gpu:{output_device}" if isinstance(output_device, int) else output_device)
+                              if output_device is not None else (self.device_ids[0] if self.device_ids else None))
+        self.dim = dim
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """The module on every device's chunk of the inputs, outputs gathered on ``output_device``."""
+        if not self.device_ids:
+            return self.module(*inputs, **kwargs)
+        first = self.device_ids[0]
+        state: dict[str, Array] = dict(self.module.named_parameters())
+        state.update(self.module.named_buffers())
+        for name, value in state.items():
+            if value.device != first:
+                raise DeviceMismatchError(f"DataParallel: the module's parameters and buffers must be on {first} "
+                                          f"(device_ids[0]), but {name} is on {value.device}; call "
+                                          f"module.to({str(first)!r}) first")
+        pieces = _scatter((inputs, kwargs), len(self.device_ids), self.dim)
+        outputs = []
+        for k, (args, kw) in enumerate(pieces):
+            dev = self.device_ids[k]
+            args, kw = tree.map(lambda a, dev=dev: a.to(dev) if isinstance(a, Array) else a, (args, kw))
+            if k == 0:
+                outputs.append(self.module(*args, **kw))
+            else:  # a replica: the parameters moved (recorded), the module's own left alone
+                outputs.append(functional_call(self.module, {n: v.to(dev) for n, v in state.items()}, *args, **kw))
+        return _gather(outputs, self.output_device, self.dim)
+
+
+def _scatter(tree_: Any, n: int, dim: int) -> list[Any]:
+    """Up to ``n`` copies of ``tree_`` whose arrays hold consecutive chunks along ``dim``
+    (``torch.chunk``'s sizes); other leaves are repeated."""
+    leaves, treedef = tree.flatten(tree_)
+    sizes = [a.shape[dim] for a in leaves if isinstance(a, Array) and a.ndim > dim]
+    if not sizes:
+        return [tree_]
+    step = -(-sizes[0] // n)
+    chunks = max(1, -(-sizes[0] // step)) if sizes[0] else 1
+    return [tree.unflatten(treedef, [a[(slice(None),) * dim + (slice(k * step, (k + 1) * step),)]
+                                     if isinstance(a, Array) and a.ndim > dim else a for a in leaves])
+            for k in range(chunks)]
+
+
+def _gather(outputs: list[Any], dst: Any, dim: int) -> Any:
+    """The outputs' arrays moved to ``dst`` and joined along ``dim`` (0-d ones stacked)."""
+    flat = [tree.flatten(o) for o in outputs]
+    treedef = flat[0][1]
+    joined = []
+    for parts in zip(*(leaves for leaves, _ in flat)):
+        if isinstance(parts[0], Array):
+            moved = [p.to(dst) for p in parts]
+            joined.append(ops.stack(moved) if parts[0].ndim == 0 else ops.concatenate(moved, axis=dim))
+        else:
+            joined.append(parts[0])
+    return tree.unflatten(treedef, joined)
 
 
 def _group() -> Any:

@@ -257,6 +257,29 @@ def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph
     return got
 
 
+class _MoveBack:
+    """The backward rule of a move between devices (PyTorch's ToCopyBackward): the
+    cotangent moves back to the device the value came from."""
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any) -> tuple[Any]:
+        return (g.to(params["device"]),)
+
+
+_MOVE_BACK = _MoveBack()
+
+
+def moved(x: Any, dst: Any) -> Any:
+    """``x.to(dst)`` for an array that requires grad: the copy, recorded on the tape (when it
+    records) so that gradients flow back across devices, as in PyTorch."""
+    value = Array._alias(x)._to_device(dst)
+    if not is_grad_enabled():
+        return value
+    _, parent = TAPE.unbox(x)
+    node = Node(None, _MOVE_BACK, {"device": x.device}, (parent,), (), 1, label="ToCopyBackward")
+    value._autograd = AutogradMeta(True, node, 0)
+    return value
+
+
 def _detached(x: Any) -> Any:
     return Array._alias(x) if x._autograd is not None else x
 
