@@ -125,6 +125,25 @@ for bad, kind in ((lambda: dist.broadcast(x, src=5), fg.ArgumentValueError),
         raise AssertionError("accepted")
     except kind as error:
         assert "dist." in str(error) or "all_reduce" in str(error), error
+# arrays that differ between ranks: every rank raises, naming each rank's array
+for call in (lambda: dist.all_reduce(fg.ones(3 + r)), lambda: dist.broadcast(fg.ones(2, dtype=fg.float32 if r else fg.float64)),
+             lambda: dist.all_gather(fg.ones((2, r + 1))), lambda: dist.reduce_scatter([fg.ones(r + 1)] * n)):
+    try:
+        _ = call()
+        raise AssertionError("ranks with different arrays were not caught")
+    except fg.DistributedError as error:
+        assert "rank 0: " in str(error) and "rank 1: " in str(error) and "different shapes or dtypes" in str(error)
+# a message of another size than the receiving array
+if r == 0:
+    dist.send(fg.ones(5), dst=1)
+    dist.send(fg.ones(2), dst=1)
+else:
+    for like, words in ((fg.zeros(3), "sent more than the 12 bytes"), (fg.zeros(3), "sent 8 bytes")):
+        try:
+            _ = dist.recv(like, src=0)
+            raise AssertionError("a message of the wrong size was not caught")
+        except fg.DistributedError as error:
+            assert words in str(error), error
 dist.barrier()
 print(f"rank {r}: ok", flush=True)
 dist.destroy_process_group()
@@ -435,6 +454,7 @@ cuda.nccl, cuda.Event, cuda.get_current_stream = nccl, Event, lambda: Stream()
 cupy = types.ModuleType("cupy")   # NumPy under CuPy's name, as the stand-in GPU's arrays are
 cupy.cuda = cuda
 cupy.__getattr__ = lambda name: getattr(np, name)
+cupy.asnumpy = np.asarray
 sys.modules.update({"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl})
 
 import funcgrad as fg

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,8 @@ import numpy as np
 
 from ..errors import ArgumentValueError, DistributedError, DistributedTimeoutError
 
-__all__ = ["Work", "MPIGroup", "NCCLGroup", "OPS", "DEFAULT_TIMEOUT", "current", "join", "joined", "leave"]
+__all__ = ["Work", "MPIGroup", "NCCLGroup", "OPS", "DEFAULT_TIMEOUT", "current", "join", "joined", "leave",
+           "check_same"]
 
 OPS = ("sum", "mean", "max", "min")
 DEFAULT_TIMEOUT = 1800.0  # seconds, PyTorch's default
@@ -93,8 +95,23 @@ class Work:
         return Work(self._done, lambda: fn(inner()), self.what, self.timeout)
 
 
-def _done_work(value: Any, what: str) -> Work:
-    return Work(lambda: True, lambda: value, what, 0.0)
+_SIGNATURE_BYTES = 72
+
+
+def check_same(group: Any, buf: Any, what: str) -> None:
+    """Raise on every rank at once if the ranks passed arrays of different shapes or dtypes
+    to one collective (MPI would read past the shorter ones, or mix unlike bytes, in
+    silence): a small all-gather of each rank's description first."""
+    text = f"{np.dtype(buf.dtype).name}{list(buf.shape)}".encode()
+    meta = np.zeros(_SIGNATURE_BYTES, np.uint8)
+    meta[:8] = np.frombuffer(zlib.crc32(text).to_bytes(8, "little"), np.uint8)
+    meta[8:8 + min(len(text), _SIGNATURE_BYTES - 8)] = np.frombuffer(text[:_SIGNATURE_BYTES - 8], np.uint8)
+    every = group.gather_bytes(meta, what)
+    if not (every == every[0]).all():
+        names = [bytes(row[8:]).rstrip(b"\0").decode(errors="replace") for row in every]
+        parts = ", ".join(f"rank {r}: {name}" for r, name in enumerate(names))
+        raise DistributedError(f"{what}: the ranks passed arrays of different shapes or dtypes ({parts}); every "
+                               "rank must pass the same shape and dtype")
 
 
 # ---- MPI ----------------------------------------------------------------------------------
@@ -168,10 +185,32 @@ class MPIGroup:
     def recv(self, xp: Any, like: Any, src: int, tag: int) -> Work:
         into, back = self._host(xp, like)
         out = np.empty_like(into)
-        return self._work(self.comm.Irecv(out, source=src, tag=tag), lambda: back(out), f"recv(src={src}, tag={tag})")
+        request, status = self.comm.Irecv(out, source=src, tag=tag), self.mpi.Status()
+        what = f"recv(src={src}, tag={tag}) (rank {self.rank} of {self.size}, MPI)"
+
+        def done() -> bool:
+            try:
+                return bool(request.Test(status))
+            except self.mpi.Exception as exc:  # a longer message than the array holds
+                raise DistributedError(f"{what}: rank {src} sent more than the {out.nbytes} bytes of the "
+                                       f"{out.dtype.name}{list(out.shape)} array given to receive it ({exc})") from None
+
+        def result() -> Any:
+            got = status.Get_count(self.mpi.BYTE)
+            if got != out.nbytes:
+                raise DistributedError(f"{what}: rank {src} sent {got} bytes, but the {out.dtype.name}"
+                                       f"{list(out.shape)} array given to receive it holds {out.nbytes}")
+            return back(out)
+
+        return Work(done, result, what, self.timeout)
 
     def barrier(self) -> Work:
         return self._work(self.comm.Ibarrier(), lambda: None, "barrier")
+
+    def gather_bytes(self, meta: np.ndarray, what: str) -> np.ndarray:
+        """Every rank's ``meta`` (a small uint8 array), waited for with the timeout."""
+        every = np.empty((self.size, meta.size), np.uint8)
+        return self._work(self.comm.Iallgather(meta, every), lambda: every, what).wait()  # type: ignore[no-any-return]
 
     def abort(self, code: int = 1) -> None:
         """End every rank of the job (MPI's abort: the launcher kills the others)."""
@@ -268,6 +307,11 @@ class NCCLGroup:
     def barrier(self) -> Work:
         one = self.cupy.ones(1, np.float32)
         return self.all_reduce(self.cupy, one, "sum")
+
+    def gather_bytes(self, meta: np.ndarray, what: str) -> np.ndarray:
+        """Every rank's ``meta`` (a small uint8 array), through the GPU."""
+        every = self.all_gather(self.cupy, self.cupy.asarray(meta)).wait()
+        return np.asarray(self.cupy.asnumpy(every))
 
     def abort(self, code: int = 1) -> None:
         self.comm.abort()

@@ -240,6 +240,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
                                "collective is part of the program: call it without async_op)")
     all_reduce_p.abstract_eval(x.aval, op=op)
     xp, raw = _raw(x)
+    process_group.check_same(process_group.current(), raw, f"dist.all_reduce({op})")
     return process_group.current().all_reduce(xp, raw, op).then(lambda out: _wrap(out.reshape(raw.shape), x))
 
 
@@ -251,6 +252,7 @@ def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = Fal
     x = _array(tensor, "broadcast")
     _check_rank(src, "broadcast", "src")
     xp, raw = _raw(x)
+    process_group.check_same(process_group.current(), raw, "dist.broadcast")
     work = process_group.current().broadcast(xp, raw, src).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 
@@ -265,6 +267,7 @@ def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op
     if into is not None and (not isinstance(into, list) or len(into) != group_.size):
         raise ArgumentValueError(f"dist.all_gather: tensor_list must be a list of {group_.size} arrays (one per rank)")
     xp, raw = _raw(x)
+    process_group.check_same(group_, raw, "dist.all_gather")
 
     def parts(out: Any) -> list[Array]:
         got = [_wrap(xp.ascontiguousarray(out[r]), x) for r in range(group_.size)]
@@ -294,6 +297,7 @@ def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, a
             raise ArgumentValueError(f"dist.reduce_scatter: the input's first axis must have one entry per rank "
                                      f"({group_.size}), got shape {tuple(x.shape)}")
     xp, raw = _raw(x)
+    process_group.check_same(group_, raw, f"dist.reduce_scatter({op})")
     work = group_.reduce_scatter(xp, raw, op).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 

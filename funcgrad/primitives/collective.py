@@ -32,7 +32,9 @@ def _all_reduce_rule(x: ShapedArray, *, op: str) -> ShapedArray:
 
 
 def _all_reduce_kernel(xp: Any, x: Any, *, op: str) -> Any:
-    out = process_group.current().all_reduce(xp, x, op).wait()
+    group = process_group.current()
+    process_group.check_same(group, x, f"all_reduce({op})")
+    out = group.all_reduce(xp, x, op).wait()
     return out.reshape(x.shape)
 
 
