@@ -243,10 +243,12 @@ def reference(accumulate):
         opt.step()
     return [p.numpy() for p in model.parameters()]
 
-def data_parallel(accumulate, bucket_cap_mb):
+def data_parallel(accumulate, bucket_cap_mb, compiled=False):
     model = make_model(0 if r == 0 else 100 + r)   # rank 1 starts elsewhere: DDP broadcasts rank 0's
     ddp = DDP(model, bucket_cap_mb=bucket_cap_mb)
     assert ddp.module is model
+    if compiled:                     # fg.compile(ddp): the module compiled, the reduction around it
+        ddp = fg.compile(ddp)
     opt = fg.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     for step in range(STEPS):
         opt.zero_grad()
@@ -268,6 +270,8 @@ for accumulate in (False, True):
         assert worst < 1e-6, (accumulate, cap, worst)
         everyone = dist.all_gather(fg.asarray(np.concatenate([g.ravel() for g in got])))
         assert np.array_equal(everyone[0].numpy(), everyone[1].numpy())   # the ranks agree bitwise
+    _, got = data_parallel(accumulate, 25.0, compiled=True)
+    assert max(float(np.max(np.abs(a - b))) for a, b in zip(got, want)) < 1e-6, "compiled"
 print("buckets", [len(b.params) for b in ddp._reducer.buckets])
 
 # the state dict: PyTorch's prefix, and loading either form

@@ -215,16 +215,24 @@ class DistributedDataParallel(Module):
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """The module's output; in a training step its backward pass then averages gradients."""
+        return self._step(self.module, inputs, kwargs)
+
+    def _step(self, run: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self._reducer.check_finished()
         group = _group()
         if self.broadcast_buffers and self.training and group.size > 1:
             self._sync_buffers(group)
-        out = self.module(*inputs, **kwargs)
+        out = run(*inputs, **kwargs)
         if is_grad_enabled() and self.require_backward_grad_sync:
             self._reducer.arm(out)
         else:
             self._reducer.disarm()
         return out
+
+    def __fg_compile__(self, **options: Any) -> Any:
+        """``fg.compile(ddp)``: the wrapped module compiled, with the reduction around it, so
+        every call prepares its backward pass as an uncompiled call does."""
+        return _CompiledDDP(self, self.module.__fg_compile__(**options))
 
     @contextmanager
     def no_sync(self) -> Iterator[None]:
@@ -248,6 +256,20 @@ class DistributedDataParallel(Module):
 
 
 DDP = DistributedDataParallel
+
+
+class _CompiledDDP:
+    """``fg.compile(ddp)``: calls run the compiled module between DistributedDataParallel's
+    steps; every other attribute is the wrapper's."""
+
+    def __init__(self, ddp: DistributedDataParallel, compiled: Any) -> None:
+        self._ddp, self._compiled = ddp, compiled
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        return self._ddp._step(self._compiled, inputs, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ddp, name)
 
 
 class DataParallel(Module):
