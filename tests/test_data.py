@@ -147,9 +147,23 @@ def test_distributed_sampler_matches_pytorch(n: int, replicas: int, drop_last: b
 
 
 def test_distributed_sampler_arguments() -> None:
+    import types
+
+    from funcgrad.backends import process_group
     from funcgrad.utils.data import DistributedSampler
 
-    with pytest.raises(fg.ArgumentValueError, match="num_replicas= and rank="):
-        DistributedSampler(range(4))
+    saved = process_group.joined()
+    try:
+        process_group.leave()
+        with pytest.raises(fg.ArgumentValueError, match="no process group.*or pass num_replicas= and rank="):
+            DistributedSampler(range(4))
+        process_group.join(types.SimpleNamespace(size=3, rank=1))  # PyTorch's defaults: the group's
+        s = DistributedSampler(range(10), shuffle=False)
+        assert (s.num_replicas, s.rank) == (3, 1) and list(s) == [1, 4, 7, 0]
+        assert DistributedSampler(range(10), rank=2).rank == 2
+    finally:
+        process_group.leave()
+        if saved is not None:
+            process_group.join(saved)
     with pytest.raises(fg.ArgumentValueError, match=r"invalid rank 2, rank should be in the interval \[0, 1\]"):
         DistributedSampler(range(4), 2, 2)

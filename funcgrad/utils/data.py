@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import ops
 from ..array import ArrayBase
+from ..backends import process_group
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..random.generator import Generator, manual_seed, multinomial, randperm
 from ..random.generator import randint as _randint
@@ -203,9 +204,14 @@ class DistributedSampler(Sampler):
 
     def __init__(self, dataset: Any, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False) -> None:
-        if num_replicas is None or rank is None:
-            raise ArgumentValueError("DistributedSampler: pass num_replicas= and rank= (the process group's world "
-                                     "size and this process's rank)")
+        if num_replicas is None or rank is None:  # PyTorch's defaults: the process group's
+            group = process_group.joined()
+            if group is None:
+                raise ArgumentValueError("DistributedSampler: no process group to take the world size and rank from; "
+                                         "call fg.distributed.init_process_group() first, or pass num_replicas= "
+                                         "and rank=")
+            num_replicas = group.size if num_replicas is None else num_replicas
+            rank = group.rank if rank is None else rank
         if isinstance(num_replicas, bool) or not isinstance(num_replicas, int) or num_replicas < 1:
             raise ArgumentValueError(f"DistributedSampler: num_replicas must be a positive int, got {num_replicas!r}")
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < num_replicas:
