@@ -519,7 +519,11 @@ cuda = types.ModuleType("cupy.cuda"); cuda.nccl = nccl
 cupy = types.ModuleType("cupy"); cupy.cuda = cuda
 sys.modules.update({"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl})
 import funcgrad.distributed as dist
-dist.init_process_group("nccl", timeout=30)
+if os.environ["RANK"] == "1":
+    address = f"tcp://{os.environ.pop('MASTER_ADDR')}:{os.environ.pop('MASTER_PORT')}"
+    dist.init_process_group("nccl", init_method=address, timeout=30)
+else:
+    dist.init_process_group("nccl", timeout=30)
 assert dist.get_rank() == int(os.environ["RANK"]) and dist.get_world_size() == 2
 """
 
@@ -531,6 +535,7 @@ def test_nccl_ranks_meet_through_master_addr_without_mpi() -> None:
     env.update(PYTHONPATH=ROOT, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 500))
     procs = [subprocess.Popen([sys.executable, "-c", RENDEZVOUS], env={**env, "RANK": str(k)}, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for k in range(2)]
+    # (rank 1 is told the address as init_method="tcp://...", rank 0 through MASTER_ADDR/MASTER_PORT)
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     for k, (out, _) in enumerate(outs):
@@ -559,6 +564,12 @@ def test_outside_a_group() -> None:
         dist.init_process_group("gloo")
     with pytest.raises(fg.ArgumentValueError, match="timeout must be positive"):
         dist.init_process_group("mpi", timeout=0)
+    with pytest.raises(fg.ArgumentValueError, match="init_method 'tcp://h:1' is not supported; the 'mpi' backend"):
+        dist.init_process_group("mpi", init_method="tcp://h:1")
+    with pytest.raises(fg.ArgumentValueError, match="store= is not supported"):
+        dist.init_process_group("mpi", store=object())
+    with pytest.raises(TypeError):
+        dist.init_process_group("mpi", wrold_size=2)  # a misspelt argument is not swallowed
     with pytest.raises(fg.ArgumentValueError, match="sub-groups"):
         fg.nn.SyncBatchNorm(3, process_group=object())
     bn = fg.nn.SyncBatchNorm(3)  # outside a group: BatchNorm

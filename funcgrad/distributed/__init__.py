@@ -83,25 +83,37 @@ def _mpi() -> Any:
 
 
 def init_process_group(backend: str = "mpi", init_method: str | None = None, timeout: Any = None,
-                       world_size: int = -1, rank: int = -1, **unused: Any) -> None:
+                       world_size: int = -1, rank: int = -1, store: Any = None, group_name: str = "",
+                       pg_options: Any = None, device_id: Any = None) -> None:
     """Join the process group. ``"mpi"``: rank and size come from the MPI launcher
     (``python -m funcgrad.distributed.run -n 2 train.py``, or ``mpiexec``). ``"nccl"``: GPU
     collectives; the ranks meet through MPI when an MPI launcher started them, else through
-    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` as in PyTorch.
-    ``timeout`` (seconds or a ``timedelta``; 30 minutes by default) bounds every wait."""
+    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` as in PyTorch (or
+    ``init_method="tcp://host:port"``). ``timeout`` (seconds or a ``timedelta``; 30 minutes
+    by default) bounds every wait. ``group_name``, ``pg_options`` and ``device_id`` are
+    PyTorch's and change nothing here."""
     seconds = _seconds(timeout)
+    if store is not None:
+        raise ArgumentValueError("init_process_group: store= is not supported; the ranks meet through MPI, or "
+                                 "MASTER_ADDR/MASTER_PORT (init_method='env://' or 'tcp://host:port')")
+    if init_method is not None and init_method != "env://":
+        if not init_method.startswith("tcp://") or backend != "nccl":
+            raise ArgumentValueError(f"init_process_group: init_method {init_method!r} is not supported; the 'mpi' "
+                                     "backend meets through its launcher, 'nccl' through 'env://' or 'tcp://host:port'")
+        host, _, port = init_method[len("tcp://"):].rpartition(":")
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = host, port
     if backend == "mpi":
         mpi = _mpi()
-        group: Any = process_group.MPIGroup(mpi.COMM_WORLD, mpi, seconds)
-        _check_size(group.size, group.rank, world_size, rank)
+        new: Any = process_group.MPIGroup(mpi.COMM_WORLD, mpi, seconds)
+        _check_size(new.size, new.rank, world_size, rank)
     elif backend == "nccl":
-        group = _nccl_group(world_size, rank, seconds)
+        new = _nccl_group(world_size, rank, seconds)
     else:
         raise ArgumentValueError(f"init_process_group: backend must be 'mpi' (CPU, through mpi4py) or 'nccl' (GPU, "
                                  f"through CuPy), got {backend!r}")
-    process_group.join(group)
-    if group.size > 1:
-        _abort_on_uncaught(group)
+    process_group.join(new)
+    if new.size > 1:
+        _abort_on_uncaught()
 
 
 def _check_size(size: int, rank: int, want_size: int, want_rank: int) -> None:
@@ -130,20 +142,28 @@ def _nccl_group(world_size: int, rank: int, seconds: float) -> Any:
     return process_group.NCCLGroup(cupy, rank, size, uid, seconds)
 
 
-def _abort_on_uncaught(group: Any) -> None:
+_HOOKED: list[Any] = []  # the excepthook installed, once per process
+
+
+def _abort_on_uncaught() -> None:
     """A rank that dies of an uncaught exception prints it and aborts the whole job
     (MPI_Abort: the launcher ends the other ranks), so they do not wait on it forever."""
+    if _HOOKED:
+        return
     previous = sys.excepthook
 
     def hook(kind: Any, value: Any, tb: Any) -> None:
-        sys.stderr.write(f"fg.distributed: rank {group.rank} of {group.size} failed; aborting the job\n")
+        joined = process_group.joined()
+        if joined is None or joined.size == 1:
+            previous(kind, value, tb)
+            return
+        sys.stderr.write(f"fg.distributed: rank {joined.rank} of {joined.size} failed; aborting the job\n")
         traceback.print_exception(kind, value, tb)
         sys.stderr.flush()
-        if process_group.joined() is group:
-            group.abort(1)
-        previous(kind, value, tb)
+        joined.abort(1)
 
     sys.excepthook = hook
+    _HOOKED.append(hook)
 
 
 def is_initialized() -> bool:
