@@ -1046,6 +1046,7 @@ class Array(ArrayBase):
             def remove(self_inner) -> None:
                 if hook in (meta.hooks or []):
                     meta.hooks.remove(hook)
+                    _tape.unwatch(meta, meta.grad_fn or meta.accumulator)
 
         return _Handle()
 
@@ -1064,6 +1065,7 @@ class Array(ArrayBase):
             def remove(self_inner) -> None:
                 if hook in (meta.post_hooks or []):
                     meta.post_hooks.remove(hook)
+                    _tape.unwatch(meta, meta.accumulator)
 
         return _Handle()
 

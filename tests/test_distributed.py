@@ -651,3 +651,25 @@ def test_ddp_in_a_world_of_one_is_the_model(batch: int, cap_kib: float, steps: i
 
     for a, b in zip(train(True), train(False)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_a_discarded_ddp_leaves_no_hooks_behind() -> None:
+    """The wrapper's hooks hold it weakly and go with it, and the parameters' backward
+    passes may replay their plans again once no hook is left."""
+    import gc
+
+    from tests.primitive_cases import world_of_one
+
+    world_of_one()
+    model = fg.nn.Linear(3, 2)
+    ddp = fg.nn.parallel.DistributedDataParallel(model)
+    ddp(fg.ones((2, 3))).sum().backward()
+    meta = model.weight._autograd
+    assert len(meta.post_hooks) == 1 and meta.accumulator.out_metas is not None
+    del ddp
+    gc.collect()
+    assert meta.post_hooks == [] and meta.accumulator.out_metas is None
+    handle = model.weight.register_hook(lambda g: g * 2)
+    assert meta.accumulator.out_metas is not None
+    handle.remove()
+    assert meta.accumulator.out_metas is None

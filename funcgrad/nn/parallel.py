@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,8 +94,15 @@ class _Reducer:
         self.used_here: set[int] = set()
         self.next_launch = 0
         self.wait_seconds = 0.0  # spent waiting for all-reduces to finish (the benchmark prints it)
-        for _, p in named:
-            p.register_post_accumulate_grad_hook(self.grad_ready)
+        ref = weakref.ref(self)  # the hooks must not keep a discarded wrapper's buckets alive
+
+        def ready(p: Any) -> None:
+            reducer = ref()
+            if reducer is not None:
+                reducer.grad_ready(p)
+
+        handles = [p.register_post_accumulate_grad_hook(ready) for _, p in named]
+        weakref.finalize(self, lambda: [h.remove() for h in handles])
 
     def check_finished(self) -> None:
         """PyTorch's rule: a backward pass that reduced some gradients must have reduced all."""

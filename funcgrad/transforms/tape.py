@@ -171,6 +171,12 @@ def watch(meta: AutogradMeta, node: Any) -> None:
     node.out_metas[meta.output_nr if node is meta.grad_fn else 0] = weakref.ref(meta)
 
 
+def unwatch(meta: AutogradMeta, node: Any) -> None:
+    """Undo ``watch`` once a leaf has no hook left: its backward passes may replay plans again."""
+    if not meta.hooks and not meta.post_hooks and not meta.retain and isinstance(node, AccumulateGrad):
+        node.out_metas = None
+
+
 def _snapshot(a: Any) -> Any:
     """An immutable alias of a mutable holder's current value (a Parameter), sharing its
     autograd metadata."""
