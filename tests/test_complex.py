@@ -27,6 +27,9 @@ LOSSES = {
     "reductions": lambda m, z: m.real(m.prod(z) + m.cumsum(z, axis=0)[-1] + m.mean(z * z)),
     "where": lambda m, z: m.abs(m.where(m.real(z) > 0, z * z, -z)).sum(),
     "pow": lambda m, z: m.real(z ** 2.5 + z ** (1 + 1j)).sum(),
+    "linalg": lambda m, z: (lambda a: m.real(m.linalg.det(a) * (1 + 2j)) + m.abs(m.linalg.solve(a, m.conj(a))).sum()
+                            + m.imag(m.linalg.inv(a)).sum() + m.linalg.slogdet(a)[1]
+                            + m.imag(m.linalg.slogdet(a)[0]))(m.reshape(z, (2, 2))),
 }
 
 

@@ -54,13 +54,13 @@ class SlogdetResult(NamedTuple):
     logabsdet: Any
 
 
-def _matrices(op: str, x: Any, square: bool = False) -> Any:
+def _matrices(op: str, x: Any, square: bool = False, complex_ok: bool = False) -> Any:
     """``x`` as a floating stack of matrices, checked."""
     x = _single(x)
-    if x.dtype.kind == "c":
+    if x.dtype.kind == "c" and not complex_ok:
         raise DTypeError(f"linalg.{op}: complex matrices are not supported (the decompositions take real "
                          f"floating-point matrices), got {x.dtype}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         x = _cast(x, _dt.default_float)
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
         kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
@@ -111,7 +111,7 @@ def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
 
 def slogdet(x: Any, /) -> SlogdetResult:
     """The sign of the determinant and the log of its absolute value (no overflow)."""
-    sign, logabsdet = bind(slogdet_p, _matrices("slogdet", x, square=True))
+    sign, logabsdet = bind(slogdet_p, _matrices("slogdet", x, square=True, complex_ok=True))
     return SlogdetResult(sign, logabsdet)
 
 

@@ -180,7 +180,6 @@ def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -
 def solve(a: Any, b: Any, /) -> Any:
     """Solve ``a @ x = b``; ``b`` is a vector only when it is 1-D (NumPy 2 rules)."""
     a, b = _float_pair("linalg.solve", a, b)
-    _refuse_complex("linalg.solve", a)
     return bind(solve_p, a, b)
 
 
@@ -193,8 +192,7 @@ def inv(a: Any, /) -> Any:
     """``a``'s inverse, as ``solve(a, I)``: one primitive fewer, and its derivatives are
     ``solve``'s (NumPy's ``inv`` is a solve against the identity too)."""
     a = _single(a)
-    _refuse_complex("linalg.inv", a)
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         a = _cast(a, _dt.default_float)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"linalg.inv: expected square matrices (..., n, n), got shape {fmt_shape(tuple(a.shape))}")

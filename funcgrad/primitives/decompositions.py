@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import complex64, complex128, float32, float64
 from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -26,8 +27,8 @@ from .rules import require_kind
 __all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "pinv_p"]
 
 
-def _matrices(op: str, a: ShapedArray, square: bool = False) -> tuple[int, int]:
-    require_kind(op, a.dtype, "f", "a floating-point array")
+def _matrices(op: str, a: ShapedArray, square: bool = False, kinds: str = "f") -> tuple[int, int]:
+    require_kind(op, a.dtype, kinds, "a floating-point array" if kinds == "f" else "a floating-point or complex array")
     if len(a.shape) < 2 or (square and a.shape[-1] != a.shape[-2]):
         kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
         raise ShapeError(f"{op}: expected a stack of {kind}, got shape {fmt_shape(a.shape)}")
@@ -252,30 +253,52 @@ _batch_first(qr_p, 2)
 # ---- slogdet: the determinant's sign and the log of its absolute value -------------------
 
 def _slogdet_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
-    _matrices("linalg.slogdet", a, square=True)
-    out = ShapedArray(a.shape[:-2], a.dtype, a.device)
-    return out, out
+    _matrices("linalg.slogdet", a, square=True, kinds="fc")
+    real = _REAL_OF.get(a.dtype, a.dtype)
+    return ShapedArray(a.shape[:-2], a.dtype, a.device), ShapedArray(a.shape[:-2], real, a.device)
 
 
-slogdet_p = Primitive("linalg_slogdet", _slogdet_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.slogdet(a))),
-                      multiple_results=True, domain=MATRIX)
+_REAL_OF = {complex64: float32, complex128: float64}
 
+
+def _slogdet_kernel(xp: Any, a: Any) -> tuple[Any, Any]:
+    """NumPy's slogdet: halves in float32; the sign in the input's dtype, the log real."""
+    low = a.dtype.itemsize < 4
+    sign, logabsdet = xp.linalg.slogdet(a.astype(np.float32) if low else a)
+    return sign.astype(a.dtype), logabsdet.astype(a.real.dtype)
+
+
+slogdet_p = Primitive("linalg_slogdet", _slogdet_rule, kernel=_slogdet_kernel, multiple_results=True,
+                      domain=MATRIX)
+
+
+# With T = tr(A^-1 dA): d log|det A| = Re T, and a complex sign turns by i Im T (a real
+# sign is constant). The cotangent of A is (g_log + i Im(g_sign sign)) A^-T, the transpose
+# of that map under the pairing Re(sum(u * v)) of JAX's convention.
 
 def _slogdet_jvp(t: Any, ans: Any, a: Any) -> Any:
-    sign, _ = ans
-    return lax.zeros(sign, tuple(sign.shape)), lax.reduce_sum(_diag(bind(solve_p, a, t)), (sign.ndim,))
+    sign, logabsdet = ans
+    trace = lax.reduce_sum(_diag(bind(solve_p, a, t)), (sign.ndim,))
+    if a.dtype.kind != "c":
+        return lax.zeros(sign, tuple(sign.shape)), trace
+    turn = lax.imag(trace)
+    return sign * lax.convert(turn, a.dtype) * lax.const(sign, 1j), lax.real(trace)
 
 
 def _slogdet_vjp(g: Any, ans: Any, a: Any) -> Any:
-    _, glog = g
-    if glog is None:
+    gsign, glog = g
+    complex_ = a.dtype.kind == "c"
+    if glog is None and (gsign is None or not complex_):
         return None
+    weight = lax.convert(glog, a.dtype) if glog is not None else lax.zeros(ans[0], tuple(ans[0].shape))
+    if complex_ and gsign is not None:
+        weight = weight + lax.convert(lax.imag(gsign * ans[0]), a.dtype) * lax.const(ans[0], 1j)
     eye = lax.broadcast_to(lax.eye(a, a.shape[-1]), tuple(a.shape))
-    return lax.expand_dims(glog, (glog.ndim, glog.ndim + 1)) * bind(solve_p, _t(a), eye)   # g A^-T
+    return lax.expand_dims(weight, (weight.ndim, weight.ndim + 1)) * bind(solve_p, _t(a), eye)   # w A^-T
 
 
 defjvp(slogdet_p, _slogdet_jvp)
-defvjp(slogdet_p, _slogdet_vjp, saves="args")
+defvjp(slogdet_p, _slogdet_vjp, saves="both")
 _batch_first(slogdet_p, 2)
 
 

@@ -214,8 +214,8 @@ defjvp(einsum_p, each=_einsum_jvp)
 defvjp(einsum_p, each=_einsum_vjp, saves="args")
 
 
-def _square(op: str, a: ShapedArray) -> None:
-    require_kind(op, a.dtype, "f", "a floating-point array")
+def _square(op: str, a: ShapedArray, kinds: str = "f") -> None:
+    require_kind(op, a.dtype, kinds, "a floating-point array" if kinds == "f" else "a floating-point or complex array")
     if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{op}: expected a (..., n, n) stack of square matrices, got shape {fmt_shape(a.shape)}")
 
@@ -232,7 +232,7 @@ def _upcast_linalg(fn: Any) -> Any:
 
 
 def _solve_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
-    _square("linalg.solve", a)
+    _square("linalg.solve", a, "fc")  # (holomorphic: its rules hold for complex matrices as they are)
     _same_dtype("linalg.solve", a, b)
     n = a.shape[-1]
     if len(b.shape) == 1:
@@ -310,7 +310,7 @@ defvjp(cholesky_p, _cholesky_vjp, saves="ans")
 
 
 def _triangular_solve_rule(a: ShapedArray, b: ShapedArray, *, lower: bool, transpose_a: bool) -> ShapedArray:
-    _square("triangular_solve", a)
+    _square("triangular_solve", a, "fc")
     _same_dtype("triangular_solve", a, b)
     if len(b.shape) < 2 or b.shape[-2] != a.shape[-1]:
         raise ShapeError(f"triangular_solve: a has shape {fmt_shape(a.shape)} but b has shape {fmt_shape(b.shape)}")
