@@ -64,7 +64,7 @@ def zeros(like: Any, shape: Sequence[int], dtype: DType | None = None) -> Any:
     return full(like, shape, 0, dtype)
 
 
-def const(like: Any, value: float) -> Any:
+def const(like: Any, value: complex) -> Any:
     """A 0-d constant in ``like``'s dtype: two Python scalars alone (``select(c, 1.0, -1.0)``)
     would have no dtype, and a rule computes in the precision of what it differentiates."""
     return full(like, (), value)
