@@ -99,7 +99,7 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
     def f(*floats):
         full = list(args)
         for i, v in zip(float_positions, floats):
-            full[i] = (v + fg.matrix_transpose(v)) / 2 if spd else v
+            full[i] = (v + fg.conj(fg.matrix_transpose(v))) / 2 if spd else v
         return fg.bind(prim, *full, **params)
 
     # custom VJPs have no forward mode, while loops no reverse mode (as in JAX)
@@ -109,7 +109,7 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
 
 # Differentiable primitives of real arguments only (comparisons, real special functions, the
 # decompositions); every other one differentiates complex arguments too
-REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linalg_cholesky", "linalg_eigh", "linalg_pinv",
+REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linalg_eigh", "linalg_pinv",
              "linalg_qr", "linalg_svd", "linear", "logaddexp", "logsumexp", "maximum",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
              "softmax_cross_entropy_grad"}
@@ -139,10 +139,12 @@ def test_complex_derivatives_match_finite_differences(prim: fg.Primitive, data: 
     if not accepts:
         return
 
+    spd = prim.domain.kind == "spd"
+
     def f(*values):
         full = list(args)
-        for i, v in zip(positions, values):
-            full[i] = v
+        for i, v in zip(positions, values):  # (a Hermitian positive-definite matrix for cholesky)
+            full[i] = (v + fg.conj(fg.matrix_transpose(v))) / 2 if spd else v
         return fg.bind(prim, *full, **params)
 
     modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd",) if prim.name in FORWARD_ONLY else ("fwd", "rev")
@@ -264,7 +266,7 @@ def test_tape_second_derivatives_match_the_transforms(prim: fg.Primitive, data: 
     def loss(*floats):
         full = list(args)
         for i, v in zip(positions, floats):
-            full[i] = (v + fg.matrix_transpose(v)) / 2 if spd else v
+            full[i] = (v + fg.conj(fg.matrix_transpose(v))) / 2 if spd else v
         return _weighted_sum(fg.bind(prim, *full, **params), weights)
 
     if loss(*[args[i] for i in positions]) is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
-from ..errors import DTypeError, LinAlgError, ShapeError
+from ..errors import LinAlgError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.elementwise import conj_p
 from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
@@ -183,11 +183,6 @@ def solve(a: Any, b: Any, /) -> Any:
     return bind(solve_p, a, b)
 
 
-def _refuse_complex(op: str, a: Any) -> None:
-    if a.dtype.kind == "c":
-        raise DTypeError(f"{op}: complex matrices are not supported (real floating-point only), got {a.dtype}")
-
-
 def inv(a: Any, /) -> Any:
     """``a``'s inverse, as ``solve(a, I)``: one primitive fewer, and its derivatives are
     ``solve``'s (NumPy's ``inv`` is a solve against the identity too)."""
@@ -204,10 +199,12 @@ def inv(a: Any, /) -> Any:
 
 
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
-    """Lower-triangular ``L`` with ``a = L @ L.mT`` (``upper=True`` gives ``L.mT``)."""
+    """Lower-triangular ``L`` with ``a = L @ L.mH`` for a symmetric (Hermitian) positive-definite
+    ``a``, read from its lower triangle as NumPy does; ``upper=True`` gives ``L.mH``."""
     a = _single(a)
-    _refuse_complex("linalg.cholesky", a)
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         a = _cast(a, _dt.default_float)
     out = bind(cholesky_p, a)
-    return matrix_transpose(out) if upper else out
+    if not upper:
+        return out
+    return bind(conj_p, matrix_transpose(out)) if out.dtype.kind == "c" else matrix_transpose(out)

@@ -279,30 +279,35 @@ def _phi(x: Any) -> Any:
     return lax.tril(x) - 0.5 * x * lax.eye(x, n)
 
 
-def _square_rule(op: str) -> Any:
-    def rule(a: ShapedArray) -> ShapedArray:
-        _square(op, a)
-        return a
-
-    return rule
+def _cholesky_rule(a: ShapedArray) -> ShapedArray:
+    _square("linalg.cholesky", a, "fc")
+    return a
 
 
-cholesky_p = Primitive("linalg_cholesky", _square_rule("linalg.cholesky"),
+cholesky_p = Primitive("linalg_cholesky", _cholesky_rule,
                        kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)), domain=Domain(kind="spd"))
 
 
+def _h(x: Any) -> Any:
+    """The conjugate transpose of the last two axes (the transpose, for real matrices)."""
+    xt = lax.matrix_transpose(x)
+    return lax.conj(xt) if x.dtype.kind == "c" else xt
+
+
 def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
-    # tL = L phi(L^-1 tA L^-T), for symmetric tangents tA
-    inner = _tri_solve(ans, lax.matrix_transpose(_tri_solve(ans, t)))
-    return lax.matmul(ans, _phi(lax.matrix_transpose(inner)))
+    # tL = L phi(L^-1 tA L^-H), for Hermitian (symmetric) tangents tA
+    inner = _h(_tri_solve(ans, _h(_tri_solve(ans, t))))
+    return lax.matmul(ans, _phi(inner))
 
 
 def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
-    # symmetric cotangent: S = L^-T phi(L^T g) L^-1, returned as (S + S^T) / 2
+    # the transpose of the JVP under the pairing Re(sum(u * v)): S = L^-T phi(L^T g) conj(L)^-1,
+    # projected on Hermitian matrices as (S + S^H) / 2 (symmetric ones, for real matrices)
     p = _phi(lax.matmul(lax.matrix_transpose(ans), g))
-    y = _tri_solve(ans, p, transpose_a=True)
-    s = lax.matrix_transpose(_tri_solve(ans, lax.matrix_transpose(y), transpose_a=True))
-    return 0.5 * (s + lax.matrix_transpose(s))
+    y = _tri_solve(ans, p, transpose_a=True)                                    # L^-T p
+    conj_l = lax.conj(ans) if ans.dtype.kind == "c" else ans
+    s = lax.matrix_transpose(_tri_solve(conj_l, lax.matrix_transpose(y), transpose_a=True))   # y conj(L)^-1
+    return 0.5 * (s + _h(s))
 
 
 defjvp(cholesky_p, _cholesky_jvp)
