@@ -30,6 +30,8 @@ LOSSES = {
     "linalg": lambda m, z: (lambda a: m.real(m.linalg.det(a) * (1 + 2j)) + m.abs(m.linalg.solve(a, m.conj(a))).sum()
                             + m.imag(m.linalg.inv(a)).sum() + m.linalg.slogdet(a)[1]
                             + m.imag(m.linalg.slogdet(a)[0]))(m.reshape(z, (2, 2))),
+    "pinv": lambda m, z: (lambda p: m.real(m.sum(p * p)) + m.imag(m.sum(p)))(
+        m.linalg.pinv(m.reshape(m.concatenate([z, z * z]), (4, 2)))),
     "cholesky": lambda m, z: (lambda a: (lambda low: m.real(m.sum(low * low * low)) + m.imag(m.sum(low)))(
         m.linalg.cholesky(a @ m.conj(m.swapaxes(a, -1, -2)) + 3 * m.eye(2))))(m.reshape(z, (2, 2))),
 }

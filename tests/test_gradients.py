@@ -109,7 +109,7 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
 
 # Differentiable primitives of real arguments only (comparisons, real special functions, the
 # decompositions); every other one differentiates complex arguments too
-REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linalg_eigh", "linalg_pinv",
+REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linalg_eigh",
              "linalg_qr", "linalg_svd", "linear", "logaddexp", "logsumexp", "maximum",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
              "softmax_cross_entropy_grad"}

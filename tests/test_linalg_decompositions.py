@@ -97,6 +97,9 @@ def test_gradients_match_pytorch() -> None:
          lambda x: torch.linalg.slogdet(x)[1].sum() + torch.linalg.det(x).sum(), False),
         ("pinv", a, lambda x: (L.pinv(x) * c["p"]).sum(), lambda x: (torch.linalg.pinv(x) * torch.tensor(c["p"])).sum(),
          False),
+        ("matrix_norm", a, lambda x: sum(L.matrix_norm(x, ord=o).sum() * k for k, o in ((1, "nuc"), (2, 2), (3, -2))),
+         lambda x: sum(torch.linalg.matrix_norm(x, ord=o).sum() * k for k, o in ((1, "nuc"), (2, 2), (3, -2))),
+         False),
         ("matrix_power", sq, lambda x: (L.matrix_power(x, -2) * c["m"]).sum() + (L.matrix_power(x, 3) * c["m"]).sum(),
          lambda x: (torch.linalg.matrix_power(x, -2) * torch.tensor(c["m"])).sum()
          + (torch.linalg.matrix_power(x, 3) * torch.tensor(c["m"])).sum(), False),
@@ -139,3 +142,9 @@ def test_errors_name_the_function_and_shape() -> None:
         fg.grad(lambda x: L.qr(x).R.sum())(fg.ones((2, 3), dtype=fg.float64))
     with pytest.raises(ValueError, match="mode 'complete'"):
         L.qr(fg.ones((3, 2)), mode="complete")
+    with pytest.raises(fg.DTypeError, match=r"matrix_norm: ord=2 needs the singular values.*complex128"):
+        L.matrix_norm(fg.ones((2, 2), dtype=fg.complex128), ord=2)
+    with pytest.raises(fg.DTypeError, match=r"linalg.svd: complex matrices"):
+        L.svd(fg.ones((2, 2), dtype=fg.complex128))
+    with pytest.raises(fg.DTypeError, match=r"linalg.pinv: one rtol per matrix"):
+        L.pinv(fg.ones((3, 2, 2), dtype=fg.complex64), rtol=fg.ones(3))

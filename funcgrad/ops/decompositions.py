@@ -128,8 +128,11 @@ def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
     if rcond is not None and rtol is not None:
         raise TypeError("linalg.pinv: give rtol or rcond (NumPy's name), not both")
     tol = rtol if rtol is not None else rcond
-    x = _matrices("pinv", x)
+    x = _matrices("pinv", x, complex_ok=True)
     if getattr(tol, "ndim", 0):  # one tolerance per matrix of the stack: through the SVD
+        if x.dtype.kind == "c":
+            raise DTypeError(f"linalg.pinv: one rtol per matrix goes through svd, which takes real matrices; got "
+                             f"{x.dtype} (give one rtol for the whole stack)")
         u, s, vh = svd(x, full_matrices=False)
         cutoff = expand_dims(tol, -1) * max(s, axis=-1, keepdims=True) if s.shape[-1] else 0.0
         kept = s > cutoff
@@ -154,7 +157,7 @@ def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:
 def matrix_power(x: Any, n: int, /) -> Any:
     """``x`` multiplied by itself ``n`` times (by repeated squaring); ``n = 0`` gives the
     identity, a negative ``n`` powers of the inverse."""
-    x = _matrices("matrix_power", x, square=True)
+    x = _matrices("matrix_power", x, square=True, complex_ok=True)
     n = as_int("linalg.matrix_power", n, "n", minimum=None)
     if n == 0:
         return broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), tuple(x.shape))

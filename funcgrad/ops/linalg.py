@@ -7,8 +7,9 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
-from ..errors import LinAlgError, ShapeError
+from ..errors import DTypeError, LinAlgError, ShapeError
 from ..primitives.core import bind, fmt_shape
+from ..primitives.decompositions import svd_p
 from ..primitives.elementwise import conj_p
 from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
 from ..primitives.rules import normalize_axes
@@ -140,13 +141,23 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
 
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
-    """Array API ``matrix_norm`` over the last two axes: ``'fro'``, 1, -1, inf, -inf."""
+    """Array API ``matrix_norm`` over the last two axes: ``'fro'``, ``'nuc'``, 1, -1, 2, -2,
+    inf, -inf (``'nuc'`` and ±2 from the singular values, of real matrices)."""
     x = _single(x)
     if x.ndim < 2:
         raise ShapeError(f"matrix_norm: needs at least 2 dimensions, got {fmt_shape(x.shape)}")
     r, c = x.ndim - 2, x.ndim - 1
     if ord == "fro":
         return vector_norm(x, axis=(r, c), keepdims=keepdims)
+    if ord in ("nuc", 2, -2):
+        if x.dtype.kind == "c":
+            raise DTypeError(f"matrix_norm: ord={ord!r} needs the singular values, which funcgrad computes for real "
+                             f"matrices; got {x.dtype}")
+        if x.dtype.kind != "f":
+            x = _cast(x, _dt.default_float)
+        s = bind(svd_p, x, full_matrices=False)[1]
+        out = sum(s, -1) if ord == "nuc" else (max if ord == 2 else min)(s, -1)
+        return reshape(out, (*x.shape[:-2], 1, 1)) if keepdims else out
     if ord in (1, -1):
         col = sum(abs(x), r, keepdims=True)
         out = (max if ord == 1 else min)(col, c, keepdims=True)
@@ -154,7 +165,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
         row = sum(abs(x), c, keepdims=True)
         out = (max if ord > 0 else min)(row, r, keepdims=True)
     else:
-        raise ValueError(f"matrix_norm: unsupported ord {ord!r} (use 'fro', 1, -1, inf or -inf)")
+        raise ValueError(f"matrix_norm: unsupported ord {ord!r} (use 'fro', 'nuc', 1, -1, 2, -2, inf or -inf)")
     return out if keepdims else reshape(out, tuple(x.shape[:-2]))
 
 

@@ -305,7 +305,7 @@ _batch_first(slogdet_p, 2)
 # ---- pinv: the Moore-Penrose pseudo-inverse ---------------------------------------------
 
 def _pinv_rule(a: ShapedArray, *, rtol: float | None) -> ShapedArray:
-    m, n = _matrices("linalg.pinv", a)
+    m, n = _matrices("linalg.pinv", a, kinds="fc")
     return ShapedArray(a.shape[:-2] + (n, m), a.dtype, a.device)
 
 
@@ -313,27 +313,38 @@ def _pinv(xp: Any, a: Any, *, rtol: float | None) -> Any:
     u, s, vh = xp.linalg.svd(a, full_matrices=False)
     cutoff = (rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps) * s.max(-1, keepdims=True)
     inverse = xp.where(s > cutoff, 1.0 / xp.where(s > cutoff, s, 1.0), 0.0).astype(a.dtype)
-    return xp.matmul(xp.swapaxes(vh, -1, -2) * inverse[..., None, :], xp.swapaxes(u, -1, -2))
+    return xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)) * inverse[..., None, :], xp.conj(xp.swapaxes(u, -1, -2)))
 
 
 pinv_p = Primitive("linalg_pinv", _pinv_rule, kernel=_lapack(_pinv), domain=MATRIX)
 
 
+def _h(x: Any) -> Any:
+    """The conjugate transpose (the transpose, for real matrices)."""
+    return lax.conj(_t(x)) if x.dtype.kind == "c" else _t(x)
+
+
+def _conj(x: Any) -> Any:
+    return lax.conj(x) if x.dtype.kind == "c" else x
+
+
 def _pinv_jvp(t: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
-    # Golub & Pereyra: dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    # Golub & Pereyra: dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
     p = ans
     rows, cols = a.shape[-2], a.shape[-1]
     left = lax.eye(a, rows) - lax.matmul(a, p)
     right = lax.eye(a, cols) - lax.matmul(p, a)
-    return -_mm(p, t, p) + _mm(p, _t(p), _t(t), left) + _mm(right, _t(t), _t(p), p)
+    return -_mm(p, t, p) + _mm(p, _h(p), _h(t), left) + _mm(right, _h(t), _h(p), p)
 
 
 def _pinv_vjp(g: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
+    # the JVP's transpose under the pairing Re(sum(u * v)): a term through dA^H pairs with
+    # the conjugate of its real-matrix form
     p = ans
     rows, cols = a.shape[-2], a.shape[-1]
     left = lax.eye(a, rows) - lax.matmul(a, p)
     right = lax.eye(a, cols) - lax.matmul(p, a)
-    return -_mm(_t(p), g, _t(p)) + _mm(left, _t(g), p, _t(p)) + _mm(_t(p), p, _t(g), right)
+    return -_mm(_t(p), g, _t(p)) + _conj(_mm(left, _t(g), p, _h(p))) + _conj(_mm(_h(p), p, _t(g), right))
 
 
 defjvp(pinv_p, _pinv_jvp)
