@@ -32,6 +32,9 @@ LOSSES = {
                             + m.imag(m.linalg.slogdet(a)[0]))(m.reshape(z, (2, 2))),
     "pinv": lambda m, z: (lambda p: m.real(m.sum(p * p)) + m.imag(m.sum(p)))(
         m.linalg.pinv(m.reshape(m.concatenate([z, z * z]), (4, 2)))),
+    "svd": lambda m, z: (lambda usv: m.sum(usv[1] ** 3) + m.sum(m.abs(usv[0]) ** 4) + m.real(m.sum(
+        (usv[0] * usv[1][None, :]) @ usv[2] * z[0])))(m.linalg.svd(m.reshape(m.concatenate([z, z * z, m.conj(z)]),
+                                                                            (4, 3)), full_matrices=False)),
     "cholesky": lambda m, z: (lambda a: (lambda low: m.real(m.sum(low * low * low)) + m.imag(m.sum(low)))(
         m.linalg.cholesky(a @ m.conj(m.swapaxes(a, -1, -2)) + 3 * m.eye(2))))(m.reshape(z, (2, 2))),
 }

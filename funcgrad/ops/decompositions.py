@@ -12,6 +12,7 @@ from .. import dtypes as _dt
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import eigh_p, pinv_p, qr_p, slogdet_p, svd_p
+from ..primitives.elementwise import conj_p
 from ..primitives.rules import as_int
 from .creation import eye
 from .elementwise import _cast, _single, exp, where
@@ -68,6 +69,11 @@ def _matrices(op: str, x: Any, square: bool = False, complex_ok: bool = False) -
     return x
 
 
+def _mh(x: Any) -> Any:
+    """The conjugate transpose of the last two axes."""
+    return bind(conj_p, matrix_transpose(x)) if x.dtype.kind == "c" else matrix_transpose(x)
+
+
 def _symmetric(x: Any) -> Any:
     return (x + matrix_transpose(x)) / 2
 
@@ -89,7 +95,7 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
     """``x = U @ diag(S) @ Vh``, the singular values descending. ``full_matrices=True`` (the
     array API's and NumPy's default) completes U or Vh to square matrices: that completion is
     not unique, so only ``full_matrices=False`` (or a square input) is differentiable."""
-    x = _matrices("svd", x)
+    x = _matrices("svd", x, complex_ok=True)
     full = bool(full_matrices) and x.shape[-2] != x.shape[-1]
     u, s, vh = bind(svd_p, x, full_matrices=full)
     return SVDResult(u, s, vh)
@@ -97,7 +103,7 @@ def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
 
 def svdvals(x: Any, /) -> Any:
     """The singular values, descending."""
-    return bind(svd_p, _matrices("svdvals", x), full_matrices=False)[1]
+    return bind(svd_p, _matrices("svdvals", x, complex_ok=True), full_matrices=False)[1]
 
 
 def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
@@ -130,21 +136,18 @@ def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
     tol = rtol if rtol is not None else rcond
     x = _matrices("pinv", x, complex_ok=True)
     if getattr(tol, "ndim", 0):  # one tolerance per matrix of the stack: through the SVD
-        if x.dtype.kind == "c":
-            raise DTypeError(f"linalg.pinv: one rtol per matrix goes through svd, which takes real matrices; got "
-                             f"{x.dtype} (give one rtol for the whole stack)")
         u, s, vh = svd(x, full_matrices=False)
         cutoff = expand_dims(tol, -1) * max(s, axis=-1, keepdims=True) if s.shape[-1] else 0.0
         kept = s > cutoff
         s_inv = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
-        return matmul(matrix_transpose(vh) * expand_dims(s_inv, -2), matrix_transpose(u))
+        return matmul(_mh(vh) * expand_dims(s_inv, -2), _mh(u))
     return bind(pinv_p, x, rtol=None if tol is None else float(tol))
 
 
 def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:
     """How many singular values exceed ``rtol`` times the largest (default ``max(m, n) * eps``),
     or the absolute ``tol`` (NumPy's)."""
-    x = _matrices("matrix_rank", x)
+    x = _matrices("matrix_rank", x, complex_ok=True)
     s = svdvals(x)
     if tol is not None:
         cutoff = tol

@@ -26,6 +26,8 @@ from .rules import require_kind
 
 __all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "pinv_p"]
 
+_REAL_OF = {complex64: float32, complex128: float64}  # (the dtype of a complex matrix's S, |det|)
+
 
 def _matrices(op: str, a: ShapedArray, square: bool = False, kinds: str = "f") -> tuple[int, int]:
     require_kind(op, a.dtype, kinds, "a floating-point array" if kinds == "f" else "a floating-point or complex array")
@@ -56,6 +58,11 @@ def _batch_first(prim: Primitive, n_out: int) -> None:
 
 def _t(x: Any) -> Any:
     return lax.matrix_transpose(x)
+
+
+def _h(x: Any) -> Any:
+    """The conjugate transpose (the transpose, for real matrices)."""
+    return lax.conj(_t(x)) if x.dtype.kind == "c" else _t(x)
 
 
 def _mm(*xs: Any) -> Any:
@@ -129,16 +136,22 @@ _batch_first(eigh_p, 2)
 # ---- svd (reduced): u (..., m, k), s (..., k) descending, vh (..., k, n) ------------------
 
 def _svd_rule(a: ShapedArray, *, full_matrices: bool) -> tuple[ShapedArray, ShapedArray, ShapedArray]:
-    m, n = _matrices("linalg.svd", a)
+    m, n = _matrices("linalg.svd", a, kinds="fc")
     k, batch = min(m, n), a.shape[:-2]
     cols, rows = (m, n) if full_matrices else (k, k)
-    return (ShapedArray(batch + (m, cols), a.dtype, a.device), ShapedArray(batch + (k,), a.dtype, a.device),
+    return (ShapedArray(batch + (m, cols), a.dtype, a.device),
+            ShapedArray(batch + (k,), _REAL_OF.get(a.dtype, a.dtype), a.device),
             ShapedArray(batch + (rows, n), a.dtype, a.device))
 
 
-svd_p = Primitive("linalg_svd", _svd_rule,
-                  kernel=_lapack(lambda xp, a, *, full_matrices: tuple(xp.linalg.svd(a, full_matrices=full_matrices))),
-                  multiple_results=True, domain=MATRIX)
+def _svd_kernel(xp: Any, a: Any, *, full_matrices: bool) -> tuple[Any, Any, Any]:
+    """NumPy's SVD: halves in float32; U and Vh in the input's dtype, S real."""
+    low = a.dtype.itemsize < 4
+    u, s, vh = xp.linalg.svd(a.astype(np.float32) if low else a, full_matrices=full_matrices)
+    return u.astype(a.dtype), s.astype(a.real.dtype), vh.astype(a.dtype)
+
+
+svd_p = Primitive("linalg_svd", _svd_rule, kernel=_svd_kernel, multiple_results=True, domain=MATRIX)
 
 
 def _unique_factors(a: Any, full_matrices: bool) -> None:
@@ -148,50 +161,76 @@ def _unique_factors(a: Any, full_matrices: bool) -> None:
                                   "unique (as in JAX); use full_matrices=False")
 
 
+def _like(x: Any, a: Any) -> Any:
+    """A real ``x`` in ``a``'s (complex) dtype, for products with complex factors."""
+    return lax.convert(x, a.dtype) if x.dtype is not a.dtype else x
+
+
+# Complex matrices: the factors are unique up to a phase per singular pair; the derivative
+# is that of the gauge in which U^H dU has a zero real diagonal and V^H dV a zero diagonal
+# (JAX's and PyTorch's choice: the term i Im(diag(U^H dA V)) / S below). A loss that
+# depends on the phases is not a function of the matrix (use S, |U|, U S Vh...).
+
 def _svd_jvp(t: Any, ans: Any, a: Any, *, full_matrices: bool) -> Any:
     _unique_factors(a, full_matrices)
     u, s, vh = ans
-    v = _t(vh)
-    ds_full = _mm(_t(u), t, v)                                   # U^T dA V
+    uh, v = _h(u), _h(vh)
+    ds_full = _mm(uh, t, v)                                      # U^H dA V
     ds = _diag(ds_full)
-    f = _inverse_gaps(s * s)
-    s_row = lax.expand_dims(s, (s.ndim - 1,))                    # s_j along the columns
-    s_col = lax.expand_dims(s, (s.ndim,))                        # s_i along the rows
-    du = lax.matmul(u, f * (ds_full * s_row + _t(ds_full) * s_col))
-    dv = lax.matmul(v, f * (ds_full * s_col + _t(ds_full) * s_row))
+    f = _like(_inverse_gaps(s * s), a)
+    s_row = _like(lax.expand_dims(s, (s.ndim - 1,)), a)          # s_j along the columns
+    s_col = _like(lax.expand_dims(s, (s.ndim,)), a)              # s_i along the rows
+    dss, sds = ds_full * s_row, s_col * ds_full
+    inner_u = f * (dss + _h(dss))
+    if a.dtype.kind == "c":  # the phase gauge's diagonal
+        inner_u = inner_u + _diag_matrix(_like(lax.imag(ds), a) * lax.const(ds, 1j) / _like(s, a))
+        ds = lax.real(ds)
+    du = lax.matmul(u, inner_u)
+    dv = lax.matmul(v, f * (sds + _h(sds)))
     m, n = a.shape[-2], a.shape[-1]
     if m > n:  # the part of dA outside U's columns
         dav = lax.matmul(t, v)
-        du = du + (dav - lax.matmul(u, lax.matmul(_t(u), dav))) / s_row
+        du = du + (dav - lax.matmul(u, lax.matmul(uh, dav))) / s_row
     if n > m:
-        dau = lax.matmul(_t(t), u)
+        dau = lax.matmul(_h(t), u)
         dv = dv + (dau - lax.matmul(v, lax.matmul(vh, dau))) / s_row
-    return du, ds, _t(dv)
+    return du, ds, _h(dv)
 
 
 def _svd_vjp(g: Any, ans: Any, a: Any, *, full_matrices: bool) -> Any:
+    # For complex matrices the formula below is PyTorch's, on the conjugated cotangents; its
+    # conjugate is the transpose of the JVP under the pairing Re(sum(u * v)) (JAX's)
     _unique_factors(a, full_matrices)
     (gu, gs, gvh), (u, s, vh) = g, ans
-    v = _t(vh)
+    cplx = a.dtype.kind == "c"
+    if cplx:
+        gu = None if gu is None else lax.conj(gu)
+        gvh = None if gvh is None else lax.conj(gvh)
+    uh, v = _h(u), _h(vh)
     m, n = a.shape[-2], a.shape[-1]
-    inner = _diag_matrix(gs) if gs is not None else 0.0
-    s_mat = _diag_matrix(s)
+    inner = _diag_matrix(_like(gs, a)) if gs is not None else 0.0
+    s_mat = _diag_matrix(_like(s, a))
+    s_row = _like(lax.expand_dims(s, (s.ndim - 1,)), a)
     if gu is not None or gvh is not None:
-        f = _inverse_gaps(s * s)
+        f = _like(_inverse_gaps(s * s), a)
     extra = 0.0
     if gu is not None:
-        j = f * lax.matmul(_t(u), gu)
-        inner = inner + lax.matmul(j + _t(j), s_mat)
+        uhgu = lax.matmul(uh, gu)
+        j = f * uhgu
+        inner = inner + lax.matmul(j + _h(j), s_mat)
+        if cplx:  # the phase gauge's diagonal
+            inner = inner + _diag_matrix(_like(lax.imag(_diag(uhgu)), a) * lax.const(uhgu, 1j) / _like(s, a))
         if m > n:
-            extra = lax.matmul((gu - lax.matmul(u, lax.matmul(_t(u), gu))) / lax.expand_dims(s, (s.ndim - 1,)), vh)
+            extra = lax.matmul((gu - lax.matmul(u, uhgu)) / s_row, vh)
     if gvh is not None:
-        gv = _t(gvh)
+        gv = _h(gvh)
         k = f * lax.matmul(vh, gv)
-        inner = inner + lax.matmul(s_mat, k + _t(k))
+        inner = inner + lax.matmul(s_mat, k + _h(k))
         if n > m:
             ortho = gv - lax.matmul(v, lax.matmul(vh, gv))
-            extra = extra + lax.matmul(u, _t(ortho / lax.expand_dims(s, (s.ndim - 1,))))
-    return _mm(u, inner, vh) + extra
+            extra = extra + lax.matmul(u, _h(ortho / s_row))
+    grad = _mm(u, inner, vh) + extra
+    return lax.conj(grad) if cplx else grad
 
 
 defjvp(svd_p, _svd_jvp)
@@ -258,9 +297,6 @@ def _slogdet_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
     return ShapedArray(a.shape[:-2], a.dtype, a.device), ShapedArray(a.shape[:-2], real, a.device)
 
 
-_REAL_OF = {complex64: float32, complex128: float64}
-
-
 def _slogdet_kernel(xp: Any, a: Any) -> tuple[Any, Any]:
     """NumPy's slogdet: halves in float32; the sign in the input's dtype, the log real."""
     low = a.dtype.itemsize < 4
@@ -317,11 +353,6 @@ def _pinv(xp: Any, a: Any, *, rtol: float | None) -> Any:
 
 
 pinv_p = Primitive("linalg_pinv", _pinv_rule, kernel=_lapack(_pinv), domain=MATRIX)
-
-
-def _h(x: Any) -> Any:
-    """The conjugate transpose (the transpose, for real matrices)."""
-    return lax.conj(_t(x)) if x.dtype.kind == "c" else _t(x)
 
 
 def _conj(x: Any) -> Any:
