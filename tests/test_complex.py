@@ -35,6 +35,8 @@ LOSSES = {
     "svd": lambda m, z: (lambda usv: m.sum(usv[1] ** 3) + m.sum(m.abs(usv[0]) ** 4) + m.real(m.sum(
         (usv[0] * usv[1][None, :]) @ usv[2] * z[0])))(m.linalg.svd(m.reshape(m.concatenate([z, z * z, m.conj(z)]),
                                                                             (4, 3)), full_matrices=False)),
+    "qr": lambda m, z: (lambda qr: m.real(m.sum(qr[0] * z[1])) + m.imag(m.sum(qr[1] * qr[1])))(
+        m.linalg.qr(m.reshape(m.concatenate([z, z * z, m.conj(z)]), (4, 3)))),
     "cholesky": lambda m, z: (lambda a: (lambda low: m.real(m.sum(low * low * low)) + m.imag(m.sum(low)))(
         m.linalg.cholesky(a @ m.conj(m.swapaxes(a, -1, -2)) + 3 * m.eye(2))))(m.reshape(z, (2, 2))),
 }

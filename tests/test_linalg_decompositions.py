@@ -140,10 +140,25 @@ def test_errors_name_the_function_and_shape() -> None:
         fg.grad(lambda x: L.svd(x).S.sum())(fg.ones((3, 2), dtype=fg.float64))
     with pytest.raises(NotImplementedError, match="at least as many rows"):
         fg.grad(lambda x: L.qr(x).R.sum())(fg.ones((2, 3), dtype=fg.float64))
-    with pytest.raises(ValueError, match="mode 'complete'"):
-        L.qr(fg.ones((3, 2)), mode="complete")
-    with pytest.raises(fg.DTypeError, match=r"linalg.qr: complex matrices"):
-        L.qr(fg.ones((2, 2), dtype=fg.complex128))
+    with pytest.raises(ValueError, match="mode must be 'reduced' or 'complete', got 'r'"):
+        L.qr(fg.ones((3, 2)), mode="r")
+    with pytest.raises(fg.DTypeError, match=r"linalg.eigh: complex matrices"):
+        L.eigh(fg.ones((2, 2), dtype=fg.complex128))
+    with pytest.raises(NotImplementedError, match="mode='complete'"):
+        fg.grad(lambda x: L.qr(x, mode="complete").Q.sum())(fg.ones((3, 2), dtype=fg.float64))
+
+
+def test_qr_complete_matches_numpy() -> None:
+    a = RNG.standard_normal((2, 5, 3))
+    q, r = L.qr(fg.asarray(a), mode="complete")
+    want_q, want_r = np.linalg.qr(a, mode="complete")
+    assert q.shape == (2, 5, 5) and r.shape == (2, 5, 3)
+    np.testing.assert_allclose(q.numpy(), want_q, atol=1e-12)
+    np.testing.assert_allclose(r.numpy(), want_r, atol=1e-12)
+    square = RNG.standard_normal((3, 3))  # square: complete is reduced, and differentiable
+    g = fg.grad(lambda x: (L.qr(x, mode="complete").R ** 2).sum())(fg.asarray(square))
+    h = fg.grad(lambda x: (L.qr(x).R ** 2).sum())(fg.asarray(square))
+    np.testing.assert_allclose(g.numpy(), h.numpy())
 
 
 def test_complex_svd_tangents_equal_jax_in_the_same_gauge(jax64) -> None:

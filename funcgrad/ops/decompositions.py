@@ -107,11 +107,12 @@ def svdvals(x: Any, /) -> Any:
 
 
 def qr(x: Any, /, *, mode: str = "reduced") -> QRResult:
-    """``x = Q @ R`` with orthonormal columns in Q and R upper-triangular (``mode="reduced"``);
-    differentiable when there are at least as many rows as columns, as in JAX."""
-    if mode != "reduced":
-        raise ValueError(f"linalg.qr: mode {mode!r} is not supported; funcgrad has mode='reduced'")
-    q, r = bind(qr_p, _matrices("qr", x))
+    """``x = Q @ R`` with orthonormal columns in Q and R upper-triangular: ``mode="reduced"``
+    (Q has min(m, n) columns) or ``"complete"`` (Q square). Differentiable when there are at
+    least as many rows as columns, as in JAX (and, complete, only for square matrices)."""
+    if mode not in ("reduced", "complete"):
+        raise ValueError(f"linalg.qr: mode must be 'reduced' or 'complete', got {mode!r}")
+    q, r = bind(qr_p, _matrices("qr", x, complex_ok=True), complete=mode == "complete")
     return QRResult(q, r)
 
 
@@ -149,10 +150,11 @@ def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:
     or the absolute ``tol`` (NumPy's)."""
     x = _matrices("matrix_rank", x, complex_ok=True)
     s = svdvals(x)
-    if tol is not None:
-        cutoff = tol
+    if tol is not None:  # (a tolerance per matrix stands beside that matrix's singular values)
+        cutoff = expand_dims(tol, -1) if getattr(tol, "ndim", 0) else tol
     else:
         relative = rtol if rtol is not None else builtins.max(tuple(x.shape[-2:])) * _dt.finfo(x.dtype).eps
+        relative = expand_dims(relative, -1) if getattr(relative, "ndim", 0) else relative
         cutoff = max(s, axis=-1, keepdims=True) * relative if s.shape[-1] else 0.0
     return sum(s > cutoff, axis=-1)
 

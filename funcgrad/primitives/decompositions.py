@@ -65,6 +65,10 @@ def _h(x: Any) -> Any:
     return lax.conj(_t(x)) if x.dtype.kind == "c" else _t(x)
 
 
+def _conj(x: Any) -> Any:
+    return lax.conj(x) if x.dtype.kind == "c" else x
+
+
 def _mm(*xs: Any) -> Any:
     out = xs[0]
     for x in xs[1:]:
@@ -238,22 +242,25 @@ defvjp(svd_p, _svd_vjp, saves="ans")
 _batch_first(svd_p, 3)
 
 
-# ---- qr (reduced): q (..., m, k), r (..., k, n) -------------------------------------------
+# ---- qr: q (..., m, k), r (..., k, n) reduced; (..., m, m), (..., m, n) complete -------------
 
-def _qr_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
-    m, n = _matrices("linalg.qr", a)
-    k, batch = min(m, n), a.shape[:-2]
+def _qr_rule(a: ShapedArray, *, complete: bool = False) -> tuple[ShapedArray, ShapedArray]:
+    m, n = _matrices("linalg.qr", a, kinds="fc")
+    k, batch = (m if complete else min(m, n)), a.shape[:-2]
     return ShapedArray(batch + (m, k), a.dtype, a.device), ShapedArray(batch + (k, n), a.dtype, a.device)
 
 
-qr_p = Primitive("linalg_qr", _qr_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.qr(a, mode="reduced"))),
-                 multiple_results=True, domain=MATRIX)
+qr_p = Primitive("linalg_qr", _qr_rule, multiple_results=True, domain=MATRIX, kernel=_lapack(
+    lambda xp, a, *, complete=False: tuple(xp.linalg.qr(a, mode="complete" if complete else "reduced"))))
 
 
-def _wide(a: Any) -> None:
+def _wide(a: Any, complete: bool) -> None:
     if a.shape[-2] < a.shape[-1]:
         raise NotImplementedError(f"linalg.qr: the derivative needs at least as many rows as columns (R square and "
                                   f"invertible), as in JAX; got shape {fmt_shape(tuple(a.shape))}")
+    if complete and a.shape[-2] > a.shape[-1]:
+        raise NotImplementedError(f"linalg.qr(mode='complete') of a tall matrix (shape {fmt_shape(tuple(a.shape))}) "
+                                  "has no derivative: the completed columns of Q are not unique; use mode='reduced'")
 
 
 def _right_solve(x: Any, r: Any) -> Any:
@@ -261,26 +268,35 @@ def _right_solve(x: Any, r: Any) -> Any:
     return _t(bind(solve_p, _t(r), _t(x)))
 
 
-def _qr_jvp(t: Any, ans: Any, a: Any) -> Any:
-    _wide(a)
+# Complex matrices: R's diagonal is real (LAPACK's Householder reflections make it so), and
+# the derivative keeps it real, which fixes Q's phases: diag(Q^H dQ) is imaginary (JAX's choice).
+
+def _qr_jvp(t: Any, ans: Any, a: Any, *, complete: bool = False) -> Any:
+    _wide(a, complete)
     q, r = ans
     x = _right_solve(t, r)                                       # dA R^-1
-    y = lax.matmul(_t(q), x)
+    y = lax.matmul(_h(q), x)
     lower = _strictly_lower(y)
-    omega = lower - _t(lower)                                    # skew-symmetric
+    omega = lower - _h(lower)                                    # skew-Hermitian
+    if a.dtype.kind == "c":
+        omega = omega + _diag_matrix(_like(lax.imag(_diag(y)), a) * lax.const(y, 1j))
     return lax.matmul(q, omega - y) + x, lax.matmul(y - omega, r)
 
 
-def _qr_vjp(g: Any, ans: Any, a: Any) -> Any:
-    _wide(a)
+def _qr_vjp(g: Any, ans: Any, a: Any, *, complete: bool = False) -> Any:
+    # the JVP's transpose under the pairing Re(sum(u * v)): M = Q^T gQ - gR R^T,
+    # W = strictly_lower(M - M^H) (+ i Im diag(M)) - M, and dA's cotangent (conj(Q) W + gQ) R^-T
+    _wide(a, complete)
     (gq, gr), (q, r) = g, ans
     m = 0.0
     if gq is not None:
         m = lax.matmul(_t(q), gq)
     if gr is not None:
         m = m - lax.matmul(gr, _t(r))
-    z = _strictly_lower(m - _t(m)) - m
-    c = lax.matmul(q, z) + (gq if gq is not None else 0.0)
+    z = _strictly_lower(m - _h(m)) - m
+    if a.dtype.kind == "c":
+        z = z + _diag_matrix(_like(lax.imag(_diag(m)), a) * lax.const(m, 1j))
+    c = lax.matmul(_conj(q), z) + (gq if gq is not None else 0.0)
     return _t(bind(solve_p, r, _t(c)))                          # C R^-T
 
 
@@ -353,10 +369,6 @@ def _pinv(xp: Any, a: Any, *, rtol: float | None) -> Any:
 
 
 pinv_p = Primitive("linalg_pinv", _pinv_rule, kernel=_lapack(_pinv), domain=MATRIX)
-
-
-def _conj(x: Any) -> Any:
-    return lax.conj(x) if x.dtype.kind == "c" else x
 
 
 def _pinv_jvp(t: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
