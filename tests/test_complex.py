@@ -37,6 +37,8 @@ LOSSES = {
                                                                             (4, 3)), full_matrices=False)),
     "qr": lambda m, z: (lambda qr: m.real(m.sum(qr[0] * z[1])) + m.imag(m.sum(qr[1] * qr[1])))(
         m.linalg.qr(m.reshape(m.concatenate([z, z * z, m.conj(z)]), (4, 3)))),
+    "eigh": lambda m, z: (lambda wv: m.sum(wv[0] ** 3) + m.sum(m.abs(wv[1]) ** 4))(m.linalg.eigh(
+        (lambda a: a + m.conj(m.swapaxes(a, -1, -2)))(m.reshape(z, (2, 2))))),
     "cholesky": lambda m, z: (lambda a: (lambda low: m.real(m.sum(low * low * low)) + m.imag(m.sum(low)))(
         m.linalg.cholesky(a @ m.conj(m.swapaxes(a, -1, -2)) + 3 * m.eye(2))))(m.reshape(z, (2, 2))),
 }

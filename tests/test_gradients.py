@@ -112,9 +112,9 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
 # Complex decompositions whose factors carry a free phase per column: the finite-difference
 # check differentiates functions of the factors that the phases leave unchanged (their
 # tangents equal JAX's, in the same gauge: tests/test_linalg_decompositions.py)
-GAUGED = {"linalg_svd"}
+GAUGED = {"linalg_svd", "linalg_eigh"}
 
-REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linalg_eigh", "linear", "logaddexp", "logsumexp", "maximum",
+REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linear", "logaddexp", "logsumexp", "maximum",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
              "softmax_cross_entropy_grad"}
 
@@ -150,9 +150,12 @@ def test_complex_derivatives_match_finite_differences(prim: fg.Primitive, data: 
         for i, v in zip(positions, values):  # (a Hermitian positive-definite matrix for cholesky)
             full[i] = (v + fg.conj(fg.matrix_transpose(v))) / 2 if spd else v
         out = fg.bind(prim, *full, **params)
-        if prim.name in GAUGED:  # complex factors are unique up to a phase: what the phases leave alone
+        if prim.name == "linalg_svd":  # complex factors are unique up to a phase: what the phases leave alone
             u, s, vh = out
             return s, (u * fg.expand_dims(s, -2)) @ vh, fg.abs(u) ** 2, fg.abs(vh) ** 2
+        if prim.name == "linalg_eigh":
+            w, v = out
+            return w, (v * fg.expand_dims(w * w, -2)) @ fg.conj(fg.matrix_transpose(v)), fg.abs(v) ** 2
         return out
 
     modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd",) if prim.name in FORWARD_ONLY else ("fwd", "rev")

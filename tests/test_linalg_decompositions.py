@@ -142,8 +142,6 @@ def test_errors_name_the_function_and_shape() -> None:
         fg.grad(lambda x: L.qr(x).R.sum())(fg.ones((2, 3), dtype=fg.float64))
     with pytest.raises(ValueError, match="mode must be 'reduced' or 'complete', got 'r'"):
         L.qr(fg.ones((3, 2)), mode="r")
-    with pytest.raises(fg.DTypeError, match=r"linalg.eigh: complex matrices"):
-        L.eigh(fg.ones((2, 2), dtype=fg.complex128))
     with pytest.raises(NotImplementedError, match="mode='complete'"):
         fg.grad(lambda x: L.qr(x, mode="complete").Q.sum())(fg.ones((3, 2), dtype=fg.float64))
 
@@ -161,12 +159,22 @@ def test_qr_complete_matches_numpy() -> None:
     np.testing.assert_allclose(g.numpy(), h.numpy())
 
 
-def test_complex_svd_tangents_equal_jax_in_the_same_gauge(jax64) -> None:
-    """A complex SVD's factors are unique up to a phase per singular pair; the tangents of
-    U and Vh are those of the gauge JAX and PyTorch use (U^H dU with a zero real diagonal),
-    equal to JAX's, and svdvals, matrix_rank and matrix_norm take complex matrices."""
+def test_complex_svd_and_eigh_tangents_equal_jax_in_the_same_gauge(jax64) -> None:
+    """A complex SVD's factors (and a Hermitian matrix's eigenvectors) are unique up to a
+    phase per pair; the tangents are those of the gauge JAX and PyTorch use (U^H dU with a
+    zero real diagonal, V^H dV with a zero diagonal), equal to JAX's, and svdvals,
+    matrix_rank and matrix_norm take complex matrices."""
     jax = jax64
     rng = np.random.default_rng(3)
+    for n in (1, 4):
+        m = rng.standard_normal((2, n, n)) + 1j * rng.standard_normal((2, n, n))
+        h, t = (m + np.conj(np.swapaxes(m, -1, -2))) / 2, rng.standard_normal((2, n, n)) * (1 + 1j)
+        t = (t + np.conj(np.swapaxes(t, -1, -2))) / 2
+        ours = fg.jvp(L.eigh, (fg.asarray(h),), (fg.asarray(t),))[1]
+        theirs = jax.jvp(jax.numpy.linalg.eigh, (jax.numpy.asarray(h),), (jax.numpy.asarray(t),))[1]
+        assert ours[0].dtype == fg.float64
+        for x, y in zip(ours, theirs):
+            np.testing.assert_allclose(x.numpy(), np.asarray(y), atol=1e-12)
     for shape in ((4, 3), (3, 4), (2, 3, 3)):
         a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
         t = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)

@@ -75,14 +75,14 @@ def _mh(x: Any) -> Any:
 
 
 def _symmetric(x: Any) -> Any:
-    return (x + matrix_transpose(x)) / 2
+    return (x + _mh(x)) / 2
 
 
 def eigh(x: Any, /) -> EighResult:
-    """Eigenvalues (ascending) and eigenvectors of symmetric matrices. The input is
-    symmetrised first, ``(x + x.mT) / 2``, as JAX's: the gradient is then a symmetric matrix
-    (NumPy reads only the lower triangle)."""
-    w, v = bind(eigh_p, _symmetric(_matrices("eigh", x, square=True)))
+    """Eigenvalues (ascending, real) and eigenvectors of symmetric (Hermitian) matrices. The
+    input is symmetrised first, ``(x + x.mH) / 2``, as JAX's: the gradient is then a
+    symmetric (Hermitian) matrix (NumPy reads only the lower triangle)."""
+    w, v = bind(eigh_p, _symmetric(_matrices("eigh", x, square=True, complex_ok=True)))
     return EighResult(w, v)
 
 

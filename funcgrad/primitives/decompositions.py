@@ -104,32 +104,45 @@ def _sym(x: Any) -> Any:
     return 0.5 * (x + _t(x))
 
 
-# ---- eigh: eigenvalues (ascending) and eigenvectors of symmetric matrices ------------------
+# ---- eigh: eigenvalues (ascending) and eigenvectors of symmetric (Hermitian) matrices ------
 
 def _eigh_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
-    n, _ = _matrices("linalg.eigh", a, square=True)
-    return ShapedArray(a.shape[:-1], a.dtype, a.device), a
+    n, _ = _matrices("linalg.eigh", a, square=True, kinds="fc")
+    return ShapedArray(a.shape[:-1], _REAL_OF.get(a.dtype, a.dtype), a.device), a
 
 
-eigh_p = Primitive("linalg_eigh", _eigh_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.eigh(a))),
-                   multiple_results=True, domain=Domain(kind="spd"))
+def _eigh_kernel(xp: Any, a: Any) -> tuple[Any, Any]:
+    """NumPy's eigh: halves in float32; real eigenvalues, eigenvectors in the input's dtype."""
+    low = a.dtype.itemsize < 4
+    w, v = xp.linalg.eigh(a.astype(np.float32) if low else a)
+    return w.astype(a.real.dtype), v.astype(a.dtype)
 
+
+eigh_p = Primitive("linalg_eigh", _eigh_rule, kernel=_eigh_kernel, multiple_results=True, domain=Domain(kind="spd"))
+
+
+# A complex eigenvector is unique up to a phase: the derivative is that of the gauge with a
+# zero diagonal in V^H dV (JAX's and PyTorch's).
 
 def _eigh_jvp(t: Any, ans: Any, a: Any) -> Any:
-    # (the tangent is symmetric, as the input: fg.linalg.eigh symmetrises what it is given)
+    # (the tangent is Hermitian, as the input: fg.linalg.eigh symmetrises what it is given)
     w, v = ans
-    inner = _mm(_t(v), t, v)
-    return _diag(inner), lax.matmul(v, _inverse_gaps(w) * inner)
+    inner = _mm(_h(v), t, v)
+    dw = _diag(inner)
+    return (lax.real(dw) if a.dtype.kind == "c" else dw), lax.matmul(v, _like(_inverse_gaps(w), a) * inner)
 
 
 def _eigh_vjp(g: Any, ans: Any, a: Any) -> Any:
+    # the JVP's transpose under the pairing Re(sum(u * v)): S = conj(V) X V^T with
+    # X = diag(gw) + F * (V^T gv), projected on Hermitian matrices as (S + S^H) / 2
     (gw, gv), (w, v) = g, ans
     inner = 0.0
     if gw is not None:
-        inner = _diag_matrix(gw)
+        inner = _diag_matrix(_like(gw, a))
     if gv is not None:  # (only the eigenvectors' cotangent meets the gaps: eigvalsh has none)
-        inner = inner + _inverse_gaps(w) * lax.matmul(_t(v), gv)
-    return _sym(_mm(v, inner, _t(v)))
+        inner = inner + _like(_inverse_gaps(w), a) * lax.matmul(_t(v), gv)
+    s = _mm(_conj(v), inner, _t(v))
+    return 0.5 * (s + _h(s))
 
 
 defjvp(eigh_p, _eigh_jvp)
