@@ -1,12 +1,13 @@
 """Matrix decompositions: ``eigh``, ``svd``, ``qr``, ``slogdet`` and ``pinv``, each with
-its derivative (real matrices; stacks of them broadcast over the leading axes).
+its derivative (real or complex matrices; stacks of them broadcast over the leading axes).
 
 The rules are the standard ones (JAX's, and Giles' "extended collection of matrix
 derivative results"): tangents through the decomposition's own factors, cotangents their
-transposes. Where a factor is not unique (an eigenvector's sign) the derivative is that
-of the factor LAPACK returns, as in JAX and PyTorch; where it does not exist (repeated
-eigenvalues or singular values, when the vectors' cotangents are not zero) it is
-infinite or NaN, as theirs are."""
+transposes under the pairing Re(sum(u * v)) of JAX's convention (so a complex rule has
+conjugates where a real one has none). Where a factor is not unique (an eigenvector's
+sign, or its phase) the derivative is that of the factor LAPACK returns in JAX's and
+PyTorch's gauge; where it does not exist (repeated eigenvalues or singular values, when
+the vectors' cotangents are not zero) it is infinite or NaN, as theirs are."""
 
 from __future__ import annotations
 
