@@ -217,6 +217,9 @@ from sklearn.datasets import load_digits
 
 dist.init_process_group("mpi")
 r, n = dist.get_rank(), dist.get_world_size()
+import os  # the launcher gives each rank torchrun's variables, and runs the script as __main__
+assert (os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"]) == (str(r), "2", str(r))
+assert __name__ == "__main__" and sys.argv[0].endswith("train.py")
 digits = load_digits()
 X, Y = (digits.data / 16.0).astype(np.float64), digits.target.astype(np.int64)
 STEPS, PER_RANK, MICRO = 20, 16, 2
@@ -380,7 +383,7 @@ x = dist.all_reduce(fg.ones(3))
 
 def test_a_failing_rank_aborts_the_job() -> None:
     start = time.monotonic()
-    done = run_ranks(FAILS, timeout=120)
+    done = run_ranks(FAILS, timeout=120, launcher=True)
     assert done.returncode != 0 and time.monotonic() - start < 60
     assert "rank 1 of 2 failed; aborting the job" in done.stderr and "rank 1 broke mid-step" in done.stderr
     assert "never aborted" not in done.stdout
@@ -548,7 +551,13 @@ def test_launcher_command_and_arguments() -> None:
     _mpiexec()
     cmd = run.command(3, ["train.py", "--lr", "0.1"], hostfile="hosts")
     assert cmd[1:5] == ["-n", "3", "-f", "hosts"] and cmd[-3:] == ["train.py", "--lr", "0.1"]
-    assert cmd[5] == sys.executable
+    assert cmd[5:8] == [sys.executable, "-m", "funcgrad.distributed.rank_env"]
+    from funcgrad.distributed.rank_env import torchrun_env
+
+    assert torchrun_env({"PMI_RANK": "1", "PMI_SIZE": "4", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"}) == {
+        "RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    assert torchrun_env({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_LOCAL_RANK": "0", "RANK": "9"}) == {
+        "LOCAL_RANK": "0"}  # (a variable already set is kept)
     with pytest.raises(SystemExit):
         run.main(["-n", "0", "x.py"])
 

