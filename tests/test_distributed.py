@@ -82,6 +82,19 @@ for dtype in (np.float64, np.float32, np.int64, np.complex128, ml_dtypes.bfloat1
     got = dist.reduce_scatter(blocks)
     assert np.array_equal(got.numpy(), (sum(e.astype(np.complex128) for e in each) * (r + 1)).astype(dtype))
     assert x.numpy().tolist() == each[r].tolist()  # the argument is unchanged: results are new arrays
+    # reduce, gather and scatter: results on the named rank
+    if np.dtype(dtype).kind != "c":
+        red = dist.reduce(x, dst=1, op="max")
+        assert np.array_equal(red.numpy(), np.maximum(*each) if r == 1 else each[r])
+    red = dist.reduce(x, dst=1)
+    assert np.array_equal(red.numpy(), total if r == 1 else each[r])
+    got = dist.gather(x, dst=0)
+    assert (got is None) if r else all(np.array_equal(g.numpy(), e) for g, e in zip(got, each))
+    into = [None, None] if r == 0 else None
+    dist.gather(x, into, dst=0)
+    assert r or all(np.array_equal(g.numpy(), e) for g, e in zip(into, each))
+    blocks = [fg.asarray(e) for e in each] if r == 1 else None
+    assert np.array_equal(dist.scatter(x, blocks, src=1).numpy(), each[r])
 # bool: sum is "any", min is "all"
 flags = fg.asarray(np.array([r == 0, True, False]))
 assert dist.all_reduce(flags).numpy().tolist() == [True, True, False]
@@ -119,7 +132,10 @@ for bad, kind in ((lambda: dist.broadcast(x, src=5), fg.ArgumentValueError),
                   (lambda: dist.all_reduce(x, "prod"), fg.ArgumentValueError),
                   (lambda: dist.reduce_scatter([x]), fg.ArgumentValueError),
                   (lambda: dist.all_reduce(x, group=object()), fg.ArgumentValueError),
-                  (lambda: dist.all_reduce(fg.asarray([1j]), "max"), fg.DTypeError)):
+                  (lambda: dist.all_reduce(fg.asarray([1j]), "max"), fg.DTypeError),
+                  (lambda: dist.reduce(fg.asarray([1j]), 0, "min"), fg.DTypeError),
+                  (lambda: dist.reduce_scatter(x, [x, x]), fg.ArgumentValueError),
+                  (lambda: dist.scatter(x, [x], src=r), fg.ArgumentValueError)):
     try:
         bad()
         raise AssertionError("accepted")
@@ -451,6 +467,10 @@ class NcclCommunicator:
     def recv(self, buf, count, dtype, peer, stream):
         CALLS.append("recv")
         self.comm.Recv(memory(buf, count, dtype), source=peer)
+    def reduce(self, send, recv, count, dtype, op, root, stream):
+        CALLS.append("reduce")
+        self.comm.Reduce(memory(send, count, dtype).copy(), memory(recv, count, dtype) if self.comm.rank == root
+                         else None, op=MPI_OPS[op], root=root)
     def abort(self):
         CALLS.append("abort")
 
@@ -499,7 +519,12 @@ model = fg.nn.Linear(3, 2).double().to("gpu")
 ddp = fg.nn.parallel.DistributedDataParallel(model)
 ddp(x).sum().backward()
 assert model.weight.grad.device == x.device
-assert {"allReduce", "broadcast", "allGather", "reduceScatter", "send" if r == 0 else "recv"} <= set(CALLS)
+assert np.array_equal(dist.reduce(x, dst=0).cpu().numpy(), total.numpy() if r == 0 else x.cpu().numpy())
+got = dist.gather(x, dst=1)
+assert (got is None) if r == 0 else np.array_equal(got[0].cpu().numpy(), np.arange(6.0).reshape(2, 3))
+mine = dist.scatter(x, [x * 10, x * 20] if r == 0 else None, src=0)
+assert mine.device == x.device and np.array_equal(mine.cpu().numpy(), np.arange(6.0).reshape(2, 3) * 10 * (r + 1))
+assert {"allReduce", "broadcast", "allGather", "reduceScatter", "reduce", "send" if r == 0 else "recv"} <= set(CALLS)
 print(f"rank {r}: ok", flush=True)
 """
 

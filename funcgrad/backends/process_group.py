@@ -178,6 +178,30 @@ class MPIGroup:
         return self._work(request, lambda: back(_mean(out, self.size) if op == "mean" else out),
                           f"reduce_scatter({op})")
 
+    def reduce(self, xp: Any, buf: Any, op: str, dst: int) -> Work:
+        send, back = self._host(xp, buf)  # the reduction on dst; the others keep their own
+        out = np.empty_like(send)
+        request = self.comm.Ireduce(send, out if self.rank == dst else None, op=self._ops[op], root=dst)
+        mine = buf
+
+        def result() -> Any:
+            return back(_mean(out, self.size) if op == "mean" else out) if self.rank == dst else mine
+
+        return self._work(request, result, f"reduce({op}, dst={dst})")
+
+    def gather(self, xp: Any, buf: Any, dst: int) -> Work:
+        send, back = self._host(xp, buf)  # (world, *shape) on dst, None elsewhere
+        out = np.empty((self.size, *send.shape), send.dtype) if self.rank == dst else None
+        request = self.comm.Igather(send, out, root=dst)
+        return self._work(request, lambda: back(out) if out is not None else None, f"gather(dst={dst})")
+
+    def scatter(self, xp: Any, stacked: Any, like: Any, src: int) -> Work:
+        """Block r of ``stacked`` (src's (world, *shape) array; ignored elsewhere) to rank r."""
+        into, back = self._host(xp, like)
+        send = self._host(xp, stacked)[0] if self.rank == src else None
+        out = np.empty_like(into)
+        return self._work(self.comm.Iscatter(send, out, root=src), lambda: back(out), f"scatter(src={src})")
+
     def send(self, xp: Any, buf: Any, dst: int, tag: int) -> Work:
         send, _ = self._host(xp, buf)
         return self._work(self.comm.Isend(send, dest=dst, tag=tag), lambda: None, f"send(dst={dst}, tag={tag})")
@@ -293,6 +317,25 @@ class NCCLGroup:
         self.comm.reduceScatter(_pointer(send), _pointer(out), out.size, self._code(send.dtype, "reduce_scatter"),
                                 int(getattr(self.nccl, _NCCL_OPS[op])), self._stream())
         return self._queued(lambda: _mean(out, self.size) if op == "mean" else out, f"reduce_scatter({op})")
+
+    def reduce(self, xp: Any, buf: Any, op: str, dst: int) -> Work:
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty_like(send)
+        self.comm.reduce(_pointer(send), _pointer(out), send.size, self._code(send.dtype, "reduce"),
+                         int(getattr(self.nccl, _NCCL_OPS[op])), dst, self._stream())
+        mine = buf
+        return self._queued(lambda: (_mean(out, self.size) if op == "mean" else out) if self.rank == dst else mine,
+                            f"reduce({op}, dst={dst})")
+
+    def gather(self, xp: Any, buf: Any, dst: int) -> Work:
+        """(NCCL has no gather: an all-gather, kept on dst.)"""
+        work = self.all_gather(xp, buf)
+        return work.then(lambda out: out if self.rank == dst else None)
+
+    def scatter(self, xp: Any, stacked: Any, like: Any, src: int) -> Work:
+        """(NCCL has no scatter: src broadcasts the stacked blocks, each rank keeps its own.)"""
+        blocks = xp.ascontiguousarray(stacked) if self.rank == src else xp.empty((self.size, *like.shape), like.dtype)
+        return self.broadcast(xp, blocks, src).then(lambda out: xp.ascontiguousarray(out[self.rank]))
 
     def send(self, xp: Any, buf: Any, dst: int, tag: int) -> Work:
         send = xp.ascontiguousarray(buf)

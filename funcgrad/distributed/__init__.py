@@ -24,14 +24,15 @@ import numpy as np
 from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends import cupy_backend, process_group
 from ..backends.process_group import DEFAULT_TIMEOUT, Work
-from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError, DistributedTimeoutError
+from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError, DistributedTimeoutError, DTypeError
 from ..ops import asarray, stack
 from ..primitives.collective import all_reduce_p
 from ..primitives.core import bind
 
 __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "get_backend", "barrier",
            "destroy_process_group", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
-           "isend", "irecv", "ReduceOp", "group", "Work", "DistributedError", "DistributedTimeoutError", "is_available"]
+           "isend", "irecv", "reduce", "gather", "scatter", "ReduceOp", "group", "Work", "DistributedError",
+           "DistributedTimeoutError", "is_available"]
 
 
 class group:  # noqa: N801  (PyTorch's spelling: dist.group.WORLD)
@@ -239,10 +240,12 @@ def _wrap(raw: Any, like: Array) -> Array:
     return wrap_kernel_output(raw, like.device)
 
 
-def _op(op: Any, name: str) -> str:
+def _op(op: Any, name: str, x: Any = None) -> str:
     if op not in process_group.OPS:
         raise ArgumentValueError(f"dist.{name}: op must be one of {list(process_group.OPS)} (or dist.ReduceOp.SUM, "
                                  f"...), got {op!r}")
+    if x is not None and op in ("max", "min") and x.dtype.kind == "c":
+        raise DTypeError(f"dist.{name}({op}): complex numbers have no order; got {x.dtype}")
     return str(op)
 
 
@@ -305,20 +308,86 @@ def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, a
     _world(group, "reduce_scatter")
     _check_used("reduce_scatter", "`out = dist.reduce_scatter(input_list)`")
     group_ = process_group.current()
-    op = _op(op, "reduce_scatter")
+    if isinstance(op, (list, tuple)):
+        raise ArgumentValueError("dist.reduce_scatter(output, input_list) is PyTorch's spelling; here the result is "
+                                 "returned: `out = dist.reduce_scatter(input_list, op)`")
     if isinstance(input_list, (list, tuple)):
-        if isinstance(op, Array) or len(input_list) != group_.size:
+        if len(input_list) != group_.size:
             raise ArgumentValueError(f"dist.reduce_scatter: pass one array per rank ({group_.size}), as a list; "
-                                     "the result is returned (PyTorch's output argument does not exist here)")
+                                     f"got {len(input_list)}")
         x = stack([_array(t, "reduce_scatter") for t in input_list])
     else:
         x = _array(input_list, "reduce_scatter")
         if x.ndim == 0 or x.shape[0] != group_.size:
             raise ArgumentValueError(f"dist.reduce_scatter: the input's first axis must have one entry per rank "
                                      f"({group_.size}), got shape {tuple(x.shape)}")
+    op = _op(op, "reduce_scatter", x)
     xp, raw = _raw(x)
     process_group.check_same(group_, raw, f"dist.reduce_scatter({op})")
     work = group_.reduce_scatter(xp, raw, op).then(lambda out: _wrap(out, x))
+    return work if async_op else work.wait()
+
+
+def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
+    """``tensor`` combined over every rank, on rank ``dst``; the other ranks get their own
+    ``tensor`` back (PyTorch leaves theirs as it was)."""
+    _world(group, "reduce")
+    _check_used("reduce", "`t = dist.reduce(t, dst)`")
+    x = _array(tensor, "reduce")
+    op = _op(op, "reduce", x)
+    _check_rank(dst, "reduce", "dst")
+    group_ = process_group.current()
+    xp, raw = _raw(x)
+    process_group.check_same(group_, raw, f"dist.reduce({op})")
+    work = group_.reduce(xp, raw, op, int(dst)).then(lambda out: x if out is raw else _wrap(out, x))
+    return work if async_op else work.wait()
+
+
+def gather(tensor: Any, gather_list: Any = None, dst: int = 0, group: Any = None, async_op: bool = False) -> Any:
+    """Every rank's ``tensor``, in rank order, on rank ``dst`` (a list there, ``None`` on the
+    others); PyTorch's ``gather_list`` argument, given on ``dst``, is filled too."""
+    _world(group, "gather")
+    x = _array(tensor, "gather")
+    _check_rank(dst, "gather", "dst")
+    group_ = process_group.current()
+    if gather_list is not None and (not isinstance(gather_list, list) or len(gather_list) != group_.size):
+        raise ArgumentValueError(f"dist.gather: gather_list must be a list of {group_.size} arrays (one per rank)")
+    xp, raw = _raw(x)
+    process_group.check_same(group_, raw, "dist.gather")
+
+    def parts(out: Any) -> list[Array] | None:
+        if out is None:
+            return None
+        got = [_wrap(xp.ascontiguousarray(out[r]), x) for r in range(group_.size)]
+        if gather_list is not None:
+            gather_list[:] = got
+        return got
+
+    work = group_.gather(xp, raw, int(dst)).then(parts)
+    return work if async_op else work.wait()
+
+
+def scatter(tensor: Any, scatter_list: Any = None, src: int = 0, group: Any = None, async_op: bool = False) -> Any:
+    """Rank ``r`` gets ``scatter_list[r]`` from rank ``src`` (a list of one array per rank,
+    given on ``src``), shaped and typed like ``tensor``; returned (``tensor`` is unchanged)."""
+    _world(group, "scatter")
+    _check_used("scatter", "`t = dist.scatter(t, scatter_list, src)`")
+    x = _array(tensor, "scatter")
+    _check_rank(src, "scatter", "src")
+    group_ = process_group.current()
+    xp, raw = _raw(x)
+    process_group.check_same(group_, raw, "dist.scatter")
+    stacked = None
+    if group_.rank == src:
+        if not isinstance(scatter_list, (list, tuple)) or len(scatter_list) != group_.size:
+            raise ArgumentValueError(f"dist.scatter: rank {src} must pass scatter_list, one array per rank "
+                                     f"({group_.size})")
+        parts = [_array(t, "scatter") for t in scatter_list]
+        if any(tuple(p.shape) != tuple(x.shape) or p.dtype != x.dtype for p in parts):
+            raise ArgumentValueError(f"dist.scatter: every array of scatter_list must have the shape and dtype of "
+                                     f"tensor ({x.dtype}{list(x.shape)})")
+        stacked = _raw(stack(parts))[1]
+    work = group_.scatter(xp, stacked, raw, int(src)).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 
 
