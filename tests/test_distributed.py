@@ -707,3 +707,17 @@ def test_a_discarded_ddp_leaves_no_hooks_behind() -> None:
     assert meta.accumulator.out_metas is not None
     handle.remove()
     assert meta.accumulator.out_metas is None
+
+
+def test_collectives_other_than_all_reduce_refuse_traced_values() -> None:
+    """Under a transform only all_reduce is part of the program; the others say so."""
+    from tests.primitive_cases import world_of_one
+
+    world_of_one()
+    x = fg.ones(3)
+    assert fg.compile(lambda v: dist.all_reduce(v) * 2)(x).tolist() == [2.0, 2.0, 2.0]
+    for fn in (lambda v: dist.broadcast(v, 0), lambda v: dist.all_gather(v)[0], lambda v: dist.reduce(v, 0)):
+        with pytest.raises(fg.DistributedError, match="runs on concrete arrays"):
+            fg.compile(fn)(x)
+    with pytest.raises(fg.ArgumentValueError, match="op must be one of"):
+        _ = dist.all_reduce(x, fg.ones(2))

@@ -230,10 +230,12 @@ def _array(x: Any, name: str) -> Any:
     return asarray(x)
 
 
-def _raw(x: Array) -> tuple[Any, Any]:
+def _raw(x: Any, name: str) -> tuple[Any, Any]:
     """The backend module of ``x`` and its raw buffer (the group makes it contiguous)."""
-    xp = x.device.backend.xp
-    return xp, x._data
+    if not isinstance(x, Array):
+        raise DistributedError(f"dist.{name} runs on concrete arrays; under fg.grad, fg.vmap or fg.compile only "
+                               "dist.all_reduce is part of the program (call the others outside the transform)")
+    return x.device.backend.xp, x._data
 
 
 def _wrap(raw: Any, like: Array) -> Array:
@@ -241,7 +243,7 @@ def _wrap(raw: Any, like: Array) -> Array:
 
 
 def _op(op: Any, name: str, x: Any = None) -> str:
-    if op not in process_group.OPS:
+    if not isinstance(op, str) or op not in process_group.OPS:
         raise ArgumentValueError(f"dist.{name}: op must be one of {list(process_group.OPS)} (or dist.ReduceOp.SUM, "
                                  f"...), got {op!r}")
     if x is not None and op in ("max", "min") and x.dtype.kind == "c":
@@ -262,7 +264,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
         raise DistributedError("dist.all_reduce: async_op=True needs a concrete array (under a transform, the "
                                "collective is part of the program: call it without async_op)")
     all_reduce_p.abstract_eval(x.aval, op=op)
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "all_reduce")
     process_group.check_same(process_group.current(), raw, f"dist.all_reduce({op})")
     return process_group.current().all_reduce(xp, raw, op).then(lambda out: _wrap(out.reshape(raw.shape), x))
 
@@ -274,7 +276,7 @@ def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = Fal
     _check_used("broadcast", "`t = dist.broadcast(t, src)`")
     x = _array(tensor, "broadcast")
     _check_rank(src, "broadcast", "src")
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "broadcast")
     process_group.check_same(process_group.current(), raw, "dist.broadcast")
     work = process_group.current().broadcast(xp, raw, src).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
@@ -289,7 +291,7 @@ def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op
     group_ = process_group.current()
     if into is not None and (not isinstance(into, list) or len(into) != group_.size):
         raise ArgumentValueError(f"dist.all_gather: tensor_list must be a list of {group_.size} arrays (one per rank)")
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "all_gather")
     process_group.check_same(group_, raw, "dist.all_gather")
 
     def parts(out: Any) -> list[Array]:
@@ -322,7 +324,7 @@ def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, a
             raise ArgumentValueError(f"dist.reduce_scatter: the input's first axis must have one entry per rank "
                                      f"({group_.size}), got shape {tuple(x.shape)}")
     op = _op(op, "reduce_scatter", x)
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "reduce_scatter")
     process_group.check_same(group_, raw, f"dist.reduce_scatter({op})")
     work = group_.reduce_scatter(xp, raw, op).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
@@ -337,7 +339,7 @@ def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None,
     op = _op(op, "reduce", x)
     _check_rank(dst, "reduce", "dst")
     group_ = process_group.current()
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "reduce")
     process_group.check_same(group_, raw, f"dist.reduce({op})")
     work = group_.reduce(xp, raw, op, int(dst)).then(lambda out: x if out is raw else _wrap(out, x))
     return work if async_op else work.wait()
@@ -352,7 +354,7 @@ def gather(tensor: Any, gather_list: Any = None, dst: int = 0, group: Any = None
     group_ = process_group.current()
     if gather_list is not None and (not isinstance(gather_list, list) or len(gather_list) != group_.size):
         raise ArgumentValueError(f"dist.gather: gather_list must be a list of {group_.size} arrays (one per rank)")
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "gather")
     process_group.check_same(group_, raw, "dist.gather")
 
     def parts(out: Any) -> list[Array] | None:
@@ -375,7 +377,7 @@ def scatter(tensor: Any, scatter_list: Any = None, src: int = 0, group: Any = No
     x = _array(tensor, "scatter")
     _check_rank(src, "scatter", "src")
     group_ = process_group.current()
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "scatter")
     process_group.check_same(group_, raw, "dist.scatter")
     stacked = None
     if group_.rank == src:
@@ -386,7 +388,7 @@ def scatter(tensor: Any, scatter_list: Any = None, src: int = 0, group: Any = No
         if any(tuple(p.shape) != tuple(x.shape) or p.dtype != x.dtype for p in parts):
             raise ArgumentValueError(f"dist.scatter: every array of scatter_list must have the shape and dtype of "
                                      f"tensor ({x.dtype}{list(x.shape)})")
-        stacked = _raw(stack(parts))[1]
+        stacked = _raw(stack(parts), "scatter")[1]
     work = group_.scatter(xp, stacked, raw, int(src)).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 
@@ -402,7 +404,7 @@ def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
     _world(group, "isend")
     x = _array(tensor, "send")
     _check_rank(dst, "send", "dst")
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "isend")
     return process_group.current().send(xp, raw, int(dst), int(tag))
 
 
@@ -417,7 +419,7 @@ def irecv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Work:
     _world(group, "irecv")
     x = _array(tensor, "recv")
     _check_rank(src, "recv", "src")
-    xp, raw = _raw(x)
+    xp, raw = _raw(x, "irecv")
     return process_group.current().recv(xp, raw, int(src), int(tag)).then(lambda out: _wrap(out, x))
 
 
