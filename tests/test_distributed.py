@@ -95,6 +95,19 @@ for dtype in (np.float64, np.float32, np.int64, np.complex128, ml_dtypes.bfloat1
     assert r or all(np.array_equal(g.numpy(), e) for g, e in zip(into, each))
     blocks = [fg.asarray(e) for e in each] if r == 1 else None
     assert np.array_equal(dist.scatter(x, blocks, src=1).numpy(), each[r])
+# PyTorch's tensor forms (results returned) and Python objects
+x6 = fg.asarray(np.arange(6.0).reshape(2, 3) * (r + 1))
+both = [np.arange(6.0).reshape(2, 3) * (k + 1) for k in range(n)]
+out = dist.all_gather_into_tensor(fg.zeros((4, 3), dtype=fg.float64), x6)
+assert np.array_equal(out.numpy(), np.concatenate(both))
+out = dist.reduce_scatter_tensor(fg.zeros((1, 3), dtype=fg.float64), x6)
+assert np.array_equal(out.numpy(), sum(both)[r:r + 1])
+objects = [None, None]
+assert dist.all_gather_object(objects, {"rank": r, "loss": 0.5 * r}) is objects
+assert objects == [{"rank": 0, "loss": 0.0}, {"rank": 1, "loss": 0.5}]
+shared = ["config", {"lr": 0.1}] if r == 1 else [None, None]
+dist.broadcast_object_list(shared, src=1)
+assert shared == ["config", {"lr": 0.1}]
 # bool: sum is "any", min is "all"
 flags = fg.asarray(np.array([r == 0, True, False]))
 assert dist.all_reduce(flags).numpy().tolist() == [True, True, False]
@@ -135,7 +148,9 @@ for bad, kind in ((lambda: dist.broadcast(x, src=5), fg.ArgumentValueError),
                   (lambda: dist.all_reduce(fg.asarray([1j]), "max"), fg.DTypeError),
                   (lambda: dist.reduce(fg.asarray([1j]), 0, "min"), fg.DTypeError),
                   (lambda: dist.reduce_scatter(x, [x, x]), fg.ArgumentValueError),
-                  (lambda: dist.scatter(x, [x], src=r), fg.ArgumentValueError)):
+                  (lambda: dist.scatter(x, [x], src=r), fg.ArgumentValueError),
+                  (lambda: dist.all_gather_into_tensor(fg.zeros(3), x), fg.ArgumentValueError),
+                  (lambda: dist.all_gather_object([None], 1), fg.ArgumentValueError)):
     try:
         bad()
         raise AssertionError("accepted")

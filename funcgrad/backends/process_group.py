@@ -236,6 +236,16 @@ class MPIGroup:
         every = np.empty((self.size, meta.size), np.uint8)
         return self._work(self.comm.Iallgather(meta, every), lambda: every, what).wait()  # type: ignore[no-any-return]
 
+    def all_gather_bytes(self, data: bytes, what: str) -> list[bytes]:
+        """Every rank's ``data`` (of any length), in rank order: the lengths first, then the bytes."""
+        sizes = self.gather_bytes(np.frombuffer(len(data).to_bytes(8, "little"), np.uint8), what)
+        counts = [int.from_bytes(bytes(row), "little") for row in sizes]
+        out = np.empty(sum(counts), np.uint8)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
+        mine = np.frombuffer(data, np.uint8)
+        self._work(self.comm.Iallgatherv(mine, [out, counts, offsets, self.mpi.BYTE]), lambda: None, what).wait()
+        return [out[o:o + c].tobytes() for o, c in zip(offsets, counts)]
+
     def abort(self, code: int = 1) -> None:
         """End every rank of the job (MPI's abort: the launcher kills the others)."""
         self.comm.Abort(code)

@@ -15,6 +15,7 @@ import bisect
 import datetime
 import dis
 import os
+import pickle
 import sys
 import traceback
 from typing import Any
@@ -25,13 +26,14 @@ from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends import cupy_backend, process_group
 from ..backends.process_group import DEFAULT_TIMEOUT, Work
 from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError, DistributedTimeoutError, DTypeError
-from ..ops import asarray, stack
+from ..ops import asarray, concatenate, stack
 from ..primitives.collective import all_reduce_p
 from ..primitives.core import bind
 
 __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "get_backend", "barrier",
            "destroy_process_group", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
-           "isend", "irecv", "reduce", "gather", "scatter", "ReduceOp", "group", "Work", "DistributedError",
+           "isend", "irecv", "reduce", "gather", "scatter", "all_gather_into_tensor", "reduce_scatter_tensor",
+           "all_gather_object", "broadcast_object_list", "ReduceOp", "group", "Work", "DistributedError",
            "DistributedTimeoutError", "is_available"]
 
 
@@ -391,6 +393,76 @@ def scatter(tensor: Any, scatter_list: Any = None, src: int = 0, group: Any = No
         stacked = _raw(stack(parts), "scatter")[1]
     work = group_.scatter(xp, stacked, raw, int(src)).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None, async_op: bool = False) -> Any:
+    """Every rank's ``input_tensor`` joined along the first axis (PyTorch's name); the result
+    is returned, and ``output_tensor`` (PyTorch writes into it) gives only its shape."""
+    _world(group, "all_gather_into_tensor")
+    _check_used("all_gather_into_tensor", "`out = dist.all_gather_into_tensor(out, x)`")
+    x = _array(input_tensor, "all_gather_into_tensor")
+    size = process_group.current().size
+    want = (x.shape[0] * size, *x.shape[1:]) if x.ndim else (size,)
+    if output_tensor is not None and tuple(_array(output_tensor, "all_gather_into_tensor").shape) != want:
+        raise ArgumentValueError(f"dist.all_gather_into_tensor: the output must have shape {want}, got "
+                                 f"{tuple(output_tensor.shape)}")
+    work = all_gather(x, async_op=True)
+    joined = work.then(lambda parts: concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts]))
+    return joined if async_op else joined.wait()
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,  # noqa: A002
+                          async_op: bool = False) -> Any:
+    """``input`` (each rank's, its first axis in world-size blocks) combined over the ranks;
+    rank ``r`` gets block ``r`` (PyTorch's name). Returned; ``output`` gives only its shape."""
+    _world(group, "reduce_scatter_tensor")
+    _check_used("reduce_scatter_tensor", "`out = dist.reduce_scatter_tensor(out, x)`")
+    x = _array(input, "reduce_scatter_tensor")
+    size = process_group.current().size
+    if x.ndim == 0 or x.shape[0] % size:
+        raise ArgumentValueError(f"dist.reduce_scatter_tensor: the input's first axis must divide into {size} blocks, "
+                                 f"got shape {tuple(x.shape)}")
+    block = (x.shape[0] // size, *x.shape[1:])
+    if output is not None and tuple(_array(output, "reduce_scatter_tensor").shape) != block:
+        raise ArgumentValueError(f"dist.reduce_scatter_tensor: the output must have shape {block}, got "
+                                 f"{tuple(output.shape)}")
+    out = reduce_scatter(x.reshape(size, *block), op, async_op=async_op)
+    return out
+
+
+def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> list[Any]:
+    """Every rank's ``obj`` (any picklable Python object), in rank order, filling
+    ``object_list`` as PyTorch does (and returning it). The ranks of one job trust each
+    other, as in PyTorch: objects travel pickled (files never are: ``fg.load``)."""
+    _world(group, "all_gather_object")
+    group_ = process_group.current()
+    if not isinstance(object_list, list) or len(object_list) != group_.size:
+        raise ArgumentValueError(f"dist.all_gather_object: object_list must be a list of {group_.size} entries")
+    gather_bytes = getattr(group_, "all_gather_bytes", None)
+    if gather_bytes is None:
+        raise DistributedError("dist.all_gather_object needs the MPI backend")
+    object_list[:] = [pickle.loads(b) for b in gather_bytes(pickle.dumps(obj), "all_gather_object")]  # noqa: S301
+    return object_list
+
+
+def broadcast_object_list(object_list: list[Any], src: int = 0, group: Any = None) -> list[Any]:
+    """Rank ``src``'s ``object_list`` entries on every rank, in place (PyTorch's semantics:
+    every rank passes a list of the same length)."""
+    _world(group, "broadcast_object_list")
+    _check_rank(src, "broadcast_object_list", "src")
+    group_ = process_group.current()
+    if not isinstance(object_list, list):
+        raise ArgumentTypeError("dist.broadcast_object_list: object_list must be a list")
+    gather_bytes = getattr(group_, "all_gather_bytes", None)
+    if gather_bytes is None:
+        raise DistributedError("dist.broadcast_object_list needs the MPI backend")
+    sent = pickle.dumps(list(object_list)) if group_.rank == src else b""
+    got = pickle.loads(gather_bytes(sent, "broadcast_object_list")[int(src)])  # noqa: S301
+    if len(got) != len(object_list):
+        raise ArgumentValueError(f"dist.broadcast_object_list: rank {src} sent {len(got)} objects into a list of "
+                                 f"{len(object_list)}")
+    object_list[:] = got
+    return object_list
 
 
 def _check_rank(r: Any, name: str, what: str) -> None:
