@@ -188,7 +188,10 @@ class DistributedDataParallel(Module):
     ``broadcast_buffers`` copies rank 0's buffers (BatchNorm's statistics) before each
     training forward. ``no_sync()`` accumulates gradients locally; the next step outside
     it reduces the sum. ``ddp.module`` is the model; ``ddp.state_dict()`` has PyTorch's
-    ``module.`` prefix and ``load_state_dict`` takes keys with or without it."""
+    ``module.`` prefix and ``load_state_dict`` takes keys with or without it.
+    ``device_ids``, ``output_device``, ``dim``, ``check_reduction``, ``gradient_as_bucket_view``
+    and ``static_graph`` are PyTorch's and change nothing here: the model runs where its
+    parameters are, and gradients are always views of their bucket's result."""
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: float = 25.0,
