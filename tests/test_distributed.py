@@ -575,7 +575,12 @@ def test_nccl_ranks_meet_through_master_addr_without_mpi() -> None:
     """Without an MPI launcher the ranks find rank 0 through PyTorch's environment variables."""
     pytest.importorskip("mpi4py")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI", "OMPI", "MPI_", "HYDRA"))}
-    env.update(PYTHONPATH=ROOT, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 500))
+    import socket
+
+    with socket.socket() as probe:  # a port free right now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env.update(PYTHONPATH=ROOT, WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     procs = [subprocess.Popen([sys.executable, "-c", RENDEZVOUS], env={**env, "RANK": str(k)}, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for k in range(2)]
     # (rank 1 is told the address as init_method="tcp://...", rank 0 through MASTER_ADDR/MASTER_PORT)
