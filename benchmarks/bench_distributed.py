@@ -27,14 +27,32 @@ STEPS_WARM = 10
 THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+def launcher_world() -> tuple[int, int]:
+    """This process's rank and the world size, as the MPI launcher (MPICH or Open MPI) set them."""
+    env = os.environ
+    return (int(env.get("PMI_RANK") or env.get("OMPI_COMM_WORLD_RANK") or 0),
+            int(env.get("PMI_SIZE") or env.get("OMPI_COMM_WORLD_SIZE") or 1))
+
+
+def timed(step, steps: int, barrier) -> float:
+    """Seconds per step after the warm-up, every rank starting and ending together."""
+    for _ in range(STEPS_WARM):
+        step()
+    barrier()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    barrier()
+    return (time.perf_counter() - start) / steps
+
+
 def worker_funcgrad(steps: int, bucket_mb: float) -> dict[str, float] | None:
     import funcgrad as fg
     import funcgrad.distributed as dist
 
-    world = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
+    rank, world = launcher_world()
     if world > 1:
         dist.init_process_group("mpi")
-    rank = dist.get_rank() if world > 1 else 0
     nn = fg.nn
     fg.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 512), nn.Tanh(), nn.Linear(512, 256), nn.Tanh(), nn.Linear(256, 10))
@@ -49,20 +67,17 @@ def worker_funcgrad(steps: int, bucket_mb: float) -> dict[str, float] | None:
         nn.functional.cross_entropy(run(x), y).backward()
         opt.step()
 
-    for _ in range(STEPS_WARM):
-        step()
-    if world > 1:
-        dist.barrier()
-        waited = run._reducer.wait_seconds
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if world > 1:
-        dist.barrier()
-    elapsed = (time.perf_counter() - start) / steps
+    waited = []
+
+    def barrier() -> None:  # (and the reducer's waiting so far, read at the start and the end)
+        if world > 1:
+            dist.barrier()
+            waited.append(run._reducer.wait_seconds)
+
+    elapsed = timed(step, steps, barrier)
     if rank != 0:
         return None
-    wait = (run._reducer.wait_seconds - waited) / steps if world > 1 else 0.0
+    wait = (waited[-1] - waited[-2]) / steps if world > 1 else 0.0
     return {"step_s": elapsed, "wait_s": wait, "buckets": len(run._reducer.buckets) if world > 1 else 0}
 
 
@@ -71,8 +86,7 @@ def worker_torch(steps: int, bucket_mb: float) -> dict[str, float] | None:
     import torch.distributed as tdist
 
     torch.set_num_threads(1)
-    world = int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1)
-    rank = int(os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
+    rank, world = launcher_world()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.Tanh(), torch.nn.Linear(512, 256), torch.nn.Tanh(),
                                 torch.nn.Linear(256, 10))
@@ -92,16 +106,7 @@ def worker_torch(steps: int, bucket_mb: float) -> dict[str, float] | None:
         torch.nn.functional.cross_entropy(run(x), y).backward()
         opt.step()
 
-    for _ in range(STEPS_WARM):
-        step()
-    if world > 1:
-        tdist.barrier()
-    start = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if world > 1:
-        tdist.barrier()
-    elapsed = (time.perf_counter() - start) / steps
+    elapsed = timed(step, steps, tdist.barrier if world > 1 else lambda: None)
     if world > 1:
         tdist.destroy_process_group()
     return {"step_s": elapsed, "wait_s": float("nan"), "buckets": 0} if rank == 0 else None

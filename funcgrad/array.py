@@ -186,6 +186,12 @@ class ArrayBase:
     def mT(self) -> Self:
         return _ops.matrix_transpose(self)
 
+    @property
+    def mH(self) -> Self:
+        """The conjugate transpose of the last two axes (PyTorch's ``x.mH``; ``x.mT`` for real arrays)."""
+        t = _ops.matrix_transpose(self)
+        return _ops.conj(t) if self.dtype.kind == "c" else t
+
     def reshape(self, *shape: Any) -> Self:
         return _ops.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 

@@ -179,13 +179,12 @@ class MPIGroup:
                           f"reduce_scatter({op})")
 
     def reduce(self, xp: Any, buf: Any, op: str, dst: int) -> Work:
-        send, back = self._host(xp, buf)  # the reduction on dst; the others keep their own
+        send, back = self._host(xp, buf)  # the reduction on dst
         out = np.empty_like(send)
         request = self.comm.Ireduce(send, out if self.rank == dst else None, op=self._ops[op], root=dst)
-        mine = buf
 
-        def result() -> Any:
-            return back(_mean(out, self.size) if op == "mean" else out) if self.rank == dst else mine
+        def result() -> Any:  # (None on the other ranks)
+            return back(_mean(out, self.size) if op == "mean" else out) if self.rank == dst else None
 
         return self._work(request, result, f"reduce({op}, dst={dst})")
 
@@ -333,8 +332,7 @@ class NCCLGroup:
         out = xp.empty_like(send)
         self.comm.reduce(_pointer(send), _pointer(out), send.size, self._code(send.dtype, "reduce"),
                          int(getattr(self.nccl, _NCCL_OPS[op])), dst, self._stream())
-        mine = buf
-        return self._queued(lambda: (_mean(out, self.size) if op == "mean" else out) if self.rank == dst else mine,
+        return self._queued(lambda: (_mean(out, self.size) if op == "mean" else out) if self.rank == dst else None,
                             f"reduce({op}, dst={dst})")
 
     def gather(self, xp: Any, buf: Any, dst: int) -> Work:

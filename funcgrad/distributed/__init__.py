@@ -29,6 +29,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError, Di
 from ..ops import asarray, concatenate, stack
 from ..primitives.collective import all_reduce_p
 from ..primitives.core import bind
+from . import rank_env
 
 __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "get_backend", "barrier",
            "destroy_process_group", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
@@ -74,7 +75,7 @@ def _seconds(timeout: Any) -> float:
 
 
 def _launched_by_mpi() -> bool:
-    return any(v in os.environ for v in ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "MPI_LOCALRANKID"))
+    return any(v in os.environ for v in rank_env.LAUNCHER_RANK)
 
 
 def _mpi() -> Any:
@@ -295,15 +296,18 @@ def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op
         raise ArgumentValueError(f"dist.all_gather: tensor_list must be a list of {group_.size} arrays (one per rank)")
     xp, raw = _raw(x, "all_gather")
     process_group.check_same(group_, raw, "dist.all_gather")
-
-    def parts(out: Any) -> list[Array]:
-        got = [_wrap(xp.ascontiguousarray(out[r]), x) for r in range(group_.size)]
-        if into is not None:
-            into[:] = got
-        return got
-
-    work = group_.all_gather(xp, raw).then(parts)
+    work = group_.all_gather(xp, raw).then(lambda out: _rows(out, x, into))
     return work if async_op else work.wait()
+
+
+def _rows(out: Any, like: Array, into: list[Any] | None) -> list[Array] | None:
+    """A gathered (world, ...) buffer as one array per rank, also put in ``into`` (PyTorch's list)."""
+    if out is None:
+        return None
+    got = [_wrap(out[r].copy(), like) for r in range(out.shape[0])]
+    if into is not None:
+        into[:] = got
+    return got
 
 
 def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
@@ -343,7 +347,7 @@ def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None,
     group_ = process_group.current()
     xp, raw = _raw(x, "reduce")
     process_group.check_same(group_, raw, f"dist.reduce({op})")
-    work = group_.reduce(xp, raw, op, int(dst)).then(lambda out: x if out is raw else _wrap(out, x))
+    work = group_.reduce(xp, raw, op, int(dst)).then(lambda out: x if out is None else _wrap(out, x))
     return work if async_op else work.wait()
 
 
@@ -358,16 +362,7 @@ def gather(tensor: Any, gather_list: Any = None, dst: int = 0, group: Any = None
         raise ArgumentValueError(f"dist.gather: gather_list must be a list of {group_.size} arrays (one per rank)")
     xp, raw = _raw(x, "gather")
     process_group.check_same(group_, raw, "dist.gather")
-
-    def parts(out: Any) -> list[Array] | None:
-        if out is None:
-            return None
-        got = [_wrap(xp.ascontiguousarray(out[r]), x) for r in range(group_.size)]
-        if gather_list is not None:
-            gather_list[:] = got
-        return got
-
-    work = group_.gather(xp, raw, int(dst)).then(parts)
+    work = group_.gather(xp, raw, int(dst)).then(lambda out: _rows(out, x, gather_list))
     return work if async_op else work.wait()
 
 
@@ -438,11 +433,15 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> li
     group_ = process_group.current()
     if not isinstance(object_list, list) or len(object_list) != group_.size:
         raise ArgumentValueError(f"dist.all_gather_object: object_list must be a list of {group_.size} entries")
-    gather_bytes = getattr(group_, "all_gather_bytes", None)
-    if gather_bytes is None:
-        raise DistributedError("dist.all_gather_object needs the MPI backend")
-    object_list[:] = [pickle.loads(b) for b in gather_bytes(pickle.dumps(obj), "all_gather_object")]  # noqa: S301
+    got = _gather_bytes(group_, pickle.dumps(obj), "all_gather_object")
+    object_list[:] = [pickle.loads(b) for b in got]  # noqa: S301
     return object_list
+
+
+def _gather_bytes(group_: Any, data: bytes, name: str) -> list[bytes]:
+    if not hasattr(group_, "all_gather_bytes"):
+        raise DistributedError(f"dist.{name} needs the MPI backend (Python objects travel through MPI)")
+    return group_.all_gather_bytes(data, name)  # type: ignore[no-any-return]
 
 
 def broadcast_object_list(object_list: list[Any], src: int = 0, group: Any = None) -> list[Any]:
@@ -453,11 +452,8 @@ def broadcast_object_list(object_list: list[Any], src: int = 0, group: Any = Non
     group_ = process_group.current()
     if not isinstance(object_list, list):
         raise ArgumentTypeError("dist.broadcast_object_list: object_list must be a list")
-    gather_bytes = getattr(group_, "all_gather_bytes", None)
-    if gather_bytes is None:
-        raise DistributedError("dist.broadcast_object_list needs the MPI backend")
     sent = pickle.dumps(list(object_list)) if group_.rank == src else b""
-    got = pickle.loads(gather_bytes(sent, "broadcast_object_list")[int(src)])  # noqa: S301
+    got = pickle.loads(_gather_bytes(group_, sent, "broadcast_object_list")[int(src)])  # noqa: S301
     if len(got) != len(object_list):
         raise ArgumentValueError(f"dist.broadcast_object_list: rank {src} sent {len(got)} objects into a list of "
                                  f"{len(object_list)}")

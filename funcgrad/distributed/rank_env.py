@@ -13,7 +13,7 @@ import runpy
 import sys
 from collections.abc import Mapping
 
-__all__ = ["torchrun_env", "main"]
+__all__ = ["LAUNCHER_RANK", "torchrun_env", "main"]
 
 # (torchrun's name, then where MPICH's and Open MPI's launchers put it)
 _SOURCES = {
@@ -22,6 +22,9 @@ _SOURCES = {
     "LOCAL_RANK": ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"),
     "LOCAL_WORLD_SIZE": ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"),
 }
+
+
+LAUNCHER_RANK = _SOURCES["RANK"]  # set when an MPI launcher started this process
 
 
 def torchrun_env(environ: Mapping[str, str]) -> dict[str, str]:

@@ -13,6 +13,7 @@ for them all and hands every parameter the average as its ``.grad``.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 import weakref
@@ -42,12 +43,9 @@ class _Bucket:
 
     def __init__(self, params: list[Any]) -> None:
         self.params = params
-        self.offsets = [0]
-        for p in params:
-            self.offsets.append(self.offsets[-1] + p.size)
+        self.offsets = [0, *itertools.accumulate(p.size for p in params)]
         first = params[0]
-        self.device, self.dtype = first.device, first.dtype
-        self.xp = first.device.backend.xp
+        self.device, self.xp = first.device, first.device.backend.xp
         self.send = self.xp.zeros(self.offsets[-1], first.dtype.np)
         self.left = 0
         self.work: Any = None
@@ -56,9 +54,9 @@ class _Bucket:
     def result_buffer(self) -> Any:
         """Where the reduced gradients land: a buffer of an earlier step that no array uses
         any more (no reference left but this list's), else a fresh one. Reusing memory
-        matters here: an all-reduce into fresh pages took twice the whole step's time on a
-        two-rank VM (page faults under the MPI copy); arrays stay immutable, since a
-        buffer is reused only once nothing can see it."""
+        matters here: on a VM, an all-reduce into fresh pages costs about as much as the
+        whole step (page faults under the MPI copy). Arrays stay immutable, since a buffer
+        is reused only once nothing can see it."""
         for buf in self.results:
             if sys.getrefcount(buf) == 3:  # this list, the loop variable, getrefcount's argument
                 return buf
@@ -164,8 +162,7 @@ class _Reducer:
         self.armed = False
         globally_used = None
         if self.find_unused:  # a parameter no rank used keeps its .grad, as in PyTorch
-            flags = [[1 if id(p) in self.used_here else 0 for p in b.params] for b in self.buckets]
-            flat = [f for fs in flags for f in fs]
+            flat = [1 if id(p) in self.used_here else 0 for b in self.buckets for p in b.params]
             xp = self.buckets[0].xp
             globally_used = iter(self.group.all_reduce(xp, xp.asarray(flat, dtype="int64"), "max").wait().tolist())
         start = time.perf_counter()

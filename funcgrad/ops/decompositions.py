@@ -12,14 +12,13 @@ from .. import dtypes as _dt
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import eigh_p, pinv_p, qr_p, slogdet_p, svd_p
-from ..primitives.elementwise import conj_p
 from ..primitives.rules import as_int
 from .creation import eye
 from .elementwise import _cast, _single, exp, where
 from .linalg import inv, matmul
 from .numpy_compat import cross as _cross
 from .reductions import max, sum
-from .shaping import broadcast_to, expand_dims, matrix_transpose
+from .shaping import broadcast_to, expand_dims
 from .shaping import diagonal as _diagonal
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank", "matrix_power",
@@ -69,13 +68,8 @@ def _matrices(op: str, x: Any, square: bool = False, complex_ok: bool = False) -
     return x
 
 
-def _mh(x: Any) -> Any:
-    """The conjugate transpose of the last two axes."""
-    return bind(conj_p, matrix_transpose(x)) if x.dtype.kind == "c" else matrix_transpose(x)
-
-
 def _symmetric(x: Any) -> Any:
-    return (x + _mh(x)) / 2
+    return (x + x.mH) / 2
 
 
 def eigh(x: Any, /) -> EighResult:
@@ -141,7 +135,7 @@ def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
         cutoff = expand_dims(tol, -1) * max(s, axis=-1, keepdims=True) if s.shape[-1] else 0.0
         kept = s > cutoff
         s_inv = where(kept, 1.0 / where(kept, s, 1.0), 0.0)
-        return matmul(_mh(vh) * expand_dims(s_inv, -2), _mh(u))
+        return matmul(vh.mH * expand_dims(s_inv, -2), u.mH)
     return bind(pinv_p, x, rtol=None if tol is None else float(tol))
 
 

@@ -213,6 +213,4 @@ def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     if a.dtype.kind not in "fc":
         a = _cast(a, _dt.default_float)
     out = bind(cholesky_p, a)
-    if not upper:
-        return out
-    return bind(conj_p, matrix_transpose(out)) if out.dtype.kind == "c" else matrix_transpose(out)
+    return out.mH if upper else out

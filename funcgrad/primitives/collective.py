@@ -41,22 +41,23 @@ def _all_reduce_kernel(xp: Any, x: Any, *, op: str) -> Any:
 all_reduce_p = Primitive("all_reduce", _all_reduce_rule, kernel=_all_reduce_kernel, effectful=True)
 
 
-def _share_of_extreme(t: Any, ans: Any, x: Any) -> Any:
-    """The ranks holding the extreme pass their tangents, shared equally among ties."""
+def _holders(ans: Any, x: Any) -> tuple[Any, Any]:
+    """Where this rank holds the extreme, and how many ranks hold it there (ties share)."""
     holds = lax.eq(x, ans)
-    count = bind(all_reduce_p, lax.convert(holds, x.dtype), op="sum")
-    return bind(all_reduce_p, lax.select(holds, t, 0.0), op="sum") / count
+    return holds, bind(all_reduce_p, lax.convert(holds, x.dtype), op="sum")
 
 
 def _all_reduce_jvp(t: Any, ans: Any, x: Any, *, op: str) -> Any:
-    return bind(all_reduce_p, t, op=op) if op in ("sum", "mean") else _share_of_extreme(t, ans, x)
+    if op in ("sum", "mean"):
+        return bind(all_reduce_p, t, op=op)
+    holds, count = _holders(ans, x)
+    return bind(all_reduce_p, lax.select(holds, t, 0.0), op="sum") / count
 
 
 def _all_reduce_vjp(g: Any, ans: Any, x: Any, *, op: str) -> Any:
     if op in ("sum", "mean"):
         return bind(all_reduce_p, g, op=op)
-    holds = lax.eq(x, ans)
-    count = bind(all_reduce_p, lax.convert(holds, x.dtype), op="sum")
+    holds, count = _holders(ans, x)
     return lax.select(holds, bind(all_reduce_p, g, op="sum") / count, 0.0)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import complex64, complex128, float32, float64
+from ..dtypes import component_dtype
 from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -27,7 +27,6 @@ from .rules import require_kind
 
 __all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "pinv_p"]
 
-_REAL_OF = {complex64: float32, complex128: float64}  # (the dtype of a complex matrix's S, |det|)
 
 
 def _matrices(op: str, a: ShapedArray, square: bool = False, kinds: str = "f") -> tuple[int, int]:
@@ -40,12 +39,16 @@ def _matrices(op: str, a: ShapedArray, square: bool = False, kinds: str = "f") -
 
 def _lapack(fn: Any) -> Any:
     """NumPy's LAPACK wrappers take float32/float64 only: halves run in float32, and every
-    result comes back in the input's dtype."""
+    result comes back in the input's dtype (a real result of a complex matrix, such as S or
+    log|det|, in its parts' dtype)."""
+
+    def back(o: Any, a: Any) -> Any:
+        return o.astype(a.real.dtype if a.dtype.kind == "c" and o.dtype.kind != "c" else a.dtype)
 
     def kernel(xp: Any, a: Any, **params: Any) -> Any:
         low = a.dtype.itemsize < 4
         outs = fn(xp, a.astype(np.float32) if low else a, **params)
-        return tuple(o.astype(a.dtype) for o in outs) if isinstance(outs, tuple) else outs.astype(a.dtype)
+        return tuple(back(o, a) for o in outs) if isinstance(outs, tuple) else back(outs, a)
 
     return kernel
 
@@ -61,9 +64,7 @@ def _t(x: Any) -> Any:
     return lax.matrix_transpose(x)
 
 
-def _h(x: Any) -> Any:
-    """The conjugate transpose (the transpose, for real matrices)."""
-    return lax.conj(_t(x)) if x.dtype.kind == "c" else _t(x)
+_h = lax.matrix_conj_transpose
 
 
 def _conj(x: Any) -> Any:
@@ -109,17 +110,11 @@ def _sym(x: Any) -> Any:
 
 def _eigh_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
     n, _ = _matrices("linalg.eigh", a, square=True, kinds="fc")
-    return ShapedArray(a.shape[:-1], _REAL_OF.get(a.dtype, a.dtype), a.device), a
+    return ShapedArray(a.shape[:-1], component_dtype(a.dtype), a.device), a
 
 
-def _eigh_kernel(xp: Any, a: Any) -> tuple[Any, Any]:
-    """NumPy's eigh: halves in float32; real eigenvalues, eigenvectors in the input's dtype."""
-    low = a.dtype.itemsize < 4
-    w, v = xp.linalg.eigh(a.astype(np.float32) if low else a)
-    return w.astype(a.real.dtype), v.astype(a.dtype)
-
-
-eigh_p = Primitive("linalg_eigh", _eigh_rule, kernel=_eigh_kernel, multiple_results=True, domain=Domain(kind="spd"))
+eigh_p = Primitive("linalg_eigh", _eigh_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.eigh(a))),
+                   multiple_results=True, domain=Domain(kind="spd"))
 
 
 # A complex eigenvector is unique up to a phase: the derivative is that of the gauge with a
@@ -158,18 +153,13 @@ def _svd_rule(a: ShapedArray, *, full_matrices: bool) -> tuple[ShapedArray, Shap
     k, batch = min(m, n), a.shape[:-2]
     cols, rows = (m, n) if full_matrices else (k, k)
     return (ShapedArray(batch + (m, cols), a.dtype, a.device),
-            ShapedArray(batch + (k,), _REAL_OF.get(a.dtype, a.dtype), a.device),
+            ShapedArray(batch + (k,), component_dtype(a.dtype), a.device),
             ShapedArray(batch + (rows, n), a.dtype, a.device))
 
 
-def _svd_kernel(xp: Any, a: Any, *, full_matrices: bool) -> tuple[Any, Any, Any]:
-    """NumPy's SVD: halves in float32; U and Vh in the input's dtype, S real."""
-    low = a.dtype.itemsize < 4
-    u, s, vh = xp.linalg.svd(a.astype(np.float32) if low else a, full_matrices=full_matrices)
-    return u.astype(a.dtype), s.astype(a.real.dtype), vh.astype(a.dtype)
-
-
-svd_p = Primitive("linalg_svd", _svd_rule, kernel=_svd_kernel, multiple_results=True, domain=MATRIX)
+svd_p = Primitive("linalg_svd", _svd_rule,
+                  kernel=_lapack(lambda xp, a, *, full_matrices: tuple(xp.linalg.svd(a, full_matrices=full_matrices))),
+                  multiple_results=True, domain=MATRIX)
 
 
 def _unique_factors(a: Any, full_matrices: bool) -> None:
@@ -323,19 +313,12 @@ _batch_first(qr_p, 2)
 
 def _slogdet_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
     _matrices("linalg.slogdet", a, square=True, kinds="fc")
-    real = _REAL_OF.get(a.dtype, a.dtype)
+    real = component_dtype(a.dtype)
     return ShapedArray(a.shape[:-2], a.dtype, a.device), ShapedArray(a.shape[:-2], real, a.device)
 
 
-def _slogdet_kernel(xp: Any, a: Any) -> tuple[Any, Any]:
-    """NumPy's slogdet: halves in float32; the sign in the input's dtype, the log real."""
-    low = a.dtype.itemsize < 4
-    sign, logabsdet = xp.linalg.slogdet(a.astype(np.float32) if low else a)
-    return sign.astype(a.dtype), logabsdet.astype(a.real.dtype)
-
-
-slogdet_p = Primitive("linalg_slogdet", _slogdet_rule, kernel=_slogdet_kernel, multiple_results=True,
-                      domain=MATRIX)
+slogdet_p = Primitive("linalg_slogdet", _slogdet_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.slogdet(a))),
+                      multiple_results=True, domain=MATRIX)
 
 
 # With T = tr(A^-1 dA): d log|det A| = Re T, and a complex sign turns by i Im T (a real

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..dtypes import DType, complex64, complex128, float32, float64
+from ..dtypes import DType, complex64, complex128, component_dtype, float32, float64
 from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -30,7 +30,6 @@ __all__ = ["fft_p", "FFT_TYPES", "NORMS"]
 FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
 NORMS = ("backward", "ortho", "forward")
 _COMPLEX_OF = {float32: complex64, float64: complex128}
-_REAL_OF = {complex64: float32, complex128: float64}
 
 
 def _fft_rule(x: ShapedArray, *, fft_type: str, axes: tuple[int, ...], lengths: tuple[int, ...],
@@ -46,7 +45,7 @@ def _fft_rule(x: ShapedArray, *, fft_type: str, axes: tuple[int, ...], lengths: 
         shape[a] = n
     if fft_type == "rfft":
         shape[axes[-1]] = lengths[-1] // 2 + 1
-    dtype: DType = (_COMPLEX_OF[x.dtype] if real_in else _REAL_OF[x.dtype] if fft_type == "irfft" else x.dtype)
+    dtype: DType = (_COMPLEX_OF[x.dtype] if real_in else component_dtype(x.dtype) if fft_type == "irfft" else x.dtype)
     return ShapedArray(tuple(shape), dtype, x.device)
 
 
@@ -96,7 +95,7 @@ def _fft_vjp(g: Any, ans: Any, x: Any, *, fft_type: str, axes: tuple[int, ...], 
     spectrum = bind(fft_p, g, fft_type="rfft", axes=axes, lengths=lengths, norm="backward")
     last, n = axes[-1], lengths[-1]
     half = n // 2 + 1
-    weights = lax.full(spectrum, (half,), 2.0, dtype=_REAL_OF[spectrum.dtype])
+    weights = lax.full(spectrum, (half,), 2.0, dtype=component_dtype(spectrum.dtype))
     ends = lax.iota(weights, half)
     interior = lax.ne(ends, 0)
     if n % 2 == 0:  # (an even length also has a Nyquist frequency, its own mirror image)

@@ -24,6 +24,7 @@ __all__ = [
     "exp", "log", "sin", "cos", "sinh", "cosh", "rsqrt", "reciprocal", "sigmoid", "sign", "floor", "integer_pow",
     "pow", "eq", "ne", "gt", "lt", "ge", "logical_and", "signbit", "select", "convert", "const", "full", "zeros",
     "iota", "eye", "tril", "triu", "reduce_sum", "reshape", "broadcast_to", "transpose", "matrix_transpose",
+    "matrix_conj_transpose",
     "moveaxis", "expand_dims", "squeeze", "flip", "slice_axis", "pad", "matmul", "cumsum", "cumprod",
     "gather", "take_along_axis", "abs", "real", "imag", "conj",
 ]
@@ -120,6 +121,12 @@ def transpose(x: Any, permutation: Sequence[int]) -> Any:
 def matrix_transpose(x: Any) -> Any:
     n = x.ndim
     return transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
+
+
+def matrix_conj_transpose(x: Any) -> Any:
+    """The conjugate transpose of the last two axes (the transpose, for real matrices)."""
+    xt = matrix_transpose(x)
+    return conj(xt) if x.dtype.kind == "c" else xt
 
 
 def moveaxis(x: Any, source: Sequence[int], destination: Sequence[int]) -> Any:

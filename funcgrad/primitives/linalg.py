@@ -288,15 +288,9 @@ cholesky_p = Primitive("linalg_cholesky", _cholesky_rule,
                        kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)), domain=Domain(kind="spd"))
 
 
-def _h(x: Any) -> Any:
-    """The conjugate transpose of the last two axes (the transpose, for real matrices)."""
-    xt = lax.matrix_transpose(x)
-    return lax.conj(xt) if x.dtype.kind == "c" else xt
-
-
 def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
     # tL = L phi(L^-1 tA L^-H), for Hermitian (symmetric) tangents tA
-    inner = _h(_tri_solve(ans, _h(_tri_solve(ans, t))))
+    inner = lax.matrix_conj_transpose(_tri_solve(ans, lax.matrix_conj_transpose(_tri_solve(ans, t))))
     return lax.matmul(ans, _phi(inner))
 
 
@@ -307,7 +301,7 @@ def _cholesky_vjp(g: Any, ans: Any, a: Any) -> Any:
     y = _tri_solve(ans, p, transpose_a=True)                                    # L^-T p
     conj_l = lax.conj(ans) if ans.dtype.kind == "c" else ans
     s = lax.matrix_transpose(_tri_solve(conj_l, lax.matrix_transpose(y), transpose_a=True))   # y conj(L)^-1
-    return 0.5 * (s + _h(s))
+    return 0.5 * (s + lax.matrix_conj_transpose(s))
 
 
 defjvp(cholesky_p, _cholesky_jvp)

@@ -133,7 +133,7 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
 
     Seeds ``(node, output index, cotangent)`` roots, then visits every node they reach once,
     in reverse topological order, when all its cotangents have arrived (``None`` is a zero);
-    a leaf is visited as soon as the last node using it has run.
+    with a ``visit``, a leaf is visited as soon as the last node using it has run.
     ``visit(node, cts)`` sees each node's output cotangents first and may replace them in
     place (the tape's hooks, ``retain_grad``, ``autograd.grad``'s captures); then the node's
     rule runs (``propagate``, with ``residuals_of(node)`` in place of its own saved values
@@ -145,11 +145,15 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
         slot[idx] = ct if slot[idx] is None else slot[idx] + ct
     leaves: Reached = {}
     order = toposort([r[0] for r in roots])
-    uses: dict[int, int] = {}  # per leaf, the edges into it still to run: at 0 its cotangent is complete
-    for node in order:
-        for p in node.parents:
-            if p is not None and p[0].rule is None:
-                uses[id(p[0])] = uses.get(id(p[0]), 0) + 1
+    # per leaf, the edges into it still to run: at 0 its cotangent is complete, and a visitor
+    # (the tape's hooks) sees it then; without a visitor nothing can tell, so nothing is counted
+    uses: dict[int, int] | None = None
+    if visit is not None:
+        uses = {}
+        for node in order:
+            for p in node.parents:
+                if p is not None and p[0].rule is None:
+                    uses[id(p[0])] = uses.get(id(p[0]), 0) + 1
 
     def reach(leaf: Any, cts: list[Any]) -> None:
         if visit is not None:
@@ -173,6 +177,8 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
         del cts
         if after is not None:
             after(node)
+        if uses is None:
+            continue
         for p in node.parents:  # a leaf whose last use just ran is reached now, not at the end of the
             if p is not None and p[0].rule is None:  # order (DistributedDataParallel reduces it meanwhile)
                 left = uses[id(p[0])] = uses[id(p[0])] - 1
