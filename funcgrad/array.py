@@ -35,10 +35,18 @@ from . import dtypes as _dt
 from .backends.buffer import Buffer, read_only
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
-from .errors import ArgumentValueError, DeviceMismatchError, DTypeError, FuncgradError, ShapeError
+from .errors import (
+    ArgumentValueError,
+    DeviceMismatchError,
+    DTypeError,
+    FuncgradError,
+    ShapeError,
+    UnknownAttributeError,
+)
 from .primitives import core as _core
 from .primitives.core import Layout, Primitive, ShapedArray, explain_failure, fmt_shape
 from .primitives.elementwise import copy_p
+from .primitives.rules import as_int, normalize_axis
 from .primitives.shape import reshape_p, stop_gradient_p, strict_view
 
 _UNSET: Any = object()  # an argument the caller did not pass
@@ -83,6 +91,8 @@ class ArrayBase:
     __array_priority__ = 100.0  # ndarray (op) Array defers to Array's reflected operator
 
     # subclasses provide: shape, dtype, device, ndim, size
+
+    weak = False  # a concrete array is never weakly typed (a traced Python number is: ShapedArray.weak)
 
     @property
     def itemsize(self) -> int:
@@ -428,7 +438,14 @@ class ArrayBase:
 
     def narrow(self, dim: int, start: int, length: int) -> Self:
         """Elements ``start:start + length`` along ``dim``: a view (``torch.Tensor.narrow``)."""
-        axis = dim % self.ndim
+        axis = normalize_axis("narrow", dim, self.ndim)
+        size = self.shape[axis]
+        start = as_int("narrow", start, "start", minimum=-size)
+        start = start + size if start < 0 else start
+        length = as_int("narrow", length, "length")
+        if start + length > size:
+            raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}) of axis "
+                             f"{axis} of an array of shape {fmt_shape(tuple(self.shape))}")
         return self[(slice(None),) * axis + (slice(start, start + length),)]
 
     def clone(self) -> Self:
@@ -642,7 +659,8 @@ class Size(int):
         return self
 
     def __call__(self, dim: int | None = None) -> Any:
-        return self.shape if dim is None else self.shape[dim]  # type: ignore[attr-defined]
+        shape = self.shape  # type: ignore[attr-defined]
+        return shape if dim is None else shape[normalize_axis("size", dim, len(shape))]
 
 
 class Array(ArrayBase):
@@ -673,7 +691,7 @@ class Array(ArrayBase):
         """A new array over ``base``'s buffer with ``layout`` (no copy)."""
         a = object.__new__(Array)
         buf = base.buffer
-        a._data = base._device.backend.view(buf.raw_flat, layout.shape, layout.strides, layout.offset)
+        a._data = base._device.backend.view(buf._raw_flat, layout.shape, layout.strides, layout.offset)
         a._dtype = base._dtype
         a._device = base._device
         a._buf = buf
@@ -739,12 +757,12 @@ class Array(ArrayBase):
         layout = self._layout
         if layout is None:
             data, buf, backend = self._data, self.buffer, self._device.backend
-            if data is buf.raw_owner:  # the array the memory came from
+            if data is buf._raw_owner:  # the array the memory came from
                 flat, offset, strides = backend.flat_span(data)
                 if buf._flat is None:
                     buf._flat = flat
             else:  # a view the backend made of it (eager views and basic indexing of plain arrays)
-                offset, strides = backend.place_in(buf.raw_flat, data)
+                offset, strides = backend.place_in(buf._raw_flat, data)
             layout = self._layout = Layout(tuple(data.shape), strides, offset)
         return layout
 
@@ -1184,6 +1202,9 @@ class _AtRef:
     def max(self, values: Any) -> Any:
         return _ops.scatter(self._x, self._index, values, "max")
 
+    def __getattr__(self, name: str) -> Any:
+        raise UnknownAttributeError(f"x.at[...] has no method {name!r}; its methods are get, set, add, multiply, min "
+                                    "and max (JAX's, less divide and power)")
 
 
 def concrete_value(x: Any) -> Any:

@@ -9,6 +9,11 @@
   their chunks across (NumPy's ufuncs release the GIL, so the pieces run on separate cores).
   Read when a program is lowered; defaults to the cores this process may use, or the
   environment variable ``FUNCGRAD_COMPILE_THREADS``. ``1`` runs every loop on the caller's thread.
+* ``write_guard``: every compiled or lowered call (``fg.compile``, control flow's sub-programs,
+  backward plans) compares its non-donated inputs and its constants before and after it runs,
+  and raises ``fg.WriteGuardError`` naming the program and the equation that wrote into one
+  (the arrays are restored first). A debugging switch, costing a copy of every input per call;
+  also set by the environment variable ``FUNCGRAD_WRITE_GUARD=1``. The project's tests run with it on.
 """
 
 from __future__ import annotations
@@ -19,16 +24,17 @@ __all__ = ["config"]
 
 
 class _Config:
-    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads")
+    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard")
 
     def __init__(self) -> None:
         self.explain_cache_misses = os.environ.get("FUNCGRAD_EXPLAIN_CACHE_MISSES", "") not in ("", "0")
         self.no_retrace = False
         self.compile_threads = int(os.environ.get("FUNCGRAD_COMPILE_THREADS", 0)) or _usable_cores()
+        self.write_guard = os.environ.get("FUNCGRAD_WRITE_GUARD", "") not in ("", "0")
 
     def __repr__(self) -> str:
         return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
-                f"compile_threads={self.compile_threads})")
+                f"compile_threads={self.compile_threads}, write_guard={self.write_guard})")
 
 
 def _usable_cores() -> int:

@@ -26,7 +26,9 @@ __all__ = [
     "RetraceError",
     "ShapeError",
     "TracerLeakError",
+    "UnknownAttributeError",
     "ViewError",
+    "WriteGuardError",
     "named_errors",
 ]
 
@@ -61,6 +63,16 @@ class TracerLeakError(FuncgradError, RuntimeError):
 
 class RetraceError(FuncgradError, RuntimeError):
     """A compiled function met a new signature while ``fg.config.no_retrace`` is set."""
+
+
+class UnknownAttributeError(FuncgradError, AttributeError):
+    """An attribute funcgrad's object does not have, with what it does have (``hasattr`` is
+    ``False``, as for any ``AttributeError``)."""
+
+
+class WriteGuardError(FuncgradError, RuntimeError):
+    """A compiled or lowered program wrote into memory it does not own: an input that was not
+    donated, or a constant (raised only while ``fg.config.write_guard`` is on)."""
 
 
 class DonatedArrayError(FuncgradError, RuntimeError):

@@ -141,7 +141,7 @@ def _dtype_name(dt: Any) -> str:
 
 
 def _aval(a: ShapedArray) -> dict[str, Any]:
-    return {"shape": list(a.shape), "dtype": a.dtype.name}
+    return {"shape": list(a.shape), "dtype": a.dtype.name, **({"weak": True} if a.weak else {})}
 
 
 def _encode_value(v: Any, where: str) -> Any:
@@ -250,7 +250,7 @@ def _decode_aval(d: Any) -> ShapedArray:
     shape = tuple(_expect(x, int) for x in _expect(d["shape"], list))
     if any(x < 0 for x in shape):
         raise FormatError(f"load_exported: a negative dimension in {list(shape)}")
-    return ShapedArray(shape, _dt.as_dtype(_expect(d["dtype"], str)), CPU)
+    return ShapedArray(shape, _dt.as_dtype(_expect(d["dtype"], str)), CPU, _expect(d.get("weak", False), bool))
 
 
 def _decode_value(v: Any, depth: int = 0) -> Any:

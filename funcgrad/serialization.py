@@ -39,7 +39,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .array import Array, ArrayBase
-from .errors import FormatError
+from .errors import ArgumentTypeError, FormatError
 from .ops import asarray
 
 __all__ = ["save", "load", "FormatError"]
@@ -119,7 +119,7 @@ def save(obj: Any, f: Any) -> None:
     meta = {"format": "pt", _TREE: text, _CRC: str(crc), _TREE_CRC: str(zlib.crc32(text.encode()))}
     header = json.dumps({"__metadata__": meta, **writer.entries}, separators=(",", ":")).encode()
     header += b" " * (-len(header) % 8)  # the data section starts 8-byte aligned, as safetensors writes it
-    if hasattr(f, "write"):
+    if _target("fg.save", f, "write"):
         _write(f, header, writer.blobs)
         return
     with open(f, "wb") as out:
@@ -297,11 +297,26 @@ def load(f: Any, *, device: Any = None, map_location: Any = None) -> Any:
             raise TypeError("fg.load: map_location takes a device or its name ('cpu', 'gpu'), not a "
                             f"{type(map_location).__name__}")
         device = map_location
-    if hasattr(f, "read"):
+    if _target("fg.load", f, "read"):
         stream = f if f.seekable() else io.BytesIO(f.read())
         return _load(stream, repr(f), device)
     with open(f, "rb") as stream:
         return _load(stream, repr(str(f)), device)
+
+
+def _target(op: str, f: Any, method: str) -> bool:
+    """Whether ``f`` is a file object (else a path). An int is refused, as PyTorch refuses it,
+    rather than taken for a file descriptor that would be written and closed; so is a file
+    opened in text mode, and anything else that is neither."""
+    if hasattr(f, method):
+        if isinstance(f, io.TextIOBase) or "b" not in getattr(f, "mode", "b"):
+            raise ArgumentTypeError(f"{op}: the file is open in text mode; open it in binary mode "
+                                    f"(open(path, '{'rb' if method == 'read' else 'wb'}'))")
+        return True
+    if isinstance(f, (str, bytes, os.PathLike)):
+        return False
+    raise ArgumentTypeError(f"{op}: expected a path (str or os.PathLike) or a binary file object, got "
+                            f"{type(f).__name__} {f!r}")
 
 
 def _load(stream: Any, where: str, device: Any) -> Any:

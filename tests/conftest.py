@@ -24,3 +24,11 @@ def jax64():
         yield jax
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+# Every compiled or lowered program in the suite checks that it wrote only into memory it owns
+# (fg.config.write_guard; docs/compile.md, "What runs"): tests that time nothing pay a copy
+# of each input per call, and a write into a caller's array fails the test that caused it.
+import funcgrad as _fg  # noqa: E402
+
+_fg.config.write_guard = True

@@ -6,6 +6,8 @@ arguments at the public functions."""
 from __future__ import annotations
 
 import inspect
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -238,3 +240,108 @@ def test_impossible_section_counts_are_refused_up_front() -> None:
     with pytest.raises(fg.ArgumentValueError, match="at least 1"):
         fg.array_split(x, -1)
     assert [a.tolist() for a in fg.array_split(x, 5)] == [[0], [1], [2], [], []]
+
+
+# ---- random bad arguments to constructors, transforms and loaders ---------------------------
+
+def _in_a_scratch_folder(fn, *args, **kwargs):
+    """``fn`` run in an empty temporary folder (a random path argument names a file there)."""
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        os.chdir(scratch)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            os.chdir(here)
+
+
+def _scheduler(cls, model):
+    def make(*args, **kwargs):
+        return cls(fg.optim.SGD(model.parameters(), lr=0.1), *args, **kwargs)
+
+    return make
+
+
+def _constructors():
+    """(name, callable, fixed leading arguments) for what the fg.* sweep above does not reach:
+    nn layers, optimizers (over a model's parameters), schedulers (over an optimizer), keyed
+    random functions, control flow, the transforms' own arguments, and save/load targets."""
+    model = fg.nn.Linear(2, 2)
+    out = []
+    for n in fg.nn.__all__:
+        obj = getattr(fg.nn, n)
+        if isinstance(obj, type) and issubclass(obj, fg.nn.Module) and obj is not fg.nn.Module:
+            out.append((f"nn.{n}", obj, ()))
+    for n in ("SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"):
+        out.append((f"optim.{n}", getattr(fg.optim, n), (list(model.parameters()),)))
+        out.append((f"optim.{n.lower()}", getattr(fg.optim, n.lower()), ()))
+    for n in fg.optim.lr_scheduler.__all__:
+        cls = getattr(fg.optim.lr_scheduler, n)
+        if n in ("LRScheduler", "SequentialLR", "ChainedScheduler"):
+            continue
+        out.append((f"lr_scheduler.{n}", _scheduler(cls, model), ()))
+    key = fg.random.key(0)
+    for n in ("normal", "uniform", "randint", "bernoulli", "categorical", "choice", "permutation", "split",
+              "fold_in", "bits", "gumbel", "truncated_normal", "exponential", "gamma", "beta", "dirichlet",
+              "multivariate_normal", "laplace", "poisson"):
+        if hasattr(fg.random, n):
+            out.append((f"random.{n}", getattr(fg.random, n), (key,)))
+    for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "manual_seed"):
+        if hasattr(fg, n):
+            out.append((f"fg.{n}", getattr(fg, n), ()))
+    v = fg.ones(3)
+    out += [("cond", lambda *a, **k: fg.cond(*a, **k), ()), ("switch", fg.switch, ()),
+            ("while_loop", fg.while_loop, ()), ("fori_loop", fg.fori_loop, ()),
+            ("scan", lambda *a, **k: fg.scan(lambda c, x: (c, x), v, *a, **k), ()),
+            ("vmap", lambda *a, **k: fg.vmap(lambda x: x, *a, **k)(v), ()),
+            ("compile", lambda *a, **k: fg.compile(lambda x: x, *a, **k)(v), ()),
+            ("grad", lambda *a, **k: fg.grad(lambda x: x.sum(), *a, **k)(v), ()),
+            ("checkpoint", lambda *a, **k: fg.checkpoint(lambda x: x, *a, **k)(v), ()),
+            ("save", lambda *a, **k: _in_a_scratch_folder(fg.save, {"w": v}, *a, **k), ()),
+            ("load", lambda *a, **k: _in_a_scratch_folder(fg.load, *a, **k), ()),
+            ("DataLoader", fg.utils.data.DataLoader, ())]
+    return out
+
+
+_CONSTRUCTORS = _constructors()
+
+
+@pytest.mark.parametrize("name,fn,fixed", _CONSTRUCTORS, ids=[n for n, _, _ in _CONSTRUCTORS])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_random_bad_arguments_to_constructors_and_transforms(name, fn, fixed, data, tmp_path_factory) -> None:
+    """The same sweep over layers, optimizers, schedulers, keyed random functions, control
+    flow, the transforms' arguments and save/load targets: every failure is a funcgrad error
+    (or a built-in one funcgrad raised, naming the operation), never a raw one from deep inside."""
+    try:
+        signature = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        signature = []
+    params = [p for p in signature if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    known = bool(params) or not any(p.kind is p.VAR_POSITIONAL for p in signature)
+    n = max(len(params) - len(fixed), 0) if known else data.draw(st.integers(1, 3))
+    args = [*fixed, *(data.draw(BAD_VALUES) for _ in range(n))]
+    kwargs = {}
+    optional = [p.name for p in signature
+                if p.default is not p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if optional and data.draw(st.booleans()):
+        kwargs[data.draw(st.sampled_from(optional))] = data.draw(BAD_VALUES)
+    try:
+        fn(*args, **kwargs)
+    except fg.FuncgradError:
+        pass
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError, ZeroDivisionError,
+            RecursionError, MemoryError, OSError) as exc:
+        tb = exc.__traceback__
+        frames = []
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        origin = frames[-1].f_globals.get("__name__", "")
+        # Python's own TypeError for a wrong number of arguments is the call's, not the operation's
+        raised_by_call = isinstance(exc, TypeError) and ("positional argument" in str(exc) or "keyword argument"
+                                                         in str(exc) or "multiple values" in str(exc))
+        missing_file = isinstance(exc, OSError) and name in ("load", "save")  # (a path that is not there)
+        assert raised_by_call or missing_file or (origin.startswith(_OWN_PREFIXES) and isinstance(
+            exc, (TypeError, ValueError, IndexError))), (
+            f"{name}{tuple(args)}{kwargs} raised {type(exc).__name__} from {origin}: {exc}")

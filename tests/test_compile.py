@@ -116,10 +116,12 @@ def test_one_trace_per_signature() -> None:
     f(_arr(4), _arr(4))  # a new shape
     f(x64, {"a": x64}["a"])
     assert len(traces) == 3 and f.cache_size() == 3
-    f(x64, 2.0)  # a Python number is part of the program
+    f(x64, 2.0)  # a Python number is a weakly typed input: its type is in the signature, not its value
     f(x64, 3.0)
-    assert len(traces) == 5
+    assert len(traces) == 4
     np.testing.assert_allclose(f(x64, 3.0).numpy(), x64.numpy() * 3.0)
+    f(x64, 3)  # an int: another weak type
+    assert len(traces) == 5
     f.clear_cache()
     assert f.cache_size() == 0
     f(x64, x64)

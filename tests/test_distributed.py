@@ -418,6 +418,7 @@ def test_a_failing_rank_aborts_the_job() -> None:
     assert done.returncode != 0 and time.monotonic() - start < 60
     assert "rank 1 of 2 failed; aborting the job" in done.stderr and "rank 1 broke mid-step" in done.stderr
     assert "never aborted" not in done.stdout
+    assert "found in sys.modules" not in done.stderr  # runpy's warning about the launcher's module
 
 
 def test_a_stuck_rank_makes_the_others_time_out() -> None:

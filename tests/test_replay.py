@@ -423,9 +423,9 @@ def test_plans_are_compiled_by_the_pipeline() -> None:
     seen = []
     original = compiler.lower
 
-    def spy(program):
+    def spy(program, **kwargs):
         seen.append(program)
-        return original(program)
+        return original(program, **kwargs)
 
     replay.clear()
     compiler.lower = spy

@@ -57,15 +57,15 @@ class Buffer:
     ``owner`` is the backend array the memory came from (a kernel output, or
     the user's NumPy array for ``from_numpy``); ``flat`` is a 1-D view of the
     whole block in address order. Both are read-only for users; funcgrad itself
-    reads ``raw_owner`` and ``raw_flat``.
+    reads ``_raw_owner`` and ``_raw_flat``.
     """
 
-    __slots__ = ("raw_owner", "device", "nbytes", "_flat", "__weakref__")
+    __slots__ = ("_raw_owner", "device", "nbytes", "_flat", "__weakref__")
 
     def __init__(self, owner: Any, device: Device, *, counted: bool = False) -> None:
         """``counted``: the bytes are already in the device's counters (an array
         that owned its memory hands it over); the buffer releases them when it dies."""
-        self.raw_owner = owner
+        self._raw_owner = owner
         self.device = device
         nbytes = owner.nbytes
         self.nbytes = nbytes
@@ -80,21 +80,21 @@ class Buffer:
         self.device.stats.allocated -= self.nbytes
 
     @property
-    def raw_flat(self) -> Any:
+    def _raw_flat(self) -> Any:
         """The block as a 1-D backend array in memory order (no copy; funcgrad's own)."""
         if self._flat is None:
-            self._flat = self.device.backend.flat_span(self.raw_owner)[0]
+            self._flat = self.device.backend.flat_span(self._raw_owner)[0]
         return self._flat
 
     @property
     def owner(self) -> Any:
         """The array the memory came from, read-only (a copy on a GPU)."""
-        return self._exposed(self.raw_owner)
+        return self._exposed(self._raw_owner)
 
     @property
     def flat(self) -> Any:
         """The block as a 1-D array in memory order, read-only (a copy on a GPU)."""
-        return self._exposed(self.raw_flat)
+        return self._exposed(self._raw_flat)
 
     def _exposed(self, arr: Any) -> Any:
         return read_only(arr) if isinstance(arr, np.ndarray) else arr.copy()
@@ -102,12 +102,12 @@ class Buffer:
     @property
     def size(self) -> int:
         """Number of elements in the block."""
-        return int(self.raw_flat.shape[0])
+        return int(self._raw_flat.shape[0])
 
     @property
     def dtype(self) -> Any:
         """The element type."""
-        return from_numpy_dtype(self.raw_owner.dtype)
+        return from_numpy_dtype(self._raw_owner.dtype)
 
     def __len__(self) -> int:
         return self.size

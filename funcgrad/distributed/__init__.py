@@ -17,6 +17,7 @@ import dis
 import os
 import pickle
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -29,7 +30,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError, DistributedError, Di
 from ..ops import asarray, concatenate, stack
 from ..primitives.collective import all_reduce_p
 from ..primitives.core import bind
-from . import rank_env
+from .launcher_env import LAUNCHER_RANK
 
 __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size", "get_backend", "barrier",
            "destroy_process_group", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "send", "recv",
@@ -75,7 +76,7 @@ def _seconds(timeout: Any) -> float:
 
 
 def _launched_by_mpi() -> bool:
-    return any(v in os.environ for v in rank_env.LAUNCHER_RANK)
+    return any(v in os.environ for v in LAUNCHER_RANK)
 
 
 def _mpi() -> Any:
@@ -146,6 +147,7 @@ def _nccl_group(world_size: int, rank: int, seconds: float) -> Any:
     return process_group.NCCLGroup(cupy, rank, size, uid, seconds)
 
 
+ABORT_GRACE_S = 0.5  # how long a failing rank waits for its last output to reach the launcher
 _HOOKED: list[Any] = []  # the excepthook installed, once per process
 
 
@@ -164,6 +166,10 @@ def _abort_on_uncaught() -> None:
         sys.stderr.write(f"fg.distributed: rank {joined.rank} of {joined.size} failed; aborting the job\n")
         traceback.print_exception(kind, value, tb)
         sys.stderr.flush()
+        sys.stdout.flush()
+        # MPI_Abort makes the launcher kill every rank at once, and output still in its pipes
+        # is lost: give it a moment to forward what this rank just wrote
+        time.sleep(ABORT_GRACE_S)
         joined.abort(1)
 
     sys.excepthook = hook

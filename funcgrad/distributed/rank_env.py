@@ -11,33 +11,10 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-from collections.abc import Mapping
+
+from .launcher_env import LAUNCHER_RANK, torchrun_env
 
 __all__ = ["LAUNCHER_RANK", "torchrun_env", "main"]
-
-# (torchrun's name, then where MPICH's and Open MPI's launchers put it)
-_SOURCES = {
-    "RANK": ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"),
-    "WORLD_SIZE": ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"),
-    "LOCAL_RANK": ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"),
-    "LOCAL_WORLD_SIZE": ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"),
-}
-
-
-LAUNCHER_RANK = _SOURCES["RANK"]  # set when an MPI launcher started this process
-
-
-def torchrun_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """torchrun's variables, read from the MPI launcher's (those already set are kept)."""
-    found = {}
-    for name, sources in _SOURCES.items():
-        if name in environ:
-            continue
-        value = next((environ[s] for s in sources if s in environ), None)
-        if value is not None:
-            found[name] = value
-    return found
-
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)

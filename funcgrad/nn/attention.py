@@ -8,6 +8,7 @@ from typing import Any
 from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
+from ..primitives.rules import as_int
 from . import functional as F
 from . import init
 from .layers import Linear
@@ -28,6 +29,8 @@ class MultiheadAttention(Module):
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        as_int("MultiheadAttention", embed_dim, "embed_dim", minimum=1)
+        as_int("MultiheadAttention", num_heads, "num_heads", minimum=1)
         if embed_dim % num_heads:
             raise ShapeError(f"MultiheadAttention: embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads, self.batch_first, self.dropout = embed_dim, num_heads, batch_first, dropout

@@ -153,9 +153,23 @@ def conv1d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     return out[0] if unbatched else out
 
 
-def _one(v: Any) -> int:
-    """A 1-D size: an int or a one-element tuple."""
-    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
+def _one(v: Any, op: str = "conv1d", what: str = "size", minimum: int | None = None) -> int:
+    """A 1-D size: an int or a one-element tuple, checked as ``_pair`` checks."""
+    if isinstance(v, (tuple, list)):
+        if len(v) != 1:
+            raise ArgumentValueError(f"{op}: {what} must be an int or a one-element tuple, got {v!r}")
+        v = v[0]
+    return as_int(op, v, what, minimum=minimum)
+
+
+def _channels(op: str, in_channels: Any, out_channels: Any, groups: Any) -> None:
+    """PyTorch's checks of a convolution's channels, where the layer is made."""
+    in_channels = as_int(op, in_channels, "in_channels", minimum=1)
+    out_channels = as_int(op, out_channels, "out_channels", minimum=1)
+    groups = as_int(op, groups, "groups", minimum=1)
+    if in_channels % groups or out_channels % groups:
+        raise ArgumentValueError(f"{op}: in_channels ({in_channels}) and out_channels ({out_channels}) must be "
+                                 f"divisible by groups ({groups})")
 
 
 def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
@@ -342,10 +356,12 @@ class Conv2d(Module):
             raise ValueError(f"Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
                              f"got {padding_mode!r}")
         self.padding_mode = padding_mode
-        kh, kw = _pair(kernel_size)
+        _channels("Conv2d", in_channels, out_channels, groups)
+        kh, kw = _pair(kernel_size, "Conv2d", "kernel_size", minimum=1)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (kh, kw)
-        self.stride, self.dilation, self.groups = _pair(stride), _pair(dilation), groups
-        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        self.stride, self.dilation = _pair(stride, "Conv2d", "stride", 1), _pair(dilation, "Conv2d", "dilation", 1)
+        self.groups = groups
+        self.padding = padding if isinstance(padding, str) else _pair(padding, "Conv2d", "padding", 0)
         _conv_padding(self.padding, (kh, kw), self.stride, self.dilation)  # a bad padding fails here, not at the call
         self.weight = Parameter(ops.zeros((out_channels, in_channels // groups, kh, kw), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -385,14 +401,16 @@ class Conv1d(Module):
         if padding_mode != "zeros":
             raise ValueError("Conv1d: only padding_mode='zeros'")
         self.padding_mode = padding_mode
-        k = _one(kernel_size)
+        _channels("Conv1d", in_channels, out_channels, groups)
+        k = _one(kernel_size, "Conv1d", "kernel_size", minimum=1)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (k,)
-        self.stride, self.dilation, self.groups = (_one(stride),), (_one(dilation),), groups
-        self.padding = padding if isinstance(padding, str) else (_one(padding),)
+        self.stride, self.dilation = (_one(stride, "Conv1d", "stride", 1),), (_one(dilation, "Conv1d", "dilation", 1),)
+        self.groups = groups
+        self.padding = padding if isinstance(padding, str) else (_one(padding, "Conv1d", "padding", 0),)
         self.weight = Parameter(ops.zeros((out_channels, in_channels // groups, k), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
-            bound = 1 / math.sqrt(in_channels // groups * k)
+            bound = 1 / math.sqrt(in_channels // groups * k)  # (channels and k are at least 1: checked above)
             self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
             init.uniform_(self.bias, -bound, bound)
         else:

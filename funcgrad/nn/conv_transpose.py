@@ -15,7 +15,7 @@ from ..primitives.rules import as_int
 from ..primitives.shape import windows_add_p
 from . import init
 from ._checks import same_dtype
-from .conv import _check4, _one, _pad_hw, _pair, _patches, _unbatched
+from .conv import _channels, _check4, _one, _pad_hw, _pair, _patches, _unbatched
 from .module import Module
 from .parameter import Parameter
 
@@ -100,9 +100,11 @@ class _ConvTransposeNd(Module):
                  dilation: tuple[int, ...], dtype: Any, device: Any) -> None:
         super().__init__()
         name = type(self).__name__
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{name}: in_channels {in_channels} and out_channels {out_channels} must be divisible "
-                             f"by groups={groups}")
+        _channels(name, in_channels, out_channels, groups)
+        for what, sizes, least in (("kernel_size", kernel, 1), ("stride", stride, 1), ("dilation", dilation, 1),
+                                   ("padding", padding, 0), ("output_padding", output_padding, 0)):
+            for size in sizes:
+                as_int(name, size, what, minimum=least)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.dilation, self.groups = dilation, groups

@@ -11,7 +11,7 @@ from .. import ops
 from .. import random as _random
 from ..array import Array as _Array
 from ..array import ArrayBase
-from ..errors import ConcretizationError, DTypeError, ShapeError, named_errors
+from ..errors import ArgumentValueError, ConcretizationError, DTypeError, ShapeError, named_errors
 from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
 from ..primitives.elementwise import UNARY
@@ -537,6 +537,12 @@ def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, reduction: str = "mean") -> Any:
     """Binary cross-entropy of probabilities; each log is clamped at -100, as PyTorch's."""
     target = _check_same("binary_cross_entropy", input, target)
+    if isinstance(input, _Array) and input.device.kind == "cpu":  # concrete: read for free, as PyTorch checks
+        host = input._host()
+        if not ((host >= 0) & (host <= 1)).all():
+            raise ArgumentValueError("binary_cross_entropy: every element of the input must be a probability in "
+                                     f"[0, 1], got {host[~((host >= 0) & (host <= 1))][0]!r}; for logits use "
+                                     "binary_cross_entropy_with_logits")
     log_p = ops.maximum(ops.log(input), -100.0)
     log_q = ops.maximum(ops.log1p(-input), -100.0)
     loss = -(target * log_p + (1.0 - target) * log_q)

@@ -9,8 +9,10 @@ from typing import Any
 
 from .. import dtypes as _dt
 from .. import ops
-from ..errors import ShapeError
+from ..array import ArrayBase
+from ..errors import ArgumentTypeError, ShapeError
 from ..primitives.core import fmt_shape
+from ..primitives.rules import as_int
 from . import functional as F
 from . import init
 from .module import Module
@@ -365,6 +367,8 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        as_int("GroupNorm", num_groups, "num_groups", minimum=1)
+        as_int("GroupNorm", num_channels, "num_channels", minimum=1)
         if num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_channels={num_channels} must be divisible by num_groups={num_groups}")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
@@ -464,6 +468,8 @@ class Embedding(Module):
             if padding_idx is not None:
                 self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
         else:
+            if not isinstance(_weight, ArrayBase):
+                raise ArgumentTypeError(f"Embedding: _weight must be an array, got {type(_weight).__name__}")
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
                 raise ShapeError(f"Embedding: the weight must have shape ({num_embeddings}, {embedding_dim}), "
                                  f"got {fmt_shape(tuple(_weight.shape))}")
@@ -602,6 +608,9 @@ class ModuleDict(Module):
 
     def __init__(self, modules: dict[str, Module] | None = None) -> None:
         super().__init__()
+        if modules is not None and not hasattr(modules, "items"):
+            raise ArgumentTypeError(f"ModuleDict: modules must be a dict of name to Module, got "
+                                    f"{type(modules).__name__}")
         for k, m in (modules or {}).items():
             self.add_module(k, m)
 

@@ -19,7 +19,7 @@ from typing import Any
 from .. import random_state
 from .. import tree as _tree
 from ..array import Array, ArrayBase
-from ..dtypes import DType
+from ..dtypes import DType, as_dtype
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import asarray, zeros_like
 from ..random import key_data
@@ -36,6 +36,13 @@ _COLLECTING_BUFFERS: contextvars.ContextVar[bool] = contextvars.ContextVar("func
 def buffers_collected() -> bool:
     """Whether buffer updates are collected as outputs of a compiled module's program."""
     return _COLLECTING_BUFFERS.get()
+
+
+def _check_name(module: str, method: str, name: Any) -> None:
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"{module}.{method}: the name must be a str, got {type(name).__name__} {name!r}")
+    if not name or "." in name:
+        raise ArgumentValueError(f"{module}.{method}: the name must be non-empty and contain no '.', got {name!r}")
 
 
 class Module:
@@ -66,6 +73,7 @@ class Module:
                 self.__dict__[store].pop(name, None)
         if target is None:
             object.__setattr__(self, name, value)
+            _CONFIGURATION_VERSION[0] += 1  # (compiled modules read their modules' settings again)
         else:
             self.__dict__[target][name] = value
 
@@ -85,6 +93,10 @@ class Module:
 
     def register_buffer(self, name: str, value: Array | None, persistent: bool = True) -> None:
         """A non-parameter array that belongs to the module's state (running stats, masks)."""
+        _check_name(type(self).__name__, "register_buffer", name)
+        if value is not None and not isinstance(value, ArrayBase):
+            raise ArgumentTypeError(f"{type(self).__name__}.register_buffer: cannot register a "
+                                    f"{type(value).__name__} as buffer {name!r} (an array or None required)")
         names = self.__dict__.setdefault("_buffer_names", set())
         names.add(name)
         if not persistent:
@@ -93,6 +105,11 @@ class Module:
 
     def register_parameter(self, name: str, value: Parameter | None) -> None:
         """Register ``value`` (a Parameter, or None) as the parameter ``name``."""
+        _check_name(type(self).__name__, "register_parameter", name)
+        if value is not None and not isinstance(value, Parameter):
+            raise ArgumentTypeError(f"{type(self).__name__}.register_parameter: cannot register a "
+                                    f"{type(value).__name__} as parameter {name!r} (an fg.nn.Parameter or None "
+                                    "required: wrap it as fg.nn.Parameter(x))")
         self._parameters[name] = value
 
     def add_module(self, name: str, module: Module | None) -> None:
@@ -216,6 +233,9 @@ class Module:
     def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> tuple[list[str], list[str]]:
         """Copy values in (re-pointing parameters). With ``strict``, any missing key, unexpected
         key or shape mismatch raises one error that lists them all. Returns (missing, unexpected)."""
+        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
+            raise ArgumentTypeError(f"{type(self).__name__}.load_state_dict: expected a dict of arrays (what "
+                                    f"state_dict() returns), got {type(state_dict).__name__}")
         own = self.state_dict()
         optional = {f"{mod_prefix}.{name}" if mod_prefix else name  # state older checkpoints may lack
                     for mod_prefix, m in self.named_modules() for name in getattr(m, "_optional_state", ())}
@@ -250,6 +270,7 @@ class Module:
         """Training mode (Dropout drops, BatchNorm uses batch statistics) for this module and its submodules."""
         for m in self.modules():
             object.__setattr__(m, "training", mode)
+        _CONFIGURATION_VERSION[0] += 1
         return self
 
     def eval(self) -> Module:
@@ -258,6 +279,10 @@ class Module:
 
     def to(self, target: Any = None, dtype: Any = None) -> Module:
         """Move parameters and buffers to a device and/or floating dtype (in place, like PyTorch)."""
+        wanted = dtype if dtype is not None else target if _is_dtype(target) else None
+        if wanted is not None and as_dtype(wanted, op="Module.to").kind not in "fc":
+            raise ArgumentTypeError(f"{type(self).__name__}.to: only floating-point and complex dtypes, got "
+                                    f"{as_dtype(wanted, op='Module.to')} (as in PyTorch)")
         for m in self.modules():
             for p in m._parameters.values():
                 if p is not None:
@@ -422,20 +447,42 @@ def functional_call(module: Module, params: dict[str, Any], *args: Any, rng: Any
         random_state.set_default_key(previous)
 
 
+# Bumped whenever any module's plain attribute (``Dropout.p``, ``training``...) is set: a
+# compiled module then reads its modules' settings again, and traces again if they changed.
+_CONFIGURATION_VERSION = [0]
+_SETTING_TYPES = (bool, int, float, complex, str, type(None))
+
+
+def _configuration(module: Module) -> tuple[Any, ...]:
+    """What a forward pass may read besides arrays: every module's type and its plain
+    settings (numbers, strings, flags and tuples of them), the guard of a compiled module
+    (as ``torch.compile`` guards the attributes a trace read)."""
+
+    def setting(v: Any) -> bool:
+        return isinstance(v, _SETTING_TYPES) or (isinstance(v, tuple) and all(setting(e) for e in v))
+
+    return tuple((name, type(m).__name__, tuple((k, v) for k, v in vars(m).items()
+                                               if not k.startswith("_") and setting(v)))
+                 for name, m in module.named_modules())
+
+
 class CompiledModule:
     """``fg.compile(model)``, as ``torch.compile(model)``: called like the module, it runs its
     forward pass as a compiled program. The parameters and buffers are inputs of the program,
     not constants, so an optimizer step takes effect without tracing again; the buffers a
     forward pass updates (BatchNorm's running statistics) are outputs, assigned back after
-    each call; ``train()`` and ``eval()`` trace once each. Every other attribute
-    (``state_dict``, ``parameters``, submodules...) is the module's."""
+    each call. Every module's plain settings (``training``, ``Dropout.p``, any number, string
+    or flag) are part of the signature, so changing one traces again (``train()`` and
+    ``eval()`` trace once each). Every other attribute (``state_dict``, ``parameters``,
+    submodules...) is the module's."""
 
     def __init__(self, module: Module) -> None:
         self._module = module
-        self._program = _compile(self._forward, static_argnames=("training",))
+        self._program = _compile(self._forward, static_argnames=("configuration",))
+        self._version, self._configuration = -1, ()
 
     def _forward(self, state: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                 training: bool) -> tuple[Any, dict[str, Any]]:
+                 configuration: Any) -> tuple[Any, dict[str, Any]]:
         token = _COLLECTING_BUFFERS.set(True)
         try:
             with _swapped(self._module, state):
@@ -446,9 +493,11 @@ class CompiledModule:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         module = self._module
+        if self._version != _CONFIGURATION_VERSION[0]:  # a module's setting changed somewhere: read them again
+            self._version, self._configuration = _CONFIGURATION_VERSION[0], _configuration(module)
         buffers = dict(module.named_buffers())
         out, updated = self._program({**dict(module.named_parameters()), **buffers}, args, kwargs,
-                                     training=module.training)
+                                     configuration=self._configuration)
         changed = [(name, value) for name, value in updated.items() if value is not buffers[name]]
         if changed:
             owners = dict(module.named_modules())

@@ -12,10 +12,21 @@ from typing import Any
 from ..array import Array
 from ..errors import ConcretizationError, DTypeError
 from ..ops import asarray, broadcast_to, zeros
+from ..primitives.core import current_interpreter
 from ..transforms import is_grad_enabled
 from ..transforms.tape import AutogradMeta
 
 __all__ = ["Parameter"]
+
+
+def _compiling() -> bool:
+    """Whether an ``fg.compile`` trace is in the interpreter stack."""
+    interp = current_interpreter.get()
+    while interp is not None:
+        if getattr(interp, "transform", None) == "compile":
+            return True
+        interp = getattr(interp, "parent", None)
+    return False
 
 
 class Parameter(Array):
@@ -47,6 +58,12 @@ class Parameter(Array):
                 "a Parameter was given a traced value: it was changed (an optimizer step, say) inside a transformed "
                 "function such as fg.compile, where values are abstract. Return the new values instead: "
                 "fg.optim.sgd(...).update(grads, state, params) gives them, as pure functions.")
+        if _compiling():  # a concrete value while a compiled function traces: it would change once, now
+            raise ConcretizationError(
+                "a Parameter was changed (an optimizer step, say) while fg.compile traced a function: the change "
+                "would happen once, while tracing, and never when the compiled function runs. Return the new values "
+                "instead: fg.optim.sgd(...).update(grads, state, params) gives them, as pure functions; or step "
+                "the optimizer outside the compiled function.")
         self._data = value._data
         self._dtype = value._dtype
         self._device = value._device

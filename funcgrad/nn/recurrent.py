@@ -14,6 +14,7 @@ from typing import Any
 from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
+from ..primitives.rules import as_int
 from . import functional as F
 from . import init
 from .module import Module
@@ -55,6 +56,8 @@ class _Recurrent(Module):
                  dtype: Any = None, device: Any = None) -> None:
         super().__init__()
         name = type(self).__name__
+        as_int(name, input_size, "input_size", minimum=1)
+        as_int(name, hidden_size, "hidden_size", minimum=1)
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"{name}: dropout must be a probability in [0, 1], got {dropout}")
         if num_layers < 1:
@@ -230,6 +233,8 @@ class _Cell(Module):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
+        as_int(type(self).__name__, input_size, "input_size", minimum=1)
+        as_int(type(self).__name__, hidden_size, "hidden_size", minimum=1)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         bound = 1 / math.sqrt(hidden_size)
         rows = self.gates * hidden_size

@@ -10,6 +10,8 @@ from typing import Any
 
 from .. import dtypes as _dt
 from .. import ops
+from ..errors import ArgumentTypeError
+from ..primitives.rules import as_int
 from . import functional as F
 from .attention import MultiheadAttention
 from .layers import Dropout, LayerNorm, Linear, ModuleList
@@ -119,12 +121,21 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
+def _check_stack(name: str, layer: Any, num_layers: Any, norm: Any) -> None:
+    if not isinstance(layer, Module):
+        raise ArgumentTypeError(f"{name}: the layer to repeat must be a Module, got {type(layer).__name__}")
+    as_int(name, num_layers, "num_layers", minimum=1)
+    if norm is not None and not isinstance(norm, Module):
+        raise ArgumentTypeError(f"{name}: norm must be a Module or None, got {type(norm).__name__}")
+
+
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (each its own parameters), then ``norm``."""
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
                  enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
         super().__init__()
+        _check_stack("TransformerEncoder", encoder_layer, num_layers, norm)
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers, self.norm = num_layers, norm
 
@@ -141,6 +152,7 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None) -> None:
         super().__init__()
+        _check_stack("TransformerDecoder", decoder_layer, num_layers, norm)
         self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
         self.num_layers, self.norm = num_layers, norm
 

@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 from .. import dtypes as _dt
 from ..errors import DTypeError, ShapeError
 from ..primitives.core import bind, fmt_shape
-from ..primitives.decompositions import eigh_p, pinv_p, qr_p, slogdet_p, svd_p
+from ..primitives.decompositions import det_p, eigh_p, pinv_p, qr_p, slogdet_p, svd_p
 from ..primitives.rules import as_int
 from .creation import eye
-from .elementwise import _cast, _single, exp, where
+from .elementwise import _cast, _single, where
 from .linalg import inv, matmul
 from .numpy_compat import cross as _cross
 from .reductions import max, sum
@@ -117,10 +117,9 @@ def slogdet(x: Any, /) -> SlogdetResult:
 
 
 def det(x: Any, /) -> Any:
-    """The determinant, ``sign * exp(logabsdet)`` (its gradient is ``det * inv(x).mT``: at a
-    singular matrix it is NaN, where PyTorch and JAX give the adjugate)."""
-    sign, logabsdet = slogdet(x)
-    return sign * exp(logabsdet)
+    """The determinant. Its gradient is the cofactor matrix (the adjugate's transpose), at a
+    singular matrix too, as in JAX and PyTorch."""
+    return bind(det_p, _matrices("det", x, square=True, complex_ok=True))
 
 
 def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:

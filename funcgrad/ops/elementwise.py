@@ -78,22 +78,36 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
     ``floating`` ops turn integer results into the default float (as PyTorch and JAX do).
     Scalars alone become an array on ``device`` (the other operands', e.g. a condition's)."""
     args = tuple(_to_array(a) for a in args)
-    strong = [a for a in args if not isinstance(a, _SCALARS)]
-    if not strong:  # scalars only: make the first one an array
-        args = (asarray(args[0], device=device),) + args[1:]
-        strong = [args[0]]
+    strong = [a for a in args if not isinstance(a, _SCALARS) and not a.weak]
+    if not strong:
+        if not any(getattr(a, "weak", False) for a in args):  # scalars only: make the first one an array
+            args = (asarray(args[0], device=device),) + args[1:]
+            strong = [args[0]]
+        else:  # Python numbers alone, some traced (weak): computed as Python computes them, in 64 bits
+            kind = max(_KIND_ORDER[a.dtype.kind if not isinstance(a, _SCALARS) else _PY_KIND[type(a)]]
+                        for a in args)
+            dt = _PYTHON_PRECISION[kind if not floating or kind >= 2 else 2]
+            return tuple(_cast(a, dt) for a in args)
     dt = strong[0].dtype
     for a in strong[1:]:
         dt = _dt.promote(dt, a.dtype)
     for a in args:
         if isinstance(a, _SCALARS):
             dt = _dt.weak_result(dt, a)
+        elif a.weak:  # a traced Python number: as the number would
+            dt = _dt.weak_result(dt, _PY_EXAMPLE[a.dtype.kind])
     if floating and dt.kind not in "fc":
         dt = _dt.default_float
     if dt.kind == "c" and op in BINARY_TABLE and "c" not in BINARY_TABLE[op][1]:
         require_kind(op, dt, BINARY_TABLE[op][1], "real arrays")
     return tuple(_cast(a, dt) for a in args)
 
+
+# Python numbers by kind: bool < int < float < complex, each computed in 64 bits
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_PY_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
+_PYTHON_PRECISION = {0: _dt.bool_, 1: _dt.int64, 2: _dt.float64, 3: _dt.complex128}
+_PY_EXAMPLE = {"b": True, "u": 1, "i": 1, "f": 1.0, "c": 1j}
 
 # (dtype kind, Python scalar type) pairs where the scalar takes the array's dtype
 _WEAK_FITS = {("f", float), ("f", int), ("f", bool), ("i", int), ("i", bool), ("u", int), ("u", bool),

@@ -54,7 +54,7 @@ def normalize_index(x: Any, index: Any) -> list[Any]:
                 if arr.ndim == 0:
                     raise IndexError("a 0-d boolean mask is supported as the whole index only (x[mask]); "
                                      "inside a tuple use None and a slice")
-                entries.extend(nonzero(arr))  # a mask consumes arr.ndim axes
+                entries.append(_Mask(arr))  # a mask consumes arr.ndim axes
             elif arr.dtype.kind in "iu":
                 entries.append(arr)
             else:
@@ -62,7 +62,7 @@ def normalize_index(x: Any, index: Any) -> list[Any]:
     n_ellipsis = sum(1 for e in entries if e is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    consumed = sum(e.arr.ndim if isinstance(e, _Mask) else 1 for e in entries if e is not None and e is not Ellipsis)
     if consumed > x.ndim:
         raise IndexError(f"too many indices: {consumed} for an array of shape {fmt_shape(x.shape)}")
     fill = [slice(None)] * (x.ndim - consumed)
@@ -71,7 +71,36 @@ def normalize_index(x: Any, index: Any) -> list[Any]:
         entries = entries[:k] + fill + entries[k + 1:]
     else:
         entries = entries + fill
+    if any(isinstance(e, _Mask) for e in entries):
+        entries = _expand_masks(x, entries)
     return entries
+
+
+class _Mask:
+    """A boolean mask among an index's entries, until its axes are known."""
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+
+
+def _expand_masks(x: Any, entries: list[Any]) -> list[Any]:
+    """Each mask checked against the axes it covers (NumPy's ``IndexError`` when they differ),
+    then turned into one integer array per axis."""
+    out: list[Any] = []
+    axis = 0
+    for e in entries:
+        if isinstance(e, _Mask):
+            covered = tuple(x.shape[axis:axis + e.arr.ndim])
+            if tuple(e.arr.shape) != covered:
+                raise IndexError(f"boolean index of shape {fmt_shape(tuple(e.arr.shape))} does not match the indexed "
+                                 f"axes {fmt_shape(covered)} of an array of shape {fmt_shape(x.shape)} (from axis "
+                                 f"{axis})")
+            out.extend(nonzero(e.arr))
+            axis += e.arr.ndim
+        else:
+            out.append(e)
+            axis += e is not None
+    return out
 
 
 def _check_int(i: int, axis: int, shape: tuple[int, ...]) -> int:

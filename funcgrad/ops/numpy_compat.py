@@ -12,6 +12,7 @@ from .. import dtypes as _dt
 from ..errors import ArgumentValueError, ShapeError
 from ..primitives.core import bind
 from ..primitives.elementwise import conj_p, imag_p, real_p
+from ..primitives.rules import as_int, normalize_axis
 from .creation import arange, asarray, zeros, zeros_like
 from .elementwise import (
     _own,
@@ -146,7 +147,12 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """``m`` turned by 90 degrees ``k`` times, from the first axis towards the second."""
     m = _single(m)
-    k %= 4
+    k = as_int("rot90", k, "k", minimum=None) % 4
+    if len(axes) != 2:
+        raise ArgumentValueError(f"rot90: axes must be two axes, got {axes!r}")
+    axes = tuple(normalize_axis("rot90", a, m.ndim) for a in axes)  # type: ignore[assignment]
+    if axes[0] == axes[1]:
+        raise ArgumentValueError(f"rot90: the two axes must differ, got {axes!r}")
     if k == 0:
         return _own(m)
     if k == 2:
@@ -241,11 +247,16 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None
 
 
 def sinc(x: Any) -> Any:
-    """``sin(pi x) / (pi x)``, 1 at 0 (its limit: the derivative there is 0 too)."""
+    """``sin(pi x) / (pi x)``, 1 at 0. At 0 the value is its Maclaurin series in ``x`` (to
+    ``x**8``), so every derivative up to the eighth is the function's there too
+    (``grad(grad(sinc))(0.)`` is ``-pi**2 / 3``, as JAX gives)."""
     x = _single(x)
     zero = equal(x, 0)
     safe = where(zero, 1.0, x) * math.pi
-    return where(zero, 1.0, sin(safe) / safe)
+    at_zero = where(zero, x, 0.0) * math.pi
+    u = at_zero * at_zero
+    series = 1.0 + u * (-1 / 6 + u * (1 / 120 + u * (-1 / 5040 + u * (1 / 362880))))
+    return where(zero, series, sin(safe) / safe)
 
 
 def logaddexp2(x1: Any, x2: Any) -> Any:

@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import ArgumentTypeError, ArgumentValueError
+from ..primitives.rules import as_int
 from .optimizer import Optimizer as _Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "MultiStepLR", "ConstantLR",
@@ -14,11 +16,27 @@ __all__ = ["LRScheduler", "StepLR", "ExponentialLR", "CosineAnnealingLR", "Lambd
            "ReduceLROnPlateau", "SequentialLR", "ChainedScheduler"]
 
 
+def _require_optimizer(name: str, optimizer: Any) -> None:
+    if not isinstance(optimizer, _Optimizer):
+        raise ArgumentTypeError(f"{name}: the first argument must be an fg.optim optimizer, got "
+                                f"{type(optimizer).__name__} {optimizer!r}")
+
+
+def _lambdas(name: str, lr_lambda: Any, n: int) -> list[Callable[[int], float]]:
+    """One function per parameter group (one given for all, or a list of ``n``)."""
+    fns = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+    if len(fns) != n or not all(callable(f) for f in fns):
+        raise ArgumentTypeError(f"{name}: lr_lambda must be a function or a list of {n} functions (one per "
+                                f"parameter group), got {lr_lambda!r}")
+    return fns
+
+
 class LRScheduler:
     """The base of the schedulers: ``step()`` sets each group's ``lr`` from ``get_lr()``;
     ``state_dict``/``load_state_dict``."""
 
     def __init__(self, optimizer: _Optimizer, last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         self.optimizer = optimizer
         for g in optimizer.param_groups:
             g.setdefault("initial_lr", g["lr"])
@@ -54,7 +72,8 @@ class StepLR(LRScheduler):
     """The learning rate times ``gamma`` every ``step_size`` epochs."""
 
     def __init__(self, optimizer: _Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
-        self.step_size, self.gamma = step_size, gamma
+        _require_optimizer(type(self).__name__, optimizer)
+        self.step_size, self.gamma = as_int("StepLR", step_size, "step_size", minimum=1), gamma
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -66,6 +85,7 @@ class ExponentialLR(LRScheduler):
     """The learning rate times ``gamma`` every epoch."""
 
     def __init__(self, optimizer: _Optimizer, gamma: float, last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
 
@@ -78,7 +98,8 @@ class CosineAnnealingLR(LRScheduler):
     """The learning rate down a half cosine from the initial value to ``eta_min`` over ``T_max`` epochs."""
 
     def __init__(self, optimizer: _Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
-        self.T_max, self.eta_min = T_max, eta_min
+        _require_optimizer(type(self).__name__, optimizer)
+        self.T_max, self.eta_min = as_int("CosineAnnealingLR", T_max, "T_max", minimum=1), eta_min
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -91,8 +112,9 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         n = len(optimizer.param_groups)
-        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        self.lr_lambdas = _lambdas(type(self).__name__, lr_lambda, n)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -108,6 +130,7 @@ class MultiStepLR(LRScheduler):
     """The learning rate times ``gamma`` at each milestone epoch."""
 
     def __init__(self, optimizer: _Optimizer, milestones: list[int], gamma: float = 0.1, last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         self.milestones, self.gamma = sorted(milestones), gamma
         super().__init__(optimizer, last_epoch)
 
@@ -121,6 +144,7 @@ class ConstantLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
                  last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         self.factor, self.total_iters = factor, total_iters
         super().__init__(optimizer, last_epoch)
 
@@ -135,6 +159,7 @@ class LinearLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
                  total_iters: int = 5, last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
         super().__init__(optimizer, last_epoch)
 
@@ -148,7 +173,8 @@ class PolynomialLR(LRScheduler):
     """The learning rate times ``(1 - epoch / total_iters) ** power``, then 0."""
 
     def __init__(self, optimizer: _Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
-        self.total_iters, self.power = total_iters, power
+        _require_optimizer(type(self).__name__, optimizer)
+        self.total_iters, self.power = as_int("PolynomialLR", total_iters, "total_iters", minimum=1), power
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -161,8 +187,9 @@ class MultiplicativeLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         n = len(optimizer.param_groups)
-        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        self.lr_lambdas = _lambdas(type(self).__name__, lr_lambda, n)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -180,7 +207,10 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
                  last_epoch: int = -1) -> None:
-        self.T_0, self.T_mult, self.eta_min = T_0, T_mult, eta_min
+        _require_optimizer(type(self).__name__, optimizer)
+        self.T_0 = as_int("CosineAnnealingWarmRestarts", T_0, "T_0", minimum=1)
+        self.T_mult = as_int("CosineAnnealingWarmRestarts", T_mult, "T_mult", minimum=1)
+        self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -217,8 +247,12 @@ class OneCycleLR(LRScheduler):
                  anneal_strategy: str = "cos", cycle_momentum: bool = True, base_momentum: float = 0.85,
                  max_momentum: float = 0.95, div_factor: float = 25.0, final_div_factor: float = 1e4,
                  three_phase: bool = False, last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         n = len(optimizer.param_groups)
-        self.total_steps = total_steps if total_steps is not None else epochs * steps_per_epoch  # type: ignore
+        if total_steps is None and (epochs is None or steps_per_epoch is None):
+            raise ArgumentValueError("OneCycleLR: give total_steps, or both epochs and steps_per_epoch")
+        self.total_steps = as_int("OneCycleLR", total_steps if total_steps is not None else
+                                  epochs * steps_per_epoch, "total_steps", minimum=1)  # type: ignore[operator]
         max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * n
         for g, top in zip(optimizer.param_groups, max_lrs):
             g["initial_lr"], g["max_lr"] = top / div_factor, top
@@ -272,10 +306,13 @@ class CyclicLR(LRScheduler):
                  scale_fn: Callable[[float], float] | None = None, scale_mode: str = "cycle",
                  cycle_momentum: bool = True, base_momentum: float = 0.8, max_momentum: float = 0.9,
                  last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         for g in optimizer.param_groups:
             g["initial_lr"] = g["lr"] = base_lr
         self.base_lr_value, self.max_lr = base_lr, max_lr
-        down = step_size_down if step_size_down is not None else step_size_up
+        step_size_up = as_int("CyclicLR", step_size_up, "step_size_up", minimum=1)
+        down = as_int("CyclicLR", step_size_down, "step_size_down", minimum=1) if step_size_down is not None \
+            else step_size_up
         self.total_size, self.step_ratio = float(step_size_up + down), step_size_up / float(step_size_up + down)
         self.mode, self.gamma = mode, gamma
         if scale_fn is None:
@@ -313,6 +350,7 @@ class ReduceLROnPlateau:
     def __init__(self, optimizer: _Optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
                  min_lr: float | list[float] = 0.0, eps: float = 1e-8) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         if factor >= 1.0:
             raise ValueError("ReduceLROnPlateau: factor must be below 1")
         self.optimizer, self.mode, self.factor, self.patience = optimizer, mode, factor, patience
@@ -368,6 +406,7 @@ class SequentialLR:
 
     def __init__(self, optimizer: _Optimizer, schedulers: list[LRScheduler], milestones: list[int],
                  last_epoch: int = -1) -> None:
+        _require_optimizer(type(self).__name__, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(f"SequentialLR: {len(schedulers)} schedulers need {len(schedulers) - 1} milestones")
         self.optimizer, self._schedulers, self._milestones = optimizer, list(schedulers), list(milestones)

@@ -22,7 +22,7 @@ from .. import ops
 from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
 from ..backends.device import CPU
-from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..nn.parameter import Parameter
 from ..primitives.core import fmt_shape
 from ..transforms.api import no_grad
@@ -60,7 +60,7 @@ def _reference_counts(p: Parameter) -> tuple[int, int, int] | None:
     parameter over a whole buffer it was assigned from a kernel's output; ``None`` for any
     other arrangement (a view into a larger buffer, memory shared with a NumPy array)."""
     buf, data = p._buf, p._data
-    if buf is None or buf.raw_owner is not data or data.base is not None:
+    if buf is None or buf._raw_owner is not data or data.base is not None:
         return None
     flat = buf._flat
     if flat is None or flat.base is not data:
@@ -104,9 +104,14 @@ class Optimizer:
         self.state: dict[Parameter, dict[str, Any]] = {}
         self.param_groups: list[dict[str, Any]] = []
         self._names: dict[str, Parameter] = {}
+        name = type(self).__name__
+        if isinstance(params, (Parameter, dict)) or not hasattr(params, "__iter__") or hasattr(params, "parameters"):
+            hint = " (pass model.parameters())" if hasattr(params, "parameters") else ""
+            raise ArgumentTypeError(f"{name}: params must be an iterable of Parameters or of parameter-group dicts, "
+                                    f"got {type(params).__name__}{hint}")
         groups = list(params)
         if not groups:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+            raise ArgumentValueError(f"{name}: got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for g in groups:
@@ -114,6 +119,9 @@ class Optimizer:
 
     def add_param_group(self, group: dict[str, Any]) -> None:
         """Add a parameter group (its own hyperparameters; the defaults fill the rest)."""
+        if not isinstance(group, dict) or "params" not in group:
+            raise ArgumentTypeError(f"{type(self).__name__}: a parameter group is a dict with a 'params' entry, got "
+                                    f"{type(group).__name__}")
         params = group["params"]
         params = [params] if isinstance(params, Parameter) else list(params)
         plain = []
@@ -122,11 +130,11 @@ class Optimizer:
                 self._names[p[0]] = p[1]
                 p = p[1]
             if not isinstance(p, Parameter):
-                raise TypeError(f"{type(self).__name__} can only optimize fg.nn.Parameter objects, got "
+                raise ArgumentTypeError(f"{type(self).__name__} can only optimize fg.nn.Parameter objects, got "
                                 f"{type(p).__name__} (wrap arrays with fg.nn.Parameter(x))")
             plain.append(p)
         if not plain:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
+            raise ArgumentValueError(f"{type(self).__name__}: got an empty parameter list")
         full = dict(self.defaults)
         full.update({k: v for k, v in group.items() if k != "params"})
         full["params"] = plain
@@ -225,10 +233,15 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the state from state_dict()'s dict."""
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            raise ArgumentValueError(f"{type(self).__name__}.load_state_dict: expected the dict state_dict() returns "
+                                     "(with 'state' and 'param_groups'), got "
+                                     + (f"keys {sorted(map(str, state_dict))}" if isinstance(state_dict, dict)
+                                        else type(state_dict).__name__))
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
                 len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)):
-            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved param groups do not match this "
+            raise ArgumentValueError(f"{type(self).__name__}.load_state_dict: the saved param groups do not match this "
                              "optimizer's (group count or sizes differ)")
         params = [p for g in self.param_groups for p in g["params"]]
         for i in state_dict["state"]:

@@ -5,15 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ops
-from ..errors import ArgumentValueError
+from ..errors import ArgumentTypeError, ArgumentValueError
 from .optimizer import Optimizer
 
 
-def _check(name: str, **checks: tuple[Any, bool]) -> None:
-    """PyTorch's hyperparameter checks: ``value, ok`` per argument; the first that fails raises."""
+def _check(name: str, **checks: tuple[Any, Any]) -> None:
+    """PyTorch's hyperparameter checks: ``value, ok(value)`` per argument; the first that fails
+    raises (``ArgumentTypeError`` for a value the check cannot even compare)."""
     for arg, (value, ok) in checks.items():
-        if not ok:
+        try:
+            good = bool(ok(value))
+        except (TypeError, IndexError):
+            raise ArgumentTypeError(f"{name}: {arg} must be a number (or numbers), got {type(value).__name__} "
+                                    f"{value!r}") from None
+        if not good:
             raise ArgumentValueError(f"{name}: invalid {arg} value: {value!r}")
+
+
+def _at_least_zero(value: Any) -> bool:
+    return bool(value >= 0.0)
 
 
 def _betas_ok(betas: Any) -> bool:
@@ -27,8 +37,8 @@ class SGD(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False) -> None:
-        _check("SGD", lr=(lr, lr >= 0.0), momentum=(momentum, momentum >= 0.0),
-               weight_decay=(weight_decay, weight_decay >= 0.0))
+        _check("SGD", lr=(lr, _at_least_zero), momentum=(momentum, _at_least_zero),
+               weight_decay=(weight_decay, _at_least_zero))
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ArgumentValueError("SGD: Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
@@ -56,8 +66,8 @@ class Adam(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False) -> None:
-        _check(type(self).__name__, lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
-               weight_decay=(weight_decay, weight_decay >= 0.0))
+        _check(type(self).__name__, lr=(lr, _at_least_zero), eps=(eps, _at_least_zero), betas=(betas, _betas_ok),
+               weight_decay=(weight_decay, _at_least_zero))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                                       maximize=maximize))
 
@@ -102,8 +112,8 @@ class RMSprop(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
                  maximize: bool = False) -> None:
-        _check("RMSprop", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), momentum=(momentum, momentum >= 0.0),
-               weight_decay=(weight_decay, weight_decay >= 0.0), alpha=(alpha, alpha >= 0.0))
+        _check("RMSprop", lr=(lr, _at_least_zero), eps=(eps, _at_least_zero), momentum=(momentum, _at_least_zero),
+               weight_decay=(weight_decay, _at_least_zero), alpha=(alpha, _at_least_zero))
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, maximize=maximize))
 
@@ -167,10 +177,10 @@ class Adagrad(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> None:
-        _check("Adagrad", lr=(lr, lr >= 0.0), lr_decay=(lr_decay, lr_decay >= 0.0),
-               weight_decay=(weight_decay, weight_decay >= 0.0),
-               initial_accumulator_value=(initial_accumulator_value, initial_accumulator_value >= 0.0),
-               eps=(eps, eps >= 0.0))
+        _check("Adagrad", lr=(lr, _at_least_zero), lr_decay=(lr_decay, _at_least_zero),
+               weight_decay=(weight_decay, _at_least_zero),
+               initial_accumulator_value=(initial_accumulator_value, _at_least_zero),
+               eps=(eps, _at_least_zero))
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps, maximize=maximize,
                                       initial_accumulator_value=initial_accumulator_value))
 
@@ -190,8 +200,8 @@ class Adamax(Optimizer):
 
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, maximize: bool = False) -> None:
-        _check("Adamax", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
-               weight_decay=(weight_decay, weight_decay >= 0.0))
+        _check("Adamax", lr=(lr, _at_least_zero), eps=(eps, _at_least_zero), betas=(betas, _betas_ok),
+               weight_decay=(weight_decay, _at_least_zero))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
@@ -212,8 +222,8 @@ class NAdam(Optimizer):
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False,
                  maximize: bool = False) -> None:
-        _check("NAdam", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
-               weight_decay=(weight_decay, weight_decay >= 0.0), momentum_decay=(momentum_decay, momentum_decay >= 0))
+        _check("NAdam", lr=(lr, _at_least_zero), eps=(eps, _at_least_zero), betas=(betas, _betas_ok),
+               weight_decay=(weight_decay, _at_least_zero), momentum_decay=(momentum_decay, _at_least_zero))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay))
 
@@ -237,8 +247,8 @@ class RAdam(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, maximize: bool = False) -> None:
-        _check("RAdam", lr=(lr, lr >= 0.0), eps=(eps, eps >= 0.0), betas=(betas, _betas_ok(betas)),
-               weight_decay=(weight_decay, weight_decay >= 0.0))
+        _check("RAdam", lr=(lr, _at_least_zero), eps=(eps, _at_least_zero), betas=(betas, _betas_ok),
+               weight_decay=(weight_decay, _at_least_zero))
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
@@ -270,8 +280,8 @@ class Adadelta(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0.0,
                  maximize: bool = False) -> None:
-        _check("Adadelta", lr=(lr, lr >= 0.0), rho=(rho, 0.0 <= rho <= 1.0), eps=(eps, eps >= 0.0),
-               weight_decay=(weight_decay, weight_decay >= 0.0))
+        _check("Adadelta", lr=(lr, _at_least_zero), rho=(rho, lambda rho: 0.0 <= rho <= 1.0), eps=(eps, _at_least_zero),
+               weight_decay=(weight_decay, _at_least_zero))
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:
@@ -291,7 +301,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params: Any, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50.0), maximize: bool = False) -> None:
-        _check("Rprop", lr=(lr, lr >= 0.0), etas=(etas, 0.0 < etas[0] < 1.0 < etas[1]))
+        _check("Rprop", lr=(lr, _at_least_zero), etas=(etas, lambda etas: 0.0 < etas[0] < 1.0 < etas[1]))
         super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize))
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, float, Any]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from . import collective, decompositions, elementwise, fft, index, linalg, random, reduce, shape  # noqa: F401  (registers them)
-from .core import _REGISTRY, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
+from .core import _REGISTRY, ANY, FRESH, OPERAND, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
 
-__all__ = ["Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter", "registry",
-           "registry_lookup"]
+__all__ = ["ANY", "FRESH", "OPERAND", "Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter",
+           "registry", "registry_lookup"]
 
 
 def registry() -> Iterator[Primitive]:

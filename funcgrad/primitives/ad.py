@@ -24,7 +24,7 @@ from typing import Any
 
 from .core import Primitive, ShapedArray, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "VJPFromRules"]
+__all__ = ["defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "VJPRule", "VJPFromRules"]
 
 
 class JVPFromRules:
@@ -51,10 +51,30 @@ class JVPFromRules:
         return ans, out
 
 
+class VJPRule:
+    """What every primitive's reverse-mode rule (``prim.vjp``) provides; reverse mode calls
+    nothing else. ``fwd`` computes the outputs and what the backward pass keeps; ``bwd`` maps
+    those residuals and the outputs' cotangents to one cotangent (or ``None``) per input;
+    ``residuals`` gives what ``fwd`` would keep when the outputs are already known (a
+    checkpoint policy saved them). ``needs``: per input, whether a cotangent is asked for."""
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        """By default the forward pass runs again for its residuals (a call-like primitive's
+        rules keep values only its forward pass makes); rules that keep inputs and outputs
+        pick them instead."""
+        return self.fwd(primals, params)[1]
+
+
 _NOTHING = [(None, (None,) * n) for n in range(8)]  # what a rule that reads nothing keeps, by arity
 
 
-class VJPFromRules:
+class VJPFromRules(VJPRule):
     """``prim.vjp``: ``fwd(primals, params) -> (ans, residuals)`` and
     ``bwd(residuals, g, params, needs) -> one cotangent (or None) per input``."""
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import lax
-from .core import _REGISTRY, Primitive, aval_of, bind
+from .core import _REGISTRY, Primitive, ShapedArray, aval_of, bind
 
 __all__ = ["axis_size", "to_front", "with_batch", "defbroadcasting", "defvectorized", "defbatched_matrices",
            "batch_by_loop", "defunbatched", "shift_axes", "logical_ndim"]
@@ -125,6 +125,8 @@ def batch_by_loop(prim: Primitive) -> Callable[..., Any]:
 
     def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> Any:
         n = axis_size(args, dims)
+        if n == 0:  # no member to run: empty results of the shapes one member's would have
+            return _empty_results(prim, args, dims, params)
         runs = [bind(prim, *(_member(a, d, k) for a, d in zip(args, dims)), **params) for k in range(n)]
         if prim.multiple_results:
             outs = tuple(_stack([run[i] for run in runs]) for i in range(len(runs[0]))) if runs else ()
@@ -132,6 +134,18 @@ def batch_by_loop(prim: Primitive) -> Callable[..., Any]:
         return _stack(runs), 0
 
     return rule
+
+
+def _empty_results(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None], params: dict[str, Any]) -> Any:
+    like = next(a for a, d in zip(args, dims) if d is not None)
+    member = [a if d is None else ShapedArray(tuple(s for i, s in enumerate(aval_of(a).shape) if i != d),
+                                              aval_of(a).dtype, aval_of(a).device) for a, d in zip(args, dims)]
+    member = [aval_of(a) if d is None and hasattr(a, "shape") else m for a, d, m in zip(args, dims, member)]
+    out: Any = prim.abstract_eval(*member, **params)
+    if prim.multiple_results:
+        outs = tuple(lax.zeros(like, (0, *o.shape), o.dtype) for o in out)
+        return outs, (0,) * len(outs)
+    return lax.zeros(like, (0, *out.shape), out.dtype), 0
 
 
 def _stack(parts: list[Any]) -> Any:

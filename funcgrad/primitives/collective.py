@@ -17,7 +17,7 @@ from ..errors import ArgumentValueError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import defvectorized
-from .core import Primitive, ShapedArray, bind
+from .core import ANY, Primitive, ShapedArray, bind
 from .rules import require_kind
 
 __all__ = ["all_reduce_p"]
@@ -38,7 +38,8 @@ def _all_reduce_kernel(xp: Any, x: Any, *, op: str) -> Any:
     return out.reshape(x.shape)
 
 
-all_reduce_p = Primitive("all_reduce", _all_reduce_rule, kernel=_all_reduce_kernel, effectful=True)
+all_reduce_p = Primitive("all_reduce", _all_reduce_rule, kernel=_all_reduce_kernel, effectful=True,
+                         aliases=ANY)  # (one rank's result may be its input; a group may keep its buffers)
 
 
 def _holders(ans: Any, x: Any) -> tuple[Any, Any]:

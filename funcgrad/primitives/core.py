@@ -20,35 +20,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..dtypes import DType
 from ..errors import DTypeError, FuncgradError, LinAlgError
 from .domains import REAL
 
+if TYPE_CHECKING:
+    from .ad import VJPRule
+
 __all__ = [
     "Primitive", "ShapedArray", "bind", "current_interpreter", "aval_of",
-    "Layout", "fmt_shape", "contiguous_strides",
+    "Layout", "fmt_shape", "contiguous_strides", "FRESH", "OPERAND", "ANY",
 ]
 
 
 class ShapedArray:
     """An abstract value: what is known about an array without its data.
-    (A slotted class, not a dataclass: the VJP interpreter makes many of these.)"""
+    (A slotted class, not a dataclass: the VJP interpreter makes many of these.)
 
-    __slots__ = ("shape", "dtype", "device")
+    ``weak``: a traced value that stands for a Python number (a number passed to
+    ``fg.compile``, ``fori_loop``'s index, arithmetic among them): it promotes as the
+    number would, taking the dtype of the arrays it meets (JAX's weak types)."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any) -> None:
+    __slots__ = ("shape", "dtype", "device", "weak")
+
+    def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any, weak: bool = False) -> None:
         self.shape = shape
         self.dtype = dtype
         self.device = device
+        self.weak = weak
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, ShapedArray) and self.shape == other.shape and self.dtype is other.dtype
-                and self.device is other.device)
+                and self.device is other.device and self.weak == other.weak)
 
     def __hash__(self) -> int:
-        return hash((self.shape, self.dtype, self.device))
+        return hash((self.shape, self.dtype, self.device, self.weak))
 
     @property
     def ndim(self) -> int:
@@ -65,7 +73,8 @@ class ShapedArray:
 
     def str_short(self) -> str:
         """A short description, as ``f32[3,4]``."""
-        return f"{_SHORT.get(self.dtype.name, self.dtype.name)}[{','.join(map(str, self.shape))}]"
+        return f"{_SHORT.get(self.dtype.name, self.dtype.name)}[{','.join(map(str, self.shape))}]" + \
+            ("{weak}" if self.weak else "")
 
     def __repr__(self) -> str:
         return f"ShapedArray({self.str_short()}, {self.device})"
@@ -85,6 +94,12 @@ class Layout(NamedTuple):
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     offset: int
+
+
+# What a primitive's outputs may share memory with (``Primitive.aliases``).
+FRESH = "fresh"  # nothing: new memory each time (every kernel; the registry test checks it)
+OPERAND = "operand"  # its first input (a view)
+ANY = "any"  # any input, any constant it closes over, or memory it keeps (call-like primitives, collectives)
 
 
 class Primitive:
@@ -111,6 +126,12 @@ class Primitive:
         c_expr: for an elementwise primitive, its value as a C expression of ``{0}``,
             ``{1}``...: how a fused GPU kernel (``transforms.lower``) computes it.
         domain: the ``Domain`` a differentiable primitive's derivative is checked on.
+        aliases: which memory its outputs may share, read by the memory planner of
+            lowered programs (``transforms.lower``), which writes in place only into
+            memory a program made and nothing else reaches: ``FRESH`` (a kernel: new
+            memory, every time), ``OPERAND`` (a view: its first input's memory) or
+            ``ANY`` (a call-like primitive, a collective: any input, any constant of the
+            programs it runs, or memory it keeps). Derived from the kind unless given.
     """
 
     def __init__(
@@ -127,6 +148,7 @@ class Primitive:
         impl: Callable[..., Any] | None = None,
         native: Any = None,
         effectful: bool = False,
+        aliases: str | None = None,
     ) -> None:
         if (kernel is None) + (view is None) + (impl is None) != 2:
             raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
@@ -143,8 +165,13 @@ class Primitive:
         self.differentiable = differentiable
         self.effectful = effectful
         self.domain = domain if domain is not None else (REAL if differentiable else None)
+        if aliases is None:
+            aliases = OPERAND if view is not None else ANY if impl is not None else FRESH
+        if aliases not in (FRESH, OPERAND, ANY):
+            raise ValueError(f"primitive {name!r}: aliases must be one of {FRESH!r}, {OPERAND!r}, {ANY!r}")
+        self.aliases = aliases
         self.jvp: Any = None  # a callable rule, or an object with one (VJPFromRules, a call-like primitive's)
-        self.vjp: Any = None
+        self.vjp: VJPRule | None = None  # every reverse-mode rule is a ``VJPRule`` (``primitives.ad``)
         self.batch: Any = None
         self.c_expr: str | None = None
         self._kernels: dict[Any, Callable[..., Any]] = {}

@@ -25,7 +25,7 @@ from .domains import MATRIX, Domain
 from .linalg import solve_p
 from .rules import require_kind
 
-__all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "pinv_p"]
+__all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "det_p", "cofactor_p", "pinv_p"]
 
 
 
@@ -54,8 +54,9 @@ def _lapack(fn: Any) -> Any:
 
 
 def _batch_first(prim: Primitive, n_out: int) -> None:
-    """The batch axis in front: the kernels work on the last two axes of a stack."""
-    prim.batch = lambda args, dims, **p: (bind(prim, to_front(args[0], dims[0]), **p), (0,) * n_out)
+    """The batch axis in front: the kernels work on the last two axes of a stack (``n_out``
+    results; 0: one result, not a tuple)."""
+    prim.batch = lambda args, dims, **p: (bind(prim, to_front(args[0], dims[0]), **p), (0,) * n_out if n_out else 0)
 
 
 # -- small helpers on stacks of matrices ----------------------------------------------------
@@ -351,6 +352,70 @@ defvjp(slogdet_p, _slogdet_vjp, saves="both")
 _batch_first(slogdet_p, 2)
 
 
+# ---- det and the cofactor matrix: derivatives that hold at singular matrices -------------
+#
+# d det(A) = sum(C * dA), C the cofactor matrix (the adjugate's transpose), which exists at
+# every matrix: from the SVD A = U S Vh, C = det(U) det(Vh) conj(U) diag(p) conj(Vh) with
+# p_i the product of the singular values other than s_i. (det * inv(A).mT, what slogdet's
+# rules give, is NaN where A is singular; JAX and PyTorch give the adjugate there too.)
+# C's own derivative, dC = C tr(A^-1 dA) - C (A^-1 dA)^T, needs A^-1: a second derivative at
+# a singular matrix raises LinAlgError, naming the solve.
+
+def _det_rule(a: ShapedArray) -> ShapedArray:
+    _matrices("linalg.det", a, square=True, kinds="fc")
+    return ShapedArray(a.shape[:-2], a.dtype, a.device)
+
+
+def _cofactor_rule(a: ShapedArray) -> ShapedArray:
+    _matrices("linalg.cofactor", a, square=True, kinds="fc")
+    return ShapedArray(a.shape, a.dtype, a.device)
+
+
+def _cofactor_kernel(xp: Any, a: Any) -> Any:
+    n = a.shape[-1]
+    if n == 0:
+        return xp.zeros_like(a)
+    u, s, vh = xp.linalg.svd(a)
+    ones = xp.ones((*s.shape[:-1], 1), s.dtype)
+    before = xp.cumprod(xp.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)  # s_0 ... s_(i-1)
+    after = xp.flip(xp.cumprod(xp.concatenate([ones, xp.flip(s, -1)[..., :-1]], axis=-1), axis=-1), -1)
+    others = before * after  # the product of every singular value but s_i
+    phase = xp.linalg.det(u) * xp.linalg.det(vh)
+    return phase[..., None, None] * (xp.conj(u) * others[..., None, :]) @ xp.conj(vh)
+
+
+det_p = Primitive("linalg_det", _det_rule, kernel=_lapack(lambda xp, a: xp.linalg.det(a)), domain=MATRIX)
+cofactor_p = Primitive("linalg_cofactor", _cofactor_rule, kernel=_lapack(_cofactor_kernel), domain=MATRIX)
+
+
+def _det_jvp(t: Any, ans: Any, a: Any) -> Any:
+    return lax.reduce_sum(bind(cofactor_p, a) * t, (a.ndim - 2, a.ndim - 1))
+
+
+def _det_vjp(g: Any, ans: Any, a: Any) -> Any:
+    return lax.expand_dims(g, (g.ndim, g.ndim + 1)) * bind(cofactor_p, a)
+
+
+def _cofactor_jvp(t: Any, ans: Any, a: Any) -> Any:
+    x = bind(solve_p, a, t)                                           # A^-1 dA
+    trace = lax.reduce_sum(_diag(x), (x.ndim - 2,))
+    return ans * lax.expand_dims(trace, (trace.ndim, trace.ndim + 1)) - lax.matmul(ans, _t(x))
+
+
+def _cofactor_vjp(g: Any, ans: Any, a: Any) -> Any:
+    weight = lax.reduce_sum(g * ans, (a.ndim - 2, a.ndim - 1))
+    inv_t = bind(solve_p, _t(a), lax.broadcast_to(lax.eye(a, a.shape[-1]), tuple(a.shape)))   # A^-T
+    return lax.expand_dims(weight, (weight.ndim, weight.ndim + 1)) * inv_t - lax.matmul(inv_t, lax.matmul(_t(g), ans))
+
+
+defjvp(det_p, _det_jvp)
+defvjp(det_p, _det_vjp, saves="args")
+_batch_first(det_p, 0)
+defjvp(cofactor_p, _cofactor_jvp)
+defvjp(cofactor_p, _cofactor_vjp, saves="both")
+_batch_first(cofactor_p, 0)
+
+
 # ---- pinv: the Moore-Penrose pseudo-inverse ---------------------------------------------
 
 def _pinv_rule(a: ShapedArray, *, rtol: float | None) -> ShapedArray:
@@ -389,4 +454,4 @@ def _pinv_vjp(g: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
 
 defjvp(pinv_p, _pinv_jvp)
 defvjp(pinv_p, _pinv_vjp, saves="both")
-pinv_p.batch = lambda args, dims, **p: (bind(pinv_p, to_front(args[0], dims[0]), **p), 0)
+_batch_first(pinv_p, 0)

@@ -153,6 +153,16 @@ def _pow_exponent_factor(ans: Any, x: Any, y: Any) -> Any:
     return lax.select(lax.logical_and(lax.eq(x, 0), lax.ge(y, 0)), 0.0, ans * safe_log)
 
 
+def _pow_base_factor(t: Any, x: Any, y: Any) -> Any:
+    """t * d(x**y)/dx = t * y * x**(y - 1). Where y is 0 the function is the constant 1, so
+    this is 0, at x = 0 too, where x**(y - 1) is infinite (as JAX and PyTorch give); the base
+    is replaced there before the power, so no higher derivative meets the infinity either."""
+    if not hasattr(y, "dtype"):  # a Python scalar exponent
+        return t * 0.0 if y == 0 else t * y * lax.pow(x, y - 1)
+    constant = lax.eq(y, 0)
+    return lax.select(constant, 0.0, t * y * lax.pow(lax.select(constant, 1.0, x), y - 1))
+
+
 def _copysign_factor(x: Any, ans: Any) -> Any:
     one = lax.const(ans, 1.0)
     return lax.select(lax.eq(lax.signbit(x), lax.signbit(ans)), one, -one)
@@ -168,7 +178,7 @@ BINARY_TABLE: dict[str, tuple[Any, ...]] = {
     "sub": ("subtract", "iufc", lambda t, a, x, y: t, lambda t, a, x, y: -t, "nothing", None),
     "mul": ("multiply", "biufc", lambda t, a, x, y: t * y, lambda t, a, x, y: x * t, "args", None),
     "div": ("true_divide", "fc", lambda t, a, x, y: t / y, lambda t, a, x, y: -t * a / y, "both", NONZERO),
-    "pow": ("power", "iufc", lambda t, a, x, y: t * y * lax.pow(x, y - 1),
+    "pow": ("power", "iufc", lambda t, a, x, y: _pow_base_factor(t, x, y),
             lambda t, a, x, y: t * _pow_exponent_factor(a, x, y), "both", POSITIVE),
     "maximum": ("maximum", "biuf", _MAX, lambda t, a, x, y: _MAX(t, a, y, x), "args", DISTINCT),
     "minimum": ("minimum", "biuf", _MIN, lambda t, a, x, y: _MIN(t, a, y, x), "args", DISTINCT),
@@ -327,7 +337,7 @@ def _convert(xp: Any, x: Any, *, new_dtype: DType) -> Any:
 
 
 def _convert_rule(x: ShapedArray, *, new_dtype: DType) -> ShapedArray:
-    return ShapedArray(x.shape, new_dtype, x.device)
+    return ShapedArray(x.shape, new_dtype, x.device, x.weak)  # (a traced Python number stays one)
 
 
 convert_element_type_p = Primitive("convert_element_type", _convert_rule, kernel=_convert)

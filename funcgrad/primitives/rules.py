@@ -103,7 +103,8 @@ def elementwise(op: str, *args: Any, kinds: str = "biuf", out_dtype: DType | Non
         if not isinstance(a, ShapedArray) and not is_scalar(a):
             raise DTypeError(f"{op}: unsupported operand {a!r} of type {type(a).__name__}")
     shape = broadcast_shapes(op, *(a.shape for a in arrays))
-    return ShapedArray(shape, out_dtype or dtype, common_device(op, arrays))
+    weak = out_dtype is None and all(a.weak for a in arrays)  # Python numbers' arithmetic stays a Python number's
+    return ShapedArray(shape, out_dtype or dtype, common_device(op, arrays), weak)
 
 
 _KIND_WORDS = {"biuf": "a real numeric or bool array", "f": "a real floating-point array",

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from .. import ops, random_state
-from ..array import ArrayBase
+from ..array import Array, ArrayBase
 from ..dtypes import as_dtype, float32, int64
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..primitives.rules import as_int
 from . import keys as _keys
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randn", "randint", "randperm", "normal",
@@ -62,9 +63,10 @@ class Generator:
         return self
 
     def next_key(self) -> Any:
-        """A fresh key for one draw (the generator moves on)."""
+        """A fresh key for one draw (the generator moves on); inside ``fg.vmap``, one per
+        member or the same for all, as its ``randomness`` says."""
         self.key, sub = _keys.split(self.key)
-        return sub
+        return _per_member(sub)
 
     def __repr__(self) -> str:
         return f"<fg.Generator seed={self._seed}>"
@@ -90,6 +92,9 @@ def manual_seed(seed: int) -> Generator:
     the one ``nn.init`` draws from. Returns the default generator (as PyTorch does)."""
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ArgumentTypeError(f"manual_seed: the seed must be an int, got {seed!r}")
+    if not -(1 << 63) <= seed < 1 << 64:
+        raise ArgumentValueError(f"manual_seed: the seed must be in [-2**63, 2**64) (PyTorch's range), got {seed}")
+    seed %= 1 << 64  # a negative seed, as PyTorch maps it
     random_state.manual_seed(seed)
     return default_generator.manual_seed(seed)
 
@@ -100,7 +105,27 @@ def _size(size: tuple[Any, ...], op: str) -> tuple[int, ...]:
 
 
 def _key(generator: Generator | None) -> Any:
+    """The key of one draw from ``generator`` (the default one unless given)."""
+    if generator is not None and not isinstance(generator, Generator):
+        raise ArgumentTypeError(f"generator must be an fg.Generator, got {type(generator).__name__} {generator!r}")
     return (generator if generator is not None else default_generator).next_key()
+
+
+def _per_member(key: Any) -> Any:
+    """A draw's key inside ``fg.vmap``, as each vmap's ``randomness`` says: ``"error"``
+    refuses the draw, ``"same"`` gives every member the same numbers, ``"different"`` gives
+    each member its own (the key split once per member), as ``torch.func.vmap`` does."""
+    for name, randomness, size, box, mapped in random_state.vmap_draws():
+        if mapped(key):  # the generator's key already differs per member (the user mapped over keys)
+            continue
+        if randomness == "error":
+            raise ArgumentValueError(
+                f"fg.vmap({name}): a draw from a random generator (fg.rand, fg.randn, Dropout, ...) inside vmap; "
+                "say whether the members draw different numbers or the same: fg.vmap(f, randomness='different') "
+                "or randomness='same' (as torch.func.vmap), or draw from explicit keys with fg.random")
+        if randomness == "different":
+            key = box(_keys.split(key, size))
+    return key
 
 
 def _finish(x: Any, dtype: Any, device: Any, requires_grad: bool) -> Any:
@@ -155,12 +180,14 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
     else:
         shape = _size((size,) if not isinstance(size, (tuple, list)) else (size,), "normal")
     dtype = arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else float32
+    _require("normal", std, lambda v: v >= 0, "std must be at least 0")
     return _keys.normal(_key(generator), shape, dtype) * std + mean
 
 
 def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
     """0 or 1 with probability ``p`` per element, in ``p``'s dtype (``torch.bernoulli``)."""
     p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=float32)
+    _require("bernoulli", p, lambda v: (v >= 0) & (v <= 1), "p must be in [0, 1]")
     return _keys.bernoulli(_key(generator), p, tuple(p.shape)).astype(p.dtype)
 
 
@@ -173,6 +200,9 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
     if probs.ndim not in (1, 2):
         raise ShapeError(f"multinomial: probs must be 1-D or 2-D, got shape {tuple(probs.shape)}")
     n = probs.shape[-1]
+    num_samples = as_int("multinomial", num_samples, "num_samples", minimum=1)
+    _require("multinomial", probs, lambda v: (v >= 0) & np.isfinite(v), "probs must be finite and at least 0")
+    _require("multinomial", probs, lambda v: np.sum(v, axis=-1) > 0, "every row of probs must have a positive sum")
     if not replacement and num_samples > n:
         raise ArgumentValueError(f"multinomial: {num_samples} samples without replacement from {n} categories")
     with np.errstate(divide="ignore"):  # a zero weight is a logit of -inf, never drawn
@@ -182,6 +212,15 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
         return _keys.categorical(key, logits[..., None, :], shape=(*probs.shape[:-1], num_samples))
     noisy = logits + _keys.gumbel(key, tuple(probs.shape), logits.dtype)
     return ops.argsort(noisy, axis=-1, descending=True, stable=True)[..., :num_samples]
+
+
+def _require(op: str, value: Any, holds: Any, what: str) -> None:
+    """``ArgumentValueError`` unless ``holds`` is true of every element of ``value`` (a number
+    or a concrete array; traced values have none to check, as in PyTorch's compiled code)."""
+    if isinstance(value, (int, float)) or value.__class__ is Array:
+        values = np.asarray(value.numpy() if value.__class__ is Array else value)
+        if values.size and not np.all(holds(values)):
+            raise ArgumentValueError(f"{op}: {what}, got {value!r}")
 
 
 def rand_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:

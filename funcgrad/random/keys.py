@@ -31,6 +31,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeErr
 from ..primitives import lax
 from ..primitives.core import bind
 from ..primitives.random import threefry2x32_p
+from ..primitives.rules import as_int, as_shape, normalize_axis
 
 __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform", "normal",
            "truncated_normal", "randint", "bernoulli", "categorical", "gumbel", "permutation", "choice"]
@@ -164,7 +165,7 @@ def _counters(n: int, like: Any) -> tuple[Any, Any]:
 
 def split(k: Any, num: int | Sequence[int] = 2) -> Any:
     """``num`` new keys (a shape is allowed) from one: ``keys[i]`` is ``fold_in(k, i)``."""
-    shape = (num,) if isinstance(num, (int, np.integer)) else tuple(num)
+    shape = as_shape("fg.random.split", num)
     k1, k2 = _single(k, "split")
     n = math.prod(shape)
     high, low = _counters(n, k1)
@@ -175,8 +176,13 @@ def split(k: Any, num: int | Sequence[int] = 2) -> Any:
 def fold_in(k: Any, data: Any) -> Any:
     """A new key from ``k`` and an integer (a step number, a rank): ``split`` without the others."""
     k1, k2 = _single(k, "fold_in")
-    word = lax.convert(data, uint32) if isinstance(data, ArrayBase) else \
-        ops.asarray(np.uint32(int(data) & 0xFFFFFFFF), device=k1.device)
+    if isinstance(data, ArrayBase):
+        word = lax.convert(data, uint32)
+    else:
+        value = as_int("fg.random.fold_in", data, "data")
+        if value >= 1 << 32:
+            raise ArgumentValueError(f"fg.random.fold_in: data must be below 2**32 (a uint32, as in JAX), got {value}")
+        word = ops.asarray(np.uint32(value), device=k1.device)
     if word.shape != ():
         raise ShapeError(f"fg.random.fold_in: data must be a scalar, got shape {tuple(word.shape)}")
     y1, y2 = _threefry(k1, k2, lax.zeros(k1, (), uint32), word)
@@ -184,17 +190,7 @@ def fold_in(k: Any, data: Any) -> Any:
 
 
 def _shape(shape: Any, op: str, where: str = "fg.random.") -> tuple[int, ...]:
-    if shape is None:
-        return ()
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        return (int(shape),)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise ArgumentTypeError(f"{where}{op}: shape must be a tuple of ints, got {shape!r}") from None
-    if any(d < 0 for d in out):
-        raise ShapeError(f"{where}{op}: negative dimension in shape {out}")
-    return out
+    return () if shape is None else as_shape(f"{where}{op}", shape)
 
 
 def _float_dtype(dtype: Any, op: str) -> DType:
@@ -351,11 +347,14 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any:
 
 def permutation(k: Any, x: Any, axis: int = 0) -> Any:
     """A random permutation of ``range(x)`` (an int), or of ``x`` along ``axis``."""
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        n, values = int(x), None
+    if isinstance(x, (int, np.integer, float, bool, str)) or x is None:
+        n, values = as_int("fg.random.permutation", x, "x (a count)"), None
     else:
         values = ops.asarray(x) if not isinstance(x, ArrayBase) else x
-        n = values.shape[axis]
+        if values.ndim == 0:
+            raise ShapeError("fg.random.permutation: x must be an int or an array of at least one axis, got a 0-d "
+                             "array")
+        n = values.shape[normalize_axis("fg.random.permutation", axis, values.ndim)]
     order = ops.argsort(bits(k, (n,)), stable=True)
     return order if values is None else ops.take(values, order, axis=axis)
 
@@ -364,15 +363,25 @@ def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None,
     """Values drawn from ``a`` (an int: ``range(a)``) along ``axis``, uniformly or with
     probabilities ``p``, with or without replacement."""
     shape = _shape(shape, "choice")
-    values = None if isinstance(a, (int, np.integer)) else (ops.asarray(a) if not isinstance(a, ArrayBase) else a)
-    n = int(a) if values is None else values.shape[axis]
+    if isinstance(a, (int, np.integer, float, bool, str)) or a is None:
+        values, n = None, as_int("fg.random.choice", a, "a (a count)")
+    else:
+        values = ops.asarray(a) if not isinstance(a, ArrayBase) else a
+        if values.ndim == 0:
+            raise ShapeError("fg.random.choice: a must be an int or an array of at least one axis, got a 0-d array")
+        n = values.shape[normalize_axis("fg.random.choice", axis, values.ndim)]
     count = math.prod(shape)
+    if n == 0 and count > 0:
+        raise ArgumentValueError(f"fg.random.choice: cannot draw {count} values from an empty population")
     if not replace and count > n:
         raise ArgumentValueError(f"fg.random.choice: {count} values without replacement from {n}")
     if p is None:
         picked = randint(k, (count,), 0, n) if replace else permutation(k, n)[:count]
     else:
         p = ops.asarray(p) if not isinstance(p, ArrayBase) else p
+        if p.shape != (n,):
+            raise ShapeError(f"fg.random.choice: p must have shape ({n},), one probability per value, got shape "
+                             f"{tuple(p.shape)}")
         with np.errstate(divide="ignore"):  # a zero probability is a logit of -inf, never drawn
             logits = ops.log(p)
         if replace:

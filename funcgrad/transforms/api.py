@@ -18,7 +18,7 @@ from ..errors import ArgumentTypeError, DTypeError, ShapeError
 from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.shape import stop_gradient_p
 from .autodiff import JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop, check_differentiable
-from .core import new_interpreter, user_transform
+from .core import new_interpreter, require_argnums, require_callable, user_transform
 from .grad_mode import _EAGER, TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
 from .vmap import vmap
 
@@ -54,6 +54,7 @@ def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:
 def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(out, f_vjp)`` or ``(out, f_vjp, aux)``: ``f_vjp(cotangent)`` returns one cotangent per primal.
     ``f_vjp`` may be called any number of times."""
+    require_callable("vjp", f)
     return _vjp(f, primals, has_aux)
 
 
@@ -120,6 +121,7 @@ def _strip(aux: Any, interp: Any) -> Any:
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> Any:
     """``(out, tangent_out)``: the directional derivative of ``f`` at ``primals`` along ``tangents``."""
+    require_callable("jvp", f)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists (one entry per argument)")
     flat, in_tree = _tree.flatten(tuple(primals))
@@ -178,6 +180,8 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
     A real output of complex arguments gives dL/dx - i dL/dy (JAX's convention: conjugate it
     for a descent direction); ``holomorphic=True`` differentiates a complex output of complex
     arguments, giving f'(z)."""
+    require_callable("value_and_grad", f)
+    require_argnums("value_and_grad", argnums)
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -226,6 +230,8 @@ def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
          holomorphic: bool = False) -> Callable[..., Any]:
     """The gradient of scalar-valued ``f`` with respect to ``args[argnums]`` (see
     ``value_and_grad`` for complex arguments and ``holomorphic``)."""
+    require_callable("grad", f)
+    require_argnums("grad", argnums)
     vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
     @functools.wraps(f)
@@ -245,6 +251,8 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     """The Jacobian by reverse mode: the VJP of every output element at once (``vmap`` over
     the rows of the identity). Result shape: ``out.shape + arg.shape`` (pytrees: outputs
     outside, arguments inside)."""
+    require_callable("jacrev", f)
+    require_argnums("jacrev", argnums)
 
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
@@ -282,6 +290,8 @@ def _empty(o: Any, x: Any) -> Any:
 def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     """The Jacobian by forward mode: the JVP along every input element at once (``vmap``
     over the identity's rows). Result shape: ``out.shape + arg.shape``."""
+    require_callable("jacfwd", f)
+    require_argnums("jacfwd", argnums)
 
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacfwd")
@@ -323,12 +333,24 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
 
 def hessian(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     """Second derivatives: ``jacfwd(jacrev(f))``."""
+    require_callable("hessian", f)
+    require_argnums("hessian", argnums)
     return user_transform("hessian", jacfwd(jacrev(f, argnums), argnums))
 
 
 def stop_gradient(x: Any) -> Any:
-    """``x`` as a constant to every enclosing derivative (a view: no copy)."""
-    return _tree.map(lambda a: bind(stop_gradient_p, _as_array(a)) if isinstance(a, ArrayBase) else a, x)
+    """``x`` (an array, a number, or a pytree of them) as a constant to every enclosing
+    derivative (a view: no copy)."""
+
+    def leaf(a: Any) -> Any:
+        if isinstance(a, ArrayBase):
+            return bind(stop_gradient_p, _as_array(a))
+        if a is None or isinstance(a, (bool, int, float, complex)):
+            return a
+        raise ArgumentTypeError(f"fg.stop_gradient: expected arrays, numbers or pytrees of them, got "
+                                f"{type(a).__name__} {a!r}")
+
+    return _tree.map(leaf, x)
 
 
 class no_grad(GradMode):

@@ -289,8 +289,12 @@ class VJPInterpreter(Interpreter):
         if rule is None or not prim.differentiable or all(p is None for p in parents):
             return ans
         n_out = len(ans) if prim.multiple_results else 1
-        return self.box(ans, Node(prim, rule, params, tuple(parents), rule.residuals(tuple(primals), params, ans),
-                                  n_out), tuple(primals))
+        token = self.enter_below()  # (a call-like rule's residuals run its forward pass again)
+        try:
+            residuals = rule.residuals(tuple(primals), params, ans)
+        finally:
+            self.exit_below(token)
+        return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, n_out), tuple(primals))
 
     def leaf(self, x: Any, index: int) -> VJPTracer:
         return VJPTracer(self, x, Node(None, None, None, (), None, 1, f"input {index}"), 0)

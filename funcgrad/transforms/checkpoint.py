@@ -21,11 +21,13 @@ from typing import Any
 
 from .. import tree as _tree
 from ..array import ArrayBase
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ops import zeros_like
+from ..primitives.ad import VJPRule
 from ..primitives.core import Primitive, bind, current_interpreter
 from .api import _as_array, jvp, vjp
 from .autodiff import VJPInterpreter
-from .core import new_interpreter, user_transform
+from .core import new_interpreter, require_callable, user_transform
 from .graph import toposort
 from .ir import Eqn, Program, make_program
 from .vmap import vmap
@@ -85,7 +87,7 @@ def _abstract_eval(*avals: Any, program: Program, policy: Any, saved: tuple[int,
 checkpoint_p = Primitive("checkpoint", _abstract_eval, impl=_impl, multiple_results=True)
 
 
-class _CheckpointVJP:
+class _CheckpointVJP(VJPRule):
     """Keeps inputs (and policy-saved outputs); recomputes the rest in the backward pass."""
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
@@ -159,11 +161,16 @@ checkpoint_p.batch = _batch
 
 def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool = True) -> Callable[..., Any]:
     """``f`` with its intermediates recomputed, not kept, for the backward pass."""
+    require_callable("checkpoint", f)
+    if policy is not None and not isinstance(policy, str) and not callable(policy):
+        raise ArgumentTypeError(f"fg.checkpoint: policy must be None, one of {sorted(_NAMED)} or a callable of an "
+                                f"equation, got {type(policy).__name__} {policy!r}")
     if policy is None:
         policy = checkpoint_policies.nothing_saveable
     elif isinstance(policy, str):
         if policy not in _NAMED:
-            raise ValueError(f"checkpoint: unknown policy {policy!r}; use one of {sorted(_NAMED)} or a callable")
+            raise ArgumentValueError(f"checkpoint: unknown policy {policy!r}; use one of {sorted(_NAMED)} or a "
+                                     "callable")
         policy = _NAMED[policy]
 
     @functools.wraps(f)

@@ -33,6 +33,7 @@ from .. import random_state
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..config import config
+from ..dtypes import bool_, complex128, float64, int64
 from ..errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
 from ..ops import asarray
 from ..primitives.core import ShapedArray, current_interpreter
@@ -179,20 +180,24 @@ class Compiled:
         if amp is not None:  # (traced inside an autocast block: its casts are part of the program)
             static = (*static, ("autocast", amp))
         arrays = [_as_array(x) if _is_array_like(x) else x for x in leaves]
-        signature = (static, structure, tuple(_describe(x) for x in arrays))
+        device = next((a.device for a in arrays if isinstance(a, ArrayBase)), None)
+        weak = frozenset(i for i, x in enumerate(leaves) if _weak_number(x))
+        arrays = [_weak_input(x, device) if i in weak else x for i, x in enumerate(arrays)]
+        signature = (static, structure, tuple(("weak", type(leaves[i]).__name__) if i in weak else _describe(x)
+                                              for i, x in enumerate(arrays)))
         entry = self._cache.get(signature)
         if entry is ProgramCache.MISSING:
             if config.no_retrace and self._last_signature is not None:
                 raise RetraceError(f"fg.compile({self.__name__}) would trace again (fg.config.no_retrace is set): "
                                    f"{_changes(self._last_signature, signature)}")
-            entry = self._trace(args, kwargs, static, structure, arrays)
+            entry = self._trace(args, kwargs, static, structure, arrays, weak)
             self._explain(signature)
             if entry.cacheable:
                 self._cache.put(signature, entry)
         return entry, [x for x in arrays if isinstance(x, ArrayBase)], leaves
 
     def _trace(self, args: tuple[Any, ...], kwargs: dict[str, Any], static: Any, structure: Any,
-               arrays: list[Any]) -> _Entry:
+               arrays: list[Any], weak: frozenset[int] = frozenset()) -> _Entry:
         positions = [i for i, x in enumerate(arrays) if isinstance(x, ArrayBase)]
         nums = {n for n, _ in static if isinstance(n, int)}
         amp = dict(static).get("autocast")
@@ -215,9 +220,11 @@ class Compiled:
             return (out, random_state.default_key()) if keyed else out
 
         inputs = [key] * keyed + [arrays[i] for i in positions]
+        avals = [key.aval] * keyed + [ShapedArray((), arrays[i].dtype, arrays[i].device, weak=True) if i in weak
+                                      else arrays[i].aval for i in positions]
         token = _USER_TRANSFORM.set("compile")  # errors while tracing name fg.compile
         try:
-            traced, _ = make_program(flat_fun, [x.aval for x in inputs], _tree.flatten(tuple(inputs))[1])
+            traced, _ = make_program(flat_fun, avals, _tree.flatten(tuple(inputs))[1])
         finally:
             _USER_TRANSFORM.reset(token)
             if keyed:
@@ -281,7 +288,7 @@ class Compiled:
     def _call_donating(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """A call whose donated arrays the program may write into, and that are unusable after."""
         entry, dynamic, leaves = self._entry(args, kwargs)
-        mask = [m for x, m in zip(leaves, self._donated_leaves(args, kwargs)) if _is_array_like(x)]
+        mask = [m for x, m in zip(leaves, self._donated_leaves(args, kwargs)) if _is_array_like(x) or _weak_number(x)]
         given = [i for i, m in enumerate(mask) if m]
         offset = len(entry.lifted) + entry.keyed  # (the program's inputs: lifted values, the key, the arguments)
         for i in given:
@@ -358,6 +365,20 @@ class Lowering:
     __repr__ = __str__
 
 
+_PYTHON_DTYPES = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+
+def _weak_number(x: Any) -> bool:
+    """A Python number traced as a weakly typed 0-d input (``jax.jit``'s rule): one trace
+    serves every value. (An int beyond int64 stays a literal of the program.)"""
+    return type(x) in _PYTHON_DTYPES and (type(x) is not int or -(1 << 63) <= x < 1 << 63)
+
+
+def _weak_input(x: Any, device: Any) -> Array:
+    """A Python number as the 0-d array the program receives, in 64 bits (Python's precision)."""
+    return asarray(x, dtype=_PYTHON_DTYPES[type(x)], device=device)
+
+
 def _is_array_like(x: Any) -> bool:
     return isinstance(x, ArrayBase) or hasattr(x, "__array__") and not isinstance(x, _SCALARS)
 
@@ -384,7 +405,12 @@ def _changes(old: Any, new: Any) -> str:
 
 
 def _as_tuple(what: str, value: Any, kind: type) -> tuple[Any, ...]:
-    values = (value,) if isinstance(value, kind) else tuple(value)
+    if isinstance(value, kind):
+        values: tuple[Any, ...] = (value,)
+    elif isinstance(value, (str, bytes)) and kind is not str or not hasattr(value, "__iter__"):
+        raise ArgumentTypeError(f"compile: {what} must be {kind.__name__}s, got {value!r}")
+    else:
+        values = tuple(value)
     for v in values:
         if not isinstance(v, kind) or isinstance(v, bool):
             raise ArgumentTypeError(f"compile: {what} must be {kind.__name__}s, got {v!r}")

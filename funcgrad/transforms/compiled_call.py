@@ -18,6 +18,7 @@ from typing import Any
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..ops import zeros
+from ..primitives.ad import VJPRule
 from ..primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
 from ..primitives.core import bind as _bind
 from .api import _record, _with_args, jvp, vjp
@@ -49,7 +50,7 @@ def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()
         kept = _LOWERED.setdefault(program, {})
         lowered = kept.get(donated)
         if lowered is None:
-            lowered = kept[donated] = lower(program, frozenset(donated))
+            lowered = kept[donated] = lower(program, frozenset(donated), name=f"fg.compile({name})")
         copies = {i for i in donated if not _owned_alone(args[i])}  # (checked before ``raw`` holds them too)
         raw = [a._data.copy() if i in copies else a._data for i, a in enumerate(args)]
         out = lowered.run(raw, device.stats)
@@ -160,7 +161,7 @@ def _split_vjp(program: Program, needs: Any) -> _SplitVJP | None:
     return splits[needs]
 
 
-class _CompiledVJP:
+class _CompiledVJP(VJPRule):
     """Reverse mode through a compiled call. The forward pass runs the program's compiled
     forward half (outputs and residuals) and the backward pass its compiled backward half,
     itself a compiled call: under a transform both are recorded, and the residuals carry
@@ -192,6 +193,8 @@ class _CompiledVJP:
         if split is None:
             return tuple(saved(cts))  # the VJP interpreter's f_vjp
         seeded = [c for c, s in zip(cts, split.seeded) if s]
+        if not seeded:  # no output depends on an input: no cotangent reaches one
+            return (None,) * len(split.reached)
         got = iter(_bind(compiled_call_p, *saved, *seeded, name=f"{params['name']}_backward",
                          program=split.backward))
         return tuple(next(got) if r else None for r in split.reached)

@@ -31,9 +31,9 @@ def optimize(program: Program) -> Program:
     return program
 
 
-def compile_program(program: Program) -> Lowered:
-    """``program`` through every pass, then lowered."""
-    return lower(optimize(program))
+def compile_program(program: Program, name: str = "a lowered program") -> Lowered:
+    """``program`` through every pass, then lowered (``name``: what it is, in errors)."""
+    return lower(optimize(program), name=name)
 
 
 class ProgramCache:

@@ -20,14 +20,18 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase, wrap_kernel_output
 from ..dtypes import int64 as _INDEX  # the index dtype, as fg.arange gives
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
+from ..primitives.ad import VJPRule
 from ..primitives.batching import axis_size, to_front
 from ..primitives.core import Primitive, ShapedArray, aval_of, bind, current_interpreter
+from ..primitives.rules import as_int
 from .api import _as_array, jvp, vjp
 from .compiled_call import compiled_call_p
 from .core import Tracer, user_transform
@@ -126,7 +130,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     if not branches or not all(callable(b) for b in branches):
         raise ArgumentTypeError("fg.switch: branches must be a non-empty sequence of functions")
     if not isinstance(index, Tracer):  # known now: the chosen branch runs as plain Python
-        i = int(index.item() if isinstance(index, ArrayBase) else index)
+        i = as_int("fg.switch", index, "the index", minimum=None)
         return branches[min(max(i, 0), len(branches) - 1)](*operands)
     if index.shape != () or index.dtype.kind not in "iub":
         raise ArgumentTypeError(f"fg.switch: the index must be a scalar integer, got {index.aval.str_short()}")
@@ -142,6 +146,19 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     index = ops.clip(lax.convert(index, _INDEX), 0, len(branches) - 1)
     outs = bind(cond_p, index, *consts, *flat, branches=programs)
     return _tree.unflatten(traced[0][2], list(outs))
+
+
+def _concrete_predicate(pred: Any) -> bool:
+    """A predicate known now, as a bool: a Python or NumPy bool or number, or a 0-d array."""
+    if isinstance(pred, ArrayBase):
+        if pred.shape != ():
+            raise ArgumentTypeError(f"fg.cond: the predicate must be a scalar, got shape {tuple(pred.shape)}; for an "
+                                    "elementwise choice use fg.where")
+        return bool(pred.item())
+    if isinstance(pred, (bool, int, float, np.bool_, np.number)):
+        return bool(pred)
+    raise ArgumentTypeError(f"fg.cond: the predicate must be a bool, a number or a 0-d array, got "
+                            f"{type(pred).__name__} {pred!r}")
 
 
 def _uniform(traced: list[Any], k: int, const_avals: list[Any], operand_avals: list[Any]) -> Program:
@@ -160,8 +177,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     if not callable(true_fun) or not callable(false_fun):
         raise ArgumentTypeError("fg.cond: true_fun and false_fun must be functions")
     if not isinstance(pred, Tracer):
-        value = pred.item() if isinstance(pred, ArrayBase) else pred
-        return (true_fun if bool(value) else false_fun)(*operands)
+        return (true_fun if _concrete_predicate(pred) else false_fun)(*operands)
     if pred.shape != ():
         raise ArgumentTypeError(f"fg.cond: the predicate must be a scalar, got {pred.aval.str_short()}; "
                                 "for an elementwise choice use fg.where")
@@ -195,7 +211,7 @@ def _cond_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, branches: 
     return outs[:n_out], tuple(t if _is_float(o) else None for o, t in zip(outs[:n_out], outs[n_out:]))
 
 
-class _CondVJP:
+class _CondVJP(VJPRule):
     """Keeps the inputs; the backward pass is a cond of the branches' VJPs (each
     recomputing its forward pass)."""
 
@@ -345,14 +361,16 @@ def _while_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, cond: Pro
     return outs[:nv], tuple(t_out)
 
 
-class _NoReverseMode:
-    def fwd(self, primals: Any, params: Any, needs: Any = None) -> Any:
-        raise TypeError("fg.while_loop: reverse-mode differentiation (grad, vjp, jacrev, backward) is not "
-                        "supported: the number of steps is only known once the loop has run. Use fg.fori_loop "
-                        "with Python-int bounds or fg.scan, which differentiate in reverse; forward mode "
-                        "(jvp, jacfwd) works.")
+class _NoReverseMode(VJPRule):
+    MESSAGE = ("fg.while_loop: reverse-mode differentiation (grad, vjp, jacrev, backward) is not supported: the "
+               "number of steps is only known once the loop has run. Use fg.fori_loop with Python-int bounds or "
+               "fg.scan, which differentiate in reverse; forward mode (jvp, jacfwd) works.")
 
-    bwd = fwd
+    def fwd(self, primals: Any, params: Any, needs: Any = None) -> Any:
+        raise TypeError(self.MESSAGE)
+
+    def bwd(self, residuals: Any, g: Any, params: Any, needs: Any = None) -> Any:
+        raise TypeError(self.MESSAGE)
 
 
 def _while_batch(args: tuple[Any, ...], dims: tuple[Any, ...], *, cond: Program, body: Program,
@@ -434,7 +452,7 @@ _LOWERED: weakref.WeakKeyDictionary[Program, Any] = weakref.WeakKeyDictionary()
 
 def _lowered(program: Program) -> Any:
     if program not in _LOWERED:
-        _LOWERED[program] = lower(program)
+        _LOWERED[program] = lower(program, name="fg.scan's body")
     return _LOWERED[program]
 
 
@@ -457,6 +475,13 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     ``None``, with ``length``); ``reverse`` runs from the end. ``f`` must return a carry of
     the same structure, shapes and dtypes as ``init``. ``unroll`` is accepted for JAX
     compatibility: the loop runs one step at a time."""
+    return _scan(f, init, xs, length, reverse, unroll)
+
+
+def _scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, length: int | None, reverse: bool,
+          unroll: int, weak_xs: bool = False) -> tuple[Any, Any]:
+    """``scan``; ``weak_xs``: the traced slices of ``xs`` stand for Python numbers (``fori_loop``'s
+    index promotes as the eager loop's Python int does)."""
     if not callable(f):
         raise ArgumentTypeError("fg.scan: f must be a function")
     if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1:
@@ -466,7 +491,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     if None in lengths:
         raise ShapeError("fg.scan: every array in xs needs a leading axis to scan along; got a 0-d array")
     if length is not None:
-        lengths.add(int(length))
+        lengths.add(as_int("fg.scan", length, "length"))
     if len(lengths) > 1:
         raise ShapeError(f"fg.scan: xs and length disagree on the number of steps: {sorted(lengths)} "  # type: ignore[type-var]
                          f"(xs shapes: {[tuple(x.shape) for x in x_flat]}, length={length})")
@@ -475,16 +500,26 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, le
     n_steps = lengths.pop()
     c_flat, c_tree = _flat_arrays(init)
     if not _tracing() and n_steps:  # eager: the Python loop itself (the tape records through it)
-        carry, ys = init, []
+        carry, ys, y_types = init, [], None
         for i in (range(n_steps - 1, -1, -1) if reverse else range(n_steps)):
-            carry, y = f(carry, _tree.unflatten(x_tree, [x[i] for x in x_flat]))
+            out = f(carry, _tree.unflatten(x_tree, [x[i] for x in x_flat]))
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise ArgumentTypeError(f"fg.scan: f must return a pair (carry, y), got {type(out).__name__}")
+            carry, y = out
+            new_flat, new_tree = _flat_arrays(carry)
+            _same_types("fg.scan", (c_tree, _avals(c_flat)), (new_tree, _avals(new_flat)),
+                        ("init", f"the carry f returns at step {i}"))
+            y_flat, y_tree = _flat_arrays(y)
+            if y_types is None:
+                y_types = (y_tree, _avals(y_flat))
+            _same_types("fg.scan", y_types, (y_tree, _avals(y_flat)), ("the first step's y", f"step {i}'s y"))
             ys.append(y)
         if reverse:
             ys.reverse()
         y_leaves = [_tree.flatten(y)[0] for y in ys]
         stacked = [ops.stack([_as_array(leaves[j]) for leaves in y_leaves]) for j in range(len(y_leaves[0]))]
         return carry, _tree.unflatten(_tree.flatten(ys[0])[1], stacked)
-    slice_avals = [ShapedArray(tuple(x.shape[1:]), x.dtype, x.device) for x in x_flat]
+    slice_avals = [ShapedArray(tuple(x.shape[1:]), x.dtype, x.device, weak_xs) for x in x_flat]
     nc = len(c_flat)
 
     def step(*leaves: Any) -> Any:
@@ -560,7 +595,7 @@ def _scan_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, body: Prog
     return (*carry_out, *ys), (*t_c, *t_y)
 
 
-class _ScanVJP:
+class _ScanVJP(VJPRule):
     """Forward: the scan, also stacking the carry entering each step. Backward: a scan the
     other way over (those carries, xs, the ys' cotangents), each step the VJP of the body
     (which recomputes that step's forward pass); the closed-over values' cotangents add up
@@ -669,7 +704,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         raise ArgumentTypeError("fg.fori_loop: body_fun must be a function")
     static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
     if static:
-        lo, hi = (int(b.item() if isinstance(b, ArrayBase) else b) for b in (lower, upper))
+        lo, hi = (as_int("fg.fori_loop", b, what, minimum=None) for b, what in ((lower, "lower"), (upper, "upper")))
         if not _tracing():
             val = init_val
             for i in range(lo, hi):
@@ -678,7 +713,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         if hi <= lo:
             return init_val
         steps = ops.arange(lo, hi, dtype=_INDEX)
-        return scan(lambda val, i: (_keep_float_dtypes(body_fun(i, val), val), None), init_val, steps)[0]
+        return _scan(lambda val, i: (_keep_float_dtypes(body_fun(i, val), val), None), init_val, steps, None,
+                     False, 1, weak_xs=True)[0]
     i0 = lax.convert(lower if isinstance(lower, ArrayBase) else ops.asarray(lower), _INDEX)
     end = lax.convert(upper if isinstance(upper, ArrayBase) else ops.asarray(upper), _INDEX)
     _, val = while_loop(lambda s: lax.lt(s[0], end),

@@ -24,11 +24,31 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..array import Array, ArrayBase, Size, concrete_value
-from ..errors import ConcretizationError, TracerLeakError
+from ..errors import ArgumentTypeError, ConcretizationError, TracerLeakError
 from ..ops import astype
 from ..primitives.core import ShapedArray, current_interpreter, fmt_shape
 
-__all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer", "user_transform"]
+__all__ = ["Interpreter", "Tracer", "new_interpreter", "concrete_value", "check_tracer", "user_transform",
+           "require_callable", "require_argnums"]
+
+
+def require_callable(transform: str, f: Any, what: str = "the function") -> None:
+    """``ArgumentTypeError`` now, where the transform is applied, unless ``f`` can be called
+    (rather than at its first call, far from the mistake)."""
+    if not callable(f):
+        raise ArgumentTypeError(f"fg.{transform}: {what} must be callable, got {type(f).__name__} {f!r}")
+
+
+def require_argnums(transform: str, argnums: Any, name: str = "argnums") -> tuple[int, ...]:
+    """An int or a sequence of ints (positions), checked where the transform is applied."""
+    nums = (argnums,) if isinstance(argnums, int) and not isinstance(argnums, bool) else argnums
+    if isinstance(nums, (str, bytes)) or not hasattr(nums, "__iter__"):
+        raise ArgumentTypeError(f"fg.{transform}: {name} must be an int or a sequence of ints, got {argnums!r}")
+    nums = tuple(nums)
+    for n in nums:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ArgumentTypeError(f"fg.{transform}: {name} must be an int or a sequence of ints, got {argnums!r}")
+    return nums
 
 
 # The public transform the user called (``grad``, ``jacfwd``, ``checkpoint``...): the one
@@ -151,6 +171,11 @@ class Tracer(ArrayBase):
         return len(self.aval.shape)
 
     @property
+    def weak(self) -> bool:  # type: ignore[override]
+        """Whether it stands for a Python number (``ShapedArray.weak``)."""
+        return self.aval.weak
+
+    @property
     def size(self) -> int:
         """The number of elements."""
         return Size(self.shape)
@@ -199,6 +224,14 @@ class Tracer(ArrayBase):
     def numpy(self) -> Any:
         """The values as a NumPy array (needs concrete values)."""
         return self._value("numpy()").numpy()
+
+    def backward(self, *args: Any, **kwargs: Any) -> None:
+        """The tape needs concrete values: under a transform this raises ``ConcretizationError``."""
+        raise ConcretizationError(
+            f"backward() on a traced value of fg.{self._interp.transform} ({self.aval.str_short()}): the tape "
+            "records concrete arrays only. Inside a transformed function take gradients with fg.grad or "
+            "fg.value_and_grad and return new parameters (fg.optim's pure update rules), or call backward() "
+            "outside the transformed function")
 
     def __reduce__(self) -> Any:
         raise TypeError(f"a traced value of fg.{self._interp.transform} cannot be pickled or copied: it has no "

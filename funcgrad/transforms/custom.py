@@ -22,10 +22,12 @@ from typing import Any
 from .. import tree as _tree
 from ..errors import DTypeError, ShapeError
 from ..ops import zeros, zeros_like
+from ..primitives.ad import VJPRule
 from ..primitives.batching import axis_size, to_front
 from ..primitives.core import Primitive, bind, fmt_shape
 from ..primitives.rules import broadcast_shapes
 from .api import _as_array, vjp
+from .core import require_argnums, require_callable
 from .ir import make_program
 from .vmap import vmap
 
@@ -125,6 +127,8 @@ class _CustomRule:
     define = ""
 
     def __init__(self, fun: Callable[..., Any], nondiff_argnums: Sequence[int] = ()) -> None:
+        require_callable(type(self).__name__, fun)
+        require_argnums(type(self).__name__, nondiff_argnums, "nondiff_argnums")
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff = tuple(nondiff_argnums)
@@ -160,7 +164,7 @@ class custom_vjp(_CustomRule):
         return self.fwd is not None
 
 
-class _CustomVJPRule:
+class _CustomVJPRule(VJPRule):
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         call: _Call = params["call"]
         rule: custom_vjp = call.rule
@@ -241,7 +245,7 @@ def _custom_jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], **para
     return tuple(out), tuple(t_out)
 
 
-class _CustomJVPTranspose:
+class _CustomJVPTranspose(VJPRule):
     """Reverse mode for custom_jvp: the VJP of the rule's (linear) tangent map."""
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:

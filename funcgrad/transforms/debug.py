@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..array import ArrayBase
+from ..errors import ArgumentTypeError
 from ..primitives.batching import to_front
 from ..primitives.core import Primitive, bind
 
@@ -33,6 +34,8 @@ debug_callback_p.batch = lambda args, dims, *, fn: (bind(debug_callback_p, *map(
 
 def callback(fn: Callable[..., Any], *args: Any) -> None:
     """Call ``fn(*args)`` with concrete values whenever the surrounding program runs."""
+    if not callable(fn):
+        raise ArgumentTypeError(f"fg.debug.callback: fn must be callable, got {type(fn).__name__} {fn!r}")
     if any(isinstance(a, ArrayBase) for a in args):
         bind(debug_callback_p, *args, fn=fn)
     else:  # nothing traced: nothing to wait for
@@ -41,4 +44,7 @@ def callback(fn: Callable[..., Any], *args: Any) -> None:
 
 def print(fmt: str, *args: Any) -> None:  # noqa: A001 - fg.debug.print, as jax.debug.print
     """``print(fmt.format(*args))`` with the arrays' values when the program runs."""
+    if not isinstance(fmt, str):
+        raise ArgumentTypeError(f"fg.debug.print: fmt must be a format string, got {type(fmt).__name__} {fmt!r}; "
+                                "write fg.debug.print('{}', x)")
     callback(lambda *values: builtins.print(fmt.format(*values)), *args)

@@ -16,6 +16,7 @@ from typing import Any
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..ops import zeros
+from ..primitives.ad import VJPRule
 from ..primitives.batching import batch_by_loop
 from ..primitives.core import Primitive, ShapedArray, bind
 from .api import stop_gradient
@@ -109,7 +110,7 @@ def _impl(*arrays: Any, call: _FunctionCall) -> tuple[Any, ...]:
 function_p = Primitive("autograd_function_call", _abstract_eval, impl=_impl, multiple_results=True)
 
 
-class _FunctionVJP:
+class _FunctionVJP(VJPRule):
     """``forward`` keeps its ``ctx`` as the residual; ``backward`` gets it back."""
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:

@@ -49,7 +49,8 @@ import numpy as np
 
 from ..array import run_eager, wrap_kernel_output
 from ..config import config
-from ..primitives.core import Layout
+from ..errors import WriteGuardError
+from ..primitives.core import FRESH, OPERAND, Layout
 from ..primitives.shape import python_slice
 from .ir import Program, Var
 
@@ -74,18 +75,24 @@ _BARE = re.compile(r"^    ((?:PARALLEL|g)\d+)\((.*)\)$")  # the call of a fused 
 
 
 class Lowered:
-    """A lowered program. ``run(raw_inputs, stats)`` returns the raw outputs; ``source`` is its text."""
+    """A lowered program. ``run(raw_inputs, stats)`` returns the raw outputs; ``source`` is its
+    text; ``name`` says what it is in errors (``fg.compile``'s function, a scan's body...)."""
 
     def __init__(self, fn: Callable[..., Any], source: str, out_kinds: list[tuple[str, Any]],
-                 namespace: dict[str, Any] | None = None) -> None:
+                 namespace: dict[str, Any] | None = None, donated: frozenset[int] = frozenset(),
+                 name: str = "a lowered program") -> None:
         self.fn = fn
         self.source = source
         # per output: ("input", i) / ("const", array) / ("literal", value) / ("new", None)
         self.out_kinds = out_kinds
+        self.donated = donated
+        self.name = name
         self._namespace = namespace
         self._timed: Callable[..., Any] | None = None
 
     def run(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
+        if config.write_guard:
+            return self._guarded(raw_inputs, stats)
         if kernel_timer is None:
             return self.fn(raw_inputs, stats)  # type: ignore[no-any-return]
         return self.timed()(raw_inputs, stats)  # type: ignore[no-any-return]
@@ -94,24 +101,79 @@ class Lowered:
         """The same function with every kernel call passed through ``kernel_timer`` (written
         once, the first time a profile runs this program)."""
         if self._timed is None:
-            lines, group, body = [], "fused", False
-            for line in self.source.splitlines():
-                body = body or line.startswith("def lowered(")
-                fused = _FUSED.match(line)
-                if fused:
-                    group = f"fused: {fused[1]}"
-                bare = _BARE.match(line) if body else None
-                if bare:  # a fused group's call: one event
-                    line = f"    TIMED({group!r}, {bare[1]}{', ' if bare[2] else ''}{bare[2]})"
-                lines.append(_CALL.sub(
-                    lambda m: f"{m[1]}{m[2]} = TIMED({m[5]!r}, {m[3]}{', ' if m[4] else ''}{m[4]})", line))
-            namespace = dict(self._namespace or {}, TIMED=lambda *a, **k: kernel_timer(*a, **k))
-            exec(compile("\n".join(lines), "<funcgrad lowered program, timed>", "exec"), namespace)  # noqa: S102
-            self._timed = namespace["lowered"]
+            self._timed = self._instrumented(lambda *a, **k: kernel_timer(*a, **k), full_labels=False)
         return self._timed
+
+    def _instrumented(self, wrapper: Callable[..., Any], full_labels: bool) -> Callable[..., Any]:
+        """The function with every kernel call (and fused loop) made through
+        ``wrapper(label, kernel, *args, **kwargs)``; the label is the primitive's name (or the
+        fused group's), or with ``full_labels`` the whole line of the source."""
+        lines, group, body = [], "fused", False
+        for line in self.source.splitlines():
+            body = body or line.startswith("def lowered(")
+            fused = _FUSED.match(line)
+            if fused:
+                group = f"fused: {fused[1]}"
+            bare = _BARE.match(line) if body else None
+            if bare:  # a fused group's call: one event
+                label = f"{group}: {line.strip()}" if full_labels else group
+                line = f"    TIMED({label!r}, {bare[1]}{', ' if bare[2] else ''}{bare[2]})"
+            lines.append(_CALL.sub(
+                lambda m: f"{m[1]}{m[2]} = TIMED({(m[0].strip() if full_labels else m[5])!r}, "
+                          f"{m[3]}{', ' if m[4] else ''}{m[4]})", line))
+        namespace = dict(self._namespace or {}, TIMED=wrapper)
+        exec(compile("\n".join(lines), "<funcgrad lowered program, instrumented>", "exec"), namespace)  # noqa: S102
+        return namespace["lowered"]  # type: ignore[no-any-return]
+
+    def _guarded(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
+        """``run`` under ``fg.config.write_guard``: the non-donated inputs and the constants
+        compared before and after; on a change they are restored, the program runs again
+        checking after every kernel call, and ``WriteGuardError`` names the first that wrote."""
+        watched = [(f"input {i}", x) for i, x in enumerate(raw_inputs) if i not in self.donated and _is_raw(x)]
+        watched += [(f"constant {k}", c) for k, c in (self._namespace or {}).items() if _is_raw(c)]
+        before = [_snapshot(x) for _, x in watched]
+        run = self.fn if kernel_timer is None else self.timed()
+        outs = run(raw_inputs, stats)
+        changed = [what for (what, x), b in zip(watched, before) if _snapshot(x).tobytes() != b.tobytes()]
+        if not changed:
+            return outs  # type: ignore[no-any-return]
+        del outs
+        def restore() -> None:
+            for (_, x), b in zip(watched, before):
+                _restore(x, b)
+
+        restore()
+        culprit: list[str] = []
+
+        def checked(label: str, kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            result = kernel(*args, **kwargs)
+            if not culprit and any(_snapshot(x).tobytes() != b.tobytes() for (_, x), b in zip(watched, before)):
+                culprit.append(label)
+            return result
+
+        self._instrumented(checked, full_labels=True)(raw_inputs, stats)
+        restore()
+        where = f" at `{culprit[0]}`" if culprit else ""
+        raise WriteGuardError(f"{self.name} wrote into {', '.join(changed)}{where}, memory it does not own "
+                              f"(fg.config.write_guard; the arrays are restored). The program:\n{self.source}")
 
     def __repr__(self) -> str:
         return self.source
+
+
+def _is_raw(x: Any) -> bool:
+    """A backend array (NumPy's or CuPy's), as the lowered code holds them."""
+    return isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__")
+
+
+def _snapshot(x: Any) -> np.ndarray:
+    """A host copy of a backend array's values."""
+    return np.array(x.get() if hasattr(x, "__cuda_array_interface__") else x, copy=True)
+
+
+def _restore(x: Any, saved: np.ndarray) -> None:
+    if _snapshot(x).tobytes() != saved.tobytes():
+        x[...] = saved if isinstance(x, np.ndarray) else type(x)(saved)  # (a CuPy array from the host copy)
 
 
 class _Writer:
@@ -182,13 +244,14 @@ class _Writer:
             self.release(v)
 
 
-def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int | None = None) -> Lowered:
+def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int | None = None,
+          name: str = "a lowered program") -> Lowered:
     """``program`` as one Python function over raw arrays (see the module docstring).
     ``donated``: the positions of inputs whose memory the function may write into once
     nothing reads them (the caller hands over arrays it owns alone). ``threads``: how many
     threads a fused loop may use (``config.compile_threads`` unless given; 0 fuses nothing).
     Where fused loops' scratch buffers would pass eager evaluation's peak, it lowers again
-    with fewer threads, then with none."""
+    with fewer threads, then with none. ``name``: what it is, in errors."""
     threads = config.compile_threads if threads is None else threads
     w = _Writer(program, donated, threads)
     for v in program.invars:
@@ -262,11 +325,11 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
             returned.append(w.names[id(v)])
     w.lines.append(f"    return [{', '.join(returned)}]")
     if groups and w.peak > _eager_peak(program, w.last_use, w.outputs):  # fused scratch must not pass eager's peak
-        return lower(program, donated, 1 if threads > 1 else 0)
+        return lower(program, donated, 1 if threads > 1 else 0, name)
     source = "\n".join(w.functions + w.lines)
     namespace = dict(w.glob, PEAK=w.peak)
     exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
-    return Lowered(namespace["lowered"], source, out_kinds, dict(w.glob, PEAK=w.peak))
+    return Lowered(namespace["lowered"], source, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
 
 
 def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:
@@ -283,16 +346,26 @@ def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: An
 
 
 class _Buffers:
-    """Which memory each value lives in, to let an elementwise kernel write its result into
-    a temporary nothing reads again (NumPy's ``out=``): one this equation reads for the last
-    time, or one that died earlier, kept in a pool by type until a result reuses it or new
-    memory is made (which frees the pool first, so the peak never exceeds eager
+    """Which memory each value may live in, to let an elementwise kernel write its result
+    into a temporary nothing reads again (NumPy's ``out=``): one this equation reads for the
+    last time, or one that died earlier, kept in a pool by type until a result reuses it or
+    new memory is made (which frees the pool first, so the peak never exceeds eager
     evaluation's). A fresh result each time would page-fault new memory in, which for large
-    arrays costs more than the arithmetic. A kernel's result owns its buffer; a view shares
-    its input's; inputs, constants and what is returned are never written."""
+    arrays costs more than the arithmetic.
 
-    def __init__(self, owner: dict[int, int | None], last_read: dict[int | None, int], returned: set[int | None]):
-        self.owner, self.last_read, self.returned = owner, last_read, returned
+    A value's buffers follow its primitive's ``aliases``: a kernel's result owns new memory,
+    a view shares its operand's, and a call-like primitive's result may be any of its
+    inputs (or a constant of its sub-programs, or memory it keeps: ``None``). Only memory a
+    value owns alone is ever written, and only once no value that may share it is read
+    again or returned; inputs (unless donated) and constants are never written."""
+
+    def __init__(self, owners: dict[int, frozenset[int | None]], last_read: dict[int | None, int],
+                 returned: set[int | None]):
+        self.owners, self.last_read, self.returned = owners, last_read, returned
+
+    def owns(self, v: Var) -> bool:
+        """``v`` alone holds memory the program made (or a donated input's)."""
+        return self.owners.get(id(v)) == frozenset((id(v),))
 
     def takes_out(self, eqn: Any, step: Any) -> bool:
         """A ufunc called directly, of one result that ``out=`` can hold (a 0-d ufunc result
@@ -307,17 +380,17 @@ class _Buffers:
         if not self.takes_out(eqn, step) or getattr(step, "signature", None) is not None:
             return None
         out = eqn.outputs[0]
-        owners = [self.owner.get(id(a)) if isinstance(a, Var) else None for a in eqn.inputs]
-        for a, buf in zip(eqn.inputs, owners):
-            if (isinstance(a, Var) and buf == id(a) and a.aval == out.aval and buf not in self.returned
-                    and self.last_read.get(buf) == i and owners.count(buf) == 1):
+        shared = [b for a in eqn.inputs if isinstance(a, Var) for b in self.owners.get(id(a), (None,))]
+        for a in eqn.inputs:
+            if (isinstance(a, Var) and self.owns(a) and a.aval == out.aval and id(a) not in self.returned
+                    and self.last_read.get(id(a)) == i and shared.count(id(a)) == 1):
                 return a
         return None
 
     def poolable(self, v: Var, i: int) -> bool:
         """``v`` owns its buffer, which nothing reads after equation ``i`` or returns."""
-        buf = self.owner.get(id(v))
-        return buf == id(v) and buf not in self.returned and self.last_read.get(buf, i) <= i and _plannable(v.aval)
+        return self.owns(v) and id(v) not in self.returned and self.last_read.get(id(v), i) <= i \
+            and _plannable(v.aval)
 
 
 def _plannable(aval: Any) -> bool:
@@ -326,22 +399,29 @@ def _plannable(aval: Any) -> bool:
     return aval.dtype.name in ("float32", "float64", "int32", "int64") and bool(aval.shape)
 
 
+_NOT_OURS: frozenset[int | None] = frozenset((None,))  # memory the program did not make: never written
+
+
 def _buffers(program: Program, outputs: set[int], given: set[int]) -> _Buffers:
-    owner: dict[int, int | None] = {id(v): (id(v) if id(v) in given else None)
-                                    for v in (*program.invars, *program.constvars)}
+    owners: dict[int, frozenset[int | None]] = {
+        id(v): (frozenset((id(v),)) if id(v) in given else _NOT_OURS) for v in (*program.invars, *program.constvars)}
     last_read: dict[int | None, int] = {}
     for i, eqn in enumerate(program.eqns):
-        for a in eqn.inputs:
-            if isinstance(a, Var):
-                last_read[owner.get(id(a))] = i
+        read = [owners.get(id(a), _NOT_OURS) for a in eqn.inputs if isinstance(a, Var)]
+        for buffers in read:
+            for b in buffers:
+                last_read[b] = i
+        aliases = eqn.prim.aliases
         for v in eqn.outputs:
-            if eqn.prim.view is not None:
+            if aliases == FRESH:
+                owners[id(v)] = frozenset((id(v),))
+            elif aliases == OPERAND:
                 first = eqn.inputs[0]
-                owner[id(v)] = owner.get(id(first)) if isinstance(first, Var) else None
-            else:
-                owner[id(v)] = id(v)
-    returned = {owner.get(k) for k in outputs}
-    return _Buffers(owner, last_read, returned)
+                owners[id(v)] = owners.get(id(first), _NOT_OURS) if isinstance(first, Var) else _NOT_OURS
+            else:  # any input, or memory neither the program nor the caller made
+                owners[id(v)] = frozenset((id(v), None)).union(*read)
+    returned = {b for k in outputs for b in owners.get(k, _NOT_OURS)}
+    return _Buffers(owners, last_read, returned)
 
 
 FUSE_MIN = 1 << 15  # elements: smaller arrays stay in the caches anyway

@@ -223,7 +223,7 @@ class Plan:
     """A lowered backward program, and which outputs it produces (the others get no cotangent)."""
 
     def __init__(self, program: Program, present: list[bool]) -> None:
-        self.lowered = compile_program(program)
+        self.lowered = compile_program(program, "a backward plan")
         self.present = present
 
     def run(self, arrays: list[Any]) -> list[Any]:

@@ -14,12 +14,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .. import ops
+from .. import ops, random_state
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
 from ..primitives.core import ShapedArray, current_interpreter
+from ..primitives.rules import as_int
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]
@@ -93,7 +94,7 @@ class BatchInterpreter(Interpreter):
 
 
 def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
-         axis_size: int | None = None) -> Callable[..., Any]:
+         axis_size: int | None = None, randomness: str = "error") -> Callable[..., Any]:
     """``f`` mapped over an axis of its arguments (JAX's ``vmap``).
 
     ``in_axes``: an int, ``None`` (not mapped) or a tuple with one entry per positional
@@ -101,10 +102,21 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
     Keyword arguments are mapped over their axis 0. ``out_axes``: where the batch axis goes
     in each output (the same forms, matching the output). ``axis_size``: the batch size,
     needed only when no argument is mapped. Negative axes count from the end.
+    ``randomness`` (``torch.func.vmap``'s): what a draw from a random generator (``fg.rand``,
+    ``Dropout``) inside ``f`` does: ``"error"`` (refused, naming the choice), ``"different"``
+    (each member draws its own numbers) or ``"same"`` (every member draws the same). Draws
+    from explicit keys (``fg.random``) follow their keys, as in JAX.
     """
     if not callable(f):
         raise ArgumentTypeError(f"fg.vmap: expected a function, got {type(f).__name__}")
     name = getattr(f, "__name__", "function")
+    _check_spec(name, "in_axes", in_axes)
+    _check_spec(name, "out_axes", out_axes)
+    if axis_size is not None:
+        axis_size = as_int(f"fg.vmap({name})", axis_size, "axis_size")
+    if randomness not in ("error", "different", "same"):
+        raise ArgumentValueError(f"fg.vmap({name}): randomness must be 'error', 'different' or 'same', got "
+                                 f"{randomness!r}")
 
     @functools.wraps(f)
     def batched(*args: Any, **kwargs: Any) -> Any:
@@ -116,13 +128,36 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         with new_interpreter(BatchInterpreter(n)) as interp:
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
             call_args, call_kwargs = _tree.unflatten(tree, boxed)
-            out = f(*call_args, **call_kwargs)
+            token = random_state.enter_vmap(name, randomness, n,
+                                            lambda keys: BatchTracer(interp, keys, 0),  # type: ignore[arg-type]
+                                            lambda x: isinstance(x, BatchTracer) and x._interp is interp)
+            try:
+                out = f(*call_args, **call_kwargs)
+            finally:
+                random_state.exit_vmap(token)
             out_leaves, out_tree = _tree.flatten(out)
             targets = _prefix_axes(name, "out_axes", out_axes, out)
             results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]  # type: ignore[arg-type]
         return _tree.unflatten(out_tree, results)
 
     return user_transform("vmap", batched)
+
+
+def _check_spec(name: str, what: str, spec: Any) -> None:
+    """``in_axes``/``out_axes``: ints and ``None`` in tuples, lists and dicts, checked where
+    ``vmap`` is applied."""
+    if spec is None or (isinstance(spec, int) and not isinstance(spec, bool)):
+        return
+    if isinstance(spec, (tuple, list)):
+        for s in spec:
+            _check_spec(name, what, s)
+        return
+    if isinstance(spec, dict):
+        for s in spec.values():
+            _check_spec(name, what, s)
+        return
+    raise ArgumentTypeError(f"fg.vmap({name}): {what} entries must be ints or None (in tuples, lists or dicts), "
+                            f"got {type(spec).__name__} {spec!r}")
 
 
 def _as_array(name: str, x: Any) -> Any:
@@ -208,6 +243,7 @@ def _unbox(name: str, interp: BatchInterpreter, out: Any, ax: Any, n: int) -> An
         return out.val if out.bdim == ax else lax.moveaxis(out.val, (out.bdim,), (ax,))
     if ax is None:
         return out
-    out = _as_array(name, out)  # the same for every member: repeated along the new axis
+    # the same for every member (a Python number too, as in JAX): repeated along the new axis
+    out = ops.asarray(out) if isinstance(out, (bool, int, float, complex)) else _as_array(name, out)
     ax = _normalize(name, "out_axes", ax, out.ndim + 1)
     return lax.moveaxis(lax.broadcast_to(out, (n, *out.shape)), (0,), (ax,))

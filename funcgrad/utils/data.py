@@ -23,12 +23,13 @@ from .. import ops
 from ..array import ArrayBase
 from ..backends import process_group
 from ..errors import ArgumentTypeError, ArgumentValueError
+from ..primitives.rules import as_int
 from ..random.generator import Generator, manual_seed, multinomial, randperm
 from ..random.generator import randint as _randint
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "Sampler",
            "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
-           "DistributedSampler", "DataLoader", "default_collate", "get_worker_info"]
+           "DistributedSampler", "DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 
 class Dataset:
@@ -297,6 +298,22 @@ def default_collate(batch: Sequence[Any]) -> Any:
                             "pass collate_fn=")
 
 
+def default_convert(sample: Any) -> Any:
+    """One sample as ``DataLoader(batch_size=None)`` yields it (PyTorch's ``default_convert``):
+    NumPy arrays become funcgrad arrays, copied as ``fg.asarray`` copies (so a later write
+    to the dataset's NumPy array never reaches a sample already handed out); tuples, lists
+    and dicts are converted field by field; anything else is left as it is."""
+    if isinstance(sample, np.ndarray):
+        return ops.asarray(sample)
+    if isinstance(sample, dict):
+        return {k: default_convert(v) for k, v in sample.items()}
+    if isinstance(sample, tuple) and hasattr(sample, "_fields"):  # a namedtuple
+        return type(sample)(*(default_convert(v) for v in sample))
+    if isinstance(sample, (tuple, list)):
+        return type(sample)(default_convert(v) for v in sample)
+    return sample
+
+
 class _WorkerInfo:
     def __init__(self, id: int, num_workers: int, seed: int, dataset: Any) -> None:
         self.id, self.num_workers, self.seed, self.dataset = id, num_workers, seed, dataset
@@ -337,6 +354,12 @@ class DataLoader:
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
                  worker_init_fn: Callable[[int], None] | None = None, generator: Generator | None = None, *,
                  prefetch_factor: int | None = None, persistent_workers: bool = False) -> None:
+        if not (hasattr(dataset, "__getitem__") or hasattr(dataset, "__iter__")):
+            raise ArgumentTypeError(f"DataLoader: dataset must be indexable (a Dataset, a list) or iterable (an "
+                                    f"IterableDataset), got {type(dataset).__name__} {dataset!r}")
+        if batch_size is not None:
+            batch_size = as_int("DataLoader", batch_size, "batch_size", minimum=1)
+        num_workers = as_int("DataLoader", num_workers, "num_workers", minimum=None)
         if num_workers < 0:
             raise ArgumentValueError(f"DataLoader: num_workers must be at least 0, got {num_workers}")
         if persistent_workers and num_workers == 0:
@@ -349,7 +372,7 @@ class DataLoader:
         self.num_workers, self.persistent_workers, self.timeout = num_workers, persistent_workers, timeout
         self.worker_init_fn, self.generator = worker_init_fn, generator
         self.collate_fn = collate_fn if collate_fn is not None else (
-            default_collate if batch_size is not None or batch_sampler is not None else (lambda sample: sample))
+            default_collate if batch_size is not None or batch_sampler is not None else default_convert)
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle or sampler is not None or batch_sampler is not None:
