@@ -23,6 +23,8 @@ import json
 import math
 import os
 import struct
+import types
+import typing
 import zlib
 from typing import Any
 
@@ -250,6 +252,8 @@ def _decode_aval(d: Any) -> ShapedArray:
     shape = tuple(_expect(x, int) for x in _expect(d["shape"], list))
     if any(x < 0 for x in shape):
         raise FormatError(f"load_exported: a negative dimension in {list(shape)}")
+    if math.prod(shape) >= 1 << 48:  # (no machine holds 2**48 elements: a file that says so is hostile)
+        raise FormatError(f"load_exported: an array of shape {list(shape)} is too large to have been exported")
     return ShapedArray(shape, _dt.as_dtype(_expect(d["dtype"], str)), CPU, _expect(d.get("weak", False), bool))
 
 
@@ -339,12 +343,65 @@ def _check_shape_rule(prim: Any, inputs: list[Any], params: dict[str, Any], outp
     if not fewest <= len(inputs) <= most:
         raise FormatError(f"load_exported: {prim.name} with {len(inputs)} inputs")
     avals = [a.aval if isinstance(a, Var) else a.value for a in inputs]
-    got = prim.abstract_eval(*avals, **params)
+    _check_params(prim, params)
+    try:
+        got = prim.abstract_eval(*avals, **params)
+    except FormatError:
+        raise
+    except Exception as exc:  # the primitive's own rule refuses these inputs or parameters
+        raise FormatError(f"load_exported: {prim.name} refuses its recorded inputs or parameters: {exc}") from None
     got = list(got) if prim.multiple_results else [got]
     want = [v.aval for v in outputs]
     if len(got) != len(want) or any(g.shape != w.shape or g.dtype is not w.dtype for g, w in zip(got, want)):
         raise FormatError(f"load_exported: {prim.name} gives {[g.str_short() for g in got]} but the file records "
                           f"{[w.str_short() for w in want]}")
+
+
+def _check_params(prim: Any, params: dict[str, Any]) -> None:
+    """The parameters a primitive's shape rule declares, by name and annotated type: none
+    missing, none unknown, each of its type (``bool``, ``int``, ``tuple[int, ...]``, ``DType``,
+    ``Program``...). The rule checks the values' ranges itself."""
+    rule = prim.abstract_eval
+    try:
+        signature = inspect.signature(rule)
+        hints = typing.get_type_hints(rule)
+    except Exception:  # a rule without readable annotations: its own checks stand alone
+        return
+    declared = {p.name: p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY}
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            raise FormatError(f"load_exported: {prim.name} takes no parameter(s) {unknown}")
+    missing = sorted(n for n, p in declared.items() if p.default is p.empty and n not in params)
+    if missing:
+        raise FormatError(f"load_exported: {prim.name} needs the parameter(s) {missing}")
+    for name, value in params.items():
+        if name in hints and not _conforms(value, hints[name]):
+            raise FormatError(f"load_exported: {prim.name}'s parameter {name}={value!r:.60} is not a {hints[name]}")
+
+
+def _conforms(value: Any, kind: Any) -> bool:
+    """Whether ``value`` is of the annotated type ``kind`` (what the rules' annotations use)."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, a) for a in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(v, args[0]) for v in value)
+        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
+    if origin is not None:  # list[...], dict[...]: the container's type
+        return isinstance(value, origin)
+    if kind is type(None):
+        return value is None
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, kind) if isinstance(kind, type) else True
 
 
 def _decode_tree(d: Any) -> Any:

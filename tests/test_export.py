@@ -195,3 +195,69 @@ def test_the_docs_list_the_onnx_table() -> None:
     text = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "export.md").read_text()
     table = text.split("| primitive | ONNX |")[1]
     assert {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} == set(ONNX_OPS)
+
+
+def _loops_file(tmp_path) -> tuple[bytes, int]:
+    def loops(x):
+        c, ys = fg.scan(lambda c, v: (fg.tanh(c + v), c * 2.0), x[0], x)
+        w = fg.while_loop(lambda s: s[0] < 3, lambda s: (s[0] + 1, s[1] * 1.5), (0, c))[1]
+        return fg.tanh(w.sum(axis=0, keepdims=True)) + ys.sum()
+
+    fg.export(loops, fg.ones((3, 2))).save(tmp_path / "loops.fgx")
+    raw = (tmp_path / "loops.fgx").read_bytes()
+    return raw, struct.unpack("<Q", raw[:8])[0]
+
+
+HOSTILE_PARAMS = [("tanh", "var", 1), ("scan", "n_consts", -1), ("scan", "n_carry", 99), ("scan", "length", "x"),
+                  ("while", "n_consts", -1), ("while", "n_consts", None), ("while", "cond", 5),
+                  ("reduce_sum", "keepdims", None), ("reduce_sum", "keepdims", "x"), ("reduce_sum", "axes", 1.5),
+                  ("add", "axis", 0)]
+
+
+@pytest.mark.parametrize("prim,param,value", HOSTILE_PARAMS)
+def test_a_hostile_parameter_is_refused_at_load(prim, param, value, tmp_path) -> None:
+    """Each equation's parameters are checked against its primitive's declared ones (names,
+    annotated types, the rule's ranges) when the file is read: a file that loads runs."""
+    raw, hlen = _loops_file(tmp_path)
+    header = json.loads(raw[8:8 + hlen])
+    eqn = next(e for e in header["program"]["eqns"] if e["prim"] == prim)
+    eqn["params"][param] = value
+    blob = json.dumps(header).encode()
+    (tmp_path / "hostile.fgx").write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + hlen:])
+    with pytest.raises(fg.FormatError, match=prim):
+        fg.load_exported(tmp_path / "hostile.fgx")
+
+
+def test_an_impossible_input_shape_is_refused_at_load(tmp_path) -> None:
+    raw, hlen = _loops_file(tmp_path)
+    header = json.loads(raw[8:8 + hlen])
+    header["program"]["invars"][0]["shape"] = [2 ** 64, 2]
+    blob = json.dumps(header).encode()
+    (tmp_path / "huge.fgx").write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + hlen:])
+    with pytest.raises(fg.FormatError, match="too large"):
+        fg.load_exported(tmp_path / "huge.fgx")
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_every_mutated_parameter_loads_and_runs_or_is_refused(data, tmp_path_factory) -> None:
+    """Fuzz the parameters of a program with loops: any hostile value, in any parameter (or a
+    new one); the file is refused with FormatError, or it loads and runs."""
+    tmp = tmp_path_factory.mktemp("params")
+    raw, hlen = _loops_file(tmp)
+    header = json.loads(raw[8:8 + hlen])
+    eqn = data.draw(st.sampled_from(header["program"]["eqns"]))
+    name = data.draw(st.sampled_from(sorted(eqn["params"]) + ["var", "axis", "n_consts", "keepdims"]))
+    eqn["params"][name] = data.draw(st.one_of(st.integers(-2, 2 ** 40), st.none(), st.booleans(), st.text(max_size=3),
+                                              st.floats(allow_nan=False), st.lists(st.integers(-1, 3), max_size=3),
+                                              st.just({"int": -5})))
+    blob = json.dumps(header).encode()
+    (tmp / "m.fgx").write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + hlen:])
+    try:
+        loaded = fg.load_exported(tmp / "m.fgx")
+    except fg.FormatError:
+        return
+    try:
+        loaded(fg.ones((3, 2)))
+    except fg.FuncgradError:
+        pass  # a typed error from the run (a value the parameters allow but the data does not)

@@ -19,7 +19,14 @@ from ..transforms.tape import AutogradMeta
 __all__ = ["Parameter"]
 
 
-def _compiling() -> bool:
+CHANGED_WHILE_COMPILING = (
+    "a Parameter was changed (an optimizer step, say) while fg.compile traced a function: the change would happen "
+    "once, while tracing, and never when the compiled function runs. Return the new values instead: "
+    "fg.optim.sgd(...).update(grads, state, params) gives them, as pure functions; or step the optimizer outside "
+    "the compiled function.")
+
+
+def compiling() -> bool:
     """Whether an ``fg.compile`` trace is in the interpreter stack."""
     interp = current_interpreter.get()
     while interp is not None:
@@ -58,12 +65,8 @@ class Parameter(Array):
                 "a Parameter was given a traced value: it was changed (an optimizer step, say) inside a transformed "
                 "function such as fg.compile, where values are abstract. Return the new values instead: "
                 "fg.optim.sgd(...).update(grads, state, params) gives them, as pure functions.")
-        if _compiling():  # a concrete value while a compiled function traces: it would change once, now
-            raise ConcretizationError(
-                "a Parameter was changed (an optimizer step, say) while fg.compile traced a function: the change "
-                "would happen once, while tracing, and never when the compiled function runs. Return the new values "
-                "instead: fg.optim.sgd(...).update(grads, state, params) gives them, as pure functions; or step "
-                "the optimizer outside the compiled function.")
+        if compiling():  # a concrete value while a compiled function traces: it would change once, now
+            raise ConcretizationError(CHANGED_WHILE_COMPILING)
         self._data = value._data
         self._dtype = value._dtype
         self._device = value._device

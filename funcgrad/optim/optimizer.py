@@ -22,8 +22,8 @@ from .. import ops
 from .. import tree as _tree
 from ..array import Array, wrap_kernel_output
 from ..backends.device import CPU
-from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
-from ..nn.parameter import Parameter
+from ..errors import ArgumentTypeError, ArgumentValueError, ConcretizationError, DTypeError, ShapeError
+from ..nn.parameter import CHANGED_WHILE_COMPILING, Parameter, compiling
 from ..primitives.core import fmt_shape
 from ..transforms.api import no_grad
 from ..transforms.tape import enable_grad
@@ -173,6 +173,8 @@ class Optimizer:
 
     def step(self, grads: Any = None, closure: Callable[[], Any] | None = None) -> Any:
         """One update. Gradients come from ``p.grad`` (after ``backward``) or from ``grads``."""
+        if compiling():  # (the in-place update paths would change the parameters once, while tracing)
+            raise ConcretizationError(CHANGED_WHILE_COMPILING)
         loss = None
         if closure is not None:
             with enable_grad():

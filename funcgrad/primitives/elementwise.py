@@ -8,13 +8,14 @@ checked. Operands of an elementwise primitive share one dtype (Python scalars ar
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import DType, bool_, component_dtype
-from ..errors import DTypeError
+from ..errors import ArgumentTypeError, DTypeError
 from . import lax
 from .ad import defelementwise, defjvp, deflinear, defvjp
 from .batching import defbroadcasting
@@ -226,8 +227,17 @@ C_EXPR = {
 }
 
 
-def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
+def _shape_rule(name: str, kinds: str, out: DType | None = None, kernel: Any = None) -> Any:
+    """The shape rule of an elementwise primitive; its parameters are its kernel's keyword
+    parameters (``round``'s ``decimals``), and no others: a program that names another (a
+    hostile file) is refused where it is read, not where it runs."""
+    allowed = _kernel_params(kernel)
+
     def rule(*args: Any, **params: Any) -> ShapedArray:
+        unknown = sorted(set(params) - allowed)
+        if unknown:
+            raise ArgumentTypeError(f"{name}: unexpected parameter(s) {unknown}; it takes "
+                                    f"{sorted(allowed) or 'none'}")
         aval = elementwise(name, *args, kinds=kinds, out_dtype=out)
         if name in _REAL_RESULTS and aval.dtype.kind == "c":  # |z|, Re z, Im z of a complex z are real
             return ShapedArray(aval.shape, component_dtype(aval.dtype), aval.device)
@@ -239,8 +249,18 @@ def _shape_rule(name: str, kinds: str, out: DType | None = None) -> Any:
 _REAL_RESULTS = {"abs", "real", "imag"}
 
 
+def _kernel_params(kernel: Any) -> frozenset[str]:
+    """The parameters a kernel function takes after ``xp`` and its arrays (those with a default)."""
+    try:
+        parameters = inspect.signature(kernel).parameters.values()
+    except (TypeError, ValueError):  # a kernel name, or a NumPy ufunc: no parameters
+        return frozenset()
+    return frozenset(p.name for p in parameters if p.default is not p.empty or p.kind is p.KEYWORD_ONLY)
+
+
 def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: Domain | None) -> Primitive:
-    prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=deriv is not None, domain=domain)
+    prim = Primitive(name, _shape_rule(name, kinds, kernel=kernel), kernel=kernel, differentiable=deriv is not None,
+                     domain=domain)
     prim.c_expr = C_EXPR.get(name)
     defbroadcasting(prim)
     if deriv is not None:
@@ -249,7 +269,8 @@ def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: D
 
 
 def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, domain: Domain | None) -> Primitive:
-    prim = Primitive(name, _shape_rule(name, kinds), kernel=kernel, differentiable=dx is not None, domain=domain)
+    prim = Primitive(name, _shape_rule(name, kinds, kernel=kernel), kernel=kernel, differentiable=dx is not None,
+                     domain=domain)
     prim.c_expr = C_EXPR.get(name)
     defbroadcasting(prim)
     if dx is not None:

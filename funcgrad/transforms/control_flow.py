@@ -112,7 +112,25 @@ def _tracing() -> bool:
 
 # ---- cond and switch ------------------------------------------------------------------------
 
+def _takes(what: str, program: Any, avals: Sequence[Any]) -> None:
+    """``program`` is a sub-program of ``len(avals)`` inputs (a structural check: a program
+    read from a file must fit its equation before it runs)."""
+    if not isinstance(program, Program) or len(program.invars) != len(avals):
+        raise ArgumentValueError(f"{what}: a sub-program of {len(avals)} input(s) expected, got "
+                                 f"{type(program).__name__}")
+
+
+def _count(what: str, value: Any, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise ArgumentValueError(f"{what} must be an int in [0, {most}], got {value!r}")
+    return value
+
+
 def _cond_abstract(index: Any, *avals: Any, branches: tuple[Program, ...]) -> tuple[Any, ...]:
+    if not isinstance(branches, tuple) or not branches:
+        raise ArgumentValueError("cond: branches must be a non-empty tuple of programs")
+    for b in branches:
+        _takes("cond", b, avals)
     return tuple(branches[0].out_avals)
 
 
@@ -277,6 +295,12 @@ cond_p.batch = _cond_batch
 # ---- while_loop ------------------------------------------------------------------------------
 
 def _while_abstract(*avals: Any, cond: Program, body: Program, n_consts: int) -> tuple[Any, ...]:
+    n_consts = _count("while: n_consts", n_consts, len(avals))
+    _takes("while (cond)", cond, avals)
+    _takes("while (body)", body, avals)
+    if len(body.outvars) != len(avals) - n_consts:
+        raise ArgumentValueError(f"while: the body returns {len(body.outvars)} values for a carry of "
+                                 f"{len(avals) - n_consts}")
     return tuple(body.out_avals)
 
 
@@ -407,6 +431,14 @@ while_p.batch = _while_batch
 
 def _scan_abstract(*avals: Any, body: Program, n_consts: int, n_carry: int, length: int,
                    reverse: bool) -> tuple[Any, ...]:
+    n_consts = _count("scan: n_consts", n_consts, len(avals))
+    n_carry = _count("scan: n_carry", n_carry, len(avals) - n_consts)
+    _count("scan: length", length, 1 << 62)
+    if not isinstance(reverse, bool):
+        raise ArgumentValueError(f"scan: reverse must be a bool, got {reverse!r}")
+    _takes("scan (body)", body, avals)
+    if len(body.outvars) < n_carry:
+        raise ArgumentValueError(f"scan: the body returns {len(body.outvars)} values for a carry of {n_carry}")
     outs = body.out_avals
     return (*outs[:n_carry], *(ShapedArray((length, *a.shape), a.dtype, a.device) for a in outs[n_carry:]))
 
