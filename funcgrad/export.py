@@ -23,6 +23,7 @@ import json
 import math
 import os
 import struct
+import sys
 import types
 import typing
 import zlib
@@ -32,7 +33,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import tree as _tree
-from .array import Array, ArrayBase
+from .array import Array, ArrayBase, wrap_kernel_output
 from .backends.device import CPU
 from .errors import FormatError, FuncgradError
 from .onnx import to_onnx
@@ -124,10 +125,9 @@ def export(f: Any, *example_args: Any) -> Exported:
 def load_exported(path: str | os.PathLike[str], device: Any = None) -> Exported:
     """Read a file ``Exported.save`` wrote, its constants onto ``device`` (the CPU by
     default); every part is checked, nothing is unpickled."""
-    with open(path, "rb") as f:
-        raw = f.read()
     try:
-        exported = _decode_file(raw)
+        with open(path, "rb") as f:
+            exported = _decode_file(f, os.fstat(f.fileno()).st_size)
     except FormatError:
         raise
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError,
@@ -208,31 +208,43 @@ def _encode_tree(t: Any) -> Any:
 
 # ---- decoding (every field checked) -----------------------------------------------------
 
-def _decode_file(raw: bytes) -> Exported:
-    if len(raw) < 8:
+def _decode_file(f: Any, size: int) -> Exported:
+    """The file, read once, in order: the header, then each constant's bytes straight into its
+    array (so loading holds the file's constants once, plus the parsed header). The
+    constants' blocks must tile the data section: in order, each starting where the last
+    ended, the last ending at the end of the file (no block is read twice, no byte is
+    unaccounted for)."""
+    if size < 8:
         raise FormatError("load_exported: the file is too short to hold a header")
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > min(_MAX_HEADER, len(raw) - 8):
+    (n,) = struct.unpack("<Q", f.read(8))
+    if n > min(_MAX_HEADER, size - 8):
         raise FormatError(f"load_exported: the header length {n} runs past the end of the file")
-    header = json.loads(raw[8:8 + n].decode("utf-8"))
-    body = memoryview(raw)[8 + n:]
+    header = json.loads(f.read(n).decode("utf-8"))
+    body_size = size - 8 - n
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise FormatError(f"load_exported: not a {FORMAT} file")
     if header.get("version") != VERSION:
         raise FormatError(f"load_exported: format version {header.get('version')!r}; this funcgrad reads {VERSION}")
-    if header.get("crc32") != zlib.crc32(body):
-        raise FormatError("load_exported: the constants' bytes do not match their checksum (a damaged file)")
-    consts = []
-    for c in header["constants"]:
+    consts, crc, at = [], 0, 0
+    for c in _expect(header["constants"], list):
         dtype = _dt.as_dtype(_expect(c["dtype"], str))
-        shape = tuple(_expect(d, int) for d in c["shape"])
-        start, end = (_expect(o, int) for o in c["offsets"])
-        if any(d < 0 for d in shape) or not 0 <= start <= end <= len(body) or \
+        shape = tuple(_expect(d, int) for d in _expect(c["shape"], list))
+        start, end = (_expect(o, int) for o in _expect(c["offsets"], list))
+        if any(d < 0 for d in shape) or start != at or not start <= end <= body_size or \
                 end - start != math.prod(shape) * dtype.itemsize:
             raise FormatError(f"load_exported: constant bytes [{start}, {end}) do not fit {dtype}{list(shape)} "
-                              f"in a body of {len(body)} bytes")
-        array = np.frombuffer(body[start:end], dtype=dtype.np.newbyteorder("<")).astype(dtype.np).reshape(shape)
-        consts.append(asarray(array.copy()))
+                              f"where the data section's next block starts, at {at} of {body_size} bytes")
+        array = np.empty(shape, dtype.np)
+        if f.readinto(array.reshape(-1).view(np.uint8).data) != end - start:
+            raise FormatError("load_exported: the file ends inside a constant")
+        crc, at = zlib.crc32(array.reshape(-1).view(np.uint8).data, crc), end
+        if sys.byteorder == "big":  # (the file is little-endian)
+            array.byteswap(inplace=True)
+        consts.append(wrap_kernel_output(array, CPU))  # (the array is the constant's own: no copy)
+    if at != body_size:
+        raise FormatError(f"load_exported: {body_size - at} bytes of the data section belong to no constant")
+    if header.get("crc32") != crc:
+        raise FormatError("load_exported: the constants' bytes do not match their checksum (a damaged file)")
     program = _decode_program(header["program"], consts)
     in_tree, out_tree = _decode_tree(header["in_tree"]), _decode_tree(header["out_tree"])
     if in_tree is None or in_tree.num_leaves != len(program.invars) or out_tree is None or \

@@ -139,9 +139,15 @@ def _refuse(where: str, what: str) -> FormatError:
     return FormatError(f"fg.load({where}): {what}")
 
 
-def _parse_header(raw: bytes, where: str) -> Any:
+def _parse_header(raw: bytes, where: str, budget: int) -> Any:
     """The header's JSON, refusing what a valid file never holds: duplicate keys, numbers
-    longer than any offset, NaN/Infinity literals, and nesting deeper than ``MAX_DEPTH``."""
+    longer than any offset, NaN/Infinity literals, nesting deeper than ``MAX_DEPTH``, and
+    more values than ``budget`` bytes of Python objects can hold (counted before parsing:
+    3 bytes of ``[],`` become an 80-byte list)."""
+    cost = 80 * (raw.count(b"[") + raw.count(b"{")) + 16 * raw.count(b",") + 30 * raw.count(b'"')
+    if cost > budget:
+        raise _refuse(where, f"the header describes about {cost >> 20} MiB of values, more than a file of its size "
+                             "can hold")
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         out = dict(items)
@@ -333,7 +339,8 @@ def _load(stream: Any, where: str, device: Any) -> Any:
         if header_len is None:
             raise _refuse(where, "truncated header")
         raise _refuse(where, f"header length {header_len} exceeds the file; not a safetensors file")
-    header = _parse_header(stream.read(header_len), where)
+    budget = 4 * size + (1 << 20)  # what loading may cost at most: 4 times the file, and 1 MiB
+    header = _parse_header(stream.read(header_len), where, budget)
     if not isinstance(header, dict):
         raise _refuse(where, "malformed header (not a JSON object)")
     meta = header.pop("__metadata__", None) or {}
@@ -349,7 +356,7 @@ def _load(stream: Any, where: str, device: Any) -> Any:
     if _TREE in meta:
         if _TREE_CRC in meta and meta[_TREE_CRC] != str(zlib.crc32(meta[_TREE].encode())):
             raise _refuse(where, f"damaged header (the {_TREE} structure does not match its {_TREE_CRC})")
-        tree = _parse_header(meta[_TREE].encode(), where)
+        tree = _parse_header(meta[_TREE].encode(), where, budget)
         _check_tree(tree, header, where)
     _check_tiling(entries, size - 8 - header_len, where)
     arrays = {name: asarray(host, device=device, copy=False) if device is None else asarray(host, device=device)

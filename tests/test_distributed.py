@@ -158,18 +158,21 @@ for bad, kind in ((lambda: dist.broadcast(x, src=5), fg.ArgumentValueError),
         assert "dist." in str(error) or "all_reduce" in str(error), error
 # arrays that differ between ranks: every rank raises, naming each rank's array
 for call in (lambda: dist.all_reduce(fg.ones(3 + r)), lambda: dist.broadcast(fg.ones(2, dtype=fg.float32 if r else fg.float64)),
-             lambda: dist.all_gather(fg.ones((2, r + 1))), lambda: dist.reduce_scatter([fg.ones(r + 1)] * n)):
+             lambda: dist.all_gather(fg.ones((2, r + 1))), lambda: dist.reduce_scatter([fg.ones(r + 1)] * n),
+             lambda: dist.all_reduce(fg.ones(3), "max" if r else "sum"), lambda: dist.broadcast(fg.ones(3), src=r)):
     try:
         _ = call()
-        raise AssertionError("ranks with different arrays were not caught")
+        raise AssertionError("ranks with different arrays or arguments were not caught")
     except fg.DistributedError as error:
-        assert "rank 0: " in str(error) and "rank 1: " in str(error) and "different shapes or dtypes" in str(error)
-# a message of another size than the receiving array
+        assert "rank 0: " in str(error) and "rank 1: " in str(error) and "different arrays or arguments" in str(error)
+# a message of another size, or another dtype of the same size, than the receiving array
 if r == 0:
     dist.send(fg.ones(5), dst=1)
     dist.send(fg.ones(2), dst=1)
+    dist.send(fg.ones(3, dtype=fg.int32), dst=1)
 else:
-    for like, words in ((fg.zeros(3), "sent more than the 12 bytes"), (fg.zeros(3), "sent 8 bytes")):
+    for like, words in ((fg.zeros(3), "sent more than the 12 bytes"), (fg.zeros(3), "sent 8 bytes"),
+                        (fg.zeros(3), "sent int32 values, but the array given to receive them is float32")):
         try:
             _ = dist.recv(like, src=0)
             raise AssertionError("a message of the wrong size was not caught")

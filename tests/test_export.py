@@ -261,3 +261,45 @@ def test_every_mutated_parameter_loads_and_runs_or_is_refused(data, tmp_path_fac
         loaded(fg.ones((3, 2)))
     except fg.FuncgradError:
         pass  # a typed error from the run (a value the parameters allow but the data does not)
+
+
+def _peak_of_loading(path):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        try:
+            loaded = fg.load_exported(path)
+        except fg.FormatError:
+            loaded = None
+        return tracemalloc.get_traced_memory()[1], loaded
+    finally:
+        tracemalloc.stop()
+
+
+def test_loading_holds_the_constants_once(tmp_path) -> None:
+    """A 16 MiB constant: the file is read once, into the constant's own array, so loading
+    peaks at the file's size plus the header's parse (1 MiB), not two or three copies."""
+    big = fg.asarray(np.arange(4 << 20, dtype=np.float32))
+    fg.export(lambda x: x + big, fg.ones(4 << 20)).save(tmp_path / "big.fgx")
+    size = (tmp_path / "big.fgx").stat().st_size
+    peak, loaded = _peak_of_loading(tmp_path / "big.fgx")
+    assert loaded is not None and peak <= size + (1 << 20), (peak, size)
+    assert loaded(fg.zeros(4 << 20))[:3].tolist() == [0.0, 1.0, 2.0]
+
+
+def test_constant_blocks_must_tile_the_data_section(tmp_path) -> None:
+    """64 constants naming one block would read (and hold) it 64 times: refused, as are gaps."""
+    w = fg.asarray(np.ones((512, 1024), np.float32))  # 2 MiB
+    fg.export(lambda x: x @ w, fg.ones((2, 512))).save(tmp_path / "w.fgx")
+    raw = (tmp_path / "w.fgx").read_bytes()
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + hlen])
+    for mutate in (lambda h: h["constants"].extend([dict(h["constants"][0]) for _ in range(63)]),
+                   lambda h: h["constants"][0].update(offsets=[8, 8 + 4 * 512 * 1024])):
+        h = json.loads(json.dumps(header))
+        mutate(h)
+        blob = json.dumps(h).encode()
+        (tmp_path / "m.fgx").write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + hlen:])
+        peak, loaded = _peak_of_loading(tmp_path / "m.fgx")
+        assert loaded is None and peak <= len(raw) + (1 << 20), peak

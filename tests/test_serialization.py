@@ -140,10 +140,10 @@ HOSTILE = {
                         "non-JSON constant"),
     "5000-digit number": (b'{"a":' + b"9" * 5000 + b"}", b"", "5000-character"),
     "5000-digit float": (b'{"a":0.' + b"1" * 5000 + b"}", b"", "character number"),
-    "deep nesting": (b'{"a":' + b"[" * 100000 + b"]" * 100000 + b"}", b"", "nested deeper"),
+    "deep nesting": (b'{"a":' + b"[" * 100000 + b"]" * 100000 + b"}", b"", "nested deeper|more than a file"),
     "deep tree": (_header(tree=json.loads("[" * 150 + "]" * 150)), b"", "nested deeper"),
     "deep tree text": (json.dumps({"__metadata__": {"funcgrad": "[" * 100000 + "]" * 100000}}).encode(), b"",
-                       "nested deeper"),
+                       "nested deeper|more than a file"),
     "duplicate keys": (b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":1}', b"\0" * 4, "duplicate"),
     "extra entry key": (_header({"a": {**_t([1], 0, 4), "x": 1}}), b"\0" * 4, "malformed tensor entry"),
     "not UTF-8": (b"\xff\xfe", b"", "malformed header"),
@@ -334,3 +334,25 @@ def test_names_stay_unique_and_readable() -> None:
     buf.seek(0)
     back = fg.load(buf)
     assert back["a.b"].tolist() == [0.0] and back["a"]["b"].tolist() == [1.0] and back[0][0].shape == (2,)
+
+
+def test_a_header_of_millions_of_empty_containers_is_refused_cheaply(tmp_path) -> None:
+    """3 bytes of ``[],`` become an 80-byte list: a header that would parse into more than
+    four times the file's size is refused before it is parsed."""
+    import tracemalloc
+    import zlib
+
+    text = "[" + ",".join(["[]"] * 1_000_000) + "]"
+    meta = {"format": "pt", "funcgrad": text, "funcgrad.tree_crc32": str(zlib.crc32(text.encode()))}
+    header = json.dumps({"__metadata__": meta}).encode()
+    header += b" " * (-len(header) % 8)
+    path = tmp_path / "bomb.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    tracemalloc.start()
+    try:
+        with pytest.raises(fg.FormatError, match="more than a file of its size can hold"):
+            fg.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 4 * path.stat().st_size + (1 << 20), peak

@@ -98,11 +98,12 @@ class Work:
 _SIGNATURE_BYTES = 72
 
 
-def check_same(group: Any, buf: Any, what: str) -> None:
-    """Raise on every rank at once if the ranks passed arrays of different shapes or dtypes
-    to one collective (MPI would read past the shorter ones, or mix unlike bytes, in
+def check_same(group: Any, buf: Any, what: str, arguments: str = "") -> None:
+    """Raise on every rank at once if the ranks passed arrays of different shapes or dtypes,
+    or different ``arguments`` (the reduction, the source rank), to one collective (MPI would
+    read past the shorter ones, mix unlike bytes, or reduce with different operations, in
     silence): a small all-gather of each rank's description first."""
-    text = f"{np.dtype(buf.dtype).name}{list(buf.shape)}".encode()
+    text = f"{np.dtype(buf.dtype).name}{list(buf.shape)}{' ' + arguments if arguments else ''}".encode()
     meta = np.zeros(_SIGNATURE_BYTES, np.uint8)
     meta[:8] = np.frombuffer(zlib.crc32(text).to_bytes(8, "little"), np.uint8)
     meta[8:8 + min(len(text), _SIGNATURE_BYTES - 8)] = np.frombuffer(text[:_SIGNATURE_BYTES - 8], np.uint8)
@@ -110,8 +111,8 @@ def check_same(group: Any, buf: Any, what: str) -> None:
     if not (every == every[0]).all():
         names = [bytes(row[8:]).rstrip(b"\0").decode(errors="replace") for row in every]
         parts = ", ".join(f"rank {r}: {name}" for r, name in enumerate(names))
-        raise DistributedError(f"{what}: the ranks passed arrays of different shapes or dtypes ({parts}); every "
-                               "rank must pass the same shape and dtype")
+        raise DistributedError(f"{what}: the ranks passed different arrays or arguments ({parts}); every rank "
+                               "must pass the same shape, dtype and arguments")
 
 
 # ---- MPI ----------------------------------------------------------------------------------
@@ -119,6 +120,16 @@ def check_same(group: Any, buf: Any, what: str) -> None:
 # dtypes MPI moves as they are; others travel as the first wider type here and come back
 _MPI_KINDS = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
                                       np.uint64, np.float32, np.float64, np.complex64, np.complex128)}
+
+
+_DTYPE_BYTES = 16  # a point-to-point message starts with its dtype's name, so recv can check it
+
+
+def _dtype_label(dtype: np.dtype) -> np.ndarray:
+    label = np.zeros(_DTYPE_BYTES, np.uint8)
+    name = dtype.name.encode()[:_DTYPE_BYTES]
+    label[:len(name)] = np.frombuffer(name, np.uint8)
+    return label
 
 
 def _mpi_dtype(dtype: np.dtype) -> np.dtype:
@@ -203,13 +214,18 @@ class MPIGroup:
 
     def send(self, xp: Any, buf: Any, dst: int, tag: int) -> Work:
         send, _ = self._host(xp, buf)
-        return self._work(self.comm.Isend(send, dest=dst, tag=tag), lambda: None, f"send(dst={dst}, tag={tag})")
+        message = np.empty(_DTYPE_BYTES + send.nbytes, np.uint8)  # the dtype's name, then the bytes
+        message[:_DTYPE_BYTES] = _dtype_label(np.dtype(buf.dtype))
+        message[_DTYPE_BYTES:] = send.reshape(-1).view(np.uint8)
+        return self._work(self.comm.Isend(message, dest=dst, tag=tag), lambda: None, f"send(dst={dst}, tag={tag})")
 
     def recv(self, xp: Any, like: Any, src: int, tag: int) -> Work:
         into, back = self._host(xp, like)
-        out = np.empty_like(into)
-        request, status = self.comm.Irecv(out, source=src, tag=tag), self.mpi.Status()
+        message = np.empty(_DTYPE_BYTES + into.nbytes, np.uint8)
+        out = message[_DTYPE_BYTES:].view(into.dtype).reshape(into.shape)
+        request, status = self.comm.Irecv(message, source=src, tag=tag), self.mpi.Status()
         what = f"recv(src={src}, tag={tag}) (rank {self.rank} of {self.size}, MPI)"
+        expected = _dtype_label(np.dtype(like.dtype))
 
         def done() -> bool:
             try:
@@ -219,10 +235,14 @@ class MPIGroup:
                                        f"{out.dtype.name}{list(out.shape)} array given to receive it ({exc})") from None
 
         def result() -> Any:
-            got = status.Get_count(self.mpi.BYTE)
+            got = status.Get_count(self.mpi.BYTE) - _DTYPE_BYTES
             if got != out.nbytes:
                 raise DistributedError(f"{what}: rank {src} sent {got} bytes, but the {out.dtype.name}"
                                        f"{list(out.shape)} array given to receive it holds {out.nbytes}")
+            sent = bytes(message[:_DTYPE_BYTES]).rstrip(b"\0").decode(errors="replace")
+            if not (message[:_DTYPE_BYTES] == expected).all():
+                raise DistributedError(f"{what}: rank {src} sent {sent} values, but the array given to receive "
+                                       f"them is {np.dtype(like.dtype).name}; the bytes would be reinterpreted")
             return back(out)
 
         return Work(done, result, what, self.timeout)

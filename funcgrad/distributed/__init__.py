@@ -274,7 +274,7 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
                                "collective is part of the program: call it without async_op)")
     all_reduce_p.abstract_eval(x.aval, op=op)
     xp, raw = _raw(x, "all_reduce")
-    process_group.check_same(process_group.current(), raw, f"dist.all_reduce({op})")
+    process_group.check_same(process_group.current(), raw, f"dist.all_reduce({op})", f"op={op}")
     return process_group.current().all_reduce(xp, raw, op).then(lambda out: _wrap(out.reshape(raw.shape), x))
 
 
@@ -286,7 +286,7 @@ def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = Fal
     x = _array(tensor, "broadcast")
     _check_rank(src, "broadcast", "src")
     xp, raw = _raw(x, "broadcast")
-    process_group.check_same(process_group.current(), raw, "dist.broadcast")
+    process_group.check_same(process_group.current(), raw, "dist.broadcast", f"src={int(src)}")
     work = process_group.current().broadcast(xp, raw, src).then(lambda out: _wrap(out, x))
     return work if async_op else work.wait()
 

@@ -33,7 +33,7 @@ def _all_reduce_rule(x: ShapedArray, *, op: str) -> ShapedArray:
 
 def _all_reduce_kernel(xp: Any, x: Any, *, op: str) -> Any:
     group = process_group.current()
-    process_group.check_same(group, x, f"all_reduce({op})")
+    process_group.check_same(group, x, f"all_reduce({op})", f"op={op}")
     out = group.all_reduce(xp, x, op).wait()
     return out.reshape(x.shape)
 
