@@ -111,8 +111,6 @@ def test_mutated_files_load_correctly_or_raise_format_error(data, tmp_path_facto
     """Fuzz: flip bytes anywhere, or rewrite one field of the program with a hostile value;
     load_exported returns a program that still runs, or raises FormatError, never anything
     else, and allocates about the file's size at most."""
-    import tracemalloc
-
     tmp = tmp_path_factory.mktemp("fuzz")
     raw = bytearray(_file(tmp))
     (hlen,) = struct.unpack("<Q", raw[:8])
@@ -140,15 +138,7 @@ def test_mutated_files_load_correctly_or_raise_format_error(data, tmp_path_facto
         raw = bytearray(struct.pack("<Q", len(blob)) + blob + bytes(raw[8 + hlen:]))
     path = tmp / "mutated.fgx"
     path.write_bytes(bytes(raw))
-    tracemalloc.start()
-    try:
-        try:
-            loaded = fg.load_exported(path)
-        except fg.FormatError:
-            loaded = None
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak, loaded = _peak_of_loading(path)
     assert peak < len(raw) * 40 + (4 << 20), peak
     if loaded is not None:
         out = loaded(*[fg.zeros(a.shape, a.dtype) for a in loaded.in_avals])

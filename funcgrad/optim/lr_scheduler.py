@@ -145,7 +145,7 @@ class ConstantLR(LRScheduler):
     def __init__(self, optimizer: _Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
                  last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
-        self.factor, self.total_iters = factor, total_iters
+        self.factor, self.total_iters = factor, as_int("ConstantLR", total_iters, "total_iters")
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -160,7 +160,8 @@ class LinearLR(LRScheduler):
     def __init__(self, optimizer: _Optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
                  total_iters: int = 5, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
-        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
+        self.start_factor, self.end_factor = start_factor, end_factor
+        self.total_iters = as_int("LinearLR", total_iters, "total_iters", minimum=1)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:

@@ -23,6 +23,7 @@ from ..primitives.core import Primitive, ShapedArray, aval_of, current_interpret
 from ..primitives.core import bind as _bind
 from .api import _record, _with_args, jvp, vjp
 from .autodiff import VJPTracer
+from .core import Tracer
 from .compiler import optimize
 from .grad_mode import is_grad_enabled
 from .graph import substitute, toposort, walk
@@ -209,11 +210,21 @@ def _batch_rule(args: tuple[Any, ...], dims: tuple[Any, ...], *, name: str, prog
     optimised. (Donation is the caller's promise about its arrays; it is not carried over.)"""
     key = (dims, next(a.shape[d] for a, d in zip(args, dims) if d is not None))
     batched = _BATCHED.setdefault(program, {}).get(key)
+    captured: list[Any] = []
     if batched is None:
         traced, _ = make_program(vmap(_run(program), in_axes=dims), [aval_of(a) for a in args],
                                  _tree.structure(tuple(args)))
-        batched = _BATCHED[program][key] = optimize(traced)
-    outs = _bind(compiled_call_p, *args, name=f"vmap({name})", program=batched)
+        # values an enclosing trace computed (vmap broadcasting a constant output, under an
+        # outer fg.compile) are that trace's: inputs of this call, and the program is this call's own
+        outer = [isinstance(c, Tracer) for c in traced.consts]
+        captured = [c for c, o in zip(traced.consts, outer) if o]
+        traced = Program([v for v, o in zip(traced.constvars, outer) if o] + traced.invars,
+                         [v for v, o in zip(traced.constvars, outer) if not o],
+                         [c for c, o in zip(traced.consts, outer) if not o], traced.eqns, traced.outvars)
+        batched = optimize(traced)
+        if not captured:
+            _BATCHED[program][key] = batched
+    outs = _bind(compiled_call_p, *captured, *args, name=f"vmap({name})", program=batched)
     return outs, (0,) * len(outs)
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..primitives.core import bind
+from ..primitives.core import bind, current_interpreter
 from ..primitives.elementwise import BINARY
+from .core import Tracer
 from .ir import Eqn, Literal, Program, Var
 
 __all__ = ["simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code"]
@@ -120,15 +121,22 @@ def simplify(program: Program) -> Program:
 
 
 def fold_constants(program: Program) -> Program:
-    """Equations of constants and literals alone run now; their results become constants."""
+    """Equations of constants and literals alone run now, eagerly (whatever transform is
+    optimising the program); their results become constants. A constant that is an enclosing
+    transform's value (a tracer) is not folded: it has no value yet."""
     rw = _Rewrite(program)
-    value = {id(v): c for v, c in zip(program.constvars, program.consts)}
+    value = {id(v): c for v, c in zip(program.constvars, program.consts) if not isinstance(c, Tracer)}
     constvars, consts = list(program.constvars), list(program.consts)
     for eqn in program.eqns:
         ins = [rw.atom(a) for a in eqn.inputs]
         if eqn.prim.impl is None and ins and all(isinstance(a, Literal) or id(a) in value for a in ins) \
                 and any(isinstance(a, Var) for a in ins):
-            outs = bind(eqn.prim, *[a.value if isinstance(a, Literal) else value[id(a)] for a in ins], **eqn.params)
+            token = current_interpreter.set(None)  # (under vmap's batching rule the current one is a trace)
+            try:
+                outs = bind(eqn.prim, *[a.value if isinstance(a, Literal) else value[id(a)] for a in ins],
+                            **eqn.params)
+            finally:
+                current_interpreter.reset(token)
             for v, o in zip(eqn.outputs, outs if eqn.prim.multiple_results else (outs,)):
                 value[id(v)] = o
                 constvars.append(v)
