@@ -23,8 +23,8 @@ from ..primitives.core import Primitive, ShapedArray, aval_of, current_interpret
 from ..primitives.core import bind as _bind
 from .api import _record, _with_args, jvp, vjp
 from .autodiff import VJPTracer
-from .core import Tracer
 from .compiler import optimize
+from .core import Tracer
 from .grad_mode import is_grad_enabled
 from .graph import substitute, toposort, walk
 from .ir import Program, make_program
