@@ -22,6 +22,14 @@ def _require_optimizer(name: str, optimizer: Any) -> None:
                                 f"{type(optimizer).__name__} {optimizer!r}")
 
 
+def _factor(name: str, value: Any) -> float:
+    """A multiplicative factor (``gamma``) as a float: its powers then overflow to an error
+    at once, where an int's would be computed digit by digit."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentTypeError(f"{name}: gamma must be a number, got {type(value).__name__} {value!r}")
+    return float(value)
+
+
 def _lambdas(name: str, lr_lambda: Any, n: int) -> list[Callable[[int], float]]:
     """One function per parameter group (one given for all, or a list of ``n``)."""
     fns = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
@@ -41,7 +49,9 @@ class LRScheduler:
         for g in optimizer.param_groups:
             g.setdefault("initial_lr", g["lr"])
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
-        self.last_epoch = last_epoch
+        self.last_epoch = as_int(type(self).__name__, last_epoch, "last_epoch", minimum=-1)
+        if self.last_epoch >= 1 << 31:
+            raise ArgumentValueError(f"{type(self).__name__}: last_epoch must be below 2**31, got {last_epoch}")
         self.step()
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -52,7 +62,11 @@ class LRScheduler:
         """Advance one step."""
         self.last_epoch += 1
         for i, (g, base) in enumerate(zip(self.optimizer.param_groups, self.base_lrs)):
-            g["lr"] = self.lr_at(base, self.last_epoch, i)
+            try:
+                g["lr"] = self.lr_at(base, self.last_epoch, i)
+            except OverflowError:
+                raise ArgumentValueError(f"{type(self).__name__}: the learning rate overflows at epoch "
+                                         f"{self.last_epoch}") from None
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
     def get_last_lr(self) -> list[float]:
@@ -73,7 +87,7 @@ class StepLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
-        self.step_size, self.gamma = as_int("StepLR", step_size, "step_size", minimum=1), gamma
+        self.step_size, self.gamma = as_int("StepLR", step_size, "step_size", minimum=1), _factor("StepLR", gamma)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -86,7 +100,7 @@ class ExponentialLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, gamma: float, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
-        self.gamma = gamma
+        self.gamma = _factor("ExponentialLR", gamma)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
@@ -131,7 +145,7 @@ class MultiStepLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, milestones: list[int], gamma: float = 0.1, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
-        self.milestones, self.gamma = sorted(milestones), gamma
+        self.milestones, self.gamma = sorted(milestones), _factor("MultiStepLR", gamma)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
