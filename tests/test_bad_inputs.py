@@ -307,7 +307,7 @@ _CONSTRUCTORS = _constructors()
 
 
 @pytest.mark.parametrize("name,fn,fixed", _CONSTRUCTORS, ids=[n for n, _, _ in _CONSTRUCTORS])
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_random_bad_arguments_to_constructors_and_transforms(name, fn, fixed, data, tmp_path_factory) -> None:
     """The same sweep over layers, optimizers, schedulers, keyed random functions, control

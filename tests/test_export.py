@@ -228,7 +228,7 @@ def test_an_impossible_input_shape_is_refused_at_load(tmp_path) -> None:
         fg.load_exported(tmp_path / "huge.fgx")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_every_mutated_parameter_loads_and_runs_or_is_refused(data, tmp_path_factory) -> None:
     """Fuzz the parameters of a program with loops: any hostile value, in any parameter (or a
