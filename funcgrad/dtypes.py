@@ -23,7 +23,7 @@ from .errors import DTypeError
 __all__ = [
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "bfloat16", "float32", "float64", "complex64", "complex128", "component_dtype", "as_dtype", "result_type",
-    "promote",
+    "promote", "PYTHON_DTYPES", "python_result",
     "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
     "default_float", "default_int",
 ]
@@ -152,6 +152,17 @@ _PROMOTE: dict[tuple[DType, DType], DType] = {
 }
 
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+# Python's numbers and the dtypes of their precision: what a Python number becomes as a
+# (weakly typed) traced value, and what arithmetic among numbers alone computes in
+PYTHON_DTYPES: dict[type, DType] = {bool: bool_, int: int64, float: float64, complex: complex128}
+
+
+def python_result(kinds: Any, floating: bool = False) -> DType:
+    """The dtype of arithmetic among Python numbers (or traced ones) of these dtype kinds:
+    the widest kind, in 64 bits (a float at least, for ``floating`` operations)."""
+    order = max(_KIND_ORDER[k] for k in kinds)
+    return (bool_, int64, float64, complex128)[max(order, 2) if floating else order]
 
 
 def promote(a: DType, b: DType) -> DType:

@@ -84,9 +84,8 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
             args = (asarray(args[0], device=device),) + args[1:]
             strong = [args[0]]
         else:  # Python numbers alone, some traced (weak): computed as Python computes them, in 64 bits
-            kind = max(_KIND_ORDER[a.dtype.kind if not isinstance(a, _SCALARS) else _PY_KIND[type(a)]]
-                        for a in args)
-            dt = _PYTHON_PRECISION[kind if not floating or kind >= 2 else 2]
+            dt = _dt.python_result((_dt.PYTHON_DTYPES[type(a)].kind if isinstance(a, _SCALARS) else a.dtype.kind
+                                    for a in args), floating)
             return tuple(_cast(a, dt) for a in args)
     dt = strong[0].dtype
     for a in strong[1:]:
@@ -103,10 +102,7 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
     return tuple(_cast(a, dt) for a in args)
 
 
-# Python numbers by kind: bool < int < float < complex, each computed in 64 bits
-_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-_PY_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
-_PYTHON_PRECISION = {0: _dt.bool_, 1: _dt.int64, 2: _dt.float64, 3: _dt.complex128}
+# a Python number of each dtype kind, for what a traced (weak) number promotes like
 _PY_EXAMPLE = {"b": True, "u": 1, "i": 1, "f": 1.0, "c": 1j}
 
 # (dtype kind, Python scalar type) pairs where the scalar takes the array's dtype

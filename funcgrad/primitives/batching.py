@@ -138,9 +138,9 @@ def batch_by_loop(prim: Primitive) -> Callable[..., Any]:
 
 def _empty_results(prim: Primitive, args: Sequence[Any], dims: Sequence[int | None], params: dict[str, Any]) -> Any:
     like = next(a for a, d in zip(args, dims) if d is not None)
-    member = [a if d is None else ShapedArray(tuple(s for i, s in enumerate(aval_of(a).shape) if i != d),
-                                              aval_of(a).dtype, aval_of(a).device) for a, d in zip(args, dims)]
-    member = [aval_of(a) if d is None and hasattr(a, "shape") else m for a, d, m in zip(args, dims, member)]
+    avals = [aval_of(a) for a in args]
+    member = [v if d is None else ShapedArray(tuple(s for i, s in enumerate(v.shape) if i != d), v.dtype, v.device)
+              for v, d in zip(avals, dims)]
     out: Any = prim.abstract_eval(*member, **params)
     if prim.multiple_results:
         outs = tuple(lax.zeros(like, (0, *o.shape), o.dtype) for o in out)

@@ -33,7 +33,7 @@ from .. import random_state
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..config import config
-from ..dtypes import bool_, complex128, float64, int64
+from ..dtypes import PYTHON_DTYPES
 from ..errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
 from ..ops import asarray
 from ..primitives.core import ShapedArray, current_interpreter
@@ -43,7 +43,7 @@ from .autocast import autocast_like, autocast_state
 from .compiled_call import compiled_call_p
 from .compiler import ProgramCache, optimize
 from .core import _USER_TRANSFORM, Tracer
-from .ir import Program, make_program
+from .ir import Program, lift_consts, make_program
 from .lower import lower
 
 __all__ = ["compile", "jit", "Compiled"]
@@ -232,11 +232,7 @@ class Compiled:
         out_tree = traced.out_tree
         if keyed:
             traced, keyed, out_tree = _thread_key(traced)
-        lift = [_lifted(c) for c in traced.consts]
-        lifted = [c for c, k in zip(traced.consts, lift) if k]
-        opened = Program([v for v, k in zip(traced.constvars, lift) if k] + traced.invars,
-                         [v for v, k in zip(traced.constvars, lift) if not k],
-                         [c for c, k in zip(traced.consts, lift) if not k], traced.eqns, traced.outvars)
+        opened, lifted = lift_consts(traced, [_lifted(c) for c in traced.consts])
         self._traces += 1
         cacheable = not any(isinstance(c, Tracer) for c in lifted)  # an enclosing transform's value: this call's own
         return _Entry(traced, optimize(opened), lifted, out_tree, cacheable, keyed)
@@ -365,18 +361,15 @@ class Lowering:
     __repr__ = __str__
 
 
-_PYTHON_DTYPES = {bool: bool_, int: int64, float: float64, complex: complex128}
-
-
 def _weak_number(x: Any) -> bool:
     """A Python number traced as a weakly typed 0-d input (``jax.jit``'s rule): one trace
     serves every value. (An int beyond int64 stays a literal of the program.)"""
-    return type(x) in _PYTHON_DTYPES and (type(x) is not int or -(1 << 63) <= x < 1 << 63)
+    return type(x) in PYTHON_DTYPES and (type(x) is not int or -(1 << 63) <= x < 1 << 63)
 
 
 def _weak_input(x: Any, device: Any) -> Array:
     """A Python number as the 0-d array the program receives, in 64 bits (Python's precision)."""
-    return asarray(x, dtype=_PYTHON_DTYPES[type(x)], device=device)
+    return asarray(x, dtype=PYTHON_DTYPES[type(x)], device=device)
 
 
 def _is_array_like(x: Any) -> bool:

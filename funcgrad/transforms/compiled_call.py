@@ -27,7 +27,7 @@ from .compiler import optimize
 from .core import Tracer
 from .grad_mode import is_grad_enabled
 from .graph import substitute, toposort, walk
-from .ir import Program, make_program
+from .ir import Program, lift_consts, make_program
 from .lower import Lowered, lower, wrap_outputs
 from .vmap import vmap
 
@@ -216,11 +216,7 @@ def _batch_rule(args: tuple[Any, ...], dims: tuple[Any, ...], *, name: str, prog
                                  _tree.structure(tuple(args)))
         # values an enclosing trace computed (vmap broadcasting a constant output, under an
         # outer fg.compile) are that trace's: inputs of this call, and the program is this call's own
-        outer = [isinstance(c, Tracer) for c in traced.consts]
-        captured = [c for c, o in zip(traced.consts, outer) if o]
-        traced = Program([v for v, o in zip(traced.constvars, outer) if o] + traced.invars,
-                         [v for v, o in zip(traced.constvars, outer) if not o],
-                         [c for c, o in zip(traced.consts, outer) if not o], traced.eqns, traced.outvars)
+        traced, captured = lift_consts(traced, [isinstance(c, Tracer) for c in traced.consts])
         batched = optimize(traced)
         if not captured:
             _BATCHED[program][key] = batched

@@ -120,9 +120,10 @@ def _takes(what: str, program: Any, avals: Sequence[Any]) -> None:
                                  f"{type(program).__name__}")
 
 
-def _count(what: str, value: Any, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-        raise ArgumentValueError(f"{what} must be an int in [0, {most}], got {value!r}")
+def _count(op: str, what: str, value: Any, most: int) -> int:
+    value = as_int(op, value, what)
+    if value > most:
+        raise ArgumentValueError(f"{op}: {what} must be at most {most}, got {value}")
     return value
 
 
@@ -295,7 +296,7 @@ cond_p.batch = _cond_batch
 # ---- while_loop ------------------------------------------------------------------------------
 
 def _while_abstract(*avals: Any, cond: Program, body: Program, n_consts: int) -> tuple[Any, ...]:
-    n_consts = _count("while: n_consts", n_consts, len(avals))
+    n_consts = _count("while", "n_consts", n_consts, len(avals))
     _takes("while (cond)", cond, avals)
     _takes("while (body)", body, avals)
     if len(body.outvars) != len(avals) - n_consts:
@@ -431,9 +432,9 @@ while_p.batch = _while_batch
 
 def _scan_abstract(*avals: Any, body: Program, n_consts: int, n_carry: int, length: int,
                    reverse: bool) -> tuple[Any, ...]:
-    n_consts = _count("scan: n_consts", n_consts, len(avals))
-    n_carry = _count("scan: n_carry", n_carry, len(avals) - n_consts)
-    _count("scan: length", length, 1 << 62)
+    n_consts = _count("scan", "n_consts", n_consts, len(avals))
+    n_carry = _count("scan", "n_carry", n_carry, len(avals) - n_consts)
+    _count("scan", "length", length, 1 << 62)
     if not isinstance(reverse, bool):
         raise ArgumentValueError(f"scan: reverse must be a bool, got {reverse!r}")
     _takes("scan (body)", body, avals)

@@ -301,6 +301,16 @@ def _as_input(x: Any) -> Any:
     return asarray(x)
 
 
+def lift_consts(program: Program, which: list[bool]) -> tuple[Program, list[Any]]:
+    """``program`` with the constants ``which`` marks as its leading inputs instead (values an
+    enclosing transform computed, or that may change between calls), and those values."""
+    lifted = [c for c, k in zip(program.consts, which) if k]
+    opened = Program([v for v, k in zip(program.constvars, which) if k] + program.invars,
+                     [v for v, k in zip(program.constvars, which) if not k],
+                     [c for c, k in zip(program.consts, which) if not k], program.eqns, program.outvars)
+    return opened, lifted
+
+
 def make_program(f: Callable[..., Any], flat_avals: list[ShapedArray], in_tree: Any,
                  layouts: list[str | None] | None = None) -> tuple[Program, list[Any]]:
     """Trace ``f`` on abstract inputs (with optional layout hints); returns the program and
