@@ -24,7 +24,7 @@ from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.boo
 from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError,
                      DistributedError, DistributedTimeoutError,
                      DonatedArrayError, DTypeError, FormatError, FuncgradError, GraphFreedError, LinAlgError,
-                     RetraceError, ShapeError, TracerLeakError, UnknownAttributeError, ViewError,
+                     RegistryError, RetraceError, ShapeError, TracerLeakError, UnknownAttributeError, ViewError,
                      WriteGuardError)
 from .ops import *  # noqa: F403
 

@@ -23,6 +23,7 @@ __all__ = [
     "FuncgradError",
     "GraphFreedError",
     "LinAlgError",
+    "RegistryError",
     "RetraceError",
     "ShapeError",
     "TracerLeakError",
@@ -146,6 +147,10 @@ def named_errors(name: str, fn: Any, *, array_input: bool = False) -> Any:
 def _named(name: str, exc: BaseException) -> str:
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
     return text if text.startswith(f"{name}:") or text.startswith(f"{name}(") else f"{name}: {text}"
+
+
+class RegistryError(FuncgradError, RuntimeError):
+    """A primitive's fact names a primitive or a field that does not exist (raised at import)."""
 
 
 class DeviceUnavailableError(FuncgradError, RuntimeError):

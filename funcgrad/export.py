@@ -18,14 +18,11 @@ equation's shape rule must give the recorded result; anything else is ``FormatEr
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import os
 import struct
 import sys
-import types
-import typing
 import zlib
 from typing import Any
 
@@ -35,11 +32,11 @@ from . import dtypes as _dt
 from . import tree as _tree
 from .array import Array, ArrayBase, wrap_kernel_output
 from .backends.device import CPU
-from .errors import FormatError, FuncgradError
+from .errors import ArgumentTypeError, FormatError, FuncgradError
 from .onnx import to_onnx
 from .ops import asarray
-from .primitives.core import _REGISTRY, ShapedArray
-from .primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE
+from .primitives import registry_lookup
+from .primitives.core import ShapedArray
 from .transforms.compiler import optimize
 from .transforms.ir import Eqn, Literal, Program, Var, make_program
 
@@ -321,9 +318,11 @@ def _decode_program(d: Any, consts: list[Any]) -> Program:
     eqns = []
     for e in _expect(d["eqns"], list):
         name = _expect(e["prim"], str)
-        prim = _REGISTRY.get(name)
-        if prim is None or prim.impl is not None and name not in ("compiled_call", "checkpoint", "cond", "scan",
-                                                                   "while"):
+        try:
+            prim = registry_lookup(name)
+        except KeyError:
+            prim = None
+        if prim is None or not prim.loadable:
             raise FormatError(f"load_exported: {name!r} is not a primitive this funcgrad can load")
         inputs = [atom(a) for a in _expect(e["inputs"], list)]
         params = {_expect(k, str): _decode_value(v) for k, v in _expect(e["params"], dict).items()}
@@ -334,24 +333,9 @@ def _decode_program(d: Any, consts: list[Any]) -> Program:
     return Program(invars, constvars, consts, eqns, outvars)
 
 
-def _arity(prim: Any) -> tuple[int, int]:
-    """How many inputs ``prim`` takes: (fewest, most); elementwise rules take any number."""
-    if prim.name in UNARY_TABLE:
-        return 1, 1
-    if prim.name in BINARY_TABLE:
-        return 2, 2
-    if prim.name in COMPARISON_TABLE:
-        return COMPARISON_TABLE[prim.name][2], COMPARISON_TABLE[prim.name][2]
-    positional = [p for p in inspect.signature(prim.abstract_eval).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
-    if any(p.kind is p.VAR_POSITIONAL for p in positional):
-        return sum(p.kind is not p.VAR_POSITIONAL and p.default is p.empty for p in positional), 1 << 16
-    return sum(p.default is p.empty for p in positional), len(positional)
-
-
 def _check_shape_rule(prim: Any, inputs: list[Any], params: dict[str, Any], outputs: list[Var]) -> None:
     """The primitive takes this many inputs, and its own shape rule gives the recorded results."""
-    fewest, most = _arity(prim)
+    fewest, most = prim.arity
     if not fewest <= len(inputs) <= most:
         raise FormatError(f"load_exported: {prim.name} with {len(inputs)} inputs")
     avals = [a.aval if isinstance(a, Var) else a.value for a in inputs]
@@ -370,50 +354,12 @@ def _check_shape_rule(prim: Any, inputs: list[Any], params: dict[str, Any], outp
 
 
 def _check_params(prim: Any, params: dict[str, Any]) -> None:
-    """The parameters a primitive's shape rule declares, by name and annotated type: none
-    missing, none unknown, each of its type (``bool``, ``int``, ``tuple[int, ...]``, ``DType``,
-    ``Program``...). The rule checks the values' ranges itself."""
-    rule = prim.abstract_eval
+    """The parameters the primitive declares (``Primitive.check_params``): none missing, none
+    unknown, each of its type. The shape rule checks the values' ranges itself."""
     try:
-        signature = inspect.signature(rule)
-        hints = typing.get_type_hints(rule)
-    except Exception:  # a rule without readable annotations: its own checks stand alone
-        return
-    declared = {p.name: p for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY}
-    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
-        unknown = sorted(set(params) - set(declared))
-        if unknown:
-            raise FormatError(f"load_exported: {prim.name} takes no parameter(s) {unknown}")
-    missing = sorted(n for n, p in declared.items() if p.default is p.empty and n not in params)
-    if missing:
-        raise FormatError(f"load_exported: {prim.name} needs the parameter(s) {missing}")
-    for name, value in params.items():
-        if name in hints and not _conforms(value, hints[name]):
-            raise FormatError(f"load_exported: {prim.name}'s parameter {name}={value!r:.60} is not a {hints[name]}")
-
-
-def _conforms(value: Any, kind: Any) -> bool:
-    """Whether ``value`` is of the annotated type ``kind`` (what the rules' annotations use)."""
-    origin, args = typing.get_origin(kind), typing.get_args(kind)
-    if kind is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_conforms(value, a) for a in args)
-    if origin is tuple:
-        if not isinstance(value, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(_conforms(v, args[0]) for v in value)
-        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
-    if origin is not None:  # list[...], dict[...]: the container's type
-        return isinstance(value, origin)
-    if kind is type(None):
-        return value is None
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, kind) if isinstance(kind, type) else True
+        prim.check_params(params)
+    except ArgumentTypeError as exc:
+        raise FormatError(f"load_exported: {exc}") from None
 
 
 def _decode_tree(d: Any) -> Any:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-import math
 import os
 import sys
 import threading
@@ -28,9 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .array import ArrayBase
-from .transforms import graph as _graph
-from .transforms import lower as _lower
 from .transforms.core import Interpreter
+from .transforms.observe import observer
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "Event", "EventList"]
 
@@ -70,17 +68,6 @@ class Event:
         return self.duration_ns - sum(c.duration_ns for c in self.children)
 
 
-def _flops(name: str, args: tuple[Any, ...], out: Any) -> int:
-    """Multiply-adds of the products, twice (PyTorch's convention); 0 for everything else."""
-    shapes = [tuple(a.shape) for a in args if isinstance(a, ArrayBase)]
-    if name in ("matmul", "linear") and shapes and isinstance(out, ArrayBase):
-        return 2 * math.prod(out.shape) * (shapes[0][-1] if shapes[0] else 1)
-    if name == "einsum" and isinstance(out, ArrayBase):
-        return 2 * math.prod(out.shape) * max(1, math.prod(s[-1] for s in shapes if s) // max(1, out.shape[-1]
-                                                                                               if out.shape else 1))
-    return 0
-
-
 class profile(Interpreter):
     """``with fg.profiler.profile(record_shapes=True) as prof:`` records what runs inside;
     ``prof.key_averages().table(...)``, ``prof.export_chrome_trace(path)``, ``prof.events()``."""
@@ -95,22 +82,18 @@ class profile(Interpreter):
         self._events: list[Event] = []
         self._open: list[Event] = []  # the ranges now running, innermost last
         self._tokens: list[Any] = []
-        self._previous_range: list[Any] = []
 
     # -- recording ---------------------------------------------------------------------
     def __enter__(self) -> profile:
-        self._tokens.append(_ACTIVE.set(self))
-        self._previous_range.append((_graph.set_node_range(lambda name: self._range(name, "backward")),
-                                     _lower.set_kernel_timer(self._kernel)))
+        self._tokens.append((_ACTIVE.set(self), observer.set(self)))
         super().__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         super().__exit__(*exc)
-        node_range, kernel_timer = self._previous_range.pop()
-        _graph.set_node_range(node_range)
-        _lower.set_kernel_timer(kernel_timer)
-        _ACTIVE.reset(self._tokens.pop())
+        active, observing = self._tokens.pop()
+        observer.reset(observing)
+        _ACTIVE.reset(active)
 
     def _close(self, event: Event) -> None:
         (self._open[-1].children if self._open else self._events).append(event)
@@ -126,8 +109,13 @@ class profile(Interpreter):
             self._open.pop()
             self._close(event)
 
-    def _kernel(self, name: str, kernel: Any, *args: Any, **kwargs: Any) -> Any:
-        """One kernel call of a compiled program, timed (an event inside its ``compiled_call``)."""
+    def step(self, name: str) -> Any:
+        """One backward step, timed (``transforms.observe``)."""
+        return self._range(name, "backward")
+
+    def kernel(self, name: str, kernel: Any, *args: Any, **kwargs: Any) -> Any:
+        """One kernel call of a compiled program, timed (an event inside its ``compiled_call``;
+        ``transforms.observe``)."""
         with self._range(name, "kernel") as event:
             if self.record_shapes:
                 event.input_shapes = [list(a.shape) if hasattr(a, "shape") else [] for a in args]
@@ -137,17 +125,14 @@ class profile(Interpreter):
         """Run ``prim`` below, timing it (and counting bytes, shapes and FLOPs if asked)."""
         stats = _stats(args) if self.profile_memory else None
         before = stats.allocated if stats is not None else 0
-        name = prim.name
-        if name == "compiled_call" and params.get("name"):
-            name = f"compiled_call[{params['name']}]"
-        with self._range(name, "primitive") as event:
+        with self._range(prim.describe(params), "primitive") as event:
             out = super().process(prim, args, params)
         if stats is not None:
             event.allocated = stats.allocated - before
         if self.record_shapes:
             event.input_shapes = [list(a.shape) if isinstance(a, ArrayBase) else [] for a in args]
-        if self.with_flops or name in ("matmul", "linear", "einsum"):
-            event.flops = _flops(prim.name, args, out)
+        if prim.flops is not None and isinstance(out, ArrayBase):  # (products are always counted)
+            event.flops = prim.flops(args, out)
         if self.with_stack:
             event.stack = _user_stack(2)
         return out

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
-from funcgrad.primitives.precision import AUTOCAST_POLICY
+from funcgrad.transforms.autocast import autocast_policy
 
 F = fg.nn.functional
 
@@ -99,7 +99,8 @@ def test_autocast_in_grad_compile_and_nesting() -> None:
 
 def test_policy_names_real_primitives_and_bad_arguments() -> None:
     names = {p.name for p in fg.registry()}
-    assert set(AUTOCAST_POLICY) <= names and set(AUTOCAST_POLICY.values()) == {"lower", "float32"}
+    policy = autocast_policy()
+    assert set(policy) <= names and set(policy.values()) == {"lower", "float32"}
     with pytest.raises(fg.ArgumentValueError, match="bfloat16 or fg.float16"):
         fg.autocast("cpu", dtype=fg.float32)
     with pytest.raises(fg.ArgumentValueError, match="device_type"):
@@ -199,7 +200,7 @@ def test_the_docs_print_the_policy_table() -> None:
     for policy in ("lower", "float32"):
         row = next(line for line in text.splitlines() if line.startswith(f"| `{policy}` |"))
         assert sorted(n.strip("` ") for n in row.split("|")[2].split(",")) == sorted(
-            k for k, v in AUTOCAST_POLICY.items() if v == policy)
+            k for k, v in autocast_policy().items() if v == policy)
 
 
 @pytest.mark.parametrize("low", [fg.bfloat16, fg.float16])

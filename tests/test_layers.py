@@ -177,3 +177,13 @@ def test_layers_point_down() -> None:
     result = subprocess.run([lint, "--config", str(ROOT / "pyproject.toml")], cwd=ROOT, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_reverse_mode_does_not_import_the_compiler() -> None:
+    """``fg.grad``'s and the tape's modules reach none of the compile pipeline: backward
+    plans plug in from above (``graph.use_backward_plans``)."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("funcgrad", exclude_type_checking_imports=True)
+    pipeline = {f"funcgrad.transforms.{m}" for m in ("compiler", "passes", "lower", "ir", "replay", "compiled")}
+    for module in ("funcgrad.transforms.autodiff", "funcgrad.transforms.tape"):
+        assert not graph.find_upstream_modules(module) & pipeline, module

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import ops
-from ..transforms.api import no_grad
-from ..transforms.tape import enable_grad
+from ..transforms.grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer
 from .rules import _at_least_zero, _check
 

@@ -25,8 +25,7 @@ from ..backends.device import CPU
 from ..errors import ArgumentTypeError, ArgumentValueError, ConcretizationError, DTypeError, ShapeError
 from ..nn.parameter import CHANGED_WHILE_COMPILING, Parameter, compiling
 from ..primitives.core import fmt_shape
-from ..transforms.api import no_grad
-from ..transforms.tape import enable_grad
+from ..transforms.grad_mode import enable_grad, no_grad
 
 __all__ = ["Optimizer", "axpy"]
 

@@ -9,11 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import collective, decompositions, elementwise, fft, index, linalg, random, reduce, shape  # noqa: F401  (registers them)
+from ..errors import RegistryError
+from . import collective, decompositions, elementwise, fft, index, lax, linalg, random, reduce, shape  # noqa: F401  (registers them)
 from .core import _REGISTRY, ANY, FRESH, OPERAND, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
 
 __all__ = ["ANY", "FRESH", "OPERAND", "Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter",
-           "registry", "registry_lookup"]
+           "registry", "registry_lookup", "check_registry"]
+
+
+AUTOCAST_KINDS = (None, "lower", "float32", "widen")
+
+
+def check_registry() -> None:
+    """Every fact of every primitive well formed, and every primitive a table names registered;
+    run at import (and again by the tests once the transforms' primitives exist)."""
+    unknown = sorted(lax.NAMES - set(_REGISTRY))
+    if unknown:
+        raise RegistryError(f"primitives.lax names no primitive called {', '.join(unknown)}")
+    for prim in _REGISTRY.values():
+        problems = [field for field, ok in (
+            ("autocast", prim.autocast in AUTOCAST_KINDS),
+            ("onnx", prim.onnx is None or isinstance(prim.onnx, str) or callable(prim.onnx) and prim.onnx.__doc__),
+            ("static_view", prim.static_view is None or prim.view is not None),
+            ("c_expr", prim.c_expr is None or prim.kernel_spec is not None),
+            ("tags", all(isinstance(t, str) for t in prim.tags)),
+        ) if not ok]
+        if problems:
+            raise RegistryError(f"primitive {prim.name}: malformed {', '.join(problems)}")
+
+
+check_registry()
 
 
 def registry() -> Iterator[Primitive]:

@@ -18,12 +18,15 @@ above this floor, nor which transform is running.
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..dtypes import DType
-from ..errors import DTypeError, FuncgradError, LinAlgError
+from ..errors import ArgumentTypeError, DTypeError, FuncgradError, LinAlgError, RegistryError
 from .domains import REAL
 
 if TYPE_CHECKING:
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Primitive", "ShapedArray", "bind", "current_interpreter", "aval_of",
-    "Layout", "fmt_shape", "contiguous_strides", "FRESH", "OPERAND", "ANY",
+    "Layout", "fmt_shape", "contiguous_strides", "FRESH", "OPERAND", "ANY", "annotate", "conforms",
 ]
 
 
@@ -132,6 +135,29 @@ class Primitive:
             memory, every time), ``OPERAND`` (a view: its first input's memory) or
             ``ANY`` (a call-like primitive, a collective: any input, any constant of the
             programs it runs, or memory it keeps). Derived from the kind unless given.
+
+    The facts other subsystems read (``None`` where a primitive has none):
+        autocast: what ``fg.autocast`` does to it: ``"lower"`` (runs in the low dtype: the
+            products), ``"float32"`` (runs in float32: sums, exp/log, decompositions) or
+            ``"widen"`` (an elementwise primitive: computed in float32, rounded back).
+        flops: ``(args, out) -> int``, the floating-point operations of one application
+            (``fg.profiler``'s ``with_flops``; primitives with a count are always counted).
+        torch_name: PyTorch's name for its backward node, less ``Backward`` (``"Mm"``); the
+            default is the name in CamelCase (``reduce_sum`` -> ``ReduceSum``).
+        tags: labels policies select by: ``"dot"`` for matrix products (``dots_saveable``).
+        simplify: ``(eqn, ctx) -> atom | Eqn | None``, an algebraic identity the simplification
+            pass applies (``transforms.passes``): an atom the output equals, a cheaper equation,
+            or ``None``. ``ctx`` answers ``producer(atom)``, ``is_number(atom, v)``, ``same_type(a, b)``.
+        static_view: for a view, ``(params, x_aval, out_aval) -> f(raw) or None``: the view as a
+            fixed indexing of a raw CPU array, worked out once when a program is lowered.
+        onnx: its ONNX form: an operator name (``"Add"``: one node of the same inputs), or
+            ``(graph, inputs, output, eqn) -> None`` emitting nodes through ``graph.node`` and
+            ``graph.constant`` (``funcgrad.onnx``); ``None``: no ONNX form.
+        label: ``(params) -> str``, the name events and backward nodes show for one
+            application (``compiled_call[step]``); the primitive's name if not given.
+        arity: (fewest, most) inputs; derived from the shape rule's signature unless given.
+        loadable: whether ``load_exported`` may rebuild it from a file (every kernel and view;
+            call-like primitives say so themselves, as they run programs a file holds).
     """
 
     def __init__(
@@ -149,6 +175,17 @@ class Primitive:
         native: Any = None,
         effectful: bool = False,
         aliases: str | None = None,
+        c_expr: str | None = None,
+        autocast: str | None = None,
+        flops: Callable[..., int] | None = None,
+        torch_name: str | None = None,
+        tags: frozenset[str] = frozenset(),
+        simplify: Callable[..., Any] | None = None,
+        static_view: Callable[..., Any] | None = None,
+        onnx: Any = None,
+        label: Callable[..., str] | None = None,
+        arity: tuple[int, int] | None = None,
+        loadable: bool | None = None,
     ) -> None:
         if (kernel is None) + (view is None) + (impl is None) != 2:
             raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
@@ -170,16 +207,62 @@ class Primitive:
         if aliases not in (FRESH, OPERAND, ANY):
             raise ValueError(f"primitive {name!r}: aliases must be one of {FRESH!r}, {OPERAND!r}, {ANY!r}")
         self.aliases = aliases
+        self.autocast = autocast
+        self.flops = flops
+        self.torch_name = torch_name
+        self.tags = frozenset(tags)
+        self.simplify = simplify
+        self.static_view = static_view
+        self.onnx = onnx
+        self.label = label
+        self._arity = arity
+        self.loadable = impl is None if loadable is None else loadable
         self.jvp: Any = None  # a callable rule, or an object with one (VJPFromRules, a call-like primitive's)
         self.vjp: VJPRule | None = None  # every reverse-mode rule is a ``VJPRule`` (``primitives.ad``)
         self.batch: Any = None
-        self.c_expr: str | None = None
+        self.c_expr = c_expr
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}
         _REGISTRY[name] = self
 
     def __repr__(self) -> str:
         return self.name
+
+    @property
+    def arity(self) -> tuple[int, int]:
+        """How many inputs it takes: (fewest, most), from its shape rule's positional
+        parameters unless declared (a rule of ``*args`` takes any number)."""
+        if self._arity is None:
+            self._arity = _arity_of(self.abstract_eval)
+        return self._arity
+
+    def params_schema(self) -> dict[str, tuple[Any, bool]]:
+        """Its parameters, by name: (annotated type, required), from its shape rule's
+        keyword-only parameters; ``{}`` for a rule without readable annotations or one that
+        takes ``**params`` (its own checks stand alone)."""
+        return _schema_of(self.abstract_eval)
+
+    def check_params(self, params: dict[str, Any]) -> None:
+        """Parameters of the declared names and types, none missing: the check a program
+        read from a file passes before its shape rules run (they check values' ranges)."""
+        rule = self.abstract_eval
+        schema = _schema_of(rule)
+        if not schema:
+            return
+        if not _takes_any_params(rule):
+            unknown = sorted(set(params) - set(schema))
+            if unknown:
+                raise ArgumentTypeError(f"{self.name} takes no parameter(s) {unknown}")
+        missing = sorted(n for n, (_, required) in schema.items() if required and n not in params)
+        if missing:
+            raise ArgumentTypeError(f"{self.name} needs the parameter(s) {missing}")
+        for name, value in params.items():
+            if name in schema and not conforms(value, schema[name][0]):
+                raise ArgumentTypeError(f"{self.name}'s parameter {name}={value!r:.60} is not a {schema[name][0]}")
+
+    def describe(self, params: dict[str, Any]) -> str:
+        """The name one application shows in profiles and backward nodes."""
+        return self.label(params) if self.label is not None else self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
         """Apply this primitive to ``args`` (``fg.bind``)."""
@@ -209,6 +292,68 @@ class Primitive:
 _REGISTRY: dict[str, Primitive] = {}
 
 
+def annotate(field: str, values: dict[str, Any]) -> None:
+    """Set one fact of several primitives by name (a family module's table: its C
+    expressions, its autocast policy). A name no primitive has, or a field ``Primitive``
+    does not declare, fails at import, so a table cannot drift from the registry."""
+    if not hasattr(_REGISTRY[next(iter(_REGISTRY))], field) or field.startswith("_"):
+        raise RegistryError(f"annotate: Primitive has no field {field!r}")
+    unknown = sorted(set(values) - set(_REGISTRY))
+    if unknown:
+        raise RegistryError(f"annotate({field!r}): no primitive is called {', '.join(unknown)}")
+    for name, value in values.items():
+        setattr(_REGISTRY[name], field, value)
+
+
+def _arity_of(rule: Callable[..., Any]) -> tuple[int, int]:
+    try:
+        parameters = inspect.signature(rule).parameters.values()
+    except (TypeError, ValueError):
+        return 0, 1 << 16
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    if any(p.kind is p.VAR_POSITIONAL for p in positional):
+        return sum(p.kind is not p.VAR_POSITIONAL and p.default is p.empty for p in positional), 1 << 16
+    return sum(p.default is p.empty for p in positional), len(positional)
+
+
+def _takes_any_params(rule: Callable[..., Any]) -> bool:
+    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(rule).parameters.values())
+
+
+def _schema_of(rule: Callable[..., Any]) -> dict[str, tuple[Any, bool]]:
+    try:
+        signature = inspect.signature(rule)
+        hints = typing.get_type_hints(rule)
+    except Exception:  # a rule without readable annotations: its own checks stand alone
+        return {}
+    return {p.name: (hints.get(p.name, Any), p.default is p.empty)
+            for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+
+def conforms(value: Any, kind: Any) -> bool:
+    """Whether ``value`` is of the annotated type ``kind`` (what shape rules' annotations use)."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(conforms(value, a) for a in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(conforms(v, args[0]) for v in value)
+        return len(value) == len(args) and all(conforms(v, a) for v, a in zip(value, args))
+    if origin is not None:  # list[...], dict[...]: the container's type
+        return isinstance(value, origin)
+    if kind is type(None):
+        return value is None
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, kind) if isinstance(kind, type) else True
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for d in reversed(shape):
@@ -222,8 +367,7 @@ def _view_abstract_eval(prim: Primitive) -> Callable[..., ShapedArray]:
 
     def rule(x: ShapedArray, **params: Any) -> ShapedArray:
         layout = prim.view(Layout(x.shape, contiguous_strides(x.shape), 0), **params)  # type: ignore[misc]
-        shape = layout.shape if layout is not None else params["new_sizes"]
-        return ShapedArray(tuple(shape), x.dtype, x.device)
+        return ShapedArray(tuple(layout.shape), x.dtype, x.device)  # (a contiguous layout always has the view)
 
     return rule
 

@@ -20,7 +20,7 @@ from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import to_front
-from .core import Primitive, ShapedArray, bind, fmt_shape
+from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
 from .domains import MATRIX, Domain
 from .linalg import solve_p
 from .rules import require_kind
@@ -455,3 +455,8 @@ def _pinv_vjp(g: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
 defjvp(pinv_p, _pinv_jvp)
 defvjp(pinv_p, _pinv_vjp, saves="both")
 _batch_first(pinv_p, 0)
+
+
+# fg.autocast runs them in float32 (NumPy computes them in float32 anyway)
+annotate("autocast", dict.fromkeys(("linalg_eigh", "linalg_svd", "linalg_qr", "linalg_slogdet", "linalg_det",
+                                    "linalg_cofactor", "linalg_pinv"), "float32"))

@@ -19,7 +19,7 @@ from ..errors import ArgumentTypeError, DTypeError
 from . import lax
 from .ad import defelementwise, defjvp, deflinear, defvjp
 from .batching import defbroadcasting
-from .core import Primitive, ShapedArray
+from .core import Primitive, ShapedArray, annotate
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 from .rules import elementwise, require_kind
 
@@ -260,8 +260,7 @@ def _kernel_params(kernel: Any) -> frozenset[str]:
 
 def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: Domain | None) -> Primitive:
     prim = Primitive(name, _shape_rule(name, kinds, kernel=kernel), kernel=kernel, differentiable=deriv is not None,
-                     domain=domain)
-    prim.c_expr = C_EXPR.get(name)
+                     domain=domain, arity=(1, 1), autocast="widen")
     defbroadcasting(prim)
     if deriv is not None:
         defelementwise(prim, lambda t, ans, x, **p: t * deriv(x, ans), saves=reads)
@@ -270,8 +269,7 @@ def _unary(name: str, kernel: Any, kinds: str, deriv: Any, reads: str, domain: D
 
 def _binary(name: str, kernel: Any, kinds: str, dx: Any, dy: Any, reads: Any, domain: Domain | None) -> Primitive:
     prim = Primitive(name, _shape_rule(name, kinds, kernel=kernel), kernel=kernel, differentiable=dx is not None,
-                     domain=domain)
-    prim.c_expr = C_EXPR.get(name)
+                     domain=domain, arity=(2, 2), autocast="widen")
     defbroadcasting(prim)
     if dx is not None:
         defelementwise(prim, dx, dy, saves=reads)
@@ -295,8 +293,8 @@ defjvp(UNARY["abs"], _abs_jvp)
 defvjp(UNARY["abs"], _abs_vjp, saves="args")
 BINARY: dict[str, Primitive] = {name: _binary(name, *row) for name, row in BINARY_TABLE.items()}
 COMPARISON: dict[str, Primitive] = {
-    name: Primitive(name, _shape_rule(name, kinds, bool_), kernel=kernel, differentiable=False)
-    for name, (kernel, kinds, _arity) in COMPARISON_TABLE.items()
+    name: Primitive(name, _shape_rule(name, kinds, bool_), kernel=kernel, differentiable=False, arity=(arity, arity))
+    for name, (kernel, kinds, arity) in COMPARISON_TABLE.items()
 }
 for _prim in COMPARISON.values():
     defbroadcasting(_prim)
@@ -312,7 +310,7 @@ def _select_rule(cond: Any, x: Any, y: Any) -> ShapedArray:
     return elementwise("where", ShapedArray(cond.shape, out.dtype, cond.device), out, kinds="biufc")
 
 
-select_p = Primitive("select", _select_rule, kernel="where")
+select_p = Primitive("select", _select_rule, kernel="where", autocast="widen", torch_name="Where", onnx="Where")
 defelementwise(select_p, None, lambda t, ans, c, x, y: lax.select(c, t, 0.0),
                lambda t, ans, c, x, y: lax.select(c, 0.0, t), saves=(0,))
 defbroadcasting(select_p)
@@ -348,7 +346,18 @@ def _integer_pow_deriv(x: Any, y: int) -> Any:
     return y * x if y == 2 else (lax.full(x, x.shape, 1) if y == 1 else y * lax.integer_pow(x, y - 1))
 
 
-integer_pow_p = Primitive("integer_pow", _integer_pow_rule, kernel=_integer_pow, domain=Domain(0.3, 2.0))
+def _integer_pow_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Pow"""
+    g.node("Pow", [ins[0], g.scalar(eqn.params["y"], eqn)], [out])
+
+
+def _square_when_two(eqn: Any, ctx: Any) -> Any:
+    """x ** 2 -> x * x"""
+    return ctx.equation(BINARY["mul"], [eqn.inputs[0], eqn.inputs[0]], eqn, {}) if eqn.params["y"] == 2 else None
+
+
+integer_pow_p = Primitive("integer_pow", _integer_pow_rule, kernel=_integer_pow, domain=Domain(0.3, 2.0),
+                          autocast="widen", torch_name="Pow", onnx=_integer_pow_onnx, simplify=_square_when_two)
 defelementwise(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y), saves="args")
 defbroadcasting(integer_pow_p)
 
@@ -361,7 +370,13 @@ def _convert_rule(x: ShapedArray, *, new_dtype: DType) -> ShapedArray:
     return ShapedArray(x.shape, new_dtype, x.device, x.weak)  # (a traced Python number stays one)
 
 
-convert_element_type_p = Primitive("convert_element_type", _convert_rule, kernel=_convert)
+def _convert_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Cast"""
+    g.node("Cast", ins, [out], to=g.dtype_code(eqn.params["new_dtype"]))
+
+
+convert_element_type_p = Primitive("convert_element_type", _convert_rule, kernel=_convert, torch_name="ToCopy",
+                                   onnx=_convert_onnx)
 def _convert_vjp(g: Any, ans: Any, x: Any, new_dtype: DType) -> Any:
     if x.dtype.kind not in "fc":  # integers and bools carry no derivative
         return None
@@ -376,7 +391,7 @@ def _copy(xp: Any, x: Any) -> Any:
     return x.copy(order="C")
 
 
-copy_p = Primitive("copy", lambda x: x, kernel=_copy)
+copy_p = Primitive("copy", lambda x: x, kernel=_copy, onnx="Identity")
 deflinear(copy_p, lambda g, ans, x: g)
 defbroadcasting(copy_p)
 
@@ -393,3 +408,67 @@ deflinear(conj_p, lambda g, ans, x: lax.conj(g))
 for _prim in (real_p, imag_p, conj_p):
     defbroadcasting(_prim)
 
+
+
+# ---- facts by name, checked against the registry at import (``core.annotate``)
+
+annotate("c_expr", C_EXPR)
+# what ``fg.autocast`` runs in float32 rather than the inputs' dtype: results that lose too
+# much in 8 bits of mantissa
+annotate("autocast", dict.fromkeys(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "rsqrt",
+                                    "reciprocal", "arcsin", "arccos", "sinh", "cosh", "tan"), "float32"))
+annotate("torch_name", {"pow": "Pow", "neg": "Neg", "sub": "Sub", "div": "Div"})
+# one ONNX node of the same inputs
+annotate("onnx", {
+    "add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "neg": "Neg", "exp": "Exp", "log": "Log", "tanh": "Tanh",
+    "sigmoid": "Sigmoid", "relu": "Relu", "sqrt": "Sqrt", "abs": "Abs", "sin": "Sin", "cos": "Cos", "tan": "Tan",
+    "erf": "Erf", "floor": "Floor", "ceil": "Ceil", "sign": "Sign", "reciprocal": "Reciprocal", "pow": "Pow",
+    "maximum": "Max", "minimum": "Min", "eq": "Equal", "lt": "Less", "gt": "Greater", "le": "LessOrEqual",
+    "ge": "GreaterOrEqual", "logical_and": "And", "logical_or": "Or", "logical_not": "Not", "isnan": "IsNaN",
+    "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+})
+
+
+def _square_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Mul"""
+    g.node("Mul", [ins[0], ins[0]], [out])
+
+
+def _rsqrt_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Sqrt + Reciprocal"""
+    g.node("Reciprocal", [g.node("Sqrt", ins)], [out])
+
+
+def _ne_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Equal + Not"""
+    g.node("Not", [g.node("Equal", ins)], [out])
+
+
+annotate("onnx", {"square": _square_onnx, "rsqrt": _rsqrt_onnx, "ne": _ne_onnx})
+
+
+# ---- algebraic identities the simplification pass applies (``Primitive.simplify``)
+
+def _unit(unit: float, commutes: bool) -> Any:
+    """``x op unit`` (and ``unit op x`` where op commutes) is ``x``."""
+
+    def rule(eqn: Any, ctx: Any) -> Any:
+        a, b = eqn.inputs
+        for x, u in ((a, b), (b, a)) if commutes else ((a, b),):
+            if ctx.is_number(u, unit) and ctx.same_type(x, eqn.outputs[0]):
+                return x
+        return None
+
+    return rule
+
+
+def _double_negation(eqn: Any, ctx: Any) -> Any:
+    """-(-x) is x."""
+    inner = ctx.producer(eqn.inputs[0])
+    if inner is not None and inner.prim is UNARY["neg"] and ctx.same_type(inner.inputs[0], eqn.outputs[0]):
+        return inner.inputs[0]
+    return None
+
+
+annotate("simplify", {"add": _unit(0, True), "mul": _unit(1, True), "sub": _unit(0, False),
+                      "div": _unit(1, False), "neg": _double_negation})

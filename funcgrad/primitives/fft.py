@@ -22,7 +22,7 @@ from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import defvectorized, shift_axes
-from .core import Primitive, ShapedArray, bind, fmt_shape
+from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
 from .rules import require_kind
 
 __all__ = ["fft_p", "FFT_TYPES", "NORMS"]
@@ -110,3 +110,7 @@ def _fft_vjp(g: Any, ans: Any, x: Any, *, fft_type: str, axes: tuple[int, ...], 
 defjvp(fft_p, lambda t, ans, x, **params: bind(fft_p, t, **params))
 defvjp(fft_p, _fft_vjp, saves="none")
 defvectorized(fft_p, lambda x, *, axes, **params: {"axes": shift_axes(axes), **params})
+
+
+# fg.autocast runs them in float32 (NumPy computes them in float32 anyway)
+annotate("autocast", {"fft": "float32"})

@@ -109,7 +109,7 @@ def _gather(xp: Any, x: Any, *indices: Any, template: Template) -> Any:
     return out.copy() if out.base is not None else out  # never alias the input's buffer
 
 
-gather_p = Primitive("gather", _gather_rule, kernel=_gather)
+gather_p = Primitive("gather", _gather_rule, kernel=_gather, torch_name="Index")
 defjvp(gather_p, lambda t, ans, x, *idx, template: bind(gather_p, t, *idx, template=template))
 defvjp(gather_p, lambda g, ans, x, *idx, template: bind(
     scatter_p, _zeros_like(x, g), g, *idx, template=template, mode="add"), saves="args")  # type: ignore[has-type]
@@ -160,8 +160,9 @@ def _scatter_gpu(xp: Any, x: Any, values: Any, *indices: Any, template: Template
     return out
 
 
+# (min/max updates are checked on values distinct from those they meet)
 scatter_p = Primitive("scatter", _scatter_rule, kernel=_scatter, gpu_kernel=_scatter_gpu,
-                      domain=Domain(kind="distinct"))  # min/max updates: distinct from what they meet
+                      domain=Domain(kind="distinct"), torch_name="IndexPut")
 
 
 def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:

@@ -30,7 +30,12 @@ __all__ = [
 ]
 
 
+NAMES: set[str] = set()  # the primitives named here: checked against the registry at import
+
+
 def _bind_by_name(name: str) -> Any:
+    NAMES.add(name)
+
     def call(*args: Any, **params: Any) -> Any:
         return bind(_REGISTRY[name], *args, **params)
 

@@ -12,8 +12,9 @@ from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import defbatched_matrices, logical_ndim, to_front, with_batch
-from .core import _REGISTRY, Primitive, ShapedArray, bind, fmt_shape, layout_kind
+from .core import Primitive, ShapedArray, annotate, bind, fmt_shape, layout_kind
 from .domains import MATRIX, Domain
+from .elementwise import BINARY
 from .rules import broadcast_shapes, common_device, require_kind
 
 __all__ = ["matmul_p", "linear_p", "einsum_p", "solve_p", "cholesky_p", "triangular_solve_p"]
@@ -45,7 +46,14 @@ def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
 
 # The kernel is np.matmul itself (the hottest kernel in training loops). bfloat16 has no
 # matmul loop of its own, so fg.matmul runs it in float32 with explicit casts.
-matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul")
+def _product_flops(args: tuple[Any, ...], out: Any) -> int:
+    """Multiply-adds of a product, twice (PyTorch's convention)."""
+    first = args[0].shape
+    return 2 * math.prod(out.shape) * (first[-1] if first else 1)
+
+
+matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul", autocast="lower", flops=_product_flops,
+                     tags=frozenset({"dot"}), torch_name="Mm", onnx="MatMul")
 
 
 def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
@@ -103,7 +111,17 @@ def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
 # addmm: one kernel forward, the bias added in place. Measured on the MLP 784-512-256-10
 # (batch 128, value_and_grad, paired rounds): the composite ``x @ w.T + b`` takes 1.02x as
 # long, a win small enough that the compiler's fusion should retire this primitive.
-linear_p = Primitive("linear", _linear_rule, kernel=_linear)
+def _linear_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """MatMul + Add"""
+    product = [ins[0], g.node("Transpose", [ins[1]], perm=[1, 0])]
+    if len(ins) == 3:
+        g.node("Add", [g.node("MatMul", product), ins[2]], [out])
+    else:
+        g.node("MatMul", product, [out])
+
+
+linear_p = Primitive("linear", _linear_rule, kernel=_linear, autocast="lower", flops=_product_flops,
+                     onnx=_linear_onnx)
 
 
 def _linear_vjp_w(g: Any, ans: Any, x: Any, w: Any, *bias: Any) -> Any:
@@ -170,7 +188,19 @@ def _einsum(xp: Any, *xs: Any, subscripts: str) -> Any:
     return out if out.base is None else out.copy()  # 'ij->ji' is a view of the input in NumPy
 
 
-einsum_p = Primitive("einsum", _einsum_rule, kernel=_einsum)
+def _einsum_flops(args: tuple[Any, ...], out: Any) -> int:
+    shapes = [tuple(a.shape) for a in args if hasattr(a, "shape")]
+    last = out.shape[-1] if out.shape else 1
+    return 2 * math.prod(out.shape) * max(1, math.prod(s[-1] for s in shapes if s) // max(1, last))
+
+
+def _einsum_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Einsum"""
+    g.node("Einsum", ins, [out], equation=eqn.params["subscripts"])
+
+
+einsum_p = Primitive("einsum", _einsum_rule, kernel=_einsum, autocast="lower", flops=_einsum_flops,
+                     tags=frozenset({"dot"}), onnx=_einsum_onnx)
 
 
 def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
@@ -395,7 +425,7 @@ def _linear_batch(args: Any, dims: Any) -> tuple[Any, Any]:
         out, d = _matmul_batch((x, lax.moveaxis(w, (-1,), (-2,))), (dx, None if dw is None else 0))  # x @ w.T
     if not bias:
         return out, d
-    return _REGISTRY["add"].batch((out, bias[0]), (d, db[0]))  # (the bias broadcasts over the rows)
+    return BINARY["add"].batch((out, bias[0]), (d, db[0]))  # (the bias broadcasts over the rows)
 
 
 linear_p.batch = _linear_batch
@@ -431,3 +461,7 @@ def _solve_batch(prim: Primitive) -> Any:
 
 
 solve_p.batch, triangular_solve_p.batch = _solve_batch(solve_p), _solve_batch(triangular_solve_p)
+
+
+# decompositions and solves: NumPy computes them in float32 anyway
+annotate("autocast", dict.fromkeys(("linalg_solve", "linalg_cholesky", "triangular_solve"), "float32"))

@@ -16,7 +16,7 @@ from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, deflinear, defvjp
 from .batching import axis_size, defvectorized, to_front
-from .core import Primitive, ShapedArray, bind, fmt_shape
+from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
 from .domains import DISTINCT, Domain
 from .rules import normalize_axis, require_kind
 from .shape import expand_dims_p
@@ -530,3 +530,25 @@ def _xent_grad_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int)
 
 
 softmax_cross_entropy_p.batch, softmax_cross_entropy_grad_p.batch = _xent_batch, _xent_grad_batch
+
+
+# ---- facts by name, checked against the registry at import (``core.annotate``)
+
+# sums and products over many elements lose too much in 8 bits of mantissa: fg.autocast
+# runs them in float32
+annotate("autocast", dict.fromkeys(("reduce_sum", "reduce_prod", "cumsum", "cumprod", "logsumexp",
+                                    "softmax_cross_entropy", "softmax_cross_entropy_grad"), "float32"))
+annotate("torch_name", {"reduce_sum": "Sum", "reduce_prod": "Prod", "reduce_max": "Max", "reduce_min": "Min"})
+
+
+def _reduce_onnx(op: str) -> Any:
+    def emit(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+        g.node(op, [ins[0], g.ints(eqn.params["axes"], "axes")], [out], keepdims=int(eqn.params["keepdims"]))
+
+    emit.__doc__ = op
+    return emit
+
+
+annotate("onnx", {name: _reduce_onnx(op) for name, op in (
+    ("reduce_sum", "ReduceSum"), ("reduce_max", "ReduceMax"), ("reduce_min", "ReduceMin"),
+    ("reduce_prod", "ReduceProd"), ("logsumexp", "ReduceLogSumExp"))})

@@ -10,6 +10,7 @@ eager interpreter copies to a contiguous buffer first.
 from __future__ import annotations
 
 import itertools
+import operator
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,20 @@ def _reshape(x: Layout, *, new_sizes: tuple[int, ...]) -> Layout | None:
     return None if strides is None else Layout(new_sizes, strides, x.offset)
 
 
-reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes))  # type: ignore[arg-type]
+def _reshape_of_reshape(eqn: Any, ctx: Any) -> Any:
+    """reshape(reshape(x)) is one reshape of x."""
+    inner = ctx.producer(eqn.inputs[0])
+    return ctx.equation(eqn.prim, [inner.inputs[0]], eqn, eqn.params) if inner is not None and \
+        inner.prim is eqn.prim else None
+
+
+def _reshape_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Reshape"""
+    g.node("Reshape", [ins[0], g.ints(eqn.params["new_sizes"], "shape")], [out])
+
+
+reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes),  # type: ignore[arg-type]
+                      torch_name="View", simplify=_reshape_of_reshape, onnx=_reshape_onnx)
 deflinear(reshape_p, lambda g, ans, x, *, new_sizes: lax.reshape(g, x.shape))
 
 
@@ -100,8 +114,26 @@ def _transpose(x: Layout, *, permutation: tuple[int, ...]) -> Layout:
     return Layout(tuple(x.shape[p] for p in permutation), tuple(x.strides[p] for p in permutation), x.offset)
 
 
+def _transpose_simplified(eqn: Any, ctx: Any) -> Any:
+    """Two transposes are one permutation; the identity permutation is its input."""
+    inner = ctx.producer(eqn.inputs[0])
+    if inner is not None and inner.prim is eqn.prim:
+        first, second = inner.params["permutation"], eqn.params["permutation"]
+        eqn = ctx.equation(eqn.prim, [inner.inputs[0]], eqn, {"permutation": tuple(first[p] for p in second)})
+    permutation = eqn.params["permutation"]
+    if permutation == tuple(range(len(permutation))) and ctx.same_type(eqn.inputs[0], eqn.outputs[0]):
+        return eqn.inputs[0]
+    return eqn if inner is not None and inner.prim is eqn.prim else None
+
+
+def _transpose_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Transpose"""
+    g.node("Transpose", ins, [out], perm=list(eqn.params["permutation"]))
+
+
 transpose_p = Primitive("transpose", None, view=_transpose,
-                        native=lambda xp, x, *, permutation: x.transpose(permutation))
+                        native=lambda xp, x, *, permutation: x.transpose(permutation),
+                        torch_name="Permute", simplify=_transpose_simplified, onnx=_transpose_onnx)
 deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
     transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
 
@@ -134,7 +166,13 @@ def _native_broadcast_to(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
     return np.ndarray(shape, x.dtype, buffer=x, strides=strides)
 
 
-broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native=_native_broadcast_to)
+def _broadcast_to_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Expand"""
+    g.node("Expand", [ins[0], g.ints(eqn.outputs[0].aval.shape, "shape")], [out])
+
+
+broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native=_native_broadcast_to,
+                           torch_name="Expand", onnx=_broadcast_to_onnx)
 deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
 
 
@@ -193,7 +231,11 @@ def _scatter_into_zeros(x: Any, g: Any, template: Any, *indices: Any) -> Any:
     return bind(scatter_p, lax.zeros(g, x.shape, x.dtype), g, *indices, template=template, mode="add")
 
 
-slice_p = Primitive("slice", None, view=_slice, native=_native_slice)
+def _static_slice(params: dict[str, Any], x: Any, out: Any) -> Any:
+    return operator.itemgetter(tuple(python_slice(*t) for t in params["index"]))
+
+
+slice_p = Primitive("slice", None, view=_slice, native=_native_slice, static_view=_static_slice)
 deflinear(slice_p, lambda g, ans, x, *, index: _scatter_into_zeros(x, g, _slice_template(index)))
 
 
@@ -205,7 +247,18 @@ def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
     return Layout(tuple(x.shape[i] for i in keep), tuple(x.strides[i] for i in keep), x.offset)
 
 
-squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions))
+def _static_reshape(params: dict[str, Any], x: Any, out: Any) -> Any:
+    """Size-1 axes in or out: a reshape, always a view."""
+    return operator.methodcaller("reshape", tuple(out.shape))
+
+
+def _squeeze_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Squeeze"""
+    g.node("Squeeze", [ins[0], g.ints(eqn.params["dimensions"], "axes")], [out])
+
+
+squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions),
+                      static_view=_static_reshape, onnx=_squeeze_onnx)
 deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))  # type: ignore[has-type]
 
 
@@ -229,7 +282,13 @@ def _native_expand_dims(xp: Any, x: Any, *, dimensions: tuple[int, ...]) -> Any:
     return x.reshape(shape)  # a view (inserting size-1 axes always is); xp.expand_dims is slower
 
 
-expand_dims_p = Primitive("expand_dims", None, view=_expand_dims, native=_native_expand_dims)
+def _expand_dims_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Unsqueeze"""
+    g.node("Unsqueeze", [ins[0], g.ints(eqn.params["dimensions"], "axes")], [out])
+
+
+expand_dims_p = Primitive("expand_dims", None, view=_expand_dims, native=_native_expand_dims,
+                          static_view=_static_reshape, torch_name="Unsqueeze", onnx=_expand_dims_onnx)
 deflinear(expand_dims_p, lambda g, ans, x, *, dimensions: bind(squeeze_p, g, dimensions=dimensions))
 
 
@@ -242,7 +301,12 @@ def _flip(x: Layout, *, axes: tuple[int, ...]) -> Layout:
     return Layout(x.shape, tuple(strides), offset)
 
 
-flip_p = Primitive("flip", None, view=_flip, native=lambda xp, x, *, axes: xp.flip(x, axes))
+def _static_flip(params: dict[str, Any], x: Any, out: Any) -> Any:
+    return operator.itemgetter(tuple(slice(None, None, -1) if a in params["axes"] else slice(None)
+                                     for a in range(len(x.shape))))
+
+
+flip_p = Primitive("flip", None, view=_flip, native=lambda xp, x, *, axes: xp.flip(x, axes), static_view=_static_flip)
 deflinear(flip_p, lambda g, ans, x, *, axes: bind(flip_p, g, axes=axes))
 
 
@@ -280,7 +344,7 @@ deflinear(diagonal_p, _diagonal_vjp)
 
 # The identity as a view: a constant to every derivative (fg.stop_gradient, x.detach()).
 stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False,
-                            native=lambda xp, x: x)
+                            native=lambda xp, x: x, onnx="Identity")
 
 
 def _windows(x: Layout, *, axes: tuple[int, ...], sizes: tuple[int, ...], steps: tuple[int, ...],
@@ -311,7 +375,23 @@ def _native_windows(xp: Any, x: Any, *, axes: tuple[int, ...], sizes: tuple[int,
     return every[tuple(index)]
 
 
-windows_p = Primitive("windows", None, view=_windows, native=_native_windows)
+def _windows_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Slice + Concat + Reshape"""
+    # every window offset as a strided Slice of the input, stacked on a new last axis and
+    # reshaped to the window axes (ONNX has no strided-view operation)
+    p = eqn.params
+    out_shape = eqn.outputs[0].aval.shape
+    counts = [out_shape[a] for a in p["axes"]]
+    taps = []
+    for offsets in itertools.product(*(range(k) for k in p["sizes"])):
+        starts = [o * d for o, d in zip(offsets, p["dilations"])]
+        ends = [st + (c - 1) * s + 1 for st, c, s in zip(starts, counts, p["steps"])]
+        piece = g.node("Slice", [ins[0], *(g.ints(v) for v in (starts, ends, p["axes"], p["steps"]))])
+        taps.append(g.node("Unsqueeze", [piece, g.ints([-1], "axes")]))
+    g.node("Reshape", [g.node("Concat", taps, axis=-1), g.ints(out_shape, "shape")], [out])
+
+
+windows_p = Primitive("windows", None, view=_windows, native=_native_windows, onnx=_windows_onnx)
 
 
 def _windows_add_rule(g: ShapedArray, *, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],
@@ -356,8 +436,13 @@ def _concatenate_rule(*xs: ShapedArray, axis: int) -> ShapedArray:
     return ShapedArray(shape, first.dtype, common_device("concatenate", xs))
 
 
+def _concatenate_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Concat"""
+    g.node("Concat", ins, [out], axis=int(eqn.params["axis"]))
+
+
 concatenate_p = Primitive("concatenate", _concatenate_rule,
-                          kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis))
+                          kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), onnx=_concatenate_onnx)
 
 
 def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
@@ -389,7 +474,17 @@ def _pad(xp: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
     return xp.pad(x, pad_width, mode=mode)
 
 
-pad_p = Primitive("pad", _pad_rule, kernel=_pad)
+def _pad_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Pad (constant)"""
+    if eqn.params["mode"] != "constant":
+        g.refuse(f"pad in mode {eqn.params['mode']!r} (only 'constant' has an ONNX form here)")
+    widths = eqn.params["pad_width"]
+    pads = g.ints([w[0] for w in widths] + [w[1] for w in widths], "pads")
+    value = g.constant(np.asarray(eqn.params["value"], np.dtype(eqn.outputs[0].aval.dtype.np)), "value")
+    g.node("Pad", [ins[0], pads, value], [out], mode="constant")
+
+
+pad_p = Primitive("pad", _pad_rule, kernel=_pad, onnx=_pad_onnx)
 
 
 def _pad_sources(like: Any, shape: tuple[int, ...], pad_width: Any, mode: str) -> Any:

@@ -15,11 +15,11 @@ from .. import ops
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
-from ..primitives.core import bind, current_interpreter, fmt_shape
+from ..primitives.core import bind, fmt_shape
 from ..primitives.shape import stop_gradient_p
 from .autodiff import JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop, check_differentiable
 from .core import new_interpreter, require_argnums, require_callable, user_transform
-from .grad_mode import _EAGER, TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
+from .grad_mode import is_grad_enabled, no_grad
 from .vmap import vmap
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
@@ -351,19 +351,3 @@ def stop_gradient(x: Any) -> Any:
                                 f"{type(a).__name__} {a!r}")
 
     return _tree.map(leaf, x)
-
-
-class no_grad(GradMode):
-    """``fg.no_grad(f)`` or ``with fg.no_grad(): ...``: what is computed inside is a
-    constant to every derivative taken *around* it (derivatives taken entirely
-    inside still work). Also usable as ``@fg.no_grad()``."""
-
-    def __enter__(self) -> no_grad:
-        entry = current_interpreter.get()
-        self._tokens.append((no_grad_scope().set(entry if entry is not None else _EAGER), TAPE_OFF.set(True)))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        scope, off = self._tokens.pop()
-        TAPE_OFF.reset(off)
-        no_grad_scope().reset(scope)

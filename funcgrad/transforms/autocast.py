@@ -1,6 +1,6 @@
 """``fg.autocast``: mixed precision as a user interpreter (``docs/mixed-precision.md``).
 
-Inside the block each primitive named in ``primitives.precision.AUTOCAST_POLICY`` has its
+Inside the block each primitive whose ``Primitive.autocast`` is ``"lower"`` or ``"float32"`` has its
 floating inputs cast (float32, float16 and bfloat16 ones; float64 is never cast) to the
 autocast dtype (``"lower"``) or to float32 (``"float32"``) before it runs; the casts are
 ordinary ``convert_element_type`` operations, so derivatives flow back through them and
@@ -19,18 +19,16 @@ from typing import Any
 from .. import dtypes as _dt
 from ..array import ArrayBase
 from ..errors import ArgumentValueError
-from ..primitives.elementwise import BINARY_TABLE, UNARY_TABLE, convert_element_type_p
-from ..primitives.precision import AUTOCAST_POLICY
+from ..primitives import registry
+from ..primitives.elementwise import convert_element_type_p
 from .core import Interpreter
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype"]
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "autocast_policy"]
 
 # the innermost block's (enabled, device kind, dtype)
 _STATE: contextvars.ContextVar[tuple[bool, str, Any] | None] = contextvars.ContextVar("funcgrad_autocast", default=None)
 _CASTABLE = (_dt.float16, _dt.bfloat16, _dt.float32)
 _LOW = (_dt.float16, _dt.bfloat16)
-# the elementwise primitives, which run as their inputs' dtype (computed in float32 and rounded)
-_ELEMENTWISE = frozenset(UNARY_TABLE) | frozenset(BINARY_TABLE) | {"select", "integer_pow"}
 _KINDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 
 
@@ -76,13 +74,12 @@ class autocast(Interpreter):
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """Cast the floating inputs as the policy says, then run ``prim`` below."""
-        policy = AUTOCAST_POLICY.get(prim.name)
+        policy = prim.autocast
         state = _STATE.get()
-        if state is None or not state[0]:
+        if state is None or not state[0] or policy is None:
             return super().process(prim, args, params)
-        if policy is None:
-            return self._widened(prim, args, params, state[1]) if prim.name in _ELEMENTWISE else \
-                super().process(prim, args, params)
+        if policy == "widen":  # elementwise: computed in float32, rounded back to the inputs' dtype
+            return self._widened(prim, args, params, state[1])
         if policy == "float32":
             return super().process(prim, tuple(self._cast(a, _dt.float32, state[1]) for a in args), params)
         # "lower": inputs rounded to the low dtype, the product accumulated in float32 and
@@ -110,6 +107,12 @@ class autocast(Interpreter):
         if getattr(a.device, "kind", "cpu") != kind and not (kind == "gpu" and a.device.kind != "cpu"):
             return a
         return super().process(convert_element_type_p, (a,), {"new_dtype": target})
+
+
+def autocast_policy() -> dict[str, str]:
+    """Each primitive ``autocast`` casts, by name: ``"lower"`` or ``"float32"`` (its
+    ``Primitive.autocast``; elementwise ones, ``"widen"``, run as their inputs are)."""
+    return {p.name: p.autocast for p in registry() if p.autocast in ("lower", "float32")}
 
 
 def autocast_state() -> tuple[str, Any] | None:

@@ -23,9 +23,8 @@ from ..errors import DTypeError
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import aval_of, bind, current_interpreter
 from .core import Interpreter, Tracer, check_tracer
-from .grad_mode import _NEVER_OFF, _NO_GRAD, is_grad_enabled, no_grad_active
-from .graph import Node, walk
-from .replay import replay
+from .grad_mode import NO_GRAD_SCOPE, is_grad_enabled, no_grad_active
+from .graph import Node, planned, walk
 
 __all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "backprop", "check_differentiable"]
 
@@ -148,6 +147,17 @@ def _edge(t: VJPTracer) -> tuple[Any, int, tuple[int, ...], Any]:
     return t.node, t.index, tuple(p.shape), p.dtype
 
 
+class _Never:
+    """A switch that is never on."""
+
+    @staticmethod
+    def get() -> bool:
+        return False
+
+
+_NEVER = _Never()
+
+
 class VJPInterpreter(Interpreter):
     """Reverse mode's recorder: each primitive applied to a value it tracks becomes a
     ``Node`` holding the rule's residuals and edges to the inputs' nodes. ``fg.vjp`` tracks
@@ -160,7 +170,7 @@ class VJPInterpreter(Interpreter):
 
     name = "vjp"
     tracks_arrays = False  # the tape's values are arrays with autograd metadata; fg.vjp's are its tracers
-    off = _NEVER_OFF  # a flag that pauses recording (the tape's: no_grad, a rule's own forward pass)
+    off: Any = _NEVER  # what pauses recording: fg.vjp's never pauses; the tape's is grad_mode.TAPE_OFF
     meta: Any = None  # the tape's AutogradMeta
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
@@ -211,7 +221,7 @@ class VJPInterpreter(Interpreter):
             raise RuntimeError(f"{prim.name}: an array made in fg.inference_mode() (shape "
                                f"{tuple(inference.shape)}) cannot be recorded for backward. Make an ordinary copy "
                                "with x.clone() outside inference mode and use that (PyTorch's rule)")
-        no_grad = _NO_GRAD.get()
+        no_grad = NO_GRAD_SCOPE.get()
         if prim.differentiable and (no_grad is None or not no_grad_active(self)):
             rule = prim.vjp
             if rule is None:
@@ -311,7 +321,7 @@ def backprop(roots: list[tuple[Node, int, Any]], leaves: list[Node], release: bo
     has run, so the backward pass's peak holds only what is still needed."""
     if current_interpreter.get() is None:  # eager: a graph seen before replays its plan
         # (a plan runs kernels only: when the tape records, values with history need the rules)
-        replayed = replay(roots, [(leaf, 0) for leaf in leaves], keep_history=is_grad_enabled())
+        replayed = planned(roots, [(leaf, 0) for leaf in leaves], keep_history=is_grad_enabled())
         if replayed is not None:
             return replayed[0]
     reached = walk(roots, after=_release if release else None)

@@ -45,8 +45,8 @@ class checkpoint_policies:
 
     @staticmethod
     def dots_saveable(eqn: Eqn) -> bool:
-        """Keep the outputs of matrix products (matmul, einsum)."""
-        return eqn.prim.name in ("matmul", "einsum")
+        """Keep the outputs of matrix products (primitives tagged ``"dot"``: matmul, einsum)."""
+        return "dot" in eqn.prim.tags
 
     @staticmethod
     def everything_saveable(eqn: Eqn) -> bool:
@@ -84,7 +84,7 @@ def _abstract_eval(*avals: Any, program: Program, policy: Any, saved: tuple[int,
     return tuple(program.out_avals) + tuple(extra)
 
 
-checkpoint_p = Primitive("checkpoint", _abstract_eval, impl=_impl, multiple_results=True)
+checkpoint_p = Primitive("checkpoint", _abstract_eval, impl=_impl, multiple_results=True, loadable=True)
 
 
 class _CheckpointVJP(VJPRule):

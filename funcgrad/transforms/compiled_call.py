@@ -69,7 +69,9 @@ def _owned_alone(a: Array) -> bool:
     return a._buf is None and a._autograd is None and getattr(data, "base", 0) is None and sys.getrefcount(data) <= 4
 
 
-compiled_call_p = Primitive("compiled_call", _abstract_eval, impl=_impl, multiple_results=True)
+compiled_call_p = Primitive("compiled_call", _abstract_eval, impl=_impl, multiple_results=True, loadable=True,
+                            label=lambda params: f"compiled_call[{params['name']}]" if params.get("name") else
+                            "compiled_call")
 
 
 def _run(program: Program) -> Callable[..., tuple[Any, ...]]:

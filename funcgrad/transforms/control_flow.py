@@ -139,7 +139,7 @@ def _cond_impl(index: Any, *args: Any, branches: tuple[Program, ...]) -> tuple[A
     return tuple(_run_compiled(branches[int(index)], args, "cond branch"))
 
 
-cond_p = Primitive("cond", _cond_abstract, impl=_cond_impl, multiple_results=True)
+cond_p = Primitive("cond", _cond_abstract, impl=_cond_impl, multiple_results=True, loadable=True)
 
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
@@ -312,7 +312,7 @@ def _while_impl(*args: Any, cond: Program, body: Program, n_consts: int) -> tupl
     return tuple(carry)
 
 
-while_p = Primitive("while", _while_abstract, impl=_while_impl, multiple_results=True)
+while_p = Primitive("while", _while_abstract, impl=_while_impl, multiple_results=True, loadable=True)
 
 
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
@@ -498,7 +498,7 @@ def _raw(kind: str, what: Any, value: Any, inputs: list[Any], aval: Any, xp: Any
     return what._data if kind == "const" else xp.asarray(what, dtype=aval.dtype.np)
 
 
-scan_p = Primitive("scan", _scan_abstract, impl=_scan_impl, multiple_results=True)
+scan_p = Primitive("scan", _scan_abstract, impl=_scan_impl, multiple_results=True, loadable=True)
 
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,

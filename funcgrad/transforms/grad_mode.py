@@ -1,9 +1,12 @@
-"""Grad modes: ``no_grad``'s scope and the tape's off switch, which every recorder reads.
+"""Grad modes, all in one place: ``no_grad``, ``enable_grad`` and the two switches every
+recorder reads (``fg.inference_mode`` is ``no_grad`` plus marking its results: ``inference.py``).
 
-``no_grad`` records the interpreter that was current when it started: derivative
-interpreters active then see what is computed inside as constants, and those started
-inside still differentiate. The tape is off inside ``no_grad``, inside a rule's own forward
-computation, and in a backward pass without ``create_graph``.
+* ``NO_GRAD_SCOPE``: where the innermost ``no_grad`` block started. ``no_grad`` records the
+  interpreter that was current then: derivative interpreters active then see what is
+  computed inside as constants, and those started inside still differentiate.
+* ``TAPE_OFF``: the tape records nothing. It is set inside ``no_grad``, inside a rule's own
+  forward computation (``autograd.Function``, the tape's ``enter_below``), and in a
+  backward pass without ``create_graph``.
 """
 
 from __future__ import annotations
@@ -12,20 +15,13 @@ import contextvars
 import functools
 from typing import Any
 
-__all__ = ["GradMode", "TAPE_OFF", "is_grad_enabled", "no_grad_active", "no_grad_scope"]
+from ..primitives.core import current_interpreter
 
-_NO_GRAD: contextvars.ContextVar[Any] = contextvars.ContextVar("funcgrad_no_grad", default=None)
+__all__ = ["GradMode", "NO_GRAD_SCOPE", "TAPE_OFF", "no_grad", "enable_grad", "is_grad_enabled", "no_grad_active"]
+
+NO_GRAD_SCOPE: contextvars.ContextVar[Any] = contextvars.ContextVar("funcgrad_no_grad", default=None)
 _EAGER = object()  # no_grad entered with no interpreter active
-
-
-def no_grad_scope() -> Any:
-    return _NO_GRAD
-
-
-# The tape is off inside a rule's own forward computation and in a backward pass without
-# create_graph; no_grad turns it off too. ``is_grad_enabled`` says whether it records now.
 TAPE_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_tape_off", default=False)
-_NEVER_OFF: contextvars.ContextVar[bool] = contextvars.ContextVar("funcgrad_vjp_off", default=False)
 
 
 class GradMode:
@@ -53,12 +49,41 @@ class GradMode:
 
 def is_grad_enabled() -> bool:
     """Whether the tape records now (not inside ``no_grad`` or a rule's own computation)."""
-    return not TAPE_OFF.get() and _NO_GRAD.get() is None
+    return not TAPE_OFF.get() and NO_GRAD_SCOPE.get() is None
 
 
 def no_grad_active(interp: Any) -> bool:
     """Whether ``interp`` runs under a ``no_grad`` block that started inside it."""
-    entry = _NO_GRAD.get()
+    entry = NO_GRAD_SCOPE.get()
     if entry is None or entry is _EAGER:
         return False
     return bool(entry.encloses(interp))
+
+
+class no_grad(GradMode):
+    """``fg.no_grad(f)`` or ``with fg.no_grad(): ...``: what is computed inside is a
+    constant to every derivative taken *around* it (derivatives taken entirely
+    inside still work). Also usable as ``@fg.no_grad()``."""
+
+    def __enter__(self) -> no_grad:
+        entry = current_interpreter.get()
+        self._tokens.append((NO_GRAD_SCOPE.set(entry if entry is not None else _EAGER), TAPE_OFF.set(True)))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        scope, off = self._tokens.pop()
+        TAPE_OFF.reset(off)
+        NO_GRAD_SCOPE.reset(scope)
+
+
+class enable_grad(GradMode):
+    """``with fg.enable_grad():`` records again inside a ``no_grad`` block (also a decorator)."""
+
+    def __enter__(self) -> enable_grad:
+        self._tokens.append((NO_GRAD_SCOPE.set(None), TAPE_OFF.set(False)))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        scope, off = self._tokens.pop()
+        TAPE_OFF.reset(off)
+        NO_GRAD_SCOPE.reset(scope)

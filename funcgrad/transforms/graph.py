@@ -10,14 +10,17 @@ back to each input's shape.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import ops
 from ..array import ArrayBase
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
+from .observe import observer
 
-__all__ = ["Node", "Reached", "backward_name", "fit", "propagate", "set_node_range", "substitute", "toposort", "walk"]
+__all__ = ["Node", "Reached", "backward_name", "fit", "planned", "propagate", "substitute", "toposort",
+           "use_backward_plans", "walk"]
 
 
 def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -41,19 +44,16 @@ def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
 
 
 # PyTorch's names for the backward functions of some primitives (``x.grad_fn`` shows them)
-_TORCH_NAMES = {"integer_pow": "Pow", "pow": "Pow", "reduce_sum": "Sum", "reduce_prod": "Prod", "reduce_max": "Max",
-                "reduce_min": "Min", "neg": "Neg", "sub": "Sub", "div": "Div", "matmul": "Mm", "getitem": "Index",
-                "gather": "Index", "scatter": "IndexPut", "select": "Where", "convert_element_type": "ToCopy",
-                "broadcast_to": "Expand", "expand_dims": "Unsqueeze", "transpose": "Permute", "reshape": "View"}
-_BACKWARD_NAMES: dict[str, str] = {}
+_BACKWARD_NAMES: dict[Any, str] = {}
 
 
-def backward_name(prim_name: str) -> str:
-    """``mul`` -> ``MulBackward``, ``reduce_sum`` -> ``SumBackward``, as PyTorch names them."""
-    name = _BACKWARD_NAMES.get(prim_name)
+def backward_name(prim: Any) -> str:
+    """``mul`` -> ``MulBackward``, ``reduce_sum`` -> ``SumBackward``: PyTorch's name
+    (``Primitive.torch_name``), else the primitive's name in CamelCase."""
+    name = _BACKWARD_NAMES.get(prim)
     if name is None:
-        base = _TORCH_NAMES.get(prim_name) or "".join(part.capitalize() for part in prim_name.split("_"))
-        name = _BACKWARD_NAMES[prim_name] = f"{base}Backward"
+        base = prim.torch_name or "".join(part.capitalize() for part in prim.name.split("_"))
+        name = _BACKWARD_NAMES[prim] = f"{base}Backward"
     return name
 
 
@@ -83,7 +83,7 @@ class Node:
         if self.label:
             return self.label
         call = self.params.get("call") if isinstance(self.params, dict) else None
-        return f"{call.__name__}Backward" if call is not None else backward_name(self.prim.name)
+        return f"{call.__name__}Backward" if call is not None else backward_name(self.prim)
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
@@ -116,16 +116,22 @@ def toposort(roots: list[Node]) -> list[Node]:
 Reached = dict[int, tuple[Any, list[Any]]]  # a walk's leaves: id -> (leaf, its output cotangents)
 
 
-# While ``fg.profiler.profile`` records, ``node_range(name)`` is a context manager that
-# times one backward step (None: nothing to time, the common case)
-node_range: Any = None
+# ---- the hook for backward plans: reverse mode knows nothing of the compiler; the plans
+# (``transforms.replay``, which compiles backward passes) plug in from above, here.
+_PLANNERS: list[Callable[..., Any]] = []
 
 
-def set_node_range(fn: Any) -> Any:
-    """Install ``fn`` as the backward steps' timer (``None``: none); returns the previous one."""
-    global node_range
-    previous, node_range = node_range, fn
-    return previous
+def use_backward_plans(run: Callable[..., Any]) -> None:
+    """Install ``run(roots, outputs, keep_history) -> (cotangents, nodes) | None`` as what an
+    eager backward pass (``fg.grad``, ``backward()``) tries before running its rules; it
+    answers ``None`` for a graph it has no plan for (``transforms.replay.replay`` documents the
+    contract). One planner: a second replaces the first."""
+    _PLANNERS[:] = [run]
+
+
+def planned(roots: list[Any], outputs: list[Any] | None, keep_history: bool = False) -> Any:
+    """The backward pass from ``roots`` by the installed plans, or ``None``: run the rules."""
+    return _PLANNERS[0](roots, outputs, keep_history) if _PLANNERS else None
 
 
 def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = None) -> Reached:
@@ -160,6 +166,7 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
             visit(leaf, cts)
         leaves[id(leaf)] = (leaf, cts)
 
+    watching = observer.get()  # (a profiler: each step is a range named after its node, MulBackward)
     for node in reversed(order):
         cts = pending.pop(id(node), None)
         if cts is None:
@@ -169,10 +176,10 @@ def walk(roots: Any, visit: Any = None, after: Any = None, residuals_of: Any = N
             continue
         if visit is not None:
             visit(node, cts)
-        if node_range is None:
+        if watching is None:
             propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
-        else:  # (a profiler is recording: the step is a range named after the node, MulBackward)
-            with node_range(node.name):
+        else:
+            with watching.step(node.name):
                 propagate(node, cts, pending, None if residuals_of is None else residuals_of(node))
         del cts
         if after is not None:

@@ -15,8 +15,8 @@ import functools
 from typing import Any
 
 from ..array import Array
-from .api import no_grad
 from .core import Interpreter
+from .grad_mode import no_grad
 from .tape import AutogradMeta
 
 __all__ = ["inference_mode", "InferenceMeta"]

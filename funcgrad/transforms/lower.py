@@ -16,7 +16,7 @@ last use:
 Memory is planned here (``_Buffers``): a result goes into a temporary nothing reads
 again where the kernel takes ``out=``, and a run of large elementwise equations becomes
 one loop over chunks whose intermediates live in a few scratch buffers (``_emit_group``).
-Views whose indexing the shapes decide are worked out once (``_static_view``).
+Views whose indexing the shapes decide are worked out once (``Primitive.static_view``).
 
 It computes exactly what evaluating the program would (the same kernels on the
 same values in the same order). ``fg.memory``'s counters come out as eager
@@ -38,12 +38,10 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import os
-import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -51,38 +49,45 @@ from ..array import run_eager, wrap_kernel_output
 from ..config import config
 from ..errors import WriteGuardError
 from ..primitives.core import FRESH, OPERAND, Layout
-from ..primitives.shape import python_slice
 from .ir import Program, Var
+from .observe import observer
 
 __all__ = ["lower", "Lowered"]
 
 
-# While ``fg.profiler.profile`` records, ``kernel_timer(name, kernel, *args, **kwargs)`` runs
-# one kernel call of a lowered program and times it (None: nothing to time, the common case)
-kernel_timer: Any = None
+class _Call(NamedTuple):
+    """One kernel call (or fused loop) of a lowered program's body: ``target = fn(args)``.
+    The body is written from these, plain (``# label`` after each call) or with every call
+    made through ``OBSERVED(label, fn, *args)`` (the profiler's and the write guard's
+    variants), so each variant is the same text but for the calls."""
+
+    target: str  # "t5 = " (or "" for a call whose results it writes in place)
+    fn: str
+    args: str
+    label: str  # the primitive's name, or the fused loop's
+
+    def render(self, observed: bool, full_labels: bool) -> str:
+        plain = f"    {self.target}{self.fn}({self.args})"
+        if not observed:
+            return f"{plain}  # {self.label}"
+        label = f"{plain.strip()}  # {self.label}" if full_labels else self.label
+        return f"    {self.target}OBSERVED({label!r}, {self.fn}{', ' if self.args else ''}{self.args})"
 
 
-def set_kernel_timer(fn: Any) -> Any:
-    """Install ``fn`` as the lowered programs' kernel timer (``None``: none); returns the previous one."""
-    global kernel_timer
-    previous, kernel_timer = kernel_timer, fn
-    return previous
-
-
-_CALL = re.compile(r"^(\s+)(\w+) = (\w+)\((.*)\)  # (.+)$")  # t5 = k4(x1, t3)  # matmul
-_FUSED = re.compile(r"^    # fused: ([\w ]+)")  # the comment before a fused group's call
-_BARE = re.compile(r"^    ((?:PARALLEL|g)\d+)\((.*)\)$")  # the call of a fused group's loop
+def _render(lines: list[Any], observed: bool = False, full_labels: bool = False) -> str:
+    return "\n".join(line.render(observed, full_labels) if isinstance(line, _Call) else line for line in lines)
 
 
 class Lowered:
     """A lowered program. ``run(raw_inputs, stats)`` returns the raw outputs; ``source`` is its
     text; ``name`` says what it is in errors (``fg.compile``'s function, a scan's body...)."""
 
-    def __init__(self, fn: Callable[..., Any], source: str, out_kinds: list[tuple[str, Any]],
+    def __init__(self, fn: Callable[..., Any], lines: list[Any], out_kinds: list[tuple[str, Any]],
                  namespace: dict[str, Any] | None = None, donated: frozenset[int] = frozenset(),
                  name: str = "a lowered program") -> None:
         self.fn = fn
-        self.source = source
+        self._lines = lines
+        self.source = _render(lines)
         # per output: ("input", i) / ("const", array) / ("literal", value) / ("new", None)
         self.out_kinds = out_kinds
         self.donated = donated
@@ -93,36 +98,27 @@ class Lowered:
     def run(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
         if config.write_guard:
             return self._guarded(raw_inputs, stats)
-        if kernel_timer is None:
+        watching = observer.get()
+        if watching is None:
             return self.fn(raw_inputs, stats)  # type: ignore[no-any-return]
-        return self.timed()(raw_inputs, stats)  # type: ignore[no-any-return]
+        return self.observed()(raw_inputs, stats, watching.kernel)  # type: ignore[no-any-return]
 
-    def timed(self) -> Callable[..., Any]:
-        """The same function with every kernel call passed through ``kernel_timer`` (written
-        once, the first time a profile runs this program)."""
+    def observed(self) -> Callable[..., Any]:
+        """The same function with every kernel call made through its third argument,
+        ``call(label, kernel, *args, **kwargs)`` (written once, the first time an observer
+        runs this program)."""
         if self._timed is None:
-            self._timed = self._instrumented(lambda *a, **k: kernel_timer(*a, **k), full_labels=False)
+            self._timed = self._written(full_labels=False)
         return self._timed
 
-    def _instrumented(self, wrapper: Callable[..., Any], full_labels: bool) -> Callable[..., Any]:
-        """The function with every kernel call (and fused loop) made through
-        ``wrapper(label, kernel, *args, **kwargs)``; the label is the primitive's name (or the
-        fused group's), or with ``full_labels`` the whole line of the source."""
-        lines, group, body = [], "fused", False
-        for line in self.source.splitlines():
-            body = body or line.startswith("def lowered(")
-            fused = _FUSED.match(line)
-            if fused:
-                group = f"fused: {fused[1]}"
-            bare = _BARE.match(line) if body else None
-            if bare:  # a fused group's call: one event
-                label = f"{group}: {line.strip()}" if full_labels else group
-                line = f"    TIMED({label!r}, {bare[1]}{', ' if bare[2] else ''}{bare[2]})"
-            lines.append(_CALL.sub(
-                lambda m: f"{m[1]}{m[2]} = TIMED({(m[0].strip() if full_labels else m[5])!r}, "
-                          f"{m[3]}{', ' if m[4] else ''}{m[4]})", line))
-        namespace = dict(self._namespace or {}, TIMED=wrapper)
-        exec(compile("\n".join(lines), "<funcgrad lowered program, instrumented>", "exec"), namespace)  # noqa: S102
+    def _written(self, full_labels: bool) -> Callable[..., Any]:
+        """The function written with every call through ``OBSERVED``; each call's label is the
+        primitive's name (or the fused loop's), or with ``full_labels`` its whole line."""
+        lines = [line.replace("def lowered(inputs, stats):", "def lowered(inputs, stats, OBSERVED):")
+                 if isinstance(line, str) else line for line in self._lines]
+        namespace = dict(self._namespace or {})
+        source = _render(lines, observed=True, full_labels=full_labels)
+        exec(compile(source, "<funcgrad lowered program, observed>", "exec"), namespace)  # noqa: S102
         return namespace["lowered"]  # type: ignore[no-any-return]
 
     def _guarded(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
@@ -132,8 +128,8 @@ class Lowered:
         watched = [(f"input {i}", x) for i, x in enumerate(raw_inputs) if i not in self.donated and _is_raw(x)]
         watched += [(f"constant {k}", c) for k, c in (self._namespace or {}).items() if _is_raw(c)]
         before = [_snapshot(x) for _, x in watched]
-        run = self.fn if kernel_timer is None else self.timed()
-        outs = run(raw_inputs, stats)
+        watching = observer.get()
+        outs = self.fn(raw_inputs, stats) if watching is None else self.observed()(raw_inputs, stats, watching.kernel)
         changed = [what for (what, x), b in zip(watched, before) if _snapshot(x).tobytes() != b.tobytes()]
         if not changed:
             return outs  # type: ignore[no-any-return]
@@ -151,7 +147,7 @@ class Lowered:
                 culprit.append(label)
             return result
 
-        self._instrumented(checked, full_labels=True)(raw_inputs, stats)
+        self._written(full_labels=True)(raw_inputs, stats, checked)
         restore()
         where = f" at `{culprit[0]}`" if culprit else ""
         raise WriteGuardError(f"{self.name} wrote into {', '.join(changed)}{where}, memory it does not own "
@@ -185,7 +181,7 @@ class _Writer:
         self.threads = threads
         self.names: dict[int, str] = {}
         self.glob: dict[str, Any] = {"EMPTY": np.empty}
-        self.lines: list[str] = []  # the body of ``lowered``
+        self.lines: list[Any] = []  # the body of ``lowered``: lines of text and calls (``_Call``)
         self.functions: list[str] = []  # the fused loops it calls, defined before it
         self.count = 0
         self.last_use: dict[int, int] = {}  # the last equation that reads each value
@@ -297,7 +293,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
                 w.counted.discard(id(reused))
                 w.counted.add(id(eqn.outputs[0]))
         target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "") + " = " if outs else ""
-        w.lines.append(f"    {target}{fn_name}({', '.join(args)})  # {eqn.prim.name}")
+        w.lines.append(_Call(target, fn_name, ", ".join(args), eqn.prim.name))
         if pooled is not None:  # its old name lets go: the result's name holds the buffer now
             w.lines.append(f"    del {w.names[id(pooled)]}")
         if eqn.prim.view is None and reused is None:  # a kernel made new memory
@@ -326,10 +322,10 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     w.lines.append(f"    return [{', '.join(returned)}]")
     if groups and w.peak > _eager_peak(program, w.last_use, w.outputs):  # fused scratch must not pass eager's peak
         return lower(program, donated, 1 if threads > 1 else 0, name)
-    source = "\n".join(w.functions + w.lines)
+    lines = w.functions + w.lines
     namespace = dict(w.glob, PEAK=w.peak)
-    exec(compile(source, "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
-    return Lowered(namespace["lowered"], source, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
+    exec(compile(_render(lines), "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
+    return Lowered(namespace["lowered"], lines, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
 
 
 def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:
@@ -516,10 +512,11 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
     names = [w.name(v) for v in kept]
     w.results.update(id(v) for v in kept)
     w.allocate(kept)
-    w.lines.append(f"    # fused into one GPU kernel: {' '.join(e.prim.name for e in eqns)}")
+    fused = " ".join(e.prim.name for e in eqns)
+    w.lines.append(f"    # fused into one GPU kernel: {fused}")
     w.lines.extend(f"    #   {line}" for line in body)
-    w.lines.append(f"    {', '.join(names)}{',' if len(names) > 1 else ''} = "
-                   f"{w.global_(kernel, 'K')}({', '.join(passed)})")
+    w.lines.append(_Call(f"{', '.join(names)}{',' if len(names) > 1 else ''} = ", w.global_(kernel, "K"),
+                         ", ".join(passed), f"fused: {fused}"))
 
 
 def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any]) -> None:
@@ -578,9 +575,12 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
     w.functions += [*head, f"    whole = hi - (hi - lo) % {chunk}", f"    for s in range(lo, whole, {chunk}):",
                     f"        e = s + {chunk}", *("        " + line.replace("[:e - s]", "") for line in body),
                     "    if whole < hi:", "        s, e = whole, hi", *("        " + line for line in body), ""]
-    call = f"{loop}(0, {n}, {', '.join(passed)})" if threads == 1 else \
-        f"{w.global_(_in_parallel, 'PARALLEL')}({threads}, {loop}, {n}, {', '.join(passed)})"
-    w.lines.append(f"    {call}")
+    fused = f"fused: {' '.join(e.prim.name for e in eqns)}"
+    if threads == 1:
+        w.lines.append(_Call("", loop, f"0, {n}, {', '.join(passed)}", fused))
+    else:
+        w.lines.append(_Call("", w.global_(_in_parallel, "PARALLEL"), f"{threads}, {loop}, {n}, {', '.join(passed)}",
+                             fused))
 
 
 _POOL: list[ThreadPoolExecutor] = []  # made on first use; a forked child makes its own
@@ -648,9 +648,8 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
     prim, params = eqn.prim, eqn.params
     device = next((v.aval.device for v in (*eqn.outputs, *eqn.inputs) if isinstance(v, Var)), None)
     if prim.view is not None and device is not None and device.kind == "cpu" and isinstance(eqn.inputs[0], Var):
-        fast = _static_view(prim.name, params, eqn.inputs[0].aval, eqn.outputs[0].aval)
-        if fast is not None:
-            return fast
+        if prim.static_view is not None:
+            return prim.static_view(params, eqn.inputs[0].aval, eqn.outputs[0].aval)  # type: ignore[no-any-return]
     if prim.view is not None:
         native = prim.native_for(device)
         if native is not None:
@@ -667,19 +666,6 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
         return tuple(o._data for o in out) if prim.multiple_results else out._data
 
     return through_arrays
-
-
-def _static_view(name: str, params: dict[str, Any], x: Any, out: Any) -> Callable[..., Any] | None:
-    """A view whose indexing the shapes decide, worked out once (the native calls check and
-    build it on every call)."""
-    if name == "slice":
-        return operator.itemgetter(tuple(python_slice(*t) for t in params["index"]))
-    if name == "flip":
-        return operator.itemgetter(tuple(slice(None, None, -1) if a in params["axes"] else slice(None)
-                                         for a in range(len(x.shape))))
-    if name in ("expand_dims", "squeeze"):  # size-1 axes in or out: a reshape, always a view
-        return operator.methodcaller("reshape", tuple(out.shape))
-    return None
 
 
 def _raw_view(prim: Any, params: dict[str, Any], backend: Any, x: Any) -> Any:

@@ -3,10 +3,11 @@
 They run in ``compiler.PASSES`` order before a program is lowered, and each can be read in
 ``fg.compile(f).lower(*args)``:
 
-* ``simplify``: algebraic identities (``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` with the
-  number written or a constant that is that number everywhere, ``-(-x)``, a transpose of a
-  transpose, a reshape of a reshape, ``x ** 2`` as ``x * x``), applied only where the result
-  keeps the output's shape and dtype; it runs again after constant folding;
+* ``simplify``: the algebraic identities primitives declare (``Primitive.simplify``:
+  ``x * 1``, ``x + 0``, ``x - 0``, ``x / 1`` with the number written or a constant that is
+  that number everywhere, ``-(-x)``, a transpose of a transpose, a reshape of a reshape,
+  ``x ** 2`` as ``x * x``), applied only where the result keeps the output's shape and
+  dtype; it runs again after constant folding;
 * ``fold_constants``: an equation whose inputs are all constants is evaluated once, now;
 * ``eliminate_common_subexpressions``: two equations with the same primitive, inputs and
   parameters compute the same value (primitives are pure), so the second reads the first;
@@ -21,13 +22,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..primitives.core import bind, current_interpreter
-from ..primitives.elementwise import BINARY
 from .core import Tracer
 from .ir import Eqn, Literal, Program, Var
 
 __all__ = ["simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code"]
-
-_MUL = BINARY["mul"]
 
 
 class _Rewrite:
@@ -69,50 +67,48 @@ def _uniform(program: Program) -> dict[int, Any]:
     return found
 
 
-def _is(a: Any, value: float, uniform: dict[int, Any]) -> bool:
-    if isinstance(a, Var):
-        return id(a) in uniform and uniform[id(a)] == value
-    return isinstance(a, Literal) and not isinstance(a.value, bool) and a.value == value
+class _Context:
+    """What a primitive's ``simplify`` rule may ask of the program around an equation."""
 
+    __slots__ = ("_producer", "_uniform")
 
-def _identity(eqn: Eqn, producer: dict[int, Eqn], uniform: dict[int, Any]) -> Any:
-    """What ``eqn``'s single output equals without computing it, or ``None``."""
-    name, ins, out = eqn.prim.name, eqn.inputs, eqn.outputs[0]
-    if name in ("mul", "add") and len(ins) == 2:
-        unit = 1 if name == "mul" else 0
-        for a, b in (ins, ins[::-1]):
-            if _is(b, unit, uniform) and _same_type(a, out):
-                return a
-    if name in ("sub", "div") and _is(ins[1], 0 if name == "sub" else 1, uniform) and _same_type(ins[0], out):
-        return ins[0]
-    inner = producer.get(id(ins[0])) if isinstance(ins[0], Var) else None
-    if name == "neg" and inner is not None and inner.prim.name == "neg" and _same_type(inner.inputs[0], out):
-        return inner.inputs[0]
-    return None
+    def __init__(self, producer: dict[int, Eqn], uniform: dict[int, Any]) -> None:
+        self._producer, self._uniform = producer, uniform
+
+    def producer(self, a: Any) -> Eqn | None:
+        """The equation that computed ``a``, if an earlier one did."""
+        return self._producer.get(id(a)) if isinstance(a, Var) else None
+
+    def is_number(self, a: Any, value: float) -> bool:
+        """``a`` is ``value`` everywhere: that number written, or a constant of it."""
+        if isinstance(a, Var):
+            return id(a) in self._uniform and self._uniform[id(a)] == value
+        return isinstance(a, Literal) and not isinstance(a.value, bool) and a.value == value
+
+    @staticmethod
+    def same_type(a: Any, out: Var) -> bool:
+        return _same_type(a, out)
+
+    @staticmethod
+    def equation(prim: Any, inputs: list[Any], like: Eqn, params: dict[str, Any]) -> Eqn:
+        """An equation computing ``like``'s outputs another way."""
+        return Eqn(prim, inputs, like.outputs, params)
 
 
 def simplify(program: Program) -> Program:
+    """Each equation whose primitive has a ``simplify`` rule becomes what the rule says: an
+    atom its output is renamed to, or a cheaper equation (which may simplify no further)."""
     rw = _Rewrite(program)
     producer: dict[int, Eqn] = {}
-    uniform = _uniform(program)
+    ctx = _Context(producer, _uniform(program))
     for eqn in program.eqns:
         eqn = Eqn(eqn.prim, [rw.atom(a) for a in eqn.inputs], eqn.outputs, eqn.params)
-        same = _identity(eqn, producer, uniform) if len(eqn.outputs) == 1 and eqn.prim.impl is None else None
-        if same is not None:
-            rw.renamed[id(eqn.outputs[0])] = same
-            continue
-        inner = producer.get(id(eqn.inputs[0])) if eqn.inputs and isinstance(eqn.inputs[0], Var) else None
-        name = eqn.prim.name
-        if name == "transpose" and inner is not None and inner.prim.name == "transpose":  # one permutation
-            first, second = inner.params["permutation"], eqn.params["permutation"]
-            eqn = Eqn(eqn.prim, [inner.inputs[0]], eqn.outputs, {"permutation": tuple(first[p] for p in second)})
-        elif name == "reshape" and inner is not None and inner.prim.name == "reshape":  # one reshape
-            eqn = Eqn(eqn.prim, [inner.inputs[0]], eqn.outputs, eqn.params)
-        elif name == "integer_pow" and eqn.params["y"] == 2:  # x ** 2 -> x * x
-            eqn = Eqn(_MUL, [eqn.inputs[0], eqn.inputs[0]], eqn.outputs, {})
-        if name == "transpose" and eqn.params["permutation"] == tuple(range(len(eqn.params["permutation"]))) \
-                and _same_type(eqn.inputs[0], eqn.outputs[0]):
-            rw.renamed[id(eqn.outputs[0])] = eqn.inputs[0]
+        rule = eqn.prim.simplify
+        result = rule(eqn, ctx) if rule is not None and len(eqn.outputs) == 1 else None
+        if isinstance(result, Eqn):
+            eqn = result
+        elif result is not None:
+            rw.renamed[id(eqn.outputs[0])] = result
             continue
         for v in eqn.outputs:
             producer[id(v)] = eqn

@@ -32,7 +32,7 @@ from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
 from .compiler import ProgramCache, compile_program
-from .graph import substitute, walk
+from .graph import substitute, use_backward_plans, walk
 from .ir import Program, make_program
 from .lower import wrap_outputs
 
@@ -233,3 +233,6 @@ class Plan:
         raw = self.lowered.run([a._data for a in arrays], device.stats)
         it = iter(wrap_outputs(self.lowered, raw, arrays, device))
         return [next(it) if p else None for p in self.present]
+
+
+use_backward_plans(replay)

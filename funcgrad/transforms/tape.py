@@ -24,28 +24,13 @@ from ..primitives.ad import VJPFromRules
 from ..primitives.core import fmt_shape
 from ..primitives.shape import stop_gradient_p
 from .autodiff import VJPInterpreter
-from .grad_mode import TAPE_OFF, GradMode, is_grad_enabled, no_grad_scope
-from .graph import Node, walk
-from .replay import replay
+from .grad_mode import TAPE_OFF, enable_grad, is_grad_enabled
+from .graph import Node, planned, walk
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "Tape", "TAPE"]
 
-_NO_GRAD = no_grad_scope()
 _FREED = object()
-
-
-class enable_grad(GradMode):
-    """``with fg.enable_grad():`` records again inside a ``no_grad`` block (also a decorator)."""
-
-    def __enter__(self) -> enable_grad:
-        self._tokens.append((no_grad_scope().set(None), TAPE_OFF.set(False)))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        ng, off = self._tokens.pop()
-        TAPE_OFF.reset(off)
-        no_grad_scope().reset(ng)
 
 
 class AutogradMeta:
@@ -145,7 +130,7 @@ class Tape(VJPInterpreter):
         return ans
 
 
-_ZERO_RULES: dict[str, VJPFromRules] = {}
+_ZERO_RULES: dict[Any, VJPFromRules] = {}
 
 
 def _zero_rule(prim: Any) -> VJPFromRules | None:
@@ -154,9 +139,9 @@ def _zero_rule(prim: Any) -> VJPFromRules | None:
     (Integer and bool results get no history; ``stop_gradient`` cuts it.)"""
     if prim is stop_gradient_p:
         return None
-    rule = _ZERO_RULES.get(prim.name)
+    rule = _ZERO_RULES.get(prim)
     if rule is None:
-        rule = _ZERO_RULES[prim.name] = VJPFromRules(prim, (), saves="none")
+        rule = _ZERO_RULES[prim] = VJPFromRules(prim, (), saves="none")
     return rule
 
 
@@ -191,7 +176,7 @@ def _replayed(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
               capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any] | None:
     """The backward pass by its plan (``replay``), when nothing in it needs the step-by-step
     walk (hooks, retain_grad, a freed graph, user-defined rules). ``None``: walk it."""
-    replayed = replay(list(roots), capture)
+    replayed = planned(list(roots), capture)
     if replayed is None:
         return None
     got, nodes = replayed
