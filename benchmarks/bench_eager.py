@@ -1,4 +1,5 @@
-"""Eager per-operation time: ``a + b`` on float32 (1,) and (1000,), and a
+"""Eager per-operation time: ``a + b`` on float32 (1,) and (1000,), the (1,) add on
+inputs that require grad (recorded by the tape; PyTorch's autograd records it too), and a
 (64, 64) @ (64, 64) matmul, in funcgrad, NumPy, and PyTorch / JAX when installed.
 
 All contenders run in one process and are interleaved round by round, with a
@@ -38,6 +39,10 @@ def contenders(shape_a: tuple[int, ...], shape_b: tuple[int, ...], op: str) -> d
     if op == "add":
         run["numpy"] = lambda: a + b
         run["funcgrad"] = lambda: fa + fb
+    elif op == "add_grad":
+        ga, gb = fg.tensor(a, requires_grad=True), fg.tensor(b, requires_grad=True)
+        run["numpy"] = lambda: a + b
+        run["funcgrad"] = lambda: ga + gb
     else:
         run["numpy"] = lambda: a @ b
         run["funcgrad"] = lambda: fa @ fb
@@ -46,7 +51,9 @@ def contenders(shape_a: tuple[int, ...], shape_b: tuple[int, ...], op: str) -> d
 
         torch.set_num_threads(max(1, torch.get_num_threads()))
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        run["pytorch"] = (lambda: ta + tb) if op == "add" else (lambda: ta @ tb)
+        if op == "add_grad":
+            ta, tb = ta.clone().requires_grad_(), tb.clone().requires_grad_()
+        run["pytorch"] = (lambda: ta + tb) if op.startswith("add") else (lambda: ta @ tb)
     except ImportError:
         pass
     try:
@@ -54,7 +61,7 @@ def contenders(shape_a: tuple[int, ...], shape_b: tuple[int, ...], op: str) -> d
         import jax.numpy as jnp
 
         ja, jb = jnp.asarray(a), jnp.asarray(b)
-        if op == "add":
+        if op.startswith("add"):
             run["jax"] = lambda: (ja + jb).block_until_ready()
         else:
             run["jax"] = lambda: (ja @ jb).block_until_ready()
@@ -88,6 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     add1 = bench("a + b, float32 (1,)", contenders((1,), (1,), "add"), args.rounds, 20000)
     bench("a + b, float32 (1000,)", contenders((1000,), (1000,), "add"), args.rounds, 20000)
+    bench("a + b, float32 (1,), requires_grad (jax: no recording)", contenders((1,), (1,), "add_grad"), args.rounds,
+          20000)
     mm = bench("a @ b, float32 (64, 64) @ (64, 64)", contenders((64, 64), (64, 64), "matmul"), args.rounds, 2000)
     print("\ntargets:")
     print(f"  funcgrad (1,) add: {add1['funcgrad'] * 1e6:.2f} us (target <= 2.0 us)")

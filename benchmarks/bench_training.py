@@ -136,7 +136,7 @@ def main() -> None:
         print(f"  {name:16s} median {add_med[name] * 1e6:5.2f} us   best {add_best[name] * 1e6:5.2f} us")
     if "pytorch" in adds:
         print(f"  funcgrad / pytorch, paired rounds: {paired_ratio(add_samples, 'funcgrad', 'pytorch'):.2f}x "
-              "(this VM has a fast and a slow phase, about 1.6x apart: the ratio holds across both)")
+              "(the machine may have a fast and a slow phase, about 1.6x apart: the ratio holds across both)")
 
     steps = 10_000 if args.long else 300
     step = funcgrad_step(params, x[:8], y[:8])

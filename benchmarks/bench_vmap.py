@@ -1,6 +1,6 @@
 """fg.vmap against Python loops, torch.func and jax.vmap.
 
-Workloads (issue 18's targets):
+Workloads (docs/performance.md has the targets):
   per-example gradients of an MLP 64-128-10 with softmax cross-entropy, batch 256:
       a Python loop of fg.grad, fg.vmap(fg.grad), fg.compile(fg.vmap(fg.grad)),
       torch.func.vmap(torch.func.grad), jax.jit(jax.vmap(jax.grad))

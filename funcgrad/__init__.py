@@ -37,7 +37,6 @@ if _TYPE_CHECKING:  # the same names, in the form type checkers follow (``ops.__
     from .ops.reductions import *  # noqa: F403
     from .ops.sets import *  # noqa: F403
     from .ops.shaping import *  # noqa: F403
-    from .ops.shaping import _broadcast_shapes as broadcast_shapes
 from .ops import decompositions as _decompositions
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry

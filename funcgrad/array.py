@@ -156,22 +156,9 @@ class ArrayBase:
     def __ge__(self, other: Any) -> Self: return _ops.greater_equal(self, other)
     __hash__ = object.__hash__  # identity, as torch.Tensor: arrays can key dicts and sets
 
-    # -- immutability --------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        """Only for names the class lacks: PyTorch's in-place methods and ``.data`` get an
-        explanation instead of Python's bare "no attribute"."""
-        if name[:1] == "_":
-            raise AttributeError(name)
-        kind = type(self).__name__
-        if name.endswith("_") and (hasattr(type(self), name[:-1]) or name in _IN_PLACE):
-            raise AttributeError(
-                f"{kind}.{name}: funcgrad arrays are immutable, so there is no in-place {name}. Write "
-                f"`x = x.{name[:-1]}(...)`, which returns a new array (for an indexed update `x = x.at[i].set(v)`; "
-                "a Parameter changes through an optimizer, `with fg.no_grad(): p -= lr * p.grad`, or p.copy_(v)).")
-        if name == "data":
-            raise AttributeError(f"{kind}.data: funcgrad arrays have no .data: an array is already a value that "
-                                 "cannot change. Use x.detach() for the value without derivative history.")
-        raise AttributeError(f"'{kind}' object has no attribute '{name}'")
+    if TYPE_CHECKING:  # (type checkers only: at run time a __getattr__ slows every attribute read)
+        def __getattr__(self, name: str) -> Any: ...
+
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
@@ -602,6 +589,33 @@ class ArrayBase:
 
 _IN_PLACE = {"zero_", "fill_", "copy_", "normal_", "uniform_", "add_", "sub_", "mul_", "div_", "clamp_",
              "masked_fill_", "index_add_", "scatter_", "addcmul_", "addcdiv_", "lerp_"}
+
+
+def _explaining(name: str, why: str) -> property:
+    """A property that raises ``AttributeError(why)``: ``hasattr`` stays false, and PyTorch's
+    in-place methods and ``.data`` get an explanation instead of Python's bare "no attribute".
+    (Properties, not ``__getattr__``: a class with ``__getattr__`` makes every attribute read
+    of its instances slower, the eager path's included.)"""
+
+    def explain(self: Any) -> Any:
+        raise AttributeError(why.format(kind=type(self).__name__))
+
+    explain.__name__ = name
+    return property(explain, doc=f"Not an attribute of funcgrad arrays; reading it raises ``AttributeError`` saying "
+                                 f"what to write instead ({why.split(': ', 1)[1].split('. ')[0]}).")
+
+
+def _explain_in_place_habits() -> None:
+    methods = {n for cls in (ArrayBase, Array) for n in vars(cls) if not n.startswith("_") and not n.endswith("_")}
+    for name in sorted(_IN_PLACE | {f"{m}_" for m in methods}):
+        if not any(name in vars(cls) for cls in (ArrayBase, Array)):
+            setattr(ArrayBase, name, _explaining(name, (
+                f"{{kind}}.{name}: funcgrad arrays are immutable, so there is no in-place {name}. Write "
+                f"`x = x.{name[:-1]}(...)`, which returns a new array (for an indexed update `x = x.at[i].set(v)`; "
+                "a Parameter changes through an optimizer, `with fg.no_grad(): p -= lr * p.grad`, or p.copy_(v)).")))
+    ArrayBase.data = _explaining("data", (  # type: ignore[attr-defined]
+        "{kind}.data: funcgrad arrays have no .data: an array is already a value that cannot change. Use "
+        "x.detach() for the value without derivative history."))
 
 
 class _Extremes(NamedTuple):
@@ -1261,6 +1275,7 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
 
 
 Array._evaluate = staticmethod(evaluate)
+_explain_in_place_habits()
 
 
 def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:

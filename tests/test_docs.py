@@ -18,7 +18,7 @@ def test_code_examples_run(path: pathlib.Path, capsys: pytest.CaptureFixture[str
 
     blocks = BLOCK.findall(path.read_text())
     namespace: dict[str, object] = {"__name__": f"docs_{path.stem}"}
-    registered = dict(core._REGISTRY)
+    registered = dict(core.REGISTRY)
     try:
         for i, code in enumerate(blocks):
             try:
@@ -26,8 +26,8 @@ def test_code_examples_run(path: pathlib.Path, capsys: pytest.CaptureFixture[str
             except Exception as exc:  # pragma: no cover - the message is the point
                 raise AssertionError(f"{path.name}, code block {i} failed:\n{code}") from exc
     finally:  # examples may register demo primitives; keep the registry as the library defines it
-        core._REGISTRY.clear()
-        core._REGISTRY.update(registered)
+        core.REGISTRY.clear()
+        core.REGISTRY.update(registered)
 
 
 def test_readme_has_the_two_commands() -> None:

@@ -4,6 +4,8 @@ public API with a handful of argument patterns, not by listing cases."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -33,8 +35,12 @@ IN_PLACE = {"requires_grad_", "block_until_ready"}  # PyTorch's in-place methods
 
 
 def _callables():
+    def explains(n):  # x.add_, x.data: properties that raise, explaining what to write instead
+        attr = inspect.getattr_static(Array, n)
+        return isinstance(attr, property) and attr.fget.__qualname__.startswith("_explaining")
+
     methods = [(f"Array.{n}", n) for n in dir(Array)
-               if (not n.startswith("_") or n in ("__pos__", "__array__")) and n not in IN_PLACE]
+               if (not n.startswith("_") or n in ("__pos__", "__array__")) and n not in IN_PLACE and not explains(n)]
     functions = [(f"fg.{n}", n) for n in ops.__all__ if callable(getattr(ops, n))]
     return methods + functions
 

@@ -398,10 +398,10 @@ def test_raw_views_equal_the_eager_views(prim, data) -> None:
 
 
 def test_program_cache_drops_the_least_recently_used() -> None:
-    """Plans live in the compiler's ProgramCache: bounded, least recently used out first
+    """Plans live in a ProgramCache: bounded, least recently used out first
     (a program whose graphs never repeat cannot grow it, and a hot graph is never dropped
     for a cold one)."""
-    from funcgrad.transforms.compiler import ProgramCache
+    from funcgrad.transforms.ir import ProgramCache
 
     cache = ProgramCache("test", 2)
     cache.put("a", 1)

@@ -26,25 +26,25 @@ __all__ = ["conv1d", "Conv1d", "conv2d", "max_pool2d", "max_unpool2d", "avg_pool
            "MaxUnpool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
 
-def _pair(v: Any, op: str = "conv2d", what: str = "size", minimum: int | None = None) -> tuple[int, int]:
+def pair(v: Any, op: str = "conv2d", what: str = "size", minimum: int | None = None) -> tuple[int, int]:
     """An int or a pair of ints as a pair, each checked (``ArgumentTypeError`` for a float or
     a string, ``ArgumentValueError`` below ``minimum``: PyTorch refuses a zero stride)."""
     if isinstance(v, (tuple, list)):
         if len(v) != 2:
             raise ArgumentValueError(f"{op}: {what} must be an int or a pair of ints, got {v!r}")
-        pair = (v[0], v[1])
+        both = (v[0], v[1])
     else:
-        pair = (v, v)
-    return (as_int(op, pair[0], what, minimum=minimum), as_int(op, pair[1], what, minimum=minimum))
+        both = (v, v)
+    return (as_int(op, both[0], what, minimum=minimum), as_int(op, both[1], what, minimum=minimum))
 
 
-def _check4(op: str, x: Any) -> None:
+def check_4d(op: str, x: Any) -> None:
     if x.ndim != 4:
         raise ShapeError(f"{op}: expected a (N, C, H, W) or unbatched (C, H, W) input, "
                          f"got shape {fmt_shape(tuple(x.shape))}")
 
 
-def _unbatched(fn: Any) -> Any:
+def unbatched(fn: Any) -> Any:
     """Let a 2-D layer function take one unbatched (C, H, W) image, as PyTorch's do: it
     runs on a batch of one, and the batch axis comes off the result."""
     @functools.wraps(fn)
@@ -57,7 +57,7 @@ def _unbatched(fn: Any) -> Any:
     return wrapper
 
 
-def _pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: float = 0.0,
+def pad_hw(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], value: float = 0.0,
             mode: str = "constant") -> Any:
     """Pad the last two axes (H and W) by ``((top, bottom), (left, right))``: with ``value``,
     or in one of NumPy's other pad modes."""
@@ -81,11 +81,11 @@ def _pad_edges(x: Any, padding: tuple[tuple[int, int], tuple[int, int]], padding
             limit = "less than" if padding_mode == "reflect" else "at most"
             raise ValueError(f"conv2d: padding_mode={padding_mode!r} needs padding {limit} the input's {axis} size; "
                              f"got padding ({lo}, {hi}) for an input of shape {fmt_shape(tuple(x.shape))}")
-    return _pad_hw(x, padding, mode=_PADDING_MODES[padding_mode])
+    return pad_hw(x, padding, mode=_PADDING_MODES[padding_mode])
 
 
 def _symmetric(padding: Any) -> tuple[tuple[int, int], tuple[int, int]]:
-    ph, pw = _pair(padding, "conv2d", "padding", 0)
+    ph, pw = pair(padding, "conv2d", "padding", 0)
     return (ph, ph), (pw, pw)
 
 
@@ -105,16 +105,16 @@ def _conv_padding(padding: Any, kernel: tuple[int, int], stride: tuple[int, int]
     return (totals[0] // 2, totals[0] - totals[0] // 2), (totals[1] // 2, totals[1] - totals[1] // 2)
 
 
-def _patches(x: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]) -> Any:
+def patches(x: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int]) -> Any:
     """(N, C, H, W) -> (N, C, OH, OW, KH, KW): every receptive field, as a view."""
     return bind(windows_p, x, axes=(2, 3), sizes=kernel, steps=stride, dilations=dilation)
 
 
-@_unbatched
+@unbatched
 def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """PyTorch's conv2d: x (N, C, H, W), weight (O, C/groups, KH, KW)."""
-    _check4("conv2d", x)
+    check_4d("conv2d", x)
     if getattr(weight, "ndim", None) != 4:
         raise ShapeError(f"conv2d: the weight must be (out_channels, in_channels/groups, KH, KW), got shape "
                          f"{fmt_shape(tuple(getattr(weight, 'shape', ())))}")
@@ -125,8 +125,8 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     if c != cg * groups or o % groups:
         raise ShapeError(f"conv2d: input with {c} channels does not fit weight {fmt_shape(tuple(weight.shape))} "
                          f"with groups={groups}")
-    stride, dilation = _pair(stride, "conv2d", "stride", 1), _pair(dilation, "conv2d", "dilation", 1)
-    p = _patches(_pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
+    stride, dilation = pair(stride, "conv2d", "stride", 1), pair(dilation, "conv2d", "dilation", 1)
+    p = patches(pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
     oh, ow = p.shape[2], p.shape[3]
     # (N, OH, OW, G, C/G, KH, KW) -> (G, N*OH*OW, C/G*KH*KW): the one copy (im2col)
     cols = ops.reshape(ops.transpose(ops.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (1, 0, 3, 4, 2, 5, 6)),
@@ -147,14 +147,14 @@ def conv1d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
                          f"{shapes[0]} and {shapes[1]}")
     unbatched = x.ndim == 2
     x4 = ops.expand_dims(x[None] if unbatched else x, 2)
-    pad = padding if isinstance(padding, str) else (0, _one(padding))
-    out = conv2d(x4, ops.expand_dims(weight, 2), bias, (1, _one(stride)), pad, (1, _one(dilation)), groups)
+    pad = padding if isinstance(padding, str) else (0, one_of(padding))
+    out = conv2d(x4, ops.expand_dims(weight, 2), bias, (1, one_of(stride)), pad, (1, one_of(dilation)), groups)
     out = ops.squeeze(out, 2)
     return out[0] if unbatched else out
 
 
-def _one(v: Any, op: str = "conv1d", what: str = "size", minimum: int | None = None) -> int:
-    """A 1-D size: an int or a one-element tuple, checked as ``_pair`` checks."""
+def one_of(v: Any, op: str = "conv1d", what: str = "size", minimum: int | None = None) -> int:
+    """A 1-D size: an int or a one-element tuple, checked as ``pair`` checks."""
     if isinstance(v, (tuple, list)):
         if len(v) != 1:
             raise ArgumentValueError(f"{op}: {what} must be an int or a one-element tuple, got {v!r}")
@@ -162,7 +162,7 @@ def _one(v: Any, op: str = "conv1d", what: str = "size", minimum: int | None = N
     return as_int(op, v, what, minimum=minimum)
 
 
-def _channels(op: str, in_channels: Any, out_channels: Any, groups: Any) -> None:
+def channels_of(op: str, in_channels: Any, out_channels: Any, groups: Any) -> None:
     """PyTorch's checks of a convolution's channels, where the layer is made."""
     in_channels = as_int(op, in_channels, "in_channels", minimum=1)
     out_channels = as_int(op, out_channels, "out_channels", minimum=1)
@@ -204,19 +204,19 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
     """The pooling windows (N, C, OH, OW, KH, KW) of ``x`` padded with ``fill``, as a view,
     and the geometry they were cut with: kernel, stride, padding, and the extra padding
     after the input that ``ceil_mode`` added."""
-    _check4(op, x)
-    k = _pair(kernel_size, op, "kernel_size", 1)
-    s = _pair(stride if stride is not None else k, op, "stride", 1)
-    p, d = _pair(padding, op, "padding", 0), _pair(dilation, op, "dilation", 1)
+    check_4d(op, x)
+    k = pair(kernel_size, op, "kernel_size", 1)
+    s = pair(stride if stride is not None else k, op, "stride", 1)
+    p, d = pair(padding, op, "padding", 0), pair(dilation, op, "dilation", 1)
     (oh, ow), extra = _pool_geometry(op, x, k, s, p, d, ceil_mode)
-    padded = _pad_hw(x, ((p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])), fill)
-    windows = _patches(padded, k, s, d)
+    padded = pad_hw(x, ((p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])), fill)
+    windows = patches(padded, k, s, d)
     if tuple(windows.shape[2:4]) != (oh, ow):  # ceil_mode dropped a window starting after the input
         windows = windows[:, :, :oh, :ow]
     return windows, (k, s, p, extra)
 
 
-@_unbatched
+@unbatched
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max pooling; with ``return_indices`` also where each maximum came from, as PyTorch's
@@ -226,7 +226,7 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     out = ops.max(windows, axis=(4, 5))
     if not return_indices:
         return out
-    return out, _argmax_positions(windows, out, tuple(x.shape[2:]), k, s, p, _pair(dilation))
+    return out, _argmax_positions(windows, out, tuple(x.shape[2:]), k, s, p, pair(dilation))
 
 
 def _argmax_positions(windows: Any, out: Any, size: tuple[int, int], k: tuple[int, int], s: tuple[int, int],
@@ -263,15 +263,15 @@ def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, pad
     unbatched = getattr(x, "ndim", None) == 3
     if unbatched:
         x, indices = ops.expand_dims(x, 0), ops.expand_dims(indices, 0)
-    _check4("max_unpool2d", x)
+    check_4d("max_unpool2d", x)
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"max_unpool2d: indices must be integers (from max_pool2d(..., return_indices=True)), "
                          f"got {indices.dtype}")
     if tuple(indices.shape) != tuple(x.shape):
         raise ShapeError(f"max_unpool2d: indices of shape {fmt_shape(tuple(indices.shape))} for an input of shape "
                          f"{fmt_shape(tuple(x.shape))}: they must match (both from one max_pool2d)")
-    k = _pair(kernel_size)
-    s, p = _pair(stride if stride is not None else k), _pair(padding)
+    k = pair(kernel_size)
+    s, p = pair(stride if stride is not None else k), pair(padding)
     default = tuple((size - 1) * st - 2 * pd + kk for size, st, pd, kk in zip(x.shape[2:], s, p, k))
     if output_size is None:
         size = default
@@ -296,7 +296,7 @@ def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, pad
     return out[0] if unbatched else out
 
 
-@_unbatched
+@unbatched
 def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
     """Average pooling, PyTorch's divisors: with ``count_include_pad`` the padding counts in
@@ -330,12 +330,12 @@ def _bin_averages(size: int, out: int) -> np.ndarray:
     return matrix
 
 
-@_unbatched
+@unbatched
 def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
     """Average pooling to a fixed output size (``None`` keeps that axis), PyTorch's bins.
     Each axis's averaging is a small matrix, so the pooling is two contractions: no loop
     over bins, and bins that overlap (when the size does not divide) are exact."""
-    _check4("adaptive_avg_pool2d", x)
+    check_4d("adaptive_avg_pool2d", x)
     sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else output_size
     oh, ow = (x.shape[2] if sizes[0] is None else sizes[0]), (x.shape[3] if sizes[1] is None else sizes[1])
     if oh < 1 or ow < 1:
@@ -356,12 +356,12 @@ class Conv2d(Module):
             raise ValueError(f"Conv2d: padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', "
                              f"got {padding_mode!r}")
         self.padding_mode = padding_mode
-        _channels("Conv2d", in_channels, out_channels, groups)
-        kh, kw = _pair(kernel_size, "Conv2d", "kernel_size", minimum=1)
+        channels_of("Conv2d", in_channels, out_channels, groups)
+        kh, kw = pair(kernel_size, "Conv2d", "kernel_size", minimum=1)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (kh, kw)
-        self.stride, self.dilation = _pair(stride, "Conv2d", "stride", 1), _pair(dilation, "Conv2d", "dilation", 1)
+        self.stride, self.dilation = pair(stride, "Conv2d", "stride", 1), pair(dilation, "Conv2d", "dilation", 1)
         self.groups = groups
-        self.padding = padding if isinstance(padding, str) else _pair(padding, "Conv2d", "padding", 0)
+        self.padding = padding if isinstance(padding, str) else pair(padding, "Conv2d", "padding", 0)
         _conv_padding(self.padding, (kh, kw), self.stride, self.dilation)  # a bad padding fails here, not at the call
         self.weight = Parameter(ops.zeros((out_channels, in_channels // groups, kh, kw), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -401,12 +401,13 @@ class Conv1d(Module):
         if padding_mode != "zeros":
             raise ValueError("Conv1d: only padding_mode='zeros'")
         self.padding_mode = padding_mode
-        _channels("Conv1d", in_channels, out_channels, groups)
-        k = _one(kernel_size, "Conv1d", "kernel_size", minimum=1)
+        channels_of("Conv1d", in_channels, out_channels, groups)
+        k = one_of(kernel_size, "Conv1d", "kernel_size", minimum=1)
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, (k,)
-        self.stride, self.dilation = (_one(stride, "Conv1d", "stride", 1),), (_one(dilation, "Conv1d", "dilation", 1),)
+        self.stride = (one_of(stride, "Conv1d", "stride", 1),)
+        self.dilation = (one_of(dilation, "Conv1d", "dilation", 1),)
         self.groups = groups
-        self.padding = padding if isinstance(padding, str) else (_one(padding, "Conv1d", "padding", 0),)
+        self.padding = padding if isinstance(padding, str) else (one_of(padding, "Conv1d", "padding", 0),)
         self.weight = Parameter(ops.zeros((out_channels, in_channels // groups, k), dtype, device=device))
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
@@ -455,8 +456,8 @@ class MaxUnpool2d(Module):
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
-        self.kernel_size = _pair(kernel_size)
-        self.stride, self.padding = _pair(stride if stride is not None else kernel_size), _pair(padding)
+        self.kernel_size = pair(kernel_size)
+        self.stride, self.padding = pair(stride if stride is not None else kernel_size), pair(padding)
 
     def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
         """``max_unpool2d`` as a layer: ``forward(x, indices, output_size=None)``."""

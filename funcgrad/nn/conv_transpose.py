@@ -15,7 +15,7 @@ from ..primitives.rules import as_int
 from ..primitives.shape import windows_add_p
 from . import init
 from ._checks import same_dtype
-from .conv import _channels, _check4, _one, _pad_hw, _pair, _patches, _unbatched
+from .conv import channels_of, check_4d, one_of, pad_hw, pair, patches, unbatched
 from .module import Module
 from .parameter import Parameter
 
@@ -33,18 +33,18 @@ def _add_windows(blocks: Any, size: tuple[int, int], kernel: tuple[int, int], st
 def _crop(x: Any, start: tuple[int, int], size: tuple[int, int]) -> Any:
     """``x[..., start:start+size]`` on H and W, padding with zeros past the end (output_padding)."""
     extra = tuple(max(0, s + n - have) for s, n, have in zip(start, size, tuple(x.shape)[2:]))
-    x = _pad_hw(x, ((0, extra[0]), (0, extra[1])))
+    x = pad_hw(x, ((0, extra[0]), (0, extra[1])))
     return x[:, :, start[0]:start[0] + size[0], start[1]:start[1] + size[1]]
 
 
-@_unbatched
+@unbatched
 def conv_transpose2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
     """PyTorch's conv_transpose2d (the gradient of conv2d with respect to its input):
     x (N, C_in, H, W), weight (C_in, C_out/groups, KH, KW). The output's size is
     ``(H - 1) * stride - 2 * padding + dilation * (KH - 1) + output_padding + 1``."""
     op = "conv_transpose2d"
-    _check4(op, x)
+    check_4d(op, x)
     if getattr(weight, "ndim", None) != 4:
         raise ShapeError(f"{op}: the weight must be (in_channels, out_channels/groups, KH, KW), got shape "
                          f"{fmt_shape(tuple(getattr(weight, 'shape', ())))}")
@@ -55,8 +55,8 @@ def conv_transpose2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, pad
     if c != ci or c % groups:
         raise ShapeError(f"{op}: input with {c} channels does not fit weight {fmt_shape(tuple(weight.shape))} "
                          f"with groups={groups} (the weight's first axis is the input channels)")
-    s, p = _pair(stride, op, "stride", 1), _pair(padding, op, "padding", 0)
-    d, extra = _pair(dilation, op, "dilation", 1), _pair(output_padding, op, "output_padding", 0)
+    s, p = pair(stride, op, "stride", 1), pair(padding, op, "padding", 0)
+    d, extra = pair(dilation, op, "dilation", 1), pair(output_padding, op, "output_padding", 0)
     if any(e >= max(si, di) for e, si, di in zip(extra, s, d)):
         raise ValueError(f"{op}: output_padding {extra} must be smaller than the stride {s} or the dilation {d}, "
                          "as in PyTorch")
@@ -86,8 +86,8 @@ def conv_transpose1d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, pad
                          f"shapes {shapes[0]} and {shapes[1]}")
     unbatched = x.ndim == 2
     x4 = ops.expand_dims(x[None] if unbatched else x, 2)
-    out = conv_transpose2d(x4, ops.expand_dims(weight, 2), bias, (1, _one(stride)), (0, _one(padding)),
-                           (0, _one(output_padding)), groups, (1, _one(dilation)))
+    out = conv_transpose2d(x4, ops.expand_dims(weight, 2), bias, (1, one_of(stride)), (0, one_of(padding)),
+                           (0, one_of(output_padding)), groups, (1, one_of(dilation)))
     out = ops.squeeze(out, 2)
     return out[0] if unbatched else out
 
@@ -100,7 +100,7 @@ class _ConvTransposeNd(Module):
                  dilation: tuple[int, ...], dtype: Any, device: Any) -> None:
         super().__init__()
         name = type(self).__name__
-        _channels(name, in_channels, out_channels, groups)
+        channels_of(name, in_channels, out_channels, groups)
         for what, sizes, least in (("kernel_size", kernel, 1), ("stride", stride, 1), ("dilation", dilation, 1),
                                    ("padding", padding, 0), ("output_padding", output_padding, 0)):
             for size in sizes:
@@ -152,8 +152,8 @@ class ConvTranspose2d(_ConvTransposeNd):
                  padding_mode: str = "zeros", dtype: Any = None, device: Any = None) -> None:
         if padding_mode != "zeros":
             raise ValueError(f"ConvTranspose2d: only padding_mode='zeros' (as in PyTorch), got {padding_mode!r}")
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                         _pair(output_padding), groups, bias, _pair(dilation), dtype, device)
+        super().__init__(in_channels, out_channels, pair(kernel_size), pair(stride), pair(padding),
+                         pair(output_padding), groups, bias, pair(dilation), dtype, device)
 
     def forward(self, x: Any, output_size: Any = None) -> Any:
         """The transposed convolution; ``output_size`` picks among the sizes a stride allows."""
@@ -169,8 +169,8 @@ class ConvTranspose1d(_ConvTransposeNd):
                  padding_mode: str = "zeros", dtype: Any = None, device: Any = None) -> None:
         if padding_mode != "zeros":
             raise ValueError(f"ConvTranspose1d: only padding_mode='zeros' (as in PyTorch), got {padding_mode!r}")
-        super().__init__(in_channels, out_channels, (_one(kernel_size),), (_one(stride),), (_one(padding),),
-                         (_one(output_padding),), groups, bias, (_one(dilation),), dtype, device)
+        super().__init__(in_channels, out_channels, (one_of(kernel_size),), (one_of(stride),), (one_of(padding),),
+                         (one_of(output_padding),), groups, bias, (one_of(dilation),), dtype, device)
 
     def forward(self, x: Any, output_size: Any = None) -> Any:
         """The transposed convolution; ``output_size`` picks among the sizes a stride allows."""
@@ -180,8 +180,8 @@ class ConvTranspose1d(_ConvTransposeNd):
 
 
 def _blocks_geometry(op: str, kernel_size: Any, dilation: Any, padding: Any, stride: Any) -> tuple[Any, ...]:
-    return (_pair(kernel_size, op, "kernel_size", 1), _pair(dilation, op, "dilation", 1),
-            _pair(padding, op, "padding", 0), _pair(stride, op, "stride", 1))
+    return (pair(kernel_size, op, "kernel_size", 1), pair(dilation, op, "dilation", 1),
+            pair(padding, op, "padding", 0), pair(stride, op, "stride", 1))
 
 
 def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
@@ -190,10 +190,10 @@ def unfold(x: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride
     unbatched = getattr(x, "ndim", None) == 3
     if unbatched:
         x = ops.expand_dims(x, 0)
-    _check4("unfold", x)
+    check_4d("unfold", x)
     k, d, p, s = _blocks_geometry("unfold", kernel_size, dilation, padding, stride)
     n, c = x.shape[0], x.shape[1]
-    blocks = _patches(_pad_hw(x, ((p[0], p[0]), (p[1], p[1]))), k, s, d)           # (N, C, OH, OW, KH, KW)
+    blocks = patches(pad_hw(x, ((p[0], p[0]), (p[1], p[1]))), k, s, d)           # (N, C, OH, OW, KH, KW)
     oh, ow = blocks.shape[2], blocks.shape[3]
     out = ops.reshape(ops.transpose(blocks, (0, 1, 4, 5, 2, 3)), (n, c * k[0] * k[1], oh * ow))
     return out[0] if unbatched else out
@@ -209,7 +209,7 @@ def fold(x: Any, output_size: Any, kernel_size: Any, dilation: Any = 1, padding:
     if getattr(x, "ndim", None) != 3:
         raise ShapeError(f"{op}: expected (N, C * KH * KW, L) or unbatched (C * KH * KW, L) columns, got shape "
                          f"{fmt_shape(tuple(getattr(x, 'shape', ())))}")
-    size = _pair(output_size, op, "output_size", 1)
+    size = pair(output_size, op, "output_size", 1)
     k, d, p, s = _blocks_geometry(op, kernel_size, dilation, padding, stride)
     counts = tuple((size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in (0, 1))
     n, rows, length = x.shape

@@ -18,7 +18,7 @@ from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
 from ..transforms import no_grad
-from .conv import _check4, _unbatched, adaptive_avg_pool2d
+from .conv import adaptive_avg_pool2d, check_4d, unbatched
 from .module import Module
 
 __all__ = ["interpolate", "upsample", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "pixel_shuffle",
@@ -231,11 +231,11 @@ def _bins(size: int, out: int) -> np.ndarray:
     return np.where(cols < ends[:, None], cols, starts[:, None])
 
 
-@_unbatched
+@unbatched
 def adaptive_max_pool2d(x: Any, output_size: Any, return_indices: bool = False) -> Any:
     """Max pooling to a fixed output size (``None`` keeps that axis), PyTorch's bins; with
     ``return_indices``, where each maximum came from (flat in its channel's (H, W))."""
-    _check4("adaptive_max_pool2d", x)
+    check_4d("adaptive_max_pool2d", x)
     sizes = (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
     h, w = x.shape[2], x.shape[3]
     oh, ow = (h if sizes[0] is None else sizes[0]), (w if sizes[1] is None else sizes[1])

@@ -5,12 +5,13 @@ arguments and post-/pre-norm orders), built from ``MultiheadAttention``, ``Linea
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from typing import Any
 
 from .. import dtypes as _dt
 from .. import ops
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..primitives.rules import as_int
 from . import functional as F
 from .attention import MultiheadAttention
@@ -121,10 +122,23 @@ class TransformerDecoderLayer(Module):
         return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
+def _physical_memory() -> int | None:
+    """The machine's memory in bytes, where the OS says (``None`` where it does not)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def _check_stack(name: str, layer: Any, num_layers: Any, norm: Any) -> None:
     if not isinstance(layer, Module):
         raise ArgumentTypeError(f"{name}: the layer to repeat must be a Module, got {type(layer).__name__}")
-    as_int(name, num_layers, "num_layers", minimum=1)
+    count = as_int(name, num_layers, "num_layers", minimum=1)
+    each = sum(p.nbytes for p in layer.parameters())
+    limit = _physical_memory()
+    if limit is not None and count * each > limit:  # (refused before copying: the copies would exhaust memory)
+        raise ArgumentValueError(f"{name}: {count} copies of a layer of {each} bytes of parameters need "
+                                 f"{count * each} bytes, more than this machine's memory ({limit} bytes)")
     if norm is not None and not isinstance(norm, Module):
         raise ArgumentTypeError(f"{name}: norm must be a Module or None, got {type(norm).__name__}")
 

@@ -15,13 +15,12 @@ from .numpy_compat import *  # noqa: F403
 from .reductions import *  # noqa: F403
 from .sets import *  # noqa: F403
 from .shaping import *  # noqa: F403
-from .shaping import _broadcast_shapes as broadcast_shapes  # noqa: F401
 from . import creation, elementwise, indexing, linalg, numpy_compat, reductions, sets, shaping  # noqa: E402
 
 # What ``from funcgrad.ops import *`` (and so ``fg``) takes: the functions, not this
 # package's imports or its submodules' names.
 # (``+=`` of each module's list: the form type checkers read statically)
-__all__ = ["broadcast_shapes"]
+__all__: list[str] = []
 __all__ += creation.__all__
 __all__ += elementwise.__all__
 __all__ += indexing.__all__

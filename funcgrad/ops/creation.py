@@ -221,7 +221,7 @@ def _shape(shape: Any, op: str) -> tuple[int, ...]:
     return as_shape(op, shape)
 
 
-def _create(device: Any, make: Any) -> Array:
+def create(device: Any, make: Any) -> Array:
     dev = _as_device(device)
     if dev is CPU:
         return Array._from_kernel(make(np), CPU)
@@ -249,7 +249,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
         info = np.iinfo(dt.np)
         if not info.min <= fill_value <= info.max:
             raise DTypeError(f"full: the fill value {fill_value} does not fit {dt} ([{info.min}, {info.max}])")
-    return _create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
+    return create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
 
 
 def _sizes(shape: Any, dtype: Any, more: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -267,7 +267,7 @@ def zeros(shape: Any, dtype: Any = None, *more: Any, device: Any = None, require
     """Zeros of ``shape`` (``zeros((3, 4))``, or PyTorch's ``zeros(3, 4)``)."""
     shape, dtype = _sizes(shape, dtype, more)
     dt, sh = _resolve(dtype, _dt.float32, "zeros"), _shape(shape, "zeros")
-    return _create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
+    return create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
 
 
 @_grad_leaf
@@ -275,7 +275,7 @@ def ones(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires
     """Ones of ``shape`` (``ones((3, 4))``, or PyTorch's ``ones(3, 4)``)."""
     shape, dtype = _sizes(shape, dtype, more)
     dt, sh = _resolve(dtype, _dt.float32, "ones"), _shape(shape, "ones")
-    return _create(device, lambda xp: xp.ones(sh, dtype=dt.np))
+    return create(device, lambda xp: xp.ones(sh, dtype=dt.np))
 
 
 @_grad_leaf
@@ -349,7 +349,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
                                      "array can")
     if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop, step)):
         return _differentiable_arange(start, stop, step, dt, device)
-    return _create(device, lambda xp: xp.arange(lo, hi, step, dtype=dt.np))  # (stop None: step still counts)
+    return create(device, lambda xp: xp.arange(lo, hi, step, dtype=dt.np))  # (stop None: step still counts)
 
 
 def _is_constant(x: Any) -> bool:
@@ -384,7 +384,7 @@ def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device:
         fraction = steps / float(div)  # an array: its operators are fg.*'s
         return (start + (stop - start) * fraction).astype(dt, copy=False)
     dt = _resolve(dtype, _dt.float32, "linspace")
-    return _create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
+    return create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
 
 
 @_grad_leaf
@@ -394,9 +394,9 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     n_rows = as_int("eye", n_rows, "n_rows")
     n_cols = None if n_cols is None else as_int("eye", n_cols, "n_cols")
     k = as_int("eye", k, "k (the diagonal)", minimum=None)
-    return _create(device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt.np))
+    return create(device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt.np))
 
 
 def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
     dt = _resolve(dtype, _dt.float32, "tri")
-    return _create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))
+    return create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))

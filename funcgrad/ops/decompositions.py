@@ -14,7 +14,7 @@ from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import det_p, eigh_p, pinv_p, qr_p, slogdet_p, svd_p
 from ..primitives.rules import as_int
 from .creation import eye
-from .elementwise import _cast, _single, where
+from .elementwise import as_operand, cast_to, where
 from .linalg import inv, matmul
 from .numpy_compat import cross as _cross
 from .reductions import max, sum
@@ -56,12 +56,12 @@ class SlogdetResult(NamedTuple):
 
 def _matrices(op: str, x: Any, square: bool = False, complex_ok: bool = False) -> Any:
     """``x`` as a floating stack of matrices, checked."""
-    x = _single(x)
+    x = as_operand(x)
     if x.dtype.kind == "c" and not complex_ok:
         raise DTypeError(f"linalg.{op}: complex matrices are not supported (the decompositions take real "
                          f"floating-point matrices), got {x.dtype}")
     if x.dtype.kind not in "fc":
-        x = _cast(x, _dt.default_float)
+        x = cast_to(x, _dt.default_float)
     if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
         kind = "square matrices (..., n, n)" if square else "matrices (..., m, n)"
         raise ShapeError(f"linalg.{op}: expected a stack of {kind}, got shape {fmt_shape(tuple(x.shape))}")
@@ -184,7 +184,7 @@ def multi_dot(arrays: Any, /) -> Any:
 
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
     """The sum along diagonal ``offset`` of the last two axes (the array API's)."""
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim < 2:
         raise ShapeError(f"linalg.trace: expected matrices (..., m, n), got shape {fmt_shape(tuple(x.shape))}")
     return sum(_diagonal(x, offset, -2, -1), axis=-1, dtype=dtype)
@@ -192,7 +192,7 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
     """Diagonal ``offset`` of the last two axes (the array API's; ``fg.diagonal`` is NumPy's)."""
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim < 2:
         raise ShapeError(f"linalg.diagonal: expected matrices (..., m, n), got shape {fmt_shape(tuple(x.shape))}")
     return _diagonal(x, offset, -2, -1)

@@ -58,22 +58,22 @@ def _to_array(x: Any) -> Any:
 def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     """Cast to ``dtype``. With ``copy=False`` an array already of that dtype is returned as is."""
     dt = _dt.as_dtype(dtype, op="astype")
-    x = _single(x)
+    x = as_operand(x)
     if x.dtype.kind == "c" and dt.kind not in "cb":
         raise DTypeError(f"astype: casting {x.dtype} to {dt} would drop the imaginary part; take fg.real(x) or "
                          "fg.abs(x) first (the array API does not permit the cast)")
     if dt is x.dtype and not copy:
-        out = _own(x)
+        out = returned_as_is(x)
     else:
         out = bind(convert_element_type_p, x, new_dtype=dt)
     return out.to(device) if device is not None else out
 
 
-def _cast(x: Any, dt: _dt.DType) -> Any:
+def cast_to(x: Any, dt: _dt.DType) -> Any:
     return x if isinstance(x, _SCALARS) or x.dtype is dt else bind(convert_element_type_p, x, new_dtype=dt)
 
 
-def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: Any = None) -> tuple[Any, ...]:
+def promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: Any = None) -> tuple[Any, ...]:
     """Bring operands to one dtype: arrays by NumPy 2 promotion, then weak scalars;
     ``floating`` ops turn integer results into the default float (as PyTorch and JAX do).
     Scalars alone become an array on ``device`` (the other operands', e.g. a condition's)."""
@@ -86,7 +86,7 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
         else:  # Python numbers alone, some traced (weak): computed as Python computes them, in 64 bits
             dt = _dt.python_result((_dt.PYTHON_DTYPES[type(a)].kind if isinstance(a, _SCALARS) else a.dtype.kind
                                     for a in args), floating)
-            return tuple(_cast(a, dt) for a in args)
+            return tuple(cast_to(a, dt) for a in args)
     dt = strong[0].dtype
     for a in strong[1:]:
         dt = _dt.promote(dt, a.dtype)
@@ -99,7 +99,7 @@ def _promote(op: str, args: tuple[Any, ...], *, floating: bool = False, device: 
         dt = _dt.default_float
     if dt.kind == "c" and op in BINARY_TABLE and "c" not in BINARY_TABLE[op][1]:
         require_kind(op, dt, BINARY_TABLE[op][1], "real arrays")
-    return tuple(_cast(a, dt) for a in args)
+    return tuple(cast_to(a, dt) for a in args)
 
 
 # a Python number of each dtype kind, for what a traced (weak) number promotes like
@@ -131,7 +131,7 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
                 (isinstance(y, ArrayBase) and y.dtype is dt) or (dt.kind, y.__class__) in _WEAK_FITS
             ):
                 return bind(prim, x, y)
-        return bind(prim, *_promote(prim.name, (x, y), floating=floating))
+        return bind(prim, *promote(prim.name, (x, y), floating=floating))
 
     fn.__name__ = name
     return fn
@@ -152,19 +152,19 @@ def power(x: Any, y: Any, /) -> Any:
     never NumPy's generic ``pow`` (which is ~17x slower for ``x**3`` in float32)."""
     if isinstance(y, int) and not isinstance(y, bool) and isinstance(x, ArrayBase) and builtins.abs(y) <= 64:
         return integer_pow(x, y)
-    return bind(BINARY["pow"], *_promote("pow", (x, y)))
+    return bind(BINARY["pow"], *promote("pow", (x, y)))
 
 
 pow = power
 
 
 def integer_pow(x: Any, y: int) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     y = as_int("integer_pow", y, "the exponent", minimum=None)
     if y < 0 and x.dtype.kind not in "fc":
-        x = _cast(x, _dt.default_float)
+        x = cast_to(x, _dt.default_float)
     if x.dtype is _dt.bool_:
-        x = _cast(x, _dt.int64)
+        x = cast_to(x, _dt.int64)
     return bind(integer_pow_p, x, y=y)
 
 
@@ -176,7 +176,7 @@ def _comparison_fn(name: str) -> Any:
             (y.__class__ is Array and x._dtype is y._dtype) or (x._dtype.kind, y.__class__) in _WEAK_FITS
         ):
             return bind(prim, x, y)
-        return bind(prim, *_promote(prim.name, (x, y)))
+        return bind(prim, *promote(prim.name, (x, y)))
 
     return fn
 
@@ -189,7 +189,7 @@ def _as_bool(x: Any) -> Any:
     x = _to_array(x)
     if isinstance(x, _SCALARS):
         return bool(x)
-    return _cast(x, _dt.bool_)
+    return cast_to(x, _dt.bool_)
 
 
 def _logical_fn(name: str) -> Any:
@@ -217,7 +217,7 @@ def _float_test(name: str, int_answer: bool) -> Any:
     prim = COMPARISON[name]
 
     def fn(x: Any, /) -> Any:
-        x = _single(x)
+        x = as_operand(x)
         if x.dtype.kind not in "fc":  # integers are never nan/inf; their sign bit is their sign
             if name == "signbit":
                 return less(x, 0)
@@ -227,13 +227,13 @@ def _float_test(name: str, int_answer: bool) -> Any:
     return fn
 
 
-def _own(x: Any) -> Any:
+def returned_as_is(x: Any) -> Any:
     """``x`` as a result returned unchanged: a Parameter (mutable) gives a view of its current
     value instead, which its later updates do not reach (``Array._own``)."""
     return x._own() if isinstance(x, Array) else x
 
 
-def _single(x: Any) -> Any:
+def as_operand(x: Any) -> Any:
     x = _to_array(x)
     if isinstance(x, _SCALARS):
         x = asarray(x)
@@ -253,7 +253,7 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
     real_only = "c" not in UNARY_TABLE[name][1]
 
     def fn(x: Any, /) -> Any:
-        x = _single(x)
+        x = as_operand(x)
         kind = x.dtype.kind
         if kind != "f":  # (floats, the common case, check nothing more)
             if kind == "c":
@@ -262,14 +262,14 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
                 if name == "tanh":
                     return _complex_tanh(prim, x)
             elif int_identity:
-                return _own(x)
+                return returned_as_is(x)
             elif floating:
-                x = _cast(x, _dt.default_float)
+                x = cast_to(x, _dt.default_float)
             elif kind == "b" and name == "neg":
                 raise DTypeError("negative: the - operator is not defined for a bool array (as in NumPy and "
                                  "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
-                x = _cast(x, _dt.int64)
+                x = cast_to(x, _dt.int64)
         return bind(prim, x)
 
     fn.__name__ = name
@@ -303,14 +303,14 @@ bitwise_invert = _unary_fn("bitwise_invert")
 
 
 def positive(x: Any, /) -> Any:
-    return _own(_single(x))
+    return returned_as_is(as_operand(x))
 
 
 def round(x: Any, /, decimals: int = 0) -> Any:
     """Round half to even, as NumPy; integers are returned unchanged."""
-    x = _single(x)
+    x = as_operand(x)
     if x.dtype.kind not in "fc":
-        return _own(x)
+        return returned_as_is(x)
     return bind(UNARY["round"], x, decimals=decimals)
 
 
@@ -323,7 +323,7 @@ def where(condition: Any, x: Any, y: Any, /) -> Any:
     cond = _as_bool(condition)
     if isinstance(cond, bool):
         cond = _to_array(np.bool_(cond))
-    x, y = _promote("where", (x, y), device=cond.device)  # where(mask, 1.0, 0.0): on the mask's device
+    x, y = promote("where", (x, y), device=cond.device)  # where(mask, 1.0, 0.0): on the mask's device
     return bind(select_p, cond, x, y)
 
 
@@ -331,7 +331,7 @@ def clip(x: Any, /, min: Any = None, max: Any = None, *, a_min: Any = None, a_ma
     """Limit values to ``[min, max]`` (either may be ``None``; ``a_min``/``a_max`` are NumPy's names)."""
     min = a_min if a_min is not None else min
     max = a_max if a_max is not None else max
-    out = _single(x)
+    out = as_operand(x)
     if min is not None:
         out = maximum(out, min)
     if max is not None:

@@ -21,7 +21,7 @@ from ..primitives.elementwise import conj_p
 from ..primitives.fft import NORMS, fft_p
 from ..primitives.rules import normalize_axis
 from .creation import asarray
-from .elementwise import _cast, _single
+from .elementwise import as_operand, cast_to
 from .shaping import roll
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
@@ -36,13 +36,13 @@ def _as_complex(op: str, x: Any) -> Any:
         return x
     if kind not in "fiub" and x.dtype is not _dt.bfloat16:
         raise DTypeError(f"fft.{op}: expected a numeric array, got {x.dtype}")
-    return _cast(x, _dt.complex128 if x.dtype is _dt.float64 else _dt.complex64)
+    return cast_to(x, _dt.complex128 if x.dtype is _dt.float64 else _dt.complex64)
 
 
 def _as_real(op: str, x: Any) -> Any:
     if x.dtype.kind == "c":
         raise DTypeError(f"fft.{op}: expected a real array, got {x.dtype} (take fg.real(x) first, or use fft.fft)")
-    return x if x.dtype in (_dt.float32, _dt.float64) else _cast(x, _dt.float32)  # (halves and integers)
+    return x if x.dtype in (_dt.float32, _dt.float64) else cast_to(x, _dt.float32)  # (halves and integers)
 
 
 def _length(op: str, n: Any, what: str = "n") -> int:
@@ -86,7 +86,7 @@ def _axes_and_lengths(op: str, x: Any, s: Any, axes: Any, real_out: bool) -> tup
 
 
 def _transform(op: str, fft_type: str, x: Any, s: Any, axes: Any, norm: Any) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     x = _as_real(op, x) if fft_type == "rfft" else _as_complex(op, x)
     if x.ndim == 0:
         raise ShapeError(f"fft.{op}: expected an array with at least one axis, got a scalar")
@@ -145,7 +145,7 @@ def irfftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | N
 
 def hfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
     """The transform of a signal with Hermitian symmetry, given by its first half: a real spectrum."""
-    x = _as_complex("hfft", _single(x))
+    x = _as_complex("hfft", as_operand(x))
     return irfft(bind(conj_p, x), n=n, axis=axis, norm=_SWAPPED[_norm("hfft", norm)])
 
 
@@ -171,7 +171,7 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None
 
 
 def _shift(op: str, x: Any, axes: Any, sign: int) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     axes_t = tuple(range(x.ndim)) if axes is None else tuple(
         normalize_axis(f"fft.{op}", a, x.ndim) for a in ((axes,) if isinstance(axes, (int, np.integer)) else axes))  # type: ignore[arg-type]
     if not axes_t:

@@ -20,8 +20,8 @@ from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.index import gather_p, scatter_p
 from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
-from .creation import _create, asarray
-from .elementwise import _cast, _single
+from .creation import asarray, create
+from .elementwise import as_operand, cast_to
 
 __all__ = ["getitem", "scatter", "take", "take_along_axis", "nonzero", "normalize_index"]
 
@@ -139,7 +139,7 @@ def getitem(x: Any, index: Any) -> Any:
     fast = _basic_view(x, index)
     if fast is not None:
         return fast
-    x = _single(x)
+    x = as_operand(x)
     if getattr(index, "ndim", None) == 0 and getattr(index, "dtype", None) in (_dt.bool_, np.bool_):
         # a 0-d mask (NumPy's x[True], x[False]): a new leading axis holding x once or never
         once = bind(expand_dims_p, x, dimensions=(0,))
@@ -218,7 +218,7 @@ def scatter(x: Any, index: Any, values: Any, mode: str) -> Any:
     """``x.at[index].<mode>(values)``: a new array; ``x`` is unchanged.
     ``add``/``multiply``/``min``/``max`` apply every duplicate index; ``set`` with
     duplicates keeps one of the values (which one is unspecified, as in JAX)."""
-    x = _single(x)
+    x = as_operand(x)
     entries = normalize_index(x, index)
     if any(e is None for e in entries):
         raise IndexError(f"at[...].{mode}: None (newaxis) is not allowed in an update index")
@@ -228,13 +228,13 @@ def scatter(x: Any, index: Any, values: Any, mode: str) -> Any:
         if x.dtype.kind in "iu" and isinstance(values, float):
             raise DTypeError(f"at[...].{mode}: float value {values} into an integer array of dtype {x.dtype}")
     else:
-        v = _cast(_single(values), x.dtype)
+        v = cast_to(as_operand(values), x.dtype)
     return bind(scatter_p, x, v, *arrays, template=template, mode=mode)
 
 
 def nonzero(x: Any, /) -> tuple[Any, ...]:
     """Indices of the true (non-zero) elements, one int64 array per axis. Needs concrete values."""
-    x = _single(x)
+    x = as_operand(x)
     if not isinstance(x, Array):
 
         try:
@@ -245,12 +245,12 @@ def nonzero(x: Any, /) -> tuple[Any, ...]:
                 f"abstract array {x.aval.str_short()}; use fg.where(mask, x, 0) instead") from None
 
     idx = np.nonzero(x._host())
-    return tuple(_create(x.device, lambda xp, i=i: xp.asarray(i, dtype=np.int64)) for i in idx)
+    return tuple(create(x.device, lambda xp, i=i: xp.asarray(i, dtype=np.int64)) for i in idx)
 
 
 def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
     """``np.take``: gather along one axis (the flattened array when ``axis`` is ``None``)."""
-    x = _single(x)
+    x = as_operand(x)
     if axis is None:
         x, axis = x.reshape(-1), 0
     ax = normalize_axis("take", axis, x.ndim)
@@ -262,7 +262,7 @@ def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
 
 
 def take_along_axis(x: Any, indices: Any, /, axis: int = -1) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     idx = _index_array(indices)
     if idx.ndim != x.ndim:
         raise ShapeError(f"take_along_axis: indices of shape {fmt_shape(idx.shape)} need {x.ndim} dimensions")
@@ -273,6 +273,6 @@ def take_along_axis(x: Any, indices: Any, /, axis: int = -1) -> Any:
                              f"against an array of shape {fmt_shape(tuple(x.shape))} (off axis {ax})")
     # a gather: idx on the axis, and on every other axis the positions themselves (an
     # index grid, as NumPy builds it), all broadcast together
-    grids = [idx if d == ax else _create(x.device, lambda xp, d=d: xp.arange(x.shape[d]).reshape(
+    grids = [idx if d == ax else create(x.device, lambda xp, d=d: xp.arange(x.shape[d]).reshape(
         (1,) * d + (x.shape[d],) + (1,) * (x.ndim - d - 1))) for d in range(x.ndim)]
     return _gather(x, grids)

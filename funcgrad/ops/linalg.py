@@ -14,7 +14,7 @@ from ..primitives.elementwise import conj_p
 from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
 from ..primitives.rules import normalize_axes
 from .creation import eye
-from .elementwise import _cast, _promote, _single, abs, multiply, power, sqrt, square
+from .elementwise import abs, as_operand, cast_to, multiply, power, promote, sqrt, square
 from .reductions import count_nonzero, max, min, sum
 from .shaping import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape
 
@@ -23,7 +23,7 @@ __all__ = ["matmul", "dot", "vdot", "vecdot", "inner", "outer", "einsum", "tenso
 
 
 def _float_pair(op: str, a: Any, b: Any) -> tuple[Any, Any]:
-    return _promote(op, (a, b), floating=True)  # type: ignore[return-value]
+    return promote(op, (a, b), floating=True)  # type: ignore[return-value]
 
 
 def matmul(a: Any, b: Any, /) -> Any:
@@ -33,7 +33,7 @@ def matmul(a: Any, b: Any, /) -> Any:
     if isinstance(a, ArrayBase) and isinstance(b, ArrayBase) and a.dtype is b.dtype and a.dtype is not _dt.bfloat16:
         # tracers: the same check through the public attributes
         return bind(matmul_p, a, b)
-    a, b = _promote("matmul", (_single(a), _single(b)))
+    a, b = promote("matmul", (as_operand(a), as_operand(b)))
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands need at least one dimension, got shapes {fmt_shape(tuple(a.shape))} and "
                          f"{fmt_shape(tuple(b.shape))} (use * to scale by a scalar)")
@@ -45,7 +45,7 @@ def matmul(a: Any, b: Any, /) -> Any:
 
 def dot(a: Any, b: Any, /) -> Any:
     """``np.dot``: scalars multiply, 1-D/2-D are matmul, N-D contracts a's last axis with b's second-to-last."""
-    a, b = _single(a), _single(b)
+    a, b = as_operand(a), as_operand(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     if b.ndim <= 2:
@@ -58,7 +58,7 @@ def vdot(a: Any, b: Any, /) -> Any:
 
 
 def inner(a: Any, b: Any, /) -> Any:
-    a, b = _single(a), _single(b)
+    a, b = as_operand(a), as_operand(b)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
@@ -66,7 +66,7 @@ def inner(a: Any, b: Any, /) -> Any:
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     """Array API ``vecdot``: ``sum(conj(x1) * x2)`` along ``axis`` (broadcasting the rest)."""
-    x1, x2 = _promote("vecdot", (_single(x1), _single(x2)))
+    x1, x2 = promote("vecdot", (as_operand(x1), as_operand(x2)))
     for x in (x1, x2):
         if not -x.ndim <= axis < x.ndim:
             raise ShapeError(f"vecdot: axis {axis} is out of range for shapes {fmt_shape(tuple(x1.shape))} and "
@@ -88,13 +88,13 @@ def einsum(subscripts: str, /, *operands: Any) -> Any:
     """``np.einsum`` (explicit ``->`` or implicit output, ``...`` supported)."""
     if not isinstance(subscripts, str):
         raise TypeError("einsum: the first argument must be the subscripts string")
-    ops = _promote("einsum", operands)
+    ops = promote("einsum", operands)
     return bind(einsum_p, *ops, subscripts=subscripts)
 
 
 def tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
     """``np.tensordot``, as one einsum."""
-    a, b = _promote("tensordot", (a, b))
+    a, b = promote("tensordot", (a, b))
     if isinstance(axes, int):
         if axes > builtins.min(a.ndim, b.ndim):
             raise ShapeError(f"tensordot: axes={axes} is more than the dimensions of shapes "
@@ -121,11 +121,11 @@ def tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
     """Array API ``vector_norm``: a p-norm over ``axis`` (all axes by default)."""
-    x = _single(x)
+    x = as_operand(x)
     if x.dtype.kind == "c":  # the norm of the moduli
         x = abs(x)
     if x.dtype.kind != "f":
-        x = _cast(x, _dt.default_float)
+        x = cast_to(x, _dt.default_float)
     ax = normalize_axes("vector_norm", axis, x.ndim)
     if ord == 2:
         return sqrt(sum(square(x), ax, keepdims=keepdims))
@@ -143,7 +143,7 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
     """Array API ``matrix_norm`` over the last two axes: ``'fro'``, ``'nuc'``, 1, -1, 2, -2,
     inf, -inf (``'nuc'`` and ±2 from the singular values)."""
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim < 2:
         raise ShapeError(f"matrix_norm: needs at least 2 dimensions, got {fmt_shape(x.shape)}")
     r, c = x.ndim - 2, x.ndim - 1
@@ -151,7 +151,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
         return vector_norm(x, axis=(r, c), keepdims=keepdims)
     if ord in ("nuc", 2, -2):
         if x.dtype.kind not in "fc":
-            x = _cast(x, _dt.default_float)
+            x = cast_to(x, _dt.default_float)
         s = bind(svd_p, x, full_matrices=False)[1]
         out = sum(s, -1) if ord == "nuc" else (max if ord == 2 else min)(s, -1)
         return reshape(out, (*x.shape[:-2], 1, 1)) if keepdims else out
@@ -169,7 +169,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
 def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     """``np.linalg.norm``: 2-norm of the flattened array by default; vector norm for one
     axis (or a 1-D input); matrix norm for two axes (or a 2-D input with ``ord`` set)."""
-    x = _single(x)
+    x = as_operand(x)
     if axis is None and ord is None:
         return vector_norm(x, axis=None, keepdims=keepdims)
     axes = normalize_axes("norm", axis, x.ndim) if axis is not None else tuple(builtins.range(x.ndim))
@@ -194,9 +194,9 @@ def solve(a: Any, b: Any, /) -> Any:
 def inv(a: Any, /) -> Any:
     """``a``'s inverse, as ``solve(a, I)``: one primitive fewer, and its derivatives are
     ``solve``'s (NumPy's ``inv`` is a solve against the identity too)."""
-    a = _single(a)
+    a = as_operand(a)
     if a.dtype.kind not in "fc":
-        a = _cast(a, _dt.default_float)
+        a = cast_to(a, _dt.default_float)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"linalg.inv: expected square matrices (..., n, n), got shape {fmt_shape(tuple(a.shape))}")
     identity = broadcast_to(eye(a.shape[-1], dtype=a.dtype, device=a.device), tuple(a.shape))
@@ -209,8 +209,8 @@ def inv(a: Any, /) -> Any:
 def cholesky(a: Any, /, *, upper: bool = False) -> Any:
     """Lower-triangular ``L`` with ``a = L @ L.mH`` for a symmetric (Hermitian) positive-definite
     ``a``, read from its lower triangle as NumPy does; ``upper=True`` gives ``L.mH``."""
-    a = _single(a)
+    a = as_operand(a)
     if a.dtype.kind not in "fc":
-        a = _cast(a, _dt.default_float)
+        a = cast_to(a, _dt.default_float)
     out = bind(cholesky_p, a)
     return out.mH if upper else out

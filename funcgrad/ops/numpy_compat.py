@@ -15,10 +15,9 @@ from ..primitives.elementwise import conj_p, imag_p, real_p
 from ..primitives.rules import as_int, normalize_axis
 from .creation import arange, asarray, zeros, zeros_like
 from .elementwise import (
-    _own,
-    _single,
     abs,
     arctan2,
+    as_operand,
     equal,
     isinf,
     isnan,
@@ -27,6 +26,7 @@ from .elementwise import (
     maximum,
     minimum,
     remainder,
+    returned_as_is,
     sin,
     trunc,
     where,
@@ -42,7 +42,7 @@ __all__ = ["diag", "append", "mod", "fmod", "diff", "gradient", "kron", "cross",
 
 def diag(v: Any, k: int = 0) -> Any:
     """A 1-D array's square matrix with it on diagonal ``k``; a 2-D array's diagonal ``k``."""
-    v = _single(v)
+    v = as_operand(v)
     if v.ndim == 2:
         return diagonal(v, k)
     if v.ndim != 1:
@@ -55,7 +55,7 @@ def diag(v: Any, k: int = 0) -> Any:
 
 def append(arr: Any, values: Any, axis: int | None = None) -> Any:
     """``arr`` followed by ``values`` (both flattened when ``axis`` is None)."""
-    arr, values = _single(arr), asarray(values)
+    arr, values = as_operand(arr), asarray(values)
     if axis is None:
         return concatenate([reshape(arr, (-1,)), reshape(values, (-1,))])
     return concatenate([arr, values], axis=axis)
@@ -68,7 +68,7 @@ def mod(x1: Any, x2: Any) -> Any:
 
 def fmod(x1: Any, x2: Any) -> Any:
     """C's remainder, with the dividend's sign: ``x1 - trunc(x1 / x2) * x2``."""
-    x1 = _single(x1)
+    x1 = as_operand(x1)
     quotient = trunc(x1 / x2)
     out = x1 - quotient * x2
     return out.astype(x1.dtype) if x1.dtype.kind in "iu" and getattr(asarray(x2), "dtype", x1.dtype).kind in "iu" \
@@ -77,9 +77,10 @@ def fmod(x1: Any, x2: Any) -> Any:
 
 def diff(a: Any, n: int = 1, axis: int = -1) -> Any:
     """The ``n``-th difference along ``axis``."""
-    a = _own(_single(a))
-    axis = axis % a.ndim
-    for _ in range(n):
+    a = returned_as_is(as_operand(a))
+    n = as_int("diff", n, "n", minimum=0)
+    axis = normalize_axis("diff", axis, a.ndim)
+    for _ in range(min(n, a.shape[axis])):  # (past the axis's length the result stays empty)
         length = a.shape[axis]
         head = tuple(slice(1, length) if d == axis else slice(None) for d in range(a.ndim))
         tail = tuple(slice(0, length - 1) if d == axis else slice(None) for d in range(a.ndim))
@@ -90,7 +91,7 @@ def diff(a: Any, n: int = 1, axis: int = -1) -> Any:
 def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
     """Central differences inside, one-sided differences at the ends (NumPy's ``gradient``
     with scalar spacings and ``edge_order=1``); a list for several axes."""
-    f = _single(f)
+    f = as_operand(f)
     if edge_order != 1:
         raise ArgumentValueError("gradient: only edge_order=1")
     axes = list(range(f.ndim)) if axis is None else ([axis] if isinstance(axis, int) else list(axis))
@@ -115,7 +116,7 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> An
 
 def kron(a: Any, b: Any) -> Any:
     """The Kronecker product (blocks ``a[i, j] * b``)."""
-    a, b = atleast_1d(_single(a)), atleast_1d(_single(b))
+    a, b = atleast_1d(as_operand(a)), atleast_1d(as_operand(b))
     nd = a.ndim if a.ndim >= b.ndim else b.ndim
     a = reshape(a, (1,) * (nd - a.ndim) + tuple(a.shape))
     b = reshape(b, (1,) * (nd - b.ndim) + tuple(b.shape))
@@ -126,7 +127,7 @@ def kron(a: Any, b: Any) -> Any:
 
 def cross(a: Any, b: Any, axis: int = -1) -> Any:
     """The cross product of 3-vectors along ``axis``."""
-    a, b = moveaxis(_single(a), axis, -1), moveaxis(_single(b), axis, -1)
+    a, b = moveaxis(as_operand(a), axis, -1), moveaxis(as_operand(b), axis, -1)
     if a.shape[-1] != 3 or b.shape[-1] != 3:
         raise ShapeError(f"cross: vectors of 3 components needed, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     x1, y1, z1 = (a[..., i] for i in range(3))
@@ -146,7 +147,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
 
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """``m`` turned by 90 degrees ``k`` times, from the first axis towards the second."""
-    m = _single(m)
+    m = as_operand(m)
     k = as_int("rot90", k, "k", minimum=None) % 4
     if len(axes) != 2:
         raise ArgumentValueError(f"rot90: axes must be two axes, got {axes!r}")
@@ -154,7 +155,7 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     if axes[0] == axes[1]:
         raise ArgumentValueError(f"rot90: the two axes must differ, got {axes!r}")
     if k == 0:
-        return _own(m)
+        return returned_as_is(m)
     if k == 2:
         return flip(flip(m, axes[0]), axes[1])
     if k == 1:
@@ -164,7 +165,7 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
 
 def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
     """Axis ``axis`` moved to lie before position ``start`` (NumPy's older ``moveaxis``)."""
-    a = _single(a)
+    a = as_operand(a)
     axis %= a.ndim
     start = start % (a.ndim + 1) if start < 0 else start
     return moveaxis(a, axis, start - 1 if axis < start else start)
@@ -182,7 +183,7 @@ def fliplr(m: Any) -> Any:
 
 def hsplit(a: Any, indices_or_sections: Any) -> list[Any]:
     """``split`` along the second axis (the first for 1-D)."""
-    a = _single(a)
+    a = as_operand(a)
     return split(a, indices_or_sections, 1 if a.ndim > 1 else 0)
 
 
@@ -203,14 +204,14 @@ def row_stack(arrays: Sequence[Any]) -> Any:
 
 def column_stack(arrays: Sequence[Any]) -> Any:
     """1-D arrays as the columns of a 2-D array; 2-D arrays side by side."""
-    columns = [reshape(a, (-1, 1)) if a.ndim < 2 else a for a in (atleast_1d(_single(x)) for x in arrays)]
+    columns = [reshape(a, (-1, 1)) if a.ndim < 2 else a for a in (atleast_1d(as_operand(x)) for x in arrays)]
     return concatenate(columns, axis=1)
 
 
 def atleast_3d(x: Any) -> Any:
     """``x`` with at least three axes: ``(1, 1, 1)`` from 0-d, ``(1, n, 1)`` from 1-D,
     ``(m, n, 1)`` from 2-D."""
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim == 0:
         return reshape(x, (1, 1, 1))
     if x.ndim == 1:
@@ -226,7 +227,7 @@ def dstack(arrays: Sequence[Any]) -> Any:
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
     """Entries around the ``kth`` smallest: it in its sorted place, smaller ones before it,
     larger ones after (a full sort satisfies NumPy's contract, and is what this returns)."""
-    a = _single(a)
+    a = as_operand(a)
     length = a.shape[axis % a.ndim] if a.ndim else 1
     if not -length <= kth < length:
         raise ArgumentValueError(f"partition: kth={kth} is out of range for an axis of length {length}")
@@ -236,9 +237,9 @@ def partition(a: Any, kth: int, axis: int = -1) -> Any:
 def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Any:
     """NaN as ``nan``, infinities as the largest finite values (or ``posinf``/``neginf``)."""
-    x = _single(x)
+    x = as_operand(x)
     if x.dtype.kind != "f":
-        return _own(x)
+        return returned_as_is(x)
     info = _dt.finfo(x.dtype)
     high = info.max if posinf is None else posinf
     low = info.min if neginf is None else neginf
@@ -250,7 +251,7 @@ def sinc(x: Any) -> Any:
     """``sin(pi x) / (pi x)``, 1 at 0. At 0 the value is its Maclaurin series in ``x`` (to
     ``x**8``), so every derivative up to the eighth is the function's there too
     (``grad(grad(sinc))(0.)`` is ``-pi**2 / 3``, as JAX gives)."""
-    x = _single(x)
+    x = as_operand(x)
     zero = equal(x, 0)
     safe = where(zero, 1.0, x) * math.pi
     at_zero = where(zero, x, 0.0) * math.pi
@@ -261,12 +262,12 @@ def sinc(x: Any) -> Any:
 
 def logaddexp2(x1: Any, x2: Any) -> Any:
     """``log2(2**x1 + 2**x2)`` without overflow."""
-    return logaddexp(_single(x1) * math.log(2.0), _single(x2) * math.log(2.0)) / math.log(2.0)
+    return logaddexp(as_operand(x1) * math.log(2.0), as_operand(x2) * math.log(2.0)) / math.log(2.0)
 
 
 def fabs(x: Any) -> Any:
     """The absolute value, as a float."""
-    x = _single(x)
+    x = as_operand(x)
     return abs(x) if x.dtype.kind == "f" else abs(x).astype(_dt.float64)
 
 
@@ -282,12 +283,12 @@ def fmax(x1: Any, x2: Any) -> Any:
 
 def radians(x: Any) -> Any:
     """Degrees to radians."""
-    return _single(x) * (math.pi / 180.0)
+    return as_operand(x) * (math.pi / 180.0)
 
 
 def degrees(x: Any) -> Any:
     """Radians to degrees."""
-    return _single(x) * (180.0 / math.pi)
+    return as_operand(x) * (180.0 / math.pi)
 
 
 deg2rad, rad2deg = radians, degrees
@@ -295,25 +296,25 @@ deg2rad, rad2deg = radians, degrees
 
 def real(x: Any) -> Any:
     """The real part (of a real array: ``x`` itself)."""
-    x = _single(x)
-    return bind(real_p, x) if x.dtype.kind == "c" else _own(x)
+    x = as_operand(x)
+    return bind(real_p, x) if x.dtype.kind == "c" else returned_as_is(x)
 
 
 def imag(x: Any) -> Any:
     """The imaginary part (of a real array: zeros)."""
-    x = _single(x)
+    x = as_operand(x)
     return bind(imag_p, x) if x.dtype.kind == "c" else zeros_like(x)
 
 
 def conj(x: Any) -> Any:
     """The complex conjugate (of a real array: ``x`` itself)."""
-    x = _single(x)
-    return bind(conj_p, x) if x.dtype.kind == "c" else _own(x)
+    x = as_operand(x)
+    return bind(conj_p, x) if x.dtype.kind == "c" else returned_as_is(x)
 
 
 def angle(x: Any, deg: bool = False) -> Any:
     """The argument of each value, ``atan2(imag, real)`` (of a real value: 0, or pi where it is negative)."""
-    x = _single(x)
+    x = as_operand(x)
     if x.dtype.kind == "c":
         out = arctan2(imag(x), real(x))
         return out * (180.0 / math.pi) if deg else out

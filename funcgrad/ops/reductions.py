@@ -11,7 +11,7 @@ from ..primitives.core import bind
 from ..primitives.elementwise import imag_p, real_p
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
 from ..primitives.rules import normalize_axes, normalize_axis
-from .elementwise import _cast, _single, sqrt, square, subtract
+from .elementwise import as_operand, cast_to, sqrt, square, subtract
 from .shaping import pad, reshape
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
@@ -22,11 +22,11 @@ def _accumulator(x: Any, dtype: Any) -> Any:
     """The array API's (and NumPy's) accumulation dtype: bool and signed integers in int64,
     unsigned integers in uint64."""
     if dtype is not None:
-        return _cast(x, _dt.as_dtype(dtype, op="sum"))
+        return cast_to(x, _dt.as_dtype(dtype, op="sum"))
     if x.dtype.kind == "u":
-        return x if x.dtype is _dt.uint64 else _cast(x, _dt.uint64)
+        return x if x.dtype is _dt.uint64 else cast_to(x, _dt.uint64)
     if x.dtype.kind in "bi" and x.dtype is not _dt.int64:
-        return _cast(x, _dt.int64)
+        return cast_to(x, _dt.int64)
     return x
 
 
@@ -38,42 +38,42 @@ def _reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
 
 
 def sum(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
-    return _reduce("reduce_sum", _accumulator(_single(x), dtype), axis, keepdims)
+    return _reduce("reduce_sum", _accumulator(as_operand(x), dtype), axis, keepdims)
 
 
 def prod(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
-    return _reduce("reduce_prod", _accumulator(_single(x), dtype), axis, keepdims)
+    return _reduce("reduce_prod", _accumulator(as_operand(x), dtype), axis, keepdims)
 
 
 def max(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_max", _single(x), axis, keepdims)
+    return _reduce("reduce_max", as_operand(x), axis, keepdims)
 
 
 def min(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_min", _single(x), axis, keepdims)
+    return _reduce("reduce_min", as_operand(x), axis, keepdims)
 
 
 amax, amin = max, min
 
 
 def any(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_any", _cast(_single(x), _dt.bool_), axis, keepdims)
+    return _reduce("reduce_any", cast_to(as_operand(x), _dt.bool_), axis, keepdims)
 
 
 def all(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_all", _cast(_single(x), _dt.bool_), axis, keepdims)
+    return _reduce("reduce_all", cast_to(as_operand(x), _dt.bool_), axis, keepdims)
 
 
 def count_nonzero(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return sum(_cast(_single(x), _dt.bool_), axis, keepdims=keepdims)
+    return sum(cast_to(as_operand(x), _dt.bool_), axis, keepdims=keepdims)
 
 
 def argmax(x: Any, /, axis: int | None = None, *, keepdims: bool = False) -> Any:
-    return bind(argmax_p, _single(x), axis=axis, keepdims=bool(keepdims))
+    return bind(argmax_p, as_operand(x), axis=axis, keepdims=bool(keepdims))
 
 
 def argmin(x: Any, /, axis: int | None = None, *, keepdims: bool = False) -> Any:
-    return bind(argmin_p, _single(x), axis=axis, keepdims=bool(keepdims))
+    return bind(argmin_p, as_operand(x), axis=axis, keepdims=bool(keepdims))
 
 
 def _count(x: Any, axes: tuple[int, ...]) -> int:
@@ -84,12 +84,12 @@ def _count(x: Any, axes: tuple[int, ...]) -> int:
 
 
 def _floating(x: Any) -> Any:
-    return x if x.dtype.kind in "fc" else _cast(x, _dt.default_float)
+    return x if x.dtype.kind in "fc" else cast_to(x, _dt.default_float)
 
 
 def mean(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
     """Arithmetic mean; integer input gives float32 (as JAX and PyTorch, not NumPy's float64)."""
-    x = _floating(_single(x))
+    x = _floating(as_operand(x))
     axes = normalize_axes("mean", axis, x.ndim)
     n = _count(x, axes)
     total = bind(REDUCTIONS["reduce_sum"], x, axes=axes, keepdims=bool(keepdims))
@@ -100,7 +100,7 @@ def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
     """Variance with NumPy's ``ddof`` (the array API's ``correction`` is accepted too)."""
     if correction is not None:
         ddof = correction
-    x = _floating(_single(x))
+    x = _floating(as_operand(x))
     axes = normalize_axes("var", axis, x.ndim)
     centered = subtract(x, mean(x, axes, keepdims=True))
     squares = (square(centered) if x.dtype.kind != "c"  # complex: |x - m|^2, real
@@ -118,7 +118,7 @@ def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
 
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
     """``log(sum(exp(x)))`` along ``axis``, without overflow (the max is subtracted first)."""
-    x = _floating(_single(x))
+    x = _floating(as_operand(x))
     params = {"axes": normalize_axes("logsumexp", axis, x.ndim), "keepdims": bool(keepdims)}
     if x.dtype.kind == "c":
         logsumexp_p.abstract_eval(x.aval, **params)
@@ -126,7 +126,7 @@ def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
 
 
 def _scan(prim: Any, name: str, x: Any, axis: Any, dtype: Any) -> Any:
-    x = _accumulator(_single(x), dtype)
+    x = _accumulator(as_operand(x), dtype)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     return bind(prim, x, axis=normalize_axis(name, axis, x.ndim))
@@ -143,7 +143,7 @@ def cumprod(x: Any, /, axis: Any = None, *, dtype: Any = None) -> Any:
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """Array API 2023.12 ``cumulative_sum``."""
-    x = _single(x)
+    x = as_operand(x)
     out = cumsum(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
     if include_initial:
         ax = normalize_axis("cumulative_sum", axis if axis is not None else 0, out.ndim)
@@ -152,5 +152,5 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, inc
 
 
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     return cumprod(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)

@@ -18,8 +18,8 @@ from ..errors import ConcretizationError
 from ..primitives.core import bind
 from ..primitives.index import searchsorted_p
 from ..primitives.rules import normalize_axis
-from .creation import _create
-from .elementwise import _promote, _single
+from .creation import create
+from .elementwise import as_operand, promote
 from .indexing import take
 from .shaping import reshape
 
@@ -50,7 +50,7 @@ class UniqueInverseResult(NamedTuple):
 
 
 def _concrete(op: str, x: Any) -> Array:
-    x = _single(x)
+    x = as_operand(x)
     if isinstance(x, Array):
         return x
     try:
@@ -64,7 +64,7 @@ def _concrete(op: str, x: Any) -> Array:
 def _unique(op: str, x: Any, equal_nan: bool = False) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """The values (a gather of ``x``, so differentiable), and on the host: each value's first
     index, the inverse indices (``x``'s shape) and the counts."""
-    x = _single(x)
+    x = as_operand(x)
     host = _concrete(op, x)._host()
     flat = host.reshape(-1)
     order = np.argsort(flat, kind="stable")
@@ -84,12 +84,12 @@ def _unique(op: str, x: Any, equal_nan: bool = False) -> tuple[Any, np.ndarray, 
     inverse = np.empty(flat.shape, dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
     device = x.device
-    values = take(reshape(x, (-1,)), _create(device, lambda xp: xp.asarray(first, dtype=np.int64)))
+    values = take(reshape(x, (-1,)), create(device, lambda xp: xp.asarray(first, dtype=np.int64)))
     return values, first, inverse.reshape(host.shape), counts
 
 
 def _ints(device: Any, a: np.ndarray) -> Any:
-    return _create(device, lambda xp: xp.asarray(a, dtype=np.int64))
+    return create(device, lambda xp: xp.asarray(a, dtype=np.int64))
 
 
 def unique_all(x: Any, /) -> UniqueAllResult:
@@ -124,7 +124,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     if axis is None:
         values, first, inverse, counts = _unique("unique", ar, equal_nan=equal_nan)
     else:  # the unique slices along ``axis``, gathered from their first occurrences
-        x = _single(ar)
+        x = as_operand(ar)
         axis = normalize_axis("unique", axis, x.ndim)
         _, first, inverse, counts = np.unique(_concrete("unique", x)._host(), return_index=True, return_inverse=True,
                                               return_counts=True, axis=axis, equal_nan=equal_nan)
@@ -139,7 +139,7 @@ def searchsorted(x1: Any, x2: Any, /, side: str = "left", sorter: Any = None) ->
     (``side="left"``: before equal values; ``"right"``: after). ``sorter`` sorts ``x1`` first."""
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    x1, x2 = _promote("searchsorted", (x1, x2))
+    x1, x2 = promote("searchsorted", (x1, x2))
     if sorter is not None:
         x1 = take(x1, sorter)
     return bind(searchsorted_p, x1, x2, side=side)

@@ -13,7 +13,8 @@ from .. import dtypes as _dt
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives.core import bind, fmt_shape
-from ..primitives.rules import as_int, as_shape, broadcast_shapes, normalize_axes, normalize_axis
+from ..primitives.rules import as_int, as_shape, normalize_axes, normalize_axis
+from ..primitives.rules import broadcast_shapes as _broadcast
 from ..primitives.shape import (
     argsort_p,
     broadcast_to_p,
@@ -29,10 +30,11 @@ from ..primitives.shape import (
     transpose_p,
 )
 from .creation import asarray, tri
-from .elementwise import _own, _promote, _single, where
+from .elementwise import as_operand, promote, returned_as_is, where
 from .indexing import take, take_along_axis
 
-__all__ = ["topk", "cat", "reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
+__all__ = ["broadcast_shapes", "topk", "cat",
+           "reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
            "moveaxis",
            "squeeze", "expand_dims", "broadcast_to", "broadcast_arrays", "flatten", "ravel",
            "flip", "diagonal", "concatenate", "concat", "stack", "hstack", "vstack", "split", "array_split", "chunk",
@@ -59,15 +61,15 @@ def resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
 
 def reshape(x: Any, /, shape: Any, *, copy: bool | None = None) -> Any:
     """A view when the strides allow it, otherwise a copy (``x.view`` never copies)."""
-    x = _single(x)
+    x = as_operand(x)
     new = resolve_shape("reshape", shape, x.size)
     if new == tuple(x.shape) and not copy:
-        return _own(x)
+        return returned_as_is(x)
     return bind(reshape_p, x, new_sizes=new)
 
 
 def transpose(x: Any, /, axes: Any = None) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     perm = tuple(builtins.range(x.ndim - 1, -1, -1)) if axes is None else tuple(
         normalize_axis("transpose", a, x.ndim) for a in axes)
     return bind(transpose_p, x, permutation=perm)
@@ -78,14 +80,14 @@ def permute_dims(x: Any, /, axes: Sequence[int]) -> Any:
 
 
 def matrix_transpose(x: Any, /) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim < 2:
         raise ShapeError(f"matrix_transpose: needs at least 2 dimensions, got shape {fmt_shape(x.shape)}")
     return swapaxes(x, -1, -2)
 
 
 def swapaxes(x: Any, axis1: int, axis2: int, /) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     a, b = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
     perm = list(builtins.range(x.ndim))
     perm[a], perm[b] = perm[b], perm[a]
@@ -93,7 +95,7 @@ def swapaxes(x: Any, axis1: int, axis2: int, /) -> Any:
 
 
 def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     src = [normalize_axis("moveaxis", a, x.ndim) for a in ((source,) if isinstance(source, int) else source)]
     dst = [normalize_axis("moveaxis", a, x.ndim) for a in
            ((destination,) if isinstance(destination, int) else destination)]
@@ -104,18 +106,18 @@ def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
 
 
 def squeeze(x: Any, /, axis: Any = None) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     if axis is None:
         dims = tuple(i for i, d in enumerate(x.shape) if d == 1)
     else:
         if x.ndim == 0:
             raise ShapeError(f"squeeze: axis {axis!r} is out of range for a 0-d array (it has no axes)")
         dims = normalize_axes("squeeze", axis, x.ndim)
-    return bind(squeeze_p, x, dimensions=dims) if dims else _own(x)
+    return bind(squeeze_p, x, dimensions=dims) if dims else returned_as_is(x)
 
 
 def expand_dims(x: Any, /, axis: Any = 0) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     out_ndim = x.ndim + len(axes)
     dims = normalize_axes("expand_dims", axes, out_ndim)
@@ -124,26 +126,26 @@ def expand_dims(x: Any, /, axis: Any = 0) -> Any:
 
 def broadcast_to(x: Any, /, shape: Any) -> Any:
     """A stride-0 view: broadcasting never copies."""
-    x = _single(x)
+    x = as_operand(x)
     shape = tuple(int(d) for d in ((shape,) if isinstance(shape, int) else shape))
     if shape == tuple(x.shape):
-        return _own(x)
+        return returned_as_is(x)
     return bind(broadcast_to_p, x, shape=shape)
 
 
 def broadcast_arrays(*arrays: Any) -> list[Any]:
-    arrays = tuple(_single(a) for a in arrays)
-    shape = broadcast_shapes("broadcast_arrays", *(a.shape for a in arrays))
+    arrays = tuple(as_operand(a) for a in arrays)
+    shape = _broadcast("broadcast_arrays", *(a.shape for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
 
 
-def _broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
-    return broadcast_shapes("broadcast_shapes", *(tuple(s) for s in shapes))
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    return _broadcast("broadcast_shapes", *(tuple(s) for s in shapes))
 
 
 def flatten(x: Any, /, start_dim: int = 0, end_dim: int = -1) -> Any:
     """Merge axes ``start_dim..end_dim`` (all by default), as ``torch.flatten``; a view when possible."""
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim == 0:
         return reshape(x, (1,))
     s, e = normalize_axis("flatten", start_dim, x.ndim), normalize_axis("flatten", end_dim, x.ndim)
@@ -156,13 +158,13 @@ def ravel(x: Any, /) -> Any:
 
 def flip(x: Any, /, axis: Any = None) -> Any:
     """Reverse along ``axis`` (all axes by default) as a view with negative strides."""
-    x = _single(x)
+    x = as_operand(x)
     return bind(flip_p, x, axes=normalize_axes("flip", axis, x.ndim))
 
 
 def diagonal(x: Any, /, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The diagonal as a view (NumPy argument order; the array API's is ``offset`` on the last two axes)."""
-    x = _single(x)
+    x = as_operand(x)
     a1, a2 = normalize_axis("diagonal", axis1, x.ndim), normalize_axis("diagonal", axis2, x.ndim)
     return bind(diagonal_p, x, offset=int(offset), axis1=a1, axis2=a2)
 
@@ -177,11 +179,11 @@ def concatenate(arrays: Sequence[Any], /, axis: int | None = 0) -> Any:
         raise ArgumentTypeError(f"concatenate: expected a list or tuple of arrays, got {type(arrays).__name__}")
     if not arrays:
         raise ArgumentValueError("concatenate: needs at least one array, got an empty sequence")
-    arrays = _promote("concatenate", tuple(arrays))
+    arrays = promote("concatenate", tuple(arrays))
     if axis is None:
         arrays = tuple(ravel(a) for a in arrays)
         axis = 0
-    arrays = tuple(_single(a) for a in arrays)
+    arrays = tuple(as_operand(a) for a in arrays)
     if builtins.any(a.ndim == 0 for a in arrays):
         raise ShapeError("concatenate: zero-dimensional arrays cannot be concatenated")
     axis = normalize_axis("concatenate", axis, arrays[0].ndim)
@@ -195,7 +197,7 @@ def stack(arrays: Sequence[Any], /, axis: int = 0, *, dim: int | None = None) ->
     """Join same-shape arrays along a new ``axis`` (``dim``: PyTorch's name)."""
     if dim is not None:
         axis = dim
-    arrays = [_single(a) for a in arrays]
+    arrays = [as_operand(a) for a in arrays]
     if not arrays:
         raise ValueError("stack: need at least one array")
     shapes = {tuple(a.shape) for a in arrays}
@@ -215,18 +217,18 @@ def vstack(arrays: Sequence[Any]) -> Any:
 
 
 def atleast_1d(x: Any) -> Any:
-    x = _single(x)
-    return reshape(x, (1,)) if x.ndim == 0 else _own(x)
+    x = as_operand(x)
+    return reshape(x, (1,)) if x.ndim == 0 else returned_as_is(x)
 
 
 def atleast_2d(x: Any) -> Any:
-    x = _single(x)
-    return reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else _own(x)
+    x = as_operand(x)
+    return reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else returned_as_is(x)
 
 
 def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
     """NumPy ``split``: ``n`` equal sections, or split points. Every piece is a view."""
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim == 0:
         raise ShapeError("split: a 0-d array has no axis to split (it needs at least one dimension)")
     ax = normalize_axis("split", axis, x.ndim)
@@ -250,7 +252,7 @@ def array_split(x: Any, sections: int, /, axis: int = 0) -> list[Any]:
     """NumPy ``array_split``: ``sections`` nearly equal views; sections past the axis's
     length are empty. A count that could not be made at all (``10**20``: one Python object
     per piece) is refused up front rather than exhausting memory."""
-    x = _single(x)
+    x = as_operand(x)
     n = x.shape[normalize_axis("array_split", axis, x.ndim)]
     sections = as_int("array_split", sections, "the number of sections", minimum=1)
     if sections > n + _MAX_EMPTY_PIECES:
@@ -263,7 +265,7 @@ def array_split(x: Any, sections: int, /, axis: int = 0) -> list[Any]:
 
 def chunk(x: Any, chunks: int, /, dim: int = 0) -> list[Any]:
     """``torch.chunk``: pieces of ``ceil(n / chunks)`` along ``dim`` (the last may be smaller); views."""
-    x = _single(x)
+    x = as_operand(x)
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
     ax = normalize_axis("chunk", dim, x.ndim)
@@ -273,7 +275,7 @@ def chunk(x: Any, chunks: int, /, dim: int = 0) -> list[Any]:
 
 
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim == 0:
         raise ShapeError("unstack: a 0-d array has no axis to unstack (it needs at least one dimension)")
     ax = normalize_axis("unstack", axis, x.ndim)
@@ -301,13 +303,13 @@ def _pad_width(pad_width: Any, ndim: int) -> tuple[tuple[int, int], ...]:
 
 
 def pad(x: Any, /, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     return bind(pad_p, x, pad_width=_pad_width(pad_width, x.ndim), mode=mode, value=constant_values)
 
 
 def tile(x: Any, /, reps: Any) -> Any:
     """Repeat the whole array: a broadcast view, then one reshape copy."""
-    x = _single(x)
+    x = as_operand(x)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     reps = tuple(as_int("tile", r, "every repetition count") for r in reps)
     nd = builtins.max(x.ndim, len(reps))
@@ -320,7 +322,7 @@ def tile(x: Any, /, reps: Any) -> Any:
 
 def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
     """Repeat each element ``repeats`` times along ``axis`` (flattened when ``None``)."""
-    x = _single(x)
+    x = as_operand(x)
     if axis is None:
         x, axis = ravel(x), 0
     ax = normalize_axis("repeat", axis, x.ndim)
@@ -344,12 +346,12 @@ def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
 
 
 def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     return bind(sort_p, x, axis=normalize_axis("sort", axis, x.ndim), descending=bool(descending))
 
 
 def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     return bind(argsort_p, x, axis=normalize_axis("argsort", axis, x.ndim), descending=bool(descending))
 
 
@@ -366,7 +368,7 @@ class TopK(NamedTuple):
 def topk(x: Any, k: int, /, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopK:
     """The ``k`` largest (or smallest) entries along ``dim`` and their indices (``torch.topk``),
     in order; ties keep their order."""
-    x = _single(x)
+    x = as_operand(x)
     axis = normalize_axis("topk", dim, x.ndim)
     if not 0 <= k <= (x.shape[axis] if x.ndim else 1):
         raise ShapeError(f"topk: k={k} is out of range for dim {dim} of shape {fmt_shape(tuple(x.shape))}")
@@ -377,7 +379,7 @@ def topk(x: Any, k: int, /, dim: int = -1, largest: bool = True, sorted: bool = 
 
 
 def _triangle(x: Any, k: int, lower: bool) -> Any:
-    x = _single(x)
+    x = as_operand(x)
     if x.ndim < 2:
         raise ShapeError(f"{'tril' if lower else 'triu'}: needs at least 2 dimensions, got {fmt_shape(x.shape)}")
     n, m = x.shape[-2], x.shape[-1]
@@ -398,7 +400,7 @@ def tril(x: Any, /, k: int = 0) -> Any:
 
 def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
     """Rotate elements along ``axis`` (flattened when ``None``): two slices and a concatenate."""
-    x = _single(x)
+    x = as_operand(x)
     if axis is None:
         return reshape(roll(ravel(x), shift, axis=0), x.shape)
     shifts = (shift,) if isinstance(shift, int) else tuple(shift)
@@ -411,7 +413,7 @@ def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
         s %= n
         if s:
             x = concatenate([slice_axis(x, a, n - s, n), slice_axis(x, a, 0, n - s)], axis=a)
-    return _own(x)
+    return returned_as_is(x)
 
 
 def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:

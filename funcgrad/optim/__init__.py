@@ -18,7 +18,7 @@ from .functional import (
 )
 from .lbfgs import LBFGS
 from .optimizer import Optimizer
-from .rules import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop, Rprop
+from .optimizers import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam, RMSprop, Rprop
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler", "GradientTransformation", "sgd", "adam",
            "adamw", "rmsprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "LBFGS", "adagrad", "adamax",

@@ -15,7 +15,7 @@ from typing import Any
 from .. import ops
 from ..transforms.grad_mode import enable_grad, no_grad
 from .optimizer import Optimizer
-from .rules import _at_least_zero, _check
+from .rules import at_least_zero, check
 
 __all__ = ["LBFGS"]
 
@@ -117,7 +117,7 @@ class LBFGS(Optimizer):
     def __init__(self, params: Any, lr: float = 1.0, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:
-        _check("LBFGS", lr=(lr, _at_least_zero), max_iter=(max_iter, lambda n: n >= 1),
+        check("LBFGS", lr=(lr, at_least_zero), max_iter=(max_iter, lambda n: n >= 1),
                line_search_fn=(line_search_fn, lambda fn: fn in (None, "strong_wolfe")))
         max_eval = max_iter * 5 // 4 if max_eval is None else max_eval
         super().__init__(params, dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ..errors import RegistryError
 from . import collective, decompositions, elementwise, fft, index, lax, linalg, random, reduce, shape  # noqa: F401  (registers them)
-from .core import _REGISTRY, ANY, FRESH, OPERAND, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
+from .core import ANY, FRESH, OPERAND, REGISTRY, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
 
 __all__ = ["ANY", "FRESH", "OPERAND", "Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter",
            "registry", "registry_lookup", "check_registry"]
@@ -23,10 +23,10 @@ AUTOCAST_KINDS = (None, "lower", "float32", "widen")
 def check_registry() -> None:
     """Every fact of every primitive well formed, and every primitive a table names registered;
     run at import (and again by the tests once the transforms' primitives exist)."""
-    unknown = sorted(lax.NAMES - set(_REGISTRY))
+    unknown = sorted(lax.NAMES - set(REGISTRY))
     if unknown:
         raise RegistryError(f"primitives.lax names no primitive called {', '.join(unknown)}")
-    for prim in _REGISTRY.values():
+    for prim in REGISTRY.values():
         problems = [field for field, ok in (
             ("autocast", prim.autocast in AUTOCAST_KINDS),
             ("onnx", prim.onnx is None or isinstance(prim.onnx, str) or callable(prim.onnx) and prim.onnx.__doc__),
@@ -43,9 +43,9 @@ check_registry()
 
 def registry() -> Iterator[Primitive]:
     """Every registered primitive, in registration order."""
-    return iter(list(_REGISTRY.values()))
+    return iter(list(REGISTRY.values()))
 
 
 def registry_lookup(name: str) -> Primitive:
     """The registered primitive called ``name``."""
-    return _REGISTRY[name]
+    return REGISTRY[name]

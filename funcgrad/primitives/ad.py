@@ -13,7 +13,8 @@ Rules are one-liners per input, as in HIPS autograd's ``defvjp``:
 
 Rules return cotangents in the *output's* broadcast shape: the autodiff
 interpreter sums them back to each input's shape in one place.
-Rules compute with ``fg.*`` functions, which bind primitives again, so one rule serves
+Rules compute with ``primitives/lax.py``'s wrappers (one per primitive, no promotion) and
+their operands' arithmetic operators, which bind primitives again, so one rule serves
 every transform: whichever interpreter is current when it runs records its binds.
 """
 

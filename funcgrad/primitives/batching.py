@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import lax
-from .core import _REGISTRY, Primitive, ShapedArray, aval_of, bind
+from .core import REGISTRY, Primitive, ShapedArray, aval_of, bind
 
 __all__ = ["axis_size", "to_front", "with_batch", "defbroadcasting", "defvectorized", "defbatched_matrices",
            "batch_by_loop", "defunbatched", "shift_axes", "logical_ndim"]
@@ -150,4 +150,4 @@ def _empty_results(prim: Primitive, args: Sequence[Any], dims: Sequence[int | No
 
 def _stack(parts: list[Any]) -> Any:
     parts = [lax.expand_dims(p, (0,)) for p in parts]
-    return parts[0] if len(parts) == 1 else bind(_REGISTRY["concatenate"], *parts, axis=0)
+    return parts[0] if len(parts) == 1 else bind(REGISTRY["concatenate"], *parts, axis=0)

@@ -189,7 +189,7 @@ class Primitive:
     ) -> None:
         if (kernel is None) + (view is None) + (impl is None) != 2:
             raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
-        if name in _REGISTRY:
+        if name in REGISTRY:
             raise ValueError(f"primitive {name!r} is already registered")
         self.name = name
         self.abstract_eval = abstract_eval if abstract_eval is not None else _view_abstract_eval(self)
@@ -223,7 +223,7 @@ class Primitive:
         self.c_expr = c_expr
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}
-        _REGISTRY[name] = self
+        REGISTRY[name] = self
 
     def __repr__(self) -> str:
         return self.name
@@ -289,20 +289,20 @@ class Primitive:
             return fn
 
 
-_REGISTRY: dict[str, Primitive] = {}
+REGISTRY: dict[str, Primitive] = {}
 
 
 def annotate(field: str, values: dict[str, Any]) -> None:
     """Set one fact of several primitives by name (a family module's table: its C
     expressions, its autocast policy). A name no primitive has, or a field ``Primitive``
     does not declare, fails at import, so a table cannot drift from the registry."""
-    if not hasattr(_REGISTRY[next(iter(_REGISTRY))], field) or field.startswith("_"):
+    if not hasattr(REGISTRY[next(iter(REGISTRY))], field) or field.startswith("_"):
         raise RegistryError(f"annotate: Primitive has no field {field!r}")
-    unknown = sorted(set(values) - set(_REGISTRY))
+    unknown = sorted(set(values) - set(REGISTRY))
     if unknown:
         raise RegistryError(f"annotate({field!r}): no primitive is called {', '.join(unknown)}")
     for name, value in values.items():
-        setattr(_REGISTRY[name], field, value)
+        setattr(REGISTRY[name], field, value)
 
 
 def _arity_of(rule: Callable[..., Any]) -> tuple[int, int]:

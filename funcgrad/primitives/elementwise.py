@@ -123,8 +123,7 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "square": ("square", "iufc", lambda x, a: 2.0 * x, "args", None),
     "reciprocal": ("reciprocal", "fc", lambda x, a: -(a * a), "ans", NONZERO),
     # max(x, 0) as one operation (PyTorch's relu): NaN stays NaN, the derivative at 0 is 0
-    # (maximum's splits ties), and the MLP's value_and_grad with fg.maximum(x, 0.0) in its
-    # place takes 1.26x as long (paired rounds)
+    # (maximum's splits ties), and it is faster than the composite (docs/performance.md)
     "relu": (_relu, "iuf", lambda x, a: lax.convert(lax.gt(a, 0), a.dtype), "ans", NONZERO),
     "sign": ("sign", "iufc", None, None, None), "floor": ("floor", "f", None, None, None),
     "ceil": ("ceil", "f", None, None, None), "trunc": ("trunc", "f", None, None, None),

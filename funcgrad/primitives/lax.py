@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dtypes import DType, int64
-from .core import _REGISTRY, bind
+from .core import REGISTRY, bind
 
 __all__ = [
     "exp", "log", "sin", "cos", "sinh", "cosh", "rsqrt", "reciprocal", "sigmoid", "sign", "floor", "integer_pow",
@@ -37,7 +37,7 @@ def _bind_by_name(name: str) -> Any:
     NAMES.add(name)
 
     def call(*args: Any, **params: Any) -> Any:
-        return bind(_REGISTRY[name], *args, **params)
+        return bind(REGISTRY[name], *args, **params)
 
     call.__name__ = name
     return call
@@ -52,18 +52,18 @@ abs, real, imag, conj = (_bind_by_name(n) for n in ("abs", "real", "imag", "conj
 
 
 def integer_pow(x: Any, y: int) -> Any:
-    return bind(_REGISTRY["integer_pow"], x, y=y)
+    return bind(REGISTRY["integer_pow"], x, y=y)
 
 
 def convert(x: Any, dtype: DType) -> Any:
-    return x if x.dtype is dtype else bind(_REGISTRY["convert_element_type"], x, new_dtype=dtype)
+    return x if x.dtype is dtype else bind(REGISTRY["convert_element_type"], x, new_dtype=dtype)
 
 
 # ---- constants --------------------------------------------------------------------------
 
 def full(like: Any, shape: Sequence[int], value: Any, dtype: DType | None = None) -> Any:
     """``value`` everywhere, on ``like``'s device (its dtype unless ``dtype``)."""
-    return bind(_REGISTRY["full"], like, shape=tuple(shape), value=value, dtype=dtype or like.dtype)
+    return bind(REGISTRY["full"], like, shape=tuple(shape), value=value, dtype=dtype or like.dtype)
 
 
 def zeros(like: Any, shape: Sequence[int], dtype: DType | None = None) -> Any:
@@ -78,7 +78,7 @@ def const(like: Any, value: complex) -> Any:
 
 def iota(like: Any, n: int, dtype: DType = int64) -> Any:
     """0, 1, ..., n - 1."""
-    return bind(_REGISTRY["iota"], like, n=n, dtype=dtype)
+    return bind(REGISTRY["iota"], like, n=n, dtype=dtype)
 
 
 def _rows_cols(like: Any, n: int) -> tuple[Any, Any]:
@@ -105,22 +105,22 @@ def triu(x: Any) -> Any:
 # ---- shapes -----------------------------------------------------------------------------
 
 def reduce_sum(x: Any, axes: Sequence[int], keepdims: bool = False) -> Any:
-    return bind(_REGISTRY["reduce_sum"], x, axes=tuple(a % x.ndim for a in axes), keepdims=keepdims)
+    return bind(REGISTRY["reduce_sum"], x, axes=tuple(a % x.ndim for a in axes), keepdims=keepdims)
 
 
 def reshape(x: Any, shape: Sequence[int]) -> Any:
     shape = tuple(shape)
-    return x if tuple(x.shape) == shape else bind(_REGISTRY["reshape"], x, new_sizes=shape)
+    return x if tuple(x.shape) == shape else bind(REGISTRY["reshape"], x, new_sizes=shape)
 
 
 def broadcast_to(x: Any, shape: Sequence[int]) -> Any:
     shape = tuple(shape)
-    return x if tuple(x.shape) == shape else bind(_REGISTRY["broadcast_to"], x, shape=shape)
+    return x if tuple(x.shape) == shape else bind(REGISTRY["broadcast_to"], x, shape=shape)
 
 
 def transpose(x: Any, permutation: Sequence[int]) -> Any:
     permutation = tuple(permutation)
-    return x if permutation == tuple(range(x.ndim)) else bind(_REGISTRY["transpose"], x, permutation=permutation)
+    return x if permutation == tuple(range(x.ndim)) else bind(REGISTRY["transpose"], x, permutation=permutation)
 
 
 def matrix_transpose(x: Any) -> Any:
@@ -146,44 +146,44 @@ def moveaxis(x: Any, source: Sequence[int], destination: Sequence[int]) -> Any:
 def expand_dims(x: Any, dimensions: Sequence[int]) -> Any:
     """New size-1 axes at ``dimensions``, positions in the result."""
     n = x.ndim + len(dimensions)
-    return bind(_REGISTRY["expand_dims"], x, dimensions=tuple(sorted(d % n for d in dimensions)))
+    return bind(REGISTRY["expand_dims"], x, dimensions=tuple(sorted(d % n for d in dimensions)))
 
 
 def squeeze(x: Any, dimensions: Sequence[int]) -> Any:
-    return bind(_REGISTRY["squeeze"], x, dimensions=tuple(sorted(d % x.ndim for d in dimensions)))
+    return bind(REGISTRY["squeeze"], x, dimensions=tuple(sorted(d % x.ndim for d in dimensions)))
 
 
 def flip(x: Any, axes: Sequence[int]) -> Any:
-    return bind(_REGISTRY["flip"], x, axes=tuple(sorted(a % x.ndim for a in axes)))
+    return bind(REGISTRY["flip"], x, axes=tuple(sorted(a % x.ndim for a in axes)))
 
 
 def slice_axis(x: Any, axis: int, start: int, stop: int) -> Any:
     """Elements ``start:stop`` (non-negative, in range) along ``axis``."""
     index = tuple((start, stop, 1) if a == axis % x.ndim else (0, d, 1) for a, d in enumerate(x.shape))
-    return bind(_REGISTRY["slice"], x, index=index)
+    return bind(REGISTRY["slice"], x, index=index)
 
 
 def pad(x: Any, pad_width: Sequence[tuple[int, int]], value: Any = 0, mode: str = "constant") -> Any:
-    return bind(_REGISTRY["pad"], x, pad_width=tuple(tuple(w) for w in pad_width), mode=mode, value=value)
+    return bind(REGISTRY["pad"], x, pad_width=tuple(tuple(w) for w in pad_width), mode=mode, value=value)
 
 
 def matmul(a: Any, b: Any) -> Any:
-    return bind(_REGISTRY["matmul"], a, b)
+    return bind(REGISTRY["matmul"], a, b)
 
 
 def cumsum(x: Any, axis: int) -> Any:
-    return bind(_REGISTRY["cumsum"], x, axis=axis % x.ndim)
+    return bind(REGISTRY["cumsum"], x, axis=axis % x.ndim)
 
 
 def cumprod(x: Any, axis: int) -> Any:
-    return bind(_REGISTRY["cumprod"], x, axis=axis % x.ndim)
+    return bind(REGISTRY["cumprod"], x, axis=axis % x.ndim)
 
 
 # ---- indexing ---------------------------------------------------------------------------
 
 def gather(x: Any, *indices: Any) -> Any:
     """``x[i0, i1, ...]``: one integer index array per axis, broadcast together."""
-    return bind(_REGISTRY["gather"], x, *indices, template=(("a",),) * len(indices))
+    return bind(REGISTRY["gather"], x, *indices, template=(("a",),) * len(indices))
 
 
 def take_along_axis(x: Any, indices: Any, axis: int) -> Any:

@@ -108,9 +108,8 @@ def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
 
 
 # ``x @ w.T + b`` (PyTorch's nn.Linear, weight (out, in)) as one primitive, like PyTorch's
-# addmm: one kernel forward, the bias added in place. Measured on the MLP 784-512-256-10
-# (batch 128, value_and_grad, paired rounds): the composite ``x @ w.T + b`` takes 1.02x as
-# long, a win small enough that the compiler's fusion should retire this primitive.
+# addmm: one kernel forward, the bias added in place; a small win over the composite
+# (docs/performance.md), one the compiler's fusion should retire.
 def _linear_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
     """MatMul + Add"""
     product = [ins[0], g.node("Transpose", [ins[1]], perm=[1, 0])]

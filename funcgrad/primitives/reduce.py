@@ -179,9 +179,7 @@ def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any
 
 
 # A primitive rather than a composite (max, subtract, exp, sum, log, add): one kernel with
-# one-line rules. benchmarks/bench_autodiff.py's "funcgrad formula" row (an MLP loss written
-# with logsumexp and take_along_axis, as a JAX user writes it): value_and_grad / NumPy's
-# 1.12-1.13x with this primitive, 1.16-1.18x with the composite (paired rounds).
+# one-line rules, measurably faster (docs/performance.md, "Fused primitives").
 logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
 
 
@@ -293,10 +291,8 @@ def _xent(xp: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
 # Softmax cross-entropy with class labels, the loss of nearly every classifier: one
 # primitive instead of log_softmax + mask + gather + mean (PyTorch fuses it too). The
 # ignored rows are masked inside the kernel, so the labels never need reading on the host.
-# benchmarks/bench_autodiff.py: value_and_grad of the MLP with it ("funcgrad") against the
-# same loss as logsumexp - take_along_axis ("funcgrad formula"): about 4% faster. The sum or
-# mean is inside too, so its backward folds into the gradient kernel: as recorded operations
-# (six more per step) value_and_grad took 1.11x NumPy's time instead of 1.09x (paired rounds).
+# The sum or mean is inside too, so its backward folds into the gradient kernel
+# (docs/performance.md has the measurements).
 softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
 
 

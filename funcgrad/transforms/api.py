@@ -25,7 +25,7 @@ from .vmap import vmap
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
 
 
-def _as_array(x: Any) -> Any:
+def as_array(x: Any) -> Any:
     if isinstance(x, ArrayBase):
         return x
     return ops.asarray(x)
@@ -37,7 +37,7 @@ def _differentiated(x: Any) -> Any:
     ``torch.func`` composes with autograd): a rule that calls ``fg.vjp`` inside a
     ``create_graph=True`` backward pass gives a differentiable cotangent. Otherwise it is
     detached (a view), which only saves the tape's bookkeeping."""
-    x = _as_array(x)
+    x = as_array(x)
     return x.detach() if getattr(x, "_autograd", None) is not None and not is_grad_enabled() else x
 
 
@@ -58,7 +58,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     return _vjp(f, primals, has_aux)
 
 
-def _record(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums: tuple[int, ...] | None,
+def record(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool, argnums: tuple[int, ...] | None,
             fn_name: str) -> tuple[Any, ...]:
     """Run ``f`` on ``primals`` under a new VJP interpreter, recording its graph. Returns
     ``(out, aux, interp, flat, in_tree, leaves)``: ``f``'s output (tracers where it depends
@@ -91,7 +91,7 @@ def _cotangents(seeds: list[Any], leaves: list[Any], flat: list[Any], in_tree: A
 
 
 def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool) -> Any:
-    out, aux, interp, flat, in_tree, leaves = _record(f, primals, has_aux, None, "vjp")
+    out, aux, interp, flat, in_tree, leaves = record(f, primals, has_aux, None, "vjp")
     out_flat, out_tree = _tree.flatten(out)
     roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out_flat]
     out_primals = [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out_flat]
@@ -102,7 +102,7 @@ def _vjp(f: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool) -> Any:
             raise ValueError(f"vjp: the cotangent has structure {ct_tree!r}, the output {out_tree!r}")
         seeds = []
         for r, o, c in zip(roots, out_primals, ct_flat):
-            c = _as_array(c)
+            c = as_array(c)
             if tuple(c.shape) != tuple(o.shape):
                 raise ShapeError(f"vjp: cotangent of shape {fmt_shape(tuple(c.shape))} for an output of shape "
                                  f"{fmt_shape(tuple(o.shape))}")
@@ -129,7 +129,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
     if in_tree != t_tree:
         raise ValueError(f"jvp: tangents have structure {t_tree!r}, primals {in_tree!r}")
     flat = [_differentiated(x) for x in flat]
-    t_flat = [_as_array(t) for t in t_flat]
+    t_flat = [as_array(t) for t in t_flat]
     for x, t in zip(flat, t_flat):
         if tuple(x.shape) != tuple(t.shape) or (x.dtype.kind in "fc" and t.dtype is not x.dtype):
             raise ShapeError(f"jvp: tangent {t.aval.str_short() if hasattr(t, 'aval') else t} does not match "
@@ -146,7 +146,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], 
             primals_out.append(o.primal)
             tangents_out.append(o.tangent)
         else:
-            o = _as_array(o)
+            o = as_array(o)
             primals_out.append(o)
             tangents_out.append(ops.zeros_like(o))
     result = (_tree.unflatten(out_tree, primals_out), _tree.unflatten(out_tree, tangents_out))
@@ -162,7 +162,7 @@ def _argnums(argnums: Any, nargs: int, fn_name: str) -> tuple[int, ...]:
     return tuple(n % nargs for n in nums)
 
 
-def _with_args(f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...], **kwargs: Any) -> Any:
+def with_args(f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...], **kwargs: Any) -> Any:
     """``f`` as a function of ``args[nums]`` alone (the other arguments fixed)."""
 
     def partial_f(*diff_args: Any) -> Any:
@@ -186,7 +186,7 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "grad")
-        out, aux, interp, flat, in_tree, leaves = _record(_with_args(f, args, nums, **kwargs),
+        out, aux, interp, flat, in_tree, leaves = record(with_args(f, args, nums, **kwargs),
                                                           tuple(args[n] for n in nums), has_aux, nums, "grad")
         traced = isinstance(out, VJPTracer) and out._interp is interp
         value = out.primal if traced else out
@@ -257,7 +257,7 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
         diff = tuple(args[n] for n in nums)
-        out, f_vjp = vjp(_with_args(f, args, nums), *diff)
+        out, f_vjp = vjp(with_args(f, args, nums), *diff)
         out_flat, out_tree = _tree.flatten(out)
         in_flat, in_tree = _tree.flatten(diff)
         blocks = []
@@ -297,10 +297,10 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
         nums = _argnums(argnums, len(args), "jacfwd")
         diff = tuple(args[n] for n in nums)
         in_flat, in_tree = _tree.flatten(diff)
-        in_flat = [_as_array(x) for x in in_flat]
+        in_flat = [as_array(x) for x in in_flat]
         for n, x in zip(nums, in_flat):
             check_differentiable(x, f"jacfwd: argument {n}")
-        partial_f = _with_args(f, args, nums)
+        partial_f = with_args(f, args, nums)
         primals = _tree.unflatten(in_tree, in_flat)
         columns: list[Any] = []  # per input leaf: per output leaf, (x.size, *o.shape), or None if x is empty
         out = None
@@ -344,7 +344,7 @@ def stop_gradient(x: Any) -> Any:
 
     def leaf(a: Any) -> Any:
         if isinstance(a, ArrayBase):
-            return bind(stop_gradient_p, _as_array(a))
+            return bind(stop_gradient_p, as_array(a))
         if a is None or isinstance(a, (bool, int, float, complex)):
             return a
         raise ArgumentTypeError(f"fg.stop_gradient: expected arrays, numbers or pytrees of them, got "

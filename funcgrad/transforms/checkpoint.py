@@ -25,7 +25,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ops import zeros_like
 from ..primitives.ad import VJPRule
 from ..primitives.core import Primitive, bind, current_interpreter
-from .api import _as_array, jvp, vjp
+from .api import as_array, jvp, vjp
 from .autodiff import VJPInterpreter
 from .core import new_interpreter, require_callable, user_transform
 from .graph import toposort
@@ -176,7 +176,7 @@ def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool =
     @functools.wraps(f)
     def wrapped(*args: Any) -> Any:
         flat, in_tree = _tree.flatten(args)
-        flat = [_as_array(x) for x in flat]
+        flat = [as_array(x) for x in flat]
         program, _ = make_program(f, [x.aval for x in flat], in_tree)
         consts = program.consts
         inner = Program(program.invars, [], [], program.eqns, program.outvars, None, None)
@@ -194,7 +194,7 @@ def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]
 
     def inspect(*args: Any) -> list[tuple[str, str]]:
         flat, in_tree = _tree.flatten(args)
-        flat = [_as_array(x) for x in flat]
+        flat = [as_array(x) for x in flat]
         interp = _RecordingVJP()
         with new_interpreter(interp):
             leaves = [interp.leaf(x, i) if x.dtype.kind in "fc" else x for i, x in enumerate(flat)]

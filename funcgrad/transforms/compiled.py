@@ -38,12 +38,12 @@ from ..errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, R
 from ..ops import asarray
 from ..primitives.core import ShapedArray, current_interpreter
 from ..primitives.core import bind as _bind
-from .api import _as_array
+from .api import as_array
 from .autocast import autocast_like, autocast_state
 from .compiled_call import compiled_call_p
-from .compiler import ProgramCache, optimize
-from .core import _USER_TRANSFORM, Tracer
-from .ir import Program, lift_consts, make_program
+from .compiler import optimize
+from .core import USER_TRANSFORM, Tracer
+from .ir import Program, ProgramCache, lift_consts, make_program
 from .lower import lower
 
 __all__ = ["compile", "jit", "Compiled"]
@@ -179,7 +179,7 @@ class Compiled:
         amp = autocast_state()
         if amp is not None:  # (traced inside an autocast block: its casts are part of the program)
             static = (*static, ("autocast", amp))
-        arrays = [_as_array(x) if _is_array_like(x) else x for x in leaves]
+        arrays = [as_array(x) if _is_array_like(x) else x for x in leaves]
         device = next((a.device for a in arrays if isinstance(a, ArrayBase)), None)
         weak = frozenset(i for i, x in enumerate(leaves) if _weak_number(x))
         arrays = [_weak_input(x, device) if i in weak else x for i, x in enumerate(arrays)]
@@ -222,11 +222,11 @@ class Compiled:
         inputs = [key] * keyed + [arrays[i] for i in positions]
         avals = [key.aval] * keyed + [ShapedArray((), arrays[i].dtype, arrays[i].device, weak=True) if i in weak
                                       else arrays[i].aval for i in positions]
-        token = _USER_TRANSFORM.set("compile")  # errors while tracing name fg.compile
+        token = USER_TRANSFORM.set("compile")  # errors while tracing name fg.compile
         try:
             traced, _ = make_program(flat_fun, avals, _tree.flatten(tuple(inputs))[1])
         finally:
-            _USER_TRANSFORM.reset(token)
+            USER_TRANSFORM.reset(token)
             if keyed:
                 random_state.set_default_key(key)
         out_tree = traced.out_tree

@@ -11,7 +11,6 @@ cotangents to the cotangents asked for.
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,21 +20,20 @@ from ..ops import zeros
 from ..primitives.ad import VJPRule
 from ..primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
 from ..primitives.core import bind as _bind
-from .api import _record, _with_args, jvp, vjp
+from .api import jvp, record, vjp, with_args
 from .autodiff import VJPTracer
 from .compiler import optimize
 from .core import Tracer
 from .grad_mode import is_grad_enabled
 from .graph import substitute, toposort, walk
 from .ir import Program, lift_consts, make_program
-from .lower import Lowered, lower, wrap_outputs
+from .lower import lower, wrap_outputs
 from .vmap import vmap
 
 __all__ = ["compiled_call_p"]
 
 _SCALARS = (bool, int, float, complex)
 
-_LOWERED: weakref.WeakKeyDictionary[Program, dict[tuple[int, ...], Lowered]] = weakref.WeakKeyDictionary()
 
 
 def _abstract_eval(*avals: Any, name: str, program: Program, donated: tuple[int, ...] = ()) -> tuple[Any, ...]:
@@ -48,10 +46,8 @@ def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()
     passed as is when its array alone holds its memory, else as a copy."""
     device = args[0]._device if args and args[0].__class__ is Array else None
     if device is not None and all(a.__class__ is Array and a._device is device for a in args):
-        kept = _LOWERED.setdefault(program, {})
-        lowered = kept.get(donated)
-        if lowered is None:
-            lowered = kept[donated] = lower(program, frozenset(donated), name=f"fg.compile({name})")
+        lowered = program.derived("lowered", donated,
+                                  lambda: lower(program, frozenset(donated), name=f"fg.compile({name})"))
         copies = {i for i in donated if not _owned_alone(args[i])}  # (checked before ``raw`` holds them too)
         raw = [a._data.copy() if i in copies else a._data for i, a in enumerate(args)]
         out = lowered.run(raw, device.stats)
@@ -95,23 +91,23 @@ class _SplitVJP:
     that record with its residuals as inputs), so they compute what the rules would."""
 
     def __init__(self, program: Program, needs: tuple[bool, ...]) -> None:
-        record: dict[str, Any] = {}
+        traced: dict[str, Any] = {}
         wanted = [i for i, n in enumerate(needs) if n]  # the inputs a cotangent is asked for
 
         def forward(*xs: Any) -> list[Any]:
-            out, _, interp, _, _, leaves = _record(_with_args(_run(program), xs, tuple(wanted)),
+            out, _, interp, _, _, leaves = record(with_args(_run(program), xs, tuple(wanted)),
                                                    tuple(xs[i] for i in wanted), False, None, "compile")
             roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out]
             nodes = [n for n in toposort([r[0] for r in roots if r is not None]) if n.rule is not None]
             saved: list[Any] = []
             for node in nodes:
                 _saved_arrays(node.residuals, saved)
-            record.update(roots=roots, leaves=leaves, nodes=nodes)
+            traced.update(roots=roots, leaves=leaves, nodes=nodes)
             return [o.primal if isinstance(o, VJPTracer) and o._interp is interp else o for o in out] + saved
 
         avals = [v.aval for v in program.invars]
         self.forward, _ = make_program(forward, avals, _tree.flatten(tuple(avals))[1])
-        roots, leaves, nodes = record["roots"], record["leaves"], record["nodes"]
+        roots, leaves, nodes = traced["roots"], traced["leaves"], traced["nodes"]
         self.n_out, self.seeded = len(roots), [r is not None for r in roots]
         given = dict(zip(wanted, leaves))
         self.reached = [given.get(i) is not None for i in range(len(avals))]  # inputs given a cotangent
@@ -149,19 +145,19 @@ class _Unsplittable(Exception):
     """A rule in the program keeps values that are not arrays (user code)."""
 
 
-_SPLIT: weakref.WeakKeyDictionary[Program, dict[Any, _SplitVJP | None]] = weakref.WeakKeyDictionary()
 
 
 def _split_vjp(program: Program, needs: Any) -> _SplitVJP | None:
     """The program's two halves for these inputs' cotangents (built once per pattern)."""
     needs = tuple(needs) if needs is not None else (True,) * len(program.invars)
-    splits = _SPLIT.setdefault(program, {})
-    if needs not in splits:
+
+    def split() -> _SplitVJP | None:
         try:
-            splits[needs] = _SplitVJP(program, needs)
+            return _SplitVJP(program, needs)
         except _Unsplittable:
-            splits[needs] = None
-    return splits[needs]
+            return None
+
+    return program.derived("split vjp", needs, split)  # type: ignore[no-any-return]
 
 
 class _CompiledVJP(VJPRule):
@@ -203,7 +199,6 @@ class _CompiledVJP(VJPRule):
         return tuple(next(got) if r else None for r in split.reached)
 
 
-_BATCHED: weakref.WeakKeyDictionary[Program, dict[Any, Program]] = weakref.WeakKeyDictionary()
 
 
 def _batch_rule(args: tuple[Any, ...], dims: tuple[Any, ...], *, name: str, program: Program,
@@ -211,17 +206,19 @@ def _batch_rule(args: tuple[Any, ...], dims: tuple[Any, ...], *, name: str, prog
     """Another compiled call: the program traced under ``vmap`` once per batch layout, and
     optimised. (Donation is the caller's promise about its arrays; it is not carried over.)"""
     key = (dims, next(a.shape[d] for a, d in zip(args, dims) if d is not None))
-    batched = _BATCHED.setdefault(program, {}).get(key)
     captured: list[Any] = []
-    if batched is None:
+
+    def batch() -> Program | None:
         traced, _ = make_program(vmap(_run(program), in_axes=dims), [aval_of(a) for a in args],
                                  _tree.structure(tuple(args)))
         # values an enclosing trace computed (vmap broadcasting a constant output, under an
         # outer fg.compile) are that trace's: inputs of this call, and the program is this call's own
-        traced, captured = lift_consts(traced, [isinstance(c, Tracer) for c in traced.consts])
-        batched = optimize(traced)
-        if not captured:
-            _BATCHED[program][key] = batched
+        traced, lifted = lift_consts(traced, [isinstance(c, Tracer) for c in traced.consts])
+        captured.extend(lifted)
+        return optimize(traced)
+
+    # (a program that reads an enclosing trace's values is this call's own: not kept)
+    batched = program.derived("batched", key, batch, keep=lambda _: not captured)
     outs = _bind(compiled_call_p, *captured, *args, name=f"vmap({name})", program=batched)
     return outs, (0,) * len(outs)
 

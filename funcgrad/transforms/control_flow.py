@@ -16,7 +16,6 @@ Python-int bounds or ``scan``.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ from ..primitives.ad import VJPRule
 from ..primitives.batching import axis_size, to_front
 from ..primitives.core import Primitive, ShapedArray, aval_of, bind, current_interpreter
 from ..primitives.rules import as_int
-from .api import _as_array, jvp, vjp
+from .api import as_array, jvp, vjp
 from .compiled_call import compiled_call_p
 from .core import Tracer, user_transform
 from .grad_mode import is_grad_enabled
@@ -103,7 +102,7 @@ def _flat(n: int) -> Any:
 
 def _flat_arrays(tree_value: Any) -> tuple[list[Any], Any]:
     flat, tree = _tree.flatten(tree_value)
-    return [_as_array(x) for x in flat], tree
+    return [as_array(x) for x in flat], tree
 
 
 def _tracing() -> bool:
@@ -480,13 +479,8 @@ def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: i
             *(wrap_kernel_output(r, device) for r in raw_ys))
 
 
-_LOWERED: weakref.WeakKeyDictionary[Program, Any] = weakref.WeakKeyDictionary()
-
-
 def _lowered(program: Program) -> Any:
-    if program not in _LOWERED:
-        _LOWERED[program] = lower(program, name="fg.scan's body")
-    return _LOWERED[program]
+    return program.derived("lowered", (), lambda: lower(program, name="fg.scan's body"))
 
 
 def _raw(kind: str, what: Any, value: Any, inputs: list[Any], aval: Any, xp: Any) -> Any:
@@ -550,7 +544,7 @@ def _scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, length: 
         if reverse:
             ys.reverse()
         y_leaves = [_tree.flatten(y)[0] for y in ys]
-        stacked = [ops.stack([_as_array(leaves[j]) for leaves in y_leaves]) for j in range(len(y_leaves[0]))]
+        stacked = [ops.stack([as_array(leaves[j]) for leaves in y_leaves]) for j in range(len(y_leaves[0]))]
         return carry, _tree.unflatten(_tree.flatten(ys[0])[1], stacked)
     slice_avals = [ShapedArray(tuple(x.shape[1:]), x.dtype, x.device, weak_xs) for x in x_flat]
     nc = len(c_flat)

@@ -54,7 +54,7 @@ def require_argnums(transform: str, argnums: Any, name: str = "argnums") -> tupl
 # The public transform the user called (``grad``, ``jacfwd``, ``checkpoint``...): the one
 # errors name. Set by ``user_transform`` wrappers; a call made from inside funcgrad (jacfwd
 # calling jvp) keeps the user's name.
-_USER_TRANSFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar("funcgrad_user_transform", default=None)
+USER_TRANSFORM: contextvars.ContextVar[str | None] = contextvars.ContextVar("funcgrad_user_transform", default=None)
 
 
 def user_transform(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,11 +65,11 @@ def user_transform(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def called(*args: Any, **kwargs: Any) -> Any:
         if sys._getframe(1).f_globals.get("__name__", "").startswith("funcgrad."):
             return fn(*args, **kwargs)
-        token = _USER_TRANSFORM.set(name)
+        token = USER_TRANSFORM.set(name)
         try:
             return fn(*args, **kwargs)
         finally:
-            _USER_TRANSFORM.reset(token)
+            USER_TRANSFORM.reset(token)
 
     return called
 
@@ -92,7 +92,7 @@ class Interpreter:
     def __init__(self) -> None:
         self.parent = current_interpreter.get()
         self.active = True
-        self.transform = _USER_TRANSFORM.get() or self.name
+        self.transform = USER_TRANSFORM.get() or self.name
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """Run ``prim`` below this interpreter, unchanged (what a subclass's ``super()`` call does)."""

@@ -26,7 +26,7 @@ from ..primitives.ad import VJPRule
 from ..primitives.batching import axis_size, to_front
 from ..primitives.core import Primitive, bind, fmt_shape
 from ..primitives.rules import broadcast_shapes
-from .api import _as_array, vjp
+from .api import as_array, vjp
 from .core import require_argnums, require_callable
 from .ir import make_program
 from .vmap import vmap
@@ -108,7 +108,7 @@ custom_jvp_p = Primitive("custom_jvp_call", _abstract, impl=_impl, multiple_resu
 def _prepare(fun: Callable[..., Any], rule: Any, nondiff: tuple[int, ...], args: tuple[Any, ...]) -> tuple[Any, ...]:
     static, dynamic = _split(args, nondiff)
     flat, in_tree = _tree.flatten(tuple(dynamic))
-    flat = [_as_array(x) for x in flat]
+    flat = [as_array(x) for x in flat]
 
     def probe(*d: Any) -> Any:
         return fun(*_merge(static, d, nondiff))

@@ -17,7 +17,8 @@ program runs eagerly, under ``grad``, or inside another trace.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from .. import tree as _tree
@@ -29,7 +30,8 @@ from ..primitives.shape import stop_gradient_p
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 from .grad_mode import no_grad_active
 
-__all__ = ["Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace", "make_program"]
+__all__ = ["ProgramCache", "Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace",
+           "make_program"]
 
 
 class Var:
@@ -65,6 +67,57 @@ class Eqn:
         self.prim, self.inputs, self.outputs, self.params = prim, inputs, outputs, params
 
 
+class ProgramCache:
+    """The one cache of traced and lowered programs: a bounded map from a key to what was
+    built for it (``None``: nothing could be), least recently used out first. A client's
+    own (a compiled function's signatures, the backward plans) lives as long as the client;
+    a program's derived forms (``Program.derived``) live on the program, as long as it."""
+
+    MISSING = object()
+
+    def __init__(self, name: str, max_entries: int) -> None:
+        self.name = name
+        self.max_entries = max_entries
+        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any:
+        """The entry for ``key`` (now the most recently used), or ``MISSING``. A key that
+        cannot be hashed raises ``TypeError``."""
+        entry = self._entries.get(key, self.MISSING)
+        if entry is not self.MISSING:
+            self._entries.move_to_end(key)
+        return entry
+
+    def get_or_make(self, key: Hashable, make: Callable[[], Any], keep: Callable[[Any], bool] | None = None) -> Any:
+        """The entry for ``key``, made if there is none (and kept, unless ``keep`` says no)."""
+        entry = self.get(key)
+        if entry is not self.MISSING:
+            return entry
+        entry = make()
+        return self.put(key, entry) if keep is None or keep(entry) else entry
+
+    def put(self, key: Hashable, entry: Any) -> Any:
+        self._entries[key] = entry
+        if len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        return entry
+
+    def values(self) -> list[Any]:
+        return list(self._entries.values())
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<ProgramCache {self.name!r}: {len(self)} of {self.max_entries}>"
+
+
+MAX_DERIVED = 16  # forms of one kind kept per program (lowerings by donation, batched forms by layout...)
+
+
 class Program:
     """A traced function: ``invars``, hoisted ``constvars`` with their ``consts``, ``eqns``, ``outvars``."""
 
@@ -73,6 +126,17 @@ class Program:
         self.invars, self.constvars, self.consts = invars, constvars, consts
         self.eqns, self.outvars = eqns, outvars
         self.in_tree, self.out_tree = in_tree, out_tree
+        self._derived: dict[str, ProgramCache] = {}
+
+    def derived(self, kind: str, key: Hashable, make: Callable[[], Any],
+                keep: Callable[[Any], bool] | None = None) -> Any:
+        """What ``make()`` builds from this program for ``key`` (its lowering for a donation
+        pattern, its batched form for a batch layout, its split VJP...): built once, kept on
+        the program in a ``ProgramCache`` per kind, and gone with it."""
+        cache = self._derived.get(kind)
+        if cache is None:
+            cache = self._derived[kind] = ProgramCache(kind, MAX_DERIVED)
+        return cache.get_or_make(key, make, keep)
 
     @property
     def in_avals(self) -> list[ShapedArray]:

@@ -421,12 +421,11 @@ def _buffers(program: Program, outputs: set[int], given: set[int]) -> _Buffers:
 
 
 FUSE_MIN = 1 << 15  # elements: smaller arrays stay in the caches anyway
-CHUNK = 1 << 16  # elements per step of a fused loop (measured on GELU: smaller chunks cost more calls)
-# On several threads a loop takes bigger steps: every ufunc call hands the GIL over, and on
-# this project's VM a handover can cost more than the call (GELU on 1e6 float32, two threads:
-# 0.80 ms in steps of 2**16, 0.47 ms in steps of 2**18, 0.69 ms on one thread).
+CHUNK = 1 << 16  # elements per step of a fused loop (smaller chunks cost more calls)
+# On several threads a loop takes bigger steps: every ufunc call hands the GIL over, and a
+# handover can cost more than the call (docs/performance.md, "Compiled", has the measurements).
 PARALLEL_CHUNK = 1 << 18
-PARALLEL_MIN = 1 << 18  # elements per thread, at least (GELU on 2**18 float32 gained nothing from two)
+PARALLEL_MIN = 1 << 18  # elements per thread, at least
 
 
 def _fusable(eqn: Any, step: Any) -> bool:

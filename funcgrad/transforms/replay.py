@@ -31,9 +31,9 @@ from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..primitives.ad import VJPFromRules
 from ..primitives.core import ShapedArray, layout_kind
-from .compiler import ProgramCache, compile_program
+from .compiler import compile_program
 from .graph import substitute, use_backward_plans, walk
-from .ir import Program, make_program
+from .ir import Program, ProgramCache, make_program
 from .lower import wrap_outputs
 
 __all__ = ["replay", "clear", "cache_info", "MAX_PLANS", "ENABLED"]

@@ -122,7 +122,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
     def batched(*args: Any, **kwargs: Any) -> Any:
         axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
         leaves, tree = _tree.flatten((args, kwargs))
-        leaves = [_as_array(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
+        leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
         axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
         n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
         with new_interpreter(BatchInterpreter(n)) as interp:
@@ -160,7 +160,7 @@ def _check_spec(name: str, what: str, spec: Any) -> None:
                             f"got {type(spec).__name__} {spec!r}")
 
 
-def _as_array(name: str, x: Any) -> Any:
+def _batched_operand(name: str, x: Any) -> Any:
     if isinstance(x, ArrayBase):
         return x
     if hasattr(x, "shape") or isinstance(x, (list, tuple)):
@@ -244,6 +244,6 @@ def _unbox(name: str, interp: BatchInterpreter, out: Any, ax: Any, n: int) -> An
     if ax is None:
         return out
     # the same for every member (a Python number too, as in JAX): repeated along the new axis
-    out = ops.asarray(out) if isinstance(out, (bool, int, float, complex)) else _as_array(name, out)
+    out = ops.asarray(out) if isinstance(out, (bool, int, float, complex)) else _batched_operand(name, out)
     ax = _normalize(name, "out_axes", ax, out.ndim + 1)
     return lax.moveaxis(lax.broadcast_to(out, (n, *out.shape)), (0,), (ax,))

@@ -1,0 +1,136 @@
+"""PyTorch's optimizer classes: each wraps one pure rule of ``rules.py`` in the stateful
+``Optimizer`` (param groups, per-parameter state, ``step``, ``state_dict``). The class
+holds the state and re-points each parameter; the rule computes the step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import rules
+from .optimizer import Optimizer
+
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"]
+
+
+class RuleOptimizer(Optimizer):
+    """An ``Optimizer`` whose update is a pure rule (``rules.Rule``)."""
+
+    rule: rules.Rule
+
+    def __init__(self, params: Any, **hyperparameters: Any) -> None:
+        super().__init__(params, self.rule.hyperparameters(**hyperparameters))
+
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """The rule's step; its new running values replace the parameter's ``state``."""
+        base, alpha, direction, new = self.rule.update(p, g, state, group)
+        state.update(new)
+        return base, alpha, direction
+
+
+class SGD(RuleOptimizer):
+    """SGD with momentum, dampening, Nesterov momentum and (L2) weight decay."""
+
+    rule = rules.SGD
+
+    def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                         nesterov=nesterov, maximize=maximize)
+
+
+class Adam(RuleOptimizer):
+    """Adam (L2 weight decay added to the gradient; see AdamW for decoupled decay)."""
+
+    rule = rules.ADAM
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize)
+
+
+class AdamW(RuleOptimizer):
+    """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam step)."""
+
+    rule = rules.ADAMW
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                         maximize=maximize)
+
+
+class RMSprop(RuleOptimizer):
+    """RMSprop (PyTorch's): steps scaled by a running mean of squared gradients."""
+
+    rule = rules.RMSPROP
+
+    def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                         centered=centered, maximize=maximize)
+
+
+class Adagrad(RuleOptimizer):
+    """Adagrad: steps scaled by the root of the running sum of squared gradients."""
+
+    rule = rules.ADAGRAD
+
+    def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps, maximize=maximize,
+                         initial_accumulator_value=initial_accumulator_value)
+
+
+class Adamax(RuleOptimizer):
+    """Adamax: Adam with the infinity norm of past gradients in place of the second moment."""
+
+    rule = rules.ADAMAX
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize)
+
+
+class NAdam(RuleOptimizer):
+    """Adam with Nesterov momentum and a momentum schedule (Dozat's NAdam, as PyTorch's)."""
+
+    rule = rules.NADAM
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                         momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay)
+
+
+class RAdam(RuleOptimizer):
+    """Rectified Adam: plain momentum steps until the second moment's variance is tractable."""
+
+    rule = rules.RADAM
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, decoupled_weight_decay: bool = False, maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                         decoupled_weight_decay=decoupled_weight_decay)
+
+
+class Adadelta(RuleOptimizer):
+    """Adadelta: steps scaled by the ratio of running root-mean-squares of updates and gradients."""
+
+    rule = rules.ADADELTA
+
+    def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0.0,
+                 maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+
+
+class Rprop(RuleOptimizer):
+    """Rprop: each weight's step size grows while its gradient keeps its sign and shrinks when it flips."""
+
+    rule = rules.RPROP
+
+    def __init__(self, params: Any, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
+                 step_sizes: tuple[float, float] = (1e-6, 50.0), maximize: bool = False) -> None:
+        super().__init__(params, lr=lr, etas=etas, step_sizes=step_sizes, maximize=maximize)
