@@ -31,12 +31,12 @@ from .ops import *  # noqa: F403
 if _TYPE_CHECKING:  # the same names, in the form type checkers follow (``ops.__all__`` is assembled)
     from .ops.creation import *  # noqa: F403
     from .ops.elementwise import *  # noqa: F403
-    from .ops.indexing import *  # noqa: F403
+    from .ops.index import *  # noqa: F403
     from .ops.linalg import *  # noqa: F403
     from .ops.numpy_compat import *  # noqa: F403
-    from .ops.reductions import *  # noqa: F403
+    from .ops.reduce import *  # noqa: F403
     from .ops.sets import *  # noqa: F403
-    from .ops.shaping import *  # noqa: F403
+    from .ops.shape import *  # noqa: F403
 from .ops import decompositions as _decompositions
 from .ops import linalg as _linalg_ops
 from .primitives import Primitive, ShapedArray, bind, registry
@@ -102,8 +102,8 @@ linalg = _NS(
 from .ops import fft  # noqa: E402
 
 from .transforms import debug  # noqa: E402
-from .transforms import function as _function  # noqa: E402
-from .transforms import tape as _tape  # noqa: E402
+from .transforms.autodiff import function as _function  # noqa: E402
+from .transforms.autodiff import tape as _tape  # noqa: E402
 
 autograd = _NS(grad=_tape.grad, backward=_tape.backward, Function=_function.Function,
                FunctionCtx=_function.FunctionCtx, enable_grad=enable_grad, no_grad=no_grad,

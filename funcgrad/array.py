@@ -44,9 +44,9 @@ from .errors import (
     UnknownAttributeError,
 )
 from .primitives import core as _core
+from .primitives.checks import as_int, normalize_axis
 from .primitives.core import Layout, Primitive, ShapedArray, explain_failure, fmt_shape
 from .primitives.elementwise import copy_p
-from .primitives.rules import as_int, normalize_axis
 from .primitives.shape import reshape_p, stop_gradient_p, strict_view
 
 _UNSET: Any = object()  # an argument the caller did not pass
@@ -58,7 +58,7 @@ _generic = np.generic
 
 
 # Arrays' methods are the fg.* functions (``funcgrad.ops``) and the tape's
-# (``funcgrad.transforms.tape``), two floors up: those import this module, so each hands
+# (``funcgrad.transforms.autodiff.tape``), two floors up: those import this module, so each hands
 # itself over when it loads (``provide``). This is the one place a floor reaches up.
 _ops: Any = None
 _tape: Any = None
@@ -1004,7 +1004,7 @@ class Array(ArrayBase):
             grad = f", grad_fn={meta.grad_fn!r}" if meta.grad_fn is not None else ", requires_grad=True"
         return f"Array({body}, dtype={self._dtype}, device={self._device}{grad})"
 
-    # -- the PyTorch-style tape (funcgrad/transforms/tape.py) ---------------------
+    # -- the PyTorch-style tape (funcgrad/transforms/autodiff/tape.py) ---------------------
     @property
     def requires_grad(self) -> bool:
         return self._autograd is not None and self._autograd.requires_grad

@@ -37,7 +37,7 @@ from .onnx import to_onnx
 from .ops import asarray
 from .primitives import registry_lookup
 from .primitives.core import ShapedArray
-from .transforms.compiler import optimize
+from .transforms.compiler.pipeline import optimize
 from .transforms.ir import Eqn, Literal, Program, Var, make_program
 
 __all__ = ["export", "load_exported", "Exported", "ExportError", "FORMAT", "VERSION"]

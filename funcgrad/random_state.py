@@ -3,7 +3,7 @@
 Two pieces: NumPy's generator, which ``nn.init`` draws from eagerly, and the key of
 ``fg.random``'s default generator (``fg.rand``, ``Dropout``). The key lives here, below
 the arrays and the transforms, so that ``fg.compile`` can pass it into a program and take
-the new key out (``transforms/compiled.py``): a compiled function that draws from the
+the new key out (``transforms/compiler/jit.py``): a compiled function that draws from the
 default generator draws fresh numbers on every call. (Functional code passes keys.)
 """
 

@@ -619,7 +619,7 @@ def _program_of(fn: Any, *xs: np.ndarray) -> Any:
 def _compiled_call(draw: Any) -> Case:
     """A compiled program of two inputs (one broadcast against the other)."""
     import funcgrad as fg
-    from funcgrad.transforms.compiler import optimize
+    from funcgrad.transforms.compiler.pipeline import optimize
 
     x = _float_array(draw, draw(NONEMPTY))
     y = arrays(draw, x.dtype, x.shape[-1:])
@@ -644,7 +644,7 @@ def _debug_callback(draw: Any) -> Case:
 
 def _checkpoint(draw: Any) -> Case:
     import funcgrad as fg
-    from funcgrad.transforms.checkpoint import _saved_eqns, checkpoint_policies
+    from funcgrad.transforms.autodiff.checkpoint import _saved_eqns, checkpoint_policies
 
     x = _float_array(draw, draw(NONEMPTY))
     policy = draw(st.sampled_from([checkpoint_policies.nothing_saveable, checkpoint_policies.everything_saveable]))
@@ -662,7 +662,7 @@ def _checkpoint(draw: Any) -> Case:
 def _custom_call(kind: str) -> Any:
     def case(draw: Any) -> Case:
         import funcgrad as fg
-        from funcgrad.transforms.custom import _prepare, custom_jvp, custom_vjp
+        from funcgrad.transforms.autodiff.custom import _prepare, custom_jvp, custom_vjp
 
         x = _float_array(draw, draw(NONEMPTY))
         if kind == "vjp":
@@ -782,7 +782,7 @@ def _scan_case(draw: Any) -> Case:
 
 def _function_call(draw: Any) -> Case:
     import funcgrad as fg
-    from funcgrad.transforms.function import _FunctionCall
+    from funcgrad.transforms.autodiff.function import _FunctionCall
 
     class Sin(fg.autograd.Function):
         @staticmethod

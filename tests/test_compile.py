@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 from funcgrad.testing import check_grads
-from funcgrad.transforms import passes
+from funcgrad.transforms.compiler import passes
 from funcgrad.transforms.ir import make_program
 
 RNG = np.random.default_rng(0)

@@ -247,7 +247,7 @@ def test_transfers_keep_every_shape_and_scalars_follow_the_device() -> None:
 
 
 def test_a_compiled_function_runs_on_the_gpu_path() -> None:
-    """Lowered programs on a GPU device: kernels resolved by its backend, runs of
+    """LoweredFunction programs on a GPU device: kernels resolved by its backend, runs of
     elementwise equations fused into one kernel whose C is in the lowered text, the results
     and gradients of eager evaluation."""
     x = fg.asarray(np.linspace(-1, 1, 50_000)).to(STANDIN)

@@ -15,7 +15,7 @@ import funcgrad as fg
 from funcgrad.primitives import core, lax
 from funcgrad.primitives.ad import defelementwise
 from funcgrad.primitives.batching import defbroadcasting
-from funcgrad.primitives.rules import elementwise
+from funcgrad.primitives.checks import elementwise
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "funcgrad"
 

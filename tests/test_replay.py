@@ -1,4 +1,4 @@
-"""Backward plans (transforms/replay.py) and lowered programs (transforms/lower.py).
+"""Backward plans (transforms/compiler/plans.py) and lowered programs (transforms/compiler/lower.py).
 
 A plan must compute exactly what the rules compute: every test here compares the
 two paths bit for bit, and checks the cases a plan must step aside for."""
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 import funcgrad as fg
 from funcgrad.primitives import registry
 from funcgrad.primitives.core import bind
-from funcgrad.transforms import replay
-from funcgrad.transforms.lower import _raw_view, lower, wrap_outputs
+from funcgrad.transforms.compiler import plans as replay
+from funcgrad.transforms.compiler.lower import _raw_view, lower, wrap_outputs
 
 from .primitive_cases import CASES
 
@@ -302,7 +302,7 @@ def test_memory_counts_survive_arrays_freed_while_a_plan_runs() -> None:
 
 
 def test_a_plans_peak_is_the_most_its_kernel_results_hold_at_once() -> None:
-    """Lowered programs raise the peak once, by a size worked out from the program: it
+    """LoweredFunction programs raise the peak once, by a size worked out from the program: it
     must equal the most bytes the kernels' results really hold at once while it runs."""
     g, (params, x, y), namespace, source = mlp_plan(4)
     views = {p.name for p in registry() if p.view is not None}
@@ -362,7 +362,7 @@ def test_lowered_program_equals_the_program() -> None:
 
 
 def test_dead_code_elimination_keeps_what_outputs_need() -> None:
-    from funcgrad.transforms.passes import eliminate_dead_code
+    from funcgrad.transforms.compiler.passes import eliminate_dead_code
 
     def f(a):
         unused = fg.exp(a) * 3.0  # noqa: F841 - dead
@@ -380,7 +380,7 @@ VIEWS = [p for p in registry() if p.view is not None]
 @pytest.mark.parametrize("prim", VIEWS, ids=lambda p: p.name)
 @given(data=st.data())
 def test_raw_views_equal_the_eager_views(prim, data) -> None:
-    """Lowered programs make views of raw arrays: with the primitive's ``native`` call, and
+    """LoweredFunction programs make views of raw arrays: with the primitive's ``native`` call, and
     with the layout rule over flat memory (``_raw_view``, for a view without one). Both
     must equal the eager view, for any input layout."""
     case = CASES[prim.name](data.draw)
@@ -418,7 +418,7 @@ def test_program_cache_drops_the_least_recently_used() -> None:
 def test_plans_are_compiled_by_the_pipeline() -> None:
     """A plan's program went through the compiler's passes: no equation computes a value
     nothing reads (here y's cotangent, which autograd.grad does not ask for)."""
-    from funcgrad.transforms import compiler
+    from funcgrad.transforms.compiler import pipeline as compiler
 
     seen = []
     original = compiler.lower

@@ -345,7 +345,7 @@ def test_zero_derivative_results_have_history_and_zero_gradients(name, f, plans,
     """As PyTorch: a float result of an input that requires grad has a grad_fn, even where
     the derivative is zero almost everywhere; backward gives zeros (not None, not an error),
     by the replayed plan and by the rules alike."""
-    from funcgrad.transforms import replay
+    from funcgrad.transforms.compiler import plans as replay
 
     monkeypatch.setattr(replay, "ENABLED", plans)
     x = fg.array([1.5, -2.3, 0.7], dtype=fg.float64, requires_grad=True)

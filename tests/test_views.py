@@ -167,10 +167,10 @@ def _basic_index(draw, shape: tuple[int, ...]) -> tuple:
 @settings(max_examples=300)
 @given(data=st.data(), shape=hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4))
 def test_basic_indexing_fast_path_equals_the_view_primitives(data: st.DataObject, shape: tuple[int, ...]) -> None:
-    """Plain arrays are indexed by the backend's own basic indexing (ops/indexing.py,
+    """Plain arrays are indexed by the backend's own basic indexing (ops/index.py,
     ``_basic_view``); the result must be the array the slice/squeeze/expand_dims
     primitives make: values, shape, strides, offset and buffer."""
-    from funcgrad.ops import indexing
+    from funcgrad.ops import index as indexing
 
     base = fg.asarray(np.arange(max(1, int(np.prod(shape))), dtype=np.float32)[:int(np.prod(shape))].reshape(shape))
     x = base.mT if base.ndim >= 2 and data.draw(st.booleans()) else base  # a strided input too

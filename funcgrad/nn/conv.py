@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import ops
 from ..errors import ArgumentValueError, DTypeError, ShapeError
+from ..primitives.checks import as_int
 from ..primitives.core import bind, fmt_shape
-from ..primitives.rules import as_int
 from ..primitives.shape import windows_p
 from ..transforms import no_grad
 from . import init

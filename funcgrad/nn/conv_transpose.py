@@ -10,8 +10,8 @@ from typing import Any
 
 from .. import ops
 from ..errors import ShapeError
+from ..primitives.checks import as_int
 from ..primitives.core import bind, fmt_shape
-from ..primitives.rules import as_int
 from ..primitives.shape import windows_add_p
 from . import init
 from ._checks import same_dtype

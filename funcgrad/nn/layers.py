@@ -11,8 +11,8 @@ from .. import dtypes as _dt
 from .. import ops
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, ShapeError
+from ..primitives.checks import as_int
 from ..primitives.core import fmt_shape
-from ..primitives.rules import as_int
 from . import functional as F
 from . import init
 from .module import Module

@@ -23,7 +23,7 @@ from ..dtypes import DType, as_dtype
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import asarray, zeros_like
 from ..random import key_data
-from ..transforms.compiled import compile as _compile
+from ..transforms.compiler.jit import compile as _compile
 from .parameter import Parameter
 
 __all__ = ["Module", "functional_call", "CompiledModule", "buffers_collected"]

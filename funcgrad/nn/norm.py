@@ -12,7 +12,7 @@ from ..backends import process_group
 from ..errors import ArgumentValueError, ConcretizationError, ShapeError
 from ..primitives.collective import all_reduce_p
 from ..primitives.core import bind, fmt_shape
-from ..transforms.api import stop_gradient
+from ..transforms.autodiff.api import stop_gradient
 from ._checks import same_dtype
 from .module import Module, buffers_collected
 from .parameter import Parameter

@@ -29,8 +29,8 @@ from ..array import Array, wrap_kernel_output
 from ..backends import device, devices, process_group
 from ..errors import DeviceMismatchError, DistributedError
 from ..transforms import is_grad_enabled
-from ..transforms.graph import toposort
-from ..transforms.tape import AccumulateGrad
+from ..transforms.autodiff.graph import toposort
+from ..transforms.autodiff.tape import AccumulateGrad
 from .module import Module, functional_call
 
 __all__ = ["DistributedDataParallel", "DDP", "DataParallel"]

@@ -14,7 +14,7 @@ from ..errors import ConcretizationError, DTypeError
 from ..ops import asarray, broadcast_to, zeros
 from ..primitives.core import current_interpreter
 from ..transforms import is_grad_enabled
-from ..transforms.tape import AutogradMeta
+from ..transforms.autodiff.tape import AutogradMeta
 
 __all__ = ["Parameter"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from .. import ops
 from ..errors import ShapeError
+from ..primitives.checks import as_int
 from ..primitives.core import fmt_shape
-from ..primitives.rules import as_int
 from . import functional as F
 from . import init
 from .module import Module

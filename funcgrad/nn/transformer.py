@@ -12,7 +12,7 @@ from typing import Any
 from .. import dtypes as _dt
 from .. import ops
 from ..errors import ArgumentTypeError, ArgumentValueError
-from ..primitives.rules import as_int
+from ..primitives.checks import as_int
 from . import functional as F
 from .attention import MultiheadAttention
 from .layers import Dropout, LayerNorm, Linear, ModuleList

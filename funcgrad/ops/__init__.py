@@ -9,13 +9,13 @@ from ..array import provide
 from ..errors import named_errors
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
-from .indexing import *  # noqa: F403
+from .index import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .numpy_compat import *  # noqa: F403
-from .reductions import *  # noqa: F403
+from .reduce import *  # noqa: F403
 from .sets import *  # noqa: F403
-from .shaping import *  # noqa: F403
-from . import creation, elementwise, indexing, linalg, numpy_compat, reductions, sets, shaping  # noqa: E402
+from .shape import *  # noqa: F403
+from . import creation, elementwise, index, linalg, numpy_compat, reduce, sets, shape  # noqa: E402
 
 # What ``from funcgrad.ops import *`` (and so ``fg``) takes: the functions, not this
 # package's imports or its submodules' names.
@@ -23,10 +23,10 @@ from . import creation, elementwise, indexing, linalg, numpy_compat, reductions,
 __all__: list[str] = []
 __all__ += creation.__all__
 __all__ += elementwise.__all__
-__all__ += indexing.__all__
+__all__ += index.__all__
 __all__ += linalg.__all__
-__all__ += reductions.__all__
-__all__ += shaping.__all__
+__all__ += reduce.__all__
+__all__ += shape.__all__
 __all__ += numpy_compat.__all__
 __all__ += sets.__all__
 

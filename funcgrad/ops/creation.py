@@ -20,8 +20,8 @@ from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends.device import CPU, Device
 from ..backends.device import device as _as_device
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ..primitives.checks import as_int, as_shape
 from ..primitives.core import bind
-from ..primitives.rules import as_int, as_shape
 from ..primitives.shape import broadcast_to_p, concatenate_p, expand_dims_p
 
 __all__ = ["array", "asarray", "from_numpy", "from_dlpack", "zeros", "ones", "full", "empty", "arange",

@@ -10,16 +10,16 @@ from typing import Any, NamedTuple
 
 from .. import dtypes as _dt
 from ..errors import DTypeError, ShapeError
+from ..primitives.checks import as_int
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import det_p, eigh_p, pinv_p, qr_p, slogdet_p, svd_p
-from ..primitives.rules import as_int
 from .creation import eye
 from .elementwise import as_operand, cast_to, where
 from .linalg import inv, matmul
 from .numpy_compat import cross as _cross
-from .reductions import max, sum
-from .shaping import broadcast_to, expand_dims
-from .shaping import diagonal as _diagonal
+from .reduce import max, sum
+from .shape import broadcast_to, expand_dims
+from .shape import diagonal as _diagonal
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank", "matrix_power",
            "multi_dot", "trace", "diagonal", "cross", "EighResult", "SVDResult", "QRResult", "SlogdetResult"]

@@ -16,6 +16,7 @@ from .. import dtypes as _dt
 from ..array import Array, ArrayBase
 from ..errors import DTypeError
 from ..primitives import lax
+from ..primitives.checks import as_int, require_kind
 from ..primitives.core import bind
 from ..primitives.elementwise import (
     BINARY,
@@ -30,7 +31,6 @@ from ..primitives.elementwise import (
     real_p,
     select_p,
 )
-from ..primitives.rules import as_int, require_kind
 from .creation import asarray, full
 
 __all__ = [

@@ -16,13 +16,13 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import ArgumentTypeError, DTypeError, ShapeError
+from ..primitives.checks import normalize_axis
 from ..primitives.core import bind
 from ..primitives.elementwise import conj_p
 from ..primitives.fft import NORMS, fft_p
-from ..primitives.rules import normalize_axis
 from .creation import asarray
 from .elementwise import as_operand, cast_to
-from .shaping import roll
+from .shape import roll
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
            "rfftfreq", "fftshift", "ifftshift"]

@@ -8,15 +8,15 @@ from typing import Any
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
 from ..errors import LinAlgError, ShapeError
+from ..primitives.checks import normalize_axes
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import svd_p
 from ..primitives.elementwise import conj_p
 from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
-from ..primitives.rules import normalize_axes
 from .creation import eye
 from .elementwise import abs, as_operand, cast_to, multiply, power, promote, sqrt, square
-from .reductions import count_nonzero, max, min, sum
-from .shaping import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape
+from .reduce import count_nonzero, max, min, sum
+from .shape import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape
 
 __all__ = ["matmul", "dot", "vdot", "vecdot", "inner", "outer", "einsum", "tensordot", "norm", "vector_norm",
            "matrix_norm", "solve", "inv", "cholesky", "matrix_transpose"]

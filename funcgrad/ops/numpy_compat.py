@@ -10,9 +10,9 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..errors import ArgumentValueError, ShapeError
+from ..primitives.checks import as_int, normalize_axis
 from ..primitives.core import bind
 from ..primitives.elementwise import conj_p, imag_p, real_p
-from ..primitives.rules import as_int, normalize_axis
 from .creation import arange, asarray, zeros, zeros_like
 from .elementwise import (
     abs,
@@ -32,7 +32,7 @@ from .elementwise import (
     where,
 )
 from .linalg import outer
-from .shaping import atleast_1d, concatenate, diagonal, flip, moveaxis, reshape, sort, split, stack, swapaxes, vstack
+from .shape import atleast_1d, concatenate, diagonal, flip, moveaxis, reshape, sort, split, stack, swapaxes, vstack
 
 __all__ = ["diag", "append", "mod", "fmod", "diff", "gradient", "kron", "cross", "select", "rot90", "rollaxis",
            "flipud", "fliplr", "hsplit", "vsplit", "dsplit", "row_stack", "column_stack", "dstack", "atleast_3d",

@@ -15,13 +15,13 @@ import numpy as np
 
 from ..array import Array, concrete_value
 from ..errors import ConcretizationError
+from ..primitives.checks import normalize_axis
 from ..primitives.core import bind
 from ..primitives.index import searchsorted_p
-from ..primitives.rules import normalize_axis
 from .creation import create
 from .elementwise import as_operand, promote
-from .indexing import take
-from .shaping import reshape
+from .index import take
+from .shape import reshape
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values", "unique", "searchsorted"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ArgumentTypeError, ArgumentValueError
-from ..primitives.rules import as_int
+from ..primitives.checks import as_int
 from .optimizer import Optimizer as _Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "MultiStepLR", "ConstantLR",

@@ -17,8 +17,8 @@ from ..errors import ArgumentValueError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import defvectorized
+from .checks import require_kind
 from .core import ANY, Primitive, ShapedArray, bind
-from .rules import require_kind
 
 __all__ = ["all_reduce_p"]
 

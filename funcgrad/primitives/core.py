@@ -117,7 +117,7 @@ class Primitive:
         gpu_kernel: an optional different spec for CuPy.
         view: for view primitives, ``(layout, **params) -> Layout``; no kernel runs.
         native: optionally, for a view primitive, a kernel-style spec making the
-            same view of a raw backend array. Lowered programs call it, and so do
+            same view of a raw backend array. LoweredFunction programs call it, and so do
             eager views of plain arrays (``view`` is the rule it must agree with:
             transforms, and views the backend declines to make, use the rule).
         impl: for call-like primitives, an eager implementation in terms of other binds.

@@ -20,10 +20,10 @@ from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import to_front
+from .checks import require_kind
 from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
 from .domains import MATRIX, Domain
 from .linalg import solve_p
-from .rules import require_kind
 
 __all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "det_p", "cofactor_p", "pinv_p"]
 

@@ -19,9 +19,9 @@ from ..errors import ArgumentTypeError, DTypeError
 from . import lax
 from .ad import defelementwise, defjvp, deflinear, defvjp
 from .batching import defbroadcasting
+from .checks import elementwise, require_kind
 from .core import Primitive, ShapedArray, annotate
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
-from .rules import elementwise, require_kind
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p",
            "integer_pow_p", "real_p", "imag_p", "conj_p"]

@@ -22,8 +22,8 @@ from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import defvectorized, shift_axes
+from .checks import require_kind
 from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
-from .rules import require_kind
 
 __all__ = ["fft_p", "FFT_TYPES", "NORMS"]
 

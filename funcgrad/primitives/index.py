@@ -19,9 +19,9 @@ from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import axis_size, batch_by_loop, to_front, with_batch
+from .checks import broadcast_shapes, common_device, require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import Domain
-from .rules import broadcast_shapes, common_device, require_kind
 
 __all__ = ["gather_p", "scatter_p", "searchsorted_p", "build_index", "indexed_shape", "SCATTER_MODES"]
 

@@ -12,10 +12,10 @@ from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import defbatched_matrices, logical_ndim, to_front, with_batch
+from .checks import broadcast_shapes, common_device, require_kind
 from .core import Primitive, ShapedArray, annotate, bind, fmt_shape, layout_kind
 from .domains import MATRIX, Domain
 from .elementwise import BINARY
-from .rules import broadcast_shapes, common_device, require_kind
 
 __all__ = ["matmul_p", "linear_p", "einsum_p", "solve_p", "cholesky_p", "triangular_solve_p"]
 

@@ -16,8 +16,8 @@ import numpy as np
 from ..dtypes import uint32
 from ..errors import DTypeError
 from .batching import logical_ndim, with_batch
+from .checks import broadcast_shapes, common_device
 from .core import Primitive, ShapedArray, bind
-from .rules import broadcast_shapes, common_device
 
 __all__ = ["threefry2x32_p"]
 

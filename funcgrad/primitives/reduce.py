@@ -16,9 +16,9 @@ from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, deflinear, defvjp
 from .batching import axis_size, defvectorized, to_front
+from .checks import normalize_axis, require_kind
 from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
 from .domains import DISTINCT, Domain
-from .rules import normalize_axis, require_kind
 from .shape import expand_dims_p
 
 __all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_cross_entropy_p",

@@ -20,10 +20,10 @@ from ..errors import ShapeError, ViewError
 from . import lax
 from .ad import defjvp, deflinear, defvjp
 from .batching import axis_size, defbroadcasting, defunbatched, defvectorized, shift_axes, to_front, with_batch
+from .checks import common_device, normalize_axis
 from .core import Layout, Primitive, ShapedArray, bind, contiguous_strides, fmt_shape
 from .domains import DISTINCT
 from .index import scatter_p
-from .rules import common_device, normalize_axis
 
 __all__ = ["reshape_p", "transpose_p", "broadcast_to_p", "slice_p", "squeeze_p", "expand_dims_p",
            "flip_p", "diagonal_p", "stop_gradient_p",

@@ -19,7 +19,7 @@ from .. import ops, random_state
 from ..array import Array, ArrayBase
 from ..dtypes import as_dtype, float32, int64
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
-from ..primitives.rules import as_int
+from ..primitives.checks import as_int
 from . import keys as _keys
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randn", "randint", "randperm", "normal",

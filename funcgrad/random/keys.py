@@ -29,9 +29,9 @@ from ..array import ArrayBase
 from ..dtypes import DType, as_dtype, float32, float64, int64, uint32, uint64
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..primitives import lax
+from ..primitives.checks import as_int, as_shape, normalize_axis
 from ..primitives.core import bind
 from ..primitives.random import threefry2x32_p
-from ..primitives.rules import as_int, as_shape, normalize_axis
 
 __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform", "normal",
            "truncated_normal", "randint", "bernoulli", "categorical", "gumbel", "permutation", "choice"]

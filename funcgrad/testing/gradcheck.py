@@ -22,7 +22,7 @@ from .. import ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..dtypes import complex128, float64
-from ..transforms.api import jvp, vjp
+from ..transforms.autodiff.api import jvp, vjp
 
 __all__ = ["check_grads", "numerical_jvp"]
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from . import replay as _backward_plans  # noqa: F401  (plugs backward plans into reverse mode)
-from .api import grad, hessian, jacfwd, jacrev, jvp, stop_gradient, value_and_grad, vjp
-from .checkpoint import checkpoint, checkpoint_policies, saved_residuals
-from .compiled import compile, jit
+from .autodiff.api import grad, hessian, jacfwd, jacrev, jvp, stop_gradient, value_and_grad, vjp
+from .autodiff.checkpoint import checkpoint, checkpoint_policies, saved_residuals
+from .autodiff.custom import custom_jvp, custom_vjp
+from .autodiff.inference import inference_mode
+from .compiler import plans as _backward_plans  # noqa: F401  (plugs backward plans into reverse mode)
+from .compiler.jit import compile, jit
 from .control_flow import cond, fori_loop, scan, switch, while_loop
 from .core import Interpreter, Tracer
-from .custom import custom_jvp, custom_vjp
 from .grad_mode import enable_grad, is_grad_enabled, no_grad
-from .inference import inference_mode
 from .ir import Program, trace
 from .vmap import vmap
 

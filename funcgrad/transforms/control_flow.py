@@ -29,14 +29,14 @@ from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
 from ..primitives.ad import VJPRule
 from ..primitives.batching import axis_size, to_front
+from ..primitives.checks import as_int
 from ..primitives.core import Primitive, ShapedArray, aval_of, bind, current_interpreter
-from ..primitives.rules import as_int
-from .api import as_array, jvp, vjp
-from .compiled_call import compiled_call_p
+from .autodiff.api import as_array, jvp, vjp
+from .compiler.call import compiled_call_p
+from .compiler.lower import lower
 from .core import Tracer, user_transform
 from .grad_mode import is_grad_enabled
 from .ir import Program, make_program
-from .lower import lower
 from .vmap import vmap
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "cond_p", "while_p", "scan_p"]

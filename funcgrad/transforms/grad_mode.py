@@ -1,5 +1,5 @@
 """Grad modes, all in one place: ``no_grad``, ``enable_grad`` and the two switches every
-recorder reads (``fg.inference_mode`` is ``no_grad`` plus marking its results: ``inference.py``).
+recorder reads (``fg.inference_mode`` is ``no_grad`` plus marking its results: ``autodiff/inference.py``).
 
 * ``NO_GRAD_SCOPE``: where the innermost ``no_grad`` block started. ``no_grad`` records the
   interpreter that was current then: derivative interpreters active then see what is

@@ -19,8 +19,8 @@ from .. import tree as _tree
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
+from ..primitives.checks import as_int
 from ..primitives.core import ShapedArray, current_interpreter
-from ..primitives.rules import as_int
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]

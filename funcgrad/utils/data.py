@@ -23,7 +23,7 @@ from .. import ops
 from ..array import ArrayBase
 from ..backends import process_group
 from ..errors import ArgumentTypeError, ArgumentValueError
-from ..primitives.rules import as_int
+from ..primitives.checks import as_int
 from ..random.generator import Generator, manual_seed, multinomial, randperm
 from ..random.generator import randint as _randint
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import ops
-from ...transforms.api import no_grad
+from ...transforms.autodiff.api import no_grad
 from . import rnn
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "rnn"]

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import tree as _tree
-from ..array import ArrayBase
-from ..ops import zeros
-from ..primitives.ad import VJPRule
-from ..primitives.batching import batch_by_loop
-from ..primitives.core import Primitive, ShapedArray, bind
+from ... import tree as _tree
+from ...array import ArrayBase
+from ...ops import zeros
+from ...primitives.ad import VJPRule
+from ...primitives.batching import batch_by_loop
+from ...primitives.core import Primitive, ShapedArray, bind
+from ..grad_mode import TAPE_OFF
+from ..ir import make_program
 from .api import stop_gradient
 from .custom import check_cotangent
-from .grad_mode import TAPE_OFF
-from .ir import make_program
 
 __all__ = ["Function", "FunctionCtx"]
 

@@ -6,7 +6,7 @@ pytree structure of the arguments, each array's shape, dtype and device, and the
 values (static arguments, hashed by value, and Python scalars: a number is part of the
 program, as a literal). A new signature traces ``f`` into a ``Program``, runs the passes
 (``compiler.optimize``) and keeps it in the function's cache. Each call then binds one
-call-like primitive, ``compiled_call`` (``compiled_call.py``), holding that program, so a
+call-like primitive, ``compiled_call`` (``call.py``), holding that program, so a
 compiled function composes as a primitive does:
 
 * with no transform around it, its ``impl`` runs the lowered program (one generated Python
@@ -29,22 +29,22 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import random_state
-from .. import tree as _tree
-from ..array import Array, ArrayBase
-from ..config import config
-from ..dtypes import PYTHON_DTYPES
-from ..errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
-from ..ops import asarray
-from ..primitives.core import ShapedArray, current_interpreter
-from ..primitives.core import bind as _bind
-from .api import as_array
-from .autocast import autocast_like, autocast_state
-from .compiled_call import compiled_call_p
-from .compiler import optimize
-from .core import USER_TRANSFORM, Tracer
-from .ir import Program, ProgramCache, lift_consts, make_program
+from ... import random_state
+from ... import tree as _tree
+from ...array import Array, ArrayBase
+from ...config import config
+from ...dtypes import PYTHON_DTYPES
+from ...errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
+from ...ops import asarray
+from ...primitives.core import ShapedArray, current_interpreter
+from ...primitives.core import bind as _bind
+from ..autocast import autocast_like, autocast_state
+from ..autodiff.api import as_array
+from ..core import USER_TRANSFORM, Tracer
+from ..ir import Program, ProgramCache, lift_consts, make_program
+from .call import compiled_call_p
 from .lower import lower
+from .pipeline import optimize
 
 __all__ = ["compile", "jit", "Compiled"]
 
@@ -266,9 +266,9 @@ class Compiled:
             dynamic: Any = args
         else:
             entry, dynamic, _ = self._entry(args, kwargs)
-        return _tree.unflatten(entry.out_tree, self._run(entry, dynamic))
+        return _tree.unflatten(entry.out_tree, self._call_entry(entry, dynamic))
 
-    def _run(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
+    def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
         if entry.keyed:  # the default generator's key in, its new value out
             params = {"donated": donated} if donated else {}
             outs = list(_bind(compiled_call_p, *entry.lifted, random_state.default_key(), *dynamic,
@@ -302,15 +302,15 @@ class Compiled:
             if sum(y is x for y in dynamic) > 1:
                 raise ArgumentValueError(f"compile({self.__name__}): donated input {i} is passed more than once; "
                                          "a donated array can be used only by that argument")
-        outs = self._run(entry, dynamic, tuple(offset + i for i in given))
+        outs = self._call_entry(entry, dynamic, tuple(offset + i for i in given))
         for i in given:
             _invalidate(dynamic[i])
         return _tree.unflatten(entry.out_tree, outs)
 
-    def lower(self, *args: Any, **kwargs: Any) -> Lowering:
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The program this call runs, after the passes (``.traced``: before them)."""
         entry = self._entry(args, kwargs)[0]
-        return Lowering(entry.traced, entry.program)
+        return Lowered(entry.traced, entry.program)
 
     def cache_size(self) -> int:
         return len(self._cache)
@@ -344,7 +344,7 @@ def _invalidate(x: Array) -> None:
     x._data = _DONATED
 
 
-class Lowering:
+class Lowered:
     """``compiled.lower(*args)``: the traced program, the optimised one (what runs), and
     the generated source of the optimised one."""
 

@@ -45,14 +45,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..array import run_eager, wrap_kernel_output
-from ..config import config
-from ..errors import WriteGuardError
-from ..primitives.core import FRESH, OPERAND, Layout
-from .ir import Program, Var
-from .observe import observer
+from ...array import run_eager, wrap_kernel_output
+from ...config import config
+from ...errors import WriteGuardError
+from ...primitives.core import FRESH, OPERAND, Layout
+from ..ir import Program, Var
+from ..observe import observer
 
-__all__ = ["lower", "Lowered"]
+__all__ = ["lower", "LoweredFunction"]
 
 
 class _Call(NamedTuple):
@@ -78,7 +78,7 @@ def _render(lines: list[Any], observed: bool = False, full_labels: bool = False)
     return "\n".join(line.render(observed, full_labels) if isinstance(line, _Call) else line for line in lines)
 
 
-class Lowered:
+class LoweredFunction:
     """A lowered program. ``run(raw_inputs, stats)`` returns the raw outputs; ``source`` is its
     text; ``name`` says what it is in errors (``fg.compile``'s function, a scan's body...)."""
 
@@ -241,7 +241,7 @@ class _Writer:
 
 
 def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int | None = None,
-          name: str = "a lowered program") -> Lowered:
+          name: str = "a lowered program") -> LoweredFunction:
     """``program`` as one Python function over raw arrays (see the module docstring).
     ``donated``: the positions of inputs whose memory the function may write into once
     nothing reads them (the caller hands over arrays it owns alone). ``threads``: how many
@@ -325,10 +325,10 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     lines = w.functions + w.lines
     namespace = dict(w.glob, PEAK=w.peak)
     exec(compile(_render(lines), "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
-    return Lowered(namespace["lowered"], lines, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
+    return LoweredFunction(namespace["lowered"], lines, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
 
 
-def wrap_outputs(lowered: Lowered, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:
+def wrap_outputs(lowered: LoweredFunction, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:
     """The lowered program's outputs as arrays (inputs and constants come back as themselves)."""
     result = []
     for (kind, what), r in zip(lowered.out_kinds, raw):

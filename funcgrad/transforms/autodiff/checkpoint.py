@@ -19,18 +19,18 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .. import tree as _tree
-from ..array import ArrayBase
-from ..errors import ArgumentTypeError, ArgumentValueError
-from ..ops import zeros_like
-from ..primitives.ad import VJPRule
-from ..primitives.core import Primitive, bind, current_interpreter
+from ... import tree as _tree
+from ...array import ArrayBase
+from ...errors import ArgumentTypeError, ArgumentValueError
+from ...ops import zeros_like
+from ...primitives.ad import VJPRule
+from ...primitives.core import Primitive, bind, current_interpreter
+from ..core import new_interpreter, require_callable, user_transform
+from ..ir import Eqn, Program, make_program
+from ..vmap import vmap
 from .api import as_array, jvp, vjp
-from .autodiff import VJPInterpreter
-from .core import new_interpreter, require_callable, user_transform
 from .graph import toposort
-from .ir import Eqn, Program, make_program
-from .vmap import vmap
+from .interpreters import VJPInterpreter
 
 __all__ = ["checkpoint", "checkpoint_policies", "checkpoint_p", "saved_residuals"]
 

@@ -10,7 +10,7 @@ So the backward pass is keyed by the graph's *structure*: each node's rule and
 parameters, its edges, the shapes, strides, dtypes and devices of what it saved
 (a rule may pick its computation by memory layout: ``core.layout_kind``), the
 Python scalars it saved, and the seeds. The first time a structure is seen, its backward
-pass is traced into a ``Program`` (the IR) and compiled (``compiler.py``: its passes,
+pass is traced into a ``Program`` (the IR) and compiled (``pipeline.py``: its passes,
 then one lowered function of kernel calls), kept in the plans' ``ProgramCache``. The next graph with that
 structure runs the plan on its own saved arrays: the same kernels, on the same
 inputs, in the same order, as the rules would run, so the results are identical.
@@ -27,14 +27,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import tree as _tree
-from ..array import Array, ArrayBase
-from ..primitives.ad import VJPFromRules
-from ..primitives.core import ShapedArray, layout_kind
-from .compiler import compile_program
-from .graph import substitute, use_backward_plans, walk
-from .ir import Program, ProgramCache, make_program
+from ... import tree as _tree
+from ...array import Array, ArrayBase
+from ...primitives.ad import VJPFromRules
+from ...primitives.core import ShapedArray, layout_kind
+from ..autodiff.graph import substitute, use_backward_plans, walk
+from ..ir import Program, ProgramCache, make_program
 from .lower import wrap_outputs
+from .pipeline import compile_program
 
 __all__ = ["replay", "clear", "cache_info", "MAX_PLANS", "ENABLED"]
 

@@ -11,16 +11,16 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import ops
-from .. import tree as _tree
-from ..array import ArrayBase
-from ..errors import ArgumentTypeError, DTypeError, ShapeError
-from ..primitives.core import bind, fmt_shape
-from ..primitives.shape import stop_gradient_p
-from .autodiff import JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop, check_differentiable
-from .core import new_interpreter, require_argnums, require_callable, user_transform
-from .grad_mode import is_grad_enabled, no_grad
-from .vmap import vmap
+from ... import ops
+from ... import tree as _tree
+from ...array import ArrayBase
+from ...errors import ArgumentTypeError, DTypeError, ShapeError
+from ...primitives.core import bind, fmt_shape
+from ...primitives.shape import stop_gradient_p
+from ..core import new_interpreter, require_argnums, require_callable, user_transform
+from ..grad_mode import is_grad_enabled, no_grad
+from ..vmap import vmap
+from .interpreters import JVPInterpreter, JVPTracer, VJPInterpreter, VJPTracer, backprop, check_differentiable
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad", "jacrev", "jacfwd", "hessian", "stop_gradient", "no_grad"]
 

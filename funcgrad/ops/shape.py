@@ -12,9 +12,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..array import ArrayBase
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..primitives.checks import as_int, as_shape, normalize_axes, normalize_axis
+from ..primitives.checks import broadcast_shapes as _broadcast
 from ..primitives.core import bind, fmt_shape
-from ..primitives.rules import as_int, as_shape, normalize_axes, normalize_axis
-from ..primitives.rules import broadcast_shapes as _broadcast
 from ..primitives.shape import (
     argsort_p,
     broadcast_to_p,
@@ -31,7 +31,7 @@ from ..primitives.shape import (
 )
 from .creation import asarray, tri
 from .elementwise import as_operand, promote, returned_as_is, where
-from .indexing import take, take_along_axis
+from .index import take, take_along_axis
 
 __all__ = ["broadcast_shapes", "topk", "cat",
            "reshape", "resolve_shape", "transpose", "permute_dims", "matrix_transpose", "swapaxes",

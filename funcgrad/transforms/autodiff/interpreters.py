@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ops
-from ..array import Array as _Array
-from ..array import wrap_kernel_output
-from ..errors import DTypeError
-from ..primitives.ad import VJPFromRules
-from ..primitives.core import aval_of, bind, current_interpreter
-from .core import Interpreter, Tracer, check_tracer
-from .grad_mode import NO_GRAD_SCOPE, is_grad_enabled, no_grad_active
+from ... import ops
+from ...array import Array as _Array
+from ...array import wrap_kernel_output
+from ...errors import DTypeError
+from ...primitives.ad import VJPFromRules
+from ...primitives.core import aval_of, bind, current_interpreter
+from ..core import Interpreter, Tracer, check_tracer
+from ..grad_mode import NO_GRAD_SCOPE, is_grad_enabled, no_grad_active
 from .graph import Node, planned, walk
 
 __all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "backprop", "check_differentiable"]

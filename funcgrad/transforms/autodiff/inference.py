@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ..array import Array
-from .core import Interpreter
-from .grad_mode import no_grad
+from ...array import Array
+from ..core import Interpreter
+from ..grad_mode import no_grad
 from .tape import AutogradMeta
 
 __all__ = ["inference_mode", "InferenceMeta"]

@@ -1,6 +1,6 @@
 """Program passes: each a function ``Program -> Program`` that keeps the program's meaning.
 
-They run in ``compiler.PASSES`` order before a program is lowered, and each can be read in
+They run in ``pipeline.PASSES`` order before a program is lowered, and each can be read in
 ``fg.compile(f).lower(*args)``:
 
 * ``simplify``: the algebraic identities primitives declare (``Primitive.simplify``:
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..primitives.core import bind, current_interpreter
-from .core import Tracer
-from .ir import Eqn, Literal, Program, Var
+from ...primitives.core import bind, current_interpreter
+from ..core import Tracer
+from ..ir import Eqn, Literal, Program, Var
 
 __all__ = ["simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code"]
 

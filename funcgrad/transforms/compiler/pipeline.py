@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .ir import Program
-from .lower import Lowered, lower
+from ..ir import Program
+from .lower import LoweredFunction, lower
 from .passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, simplify
 
 __all__ = ["PASSES", "optimize", "compile_program"]
@@ -30,7 +30,7 @@ def optimize(program: Program) -> Program:
     return program
 
 
-def compile_program(program: Program, name: str = "a lowered program") -> Lowered:
+def compile_program(program: Program, name: str = "a lowered program") -> LoweredFunction:
     """``program`` through every pass, then lowered (``name``: what it is, in errors)."""
     return lower(optimize(program), name=name)
 

@@ -19,17 +19,17 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import tree as _tree
-from ..errors import DTypeError, ShapeError
-from ..ops import zeros, zeros_like
-from ..primitives.ad import VJPRule
-from ..primitives.batching import axis_size, to_front
-from ..primitives.core import Primitive, bind, fmt_shape
-from ..primitives.rules import broadcast_shapes
+from ... import tree as _tree
+from ...errors import DTypeError, ShapeError
+from ...ops import zeros, zeros_like
+from ...primitives.ad import VJPRule
+from ...primitives.batching import axis_size, to_front
+from ...primitives.checks import broadcast_shapes
+from ...primitives.core import Primitive, bind, fmt_shape
+from ..core import require_argnums, require_callable
+from ..ir import make_program
+from ..vmap import vmap
 from .api import as_array, vjp
-from .core import require_argnums, require_callable
-from .ir import make_program
-from .vmap import vmap
 
 __all__ = ["custom_vjp", "custom_jvp"]
 

@@ -16,9 +16,9 @@ import numpy as np
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase, concrete_value
 from ..errors import ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
+from ..primitives.checks import normalize_axis
 from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.index import gather_p, scatter_p
-from ..primitives.rules import normalize_axis
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
 from .creation import asarray, create
 from .elementwise import as_operand, cast_to

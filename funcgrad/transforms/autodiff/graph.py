@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import ops
-from ..array import ArrayBase
-from ..errors import ShapeError
-from ..primitives.core import fmt_shape
-from .observe import observer
+from ... import ops
+from ...array import ArrayBase
+from ...errors import ShapeError
+from ...primitives.core import fmt_shape
+from ..observe import observer
 
 __all__ = ["Node", "Reached", "backward_name", "fit", "planned", "propagate", "substitute", "toposort",
            "use_backward_plans", "walk"]

@@ -14,21 +14,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import tree as _tree
-from ..array import Array, ArrayBase
-from ..ops import zeros
-from ..primitives.ad import VJPRule
-from ..primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
-from ..primitives.core import bind as _bind
-from .api import jvp, record, vjp, with_args
-from .autodiff import VJPTracer
-from .compiler import optimize
-from .core import Tracer
-from .grad_mode import is_grad_enabled
-from .graph import substitute, toposort, walk
-from .ir import Program, lift_consts, make_program
+from ... import tree as _tree
+from ...array import Array, ArrayBase
+from ...ops import zeros
+from ...primitives.ad import VJPRule
+from ...primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
+from ...primitives.core import bind as _bind
+from ..autodiff.api import jvp, record, vjp, with_args
+from ..autodiff.graph import substitute, toposort, walk
+from ..autodiff.interpreters import VJPTracer
+from ..core import Tracer
+from ..grad_mode import is_grad_enabled
+from ..ir import Program, lift_consts, make_program
+from ..vmap import vmap
 from .lower import lower, wrap_outputs
-from .vmap import vmap
+from .pipeline import optimize
 
 __all__ = ["compiled_call_p"]
 
@@ -70,7 +70,7 @@ compiled_call_p = Primitive("compiled_call", _abstract_eval, impl=_impl, multipl
                             "compiled_call")
 
 
-def _run(program: Program) -> Callable[..., tuple[Any, ...]]:
+def _as_function(program: Program) -> Callable[..., tuple[Any, ...]]:
     return lambda *xs: tuple(program.eval_flat(xs))
 
 
@@ -80,7 +80,7 @@ def _zeros_for(avals: Sequence[ShapedArray], values: Sequence[Any]) -> tuple[Any
 
 def _jvp_rule(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, name: str, program: Program,
               donated: tuple[int, ...] = ()) -> Any:
-    return jvp(_run(program), primals, _zeros_for([p.aval for p in primals], tangents))
+    return jvp(_as_function(program), primals, _zeros_for([p.aval for p in primals], tangents))
 
 
 class _SplitVJP:
@@ -95,7 +95,7 @@ class _SplitVJP:
         wanted = [i for i, n in enumerate(needs) if n]  # the inputs a cotangent is asked for
 
         def forward(*xs: Any) -> list[Any]:
-            out, _, interp, _, _, leaves = record(with_args(_run(program), xs, tuple(wanted)),
+            out, _, interp, _, _, leaves = record(with_args(_as_function(program), xs, tuple(wanted)),
                                                    tuple(xs[i] for i in wanted), False, None, "compile")
             roots = [(o.node, o.index) if isinstance(o, VJPTracer) and o._interp is interp else None for o in out]
             nodes = [n for n in toposort([r[0] for r in roots if r is not None]) if n.rule is not None]
@@ -175,7 +175,7 @@ class _CompiledVJP(VJPRule):
         program = params["program"]
         split = _split_vjp(program, needs)
         if split is None:
-            outs, f_vjp = vjp(_run(program), *primals)
+            outs, f_vjp = vjp(_as_function(program), *primals)
             return outs, (primals, None, f_vjp)
         flat = _bind(compiled_call_p, *primals, name=f"{params['name']}_forward", program=split.forward)
         return tuple(flat[:split.n_out]), (primals, split, tuple(flat[split.n_out:]))
@@ -188,7 +188,7 @@ class _CompiledVJP(VJPRule):
                 getattr(p, "_autograd", None) is not None for p in primals):
             # the tape records this backward pass (create_graph): the forward half ran with the
             # tape off, so its residuals have no history; differentiate from the inputs instead
-            return tuple(vjp(_run(program), *primals)[1](cts))
+            return tuple(vjp(_as_function(program), *primals)[1](cts))
         if split is None:
             return tuple(saved(cts))  # the VJP interpreter's f_vjp
         seeded = [c for c, s in zip(cts, split.seeded) if s]
@@ -209,7 +209,7 @@ def _batch_rule(args: tuple[Any, ...], dims: tuple[Any, ...], *, name: str, prog
     captured: list[Any] = []
 
     def batch() -> Program | None:
-        traced, _ = make_program(vmap(_run(program), in_axes=dims), [aval_of(a) for a in args],
+        traced, _ = make_program(vmap(_as_function(program), in_axes=dims), [aval_of(a) for a in args],
                                  _tree.structure(tuple(args)))
         # values an enclosing trace computed (vmap broadcasting a constant output, under an
         # outer fg.compile) are that trace's: inputs of this call, and the program is this call's own

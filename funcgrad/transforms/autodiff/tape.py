@@ -16,16 +16,16 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import ops
-from ..array import Array, provide, run_eager
-from ..errors import DTypeError, GraphFreedError, ShapeError
-from ..primitives import core as primitives_core
-from ..primitives.ad import VJPFromRules
-from ..primitives.core import fmt_shape
-from ..primitives.shape import stop_gradient_p
-from .autodiff import VJPInterpreter
-from .grad_mode import TAPE_OFF, enable_grad, is_grad_enabled
+from ... import ops
+from ...array import Array, provide, run_eager
+from ...errors import DTypeError, GraphFreedError, ShapeError
+from ...primitives import core as primitives_core
+from ...primitives.ad import VJPFromRules
+from ...primitives.core import fmt_shape
+from ...primitives.shape import stop_gradient_p
+from ..grad_mode import TAPE_OFF, enable_grad, is_grad_enabled
 from .graph import Node, planned, walk
+from .interpreters import VJPInterpreter
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
            "Tape", "TAPE"]
@@ -198,7 +198,7 @@ def _replayed(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
     return {}
 
 
-def _run(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph: bool,
+def _backward_pass(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, create_graph: bool,
          capture: list[tuple[Any, int]] | None) -> dict[tuple[int, int], Any]:
     """The backward pass. With ``capture`` (autograd.grad) the listed (node, index)
     cotangents are returned instead of being accumulated into ``.grad``."""
@@ -331,13 +331,13 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     retain = create_graph if retain_graph is None else retain_graph
     if inputs is not None:  # accumulate only into these
         wanted = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        got = _run(roots, retain, create_graph, [edge_of(x) for x in wanted])
+        got = _backward_pass(roots, retain, create_graph, [edge_of(x) for x in wanted])
         for x in wanted:
             ct = got.get(_key(x))
             if ct is not None:
                 _accumulate(x, ct, create_graph)
         return
-    _run(roots, retain, create_graph, None)
+    _backward_pass(roots, retain, create_graph, None)
 
 
 def _key(x: Any) -> tuple[int, int]:
@@ -363,7 +363,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         node, idx = edge_of(t)
         roots.append((node, idx, _seed(t, g, "autograd.grad")))
     retain = create_graph if retain_graph is None else retain_graph
-    got = _run(roots, retain, create_graph, [edge_of(x) for x in inputs])
+    got = _backward_pass(roots, retain, create_graph, [edge_of(x) for x in inputs])
     result = []
     for x in inputs:
         ct = got.get(_key(x))

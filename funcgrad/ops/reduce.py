@@ -7,12 +7,12 @@ import builtins
 from typing import Any
 
 from .. import dtypes as _dt
+from ..primitives.checks import normalize_axes, normalize_axis
 from ..primitives.core import bind
 from ..primitives.elementwise import imag_p, real_p
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
-from ..primitives.rules import normalize_axes, normalize_axis
 from .elementwise import as_operand, cast_to, sqrt, square, subtract
-from .shaping import pad, reshape
+from .shape import pad, reshape
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "logsumexp", "count_nonzero"]
