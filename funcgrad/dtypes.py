@@ -93,9 +93,9 @@ all_dtypes: tuple[DType, ...] = (
 default_float = float32
 default_int = int64
 
-_BY_NP: dict[np.dtype, DType] = {d.np: d for d in all_dtypes}
-_BY_NAME: dict[str, DType] = {d.name: d for d in all_dtypes}
-_BY_NAME["bool_"] = bool_
+BY_NUMPY_DTYPE: dict[np.dtype, DType] = {d.np: d for d in all_dtypes}
+BY_NAME: dict[str, DType] = {d.name: d for d in all_dtypes}
+BY_NAME["bool_"] = bool_
 _BY_PYTYPE: dict[type, DType] = {bool: bool_, int: int64, float: float32, complex: complex64}
 
 
@@ -112,10 +112,10 @@ def as_dtype(value: Any, *, op: str = "dtype") -> DType:
     found = _BY_PYTYPE.get(value) if isinstance(value, type) else None
     if found is not None:
         return found
-    if isinstance(value, str) and value in _BY_NAME:
-        return _BY_NAME[value]
+    if isinstance(value, str) and value in BY_NAME:
+        return BY_NAME[value]
     try:
-        found = _BY_NP.get(np.dtype(value))
+        found = BY_NUMPY_DTYPE.get(np.dtype(value))
     except TypeError:
         found = None
     if found is None:
@@ -126,7 +126,7 @@ def as_dtype(value: Any, *, op: str = "dtype") -> DType:
 
 def from_numpy_dtype(np_dtype: np.dtype, *, op: str = "dtype") -> DType:
     """Fast lookup for dtypes coming from kernels."""
-    found = _BY_NP.get(np_dtype)
+    found = BY_NUMPY_DTYPE.get(np_dtype)
     if found is None:
         return as_dtype(np_dtype, op=op)
     return found

@@ -188,3 +188,33 @@ def test_reverse_mode_does_not_import_the_compiler() -> None:
     assert "funcgrad.transforms.compiler.plans" in pipeline
     for module in ("funcgrad.transforms.autodiff.interpreters", "funcgrad.transforms.autodiff.tape"):
         assert not graph.find_upstream_modules(module) & pipeline, module
+
+
+def _private_names_crossing(path: Path) -> list[str]:
+    """``from .x import _name`` and ``module._name`` of a funcgrad module: a private name used
+    outside its own module (aliases made private here, ``import x as _x``, are not)."""
+    tree = ast.parse(path.read_text())
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("funcgrad")):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path.name}:{node.lineno}: {alias.name}")
+                if alias.name.islower():
+                    modules.add(alias.asname or alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            found.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_crosses_modules() -> None:
+    found = [f for path in sorted((ROOT / "funcgrad").rglob("*.py")) for f in _private_names_crossing(path)]
+    assert found == []
+
+
+def test_the_private_name_check_sees_one(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text("from .core import _REGISTRY\nfrom . import lax\nlax._NAMES\n")
+    assert _private_names_crossing(source) == ["mod.py:1: _REGISTRY", "mod.py:3: lax._NAMES"]

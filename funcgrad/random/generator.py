@@ -101,7 +101,7 @@ def manual_seed(seed: int) -> Generator:
 
 def _size(size: tuple[Any, ...], op: str) -> tuple[int, ...]:
     """PyTorch's sizes: ``rand(2, 3)`` or ``rand((2, 3))``."""
-    return _keys._shape(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size, op, "")
+    return _keys.draw_shape(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size, op, "")
 
 
 def _key(generator: Generator | None) -> Any:

@@ -189,7 +189,7 @@ def fold_in(k: Any, data: Any) -> Any:
     return _like(k, ops.stack([y1, y2]))
 
 
-def _shape(shape: Any, op: str, where: str = "fg.random.") -> tuple[int, ...]:
+def draw_shape(shape: Any, op: str, where: str = "fg.random.") -> tuple[int, ...]:
     return () if shape is None else as_shape(f"{where}{op}", shape)
 
 
@@ -202,7 +202,7 @@ def _float_dtype(dtype: Any, op: str) -> DType:
 
 def bits(k: Any, shape: Any = (), dtype: Any = uint32) -> Any:
     """Uniform random bits: uint32 (or uint64) values of ``shape``, as ``jax.random.bits``."""
-    shape, d = _shape(shape, "bits"), as_dtype(dtype, op="fg.random.bits")
+    shape, d = draw_shape(shape, "bits"), as_dtype(dtype, op="fg.random.bits")
     if d not in (uint32, uint64):
         raise DTypeError(f"fg.random.bits: dtype must be uint32 or uint64, got {d}")
     return lax.reshape(_bits(k, math.prod(shape), d, "bits"), shape)
@@ -226,7 +226,7 @@ def _unit(words: Any, dtype: DType) -> Any:
 
 def uniform(k: Any, shape: Any = (), dtype: Any = float32, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform values in ``[minval, maxval)`` (bit for bit ``jax.random.uniform``)."""
-    shape, d = _shape(shape, "uniform"), _float_dtype(dtype, "uniform")
+    shape, d = draw_shape(shape, "uniform"), _float_dtype(dtype, "uniform")
     unit = _unit(_bits(k, math.prod(shape), uint32 if d is float32 else uint64, "uniform"), d)
     device = _words(k, "uniform").device
     lo, hi = (ops.asarray(v, dtype=d, device=device) if not isinstance(v, ArrayBase) else v.astype(d)
@@ -242,7 +242,7 @@ def uniform(k: Any, shape: Any = (), dtype: Any = float32, minval: Any = 0.0, ma
 def normal(k: Any, shape: Any = (), dtype: Any = float32) -> Any:
     """Standard normal values (Box-Muller on uniform pairs: each Threefry call gives two words,
     one pair of normals)."""
-    shape, d = _shape(shape, "normal"), _float_dtype(dtype, "normal")
+    shape, d = draw_shape(shape, "normal"), _float_dtype(dtype, "normal")
     n = math.prod(shape)
     pairs = (n + 1) // 2
     k1, k2 = _single(k, "normal")
@@ -265,7 +265,7 @@ def truncated_normal(k: Any, lower: Any, upper: Any, shape: Any = None, dtype: A
     lo, hi = (v.astype(d) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=d, device=device)
               for v in (lower, upper))
     shape = (ops.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)) if shape is None
-             else _shape(shape, "truncated_normal"))
+             else draw_shape(shape, "truncated_normal"))
     sqrt2 = math.sqrt(2.0)
     a, b = ops.erf(lo / sqrt2), ops.erf(hi / sqrt2)
     u = uniform(k, shape, d, minval=a, maxval=b)
@@ -296,7 +296,7 @@ def _erfinv(y: Any) -> Any:
 
 def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = int64) -> Any:
     """Integers in ``[minval, maxval)``."""
-    shape, d = _shape(shape, "randint"), as_dtype(dtype, op="fg.random.randint")
+    shape, d = draw_shape(shape, "randint"), as_dtype(dtype, op="fg.random.randint")
     if d.kind not in "iu":
         raise DTypeError(f"fg.random.randint: dtype must be an integer type, got {d}")
     device = _words(k, "randint").device
@@ -311,7 +311,7 @@ def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:
     """``True`` with probability ``p``: a uniform value below ``p``, from both words of each
     Threefry evaluation (half the work of ``uniform``'s JAX-exact bits)."""
     p = ops.asarray(p, dtype=float32, device=_words(k, "bernoulli").device) if not isinstance(p, ArrayBase) else p
-    shape = tuple(p.shape) if shape is None else _shape(shape, "bernoulli")
+    shape = tuple(p.shape) if shape is None else draw_shape(shape, "bernoulli")
     d = p.dtype if p.dtype.kind == "f" else float32
     return lax.reshape(_unit(_words_for(k, math.prod(shape), "bernoulli"), d), shape) < p
 
@@ -338,7 +338,7 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any:
     logits = ops.asarray(logits) if not isinstance(logits, ArrayBase) else logits
     logits = ops.moveaxis(logits, axis, -1)
     batch = tuple(logits.shape[:-1])
-    shape = batch if shape is None else _shape(shape, "categorical")
+    shape = batch if shape is None else draw_shape(shape, "categorical")
     if ops.broadcast_shapes(batch, shape) != shape:
         raise ShapeError(f"fg.random.categorical: shape {shape} is not a broadcast of the logits' batch shape {batch}")
     noise = gumbel(k, (*shape, logits.shape[-1]), logits.dtype if logits.dtype.kind == "f" else float32)
@@ -362,7 +362,7 @@ def permutation(k: Any, x: Any, axis: int = 0) -> Any:
 def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0) -> Any:
     """Values drawn from ``a`` (an int: ``range(a)``) along ``axis``, uniformly or with
     probabilities ``p``, with or without replacement."""
-    shape = _shape(shape, "choice")
+    shape = draw_shape(shape, "choice")
     if isinstance(a, (int, np.integer, float, bool, str)) or a is None:
         values, n = None, as_int("fg.random.choice", a, "a (a count)")
     else:
