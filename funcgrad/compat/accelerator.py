@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends.cupy_backend import gpu_count
-from .backends.device import device as _device
+from ..backends.cupy_backend import gpu_count
+from ..backends.device import device as _device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "synchronize"]
 

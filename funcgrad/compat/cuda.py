@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends import memory
-from .backends.cupy_backend import gpu_count
-from .backends.device import device as _device
-from .random.generator import manual_seed as _manual_seed
+from ..backends import memory
+from ..backends.cupy_backend import gpu_count
+from ..backends.device import device as _device
+from ..random.generator import manual_seed as _manual_seed
 
 __all__ = ["is_available", "device_count", "current_device", "synchronize", "manual_seed", "manual_seed_all",
            "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "memory_reserved", "empty_cache"]
