@@ -21,7 +21,7 @@ from . import lax
 from .ad import defjvp, defvjp
 from .batching import to_front
 from .checks import require_kind
-from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
+from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import MATRIX, Domain
 from .linalg import solve_p
 
@@ -115,7 +115,7 @@ def _eigh_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
 
 
 eigh_p = Primitive("linalg_eigh", _eigh_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.eigh(a))),
-                   multiple_results=True, domain=Domain(kind="spd"))
+                   multiple_results=True, domain=Domain(kind="spd"), autocast="float32")
 
 
 # A complex eigenvector is unique up to a phase: the derivative is that of the gauge with a
@@ -160,7 +160,7 @@ def _svd_rule(a: ShapedArray, *, full_matrices: bool) -> tuple[ShapedArray, Shap
 
 svd_p = Primitive("linalg_svd", _svd_rule,
                   kernel=_lapack(lambda xp, a, *, full_matrices: tuple(xp.linalg.svd(a, full_matrices=full_matrices))),
-                  multiple_results=True, domain=MATRIX)
+                  multiple_results=True, domain=MATRIX, autocast="float32")
 
 
 def _unique_factors(a: Any, full_matrices: bool) -> None:
@@ -255,7 +255,7 @@ def _qr_rule(a: ShapedArray, *, complete: bool = False) -> tuple[ShapedArray, Sh
     return ShapedArray(batch + (m, k), a.dtype, a.device), ShapedArray(batch + (k, n), a.dtype, a.device)
 
 
-qr_p = Primitive("linalg_qr", _qr_rule, multiple_results=True, domain=MATRIX, kernel=_lapack(
+qr_p = Primitive("linalg_qr", _qr_rule, multiple_results=True, domain=MATRIX, autocast="float32", kernel=_lapack(
     lambda xp, a, *, complete=False: tuple(xp.linalg.qr(a, mode="complete" if complete else "reduced"))))
 
 
@@ -319,7 +319,7 @@ def _slogdet_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
 
 
 slogdet_p = Primitive("linalg_slogdet", _slogdet_rule, kernel=_lapack(lambda xp, a: tuple(xp.linalg.slogdet(a))),
-                      multiple_results=True, domain=MATRIX)
+                      multiple_results=True, domain=MATRIX, autocast="float32")
 
 
 # With T = tr(A^-1 dA): d log|det A| = Re T, and a complex sign turns by i Im T (a real
@@ -384,8 +384,10 @@ def _cofactor_kernel(xp: Any, a: Any) -> Any:
     return phase[..., None, None] * (xp.conj(u) * others[..., None, :]) @ xp.conj(vh)
 
 
-det_p = Primitive("linalg_det", _det_rule, kernel=_lapack(lambda xp, a: xp.linalg.det(a)), domain=MATRIX)
-cofactor_p = Primitive("linalg_cofactor", _cofactor_rule, kernel=_lapack(_cofactor_kernel), domain=MATRIX)
+det_p = Primitive("linalg_det", _det_rule, kernel=_lapack(lambda xp, a: xp.linalg.det(a)), domain=MATRIX,
+                  autocast="float32")
+cofactor_p = Primitive("linalg_cofactor", _cofactor_rule, kernel=_lapack(_cofactor_kernel), domain=MATRIX,
+                       autocast="float32")
 
 
 def _det_jvp(t: Any, ans: Any, a: Any) -> Any:
@@ -430,7 +432,7 @@ def _pinv(xp: Any, a: Any, *, rtol: float | None) -> Any:
     return xp.matmul(xp.conj(xp.swapaxes(vh, -1, -2)) * inverse[..., None, :], xp.conj(xp.swapaxes(u, -1, -2)))
 
 
-pinv_p = Primitive("linalg_pinv", _pinv_rule, kernel=_lapack(_pinv), domain=MATRIX)
+pinv_p = Primitive("linalg_pinv", _pinv_rule, kernel=_lapack(_pinv), domain=MATRIX, autocast="float32")
 
 
 def _pinv_jvp(t: Any, ans: Any, a: Any, *, rtol: float | None) -> Any:
@@ -456,7 +458,3 @@ defjvp(pinv_p, _pinv_jvp)
 defvjp(pinv_p, _pinv_vjp, saves="both")
 _batch_first(pinv_p, 0)
 
-
-# fg.autocast runs them in float32 (NumPy computes them in float32 anyway)
-annotate("autocast", dict.fromkeys(("linalg_eigh", "linalg_svd", "linalg_qr", "linalg_slogdet", "linalg_det",
-                                    "linalg_cofactor", "linalg_pinv"), "float32"))

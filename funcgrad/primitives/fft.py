@@ -23,7 +23,7 @@ from . import lax
 from .ad import defjvp, defvjp
 from .batching import defvectorized, shift_axes
 from .checks import require_kind
-from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
+from .core import Primitive, ShapedArray, bind, fmt_shape
 
 __all__ = ["fft_p", "FFT_TYPES", "NORMS"]
 
@@ -61,7 +61,7 @@ def _fft_kernel(xp: Any, x: Any, *, fft_type: str, axes: tuple[int, ...], length
     return out.astype(want) if want is not None and out.dtype != want else out
 
 
-fft_p = Primitive("fft", _fft_rule, kernel=_fft_kernel)
+fft_p = Primitive("fft", _fft_rule, kernel=_fft_kernel, autocast="float32")  # (NumPy computes in float32 anyway)
 
 
 def _fit(y: Any, axes: tuple[int, ...], sizes: tuple[int, ...]) -> Any:
@@ -111,6 +111,3 @@ defjvp(fft_p, lambda t, ans, x, **params: bind(fft_p, t, **params))
 defvjp(fft_p, _fft_vjp, saves="none")
 defvectorized(fft_p, lambda x, *, axes, **params: {"axes": shift_axes(axes), **params})
 
-
-# fg.autocast runs them in float32 (NumPy computes them in float32 anyway)
-annotate("autocast", {"fft": "float32"})

@@ -13,7 +13,7 @@ from . import lax
 from .ad import defjvp, defvjp
 from .batching import defbatched_matrices, logical_ndim, to_front, with_batch
 from .checks import broadcast_shapes, common_device, require_kind
-from .core import Primitive, ShapedArray, annotate, bind, fmt_shape, layout_kind
+from .core import Primitive, ShapedArray, bind, fmt_shape, layout_kind
 from .domains import MATRIX, Domain
 from .elementwise import BINARY
 
@@ -54,6 +54,34 @@ def _product_flops(args: tuple[Any, ...], out: Any) -> int:
 
 matmul_p = Primitive("matmul", _matmul_rule, kernel="matmul", autocast="lower", flops=_product_flops,
                      tags=frozenset({"dot"}), torch_name="Mm", onnx="MatMul")
+
+
+def _matmul_batch(args: Any, dims: Any) -> tuple[Any, int]:
+    (a, b), (da, db) = args, dims
+    ra, rb = logical_ndim(a, da), logical_ndim(b, db)
+    if db is None and rb == 2:  # (B, ..., k) @ (k, m): one matrix product over all rows, not B small ones
+        a = to_front(a, da)
+        rows = lax.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))
+        return lax.reshape(lax.matmul(rows, b), (*a.shape[:-1], b.shape[-1])), 0
+    if da is None and ra == 2 and rb == 2:  # (n, k) @ (B, k, m) as ((B * m, k) @ (k, n)).T per member:
+        bt = lax.moveaxis(to_front(b, db), (1,), (2,))  # (B, m, k), no copy when m is 1 (a vector per member)
+        size, m, k = bt.shape
+        rows = lax.matmul(lax.reshape(bt, (size * m, k)), lax.matrix_transpose(a))
+        return lax.moveaxis(lax.reshape(rows, (size, m, a.shape[0])), (1,), (2,)), 0
+    vector_a, vector_b = ra == 1, rb == 1  # as (1, k) and (k, 1) matrices, squeezed after
+    if vector_a:
+        a = lax.expand_dims(to_front(a, da), (1,)) if da is not None else lax.expand_dims(a, (0,))
+        da = None if da is None else 0
+    if vector_b:
+        b = lax.expand_dims(to_front(b, db), (2,)) if db is not None else lax.expand_dims(b, (1,))
+        db = None if db is None else 0
+    lead = max(ra, rb, 2) - 2
+    out = lax.matmul(with_batch(a, da, lead + 2), with_batch(b, db, lead + 2))
+    squeezed = (out.ndim - 2,) * vector_a + (out.ndim - 1,) * vector_b
+    return (lax.squeeze(out, squeezed) if squeezed else out), 0
+
+
+matmul_p.batch = _matmul_batch
 
 
 def _matmul_vjp_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
@@ -121,6 +149,23 @@ def _linear_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 
 linear_p = Primitive("linear", _linear_rule, kernel=_linear, autocast="lower", flops=_product_flops,
                      onnx=_linear_onnx)
+
+
+def _linear_batch(args: Any, dims: Any) -> tuple[Any, Any]:
+    (x, w, *bias), (dx, dw, *db) = args, dims
+    if dw is None and all(d is None for d in db):  # only the input batched: it is a batch of rows already
+        return bind(linear_p, to_front(x, dx), w, *bias), 0
+    if dx is None and dw is None:
+        out, d = bind(linear_p, x, w), None
+    else:
+        w = to_front(w, dw)
+        out, d = _matmul_batch((x, lax.moveaxis(w, (-1,), (-2,))), (dx, None if dw is None else 0))  # x @ w.T
+    if not bias:
+        return out, d
+    return BINARY["add"].batch((out, bias[0]), (d, db[0]))  # (the bias broadcasts over the rows)
+
+
+linear_p.batch = _linear_batch
 
 
 def _linear_vjp_w(g: Any, ans: Any, x: Any, w: Any, *bias: Any) -> Any:
@@ -202,6 +247,20 @@ einsum_p = Primitive("einsum", _einsum_rule, kernel=_einsum, autocast="lower", f
                      tags=frozenset({"dot"}), onnx=_einsum_onnx)
 
 
+def _einsum_batch(args: Any, dims: Any, *, subscripts: str) -> tuple[Any, int]:
+    """A new label for the batch axis, on every batched operand and first in the result."""
+    shapes = [tuple(x.shape[:d]) + tuple(x.shape[d + 1:]) if d is not None else tuple(x.shape)
+              for x, d in zip(args, dims)]
+    inputs, out, _ = parse_einsum(subscripts, shapes)
+    label = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                 if c not in "".join(inputs) + out)
+    spec = ",".join(label + s if d is not None else s for s, d in zip(inputs, dims)) + "->" + label + out
+    return bind(einsum_p, *(to_front(x, d) for x, d in zip(args, dims)), subscripts=spec), 0
+
+
+einsum_p.batch = _einsum_batch
+
+
 def _einsum_vjp(i: int, g: Any, ans: Any, *xs: Any, subscripts: str) -> Any:
     """Cotangent of operand ``i``: an einsum of ``g`` with the other operands. Labels the
     operand repeats (a diagonal) or sums alone are rebuilt with identity matrices and
@@ -276,7 +335,24 @@ def _solve_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
 
 
 solve_p = Primitive("linalg_solve", _solve_rule, kernel=_upcast_linalg(lambda xp, a, b: xp.linalg.solve(a, b)),
-                   domain=MATRIX)
+                   domain=MATRIX, autocast="float32")
+
+
+def _solve_batch(prim: Primitive) -> Any:
+    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
+        (a, b), (da, db) = args, dims
+        vector = db is not None and logical_ndim(b, db) == 1  # a batch of vectors: (B, n, 1) matrices
+        if vector:
+            b, db = lax.expand_dims(to_front(b, db), (2,)), 0
+        ra, rb = logical_ndim(a, da), logical_ndim(b, db)
+        lead = max(ra - 2, rb - (1 if rb == 1 else 2))
+        out = bind(prim, with_batch(a, da, lead + 2), with_batch(b, db, lead + (1 if rb == 1 else 2)), **params)
+        return (lax.squeeze(out, (out.ndim - 1,)) if vector else out), 0
+
+    return rule
+
+
+solve_p.batch = _solve_batch(solve_p)
 
 
 def _solve(a: Any, b: Any) -> Any:
@@ -314,7 +390,9 @@ def _cholesky_rule(a: ShapedArray) -> ShapedArray:
 
 
 cholesky_p = Primitive("linalg_cholesky", _cholesky_rule,
-                       kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)), domain=Domain(kind="spd"))
+                       kernel=_upcast_linalg(lambda xp, a: xp.linalg.cholesky(a)), domain=Domain(kind="spd"),
+                       autocast="float32")
+defbatched_matrices(cholesky_p, lambda r: (2,))
 
 
 def _cholesky_jvp(t: Any, ans: Any, a: Any) -> Any:
@@ -355,7 +433,24 @@ def _triangular_solve(xp: Any, a: Any, b: Any, *, lower: bool, transpose_a: bool
 
 
 triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
-                               kernel=_upcast_linalg(_triangular_solve), domain=MATRIX)
+                               kernel=_upcast_linalg(_triangular_solve), domain=MATRIX, autocast="float32")
+
+
+def _solve_batch(prim: Primitive) -> Any:
+    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
+        (a, b), (da, db) = args, dims
+        vector = db is not None and logical_ndim(b, db) == 1  # a batch of vectors: (B, n, 1) matrices
+        if vector:
+            b, db = lax.expand_dims(to_front(b, db), (2,)), 0
+        ra, rb = logical_ndim(a, da), logical_ndim(b, db)
+        lead = max(ra - 2, rb - (1 if rb == 1 else 2))
+        out = bind(prim, with_batch(a, da, lead + 2), with_batch(b, db, lead + (1 if rb == 1 else 2)), **params)
+        return (lax.squeeze(out, (out.ndim - 1,)) if vector else out), 0
+
+    return rule
+
+
+triangular_solve_p.batch = _solve_batch(triangular_solve_p)
 
 
 def _masked(a: Any, lower: bool) -> Any:
@@ -379,88 +474,3 @@ defjvp(triangular_solve_p, _tri_jvp_a,
        lambda t, ans, a, b, *, lower, transpose_a: _tri_solve(a, t, lower, transpose_a))
 defvjp(triangular_solve_p, _tri_vjp_a,
        lambda g, ans, a, b, *, lower, transpose_a: _tri_solve(a, g, lower, not transpose_a), saves=(0, "ans"))
-
-
-
-
-# ---- batching: the batch axis joins the leading (batch) axes the kernels broadcast over
-
-def _matmul_batch(args: Any, dims: Any) -> tuple[Any, int]:
-    (a, b), (da, db) = args, dims
-    ra, rb = logical_ndim(a, da), logical_ndim(b, db)
-    if db is None and rb == 2:  # (B, ..., k) @ (k, m): one matrix product over all rows, not B small ones
-        a = to_front(a, da)
-        rows = lax.reshape(a, (math.prod(a.shape[:-1]), a.shape[-1]))
-        return lax.reshape(lax.matmul(rows, b), (*a.shape[:-1], b.shape[-1])), 0
-    if da is None and ra == 2 and rb == 2:  # (n, k) @ (B, k, m) as ((B * m, k) @ (k, n)).T per member:
-        bt = lax.moveaxis(to_front(b, db), (1,), (2,))  # (B, m, k), no copy when m is 1 (a vector per member)
-        size, m, k = bt.shape
-        rows = lax.matmul(lax.reshape(bt, (size * m, k)), lax.matrix_transpose(a))
-        return lax.moveaxis(lax.reshape(rows, (size, m, a.shape[0])), (1,), (2,)), 0
-    vector_a, vector_b = ra == 1, rb == 1  # as (1, k) and (k, 1) matrices, squeezed after
-    if vector_a:
-        a = lax.expand_dims(to_front(a, da), (1,)) if da is not None else lax.expand_dims(a, (0,))
-        da = None if da is None else 0
-    if vector_b:
-        b = lax.expand_dims(to_front(b, db), (2,)) if db is not None else lax.expand_dims(b, (1,))
-        db = None if db is None else 0
-    lead = max(ra, rb, 2) - 2
-    out = lax.matmul(with_batch(a, da, lead + 2), with_batch(b, db, lead + 2))
-    squeezed = (out.ndim - 2,) * vector_a + (out.ndim - 1,) * vector_b
-    return (lax.squeeze(out, squeezed) if squeezed else out), 0
-
-
-matmul_p.batch = _matmul_batch
-
-
-def _linear_batch(args: Any, dims: Any) -> tuple[Any, Any]:
-    (x, w, *bias), (dx, dw, *db) = args, dims
-    if dw is None and all(d is None for d in db):  # only the input batched: it is a batch of rows already
-        return bind(linear_p, to_front(x, dx), w, *bias), 0
-    if dx is None and dw is None:
-        out, d = bind(linear_p, x, w), None
-    else:
-        w = to_front(w, dw)
-        out, d = _matmul_batch((x, lax.moveaxis(w, (-1,), (-2,))), (dx, None if dw is None else 0))  # x @ w.T
-    if not bias:
-        return out, d
-    return BINARY["add"].batch((out, bias[0]), (d, db[0]))  # (the bias broadcasts over the rows)
-
-
-linear_p.batch = _linear_batch
-
-
-def _einsum_batch(args: Any, dims: Any, *, subscripts: str) -> tuple[Any, int]:
-    """A new label for the batch axis, on every batched operand and first in the result."""
-    shapes = [tuple(x.shape[:d]) + tuple(x.shape[d + 1:]) if d is not None else tuple(x.shape)
-              for x, d in zip(args, dims)]
-    inputs, out, _ = parse_einsum(subscripts, shapes)
-    label = next(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                 if c not in "".join(inputs) + out)
-    spec = ",".join(label + s if d is not None else s for s, d in zip(inputs, dims)) + "->" + label + out
-    return bind(einsum_p, *(to_front(x, d) for x, d in zip(args, dims)), subscripts=spec), 0
-
-
-einsum_p.batch = _einsum_batch
-defbatched_matrices(cholesky_p, lambda r: (2,))
-
-
-def _solve_batch(prim: Primitive) -> Any:
-    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
-        (a, b), (da, db) = args, dims
-        vector = db is not None and logical_ndim(b, db) == 1  # a batch of vectors: (B, n, 1) matrices
-        if vector:
-            b, db = lax.expand_dims(to_front(b, db), (2,)), 0
-        ra, rb = logical_ndim(a, da), logical_ndim(b, db)
-        lead = max(ra - 2, rb - (1 if rb == 1 else 2))
-        out = bind(prim, with_batch(a, da, lead + 2), with_batch(b, db, lead + (1 if rb == 1 else 2)), **params)
-        return (lax.squeeze(out, (out.ndim - 1,)) if vector else out), 0
-
-    return rule
-
-
-solve_p.batch, triangular_solve_p.batch = _solve_batch(solve_p), _solve_batch(triangular_solve_p)
-
-
-# decompositions and solves: NumPy computes them in float32 anyway
-annotate("autocast", dict.fromkeys(("linalg_solve", "linalg_cholesky", "triangular_solve"), "float32"))

@@ -17,7 +17,7 @@ from . import lax
 from .ad import defjvp, deflinear, defvjp
 from .batching import axis_size, defvectorized, to_front
 from .checks import normalize_axis, require_kind
-from .core import Primitive, ShapedArray, annotate, bind, fmt_shape
+from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import DISTINCT, Domain
 from .shape import expand_dims_p
 
@@ -46,8 +46,19 @@ _UFUNC_OF = {"sum": "add", "prod": "multiply", "max": "maximum", "min": "minimum
              "all": "logical_and"}
 
 
+def _reduce_onnx(op: str) -> Any:
+    """An ONNX reduction taking its axes as an input (opset 18)."""
+
+    def emit(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+        g.node(op, [ins[0], g.ints(eqn.params["axes"], "axes")], [out], keepdims=int(eqn.params["keepdims"]))
+
+    emit.__doc__ = op
+    return emit
+
+
 def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = False, out: Any = None,
-               differentiable: bool = True) -> Primitive:
+               differentiable: bool = True, autocast: str | None = None, torch_name: str | None = None,
+               onnx: str | None = None) -> Primitive:
     def rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
         require_kind(name, x.dtype, kinds, "a bool array" if kinds == "b" else
                      "a numeric array" if "c" in kinds else "a real numeric array (complex numbers have no order)")
@@ -71,14 +82,18 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
         return xp.asarray(getattr(xp, kernel)(x, axis=axes, keepdims=keepdims))
 
     run.__name__ = run_numpy.__name__ = kernel
-    return Primitive(name, rule, kernel=run_numpy, gpu_kernel=run, differentiable=differentiable)
+    return Primitive(name, rule, kernel=run_numpy, gpu_kernel=run, differentiable=differentiable, autocast=autocast,
+                     torch_name=torch_name, onnx=_reduce_onnx(onnx) if onnx else None)
 
 
 REDUCTIONS: dict[str, Primitive] = {
-    "reduce_sum": _reduction("reduce_sum", "sum", "biufc"),
-    "reduce_prod": _reduction("reduce_prod", "prod", "biufc"),
-    "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True),
-    "reduce_min": _reduction("reduce_min", "min", "biuf", needs_elements=True),
+    # (sums and products over many elements lose too much in 8 bits of mantissa: fg.autocast
+    # runs them in float32)
+    "reduce_sum": _reduction("reduce_sum", "sum", "biufc", autocast="float32", torch_name="Sum", onnx="ReduceSum"),
+    "reduce_prod": _reduction("reduce_prod", "prod", "biufc", autocast="float32", torch_name="Prod",
+                              onnx="ReduceProd"),
+    "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True, torch_name="Max", onnx="ReduceMax"),
+    "reduce_min": _reduction("reduce_min", "min", "biuf", needs_elements=True, torch_name="Min", onnx="ReduceMin"),
     "reduce_any": _reduction("reduce_any", "any", "b", out=bool_, differentiable=False),
     "reduce_all": _reduction("reduce_all", "all", "b", out=bool_, differentiable=False),
 }
@@ -154,7 +169,24 @@ def _arg_reduction(name: str, kernel: str) -> Primitive:
 
 
 argmax_p = _arg_reduction("argmax", "argmax")
+
+
+def _arg_reduction_batch(prim: Primitive) -> Any:
+    def rule(args: Any, dims: Any, *, axis: int | None, keepdims: bool) -> tuple[Any, int]:
+        x = to_front(args[0], dims[0])
+        if x.ndim == 1:  # 0-d members: index 0 each
+            return lax.zeros(x, x.shape, int64), 0
+        if axis is not None:
+            return bind(prim, x, axis=axis % (x.ndim - 1) + 1, keepdims=keepdims), 0
+        flat = bind(prim, lax.reshape(x, (x.shape[0], math.prod(x.shape[1:]))), axis=1, keepdims=False)
+        return (lax.reshape(flat, (x.shape[0],) + (1,) * (x.ndim - 1)) if keepdims else flat), 0
+
+    return rule
+
+
+argmax_p.batch = _arg_reduction_batch(argmax_p)
 argmin_p = _arg_reduction("argmin", "argmin")
+argmin_p.batch = _arg_reduction_batch(argmin_p)
 
 
 def _logsumexp_rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
@@ -180,7 +212,16 @@ def _logsumexp(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any
 
 # A primitive rather than a composite (max, subtract, exp, sum, log, add): one kernel with
 # one-line rules, measurably faster (docs/performance.md, "Fused primitives").
-logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp)
+logsumexp_p = Primitive("logsumexp", _logsumexp_rule, kernel=_logsumexp, autocast="float32",
+                        onnx=_reduce_onnx("ReduceLogSumExp"))
+
+
+def _reduction_axes(x: Any, *, axes: tuple[int, ...], keepdims: bool) -> dict[str, Any]:
+    return {"axes": tuple(a + 1 for a in axes if a < x.ndim - 1), "keepdims": keepdims}  # (a 0-d member: no axes)
+
+
+for _prim in (*REDUCTIONS.values(), logsumexp_p):
+    defvectorized(_prim, _reduction_axes)
 
 
 def _softmax_weights(x: Any, ans: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
@@ -293,7 +334,29 @@ def _xent(xp: Any, z: Any, y: Any, *, reduction: str, ignore_index: int) -> Any:
 # ignored rows are masked inside the kernel, so the labels never need reading on the host.
 # The sum or mean is inside too, so its backward folds into the gradient kernel
 # (docs/performance.md has the measurements).
-softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent)
+softmax_cross_entropy_p = Primitive("softmax_cross_entropy", _xent_rule, kernel=_xent, autocast="float32")
+
+
+def _rows_counted(y: Any, ignore_index: int, dtype: Any) -> Any:
+    """Per member, how many rows count (their label is not ``ignore_index``)."""
+    return lax.reduce_sum(lax.convert(lax.ne(y, ignore_index), dtype), (1,))
+
+
+def _xent_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int) -> tuple[Any, int]:
+    """Every member's rows as one (B*N, C) batch of rows, then each member's sum or mean."""
+    n = axis_size(args, dims)
+    z, y = (to_front(a, d, n) for a, d in zip(args, dims))
+    _, rows, classes = z.shape
+    per_row = bind(softmax_cross_entropy_p, lax.reshape(z, (n * rows, classes)), lax.reshape(y, (n * rows,)),
+                   reduction="none", ignore_index=ignore_index)
+    per_row = lax.reshape(per_row, (n, rows))
+    if reduction == "none":
+        return per_row, 0
+    total = lax.reduce_sum(per_row, (1,))
+    return (total if reduction == "sum" else total / _rows_counted(y, ignore_index, z.dtype)), 0
+
+
+softmax_cross_entropy_p.batch = _xent_batch
 
 
 def _xent_grad_rule(g: ShapedArray, logits: ShapedArray, labels: ShapedArray, *, reduction: str,
@@ -331,7 +394,24 @@ def _xent_grad(xp: Any, g: Any, z: Any, y: Any, *, reduction: str, ignore_index:
 
 # The backward of softmax_cross_entropy as one kernel (PyTorch has the same pair:
 # cross_entropy's backward is its own operation). Its own rules give second derivatives.
-softmax_cross_entropy_grad_p = Primitive("softmax_cross_entropy_grad", _xent_grad_rule, kernel=_xent_grad)
+softmax_cross_entropy_grad_p = Primitive("softmax_cross_entropy_grad", _xent_grad_rule, kernel=_xent_grad,
+                                        autocast="float32")
+
+
+def _xent_grad_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int) -> tuple[Any, int]:
+    n = axis_size(args, dims)
+    g, z, y = (to_front(a, d, n) for a, d in zip(args, dims))
+    _, rows, classes = z.shape
+    if reduction == "mean":
+        g = g / _rows_counted(y, ignore_index, z.dtype)
+    if reduction != "none":
+        g = lax.broadcast_to(lax.expand_dims(g, (1,)), (n, rows))
+    out = bind(softmax_cross_entropy_grad_p, lax.reshape(g, (n * rows,)), lax.reshape(z, (n * rows, classes)),
+               lax.reshape(y, (n * rows,)), reduction="none", ignore_index=ignore_index)
+    return lax.reshape(out, (n, rows, classes)), 0
+
+
+softmax_cross_entropy_grad_p.batch = _xent_grad_batch
 
 
 def _xent_softmax(z: Any) -> Any:
@@ -401,12 +481,20 @@ def _scan(name: str, kernel: str) -> Primitive:
     def run(xp: Any, x: Any, *, axis: int) -> Any:
         return getattr(xp, kernel)(x, axis=axis, dtype=x.dtype)
 
-    return Primitive(name, rule, kernel=run)
+    return Primitive(name, rule, kernel=run, autocast="float32")  # (running sums and products: in float32)
 
 
 cumsum_p = _scan("cumsum", "cumsum")
 deflinear(cumsum_p, lambda g, ans, x, *, axis: lax.flip(lax.cumsum(lax.flip(g, (axis,)), axis), (axis,)))
 cumprod_p = _scan("cumprod", "cumprod")  # its rules are below
+
+
+def _axis(x: Any, *, axis: int, **params: Any) -> dict[str, Any]:
+    return {"axis": axis % max(x.ndim - 1, 1) + 1, **params}
+
+
+for _prim in (cumsum_p, cumprod_p):
+    defvectorized(_prim, _axis)
 
 
 def _shifted(v: Any, step: int, axis: int, fill: float) -> Any:
@@ -459,92 +547,3 @@ def _cumprod_vjp(g: Any, ans: Any, x: Any, *, axis: int) -> Any:
 cumprod_p.domain = Domain(avoid=(0.0,), margin=0.3)
 defjvp(cumprod_p, _cumprod_jvp)
 defvjp(cumprod_p, _cumprod_vjp, saves="args")
-
-
-# ---- batching: the batch axis goes first and the axes skip it
-
-def _reduction_axes(x: Any, *, axes: tuple[int, ...], keepdims: bool) -> dict[str, Any]:
-    return {"axes": tuple(a + 1 for a in axes if a < x.ndim - 1), "keepdims": keepdims}  # (a 0-d member: no axes)
-
-
-def _axis(x: Any, *, axis: int, **params: Any) -> dict[str, Any]:
-    return {"axis": axis % max(x.ndim - 1, 1) + 1, **params}
-
-
-for _prim in (*REDUCTIONS.values(), logsumexp_p):
-    defvectorized(_prim, _reduction_axes)
-for _prim in (cumsum_p, cumprod_p):
-    defvectorized(_prim, _axis)
-
-
-def _arg_reduction_batch(prim: Primitive) -> Any:
-    def rule(args: Any, dims: Any, *, axis: int | None, keepdims: bool) -> tuple[Any, int]:
-        x = to_front(args[0], dims[0])
-        if x.ndim == 1:  # 0-d members: index 0 each
-            return lax.zeros(x, x.shape, int64), 0
-        if axis is not None:
-            return bind(prim, x, axis=axis % (x.ndim - 1) + 1, keepdims=keepdims), 0
-        flat = bind(prim, lax.reshape(x, (x.shape[0], math.prod(x.shape[1:]))), axis=1, keepdims=False)
-        return (lax.reshape(flat, (x.shape[0],) + (1,) * (x.ndim - 1)) if keepdims else flat), 0
-
-    return rule
-
-
-argmax_p.batch, argmin_p.batch = _arg_reduction_batch(argmax_p), _arg_reduction_batch(argmin_p)
-
-
-def _rows_counted(y: Any, ignore_index: int, dtype: Any) -> Any:
-    """Per member, how many rows count (their label is not ``ignore_index``)."""
-    return lax.reduce_sum(lax.convert(lax.ne(y, ignore_index), dtype), (1,))
-
-
-def _xent_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int) -> tuple[Any, int]:
-    """Every member's rows as one (B*N, C) batch of rows, then each member's sum or mean."""
-    n = axis_size(args, dims)
-    z, y = (to_front(a, d, n) for a, d in zip(args, dims))
-    _, rows, classes = z.shape
-    per_row = bind(softmax_cross_entropy_p, lax.reshape(z, (n * rows, classes)), lax.reshape(y, (n * rows,)),
-                   reduction="none", ignore_index=ignore_index)
-    per_row = lax.reshape(per_row, (n, rows))
-    if reduction == "none":
-        return per_row, 0
-    total = lax.reduce_sum(per_row, (1,))
-    return (total if reduction == "sum" else total / _rows_counted(y, ignore_index, z.dtype)), 0
-
-
-def _xent_grad_batch(args: Any, dims: Any, *, reduction: str, ignore_index: int) -> tuple[Any, int]:
-    n = axis_size(args, dims)
-    g, z, y = (to_front(a, d, n) for a, d in zip(args, dims))
-    _, rows, classes = z.shape
-    if reduction == "mean":
-        g = g / _rows_counted(y, ignore_index, z.dtype)
-    if reduction != "none":
-        g = lax.broadcast_to(lax.expand_dims(g, (1,)), (n, rows))
-    out = bind(softmax_cross_entropy_grad_p, lax.reshape(g, (n * rows,)), lax.reshape(z, (n * rows, classes)),
-               lax.reshape(y, (n * rows,)), reduction="none", ignore_index=ignore_index)
-    return lax.reshape(out, (n, rows, classes)), 0
-
-
-softmax_cross_entropy_p.batch, softmax_cross_entropy_grad_p.batch = _xent_batch, _xent_grad_batch
-
-
-# ---- facts by name, checked against the registry at import (``core.annotate``)
-
-# sums and products over many elements lose too much in 8 bits of mantissa: fg.autocast
-# runs them in float32
-annotate("autocast", dict.fromkeys(("reduce_sum", "reduce_prod", "cumsum", "cumprod", "logsumexp",
-                                    "softmax_cross_entropy", "softmax_cross_entropy_grad"), "float32"))
-annotate("torch_name", {"reduce_sum": "Sum", "reduce_prod": "Prod", "reduce_max": "Max", "reduce_min": "Min"})
-
-
-def _reduce_onnx(op: str) -> Any:
-    def emit(g: Any, ins: list[str], out: str, eqn: Any) -> None:
-        g.node(op, [ins[0], g.ints(eqn.params["axes"], "axes")], [out], keepdims=int(eqn.params["keepdims"]))
-
-    emit.__doc__ = op
-    return emit
-
-
-annotate("onnx", {name: _reduce_onnx(op) for name, op in (
-    ("reduce_sum", "ReduceSum"), ("reduce_max", "ReduceMax"), ("reduce_min", "ReduceMin"),
-    ("reduce_prod", "ReduceProd"), ("logsumexp", "ReduceLogSumExp"))})

@@ -93,6 +93,7 @@ def _reshape_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 reshape_p = Primitive("reshape", None, view=_reshape, native=lambda xp, x, *, new_sizes: x.reshape(new_sizes),  # type: ignore[arg-type]
                       torch_name="View", simplify=_reshape_of_reshape, onnx=_reshape_onnx)
 deflinear(reshape_p, lambda g, ans, x, *, new_sizes: lax.reshape(g, x.shape))
+defvectorized(reshape_p, lambda x, *, new_sizes: {"new_sizes": (x.shape[0], *new_sizes)})
 
 
 def strict_view(x: Layout, new_sizes: tuple[int, ...]) -> Layout:
@@ -136,6 +137,7 @@ transpose_p = Primitive("transpose", None, view=_transpose,
                         torch_name="Permute", simplify=_transpose_simplified, onnx=_transpose_onnx)
 deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
     transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))
+defvectorized(transpose_p, lambda x, *, permutation: {"permutation": (0, *shift_axes(permutation))})
 
 
 def _broadcast_to(x: Layout, *, shape: tuple[int, ...]) -> Layout:
@@ -174,6 +176,14 @@ def _broadcast_to_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 broadcast_to_p = Primitive("broadcast_to", None, view=_broadcast_to, native=_native_broadcast_to,
                            torch_name="Expand", onnx=_broadcast_to_onnx)
 deflinear(broadcast_to_p, lambda g, ans, x, *, shape: g)  # the interpreter sums g back to x's shape
+
+
+def _broadcast_to_batch(args: Any, dims: Any, *, shape: tuple[int, ...]) -> tuple[Any, int]:
+    x = with_batch(args[0], dims[0], len(shape))
+    return bind(broadcast_to_p, x, shape=(x.shape[0], *shape)), 0
+
+
+broadcast_to_p.batch = _broadcast_to_batch
 
 
 def _slice_lengths(index: tuple[tuple[int, int, int], ...], shape: tuple[int, ...]) -> list[int]:
@@ -237,6 +247,7 @@ def _static_slice(params: dict[str, Any], x: Any, out: Any) -> Any:
 
 slice_p = Primitive("slice", None, view=_slice, native=_native_slice, static_view=_static_slice)
 deflinear(slice_p, lambda g, ans, x, *, index: _scatter_into_zeros(x, g, _slice_template(index)))
+defvectorized(slice_p, lambda x, *, index: {"index": ((0, x.shape[0], 1), *index)})
 
 
 def _squeeze(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
@@ -260,6 +271,7 @@ def _squeeze_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 squeeze_p = Primitive("squeeze", None, view=_squeeze, native=lambda xp, x, *, dimensions: x.squeeze(dimensions),
                       static_view=_static_reshape, onnx=_squeeze_onnx)
 deflinear(squeeze_p, lambda g, ans, x, *, dimensions: bind(expand_dims_p, g, dimensions=dimensions))  # type: ignore[has-type]
+defvectorized(squeeze_p, lambda x, *, dimensions: {"dimensions": shift_axes(dimensions)})
 
 
 def _expand_dims(x: Layout, *, dimensions: tuple[int, ...]) -> Layout:
@@ -290,6 +302,7 @@ def _expand_dims_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 expand_dims_p = Primitive("expand_dims", None, view=_expand_dims, native=_native_expand_dims,
                           static_view=_static_reshape, torch_name="Unsqueeze", onnx=_expand_dims_onnx)
 deflinear(expand_dims_p, lambda g, ans, x, *, dimensions: bind(squeeze_p, g, dimensions=dimensions))
+defvectorized(expand_dims_p, lambda x, *, dimensions: {"dimensions": shift_axes(dimensions)})
 
 
 def _flip(x: Layout, *, axes: tuple[int, ...]) -> Layout:
@@ -308,6 +321,7 @@ def _static_flip(params: dict[str, Any], x: Any, out: Any) -> Any:
 
 flip_p = Primitive("flip", None, view=_flip, native=lambda xp, x, *, axes: xp.flip(x, axes), static_view=_static_flip)
 deflinear(flip_p, lambda g, ans, x, *, axes: bind(flip_p, g, axes=axes))
+defvectorized(flip_p, lambda x, *, axes: {"axes": shift_axes(axes)})
 
 
 def _diagonal(x: Layout, *, offset: int, axis1: int, axis2: int) -> Layout:
@@ -340,11 +354,13 @@ def _diagonal_vjp(g: Any, ans: Any, x: Any, *, offset: int, axis1: int, axis2: i
 
 diagonal_p = Primitive("diagonal", None, view=_diagonal, native="diagonal")
 deflinear(diagonal_p, _diagonal_vjp)
+defvectorized(diagonal_p, lambda x, *, axis1, axis2, **p: {"axis1": axis1 + 1, "axis2": axis2 + 1, **p})
 
 
 # The identity as a view: a constant to every derivative (fg.stop_gradient, x.detach()).
 stop_gradient_p = Primitive("stop_gradient", None, view=lambda x: x, differentiable=False,
                             native=lambda xp, x: x, onnx="Identity")
+defbroadcasting(stop_gradient_p)
 
 
 def _windows(x: Layout, *, axes: tuple[int, ...], sizes: tuple[int, ...], steps: tuple[int, ...],
@@ -392,6 +408,7 @@ def _windows_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 
 
 windows_p = Primitive("windows", None, view=_windows, native=_native_windows, onnx=_windows_onnx)
+defvectorized(windows_p, lambda x, *, axes, **p: {"axes": shift_axes(axes), **p})
 
 
 def _windows_add_rule(g: ShapedArray, *, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],
@@ -417,6 +434,8 @@ def _windows_add(xp: Any, g: Any, *, shape: tuple[int, ...], axes: tuple[int, ..
 
 
 windows_add_p = Primitive("windows_add", _windows_add_rule, kernel=_windows_add)
+defvectorized(windows_add_p, lambda g, *, shape, axes, **p: {"shape": (g.shape[0], *shape), "axes": shift_axes(axes),
+                                                             **p})
 deflinear(windows_p, lambda g, ans, x, **p: bind(windows_add_p, g, shape=tuple(x.shape), **p))
 deflinear(windows_add_p, lambda g, ans, x, *, shape, **p: bind(windows_p, g, **p))
 
@@ -443,6 +462,14 @@ def _concatenate_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 
 concatenate_p = Primitive("concatenate", _concatenate_rule,
                           kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), onnx=_concatenate_onnx)
+
+
+def _concatenate_batch(args: Any, dims: Any, *, axis: int) -> tuple[Any, int]:
+    n = axis_size(args, dims)
+    return bind(concatenate_p, *(to_front(a, d, n) for a, d in zip(args, dims)), axis=axis + 1), 0
+
+
+concatenate_p.batch = _concatenate_batch
 
 
 def _concatenate_jvp(i: int, t: Any, ans: Any, *xs: Any, axis: int) -> Any:
@@ -485,6 +512,7 @@ def _pad_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
 
 
 pad_p = Primitive("pad", _pad_rule, kernel=_pad, onnx=_pad_onnx)
+defvectorized(pad_p, lambda x, *, pad_width, **p: {"pad_width": ((0, 0), *pad_width), **p})
 
 
 def _pad_sources(like: Any, shape: tuple[int, ...], pad_width: Any, mode: str) -> Any:
@@ -549,6 +577,8 @@ def _argsort(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
 
 sort_p = Primitive("sort", _sort_rule, kernel=_sort, domain=DISTINCT)
 argsort_p = Primitive("argsort", _argsort_rule, kernel=_argsort, differentiable=False)
+for _prim in (sort_p, argsort_p):
+    defvectorized(_prim, lambda x, *, axis, descending: {"axis": axis % (x.ndim - 1) + 1, "descending": descending})
 
 
 def _inverse_permutation(idx: Any, axis: int) -> Any:
@@ -571,38 +601,7 @@ def _iota(xp: Any, like: Any, *, n: int, dtype: DType) -> Any:
 
 full_p = Primitive("full", lambda like, *, shape, value, dtype: ShapedArray(shape, dtype, like.device), kernel=_full,
                    differentiable=False)
+defunbatched(full_p)
 iota_p = Primitive("iota", lambda like, *, n, dtype: ShapedArray((n,), dtype, like.device), kernel=_iota,
                    differentiable=False)
-
-
-# ---- batching: the batch axis goes first and the parameters skip it
-
-defvectorized(reshape_p, lambda x, *, new_sizes: {"new_sizes": (x.shape[0], *new_sizes)})
-defvectorized(transpose_p, lambda x, *, permutation: {"permutation": (0, *shift_axes(permutation))})
-defvectorized(slice_p, lambda x, *, index: {"index": ((0, x.shape[0], 1), *index)})
-defvectorized(squeeze_p, lambda x, *, dimensions: {"dimensions": shift_axes(dimensions)})
-defvectorized(expand_dims_p, lambda x, *, dimensions: {"dimensions": shift_axes(dimensions)})
-defvectorized(flip_p, lambda x, *, axes: {"axes": shift_axes(axes)})
-defvectorized(diagonal_p, lambda x, *, axis1, axis2, **p: {"axis1": axis1 + 1, "axis2": axis2 + 1, **p})
-defvectorized(windows_p, lambda x, *, axes, **p: {"axes": shift_axes(axes), **p})
-defvectorized(windows_add_p, lambda g, *, shape, axes, **p: {"shape": (g.shape[0], *shape), "axes": shift_axes(axes),
-                                                             **p})
-defvectorized(pad_p, lambda x, *, pad_width, **p: {"pad_width": ((0, 0), *pad_width), **p})
-for _prim in (sort_p, argsort_p):
-    defvectorized(_prim, lambda x, *, axis, descending: {"axis": axis % (x.ndim - 1) + 1, "descending": descending})
-defbroadcasting(stop_gradient_p)
-defunbatched(full_p)
 defunbatched(iota_p)
-
-
-def _broadcast_to_batch(args: Any, dims: Any, *, shape: tuple[int, ...]) -> tuple[Any, int]:
-    x = with_batch(args[0], dims[0], len(shape))
-    return bind(broadcast_to_p, x, shape=(x.shape[0], *shape)), 0
-
-
-def _concatenate_batch(args: Any, dims: Any, *, axis: int) -> tuple[Any, int]:
-    n = axis_size(args, dims)
-    return bind(concatenate_p, *(to_front(a, d, n) for a, d in zip(args, dims)), axis=axis + 1), 0
-
-
-broadcast_to_p.batch, concatenate_p.batch = _broadcast_to_batch, _concatenate_batch
