@@ -436,20 +436,6 @@ triangular_solve_p = Primitive("triangular_solve", _triangular_solve_rule,
                                kernel=_upcast_linalg(_triangular_solve), domain=MATRIX, autocast="float32")
 
 
-def _solve_batch(prim: Primitive) -> Any:
-    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, int]:
-        (a, b), (da, db) = args, dims
-        vector = db is not None and logical_ndim(b, db) == 1  # a batch of vectors: (B, n, 1) matrices
-        if vector:
-            b, db = lax.expand_dims(to_front(b, db), (2,)), 0
-        ra, rb = logical_ndim(a, da), logical_ndim(b, db)
-        lead = max(ra - 2, rb - (1 if rb == 1 else 2))
-        out = bind(prim, with_batch(a, da, lead + 2), with_batch(b, db, lead + (1 if rb == 1 else 2)), **params)
-        return (lax.squeeze(out, (out.ndim - 1,)) if vector else out), 0
-
-    return rule
-
-
 triangular_solve_p.batch = _solve_batch(triangular_solve_p)
 
 
