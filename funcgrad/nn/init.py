@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.random_state import generator
 from ..ops import asarray
-from ..random_state import generator
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "zeros_", "ones_", "eye_",
            "dirac_", "orthogonal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",

@@ -16,9 +16,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import random_state
 from .. import tree as _tree
 from ..array import Array, ArrayBase
+from ..backends import random_state as random_state
 from ..dtypes import DType, as_dtype
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import asarray, zeros_like

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops, random_state
+from .. import ops
 from ..array import Array, ArrayBase
+from ..backends import random_state as random_state
 from ..dtypes import as_dtype, float32, int64
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives.checks import as_int

@@ -14,9 +14,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from .. import ops, random_state
+from .. import ops
 from .. import tree as _tree
 from ..array import ArrayBase
+from ..backends import random_state as random_state
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
 from ..primitives.checks import as_int

@@ -29,9 +29,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ... import random_state
 from ... import tree as _tree
 from ...array import Array, ArrayBase
+from ...backends import random_state as random_state
 from ...config import config
 from ...dtypes import PYTHON_DTYPES
 from ...errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
