@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..array import Array, ArrayBase
+from ..array import Array, ArrayBase, evaluate
 from ..errors import DTypeError
 from ..primitives import lax
 from ..primitives.checks import as_int, require_kind
-from ..primitives.core import bind
+from ..primitives.core import bind, current_interpreter
 from ..primitives.elementwise import (
     BINARY,
     BINARY_TABLE,
@@ -32,6 +32,8 @@ from ..primitives.elementwise import (
     select_p,
 )
 from .creation import asarray, full
+
+_current = current_interpreter.get  # (the fast paths below write out bind's eager case)
 
 __all__ = [
     "astype", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "power",
@@ -122,7 +124,7 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
             if dt.kind in kinds and (
                 (y.__class__ is Array and y._dtype is dt) or (dt.kind, y.__class__) in _WEAK_FITS
             ):
-                return bind(prim, x, y)
+                return evaluate(prim, (x, y), {}) if _current() is None else bind(prim, x, y)
         elif y.__class__ is Array and (y._dtype.kind, x.__class__) in _WEAK_FITS and y._dtype.kind in kinds:
             return bind(prim, x, y)
         elif isinstance(x, ArrayBase):  # tracers: the same checks through the public attributes
@@ -270,7 +272,7 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
                                  "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
                 x = cast_to(x, _dt.int64)
-        return bind(prim, x)
+        return evaluate(prim, (x,), {}) if _current() is None else bind(prim, x)
 
     fn.__name__ = name
     return fn
