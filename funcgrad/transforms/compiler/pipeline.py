@@ -3,8 +3,8 @@
 ``compile_program`` is the one way a program is made fast: ``PASSES`` rewrite it
 (``passes.py``), then ``lower`` turns it into one Python function of kernel calls. What is
 compiled is kept in ``ir.ProgramCache``s, the one cache policy (bounded, least recently
-used out first): a client's own (backward plans, ``replay.py``, keyed by a graph's
-structure; ``fg.compile``, ``compiled.py``, keyed by its arguments' abstract values), or
+used out first): a client's own (backward plans, ``plans.py``, keyed by a graph's
+structure; ``fg.compile``, ``jit.py``, keyed by its arguments' abstract values), or
 on the program itself for its derived forms (``Program.derived``: its lowerings, its split
 VJP, its batched forms).
 """
