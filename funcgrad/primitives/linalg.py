@@ -129,7 +129,10 @@ def _linear_rule(x: ShapedArray, w: ShapedArray, *bias: ShapedArray) -> ShapedAr
 
 
 def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
-    out = xp.matmul(x, w.T)
+    if x.ndim > 2 and x.flags.c_contiguous:  # every leading axis a batch of rows: one 2-d product (one
+        out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(*x.shape[:-1], w.shape[0])  # GEMM, not one each)
+    else:
+        out = xp.matmul(x, w.T)
     if b is not None:
         out += b  # the matmul's output is fresh memory: adding in place saves an allocation
     return out
@@ -179,7 +182,8 @@ def _linear_vjp_b(g: Any, ans: Any, x: Any, w: Any, b: Any) -> Any:
 
 defjvp(linear_p, lambda t, ans, x, w, *b: bind(linear_p, t, w), lambda t, ans, x, w, *b: bind(linear_p, x, t),
        lambda t, ans, x, w, b: t)
-defvjp(linear_p, lambda g, ans, x, w, *b: lax.matmul(g, w), _linear_vjp_w, _linear_vjp_b, saves=(0, 1))
+defvjp(linear_p, lambda g, ans, x, w, *b: bind(linear_p, g, lax.matrix_transpose(w)), _linear_vjp_w, _linear_vjp_b,
+       saves=(0, 1))  # (x's cotangent g @ w as a linear: leading axes become rows of one product)
 
 
 def parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str, dict[str, int]]:
