@@ -57,9 +57,10 @@ def test_the_table_is_pytorchs() -> None:
     assert len([ln for ln in lines if ln and not ln.startswith("-")]) == 1 + 4 + 1  # header, 4 rows, total
     assert lines[-1].startswith("Self CPU time total:")
     rows = {r.key: r for r in prof.key_averages()}
-    assert rows["linear"].count == 6 and rows["LinearBackward"].count == 6 and rows["relu"].count == 3
+    # (6 forward, and the second layer's input cotangent, a linear of the weight's transpose, 3 times)
+    assert rows["linear"].count == 9 and rows["LinearBackward"].count == 6 and rows["relu"].count == 3
     grouped = prof.key_averages(group_by_input_shape=True)
-    assert len([r for r in grouped if r.key == "linear"]) == 2
+    assert len([r for r in grouped if r.key == "linear"]) == 3  # two layers, and the cotangent's
     assert "Input Shapes" in grouped.table(row_limit=3)
     with pytest.raises(ValueError, match="sort_by"):
         prof.key_averages().table(sort_by="nonsense")
