@@ -216,6 +216,7 @@ class Primitive:
         self.onnx = onnx
         self.label = label
         self._arity = arity
+        self._schema: tuple[dict[str, tuple[Any, bool]], bool] | None = None
         self.loadable = impl is None if loadable is None else loadable
         self.jvp: Any = None  # a callable rule, or an object with one (VJPFromRules, a call-like primitive's)
         self.vjp: VJPRule | None = None  # every reverse-mode rule is a ``VJPRule`` (``primitives.ad``)
@@ -238,18 +239,23 @@ class Primitive:
 
     def params_schema(self) -> dict[str, tuple[Any, bool]]:
         """Its parameters, by name: (annotated type, required), from its shape rule's
-        keyword-only parameters; ``{}`` for a rule without readable annotations or one that
-        takes ``**params`` (its own checks stand alone)."""
-        return _schema_of(self.abstract_eval)
+        keyword-only parameters (read once); ``{}`` for a rule without readable annotations
+        (its own checks stand alone)."""
+        return self._signature()[0]
+
+    def _signature(self) -> tuple[dict[str, tuple[Any, bool]], bool]:
+        """The schema, and whether the rule also takes parameters it does not name (``**params``)."""
+        if self._schema is None:
+            self._schema = (_schema_of(self.abstract_eval), _takes_any_params(self.abstract_eval))
+        return self._schema
 
     def check_params(self, params: dict[str, Any]) -> None:
         """Parameters of the declared names and types, none missing: the check a program
         read from a file passes before its shape rules run (they check values' ranges)."""
-        rule = self.abstract_eval
-        schema = _schema_of(rule)
+        schema, open_ended = self._signature()
         if not schema:
             return
-        if not _takes_any_params(rule):
+        if not open_ended:
             unknown = sorted(set(params) - set(schema))
             if unknown:
                 raise ArgumentTypeError(f"{self.name} takes no parameter(s) {unknown}")
@@ -292,11 +298,16 @@ class Primitive:
 REGISTRY: dict[str, Primitive] = {}
 
 
+# the facts a family module may set by name (``annotate``)
+ANNOTATABLE = frozenset({"c_expr", "autocast", "flops", "torch_name", "tags", "simplify", "static_view", "onnx",
+                         "label"})
+
+
 def annotate(field: str, values: dict[str, Any]) -> None:
     """Set one fact of several primitives by name (a family module's table: its C
     expressions, its autocast policy). A name no primitive has, or a field ``Primitive``
     does not declare, fails at import, so a table cannot drift from the registry."""
-    if not hasattr(REGISTRY[next(iter(REGISTRY))], field) or field.startswith("_"):
+    if field not in ANNOTATABLE:
         raise RegistryError(f"annotate: Primitive has no field {field!r}")
     unknown = sorted(set(values) - set(REGISTRY))
     if unknown:
@@ -317,7 +328,10 @@ def _arity_of(rule: Callable[..., Any]) -> tuple[int, int]:
 
 
 def _takes_any_params(rule: Callable[..., Any]) -> bool:
-    return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(rule).parameters.values())
+    try:
+        return any(p.kind is p.VAR_KEYWORD for p in inspect.signature(rule).parameters.values())
+    except (TypeError, ValueError):  # an unreadable rule: it has no schema either
+        return False
 
 
 def _schema_of(rule: Callable[..., Any]) -> dict[str, tuple[Any, bool]]:

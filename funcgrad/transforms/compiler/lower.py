@@ -74,6 +74,10 @@ class _Call(NamedTuple):
         return f"    {self.target}OBSERVED({label!r}, {self.fn}{', ' if self.args else ''}{self.args})"
 
 
+_HEADER = "def lowered(inputs, stats):"
+_OBSERVED_HEADER = "def lowered(inputs, stats, OBSERVED):"  # (each call made through OBSERVED)
+
+
 def _render(lines: list[Any], observed: bool = False, full_labels: bool = False) -> str:
     return "\n".join(line.render(observed, full_labels) if isinstance(line, _Call) else line for line in lines)
 
@@ -93,7 +97,7 @@ class LoweredFunction:
         self.donated = donated
         self.name = name
         self._namespace = namespace
-        self._timed: Callable[..., Any] | None = None
+        self._observed: Callable[..., Any] | None = None
 
     def run(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
         if config.write_guard:
@@ -107,15 +111,14 @@ class LoweredFunction:
         """The same function with every kernel call made through its third argument,
         ``call(label, kernel, *args, **kwargs)`` (written once, the first time an observer
         runs this program)."""
-        if self._timed is None:
-            self._timed = self._written(full_labels=False)
-        return self._timed
+        if self._observed is None:
+            self._observed = self._written(full_labels=False)
+        return self._observed
 
     def _written(self, full_labels: bool) -> Callable[..., Any]:
         """The function written with every call through ``OBSERVED``; each call's label is the
         primitive's name (or the fused loop's), or with ``full_labels`` its whole line."""
-        lines = [line.replace("def lowered(inputs, stats):", "def lowered(inputs, stats, OBSERVED):")
-                 if isinstance(line, str) else line for line in self._lines]
+        lines = [_OBSERVED_HEADER if line == _HEADER else line for line in self._lines]
         namespace = dict(self._namespace or {})
         source = _render(lines, observed=True, full_labels=full_labels)
         exec(compile(source, "<funcgrad lowered program, observed>", "exec"), namespace)  # noqa: S102
@@ -254,7 +257,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
         w.name(v, "x")
     for v, c in zip(program.constvars, program.consts):
         w.names[id(v)] = w.global_(c._data, "c")
-    w.lines.append("def lowered(inputs, stats):")
+    w.lines.append(_HEADER)
     w.lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
     if program.invars:
         w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
