@@ -1239,8 +1239,8 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
     requires grad hands the operation to the tape, which its autograd metadata leads to
     (``meta.record``). The cases of plain arrays and no parameters (``a + b``,
     ``fg.tanh(x)``) are written out first: they are the hottest paths in the library, so
-    their kernel call is written out too (through a shared function, a ``(1,)`` add takes
-    10-14% longer); ``run_eager`` has the general one.
+    their kernel call is written out too, not shared with ``run_eager``'s general one
+    (``docs/performance.md`` has what sharing it costs).
     """
     if not params:
         if len(args) == 2:
