@@ -9,6 +9,10 @@
   their chunks across (NumPy's ufuncs release the GIL, so the pieces run on separate cores).
   Read when a program is lowered; defaults to the cores this process may use, or the
   environment variable ``FUNCGRAD_COMPILE_THREADS``. ``1`` runs every loop on the caller's thread.
+* ``compile_backend``: how a compiled program runs its elementwise runs: ``"c"`` (the
+  default) as native loops built by the system C compiler, ``"numpy"`` as NumPy calls.
+  Without a compiler ``"c"`` falls back to ``"numpy"`` with one warning. Read when a program
+  is lowered; also set by the environment variable ``FUNCGRAD_COMPILE_BACKEND``.
 * ``write_guard``: every compiled or lowered call (``fg.compile``, control flow's sub-programs,
   backward plans) compares its non-donated inputs and its constants before and after it runs,
   and raises ``fg.WriteGuardError`` naming the program and the equation that wrote into one
@@ -24,17 +28,29 @@ __all__ = ["config"]
 
 
 class _Config:
-    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard")
+    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "_compile_backend")
 
     def __init__(self) -> None:
         self.explain_cache_misses = os.environ.get("FUNCGRAD_EXPLAIN_CACHE_MISSES", "") not in ("", "0")
         self.no_retrace = False
         self.compile_threads = int(os.environ.get("FUNCGRAD_COMPILE_THREADS", 0)) or _usable_cores()
         self.write_guard = os.environ.get("FUNCGRAD_WRITE_GUARD", "") not in ("", "0")
+        self.compile_backend = os.environ.get("FUNCGRAD_COMPILE_BACKEND", "") or "c"
+
+    @property
+    def compile_backend(self) -> str:
+        return self._compile_backend
+
+    @compile_backend.setter
+    def compile_backend(self, value: str) -> None:
+        if value not in ("c", "numpy"):
+            raise ValueError(f"fg.config.compile_backend: {value!r} is not a backend; use 'c' or 'numpy'")
+        self._compile_backend = value
 
     def __repr__(self) -> str:
         return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
-                f"compile_threads={self.compile_threads}, write_guard={self.write_guard})")
+                f"compile_threads={self.compile_threads}, compile_backend={self.compile_backend!r}, "
+                f"write_guard={self.write_guard})")
 
 
 def _usable_cores() -> int:

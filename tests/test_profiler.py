@@ -11,6 +11,8 @@ import pytest
 import funcgrad as fg
 from funcgrad.transforms.observe import observer
 
+from .backends import assert_as_eager, compile_backend
+
 nn = fg.nn
 
 
@@ -84,33 +86,39 @@ def test_chrome_trace_schema(tmp_path) -> None:
     assert all(outer["ts"] <= e["ts"] and e["ts"] + e["dur"] <= outer["ts"] + outer["dur"] + 1e-3 for e in inner)
 
 
-def test_compiled_calls_ranges_outside_and_nothing_after() -> None:
-    f = fg.compile(lambda v: fg.exp(v) + 1)
-    x = fg.ones(4)
-    f(x)
+@pytest.mark.parametrize(("backend", "kernels"), [("numpy", ["exp", "add"]), ("c", ["native: exp add"])])
+def test_compiled_calls_ranges_outside_and_nothing_after(backend: str, kernels: list[str]) -> None:
+    with compile_backend(backend):
+        f = fg.compile(lambda v: fg.exp(v) + 1)
+        x = fg.ones(4)
+        f(x)
     with fg.profiler.record_function("not profiling"):  # no profile: nothing happens
         fg.exp(x)
     with fg.profiler.profile() as prof:
         out = f(x)
-    assert [(e.kind, e.name) for e in prof.events()] == [("kernel", "exp"), ("kernel", "add"),
+    assert [(e.kind, e.name) for e in prof.events()] == [*(("kernel", k) for k in kernels),
                                                          ("primitive", "compiled_call[<lambda>]")]
     call = prof.events()[-1]
-    assert [c.name for c in call.children] == ["exp", "add"] and call.self_ns >= 0
+    assert [c.name for c in call.children] == kernels and call.self_ns >= 0
     np.testing.assert_allclose(out.numpy(), np.exp(1.0) + 1, rtol=1e-6)
     fg.exp(x)
-    assert len(prof.events()) == 3
+    assert len(prof.events()) == len(kernels) + 1
     assert observer.get() is None  # restored
 
 
-def test_a_fused_group_is_one_kernel_event() -> None:
-    f = fg.compile(lambda v: fg.tanh(v * 0.5 + 1.0) * v - fg.exp(-v))
+@pytest.mark.parametrize(("backend", "kind"), [("numpy", "fused"), ("c", "native")])
+def test_a_fused_group_is_one_kernel_event(backend: str, kind: str) -> None:
+    f = lambda v: fg.tanh(v * 0.5 + 1.0) * v - fg.exp(-v)  # noqa: E731
     x = fg.randn(1000, 1000)
-    want = f(x).numpy()
+    with compile_backend(backend):
+        compiled = fg.compile(f)
+        compiled(x)
     with fg.profiler.profile() as prof:
-        got = f(x)
+        got = compiled(x)
     kernels = [e.name for e in prof.events() if e.kind == "kernel"]
-    assert kernels == ["fused: mul add tanh mul neg exp sub"]
-    np.testing.assert_array_equal(got.numpy(), want)
+    assert kernels == [f"{kind}: mul add tanh mul neg exp sub"]
+    with compile_backend(backend):
+        assert_as_eager(got.numpy(), f(x).numpy())
 
 
 def _user_function(v):

@@ -209,10 +209,10 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 }
 
 
-# Each float primitive that CUDA computes as NumPy does, as a C expression: a fused GPU
-# kernel writes a run of them as one statement each (``transforms.lower``). The ``fg_``
-# helpers are the few C lacks (``lower.CUDA_HELPERS``): a NaN-propagating max/min, relu,
-# sigmoid and reciprocal.
+# Each primitive that C computes as NumPy does, as a C expression: fused kernels write a run
+# of them as one statement each (CUDA's in ``compiler/lower.py``, native CPU loops in
+# ``compiler/native.py``). The ``fg_`` helpers are the few C lacks (a NaN-propagating
+# max/min, relu, sigmoid, reciprocal); ``{out}`` is the result's C type.
 C_EXPR = {
     "neg": "-{0}", "square": "{0} * {0}", "abs": "fabs({0})", "reciprocal": "fg_reciprocal({0})",
     "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "arcsin": "asin({0})", "arccos": "acos({0})",
@@ -223,6 +223,9 @@ C_EXPR = {
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}", "pow": "pow({0}, {1})",
     "maximum": "fg_max({0}, {1})", "minimum": "fg_min({0}, {1})", "atan2": "atan2({0}, {1})",
     "hypot": "hypot({0}, {1})", "copysign": "copysign({0}, {1})",
+    "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}",
+    "ge": "{0} >= {1}", "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
+    "select": "{0} ? {1} : {2}", "convert_element_type": "({out})({0})",
 }
 
 

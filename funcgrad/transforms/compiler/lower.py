@@ -38,9 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -51,6 +49,7 @@ from ...errors import WriteGuardError
 from ...primitives.core import FRESH, OPERAND, Layout
 from ..ir import Program, Var
 from ..observe import observer
+from . import native
 
 __all__ = ["lower", "LoweredFunction"]
 
@@ -262,18 +261,24 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     if program.invars:
         w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
     steps = [_step_fn(eqn) for eqn in program.eqns]
-    groups = _elementwise_groups(program.eqns, steps) if threads else {}
+    native_groups = _native_groups(w, program) if threads and native.use_native() else {}
+    groups = _elementwise_groups(program.eqns, steps, cpu=not native_groups) if threads else {}
+    groups.update((i, g.index) for i, g in native_groups.items())
     skip_to = 0
     for i, eqn in enumerate(program.eqns):
         if i < skip_to:
             continue
         if i in groups:  # a run of elementwise equations: computed chunk by chunk, in one loop
-            skip_to = groups[i]
-            w.free_pool()
-            if eqn.outputs[0].aval.device.kind == "gpu":
-                _write_gpu_group(w, program, list(range(i, skip_to)))
+            if i in native_groups:
+                skip_to = i + len(native_groups[i].eqns)
+                _write_native_group(w, native_groups[i])
             else:
-                _write_group(w, program, list(range(i, skip_to)), steps)
+                skip_to = groups[i]
+                w.free_pool()
+                if eqn.outputs[0].aval.device.kind == "gpu":
+                    _write_gpu_group(w, program, list(range(i, skip_to)))
+                else:
+                    _write_group(w, program, list(range(i, skip_to)), steps)
             read = dict.fromkeys(a for k in range(i, skip_to) for a in program.eqns[k].inputs if isinstance(a, Var))
             for v in read:
                 if w.last_use.get(id(v), i) < skip_to and id(v) in w.names:
@@ -431,28 +436,30 @@ PARALLEL_CHUNK = 1 << 18
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
 
 
-def _fusable(eqn: Any, step: Any) -> bool:
+def _fusable(eqn: Any, step: Any, cpu: bool = True) -> bool:
     """An elementwise equation of one float result whose array inputs have its shape (or
-    none: 0-d arrays and literals broadcast): on the CPU a large NumPy ufunc, on a GPU any
-    primitive with a C expression (a kernel launch costs more than small arithmetic)."""
+    none: 0-d arrays and literals broadcast): on the CPU (unless ``cpu`` is False: native
+    loops have it) a large NumPy ufunc, on a GPU any primitive with a C expression (a
+    kernel launch costs more than small arithmetic)."""
     if len(eqn.outputs) != 1 or eqn.params:
         return False
     out = eqn.outputs[0].aval
     if out.dtype.name not in ("float32", "float64") or \
             not all(not isinstance(a, Var) or a.aval.shape in (out.shape, ()) for a in eqn.inputs):
         return False
-    if out.device.kind == "gpu":
-        return eqn.prim.c_expr is not None
-    return out.device.kind == "cpu" and math.prod(out.shape) >= FUSE_MIN and isinstance(step, np.ufunc) \
+    if out.device.kind == "gpu":  # (operands of the result's dtype: CUDA's kernels are written for one type)
+        return eqn.prim.c_expr is not None and all(not isinstance(a, Var) or a.aval.dtype == out.dtype
+                                                   for a in eqn.inputs)
+    return cpu and out.device.kind == "cpu" and math.prod(out.shape) >= FUSE_MIN and isinstance(step, np.ufunc) \
         and step.nout == 1 and step.signature is None
 
 
-def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
+def _elementwise_groups(eqns: list[Any], steps: list[Any], cpu: bool = True) -> dict[int, int]:
     """Runs of two or more consecutive fusable equations of one shape and device: start -> end."""
     groups, i = {}, 0
     while i < len(eqns):
         j = i
-        while j < len(eqns) and _fusable(eqns[j], steps[j]) and eqns[j].outputs[0].aval.shape == \
+        while j < len(eqns) and _fusable(eqns[j], steps[j], cpu) and eqns[j].outputs[0].aval.shape == \
                 eqns[i].outputs[0].aval.shape and eqns[j].outputs[0].aval.device is eqns[i].outputs[0].aval.device:
             j += 1
         if j - i >= 2:
@@ -521,6 +528,46 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
                          ", ".join(passed), f"fused: {fused}"))
 
 
+def _native_groups(w: _Writer, program: Program) -> dict[int, native.NativeGroup]:
+    """The program's native loops, built (an empty dict when they cannot be: NumPy then)."""
+    found: dict[int, native.NativeGroup] = {}
+    for start, end in native.groups(program.eqns).items():
+        eqns = program.eqns[start:end]
+        found[start] = native.NativeGroup(len(found), eqns, _kept(w, eqns, end - 1))
+    return found if native.build_groups(list(found.values())) else {}
+
+
+def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
+    """A native loop's call: its results go into dead temporaries of their type where the
+    pool has them, else into new memory; the C loop is written into the text as comments."""
+    passed = [w.names[id(a)] for a in group.inputs]
+    for v in group.kept:
+        reused = w.pool.get(v.aval) and w.pool[v.aval].pop()
+        name = w.name(v)
+        w.results.add(id(v))
+        if reused:
+            w.lines.append(f"    {name} = {w.names[id(reused)]}")
+            w.lines.append(f"    del {w.names[id(reused)]}")
+            if id(reused) in w.counted:
+                w.counted.discard(id(reused))
+                w.counted.add(id(v))
+        else:
+            w.free_pool()
+            w.lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {v.aval.dtype.np.name!r})")
+            w.allocate([v])
+        passed.append(name)
+    threads = native.threads_for(group, w.threads)
+    w.lines.append(f"    # native loop: {group.label}" + (f", on {threads} threads" if threads > 1 else ""))
+    w.lines.extend(f"    #   {line}" for line in group.loop_source.splitlines())
+    fn = w.global_(group.fn, "N")
+    if threads == 1:
+        w.lines.append(_Call("", fn, f"0, {group.outer}, {', '.join(passed)}", f"native: {group.label}"))
+    else:
+        w.lines.append(_Call("", w.global_(native.in_parallel, "PARALLEL"),
+                             f"{threads}, {fn}, {group.outer}, {', '.join(passed)}, align=1",
+                             f"native: {group.label}"))
+
+
 def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any]) -> None:
     """Equations ``run`` as one loop over chunks of the flattened arrays: each chunk's
     intermediates live in small scratch buffers (in the CPU's caches), and only the values
@@ -528,7 +575,7 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
     results are those of the equations one by one.
 
     The loop is a function of its range of elements, written beside ``lowered``; a large
-    group runs it on ``w.threads`` pieces at once (``_in_parallel``), each piece
+    group runs it on ``w.threads`` pieces at once (``native.in_parallel``), each piece
     with its own scratch buffers."""
     eqns = [program.eqns[k] for k in run]
     n, end = math.prod(eqns[0].outputs[0].aval.shape), run[-1]
@@ -581,37 +628,8 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
     if threads == 1:
         w.lines.append(_Call("", loop, f"0, {n}, {', '.join(passed)}", fused))
     else:
-        w.lines.append(_Call("", w.global_(_in_parallel, "PARALLEL"), f"{threads}, {loop}, {n}, {', '.join(passed)}",
-                             fused))
-
-
-_POOL: list[ThreadPoolExecutor] = []  # made on first use; a forked child makes its own
-
-
-def _in_parallel(threads: int, loop: Callable[..., None], n: int, *arrays: Any) -> None:
-    """``loop(lo, hi, *arrays)`` over ``threads`` pieces of ``range(n)`` at once, of nearly
-    equal lengths that start on multiples of 4096 elements, the first piece on this thread.
-    NumPy's ufuncs release the GIL, so the pieces run on separate cores; each worker runs
-    under this thread's floating-point error settings (``np.errstate`` is per thread)."""
-    if not _POOL or _POOL[0]._max_workers < threads - 1:
-        _POOL[:] = [ThreadPoolExecutor(threads - 1, thread_name_prefix="funcgrad-compiled")]
-    starts = [round(n * i / threads / 4096) * 4096 for i in range(threads)]
-    bounds = list(zip(starts, [*starts[1:], n]))
-    errors = np.geterr()
-    pending = [_POOL[0].submit(_under_errstate, errors, loop, lo, hi, arrays) for lo, hi in bounds[1:]]  # type: ignore[arg-type]
-    try:
-        loop(*bounds[0], *arrays)
-    finally:
-        for job in pending:
-            job.result()
-
-
-def _under_errstate(errors: dict[str, str], loop: Callable[..., None], lo: int, hi: int, arrays: Any) -> None:
-    with np.errstate(**errors):  # type: ignore[arg-type]
-        loop(lo, hi, *arrays)
-
-
-os.register_at_fork(after_in_child=_POOL.clear)
+        parallel = w.global_(native.in_parallel, "PARALLEL")
+        w.lines.append(_Call("", parallel, f"{threads}, {loop}, {n}, {', '.join(passed)}", fused))
 
 
 def _eager_peak(program: Program, last: dict[int, int], keep: set[int]) -> int:

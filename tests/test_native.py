@@ -1,0 +1,181 @@
+"""Native loops (``fg.config.compile_backend = "c"``): every C expression against its
+primitive's eager kernel, broadcasting and strided inputs, the disk cache, and the fallback
+to NumPy when no compiler can be used."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import funcgrad as fg
+from funcgrad.backends import cc
+from funcgrad.primitives.core import ShapedArray
+
+from .backends import compile_backend
+
+pytestmark = pytest.mark.skipif(not any(os.path.exists(os.path.join(p, c)) for p in os.environ["PATH"].split(":")
+                                        for c in ("cc", "gcc", "clang")), reason="no C compiler")
+
+# Results equal to NumPy's bit for bit: IEEE arithmetic, comparisons, selects, casts, and the
+# functions the C library computes exactly. The rest are within ULPS of NumPy's.
+EXACT = {"add", "sub", "mul", "div", "neg", "square", "abs", "floor", "ceil", "trunc", "maximum", "minimum", "relu",
+         "reciprocal", "copysign", "sqrt", "rsqrt", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+         "logical_not", "select", "convert_element_type"}
+ULPS = {"float32": 8, "float64": 4}  # (docs/compile.md, "Native loops": measured at most 5 and 3)
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> int:
+    """The largest distance in units in the last place (NaN where NaN counts 0)."""
+    both_nan = np.isnan(a) & np.isnan(b)
+    ints = np.int64 if a.dtype == np.float64 else np.int32
+    ia, ib = (v.view(ints).astype(np.int64) for v in (a, b))
+    ia = np.where(ia < 0, np.iinfo(ints).min - ia, ia)  # (the sign-magnitude order as integers)
+    ib = np.where(ib < 0, np.iinfo(ints).min - ib, ib)
+    return int(np.where(both_nan, 0, np.abs(ia - ib)).max(initial=0))
+
+
+def _operands(prim: fg.Primitive, dtype: str) -> list[fg.Array]:
+    """Inputs that reach the primitive's interesting values, of the kinds it takes."""
+    rng = np.random.default_rng(0)
+    low, high = (prim.domain.low, prim.domain.high) if prim.domain else (-3.0, 3.0)
+    x = rng.uniform(low, high, 4099).astype(dtype)
+    x[:6] = [0.0, -0.0, 1.0, -1.0, np.nan, np.inf] if not prim.domain else x[:6]
+    y = rng.uniform(low, high, 4099).astype(dtype)
+    arity = 3 if "{2}" in prim.c_expr else 2 if "{1}" in prim.c_expr else 1
+    probe = ShapedArray((2,), fg.float32, fg.device("cpu"))
+    if arity == 3:  # select(condition, x, y)
+        return [fg.asarray(x > 0), fg.asarray(x), fg.asarray(y)]
+    if "{out}" in prim.c_expr:  # a cast
+        return [fg.asarray(x)]
+    try:
+        prim.abstract_eval(*(probe,) * arity)
+    except fg.errors.DTypeError:  # logical operators: bool operands
+        return [fg.asarray(x > 0), fg.asarray(y > 0)][:arity]
+    return [fg.asarray(x), fg.asarray(y)][:arity]
+
+
+_NATIVE = sorted((p for p in fg.primitives.registry() if p.c_expr is not None), key=lambda p: p.name)
+
+
+@pytest.mark.parametrize("prim", _NATIVE, ids=lambda p: p.name)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_c_expression_computes_its_primitive(prim: fg.Primitive, dtype: str) -> None:
+    """Each primitive's C expression in a native loop, against its eager kernel: bit for bit
+    where EXACT says, else within ULPS (with a literal operand too)."""
+    args = _operands(prim, dtype)
+    params = {"new_dtype": fg.float64 if dtype == "float32" else fg.float32} if "{out}" in prim.c_expr else {}
+
+    def f(*a: fg.Array) -> fg.Array:
+        return fg.bind(prim, *a, **params)
+
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        assert f"native loop: {prim.name}" in compiled.lower(*args).source
+        got, want = compiled(*args).numpy(), f(*args).numpy()
+    assert got.dtype == want.dtype
+    if prim.name in EXACT or got.dtype == np.bool_:
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert _ulps(got, want) <= ULPS[str(got.dtype)], prim.name
+
+
+def test_literals_round_as_numpy_rounds_weak_scalars() -> None:
+    x = fg.asarray(np.linspace(-3, 3, 1001, dtype=np.float32))
+    f = lambda v: (v * 0.1 + 1e-3) / 3.3 - 1e30 * (v > 1e-45)  # noqa: E731
+    with compile_backend("c"):
+        np.testing.assert_array_equal(fg.compile(f)(x).numpy(), f(x).numpy())
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([((5, 7), (7,)), ((5, 7), (5, 1)), ((3, 1, 4), (1, 6, 1)), ((2, 3, 4), ()),
+                        ((1, 9), (9, 1)), ((4, 5, 6), (4, 5, 6))]),
+       st.booleans(), st.integers(0, 2**31))
+def test_broadcast_and_strided_operands_give_eagers_values(shapes, transpose, seed) -> None:
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    x, y = fg.asarray(a), fg.asarray(b)
+    if transpose and x.ndim == 2:  # a strided (transposed) operand
+        x = fg.asarray(a.T.copy()).T
+
+    def f(u, v):
+        w = u * v - fg.maximum(u, 0.0)
+        return fg.where(w > 0.25, w / (1.0 + v * v), -w), w * 2.0
+
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        assert "native loop" in compiled.lower(x, y).source
+        for got, want in zip(compiled(x, y), f(x, y)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_the_lowered_source_shows_the_c_loop() -> None:
+    with compile_backend("c"):
+        source = fg.compile(lambda v: fg.exp(v) * 2.0 + v).lower(fg.ones((64, 3))).source
+    assert "#pragma omp simd" in source and "float v0 = exp(x0);" in source
+
+
+def test_native_loops_raise_no_floating_point_errors() -> None:
+    x = fg.asarray([0.0, 1.0])
+    with compile_backend("c"):
+        f = fg.compile(lambda v: fg.log(v) * 2.0)
+        with np.errstate(all="raise"):
+            assert f(x).numpy()[0] == -np.inf
+
+
+def test_the_backend_is_checked() -> None:
+    with pytest.raises(ValueError, match="compile_backend: 'fortran' is not a backend"):
+        fg.config.compile_backend = "fortran"
+
+
+def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from funcgrad.transforms.compiler import native
+
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setattr(native, "_WARNED", set())
+    monkeypatch.setattr(cc, "_LOADED", {})
+    cc.toolchain.cache_clear()
+    try:
+        x = fg.asarray([1.0, 2.0])
+        with compile_backend("c"), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f = fg.compile(lambda v: fg.exp(v) + 1.0)
+            np.testing.assert_array_equal(f(x).numpy(), (fg.exp(x) + 1.0).numpy())
+            g = fg.compile(lambda v: fg.sin(v) * 3.0)
+            np.testing.assert_array_equal(g(x).numpy(), (fg.sin(x) * 3.0).numpy())
+            assert "native loop" not in f.lower(x).source
+        messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(messages) == 1 and "no C compiler found" in messages[0] and "NumPy calls instead" in messages[0]
+    finally:
+        cc.toolchain.cache_clear()
+
+
+_BUILD = """
+import sys, numpy as np, funcgrad as fg
+fg.config.compile_backend = "c"
+x = fg.asarray(np.arange(6, dtype=np.float32))
+print(fg.compile(lambda v: fg.tanh(v * 0.5) + v * {k})(x).numpy().sum())
+"""
+
+
+def test_processes_share_the_disk_cache(tmp_path) -> None:
+    """Two processes building the same kernels at once both succeed and agree; a third finds
+    the built module in the cache and compiles nothing."""
+    env = dict(os.environ, FUNCGRAD_CACHE_DIR=str(tmp_path))
+    code = _BUILD.format(k=3.0)
+    runs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outs = [r.communicate(timeout=120)[0] for r in runs]
+    assert all(r.returncode == 0 for r in runs) and outs[0] == outs[1]
+    built = sorted(p.name for p in (tmp_path / "native").iterdir())
+    assert len(built) == 1 and built[0].startswith("funcgrad_native_")  # no leftovers of either build
+    stamp = (tmp_path / "native" / built[0]).stat().st_mtime_ns
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and again.stdout == outs[0]
+    assert (tmp_path / "native" / built[0]).stat().st_mtime_ns == stamp  # loaded, not built again
