@@ -9,7 +9,9 @@ Workloads (docs/performance.md has the targets):
   W6  the W2 MLP as nn modules, a PyTorch-style step (loss.backward(), opt.step()) with
       the model compiled (fg.compile(model)) against the eager model
   and the call overhead of a compiled (1,) add, and the first call (trace + passes +
-  lowering) of the W2 step. Contenders run interleaved in one process; the ratios are
+  lowering + native build) of the W2 step with a cold and a warm disk cache. "funcgrad
+  compiled" runs native loops (fg.config.compile_backend = "c"), "fg.compile, NumPy calls"
+  the NumPy lowering. Contenders run interleaved in one process; the ratios are
   paired (each round's ratio, then the median).
 
     python benchmarks/bench_compile.py [--rounds 7] [--no-torch-compile]
@@ -231,6 +233,24 @@ def rnn_funcgrad(w, xs, compiled: bool):
     return {"rnn": lambda: g(fw, fxs)}
 
 
+def rnn_jax(w, xs):
+    """The unrolled loop (a Python loop traced by jax.jit), as funcgrad's."""
+    if optional("jax") is None:
+        return None
+    import jax
+    import jax.numpy as jnp
+
+    def loss(w, xs):
+        h = jnp.zeros((8, 32), jnp.float32)
+        for t in range(xs.shape[0]):
+            h = jnp.tanh(h @ w + xs[t])
+        return h.sum()
+
+    g = jax.jit(jax.grad(loss))
+    jw, jxs = jnp.asarray(w), jnp.asarray(xs)
+    return {"rnn": lambda: g(jw, jxs).block_until_ready()}
+
+
 def rnn_scan_funcgrad(w, xs):
     """The same loss with the loop as fg.scan, compiled: one scan primitive whose backward
     pass is a reversed scan of the body's VJP."""
@@ -275,20 +295,56 @@ def report(title: str, frameworks: dict, rounds: int, number: int, base: str = "
             print(f"  vg / loss, {fw}: {paired_ratio(samples, f'{fw}|vg', f'{fw}|loss'):.2f}")
 
 
+def lowered_with(backend: str, contenders: dict) -> dict:
+    """Each contender called once with ``fg.config.compile_backend = backend``: compiled
+    programs (and backward plans) are lowered at their first call, and keep that backend."""
+    before = fg.config.compile_backend
+    fg.config.compile_backend = backend
+    try:
+        for fn in contenders.values():
+            fn()
+    finally:
+        fg.config.compile_backend = before
+    return contenders
+
+
+_FIRST_CALL = """
+import sys, time
+sys.path.insert(0, {here!r})
+import bench_autodiff as mlp_bench, bench_compile
+params, x, y = mlp_bench.data()
+start = time.perf_counter()
+bench_compile.mlp_funcgrad(params, x, y, compiled=True)["step"]()
+print(time.perf_counter() - start)
+"""
+
+
+def first_calls() -> None:
+    """The compiled W2 step's first call (trace, passes, lowering, native build), in a fresh
+    process each: with an empty disk cache, then with the cache that call filled."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, FUNCGRAD_CACHE_DIR=cache)
+        code = _FIRST_CALL.format(here=os.path.dirname(os.path.abspath(__file__)))
+        times = [float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                      check=True).stdout.split()[-1]) for _ in range(2)]
+    print(f"first call of the compiled W2 step: {times[0]:.2f} s with a cold disk cache, {times[1]:.2f} s warm")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args()
 
+    first_calls()
     params, x, y = mlp_bench.data()
-    start = time.perf_counter()
-    first = mlp_funcgrad(params, x, y, compiled=True)
-    first["step"]()
-    print(f"first call of the compiled W2 step (trace + passes + lowering): {time.perf_counter() - start:.2f} s")
-
     mlp = {"numpy (by hand)": mlp_numpy(params, x, y), "funcgrad eager": mlp_funcgrad(params, x, y, False),
-           "funcgrad compiled": first, "jax.jit": mlp_jax(params, x, y)}
+           "funcgrad compiled": lowered_with("c", mlp_funcgrad(params, x, y, True)),
+           "fg.compile, NumPy calls": lowered_with("numpy", mlp_funcgrad(params, x, y, True)),
+           "jax.jit": mlp_jax(params, x, y)}
     if not args.no_torch_compile:
         try:
             mlp["torch.compile"] = mlp_torch_compile(params, x, y)
@@ -304,7 +360,8 @@ def main() -> None:
     g = np.random.default_rng(2).standard_normal(1_000_000).astype(np.float32)
     jax_gelu = gelu_jax(g)
     gelu = {"numpy (by hand)": gelu_numpy(g), "funcgrad eager": gelu_funcgrad(g, False),
-            "funcgrad compiled": gelu_funcgrad(g, True), "jax.jit": jax_gelu}
+            "funcgrad compiled": lowered_with("c", gelu_funcgrad(g, True)),
+            "fg.compile, NumPy calls": lowered_with("numpy", gelu_funcgrad(g, True)), "jax.jit": jax_gelu}
     if not args.no_torch_compile:
         try:
             gelu["torch.compile"] = gelu_torch_compile(g)
@@ -317,7 +374,9 @@ def main() -> None:
     w, xs = rnn_data()
     report("W5 RNN 50 steps (8x32 state), forward + backward",
            {"numpy (by hand)": rnn_numpy(w, xs), "funcgrad eager": rnn_funcgrad(w, xs, False),
-            "funcgrad compiled": rnn_funcgrad(w, xs, True)}, args.rounds, 10)
+            "funcgrad compiled": lowered_with("c", rnn_funcgrad(w, xs, True)),
+            "fg.compile, NumPy calls": lowered_with("numpy", rnn_funcgrad(w, xs, True)),
+            "jax.jit": rnn_jax(w, xs)}, args.rounds, 10)
     scan_jax = rnn_scan_jax(w, xs)
     report("W5 as a scan, compiled (fg.scan against jax.lax.scan under jax.jit)",
            {"funcgrad compiled scan": rnn_scan_funcgrad(w, xs), "jax.jit": scan_jax}, args.rounds, 20,

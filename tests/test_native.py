@@ -173,9 +173,23 @@ def test_processes_share_the_disk_cache(tmp_path) -> None:
             for _ in range(2)]
     outs = [r.communicate(timeout=120)[0] for r in runs]
     assert all(r.returncode == 0 for r in runs) and outs[0] == outs[1]
-    built = sorted(p.name for p in (tmp_path / "native").iterdir())
-    assert len(built) == 1 and built[0].startswith("funcgrad_native_")  # no leftovers of either build
-    stamp = (tmp_path / "native" / built[0]).stat().st_mtime_ns
+    built = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "native").iterdir()}
+    assert sorted(name.split("_")[1] for name in built) == ["ext", "kernel"]  # no leftovers of either build
+    assert all(name.startswith("funcgrad_") and name.endswith(".so") for name in built)
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and again.stdout == outs[0]
-    assert (tmp_path / "native" / built[0]).stat().st_mtime_ns == stamp  # loaded, not built again
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "native").iterdir()} == built  # loaded, not built
+
+
+def test_one_kernel_serves_every_shape_of_a_pattern() -> None:
+    """Kernels take their sizes at each call: a bias add over other shapes builds nothing new."""
+    from funcgrad.backends import cc
+
+    f = lambda v, b: fg.tanh(v + b)  # noqa: E731
+    with compile_backend("c"):
+        fg.compile(f)(fg.ones((8, 16)), fg.ones(16))
+        before = len(cc._LOADED)
+        for shape in ((3, 5), (128, 512), (2, 7)):
+            out = fg.compile(f)(fg.ones(shape), fg.ones(shape[1]))
+            np.testing.assert_array_equal(out.numpy(), np.tanh(np.full(shape, 2.0, np.float32)))
+    assert len(cc._LOADED) == before

@@ -1,6 +1,7 @@
 """Backward plans (transforms/compiler/plans.py) and lowered programs (transforms/compiler/lower.py).
 
-A plan must compute exactly what the rules compute: every test here compares the
+A plan must compute exactly what the rules compute (under native loops, within their ulp
+bound: tests/backends.py): every test here compares the
 two paths bit for bit, and checks the cases a plan must step aside for."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import gc
 import re
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,8 +24,16 @@ from funcgrad.primitives.core import bind
 from funcgrad.transforms.compiler import plans as replay
 from funcgrad.transforms.compiler.lower import _raw_view, lower, wrap_outputs
 
-from .backends import assert_as_eager
+from .backends import BACKENDS, assert_as_eager, compile_backend
 from .primitive_cases import CASES
+
+
+@pytest.fixture(autouse=True, scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Any:
+    """Every test here runs under both ways of running compiled code (``tests/backends.py``)."""
+    with compile_backend(request.param):
+        yield request.param
+
 
 
 @contextlib.contextmanager

@@ -1,11 +1,13 @@
 """The system C compiler, for ``fg.compile``'s native kernels.
 
-A kernel's source is built into a CPython extension module (one ``run`` function taking
-NumPy arrays through the buffer protocol) and loaded from a cache on disk. An extension
-rather than ``ctypes``: reaching an array's address through ``ndarray.ctypes`` costs about
-2.7 µs per array, while the buffer protocol costs a few tens of nanoseconds, and a fused
-loop of a (128, 512) array runs in about 20 µs. It needs only the standard library and the
-Python headers the interpreter ships with.
+Kernels are plain C (no Python headers, so a build takes a fraction of a second), built
+into shared libraries, cached on disk and loaded with ``ctypes`` for their addresses only.
+They are called through one small extension module (``compiler/native.py`` has its source,
+built once per machine) that reads NumPy arrays through the buffer protocol: reaching an
+array's address through ``ndarray.ctypes`` costs about 2.7 µs per array, the buffer
+protocol a few tens of nanoseconds, and a fused loop over a (128, 512) array runs in
+about 20 µs. It needs only the standard library and the Python headers the interpreter
+ships with.
 
 * The compiler is ``$CC`` or the first of ``cc``, ``gcc``, ``clang`` on the ``PATH``, with
   ``-O3 -march=native`` (without ``-march`` where the compiler refuses it),
@@ -22,6 +24,7 @@ Python headers the interpreter ships with.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import importlib.machinery
@@ -33,11 +36,16 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
+
+import numpy as np
 
 from ..errors import FuncgradError
 
-__all__ = ["NativeBuildError", "build", "cache_dir", "toolchain"]
+__all__ = ["MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel", "toolchain",
+           "unary"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -75,14 +83,11 @@ _BASE_FLAGS = ["-O3", "-shared", "-fPIC", "-fno-math-errno", "-ffp-contract=off"
 @functools.lru_cache(maxsize=1)
 def toolchain() -> Toolchain:
     """The system compiler, its version and the flags it accepts (``NativeBuildError`` if there
-    is none, or no Python headers to build against)."""
+    is none)."""
     wanted = os.environ.get("CC")
     command = wanted.split() if wanted else next(([c] for c in ("cc", "gcc", "clang") if shutil.which(c)), None)
     if not command or not shutil.which(command[0]):
         raise NativeBuildError("fg.compile: no C compiler found (set CC, or install gcc or clang)")
-    if not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")):
-        raise NativeBuildError("fg.compile: this Python has no development headers (Python.h), "
-                               "which native kernels are built against")
     try:
         version = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=30,  # noqa: S603
                                  check=False).stdout.splitlines()[0]
@@ -100,43 +105,207 @@ def toolchain() -> Toolchain:
     return Toolchain(command, version, flags, libraries)
 
 
-_LOADED: dict[str, ModuleType] = {}
+_LOADED: dict[str, Any] = {}
 
 
-def build(body: str, init: str) -> ModuleType:
-    """The extension module of C source ``body``, built (or found in the cache) and loaded.
-    ``init`` is the module's definition, with ``{name}`` where the module's name goes (a
-    name derived from the hash of everything that makes the binary)."""
+def _built(source: str, stem: str, suffix: str, python: bool) -> Path:
+    """The path of ``source`` built into a shared library (from the cache when it is there).
+    ``python``: built against Python's headers (an extension module)."""
     tools = toolchain()
-    key = hashlib.sha256("\0".join((body, init, tools.version, " ".join(tools.flags + tools.libraries),
-                                    sys.version, tools.suffix)).encode()).hexdigest()[:24]
-    if key in _LOADED:
-        return _LOADED[key]
-    name = f"funcgrad_native_{key}"
+    if python and not os.path.exists(os.path.join(tools.include, "Python.h")):
+        raise NativeBuildError("fg.compile: this Python has no development headers (Python.h), "
+                               "which native kernels are called through")
+    key = hashlib.sha256("\0".join((source, tools.version, " ".join(tools.flags + tools.libraries),
+                                    sys.version if python else "", suffix)).encode()).hexdigest()[:24]
     folder = cache_dir()
-    target = folder / f"{name}{tools.suffix}"
-    if not target.exists():
+    target = folder / f"{stem}{key}{suffix}"
+    if target.exists():
+        return target
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(suffix=".c", prefix=f"{stem}{key}.", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(source.replace("{name}", f"{stem}{key}"))
+        partial = Path(name).with_suffix(".part")
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, source = tempfile.mkstemp(suffix=".c", prefix=f"{name}.", dir=folder)
-            with os.fdopen(fd, "w") as f:
-                f.write(body + init.replace("{name}", name))
-            partial = Path(source).with_suffix(".part")
-            try:
-                tools.compile(Path(source), partial)
-                os.replace(partial, target)  # atomic: another process sees no file or the whole one
-            finally:
-                for leftover in (Path(source), partial):
-                    leftover.unlink(missing_ok=True)
-        except OSError as exc:
-            raise NativeBuildError(f"fg.compile: cannot write native kernels to {folder}: {exc}") from exc
-    spec = importlib.util.spec_from_file_location(name, target)
+            tools.compile(Path(name), partial)
+            os.replace(partial, target)  # atomic: another process sees no file or the whole one
+        finally:
+            for leftover in (Path(name), partial):
+                leftover.unlink(missing_ok=True)
+    except OSError as exc:
+        raise NativeBuildError(f"fg.compile: cannot write native kernels to {folder}: {exc}") from exc
+    return target
+
+
+def kernel(source: str, symbol: str) -> int:
+    """The address of function ``symbol`` of plain C ``source`` (no Python headers: a build
+    takes a fraction of a second), built or found in the cache, loaded with ``ctypes``."""
+    if source in _LOADED:
+        return _LOADED[source]  # type: ignore[no-any-return]
+    path = _built(source, "funcgrad_kernel_", ".so", python=False)
+    try:
+        library = ctypes.CDLL(str(path))
+        address = ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value
+    except (OSError, AttributeError) as exc:
+        raise NativeBuildError(f"fg.compile: cannot load the native kernel {path}: {exc}") from exc
+    if not address:
+        raise NativeBuildError(f"fg.compile: the native kernel {path} has no {symbol}")
+    _LOADED[source] = address
+    return address
+
+
+def extension(source: str) -> ModuleType:
+    """The extension module of C ``source`` (with ``{name}`` where its name goes: derived
+    from the hash of everything that makes the binary), built or found in the cache."""
+    if source in _LOADED:
+        return _LOADED[source]  # type: ignore[no-any-return]
+    path = _built(source, "funcgrad_ext_", importlib.machinery.EXTENSION_SUFFIXES[0], python=True)
+    name = path.name.split(".")[0]
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise NativeBuildError(f"fg.compile: cannot load the native kernel {target}")
+        raise NativeBuildError(f"fg.compile: cannot load the native module {path}")
     try:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     except ImportError as exc:
-        raise NativeBuildError(f"fg.compile: cannot load the native kernel {target}: {exc}") from exc
-    _LOADED[key] = module
+        raise NativeBuildError(f"fg.compile: cannot load the native module {path}: {exc}") from exc
+    _LOADED[source] = module
     return module
+
+
+# ---- the kernels' C: what every kernel includes, and the extension that calls them
+
+# The float functions glibc's libmvec has vector forms of, declared so the compiler calls
+# them from vectorized loops (within 4 ulp). Double loops call the C library's scalar
+# functions, which NumPy's float64 kernels also call on most CPUs.
+_MVEC = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos", "cosh", "erf", "erfc", "exp", "exp2",
+         "expm1", "log", "log10", "log1p", "log2", "sin", "sinh", "tan", "tanh")
+
+PRELUDE = """#include <stdint.h>
+#include <stdbool.h>
+#include <math.h>
+#if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+""" + "".join(f"#pragma omp declare simd notinbranch\nfloat {f}f(float);\n" for f in _MVEC) + """#endif
+#include <tgmath.h>
+#define fg_max(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
+#define fg_min(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
+#define fg_relu(x) (((x) > 0 || (x) != (x)) ? (x) : 0)
+#define fg_sigmoid(x) (1 / (1 + exp(-(x))))
+#define fg_reciprocal(x) (1 / (x))
+#define rsqrt(x) (1 / sqrt(x))
+"""
+
+MAX_OPERANDS = 64  # arrays one kernel call takes
+
+# The one extension module every kernel is called through: ``call(kernel, meta, lo, hi,
+# *arrays)`` takes each array's memory (C-contiguous, copied through NumPy when it is not;
+# writable for the results), checks its size against ``meta`` (int64: inputs, results, rank,
+# the loop sizes, each operand's bytes), and runs the kernel over ``[lo, hi)`` of its
+# outermost loop with the GIL released.
+CALLER = """#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+typedef void (*fg_kernel)(int64_t, int64_t, const int64_t *, char **);
+static PyObject *fg_ascontiguousarray;
+
+static int fg_take(PyObject *obj, Py_buffer *view, PyObject **held, int writable, Py_ssize_t nbytes) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    *held = NULL;
+    if (PyObject_GetBuffer(obj, view, flags) != 0) {
+        if (writable) return -1;
+        PyErr_Clear();
+        *held = PyObject_CallFunctionObjArgs(fg_ascontiguousarray, obj, NULL);
+        if (*held == NULL) return -1;
+        if (PyObject_GetBuffer(*held, view, flags) != 0) { Py_CLEAR(*held); return -1; }
+    }
+    if (view->len != nbytes) {
+        PyBuffer_Release(view);
+        Py_CLEAR(*held);
+        PyErr_Format(PyExc_ValueError, "a native kernel was given %zd bytes where it reads %zd", view->len, nbytes);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *fg_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer meta_view, views[FG_MAX];
+    PyObject *held[FG_MAX];
+    char *pointers[FG_MAX];
+    Py_ssize_t taken = 0, n = nargs - 4;
+    if (nargs < 4 || n > FG_MAX) { PyErr_SetString(PyExc_TypeError, "fg_call: wrong arguments"); return NULL; }
+    void *kernel = PyLong_AsVoidPtr(args[0]);
+    int64_t lo = PyLong_AsLongLong(args[2]), hi = PyLong_AsLongLong(args[3]);
+    if (PyErr_Occurred() || PyObject_GetBuffer(args[1], &meta_view, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    const int64_t *meta = (const int64_t *)meta_view.buf;
+    const int64_t *sizes = meta + 3, *nbytes = meta + 3 + meta[2];
+    if (meta[0] + meta[1] != n || lo < 0 || lo > hi || hi > sizes[0]) {
+        PyErr_SetString(PyExc_ValueError, "fg_call: the arguments do not match the kernel");
+        goto done;
+    }
+    for (; taken < n; taken++) {
+        if (fg_take(args[4 + taken], &views[taken], &held[taken], taken >= meta[0], nbytes[taken]) < 0) goto done;
+        pointers[taken] = (char *)views[taken].buf;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    ((fg_kernel)kernel)(lo, hi, sizes, pointers);
+    Py_END_ALLOW_THREADS
+done:
+    for (Py_ssize_t k = 0; k < taken; k++) { PyBuffer_Release(&views[k]); Py_XDECREF(held[k]); }
+    PyBuffer_Release(&meta_view);
+    if (taken < n || PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef fg_methods[] = {{"call", (PyCFunction)(void (*)(void))fg_call, METH_FASTCALL, NULL},
+                                   {NULL, NULL, 0, NULL}};
+static struct PyModuleDef fg_module = {PyModuleDef_HEAD_INIT, "{name}", NULL, -1, fg_methods};
+PyMODINIT_FUNC PyInit_{name}(void) {
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (numpy == NULL) return NULL;
+    fg_ascontiguousarray = PyObject_GetAttrString(numpy, "ascontiguousarray");
+    Py_DECREF(numpy);
+    if (fg_ascontiguousarray == NULL) return NULL;
+    return PyModule_Create(&fg_module);
+}
+""".replace("FG_MAX", str(MAX_OPERANDS))
+
+
+def caller() -> Callable[..., None]:
+    """``call(kernel, meta, lo, hi, *arrays)``, the function every kernel is called through."""
+    return extension(CALLER).call  # type: ignore[no-any-return]
+
+
+_UNARY = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const T *restrict a = (const T *)p[0];
+    T *restrict y = (T *)p[1];
+    #pragma omp simd
+    for (int64_t i = lo; i < hi; i++) { T x = a[i]; y[i] = EXPR; }
+}
+"""
+_UNARY_FAILED: set[tuple[str, str]] = set()
+
+
+def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:
+    """An eager kernel of one NumPy array of ``dtype`` (float32 or float64): C expression
+    ``expr`` of ``{0}`` over every element, built (or found in the cache) on first use.
+    None, silently, where no compiler can be used: the caller has a NumPy kernel."""
+    ctype = {"float32": "float", "float64": "double"}[np.dtype(dtype).name]
+    if (expr, ctype) in _UNARY_FAILED:
+        return None
+    try:
+        address = kernel(PRELUDE + _UNARY.replace("EXPR", expr.format("x")).replace("T ", f"{ctype} ")
+                         .replace("(T *)", f"({ctype} *)").replace("(const T *)", f"(const {ctype} *)"), "fg_kernel")
+        call = caller()
+    except NativeBuildError:
+        _UNARY_FAILED.add((expr, ctype))
+        return None
+
+    def run(x: Any) -> Any:
+        x = np.ascontiguousarray(x)
+        out = np.empty_like(x)
+        call(address, np.array([1, 1, 1, max(x.size, 1), x.nbytes, out.nbytes], np.int64), 0, x.size, x, out)
+        return out
+
+    return run

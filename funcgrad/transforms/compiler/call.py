@@ -27,10 +27,10 @@ from ..core import Tracer
 from ..grad_mode import is_grad_enabled
 from ..ir import Program, lift_consts, make_program
 from ..vmap import vmap
-from .lower import lower, wrap_outputs
+from .lower import LoweredFunction, lower, wrap_outputs
 from .pipeline import optimize
 
-__all__ = ["compiled_call_p"]
+__all__ = ["compiled_call_p", "lowered_program"]
 
 _SCALARS = (bool, int, float, complex)
 
@@ -46,14 +46,19 @@ def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()
     passed as is when its array alone holds its memory, else as a copy."""
     device = args[0]._device if args and args[0].__class__ is Array else None
     if device is not None and all(a.__class__ is Array and a._device is device for a in args):
-        lowered = program.derived("lowered", donated,
-                                  lambda: lower(program, frozenset(donated), name=f"fg.compile({name})"))
+        lowered = lowered_program(program, name, donated)
         copies = {i for i in donated if not _owned_alone(args[i])}  # (checked before ``raw`` holds them too)
         raw = [a._data.copy() if i in copies else a._data for i, a in enumerate(args)]
         out = lowered.run(raw, device.stats)
         del raw
         return tuple(wrap_outputs(lowered, out, list(args), device))
     return tuple(program.eval_flat(args))
+
+
+def lowered_program(program: Program, name: str, donated: tuple[int, ...] = ()) -> LoweredFunction:
+    """``program`` lowered (once per donation pattern: ``Program.derived`` keeps it)."""
+    return program.derived("lowered", donated,  # type: ignore[no-any-return]
+                           lambda: lower(program, frozenset(donated), name=f"fg.compile({name})"))
 
 
 def _owned_alone(a: Array) -> bool:

@@ -42,8 +42,9 @@ from ..autocast import autocast_like, autocast_state
 from ..autodiff.api import as_array
 from ..core import USER_TRANSFORM, Tracer
 from ..ir import Program, ProgramCache, lift_consts, make_program
-from .call import compiled_call_p
-from .lower import lower
+from ..observe import observer
+from .call import compiled_call_p, lowered_program
+from .lower import lower, wrap_outputs
 from .pipeline import optimize
 
 __all__ = ["compile", "jit", "Compiled"]
@@ -80,6 +81,8 @@ class _Entry:
         self.traced, self.program, self.lifted, self.out_tree = traced, program, lifted, out_tree
         self.cacheable = cacheable
         self.keyed = keyed  # it draws from the default generator: its key is the input after the lifted values
+        # its lowered program, for calls on plain arrays with nothing around them (``direct``)
+        self.lowered: Any = None
 
 
 def _thread_key(traced: Program) -> tuple[Program, bool, Any]:
@@ -255,7 +258,7 @@ class Compiled:
             return self._call_donating(args, kwargs)
         if not kwargs and not self.static_argnums and all(a.__class__ is Array for a in args):
             # the common call, arrays alone: its signature without flattening a pytree
-            key = (autocast_state(), *[(a._data.shape, a._dtype, a._device) for a in args])
+            key = (autocast_state(), *[(a._data.shape, a._data.dtype, a._device) for a in args])
             entry = self._flat.get(key)
             if entry is None:
                 entry = self._entry(args, kwargs)[0]
@@ -263,10 +266,27 @@ class Compiled:
                     if len(self._flat) >= MAX_SIGNATURES:
                         self._flat.clear()
                     self._flat[key] = entry
+            if not entry.keyed and not entry.lifted and args and current_interpreter.get() is None \
+                    and observer.get() is None:
+                out = self._direct(entry, args)
+                if out is not None:
+                    return _tree.unflatten(entry.out_tree, out)
             dynamic: Any = args
         else:
             entry, dynamic, _ = self._entry(args, kwargs)
         return _tree.unflatten(entry.out_tree, self._call_entry(entry, dynamic))
+
+    def _direct(self, entry: _Entry, args: tuple[Array, ...]) -> list[Any] | None:
+        """The call's lowered program run on the arrays' data, as ``compiled_call``'s eager
+        evaluation would run it, without the primitive's dispatch (a compiled ``(1,)`` add is
+        mostly that); None where the arrays need the general path (the tape, devices)."""
+        device = args[0]._device
+        for a in args:
+            if a._autograd is not None or a._device is not device:
+                return None
+        if entry.lowered is None:
+            entry.lowered = lowered_program(entry.program, self.__name__)
+        return wrap_outputs(entry.lowered, entry.lowered.run([a._data for a in args], device.stats), list(args), device)
 
     def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
         if entry.keyed:  # the default generator's key in, its new value out

@@ -263,7 +263,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     steps = [_step_fn(eqn) for eqn in program.eqns]
     native_groups = _native_groups(w, program) if threads and native.use_native() else {}
     groups = _elementwise_groups(program.eqns, steps, cpu=not native_groups) if threads else {}
-    groups.update((i, g.index) for i, g in native_groups.items())
+    groups.update((i, i + len(g.eqns)) for i, g in native_groups.items())
     skip_to = 0
     for i, eqn in enumerate(program.eqns):
         if i < skip_to:
@@ -533,7 +533,10 @@ def _native_groups(w: _Writer, program: Program) -> dict[int, native.NativeGroup
     found: dict[int, native.NativeGroup] = {}
     for start, end in native.groups(program.eqns).items():
         eqns = program.eqns[start:end]
-        found[start] = native.NativeGroup(len(found), eqns, _kept(w, eqns, end - 1))
+        try:
+            found[start] = native.NativeGroup(eqns, _kept(w, eqns, end - 1))
+        except ValueError:  # (more operands than one kernel takes: NumPy's calls)
+            continue
     return found if native.build_groups(list(found.values())) else {}
 
 
@@ -558,13 +561,15 @@ def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
         passed.append(name)
     threads = native.threads_for(group, w.threads)
     w.lines.append(f"    # native loop: {group.label}" + (f", on {threads} threads" if threads > 1 else ""))
-    w.lines.extend(f"    #   {line}" for line in group.loop_source.splitlines())
-    fn = w.global_(group.fn, "N")
+    w.lines.extend(f"    #   {line}" for line in group.source.splitlines())
+    call, kernel, meta = w.global_(native.caller(), "CALL"), w.global_(group.kernel, "K"), w.global_(group.meta, "M")
     if threads == 1:
-        w.lines.append(_Call("", fn, f"0, {group.outer}, {', '.join(passed)}", f"native: {group.label}"))
+        w.lines.append(_Call("", call, f"{kernel}, {meta}, 0, {group.outer}, {', '.join(passed)}",
+                             f"native: {group.label}"))
     else:
+        run = w.global_(functools.partial(native.caller(), group.kernel, group.meta), "N")
         w.lines.append(_Call("", w.global_(native.in_parallel, "PARALLEL"),
-                             f"{threads}, {fn}, {group.outer}, {', '.join(passed)}, align=1",
+                             f"{threads}, {run}, {group.outer}, {', '.join(passed)}, align=1",
                              f"native: {group.label}"))
 
 

@@ -3,22 +3,24 @@
 A *group* is a run of consecutive CPU equations whose primitives carry a C expression
 (``Primitive.c_expr``, the same text CuPy's fused kernels use), of one result shape, whose
 inputs broadcast to it. It becomes one C function: every intermediate a register, every
-input read once per element, only the values read after the run written to memory. All
-groups of a program are built into one extension module with one compiler call
-(``backends/cc.py`` builds and caches it); if that fails, the program is lowered with NumPy
-calls and one warning says why.
+input read once per element, only the values read after the run written to memory. Each
+kernel is plain C, built and cached by ``backends/cc.py`` and called through one small
+extension module (``_CALLER``); if a build fails, the program is lowered with NumPy calls
+and one warning says why.
 
-The loop nest is fixed when the program is lowered, since shapes are: dimensions whose
-elements are consecutive in every operand merge, so a bias add over ``(128, 512)`` is two
-loops and a same-shape chain is one; the innermost loop carries ``omp simd``. The outermost
-loop runs over a range ``[lo, hi)`` given at the call, so a large group splits over
-threads (``in_parallel``) with the GIL released.
+The loop nest is worked out when the program is lowered: dimensions whose elements are
+consecutive in every operand merge, so a bias add over ``(128, 512)`` is two loops and a
+same-shape chain is one; the innermost loop carries ``omp simd``. The sizes are passed at
+each call, so a kernel serves every program with the same expressions and the same
+pattern of broadcasting, whatever its shapes. The outermost loop runs over a range
+``[lo, hi)`` given at the call, so a large group splits over threads (``in_parallel``)
+with the GIL released.
 
 Numerics: ``+ - * /``, comparisons, selects and casts give NumPy's bits (no contraction into
 fused multiply-adds, literals rounded to the operand dtype as NumPy's weak scalars are);
 transcendental functions are the C library's (in float32 loops glibc's vector ``libmvec``
-where there is one), within a few ulp of NumPy's (``docs/compile.md`` has the measured bounds). Native
-loops raise no floating-point warnings.
+where there is one), within a few ulp of NumPy's (``docs/compile.md`` has the measured
+bounds). Native loops raise no floating-point warnings.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ...backends.cc import NativeBuildError, build
+from ...backends.cc import MAX_OPERANDS, PRELUDE, NativeBuildError, caller, kernel
 from ...config import config
 from ..ir import Var
 
@@ -42,51 +44,6 @@ __all__ = ["NativeGroup", "build_groups", "groups", "in_parallel", "use_native"]
 C_TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int32": "int32_t", "int64": "int64_t"}
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
-
-# The float functions glibc's libmvec has vector forms of, declared so the compiler calls
-# them from vectorized loops (within 4 ulp). Double loops call the C library's scalar
-# functions, which NumPy's float64 kernels also call on most CPUs.
-_MVEC = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos", "cosh", "erf", "erfc", "exp", "exp2",
-         "expm1", "log", "log10", "log1p", "log2", "sin", "sinh", "tan", "tanh")
-
-_PRELUDE = """#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdbool.h>
-#include <math.h>
-#if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-""" + "".join(f"#pragma omp declare simd notinbranch\nfloat {f}f(float);\n" for f in _MVEC) + """#endif
-#include <tgmath.h>
-#define fg_max(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
-#define fg_min(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
-#define fg_relu(x) (((x) > 0 || (x) != (x)) ? (x) : 0)
-#define fg_sigmoid(x) (1 / (1 + exp(-(x))))
-#define fg_reciprocal(x) (1 / (x))
-#define rsqrt(x) (1 / sqrt(x))
-
-static PyObject *fg_ascontiguousarray;
-
-/* An argument's memory, C-contiguous (a copy through NumPy when it is not), of nbytes bytes. */
-static int fg_take(PyObject *obj, Py_buffer *view, PyObject **held, int writable, Py_ssize_t nbytes) {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    *held = NULL;
-    if (PyObject_GetBuffer(obj, view, flags) != 0) {
-        if (writable) return -1;
-        PyErr_Clear();
-        *held = PyObject_CallFunctionObjArgs(fg_ascontiguousarray, obj, NULL);
-        if (*held == NULL) return -1;
-        if (PyObject_GetBuffer(*held, view, flags) != 0) { Py_CLEAR(*held); return -1; }
-    }
-    if (view->len != nbytes) {
-        PyBuffer_Release(view);
-        Py_CLEAR(*held);
-        PyErr_Format(PyExc_ValueError, "a native kernel was given %zd bytes where it reads %zd", view->len, nbytes);
-        return -1;
-    }
-    return 0;
-}
-"""
-
 
 def use_native() -> bool:
     """Whether lowering emits native loops (``fg.config.compile_backend``)."""
@@ -106,6 +63,9 @@ def c_fusable(eqn: Any) -> bool:
                for a in eqn.inputs)
 
 
+SINGLE_MIN = 4096  # elements: a lone equation on fewer runs as fast as NumPy's ufunc, without the kernel's call
+
+
 def groups(eqns: list[Any]) -> dict[int, int]:
     """Runs of consecutive native-fusable equations of one result shape: start -> end."""
     found, i = {}, 0
@@ -113,7 +73,7 @@ def groups(eqns: list[Any]) -> dict[int, int]:
         j = i
         while j < len(eqns) and c_fusable(eqns[j]) and eqns[j].outputs[0].aval.shape == eqns[i].outputs[0].aval.shape:
             j += 1
-        if j > i:
+        if j - i >= 2 or (j > i and math.prod(eqns[i].outputs[0].aval.shape) >= SINGLE_MIN):
             found[i] = j
         i = max(j, i + 1)
     return found
@@ -134,9 +94,10 @@ def _literal(value: Any, dtype: Any) -> str:
     return f"(({ctype}){x.hex()})"
 
 
-def _loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+def _loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[bool]]]:
     """The loop nest over ``shape``: dimensions of one element dropped, and neighbours whose
-    elements are consecutive in every operand merged. ``strides``: per operand, in elements."""
+    elements are consecutive in every operand merged. ``strides``: per operand, in elements
+    (0 where it broadcasts). Returns the loop sizes and, per operand, which loops it moves in."""
     dims = [(n, [s[d] for s in strides]) for d, n in enumerate(shape) if n != 1]
     merged: list[tuple[int, list[int]]] = []
     for n, st in dims:
@@ -146,7 +107,7 @@ def _loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int],
             merged.append((n, st))
     if not merged:
         merged = [(1, [0] * len(strides))]
-    return [n for n, _ in merged], [[st[k] for _, st in merged] for k in range(len(strides))]
+    return [n for n, _ in merged], [[st[k] != 0 for _, st in merged] for k in range(len(strides))]
 
 
 def _strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
@@ -160,21 +121,27 @@ def _strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
 
 
 class NativeGroup:
-    """One group's C function (``run{index}`` of the program's module): what it reads
-    (``inputs``), what it writes (``kept``), its loop bounds and its source text."""
+    """One group's kernel: what it reads (``inputs``), what it writes (``kept``), its loop
+    sizes (``meta``, passed at each call) and its C source. The source depends on the
+    expressions, the dtypes and which loops each operand moves in, not on the sizes, so
+    programs of other shapes share it (and its build)."""
 
-    def __init__(self, index: int, eqns: list[Any], kept: list[Var]) -> None:
+    def __init__(self, eqns: list[Any], kept: list[Var]) -> None:
         made = {id(e.outputs[0]) for e in eqns}
-        self.index, self.eqns, self.kept = index, eqns, kept
+        self.eqns, self.kept = eqns, kept
         self.inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made))
+        operands = [*self.inputs, *kept]
+        if len(operands) > MAX_OPERANDS:
+            raise ValueError("too many operands for one native kernel")
         out_shape = tuple(eqns[0].outputs[0].aval.shape)
         self.size = math.prod(out_shape)
-        operands = [*self.inputs, *kept]
-        sizes, strides = _loops(out_shape, [_strides(tuple(v.aval.shape), out_shape) for v in operands])
+        sizes, moves = _loops(out_shape, [_strides(tuple(v.aval.shape), out_shape) for v in operands])
         self.outer = sizes[0]
+        nbytes = [math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in operands]
+        self.meta = np.array([len(self.inputs), len(kept), len(sizes), *sizes, *nbytes], np.int64)
         self.label = " ".join(e.prim.name for e in eqns)
         c_of = {id(a): f"x{k}" for k, a in enumerate(self.inputs)}
-        lines = []
+        body = []
         for k, e in enumerate(eqns):
             out = e.outputs[0].aval
             vars_ = [a.aval.dtype for a in e.inputs if isinstance(a, Var)]
@@ -182,88 +149,51 @@ class NativeGroup:
                 else out.dtype
             args = [c_of[id(a)] if isinstance(a, Var) else _literal(a.value, lit_dtype) for a in e.inputs]
             c_of[id(e.outputs[0])] = f"v{k}"
-            lines.append(f"{C_TYPES[out.dtype.name]} v{k} = {e.prim.c_expr.format(*args, out=C_TYPES[out.dtype.name])};"
-                         f"  /* {e.prim.name} */")
-        self.body = lines
-        idx = [f"i{d}" for d in range(len(sizes))]
+            ctype = C_TYPES[out.dtype.name]
+            body.append(f"{ctype} v{k} = {e.prim.c_expr.format(*args, out=ctype)};  /* {e.prim.name} */")
+        rank = len(sizes)
+        idx = [f"i{d}" for d in range(rank)]
 
-        def at(st: list[int]) -> str:
-            return " + ".join(f"{i} * {s}" for i, s in zip(idx, st) if s) or "0"
+        def at(k: int) -> str:  # operand k's element: its strides follow from the sizes of the loops it moves in
+            terms = []
+            for d in range(rank):
+                if moves[k][d]:
+                    inner = [f"n[{e}]" for e in range(d + 1, rank) if moves[k][e]]
+                    terms.append(" * ".join([idx[d], *inner]))
+            return " + ".join(terms) or "0"
 
-        inner = [f"{C_TYPES[a.aval.dtype.name]} x{k} = a{k}[{at(strides[k])}];" for k, a in enumerate(self.inputs)]
-        inner += lines
-        inner += [f"y{j}[{at(strides[len(self.inputs) + j])}] = {c_of[id(v)]};" for j, v in enumerate(kept)]
-        params = [f"const {C_TYPES[a.aval.dtype.name]} *restrict a{k}" for k, a in enumerate(self.inputs)]
-        params += [f"{C_TYPES[v.aval.dtype.name]} *restrict y{j}" for j, v in enumerate(kept)]
-        loop = [f"static void loop{index}(int64_t lo, int64_t hi, {', '.join(params)}) {{"]
-        for d, n in enumerate(sizes):
-            pad = "    " * (d + 1)
-            if d == len(sizes) - 1:
-                loop.append(f"{pad}#pragma omp simd")
-            bounds = "lo; i0 < hi" if d == 0 else f"0; i{d} < {n}"
-            loop.append(f"{pad}for (int64_t i{d} = {bounds}; i{d}++) {{")
-        pad = "    " * (len(sizes) + 1)
-        loop += [pad + line for line in inner]
-        loop += ["    " * d + "}" for d in range(len(sizes), -1, -1)]
-        nbytes = [math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in operands]
+        ctypes_ = [C_TYPES[v.aval.dtype.name] for v in operands]
         n_in = len(self.inputs)
-        entry = [f"static PyObject *run{index}(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {{",
-                 f"    Py_buffer views[{len(operands)}]; PyObject *held[{len(operands)}]; int taken = 0;",
-                 f"    if (nargs != {2 + len(operands)}) {{ PyErr_SetString(PyExc_TypeError, "
-                 f"\"run{index}: wrong number of arguments\"); return NULL; }}",
-                 "    int64_t lo = PyLong_AsLongLong(args[0]), hi = PyLong_AsLongLong(args[1]);",
-                 "    if (PyErr_Occurred()) return NULL;",
-                 f"    if (lo < 0 || hi > {self.outer} || lo > hi) {{ PyErr_SetString(PyExc_ValueError, "
-                 f"\"run{index}: range out of bounds\"); return NULL; }}",
-                 f"    static const Py_ssize_t nbytes[{len(operands)}] = {{{', '.join(map(str, nbytes))}}};",
-                 f"    for (; taken < {len(operands)}; taken++)",
-                 f"        if (fg_take(args[2 + taken], &views[taken], &held[taken], taken >= {n_in}, "
-                 "nbytes[taken]) < 0) goto done;",
-                 "    Py_BEGIN_ALLOW_THREADS",
-                 f"    loop{index}(lo, hi, "
-                 + ", ".join([*(f"({C_TYPES[a.aval.dtype.name]} *)views[{k}].buf" for k, a in enumerate(self.inputs)),
-                              *(f"({C_TYPES[v.aval.dtype.name]} *)views[{n_in + j}].buf" for j, v in enumerate(kept))])
-                 + ");",
-                 "    Py_END_ALLOW_THREADS",
-                 "done:",
-                 "    for (int k = 0; k < taken; k++) { PyBuffer_Release(&views[k]); Py_XDECREF(held[k]); }",
-                 f"    if (taken < {len(operands)}) return NULL;",
-                 "    Py_RETURN_NONE;",
-                 "}"]
-        self.source = "\n".join(loop + entry)
-        self.loop_source = "\n".join(loop)
-        self.fn: Callable[..., None] | None = None
+        lines = ["void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {"]
+        lines += [f"    const {t} *restrict a{k} = (const {t} *)p[{k}];" for k, t in enumerate(ctypes_[:n_in])]
+        lines += [f"    {t} *restrict y{j} = ({t} *)p[{n_in + j}];" for j, t in enumerate(ctypes_[n_in:])]
+        for d in range(rank):
+            pad = "    " * (d + 1)
+            if d == rank - 1:
+                lines.append(f"{pad}#pragma omp simd")
+            lines.append(f"{pad}for (int64_t i{d} = {'lo' if d == 0 else '0'}; i{d} < {'hi' if d == 0 else f'n[{d}]'}; "
+                         f"i{d}++) {{")
+        pad = "    " * (rank + 1)
+        lines += [f"{pad}{ctypes_[k]} x{k} = a{k}[{at(k)}];" for k in range(n_in)]
+        lines += [pad + line for line in body]
+        lines += [f"{pad}y{j}[{at(n_in + j)}] = {c_of[id(v)]};" for j, v in enumerate(kept)]
+        lines += ["    " * d + "}" for d in range(rank, -1, -1)]
+        self.source = "\n".join(lines)
+        self.kernel = 0  # its address, once built
 
-
-_INIT = """
-static PyMethodDef fg_methods[] = {
-%s
-    {NULL, NULL, 0, NULL}
-};
-static struct PyModuleDef fg_module = {PyModuleDef_HEAD_INIT, "{name}", NULL, -1, fg_methods};
-PyMODINIT_FUNC PyInit_{name}(void) {
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    if (numpy == NULL) return NULL;
-    fg_ascontiguousarray = PyObject_GetAttrString(numpy, "ascontiguousarray");
-    Py_DECREF(numpy);
-    if (fg_ascontiguousarray == NULL) return NULL;
-    return PyModule_Create(&fg_module);
-}
-"""
 
 _WARNED: set[str] = set()
 
 
 def build_groups(found: list[NativeGroup]) -> bool:
-    """Build every group of a program into one module and give each its ``fn``; False (after
-    one warning per reason) when that cannot be done, and the program keeps NumPy's calls."""
-    if not found:
-        return True
-    body = _PRELUDE + "\n\n".join(g.source for g in found)
-    table = "\n".join(f'    {{"run{g.index}", (PyCFunction)(void (*)(void))run{g.index}, METH_FASTCALL, NULL}},'
-                      for g in found)
+    """Build (or find in the cache) every group's kernel and the extension that calls them;
+    False (after one warning per reason) when that cannot be done, and the program keeps
+    NumPy's calls."""
     try:
-        module = build(body, _INIT % table)
+        for g in found:
+            g.kernel = kernel(PRELUDE + g.source, "fg_kernel")
+        if found:
+            caller()
     except NativeBuildError as exc:
         reason = str(exc).splitlines()[0]
         if reason not in _WARNED:
@@ -271,8 +201,6 @@ def build_groups(found: list[NativeGroup]) -> bool:
             warnings.warn(f"{exc}\nfg.compile runs this program with NumPy calls instead "
                           "(fg.config.compile_backend = 'numpy' silences this)", RuntimeWarning, stacklevel=2)
         return False
-    for g in found:
-        g.fn = getattr(module, f"run{g.index}")
     return True
 
 
