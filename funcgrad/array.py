@@ -402,9 +402,19 @@ class ArrayBase:
         """This array in ``other``'s dtype."""
         return self.astype(other.dtype)
 
+    def view(self, *shape: Any) -> Self:
+        """``shape`` over the same elements (PyTorch's ``view``). A traced value has no strides
+        to check: it is ``reshape``; a concrete array refuses what its strides forbid."""
+        return self.reshape(*shape)
+
+    def contiguous(self) -> Self:
+        """A traced value has no memory layout: itself (a concrete array copies when its
+        strides are not row-major)."""
+        return self
+
     def view_as(self, other: Any) -> Self:
         """This array's elements in ``other``'s shape, without copying (``view``'s rules)."""
-        return self.view(tuple(other.shape)) if hasattr(self, "view") else self.reshape(tuple(other.shape))
+        return self.view(tuple(other.shape))
 
     def reshape_as(self, other: Any) -> Self:
         """This array's elements in ``other``'s shape."""

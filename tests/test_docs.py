@@ -7,6 +7,8 @@ import re
 
 import pytest
 
+import funcgrad as fg
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
@@ -19,6 +21,7 @@ def test_code_examples_run(path: pathlib.Path, capsys: pytest.CaptureFixture[str
     blocks = BLOCK.findall(path.read_text())
     namespace: dict[str, object] = {"__name__": f"docs_{path.stem}"}
     registered = dict(core.REGISTRY)
+    backend, fg.config.compile_backend = fg.config.compile_backend, "c"  # (a user's default: native loops)
     try:
         for i, code in enumerate(blocks):
             try:
@@ -28,6 +31,7 @@ def test_code_examples_run(path: pathlib.Path, capsys: pytest.CaptureFixture[str
     finally:  # examples may register demo primitives; keep the registry as the library defines it
         core.REGISTRY.clear()
         core.REGISTRY.update(registered)
+        fg.config.compile_backend = backend
 
 
 def test_readme_has_the_two_commands() -> None:
