@@ -50,8 +50,7 @@ def nanogpt(library: str, compiled: bool):
     model = m.GPT(config)
     optimizer = model.configure_optimizers(weight_decay=0.1, learning_rate=3e-4, betas=(0.9, 0.95), device_type="cpu")
     rng = np.random.default_rng(0)
-    x = lib.as_tensor(rng.integers(0, 65, (16, 64))) if library == "torch" else lib.asarray(rng.integers(0, 65, (16, 64)))
-    y = lib.as_tensor(rng.integers(0, 65, (16, 64))) if library == "torch" else lib.asarray(rng.integers(0, 65, (16, 64)))
+    x, y = (lib.as_tensor(rng.integers(0, 65, (16, 64))) for _ in range(2))
     forward = lib.compile(model) if compiled else model
 
     def step():
@@ -74,8 +73,7 @@ def mnist(library: str, compiled: bool):
     rng = np.random.default_rng(0)
     images = rng.standard_normal((64, 1, 28, 28)).astype(np.float32)
     labels = rng.integers(0, 10, 64)
-    x, y = (lib.as_tensor(images), lib.as_tensor(labels)) if library == "torch" else \
-        (lib.asarray(images), lib.asarray(labels))
+    x, y = lib.as_tensor(images), lib.as_tensor(labels)
     forward = lib.compile(model) if compiled else model
     model.train()
 
