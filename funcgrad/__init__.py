@@ -70,6 +70,12 @@ def tensor(data: object, dtype: object = None, device: object = None,
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)  # noqa: F405
 
 
+def as_tensor(data: object, dtype: object = None, device: object = None) -> Array:
+    """``torch.as_tensor``: ``data`` as an array (``fg.asarray``: an array comes back as itself,
+    other data is copied, since a funcgrad array's values never change)."""
+    return asarray(data, dtype=dtype, device=device)  # noqa: F405
+
+
 def trace(f_or_x: _Any, *args: _Any, **kwargs: _Any) -> _Any:
     """``fg.trace(f)``: ``f``'s program (the IR; JAX's ``make_jaxpr``); ``fg.trace(x, offset=0,
     axis1=0, axis2=1, dtype=None)``: NumPy's sum along a diagonal. A function and an array

@@ -91,6 +91,8 @@ def test_torch_style_namespace() -> None:
     assert fg.long is fg.int64 and fg.float is fg.float32 and fg.double is fg.float64 and fg.half is fg.float16
     t = fg.tensor([1.0, 2.0], requires_grad=True)
     assert t.requires_grad and fg.cat([t, t], dim=0).shape == (4,)
+    assert fg.as_tensor(np.arange(3.0)).tolist() == [0.0, 1.0, 2.0]
+    assert fg.as_tensor([1, 2], dtype=fg.float32).dtype is fg.float32 and fg.as_tensor(t) is t
     values, indices = fg.topk(fg.asarray([1.0, 3.0, 2.0]), 2)
     assert values.tolist() == [3.0, 2.0] and indices.tolist() == [1, 2]
     x = fg.arange(6).reshape(2, 3)
