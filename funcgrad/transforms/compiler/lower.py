@@ -93,6 +93,7 @@ class LoweredFunction:
         self.source = _render(lines)
         # per output: ("input", i) / ("const", array) / ("literal", value) / ("new", None)
         self.out_kinds = out_kinds
+        self.all_new = all(kind == "new" for kind, _ in out_kinds)
         self.donated = donated
         self.name = name
         self._namespace = namespace
