@@ -139,11 +139,20 @@ def _scatter(xp: Any, x: Any, values: Any, *indices: Any, template: Template, mo
     index = build_index(template, indices)
     if mode == "set":
         out[index] = values
+    elif _basic(index):  # slices and integers pick each element once
+        out[index] = getattr(xp, _UFUNC[mode])(out[index], values)
     elif mode == "add" and _rows_into_zeros(xp, out, index):
         _add_rows(out, index[0], values)
     else:  # ufunc.at applies every duplicate index, unlike out[index] += values
         getattr(xp, _UFUNC[mode]).at(out, index, values)
     return out
+
+
+def _basic(index: Any) -> bool:
+    """An index of slices, integers, ``None`` and ``...`` only: no element twice (a slice's
+    gradient scatters this way), so an update of the picked elements is ``ufunc.at``'s."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer)) for p in parts)
 
 
 def _rows_into_zeros(xp: Any, out: Any, index: Any) -> bool:
