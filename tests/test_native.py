@@ -140,6 +140,7 @@ def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch: pytest.Mo
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(native, "_WARNED", set())
     monkeypatch.setattr(cc, "_LOADED", {})
+    monkeypatch.setattr(cc, "_FAILED", {})
     cc.toolchain.cache_clear()
     try:
         x = fg.asarray([1.0, 2.0])
@@ -193,3 +194,28 @@ def test_one_kernel_serves_every_shape_of_a_pattern() -> None:
             out = fg.compile(f)(fg.ones(shape), fg.ones(shape[1]))
             np.testing.assert_array_equal(out.numpy(), np.tanh(np.full(shape, 2.0, np.float32)))
     assert len(cc._LOADED) == before
+
+
+@pytest.mark.parametrize(("g_shape", "params"), [
+    ((4, 3, 26, 26, 3, 3), dict(shape=(4, 3, 28, 28), axes=(2, 3), sizes=(3, 3), steps=(1, 1), dilations=(1, 1))),
+    ((2, 3, 4, 7, 2, 3), dict(shape=(2, 3, 9, 11), axes=(2, 3), sizes=(2, 3), steps=(2, 1), dilations=(1, 2))),
+    ((2, 3, 3, 3), dict(shape=(2, 3, 10), axes=(2,), sizes=(3,), steps=(3,), dilations=(1,))),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eager_native_kernels_give_numpys_bits(g_shape, params, dtype) -> None:
+    """Eager kernels with a native loop (a convolution's input gradient, ``windows_add``;
+    float32 ``erf``) against their NumPy paths: windows_add bit for bit (the same additions
+    in the same order), erf within 1 ulp of SciPy's."""
+    from funcgrad.primitives import shape as shape_module
+
+    g = np.random.default_rng(0).standard_normal(g_shape).astype(dtype)
+    with compile_backend("c"):
+        native = shape_module._windows_add(np, g, **params)
+        assert shape_module._native_windows_add(np, g, **params) is not None
+    with compile_backend("numpy"):
+        np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))
+    x = fg.asarray(np.linspace(-5, 5, 10001, dtype=np.float32))
+    with compile_backend("c"):
+        fast = fg.erf(x).numpy()
+    with compile_backend("numpy"):
+        assert _ulps(fast, fg.erf(x).numpy()) <= 1

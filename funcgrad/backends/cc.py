@@ -106,6 +106,7 @@ def toolchain() -> Toolchain:
 
 
 _LOADED: dict[str, Any] = {}
+_FAILED: dict[str, NativeBuildError] = {}
 
 
 def _built(source: str, stem: str, suffix: str, python: bool) -> Path:
@@ -143,7 +144,13 @@ def kernel(source: str, symbol: str) -> int:
     takes a fraction of a second), built or found in the cache, loaded with ``ctypes``."""
     if source in _LOADED:
         return _LOADED[source]  # type: ignore[no-any-return]
-    path = _built(source, "funcgrad_kernel_", ".so", python=False)
+    if source in _FAILED:  # (a build that failed once fails again: not retried on every call)
+        raise _FAILED[source]
+    try:
+        path = _built(source, "funcgrad_kernel_", ".so", python=False)
+    except NativeBuildError as exc:
+        _FAILED[source] = exc
+        raise
     try:
         library = ctypes.CDLL(str(path))
         address = ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import cc
+from ..config import config
 from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
 from . import lax
@@ -419,7 +421,11 @@ def _windows_add_rule(g: ShapedArray, *, shape: tuple[int, ...], axes: tuple[int
 def _windows_add(xp: Any, g: Any, *, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],
                  steps: tuple[int, ...], dilations: tuple[int, ...]) -> Any:
     """The transpose of ``windows``: add every window back where it came from (overlaps sum).
-    One strided slice-add per window offset, so the Python loop is over kernel taps only."""
+    One strided slice-add per window offset, so the Python loop is over kernel taps only;
+    where a compiler can build it, one native loop adding the taps in the same order."""
+    native = _native_windows_add(xp, g, shape, axes, sizes, steps, dilations)
+    if native is not None:
+        return native
     out = xp.zeros(shape, dtype=g.dtype)
     n = len(shape)
     counts = [g.shape[a] for a in axes]
@@ -430,6 +436,45 @@ def _windows_add(xp: Any, g: Any, *, shape: tuple[int, ...], axes: tuple[int, ..
             target[a] = slice(start, start + (c - 1) * s + 1, s)
         source = (Ellipsis,) + tuple(offsets)
         out[tuple(target)] += g[source]
+    return out
+
+
+def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int, ...], sizes: tuple[int, ...],
+                        steps: tuple[int, ...], dilations: tuple[int, ...]) -> Any:
+    """``windows_add`` as one C loop (a convolution's input gradient), for window axes that
+    are the trailing ones, float32 or float64: per leading plane, per tap, every window
+    position, so each output element sums its contributions in the NumPy path's order.
+    None where that does not apply or no compiler can be used."""
+    k, n = len(axes), len(shape)
+    if xp is not np or config.compile_backend != "c" or g.dtype not in (np.float32, np.float64) \
+            or tuple(axes) != tuple(range(n - k, n)) or g.ndim != n + k:
+        return None
+    counts, spatial = g.shape[n - k:n], shape[n - k:]
+    ctype = "float" if g.dtype == np.float32 else "double"
+    taps = [f"t{d}" for d in range(k)]
+    at = [f"p{d}" for d in range(k)]
+    position = " + ".join(f"({p} * {steps[d]} + {t} * {dilations[d]}) * {int(np.prod(spatial[d + 1:]))}"
+                          for d, (p, t) in enumerate(zip(at, taps)))
+    source = " + ".join(f"{p} * {int(np.prod(counts[d + 1:])) * int(np.prod(sizes))}" for d, p in enumerate(at))
+    tap = " + ".join(f"{t} * {int(np.prod(sizes[d + 1:]))}" for d, t in enumerate(taps))
+    plane_in, plane_out = int(np.prod(counts)) * int(np.prod(sizes)), int(np.prod(spatial))
+    loops = [f"for (int64_t {t} = 0; {t} < {sizes[d]}; {t}++)" for d, t in enumerate(taps)]
+    loops += [f"for (int64_t {p} = 0; {p} < {counts[d]}; {p}++)" for d, p in enumerate(at)]
+    code = (f"void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{\n"
+            f"    const {ctype} *restrict g = (const {ctype} *)p[0];\n    {ctype} *restrict out = ({ctype} *)p[1];\n"
+            f"    for (int64_t b = lo; b < hi; b++) {{\n"
+            f"        const {ctype} *gb = g + b * {plane_in};\n        {ctype} *ob = out + b * {plane_out};\n"
+            f"        {' '.join(loops)}\n"
+            f"            ob[{position}] += gb[{source} + {tap}];\n    }}\n}}\n")
+    try:
+        address = cc.kernel(cc.PRELUDE + code, "fg_kernel")
+        call = cc.caller()
+    except cc.NativeBuildError:
+        return None
+    g = np.ascontiguousarray(g)
+    out = np.zeros(shape, g.dtype)
+    planes = int(np.prod(shape[:n - k]))
+    call(address, np.array([1, 1, 1, max(planes, 1), g.nbytes, out.nbytes], np.int64), 0, planes, g, out)
     return out
 
 
