@@ -11,7 +11,9 @@ ships with.
 
 * The compiler is ``$CC`` or the first of ``cc``, ``gcc``, ``clang`` on the ``PATH``, with
   ``-O3 -march=native`` (without ``-march`` where the compiler refuses it),
-  ``-ffp-contract=off`` (no fused multiply-add: ``a * b + c`` rounds twice, as NumPy does)
+  ``-ffp-contract=off`` (no fused multiply-add: ``a * b + c`` rounds twice, as NumPy does),
+  ``-fno-trapping-math`` (a select of two computed values vectorizes: no loop relies on
+  floating-point traps)
   and ``-fopenmp-simd`` (the loops' ``omp simd`` pragmas, and glibc's vector math library
   ``libmvec`` for ``expf``, ``tanhf``... where it exists).
 * Built modules are cached under ``$FUNCGRAD_CACHE_DIR``, else ``$XDG_CACHE_HOME/funcgrad``,
@@ -77,7 +79,8 @@ class Toolchain:
             raise NativeBuildError(f"fg.compile: the C compiler failed ({' '.join(cmd)}):\n{done.stderr[-2000:]}")
 
 
-_BASE_FLAGS = ["-O3", "-shared", "-fPIC", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd", "-w"]
+_BASE_FLAGS = ["-O3", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fopenmp-simd",
+               "-w"]
 
 
 @functools.lru_cache(maxsize=1)
