@@ -287,7 +287,7 @@ class Compiled:
         lowered = entry.lowered
         if lowered is None:
             lowered = entry.lowered = lowered_program(entry.program, self.__name__)
-        raw = lowered.run([a._data for a in args], device.stats)
+        raw = (lowered.run if config.write_guard else lowered.fn)([a._data for a in args], device.stats)
         if lowered.all_new:  # (every output new memory: the common case, wrapped inline)
             return [wrap_kernel_output(r, device) for r in raw]
         return wrap_outputs(lowered, raw, list(args), device)
