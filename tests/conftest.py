@@ -35,7 +35,8 @@ import funcgrad as _fg  # noqa: E402
 _fg.config.write_guard = os.environ.get("FUNCGRAD_WRITE_GUARD", "1") != "0"
 
 # Compiled programs run on NumPy calls in most of the suite: each native build is a compiler
-# run (0.1-0.5 s), and the suite compiles thousands of programs. The compile tests, the
-# composed fuzzers, backward plans and tests/test_native.py run under both backends
-# (tests/backends.py); FUNCGRAD_COMPILE_BACKEND=c runs the whole suite natively.
+# run (about 0.1 s), and the suite compiles thousands of programs. The compile tests, the
+# composed fuzzers (control flow among them), backward plans and tests/test_native.py run
+# under both backends (tests/backends.py); FUNCGRAD_COMPILE_BACKEND=c runs the whole suite
+# natively.
 _fg.config.compile_backend = os.environ.get("FUNCGRAD_COMPILE_BACKEND", "numpy")

@@ -4,8 +4,6 @@ which traces them, against finite differences to second order); batching; the ta
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from hypothesis import given
@@ -13,16 +11,6 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 from funcgrad.testing import check_grads
-
-from .backends import BACKENDS, compile_backend
-
-
-@pytest.fixture(autouse=True, scope="module", params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> Any:
-    """Every test here runs under both ways of running compiled code (``tests/backends.py``)."""
-    with compile_backend(request.param):
-        yield request.param
-
 
 RNG = np.random.default_rng(0)
 
