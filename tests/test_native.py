@@ -219,3 +219,14 @@ def test_eager_native_kernels_give_numpys_bits(g_shape, params, dtype) -> None:
         fast = fg.erf(x).numpy()
     with compile_backend("numpy"):
         assert _ulps(fast, fg.erf(x).numpy()) <= 1
+
+
+def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
+    from funcgrad.primitives import shape as shape_module
+
+    g = np.random.default_rng(1).standard_normal((3, 6, 6, 4, 3, 3)).astype(np.float32).transpose(0, 3, 1, 2, 4, 5)
+    params = dict(shape=(3, 4, 8, 8), axes=(2, 3), sizes=(3, 3), steps=(1, 1), dilations=(1, 1))
+    with compile_backend("c"):
+        native = shape_module._native_windows_add(np, g, **params)
+    with compile_backend("numpy"):
+        np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))

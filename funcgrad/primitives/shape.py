@@ -449,32 +449,39 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
     if xp is not np or config.compile_backend != "c" or g.dtype not in (np.float32, np.float64) \
             or tuple(axes) != tuple(range(n - k, n)) or g.ndim != n + k:
         return None
-    counts, spatial = g.shape[n - k:n], shape[n - k:]
+    item = g.itemsize
+    if any(st < 0 or st % item for st in g.strides):  # (read through its strides below: non-negative ones)
+        g = np.ascontiguousarray(g)
+    strides = [st // item for st in g.strides]  # g read where it lies: a transposed gradient is not copied
+    counts, spatial, lead = g.shape[n - k:n], shape[n - k:], g.shape[:n - k]
     ctype = "float" if g.dtype == np.float32 else "double"
     taps = [f"t{d}" for d in range(k)]
     at = [f"p{d}" for d in range(k)]
     position = " + ".join(f"({p} * {steps[d]} + {t} * {dilations[d]}) * {int(np.prod(spatial[d + 1:]))}"
                           for d, (p, t) in enumerate(zip(at, taps)))
-    source = " + ".join(f"{p} * {int(np.prod(counts[d + 1:])) * int(np.prod(sizes))}" for d, p in enumerate(at))
-    tap = " + ".join(f"{t} * {int(np.prod(sizes[d + 1:]))}" for d, t in enumerate(taps))
-    plane_in, plane_out = int(np.prod(counts)) * int(np.prod(sizes)), int(np.prod(spatial))
+    source = " + ".join([*(f"{p} * {strides[n - k + d]}" for d, p in enumerate(at)),
+                         *(f"{t} * {strides[n + d]}" for d, t in enumerate(taps))])
+    plane = ["int64_t rest = b, offset = 0;"]  # the leading index b's element offset in g
+    for d in range(n - k - 1, -1, -1):
+        plane.append(f"offset += (rest % {lead[d]}) * {strides[d]}; rest /= {lead[d]};")
     loops = [f"for (int64_t {t} = 0; {t} < {sizes[d]}; {t}++)" for d, t in enumerate(taps)]
     loops += [f"for (int64_t {p} = 0; {p} < {counts[d]}; {p}++)" for d, p in enumerate(at)]
     code = (f"void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{\n"
             f"    const {ctype} *restrict g = (const {ctype} *)p[0];\n    {ctype} *restrict out = ({ctype} *)p[1];\n"
-            f"    for (int64_t b = lo; b < hi; b++) {{\n"
-            f"        const {ctype} *gb = g + b * {plane_in};\n        {ctype} *ob = out + b * {plane_out};\n"
+            f"    for (int64_t b = lo; b < hi; b++) {{\n        {' '.join(plane)}\n"
+            f"        const {ctype} *gb = g + offset;\n        {ctype} *ob = out + b * {int(np.prod(spatial))};\n"
             f"        {' '.join(loops)}\n"
-            f"            ob[{position}] += gb[{source} + {tap}];\n    }}\n}}\n")
+            f"            ob[{position}] += gb[{source}];\n    }}\n}}\n")
     try:
         address = cc.kernel(cc.PRELUDE + code, "fg_kernel")
         call = cc.caller()
     except cc.NativeBuildError:
         return None
-    g = np.ascontiguousarray(g)
+    span = 1 + sum((size - 1) * st for size, st in zip(g.shape, strides)) if g.size else 0
+    memory = np.lib.stride_tricks.as_strided(g, (span,), (item,))  # g's elements and those between them
     out = np.zeros(shape, g.dtype)
     planes = int(np.prod(shape[:n - k]))
-    call(address, np.array([1, 1, 1, max(planes, 1), g.nbytes, out.nbytes], np.int64), 0, planes, g, out)
+    call(address, np.array([1, 1, 1, max(planes, 1), memory.nbytes, out.nbytes], np.int64), 0, planes, memory, out)
     return out
 
 
