@@ -46,8 +46,8 @@ import numpy as np
 
 from ..errors import FuncgradError
 
-__all__ = ["MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel", "toolchain",
-           "unary"]
+__all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
+           "run", "sizes_and_bytes", "toolchain", "unary"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -114,7 +114,18 @@ _FAILED: dict[str, NativeBuildError] = {}
 
 def _built(source: str, stem: str, suffix: str, python: bool) -> Path:
     """The path of ``source`` built into a shared library (from the cache when it is there).
-    ``python``: built against Python's headers (an extension module)."""
+    ``python``: built against Python's headers (an extension module). A build that failed
+    fails again at once: it is not retried on every call."""
+    if source in _FAILED:
+        raise _FAILED[source]
+    try:
+        return _build(source, stem, suffix, python)
+    except NativeBuildError as exc:
+        _FAILED[source] = exc
+        raise
+
+
+def _build(source: str, stem: str, suffix: str, python: bool) -> Path:
     tools = toolchain()
     if python and not os.path.exists(os.path.join(tools.include, "Python.h")):
         raise NativeBuildError("fg.compile: this Python has no development headers (Python.h), "
@@ -147,13 +158,7 @@ def kernel(source: str, symbol: str) -> int:
     takes a fraction of a second), built or found in the cache, loaded with ``ctypes``."""
     if source in _LOADED:
         return _LOADED[source]  # type: ignore[no-any-return]
-    if source in _FAILED:  # (a build that failed once fails again: not retried on every call)
-        raise _FAILED[source]
-    try:
-        path = _built(source, "funcgrad_kernel_", ".so", python=False)
-    except NativeBuildError as exc:
-        _FAILED[source] = exc
-        raise
+    path = _built(source, "funcgrad_kernel_", ".so", python=False)
     try:
         library = ctypes.CDLL(str(path))
         address = ctypes.cast(getattr(library, symbol), ctypes.c_void_p).value
@@ -287,35 +292,43 @@ def caller() -> Callable[..., None]:
     return extension(CALLER).call  # type: ignore[no-any-return]
 
 
-_UNARY = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
-    const T *restrict a = (const T *)p[0];
-    T *restrict y = (T *)p[1];
-    #pragma omp simd
-    for (int64_t i = lo; i < hi; i++) { T x = a[i]; y[i] = EXPR; }
-}
-"""
-_UNARY_FAILED: set[tuple[str, str]] = set()
+# the C type of each dtype a kernel reads or writes
+C_TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int32": "int32_t", "int64": "int64_t"}
+
+
+def sizes_and_bytes(n_in: int, n_out: int, sizes: Any, nbytes: Any) -> np.ndarray:
+    """What ``call`` checks a kernel's arrays against: inputs, results, the loop sizes (the
+    outermost first) and each array's bytes."""
+    return np.array([n_in, n_out, len(sizes), *sizes, *nbytes], np.int64)
+
+
+def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any) -> None:
+    """Kernel ``address`` over all of its outermost loop, on one thread."""
+    meta = sizes_and_bytes(len(inputs), len(outputs), sizes, [a.nbytes for a in (*inputs, *outputs)])
+    caller()(address, meta, 0, sizes[0], *inputs, *outputs)
 
 
 def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:
     """An eager kernel of one NumPy array of ``dtype`` (float32 or float64): C expression
     ``expr`` of ``{0}`` over every element, built (or found in the cache) on first use.
     None, silently, where no compiler can be used: the caller has a NumPy kernel."""
-    ctype = {"float32": "float", "float64": "double"}[np.dtype(dtype).name]
-    if (expr, ctype) in _UNARY_FAILED:
-        return None
+    t = C_TYPES[np.dtype(dtype).name]
     try:
-        address = kernel(PRELUDE + _UNARY.replace("EXPR", expr.format("x")).replace("T ", f"{ctype} ")
-                         .replace("(T *)", f"({ctype} *)").replace("(const T *)", f"(const {ctype} *)"), "fg_kernel")
-        call = caller()
+        address = kernel(PRELUDE + f"""void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
+    const {t} *restrict a = (const {t} *)p[0];
+    {t} *restrict y = ({t} *)p[1];
+    #pragma omp simd
+    for (int64_t i = lo; i < hi; i++) {{ {t} x = a[i]; y[i] = {expr.format("x")}; }}
+}}
+""", "fg_kernel")
+        caller()
     except NativeBuildError:
-        _UNARY_FAILED.add((expr, ctype))
         return None
 
-    def run(x: Any) -> Any:
+    def kernel_of(x: Any) -> Any:
         x = np.ascontiguousarray(x)
         out = np.empty_like(x)
-        call(address, np.array([1, 1, 1, max(x.size, 1), x.nbytes, out.nbytes], np.int64), 0, x.size, x, out)
+        run(address, [x], [out], [x.size])
         return out
 
-    return run
+    return kernel_of

@@ -454,7 +454,7 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
         g = np.ascontiguousarray(g)
     strides = [st // item for st in g.strides]  # g read where it lies: a transposed gradient is not copied
     counts, spatial, lead = g.shape[n - k:n], shape[n - k:], g.shape[:n - k]
-    ctype = "float" if g.dtype == np.float32 else "double"
+    ctype = cc.C_TYPES[g.dtype.name]
     taps = [f"t{d}" for d in range(k)]
     at = [f"p{d}" for d in range(k)]
     position = " + ".join(f"({p} * {steps[d]} + {t} * {dilations[d]}) * {int(np.prod(spatial[d + 1:]))}"
@@ -474,14 +474,13 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
             f"            ob[{position}] += gb[{source}];\n    }}\n}}\n")
     try:
         address = cc.kernel(cc.PRELUDE + code, "fg_kernel")
-        call = cc.caller()
+        cc.caller()
     except cc.NativeBuildError:
         return None
     span = 1 + sum((size - 1) * st for size, st in zip(g.shape, strides)) if g.size else 0
     memory = np.lib.stride_tricks.as_strided(g, (span,), (item,))  # g's elements and those between them
     out = np.zeros(shape, g.dtype)
-    planes = int(np.prod(shape[:n - k]))
-    call(address, np.array([1, 1, 1, max(planes, 1), memory.nbytes, out.nbytes], np.int64), 0, planes, memory, out)
+    cc.run(address, [memory], [out], [int(np.prod(shape[:n - k]))])
     return out
 
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import tree as _tree
-from ...array import Array, ArrayBase, wrap_kernel_output
+from ...array import Array, ArrayBase
 from ...backends import random_state as random_state
 from ...config import config
 from ...dtypes import PYTHON_DTYPES
@@ -287,10 +287,7 @@ class Compiled:
         lowered = entry.lowered
         if lowered is None:
             lowered = entry.lowered = lowered_program(entry.program, self.__name__)
-        raw = (lowered.run if config.write_guard else lowered.fn)([a._data for a in args], device.stats)
-        if lowered.all_new:  # (every output new memory: the common case, wrapped inline)
-            return [wrap_kernel_output(r, device) for r in raw]
-        return wrap_outputs(lowered, raw, list(args), device)
+        return wrap_outputs(lowered, lowered.run([a._data for a in args], device.stats), list(args), device)
 
     def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
         if entry.keyed:  # the default generator's key in, its new value out

@@ -233,6 +233,13 @@ class _Writer:
             self.live -= _nbytes(v)
         self.lines.append(f"    del {self.names[id(v)]}")
 
+    def hand_over(self, old: Var, new: Var) -> None:
+        """``new`` takes ``old``'s buffer: its bytes are counted under the new value (a
+        donated input's stay the caller's)."""
+        if id(old) in self.counted:
+            self.counted.discard(id(old))
+            self.counted.add(id(new))
+
     def let_go(self, v: Var, i: int) -> None:
         """``v`` is read no more after equation ``i``: kept for a later result of its type, or deleted."""
         if id(v) not in self.results or id(v) in self.outputs:
@@ -263,7 +270,9 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
         w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
     steps = [_step_fn(eqn) for eqn in program.eqns]
     native_groups = _native_groups(w, program) if threads and native.use_native() else {}
-    groups = _elementwise_groups(program.eqns, steps, cpu=not native_groups) if threads else {}
+    native_eqns = {k for i, g in native_groups.items() for k in range(i, i + len(g.eqns))}
+    groups = {i: j for i, j in (_elementwise_groups(program.eqns, steps) if threads else {}).items()
+              if native_eqns.isdisjoint(range(i, j))}  # (NumPy's chunked loops where no native one is)
     groups.update((i, i + len(g.eqns)) for i, g in native_groups.items())
     skip_to = 0
     for i, eqn in enumerate(program.eqns):
@@ -298,9 +307,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
             w.free_pool()
         if reused is not None:  # the kernel writes into a temporary nothing reads again
             args.append(f"out={w.names[id(reused)]}")
-            if id(reused) in w.counted:  # (a donated input's bytes are the caller's)
-                w.counted.discard(id(reused))
-                w.counted.add(id(eqn.outputs[0]))
+            w.hand_over(reused, eqn.outputs[0])
         target = ", ".join(outs) + ("," if eqn.prim.multiple_results else "") + " = " if outs else ""
         w.lines.append(_Call(target, fn_name, ", ".join(args), eqn.prim.name))
         if pooled is not None:  # its old name lets go: the result's name holds the buffer now
@@ -339,6 +346,8 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
 
 def wrap_outputs(lowered: LoweredFunction, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:
     """The lowered program's outputs as arrays (inputs and constants come back as themselves)."""
+    if lowered.all_new:  # (the common case: every output new memory)
+        return [wrap_kernel_output(r, device) for r in raw]
     result = []
     for (kind, what), r in zip(lowered.out_kinds, raw):
         if kind == "new":
@@ -437,11 +446,10 @@ PARALLEL_CHUNK = 1 << 18
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
 
 
-def _fusable(eqn: Any, step: Any, cpu: bool = True) -> bool:
+def _fusable(eqn: Any, step: Any) -> bool:
     """An elementwise equation of one float result whose array inputs have its shape (or
-    none: 0-d arrays and literals broadcast): on the CPU (unless ``cpu`` is False: native
-    loops have it) a large NumPy ufunc, on a GPU any primitive with a C expression (a
-    kernel launch costs more than small arithmetic)."""
+    none: 0-d arrays and literals broadcast): on the CPU a large NumPy ufunc, on a GPU any
+    primitive with a C expression (a kernel launch costs more than small arithmetic)."""
     if len(eqn.outputs) != 1 or eqn.params:
         return False
     out = eqn.outputs[0].aval
@@ -451,16 +459,16 @@ def _fusable(eqn: Any, step: Any, cpu: bool = True) -> bool:
     if out.device.kind == "gpu":  # (operands of the result's dtype: CUDA's kernels are written for one type)
         return eqn.prim.c_expr is not None and all(not isinstance(a, Var) or a.aval.dtype == out.dtype
                                                    for a in eqn.inputs)
-    return cpu and out.device.kind == "cpu" and math.prod(out.shape) >= FUSE_MIN and isinstance(step, np.ufunc) \
+    return out.device.kind == "cpu" and math.prod(out.shape) >= FUSE_MIN and isinstance(step, np.ufunc) \
         and step.nout == 1 and step.signature is None
 
 
-def _elementwise_groups(eqns: list[Any], steps: list[Any], cpu: bool = True) -> dict[int, int]:
+def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
     """Runs of two or more consecutive fusable equations of one shape and device: start -> end."""
     groups, i = {}, 0
     while i < len(eqns):
         j = i
-        while j < len(eqns) and _fusable(eqns[j], steps[j], cpu) and eqns[j].outputs[0].aval.shape == \
+        while j < len(eqns) and _fusable(eqns[j], steps[j]) and eqns[j].outputs[0].aval.shape == \
                 eqns[i].outputs[0].aval.shape and eqns[j].outputs[0].aval.device is eqns[i].outputs[0].aval.device:
             j += 1
         if j - i >= 2:
@@ -552,9 +560,7 @@ def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
         if reused:
             w.lines.append(f"    {name} = {w.names[id(reused)]}")
             w.lines.append(f"    del {w.names[id(reused)]}")
-            if id(reused) in w.counted:
-                w.counted.discard(id(reused))
-                w.counted.add(id(v))
+            w.hand_over(reused, v)
         else:
             w.free_pool()
             w.lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {v.aval.dtype.np.name!r})")

@@ -34,14 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from ...backends.cc import MAX_OPERANDS, PRELUDE, NativeBuildError, caller, kernel
+from ...backends.cc import C_TYPES, MAX_OPERANDS, PRELUDE, NativeBuildError, caller, kernel, sizes_and_bytes
 from ...config import config
 from ..ir import Var
 
 __all__ = ["NativeGroup", "build_groups", "groups", "in_parallel", "use_native"]
 
-# the C type of each dtype a native loop reads or writes
-C_TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int32": "int32_t", "int64": "int64_t"}
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
 
@@ -138,7 +136,7 @@ class NativeGroup:
         sizes, moves = _loops(out_shape, [_strides(tuple(v.aval.shape), out_shape) for v in operands])
         self.outer = sizes[0]
         nbytes = [math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in operands]
-        self.meta = np.array([len(self.inputs), len(kept), len(sizes), *sizes, *nbytes], np.int64)
+        self.meta = sizes_and_bytes(len(self.inputs), len(kept), sizes, nbytes)
         self.label = " ".join(e.prim.name for e in eqns)
         c_of = {id(a): f"x{k}" for k, a in enumerate(self.inputs)}
         body = []
