@@ -24,7 +24,6 @@ import numpy as np
 from .. import ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase, wrap_kernel_output
-from ..config import config
 from ..dtypes import int64 as _INDEX  # the index dtype, as fg.arange gives
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
@@ -481,7 +480,7 @@ def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: i
 
 
 def _lowered(program: Program) -> Any:
-    return program.derived("lowered", config.compile_backend, lambda: lower(program, name="fg.scan's body"))
+    return program.derived("lowered", (), lambda: lower(program, name="fg.scan's body"))
 
 
 def _raw(kind: str, what: Any, value: Any, inputs: list[Any], aval: Any, xp: Any) -> Any:

@@ -16,7 +16,6 @@ from typing import Any
 
 from ... import tree as _tree
 from ...array import Array, ArrayBase
-from ...config import config
 from ...ops import zeros
 from ...primitives.ad import VJPRule
 from ...primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
@@ -57,8 +56,8 @@ def _impl(*args: Any, name: str, program: Program, donated: tuple[int, ...] = ()
 
 
 def lowered_program(program: Program, name: str, donated: tuple[int, ...] = ()) -> LoweredFunction:
-    """``program`` lowered (once per donation pattern and backend: ``Program.derived`` keeps it)."""
-    return program.derived("lowered", (donated, config.compile_backend),  # type: ignore[no-any-return]
+    """``program`` lowered (once per donation pattern: ``Program.derived`` keeps it)."""
+    return program.derived("lowered", donated,  # type: ignore[no-any-return]
                            lambda: lower(program, frozenset(donated), name=f"fg.compile({name})"))
 
 

@@ -81,7 +81,8 @@ class _Entry:
         self.traced, self.program, self.lifted, self.out_tree = traced, program, lifted, out_tree
         self.cacheable = cacheable
         self.keyed = keyed  # it draws from the default generator: its key is the input after the lifted values
-        self.lowered: Any = None  # (backend, its lowered program), for calls on plain arrays (``_direct``)
+        # its lowered program, for calls on plain arrays with nothing around them (``direct``)
+        self.lowered: Any = None
 
 
 def _thread_key(traced: Program) -> tuple[Program, bool, Any]:
@@ -283,9 +284,9 @@ class Compiled:
         for a in args:
             if a._autograd is not None or a._device is not device:
                 return None
-        if entry.lowered is None or entry.lowered[0] != config.compile_backend:  # (a lookup costs a microsecond)
-            entry.lowered = (config.compile_backend, lowered_program(entry.program, self.__name__))
-        lowered = entry.lowered[1]
+        lowered = entry.lowered
+        if lowered is None:
+            lowered = entry.lowered = lowered_program(entry.program, self.__name__)
         return wrap_outputs(lowered, lowered.run([a._data for a in args], device.stats), list(args), device)
 
     def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:

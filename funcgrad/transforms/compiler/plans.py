@@ -29,7 +29,6 @@ from typing import Any
 
 from ... import tree as _tree
 from ...array import Array, ArrayBase
-from ...config import config
 from ...primitives.ad import VJPFromRules
 from ...primitives.core import ShapedArray, layout_kind
 from ..autodiff.graph import substitute, use_backward_plans, walk
@@ -80,7 +79,6 @@ def replay(roots: list[tuple[Any, int, Any]], outputs: list[tuple[Any, int]] | N
         for a in arrays:
             if a._autograd is not None:
                 return None
-    key = (key, config.compile_backend)  # (a plan is lowered for the backend of its time)
     try:
         plan = _PLANS.get(key)
     except TypeError:  # a parameter that cannot be hashed (a list, say): no key, no plan
