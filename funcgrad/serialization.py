@@ -23,7 +23,7 @@ checked whole before anything is allocated: the array blocks must tile the data 
 exactly (no overlap, no gap, nothing past its end), so loading allocates at most the file's
 size for arrays, read block by block straight from the file, and the Python objects of the
 header and tree are bounded from their text before they are parsed, so any file costs at most
-four times its size and 1 MiB to load (``_Budget``). Every malformed header (bad shapes, huge
+four times its size and 1 MiB to load (``untrusted.Budget``). Every malformed header (bad shapes, huge
 numbers, deep nesting, duplicate keys, unknown dtypes) raises ``FormatError``.
 """
 
@@ -33,7 +33,6 @@ import io
 import json
 import math
 import os
-import re
 import struct
 import zlib
 from typing import Any
@@ -44,13 +43,13 @@ from . import dtypes as _dt
 from .array import Array, ArrayBase
 from .errors import ArgumentTypeError, FormatError
 from .ops import asarray
+from .untrusted import COST_LIST, COST_OBJECT, MAX_NUMBER_CHARS, Budget, number_cost, structure_cost, text_bytes
 
 __all__ = ["save", "load", "FormatError"]
 
 _MAX_HEADER = 100_000_000  # the safetensors package's own limit
 MAX_DEPTH = 100  # containers nest at most this deep (a state dict uses 3 or 4 levels)
 MAX_NDIM = 64
-_MAX_NUMBER_CHARS = 40  # the longest number a header may spell (offsets fit in 20 digits)
 _TREE, _CRC, _TREE_CRC = "funcgrad", "funcgrad.crc32", "funcgrad.tree_crc32"
 
 #: safetensors dtype codes, both ways (all little-endian).
@@ -142,66 +141,12 @@ def _refuse(where: str, what: str) -> FormatError:
     return FormatError(f"fg.load({where}): {what}")
 
 
-#: What parsing may allocate, in bytes, as an upper bound (CPython 3.11 on a 64-bit machine,
-#: measured with ``tracemalloc``; ``tests/test_serialization.py`` checks the bound on adversarial
-#: headers): a value's slot in its list, with the list's growth; a string object's fixed part
-#: (its characters are charged one byte each, four when the text is not ASCII); a list; an
-#: object with its key-value pairs; a number that is not one of CPython's shared small ints;
-#: and, as the funcgrad tree's objects become tuples and dicts, a tuple's slot and a dict's entry.
-_COST_VALUE, _COST_STRING, _COST_LIST, _COST_OBJECT, _COST_ITEM, _COST_NUMBER = 10, 64, 100, 160, 64, 40
-_COST_TUPLE_SLOT, _COST_DICT_ENTRY = 8, 100
-_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')  # (possessive: no backtracking state)
-_STRUCTURE = re.compile(r"[\[{,:]")
-
-
-class _Budget:
-    """What loading may still allocate. ``charge`` refuses, with ``FormatError``, the first
-    piece of work that would take loading past four times the file's size and 1 MiB."""
-
-    def __init__(self, size: int, where: str) -> None:
-        self.total = self.left = 4 * size + (1 << 20)
-        self.where = where
-
-    def charge(self, nbytes: int, what: str) -> None:
-        self.left -= nbytes
-        if self.left < 0:
-            raise _refuse(self.where, f"{what} would take {(self.total - self.left) / 2**20:.1f} MiB, more than "
-                                      f"a file of its size may cost to load (4 x its size + 1 MiB, "
-                                      f"{self.total / 2**20:.1f} MiB); keep long lists of numbers in arrays")
-
-    def refund(self, nbytes: int) -> None:
-        self.left += nbytes
-
-
-def _text_bytes(text: str) -> int:
-    """What a str of ``text``'s length may take (CPython stores 1 byte per character for
-    ASCII, up to 4 otherwise)."""
-    return len(text) * (1 if text.isascii() else 4)
-
-
-def _structure_cost(text: str) -> int:
-    """An upper bound on what parsing ``text`` allocates besides its numbers (charged as the
-    parser meets them). The brackets, commas and colons inside strings are not structure:
-    they are counted string by string and taken off, in place (no copy of the text)."""
-    counts = {c: text.count(c) for c in "[{,:"}
-    strings = characters = 0
-    for match in _STRING.finditer(text):
-        start, end = match.span()
-        strings, characters = strings + 1, characters + end - start - 2
-        if _STRUCTURE.search(text, start + 1, end - 1):
-            for c in counts:
-                counts[c] -= text.count(c, start + 1, end - 1)
-    values = counts[","] + counts["["] + counts["{"] + 1
-    return (characters * (1 if text.isascii() else 4) + values * _COST_VALUE + strings * _COST_STRING
-            + counts["["] * _COST_LIST + counts["{"] * _COST_OBJECT + counts[":"] * _COST_ITEM)
-
-
-def _parse_json(text: str, where: str, budget: _Budget, what: str, hook: Any = None) -> Any:
+def _parse_json(text: str, where: str, budget: Budget, what: str, hook: Any = None) -> Any:
     """``text`` parsed, refusing what a valid file never holds (duplicate keys, numbers longer
     than any offset, NaN/Infinity literals, deep nesting) and what would cost more than the
     budget: its structure is charged before parsing, each number as it is parsed. ``hook``
     turns each object's key-value pairs into what it stands for."""
-    budget.charge(_structure_cost(text), what)
+    budget.charge(structure_cost(text), what)
 
     def pairs(items: list[tuple[str, Any]]) -> Any:
         out = dict(items)
@@ -211,11 +156,10 @@ def _parse_json(text: str, where: str, budget: _Budget, what: str, hook: Any = N
 
     def number(kind: Any) -> Any:
         def parse(text: str) -> Any:
-            if len(text) > _MAX_NUMBER_CHARS:
+            if len(text) > MAX_NUMBER_CHARS:
                 raise _refuse(where, f"malformed header (a {len(text)}-character number)")
             value = kind(text)
-            if kind is float or not -5 <= value <= 256:  # (CPython shares the small ints)
-                budget.charge(_COST_NUMBER, what)
+            budget.charge(number_cost(value), what)
             return value
         return parse
 
@@ -264,7 +208,10 @@ def _entry(name: str, value: Any, where: str) -> tuple[str, _dt.DType, tuple[int
     return name, dtype, tuple(shape), offsets[0], offsets[1]
 
 
-def _tree_hook(arrays: dict[str, Any], where: str, budget: _Budget) -> Any:
+COST_TUPLE_SLOT, COST_DICT_ENTRY = 8, 100  # (a tagged object's tuple slot or dict entry, as it is built)
+
+
+def _tree_hook(arrays: dict[str, Any], where: str, budget: Budget) -> Any:
     """The parser's hook for the funcgrad tree: each tagged object becomes what it stands for
     (a tuple, a dict with keys of any JSON scalar type, a non-finite float, an array), so the
     tree is built once, as it is parsed; any other object is refused."""
@@ -274,10 +221,10 @@ def _tree_hook(arrays: dict[str, Any], where: str, budget: _Budget) -> Any:
             raise _refuse(where, "malformed funcgrad tree: tagged objects have exactly one key")
         (tag, value), = node.items()
         if tag == "__tuple__" and isinstance(value, list):
-            budget.charge(_COST_TUPLE_SLOT * len(value) + _COST_LIST, "the funcgrad tree")
+            budget.charge(COST_TUPLE_SLOT * len(value) + COST_LIST, "the funcgrad tree")
             return tuple(value)
         if tag == "__dict__" and isinstance(value, list):
-            budget.charge(_COST_DICT_ENTRY * len(value) + _COST_OBJECT, "the funcgrad tree")
+            budget.charge(COST_DICT_ENTRY * len(value) + COST_OBJECT, "the funcgrad tree")
             out = {}
             for item in value:
                 if not (isinstance(item, list) and len(item) == 2
@@ -391,7 +338,7 @@ def _load(stream: Any, where: str, device: Any) -> Any:
         if header_len is None:
             raise _refuse(where, "truncated header")
         raise _refuse(where, f"header length {header_len} exceeds the file; not a safetensors file")
-    budget = _Budget(size, where)
+    budget = Budget(size, lambda what: _refuse(where, f"{what}; keep long lists of numbers in arrays"))
     budget.charge(header_len, "the header")
     raw = stream.read(header_len)
     budget.charge(header_len * (1 if raw.isascii() else 4), "the header")
@@ -402,7 +349,7 @@ def _load(stream: Any, where: str, device: Any) -> Any:
     del raw
     budget.refund(header_len)
     header = _parse_json(text, where, budget, "the header")
-    budget.refund(_text_bytes(text))
+    budget.refund(text_bytes(text))
     del text
     if not isinstance(header, dict):
         raise _refuse(where, "malformed header (not a JSON object)")
@@ -417,7 +364,7 @@ def _load(stream: Any, where: str, device: Any) -> Any:
         crc = int(crc)
     tree_text = meta.pop(_TREE, None)
     if tree_text is not None and _TREE_CRC in meta:
-        encoded = _text_bytes(tree_text)
+        encoded = text_bytes(tree_text)
         budget.charge(encoded, "the funcgrad tree")
         if meta[_TREE_CRC] != str(zlib.crc32(tree_text.encode())):
             raise _refuse(where, f"damaged header (the {_TREE} structure does not match its {_TREE_CRC})")

@@ -293,3 +293,46 @@ def test_constant_blocks_must_tile_the_data_section(tmp_path) -> None:
         (tmp_path / "m.fgx").write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + hlen:])
         peak, loaded = _peak_of_loading(tmp_path / "m.fgx")
         assert loaded is None and peak <= len(raw) + (1 << 20), peak
+
+
+@pytest.mark.parametrize("kind", ["sin", "distinct literals", "parameters", "nested"])
+def test_loading_a_program_of_many_equations_costs_at_most_four_times_the_file(kind, tmp_path) -> None:
+    """An equation costs about 100 bytes of file and 250-400 bytes as IR: the header is read
+    one equation at a time, so the parsed JSON of the whole never exists, and loading stays
+    within 4 x the file + 1 MiB (measured), however its equations are made."""
+    n = 1_500
+
+    def chain(x):
+        for i in range(n):
+            if kind == "sin":
+                x = fg.sin(x)
+            elif kind == "distinct literals":
+                x = x * (1.0 + i / n)
+            else:
+                x = x.reshape(3, 2).T.reshape(6)
+        return x
+
+    f = chain if kind != "nested" else (lambda v: fg.scan(lambda c, x: (chain(c), x), v, fg.ones((2, 6)))[0])
+    fg.export(f, fg.ones(6)).save(tmp_path / "long.fgx")
+    size = (tmp_path / "long.fgx").stat().st_size
+    peak, loaded = _peak_of_loading(tmp_path / "long.fgx")
+    assert loaded is not None and peak <= 4 * size + (1 << 20), (peak, size)
+    assert loaded(fg.arange(6.0)).tolist() == f(fg.arange(6.0)).tolist()
+
+
+def test_a_hostile_equation_heavy_file_stays_within_the_bound(tmp_path) -> None:
+    """A header of minimal equations, each keeping about three times its text as IR (a fresh
+    variable and a distinct literal per 114 bytes): loading it, or refusing it, stays within
+    4 x the file + 1 MiB."""
+    n = 12_000
+    eqns = [{"prim": "mul", "inputs": [{"var": i}, {"literal": 1.0 + i}], "params": {},
+             "outputs": [{"shape": [], "dtype": "float32"}]} for i in range(n)]
+    header = {"format": "funcgrad.exported", "version": 1, "crc32": 0,
+              "program": {"invars": [{"shape": [], "dtype": "float32"}], "constvars": [], "eqns": eqns,
+                          "outvars": [{"var": n}]},
+              "constants": [], "in_tree": {"tuple": ["*"]}, "out_tree": "*"}
+    blob = json.dumps(header, separators=(",", ":")).encode()
+    (tmp_path / "h.fgx").write_bytes(struct.pack("<Q", len(blob)) + blob)
+    size = (tmp_path / "h.fgx").stat().st_size
+    peak, loaded = _peak_of_loading(tmp_path / "h.fgx")
+    assert peak <= 4 * size + (1 << 20), (peak, size)
