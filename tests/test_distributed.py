@@ -543,6 +543,21 @@ got = dist.gather(x, dst=1)
 assert (got is None) if r == 0 else np.array_equal(got[0].cpu().numpy(), np.arange(6.0).reshape(2, 3))
 mine = dist.scatter(x, [x * 10, x * 20] if r == 0 else None, src=0)
 assert mine.device == x.device and np.array_equal(mine.cpu().numpy(), np.arange(6.0).reshape(2, 3) * 10 * (r + 1))
+# a message of another size, or another dtype of the same size: refused by the receiver, and
+# still drained, so both ranks go on
+if r == 0:
+    dist.send(fg.ones(2, dtype=fg.float64).to("gpu"), dst=1)
+    dist.send(fg.ones(3, dtype=fg.int64).to("gpu"), dst=1)
+    dist.send(fg.ones(3, dtype=fg.float64).to("gpu") * 7, dst=1)
+else:
+    for words in ("sent 16 bytes, but the float64[3] array given to receive it holds 24",
+                  "sent int64 values, but the array given to receive them is float64"):
+        try:
+            _ = dist.recv(fg.zeros(3, dtype=fg.float64).to("gpu"), src=0)
+            raise AssertionError("a message that does not fit was not caught")
+        except fg.DistributedError as error:
+            assert words in str(error) and "NCCL" in str(error), error
+    assert dist.recv(fg.zeros(3, dtype=fg.float64).to("gpu"), src=0).cpu().tolist() == [7.0, 7.0, 7.0]
 assert {"allReduce", "broadcast", "allGather", "reduceScatter", "reduce", "send" if r == 0 else "recv"} <= set(CALLS)
 print(f"rank {r}: ok", flush=True)
 """

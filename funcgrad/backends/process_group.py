@@ -125,6 +125,24 @@ _MPI_KINDS = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.ui
 _DTYPE_BYTES = 16  # a point-to-point message starts with its dtype's name, so recv can check it
 
 
+def _check_received(label: np.ndarray, nbytes: int, out: Any, src: int, what: str) -> None:
+    """A point-to-point message fits the array given to receive it: as many bytes, and values
+    of its dtype (not another dtype's bytes reinterpreted)."""
+    if nbytes != out.nbytes:
+        raise DistributedError(f"{what}: rank {src} sent {nbytes} bytes, but the {out.dtype.name}"
+                               f"{list(out.shape)} array given to receive it holds {out.nbytes}")
+    if not (np.asarray(label) == _dtype_label(np.dtype(out.dtype))).all():
+        sent = bytes(np.asarray(label)).rstrip(b"\0").decode(errors="replace")
+        raise DistributedError(f"{what}: rank {src} sent {sent} values, but the array given to receive them is "
+                               f"{np.dtype(out.dtype).name}; the bytes would be reinterpreted")
+
+
+def _p2p_header(dtype: Any, nbytes: int) -> np.ndarray:
+    """What NCCL sends before a point-to-point message (which NCCL itself never checks): the
+    dtype's name and the byte count, so ``recv`` can refuse a message that does not fit."""
+    return np.concatenate([_dtype_label(np.dtype(dtype)), np.frombuffer(nbytes.to_bytes(8, "little"), np.uint8)])
+
+
 def _dtype_label(dtype: np.dtype) -> np.ndarray:
     label = np.zeros(_DTYPE_BYTES, np.uint8)
     name = dtype.name.encode()[:_DTYPE_BYTES]
@@ -225,7 +243,6 @@ class MPIGroup:
         out = message[_DTYPE_BYTES:].view(into.dtype).reshape(into.shape)
         request, status = self.comm.Irecv(message, source=src, tag=tag), self.mpi.Status()
         what = f"recv(src={src}, tag={tag}) (rank {self.rank} of {self.size}, MPI)"
-        expected = _dtype_label(np.dtype(like.dtype))
 
         def done() -> bool:
             try:
@@ -235,14 +252,7 @@ class MPIGroup:
                                        f"{out.dtype.name}{list(out.shape)} array given to receive it ({exc})") from None
 
         def result() -> Any:
-            got = status.Get_count(self.mpi.BYTE) - _DTYPE_BYTES
-            if got != out.nbytes:
-                raise DistributedError(f"{what}: rank {src} sent {got} bytes, but the {out.dtype.name}"
-                                       f"{list(out.shape)} array given to receive it holds {out.nbytes}")
-            sent = bytes(message[:_DTYPE_BYTES]).rstrip(b"\0").decode(errors="replace")
-            if not (message[:_DTYPE_BYTES] == expected).all():
-                raise DistributedError(f"{what}: rank {src} sent {sent} values, but the array given to receive "
-                                       f"them is {np.dtype(like.dtype).name}; the bytes would be reinterpreted")
+            _check_received(message[:_DTYPE_BYTES], status.Get_count(self.mpi.BYTE) - _DTYPE_BYTES, out, src, what)
             return back(out)
 
         return Work(done, result, what, self.timeout)
@@ -367,12 +377,31 @@ class NCCLGroup:
 
     def send(self, xp: Any, buf: Any, dst: int, tag: int) -> Work:
         send = xp.ascontiguousarray(buf)
-        self.comm.send(_pointer(send), send.size, self._code(send.dtype, "send"), dst, self._stream())
-        return self._queued(lambda: None, f"send(dst={dst})")
+        code, byte = self._code(send.dtype, "send"), int(self.nccl.NCCL_UINT8)
+        header = xp.asarray(_p2p_header(send.dtype, send.nbytes))
+        self.comm.send(_pointer(header), header.size, byte, dst, self._stream())
+        self.comm.send(_pointer(send), send.size, code, dst, self._stream())
+        return self._queued(lambda: (header, send) and None, f"send(dst={dst})")  # (both live until sent)
 
     def recv(self, xp: Any, like: Any, src: int, tag: int) -> Work:
+        """The header first, read on the host: a message that does not fit ``like`` is still
+        received (into scratch bytes, so the sender is not left waiting) and then refused."""
         out = xp.empty_like(xp.ascontiguousarray(like))
-        self.comm.recv(_pointer(out), out.size, self._code(out.dtype, "recv"), src, self._stream())
+        code, byte = self._code(out.dtype, "recv"), int(self.nccl.NCCL_UINT8)
+        header = xp.empty(_DTYPE_BYTES + 8, np.uint8)
+        self.comm.recv(_pointer(header), header.size, byte, src, self._stream())
+        self.cupy.cuda.get_current_stream().synchronize()
+        got = np.asarray(self.cupy.asnumpy(header))
+        nbytes = int.from_bytes(bytes(got[_DTYPE_BYTES:]), "little")
+        what = f"recv(src={src}) (rank {self.rank} of {self.size}, NCCL)"
+        try:
+            _check_received(got[:_DTYPE_BYTES], nbytes, out, src, what)
+        except DistributedError:
+            scratch = xp.empty(nbytes, np.uint8)
+            self.comm.recv(_pointer(scratch), nbytes, byte, src, self._stream())
+            self.cupy.cuda.get_current_stream().synchronize()
+            raise
+        self.comm.recv(_pointer(out), out.size, code, src, self._stream())
         return self._queued(lambda: out, f"recv(src={src})")
 
     def barrier(self) -> Work:
