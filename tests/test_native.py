@@ -115,6 +115,61 @@ def test_broadcast_and_strided_operands_give_eagers_values(shapes, transpose, se
             np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
+_SUM_SHAPES = [(3, 7), (5, 100), (4, 129), (2, 700), (64, 10), (3, 40, 30), (1, 5, 1, 9), (1000,)]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # (eager's inf - inf)
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(_SUM_SHAPES), st.sampled_from(["float32", "float64"]), st.booleans(), st.booleans(),
+       st.integers(0, 2**31), st.data())
+def test_a_sum_ends_a_native_loop_with_numpys_bits(shape, dtype, keepdims, special, seed, data) -> None:
+    """A sum over leading axes (row after row) or trailing axes (each row pairwise, as
+    NumPy's pairwise_sum) of a native loop's value equals the eager sum bit for bit, at any
+    row length (below 8, up to 128, beyond), with broadcast operands, signed zeros, NaN and
+    infinities, and with the value itself also returned."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) * 10.0 ** rng.uniform(-3, 3, shape)).astype(dtype)
+    if special:
+        a.reshape(-1)[rng.integers(0, a.size, 3)] = rng.choice([0.0, -0.0, np.inf, -np.inf, np.nan], 3)
+    b = rng.standard_normal(shape[-1:]).astype(dtype)
+    rank = len(shape)
+    k = data.draw(st.integers(1, rank))
+    axes = tuple(range(k)) if data.draw(st.booleans()) else tuple(range(rank - k, rank))
+    also_value = data.draw(st.booleans())
+
+    def f(u, v):
+        w = u * v - fg.maximum(u, 0.0) * 0.5
+        total = w.sum(axes, keepdims=keepdims)
+        return (total, w) if also_value else total
+
+    x, y = fg.asarray(a), fg.asarray(b)
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        assert "reduce_sum" in compiled.lower(x, y).source.split("native loop:")[1].splitlines()[0]
+        for got, want in zip(fg.tree.leaves(compiled(x, y)), fg.tree.leaves(f(x, y))):
+            g, w = got.numpy(), want.numpy()  # (bit for bit, signed zeros too; a NaN's sign is the CPU's choice)
+            assert g.shape == w.shape and np.array_equal(np.isnan(g), np.isnan(w))
+            assert g[~np.isnan(g)].tobytes() == w[~np.isnan(w)].tobytes()
+
+
+def test_a_later_sum_moves_up_to_end_the_loop_and_splits_over_threads() -> None:
+    """A bias gradient's sum written after a matmul still ends the native loop of its value;
+    a sum over trailing axes runs its rows on several threads, one over leading axes on one."""
+    rng = np.random.default_rng(1)
+    x, w = fg.asarray(rng.standard_normal((2048, 300)).astype(np.float32)), fg.asarray(rng.standard_normal((300, 8)))
+
+    def f(u, v):
+        g = fg.where(u > 0, u * 3.0, 0.0)
+        return g @ v.astype(fg.float32), g.sum(0), (g * g).sum(-1)
+
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        source = compiled.lower(x, w).source
+        assert source.count("native loop") == 2 and "mul select_n reduce_sum" in source.replace("select ", "select_n ")
+        for got, want in zip(compiled(x, w), f(x, w)):
+            assert got.numpy().tobytes() == want.numpy().tobytes()
+
+
 def test_the_lowered_source_shows_the_c_loop() -> None:
     with compile_backend("c"):
         source = fg.compile(lambda v: fg.exp(v) * 2.0 + v).lower(fg.ones((64, 3))).source

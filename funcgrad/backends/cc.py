@@ -198,6 +198,7 @@ _MVEC = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "cos", "cosh
          "expm1", "log", "log10", "log1p", "log2", "sin", "sinh", "tan", "tanh")
 
 PRELUDE = """#include <stdint.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <math.h>
 #if defined(__GLIBC__) && defined(__x86_64__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))

@@ -259,6 +259,11 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     Where fused loops' scratch buffers would pass eager evaluation's peak, it lowers again
     with fewer threads, then with none. ``name``: what it is, in errors."""
     threads = config.compile_threads if threads is None else threads
+    if threads and native.use_native():  # (sums that can end a native loop, moved up to it)
+        eqns = native.schedule(program.eqns)
+        if eqns != program.eqns:
+            program = Program(program.invars, program.constvars, program.consts, eqns, program.outvars,
+                              program.in_tree, program.out_tree)
     w = _Writer(program, donated, threads)
     for v in program.invars:
         w.name(v, "x")

@@ -38,7 +38,7 @@ from ...backends.cc import C_TYPES, MAX_OPERANDS, PRELUDE, NativeBuildError, cal
 from ...config import config
 from ..ir import Var
 
-__all__ = ["NativeGroup", "build_groups", "groups", "in_parallel", "use_native"]
+__all__ = ["NativeGroup", "build_groups", "fused_sum", "groups", "in_parallel", "schedule", "use_native"]
 
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
@@ -65,16 +65,50 @@ SINGLE_MIN = 4096  # elements: a lone equation on fewer runs as fast as NumPy's 
 
 
 def groups(eqns: list[Any]) -> dict[int, int]:
-    """Runs of consecutive native-fusable equations of one result shape: start -> end."""
+    """Runs of consecutive native-fusable equations of one result shape, each perhaps ended
+    by a sum of one of its values (``fused_sum``): start -> end."""
     found, i = {}, 0
     while i < len(eqns):
         j = i
         while j < len(eqns) and c_fusable(eqns[j]) and eqns[j].outputs[0].aval.shape == eqns[i].outputs[0].aval.shape:
             j += 1
-        if j - i >= 2 or (j > i and math.prod(eqns[i].outputs[0].aval.shape) >= SINGLE_MIN):
+        if j > i and j < len(eqns) and fused_sum(eqns[j], eqns[i:j]):
+            found[i] = j = j + 1
+        elif j - i >= 2 or (j > i and math.prod(eqns[i].outputs[0].aval.shape) >= SINGLE_MIN):
             found[i] = j
         i = max(j, i + 1)
     return found
+
+
+def fused_sum(eqn: Any, run: list[Any]) -> bool:
+    """Whether ``eqn`` is a sum a native loop can end ``run`` with: of a float value the run
+    makes, over a leading or a trailing block of its axes, so that it adds in NumPy's order
+    (row after row; or each row pairwise, as NumPy's ``pairwise_sum``) and gives its bits."""
+    if eqn.prim.name != "reduce_sum" or eqn.outputs[0].aval.device.kind != "cpu":
+        return False
+    (x,) = eqn.inputs
+    if not isinstance(x, Var) or x.aval.dtype.name not in ("float32", "float64") or \
+            all(e.outputs[0] is not x for e in run) or x.aval.shape != run[0].outputs[0].aval.shape:
+        return False
+    axes, rank = tuple(sorted(eqn.params["axes"])), len(x.aval.shape)
+    return bool(axes) and (axes == tuple(range(len(axes))) or axes == tuple(range(rank - len(axes), rank)))
+
+
+def schedule(eqns: list[Any]) -> list[Any]:
+    """The equations, each sum that can end a native run (``fused_sum``) moved up to just
+    after that run (a program is pure: an equation may run as soon as its input exists)."""
+    eqns = list(eqns)
+    i = 0
+    while i < len(eqns):
+        j = i
+        while j < len(eqns) and c_fusable(eqns[j]) and eqns[j].outputs[0].aval.shape == eqns[i].outputs[0].aval.shape:
+            j += 1
+        if j > i:
+            later = next((k for k in range(j, len(eqns)) if fused_sum(eqns[k], eqns[i:j])), None)
+            if later is not None:
+                eqns.insert(j, eqns.pop(later))
+        i = max(j, i + 1)
+    return eqns
 
 
 def _literal(value: Any, dtype: Any) -> str:
@@ -127,17 +161,30 @@ class NativeGroup:
     def __init__(self, eqns: list[Any], kept: list[Var]) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
+        total = eqns[-1] if eqns[-1].prim.name == "reduce_sum" else None  # (a sum ending the run: fused_sum)
+        if total is not None:
+            eqns = eqns[:-1]
+            if total.outputs[0] not in kept:
+                kept = self.kept = [*kept, total.outputs[0]]
         self.inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made))
         operands = [*self.inputs, *kept]
         if len(operands) > MAX_OPERANDS:
             raise ValueError("too many operands for one native kernel")
         out_shape = tuple(eqns[0].outputs[0].aval.shape)
         self.size = math.prod(out_shape)
-        sizes, moves = _loops(out_shape, [_strides(tuple(v.aval.shape), out_shape) for v in operands])
+        axes = set(total.params["axes"]) if total is not None else set()
+        full = [tuple(1 if d in axes else n for d, n in enumerate(out_shape)) if total is not None and
+                v is total.outputs[0] else tuple(v.aval.shape) for v in operands]  # (a sum's shape, its axes kept)
+        sizes, moves = _loops(out_shape, [_strides(f, out_shape) for f in full])
+        summed = [not moves[-1][d] for d in range(len(sizes))] if total is not None else [False] * len(sizes)
+        if total is not None and (summed[0] or not any(summed)):  # (all summed, or one element: a loop of 1 outside)
+            sizes, moves, summed = [1, *sizes], [[False, *m] for m in moves], [False, *summed]
+        self.trailing = total is not None and summed[-1]  # (else a leading sum: row after row)
         self.outer = sizes[0]
+        self.parallel = total is None or self.trailing  # (a leading sum's outer loop adds into every result)
         nbytes = [math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in operands]
         self.meta = sizes_and_bytes(len(self.inputs), len(kept), sizes, nbytes)
-        self.label = " ".join(e.prim.name for e in eqns)
+        self.label = " ".join(e.prim.name for e in self.eqns)
         c_of = {id(a): f"x{k}" for k, a in enumerate(self.inputs)}
         body = []
         for k, e in enumerate(eqns):
@@ -162,9 +209,16 @@ class NativeGroup:
 
         ctypes_ = [C_TYPES[v.aval.dtype.name] for v in operands]
         n_in = len(self.inputs)
-        lines = ["void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {"]
+        lines = []
+        if self.trailing:
+            lines += _pairwise(ctypes_[-1])
+        lines += ["void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {"]
         lines += [f"    const {t} *restrict a{k} = (const {t} *)p[{k}];" for k, t in enumerate(ctypes_[:n_in])]
         lines += [f"    {t} *restrict y{j} = ({t} *)p[{n_in + j}];" for j, t in enumerate(ctypes_[n_in:])]
+        first_summed = summed.index(True) if any(summed) else rank
+        if self.trailing:  # each row's values into a buffer, then added pairwise
+            row = " * ".join(f"n[{d}]" for d in range(first_summed, rank))
+            lines.append(f"    {ctypes_[-1]} *row = ({ctypes_[-1]} *)malloc(sizeof({ctypes_[-1]}) * ({row}));")
         for d in range(rank):
             pad = "    " * (d + 1)
             if d == rank - 1:
@@ -174,10 +228,52 @@ class NativeGroup:
         pad = "    " * (rank + 1)
         lines += [f"{pad}{ctypes_[k]} x{k} = a{k}[{at(k)}];" for k in range(n_in)]
         lines += [pad + line for line in body]
-        lines += [f"{pad}y{j}[{at(n_in + j)}] = {c_of[id(v)]};" for j, v in enumerate(kept)]
-        lines += ["    " * d + "}" for d in range(rank, -1, -1)]
+        lines += [f"{pad}y{j}[{at(n_in + j)}] = {c_of[id(v)]};" for j, v in enumerate(kept)
+                  if total is None or v is not total.outputs[0]]
+        if total is not None:
+            value, out = c_of[id(total.inputs[0])], f"y{len(kept) - 1}[{at(len(operands) - 1)}]"
+            if self.trailing:  # (the value's place in its row, in C order)
+                place = " + ".join(" * ".join([f"i{d}", *(f"n[{e}]" for e in range(d + 1, rank))])
+                                   for d in range(first_summed, rank))
+                lines.append(f"{pad}row[{place}] = {value};")
+            else:  # (NumPy starts from +0, so that -0 values sum to +0)
+                first = " && ".join(f"i{d} == 0" for d in range(rank) if summed[d]) or "1"
+                lines.append(f"{pad}{out} = ({first}) ? ({ctypes_[-1]})0 + {value} : {out} + {value};")
+        for d in range(rank - 1, -1, -1):
+            lines.append("    " * (d + 1) + "}")
+            if self.trailing and d == first_summed:
+                lines.append("    " * d + f"    {out} = ({ctypes_[-1]})0 + fg_pairwise(row, {row});")
+        if self.trailing:
+            lines.append("    free(row);")
+        lines.append("}")
         self.source = "\n".join(lines)
         self.kernel = 0  # its address, once built
+
+
+def _pairwise(ctype: str) -> list[str]:
+    """NumPy's ``pairwise_sum`` (``numpy/_core/src/umath/loops_utils.h.src``) in C: below 8
+    values one by one, up to 128 in eight interleaved partial sums, beyond that the two halves
+    (split at a multiple of 8) summed apart. A row summed this way has NumPy's bits."""
+    return [f"static {ctype} fg_pairwise(const {ctype} *a, int64_t n) {{",
+            "    if (n < 8) {",
+            f"        {ctype} s = ({ctype})0;",
+            "        for (int64_t i = 0; i < n; i++) s += a[i];",
+            "        return s;",
+            "    }",
+            "    if (n <= 128) {",
+            f"        {ctype} r[8];",
+            "        for (int j = 0; j < 8; j++) r[j] = a[j];",
+            "        int64_t i;",
+            "        for (i = 8; i < n - (n % 8); i += 8)",
+            "            for (int j = 0; j < 8; j++) r[j] += a[i + j];",
+            f"        {ctype} s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));",
+            "        for (; i < n; i++) s += a[i];",
+            "        return s;",
+            "    }",
+            "    int64_t half = n / 2;",
+            "    half -= half % 8;",
+            "    return fg_pairwise(a, half) + fg_pairwise(a + half, n - half);",
+            "}"]
 
 
 _WARNED: set[str] = set()
@@ -235,4 +331,4 @@ os.register_at_fork(after_in_child=_POOL.clear)
 def threads_for(group: NativeGroup, threads: int) -> int:
     """How many threads a group's loop splits over: at least ``PARALLEL_MIN`` elements each,
     and no more pieces than its outermost loop has steps."""
-    return max(1, min(threads, group.size // PARALLEL_MIN, group.outer))
+    return max(1, min(threads, group.size // PARALLEL_MIN, group.outer)) if group.parallel else 1
