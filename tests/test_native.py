@@ -285,3 +285,22 @@ def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
         native = shape_module._native_windows_add(np, g, **params)
     with compile_backend("numpy"):
         np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))
+
+
+@pytest.mark.parametrize("y", [2, 3, 4, 5, 7, -1, -2, -3, 16, 17])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_integer_powers_are_the_kernels_products_in_one_loop(y, dtype) -> None:
+    """``x ** y`` compiles to the products the eager kernel's repeated squaring makes (then
+    1/... for y < 0): one native loop with its neighbours, the eager bits; ``x ** 3`` and
+    ``x * (x * x)`` give the same loop."""
+    x = fg.asarray(np.random.default_rng(y + 20).uniform(0.5, 1.5, 5000).astype(dtype))
+    with compile_backend("c"):
+        compiled = fg.compile(lambda v: v ** y + 1.0)
+        source = compiled.lower(x).source
+        assert ("integer_pow" in source) == (abs(y) > 16) and source.count("native loop") == 1
+        assert compiled(x).numpy().tobytes() == (x ** y + 1.0).numpy().tobytes()
+        if y == 3:
+            by_hand = fg.compile(lambda v: v * (v * v) + 1.0).lower(x).source
+            assert by_hand.split("native loop")[1] == source.split("native loop")[1]
+        g = fg.compile(fg.grad(lambda v: (v ** y).sum()))(x)
+        np.testing.assert_allclose(g.numpy(), y * x.numpy().astype(np.float64) ** (y - 1), rtol=1e-5)

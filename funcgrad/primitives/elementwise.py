@@ -361,13 +361,35 @@ def _integer_pow_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
     g.node("Pow", [ins[0], g.scalar(eqn.params["y"], eqn)], [out])
 
 
-def _square_when_two(eqn: Any, ctx: Any) -> Any:
-    """x ** 2 -> x * x"""
-    return ctx.equation(BINARY["mul"], [eqn.inputs[0], eqn.inputs[0]], eqn, {}) if eqn.params["y"] == 2 else None
+def _as_products(eqn: Any, ctx: Any) -> Any:
+    """x ** 3 -> x * (x * x), and every power up to 16 (1/... for negative ones): the products
+    the kernel's repeated squaring makes, in its order, as equations that fuse with their
+    neighbours (so ``x ** 3`` and ``x * x * x`` end in the same loop, with the same bits)."""
+    y, x = eqn.params["y"], eqn.inputs[0]
+    if y in (0, 1) or abs(y) > 16:
+        return None
+    steps: list[Any] = []
+
+    def mul(a: Any, b: Any) -> Any:
+        steps.append(ctx.step(BINARY["mul"], [a, b], eqn, {}))
+        return steps[-1].outputs[0]
+
+    n, acc, base = abs(y), None, x
+    while True:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if not n:
+            break
+        base = mul(base, base)
+    if y < 0:
+        steps.append(ctx.step(BINARY["div"], [ctx.literal(1), acc], eqn, {}))
+    steps[-1] = ctx.equation(steps[-1].prim, steps[-1].inputs, eqn, {})
+    return steps
 
 
 integer_pow_p = Primitive("integer_pow", _integer_pow_rule, kernel=_integer_pow, domain=Domain(0.3, 2.0),
-                          autocast="widen", torch_name="Pow", onnx=_integer_pow_onnx, simplify=_square_when_two)
+                          autocast="widen", torch_name="Pow", onnx=_integer_pow_onnx, simplify=_as_products)
 defelementwise(integer_pow_p, lambda t, ans, x, y: t * _integer_pow_deriv(x, y), saves="args")
 defbroadcasting(integer_pow_p)
 

@@ -58,7 +58,7 @@ def _reduce_onnx(op: str) -> Any:
 
 def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = False, out: Any = None,
                differentiable: bool = True, autocast: str | None = None, torch_name: str | None = None,
-               onnx: str | None = None) -> Primitive:
+               onnx: str | None = None, tags: frozenset[str] = frozenset()) -> Primitive:
     def rule(x: ShapedArray, *, axes: tuple[int, ...], keepdims: bool) -> ShapedArray:
         require_kind(name, x.dtype, kinds, "a bool array" if kinds == "b" else
                      "a numeric array" if "c" in kinds else "a real numeric array (complex numbers have no order)")
@@ -83,13 +83,14 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
 
     run.__name__ = run_numpy.__name__ = kernel
     return Primitive(name, rule, kernel=run_numpy, gpu_kernel=run, differentiable=differentiable, autocast=autocast,
-                     torch_name=torch_name, onnx=_reduce_onnx(onnx) if onnx else None)
+                     torch_name=torch_name, onnx=_reduce_onnx(onnx) if onnx else None, tags=tags)
 
 
 REDUCTIONS: dict[str, Primitive] = {
     # (sums and products over many elements lose too much in 8 bits of mantissa: fg.autocast
     # runs them in float32)
-    "reduce_sum": _reduction("reduce_sum", "sum", "biufc", autocast="float32", torch_name="Sum", onnx="ReduceSum"),
+    "reduce_sum": _reduction("reduce_sum", "sum", "biufc", autocast="float32", torch_name="Sum", onnx="ReduceSum",
+                             tags=frozenset({"sum"})),
     "reduce_prod": _reduction("reduce_prod", "prod", "biufc", autocast="float32", torch_name="Prod",
                               onnx="ReduceProd"),
     "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True, torch_name="Max", onnx="ReduceMax"),

@@ -84,7 +84,7 @@ def fused_sum(eqn: Any, run: list[Any]) -> bool:
     """Whether ``eqn`` is a sum a native loop can end ``run`` with: of a float value the run
     makes, over a leading or a trailing block of its axes, so that it adds in NumPy's order
     (row after row; or each row pairwise, as NumPy's ``pairwise_sum``) and gives its bits."""
-    if eqn.prim.name != "reduce_sum" or eqn.outputs[0].aval.device.kind != "cpu":
+    if "sum" not in eqn.prim.tags or eqn.outputs[0].aval.device.kind != "cpu":
         return False
     (x,) = eqn.inputs
     if not isinstance(x, Var) or x.aval.dtype.name not in ("float32", "float64") or \
@@ -161,7 +161,7 @@ class NativeGroup:
     def __init__(self, eqns: list[Any], kept: list[Var]) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
-        total = eqns[-1] if eqns[-1].prim.name == "reduce_sum" else None  # (a sum ending the run: fused_sum)
+        total = eqns[-1] if "sum" in eqns[-1].prim.tags else None  # (a sum ending the run: fused_sum)
         if total is not None:
             eqns = eqns[:-1]
             if total.outputs[0] not in kept:

@@ -94,6 +94,17 @@ class _Context:
         """An equation computing ``like``'s outputs another way."""
         return Eqn(prim, inputs, like.outputs, params)
 
+    @staticmethod
+    def literal(value: Any) -> Literal:
+        """A number written into an equation."""
+        return Literal(value)
+
+    @staticmethod
+    def step(prim: Any, inputs: list[Any], like: Eqn, params: dict[str, Any]) -> Eqn:
+        """An equation computing an intermediate value of ``like``'s type, for a rule that
+        returns several (the last computes ``like``'s outputs)."""
+        return Eqn(prim, inputs, [Var(like.outputs[0].aval)], params)
+
 
 def simplify(program: Program) -> Program:
     """Each equation whose primitive has a ``simplify`` rule becomes what the rule says: an
@@ -105,6 +116,11 @@ def simplify(program: Program) -> Program:
         eqn = Eqn(eqn.prim, [rw.atom(a) for a in eqn.inputs], eqn.outputs, eqn.params)
         rule = eqn.prim.simplify
         result = rule(eqn, ctx) if rule is not None and len(eqn.outputs) == 1 else None
+        if isinstance(result, list):  # (several equations: the last computes the outputs)
+            for step in result[:-1]:
+                producer[id(step.outputs[0])] = step
+                rw.emit(step)
+            result = result[-1]
         if isinstance(result, Eqn):
             eqn = result
         elif result is not None:
