@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -304,3 +305,78 @@ def test_integer_powers_are_the_kernels_products_in_one_loop(y, dtype) -> None:
             assert by_hand.split("native loop")[1] == source.split("native loop")[1]
         g = fg.compile(fg.grad(lambda v: (v ** y).sum()))(x)
         np.testing.assert_allclose(g.numpy(), y * x.numpy().astype(np.float64) ** (y - 1), rtol=1e-5)
+
+
+_CUMSUM_C = """
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const double *x = (const double *)p[0];
+    double *y = (double *)p[1];
+    int64_t cols = n[1];
+    for (int64_t i = lo; i < hi; i++) {
+        double s = 0;
+        for (int64_t j = 0; j < cols; j++) { s += x[i * cols + j]; y[i * cols + j] = s; }
+    }
+}"""
+
+
+@pytest.fixture
+def _registry():
+    from funcgrad.primitives import core
+
+    registered = dict(core.REGISTRY)
+    yield
+    core.REGISTRY.clear()
+    core.REGISTRY.update(registered)
+
+
+def _cumsum_primitive(**kernel: Any) -> Any:
+    from funcgrad.primitives import Primitive
+    from funcgrad.primitives.ad import defvjp
+    def rule(x: Any) -> Any:  # (the C reads doubles)
+        if x.dtype != fg.float64 or x.ndim != 2:
+            raise fg.DTypeError(f"cumsum_rows_test: a 2-d float64 array, got {x.str_short()}")
+        return x
+
+    prim = Primitive("cumsum_rows_test", rule, c_kernel=_CUMSUM_C, **kernel)
+    defvjp(prim, lambda g, ans, x: fg.flip(fg.bind(prim, fg.flip(g, -1)), -1))
+    return prim
+
+
+def test_a_primitive_given_as_c_runs_differentiates_and_compiles(_registry) -> None:
+    """``Primitive(c_kernel=...)``: the C function is the CPU kernel, eager and compiled, with
+    the user's derivative rule; its build is cached like the native loops'."""
+    prim = _cumsum_primitive()
+    x = fg.asarray(np.random.default_rng(0).standard_normal((5, 7)))
+    np.testing.assert_allclose(fg.bind(prim, x).numpy(), np.cumsum(x.numpy(), axis=1), rtol=1e-15)
+    w = fg.arange(7.0, dtype=fg.float64)
+    g = fg.grad(lambda v: (fg.bind(prim, v) * w).sum())(x)
+    np.testing.assert_allclose(g.numpy(), np.broadcast_to(np.cumsum(w.numpy()[::-1])[::-1], (5, 7)))
+    compiled = fg.compile(fg.grad(lambda v: (fg.bind(prim, v * 2.0) * w).sum()))
+    np.testing.assert_allclose(compiled(x).numpy(), 2 * g.numpy())
+    forward = fg.compile(lambda v: fg.bind(prim, v * 2.0) + 1.0)
+    assert "cumsum_rows_test" in forward.lower(x).source
+    np.testing.assert_allclose(forward(x).numpy(), np.cumsum(2 * x.numpy(), axis=1) + 1.0, rtol=1e-15)
+
+
+def test_a_c_kernel_without_a_compiler_runs_its_numpy_kernel_or_says_why(_registry,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setattr(cc, "_LOADED", {})
+    monkeypatch.setattr(cc, "_FAILED", {})
+    cc.toolchain.cache_clear()
+    try:
+        x = fg.asarray(np.ones((2, 3)))
+        with pytest.raises(fg.DTypeError, match="cumsum_rows_test"):
+            fg.bind(_cumsum_primitive(), fg.ones((2, 3)))  # (float32: refused by the rule)
+        from funcgrad.primitives import core
+
+        del core.REGISTRY["cumsum_rows_test"]
+        prim = _cumsum_primitive(kernel=lambda xp, v: xp.cumsum(v, axis=1))
+        assert fg.bind(prim, x).tolist() == [[1.0, 2.0, 3.0]] * 2
+        from funcgrad.primitives import core
+
+        del core.REGISTRY["cumsum_rows_test"]
+        with pytest.raises(cc.NativeBuildError, match="no C compiler"):
+            fg.bind(_cumsum_primitive(), x)
+    finally:
+        cc.toolchain.cache_clear()

@@ -159,6 +159,14 @@ class Primitive:
         arity: (fewest, most) inputs; derived from the shape rule's signature unless given.
         loadable: whether ``load_exported`` may rebuild it from a file (every kernel and view;
             call-like primitives say so themselves, as they run programs a file holds).
+        c_kernel: C source of its CPU kernel, for work no C expression describes (PyTorch's
+            custom C++ operators): ``void fg_kernel(int64_t lo, int64_t hi, const int64_t *n,
+            char **p)`` computing rows ``[lo, hi)`` of the output's first axis (all of them
+            for a 0-d output), ``p`` the inputs' data then the output's (C order), ``n`` the
+            output's dimensions then each input's. The shape rule must admit only the dtypes
+            and ranks the C reads and writes. Built with the system compiler on first
+            use and cached on disk (``backends/cc.py``); ``kernel=``, if also given, runs where
+            no compiler can be used, which is otherwise a ``NativeBuildError``.
     """
 
     def __init__(
@@ -187,7 +195,10 @@ class Primitive:
         label: Callable[..., str] | None = None,
         arity: tuple[int, int] | None = None,
         loadable: bool | None = None,
+        c_kernel: str | None = None,
     ) -> None:
+        if c_kernel is not None:
+            kernel = _c_kernel(self, name, c_kernel, kernel)
         if (kernel is None) + (view is None) + (impl is None) != 2:
             raise ValueError(f"primitive {name!r} needs exactly one of kernel=, view= or impl=")
         if name in REGISTRY:
@@ -294,6 +305,41 @@ class Primitive:
             spec = self.native_spec
             fn = self._natives[device] = None if spec is None else device.backend.kernel(spec)
             return fn
+
+
+def _c_kernel(prim: Primitive, name: str, source: str, fallback: Any) -> Callable[..., Any]:
+    """The kernel of a primitive given as C (``Primitive(c_kernel=...)``): the output made by
+    the shape rule's shape and dtype, the inputs C-contiguous, the C function built on first
+    use; ``fallback`` (a NumPy kernel) where it cannot be built."""
+    from ..backends import cc
+
+    built: list[int] = []
+
+    def run(xp: Any, *args: Any) -> Any:
+        if xp.__name__ != "numpy":
+            raise FuncgradError(f"{name}: its C kernel runs on the CPU; give gpu_kernel= for GPU arrays")
+        from ..backends.device import CPU
+        from ..dtypes import as_dtype
+
+        arrays = [xp.ascontiguousarray(a) for a in args]  # (the rule runs first: the C reads only what it admits)
+        out_aval = prim.abstract_eval(*(ShapedArray(a.shape, as_dtype(a.dtype), CPU) for a in arrays))
+        if not built:
+            try:
+                built.append(cc.kernel(cc.PRELUDE + source, "fg_kernel"))
+                cc.caller()
+            except cc.NativeBuildError:
+                if fallback is None:
+                    raise
+                built.append(0)
+        if not built[0]:
+            return getattr(xp, fallback)(*args) if isinstance(fallback, str) else fallback(xp, *args)
+        out = xp.empty(out_aval.shape, out_aval.dtype.np)
+        sizes = [*(out.shape or (1,)), *(d for a in arrays for d in a.shape)]
+        cc.run(built[0], arrays, [out], sizes)
+        return out
+
+    run.__name__ = f"{name}_c_kernel"
+    return run
 
 
 REGISTRY: dict[str, Primitive] = {}
