@@ -171,6 +171,17 @@ def test_compiled_programs_fuse_elementwise_runs_into_one_kernel() -> None:
         np.testing.assert_allclose(compiled(g).to("cpu").numpy(), f(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_a_run_and_its_sum_are_one_reduction_kernel() -> None:
+    """A run ending in the sum of its last value becomes one generated ``ReductionKernel``
+    on the GPU, equal to the CPU's sum within rounding."""
+    a = np.random.default_rng(2).standard_normal((64, 300))
+    x, g = fg.asarray(a), fg.asarray(a).to("gpu")
+    for axes in ((0,), (1,), (0, 1)):
+        f = fg.compile(lambda v, axes=axes: (fg.exp(v * 0.5) * v + 1.0).sum(axes))
+        assert "fused into one GPU reduction kernel" in f.lower(g).source
+        np.testing.assert_allclose(f(g).to("cpu").numpy(), f(x).numpy(), rtol=1e-12)
+
+
 def test_random_draws_give_the_same_numbers_on_the_gpu() -> None:
     """Threefry on the device: the same bits as on the CPU for the same key, so the same
     draws (the transcendental functions of ``normal`` to within rounding)."""

@@ -76,11 +76,37 @@ class _StandinElementwiseKernel:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+class _StandinReductionKernel:
+    """CuPy's ``ReductionKernel`` for the fused sums: the preamble's device function (the
+    run's statements, ``return vK;``) run as NumPy over whole arrays, then summed over the
+    call's axes."""
+
+    def __init__(self, in_params: str, out_params: str, map_expr: str, reduce_expr: str, post_map_expr: str,
+                 identity: str, name: str, preamble: str = "") -> None:
+        assert (reduce_expr, post_map_expr, identity) == ("a + b", "y0 = a", "0") and map_expr.startswith(name)
+        self.ins = [p.split() for p in in_params.split(", ")]
+        ((self.out_dtype, _),) = [p.split() for p in out_params.split(", ")]
+        body = preamble.split(f"{name}_map(")[1].split("{", 1)[1].rsplit("}", 1)[0]
+        lines = [line.strip() for line in body.strip().splitlines()]
+        self.statements = [_C_STATEMENT.match(line).groups() for line in lines[:-1]]  # type: ignore[union-attr]
+        self.result = re.fullmatch(r"return (\w+);", lines[-1]).group(1)  # type: ignore[union-attr]
+
+    def __call__(self, *args: object, axis: tuple[int, ...], keepdims: bool) -> object:
+        env = {name: np.asarray(a, dtype) for (dtype, name), a in zip(self.ins, args)}
+        for ctype, name, expr in self.statements:
+            value = eval(expr, {"__builtins__": {}, **_C_FUNCTIONS}, env)  # noqa: S307 - the lowering's own text
+            env[name] = np.asarray(value, {"float": np.float32, "double": np.float64}[ctype]) if ctype else value
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        mapped = np.broadcast_to(np.asarray(env[self.result]), shape)
+        return np.asarray(mapped.sum(axis=axis, keepdims=keepdims), self.out_dtype)
+
+
 class _NumpyStandin(types.ModuleType):
-    """NumPy under another name (``xp is np`` is False), with CuPy's ``asnumpy`` and
-    ``ElementwiseKernel``."""
+    """NumPy under another name (``xp is np`` is False), with CuPy's ``asnumpy``,
+    ``ElementwiseKernel`` and ``ReductionKernel``."""
 
     ElementwiseKernel = _StandinElementwiseKernel
+    ReductionKernel = _StandinReductionKernel
 
     def __init__(self) -> None:
         super().__init__("cupy_standin")
@@ -258,11 +284,39 @@ def test_a_compiled_function_runs_on_the_gpu_path() -> None:
 
     compiled = fg.compile(f)
     source = compiled.lower(x).source
-    assert "fused into one GPU kernel: mul tanh mul neg exp add" in source and "double v1 = tanh(v0);" in source
+    assert "fused into one GPU reduction kernel: mul tanh mul neg exp add reduce_sum" in source
+    assert "double v1 = tanh(v0);" in source
     np.testing.assert_allclose(compiled(x).to("cpu").item(), f(x).to("cpu").item(), rtol=1e-12)
     g = fg.compile(fg.grad(f))(x)
     assert g.device is STANDIN
     np.testing.assert_allclose(g.to("cpu").numpy(), fg.grad(f)(x).to("cpu").numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("axes", [(0,), (1,), (0, 1), (1, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_a_gpu_run_and_its_sum_are_one_reduction_kernel(axes, keepdims) -> None:
+    """A run ending in the sum of its last value, nothing else of it read later: one
+    ``ReductionKernel`` (the run a device function of one element), the eager sum's values;
+    when a value of the run is read again, an elementwise kernel and a separate sum."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 5, 6))
+    x, y = fg.asarray(a).to(STANDIN), fg.asarray(b).to(STANDIN)
+
+    def f(u, v):
+        return (fg.exp(u * 0.5) * v + 1.0).sum(axes, keepdims=keepdims)
+
+    compiled = fg.compile(f)
+    assert "fused into one GPU reduction kernel: mul exp mul add reduce_sum" in compiled.lower(x, y).source
+    got = compiled(x, y)
+    assert got.device is STANDIN
+    np.testing.assert_allclose(got.to("cpu").numpy(), f(fg.asarray(a), fg.asarray(b)).numpy(), rtol=1e-12)
+
+    def g(u, v):
+        w = fg.exp(u * 0.5) * v
+        return (w + 1.0).sum(axes), w
+
+    source = fg.compile(g).lower(x, y).source
+    assert "GPU reduction kernel" not in source and "fused into one GPU kernel" in source
 
 
 def _fused_on_gpus(p: fg.Primitive) -> bool:

@@ -276,7 +276,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     steps = [_step_fn(eqn) for eqn in program.eqns]
     native_groups = _native_groups(w, program) if threads and native.use_native() else {}
     native_eqns = {k for i, g in native_groups.items() for k in range(i, i + len(g.eqns))}
-    groups = {i: j for i, j in (_elementwise_groups(program.eqns, steps) if threads else {}).items()
+    groups = {i: j for i, j in (_elementwise_groups(program.eqns, steps, w) if threads else {}).items()
               if native_eqns.isdisjoint(range(i, j))}  # (NumPy's chunked loops where no native one is)
     groups.update((i, i + len(g.eqns)) for i, g in native_groups.items())
     skip_to = 0
@@ -468,18 +468,30 @@ def _fusable(eqn: Any, step: Any) -> bool:
         and step.nout == 1 and step.signature is None
 
 
-def _elementwise_groups(eqns: list[Any], steps: list[Any]) -> dict[int, int]:
-    """Runs of two or more consecutive fusable equations of one shape and device: start -> end."""
+def _elementwise_groups(eqns: list[Any], steps: list[Any], w: _Writer) -> dict[int, int]:
+    """Runs of two or more consecutive fusable equations of one shape and device: start -> end.
+    On a GPU a run may end in the sum of its last value (``_sums_on_gpu``)."""
     groups, i = {}, 0
     while i < len(eqns):
         j = i
         while j < len(eqns) and _fusable(eqns[j], steps[j]) and eqns[j].outputs[0].aval.shape == \
                 eqns[i].outputs[0].aval.shape and eqns[j].outputs[0].aval.device is eqns[i].outputs[0].aval.device:
             j += 1
-        if j - i >= 2:
+        if i < j < len(eqns) and _sums_on_gpu(eqns[i:j + 1], w, j):
+            groups[i] = j + 1
+        elif j - i >= 2:
             groups[i] = j
-        i = max(j, i + 1)
+        i = max(groups.get(i, j), i + 1)
     return groups
+
+
+def _sums_on_gpu(run: list[Any], w: _Writer, end: int) -> bool:
+    """A GPU run followed by the sum of its last value, which nothing else reads, and of
+    which nothing else is read later: one CuPy ``ReductionKernel`` computes the sum without
+    writing the run's values anywhere."""
+    total, last = run[-1], run[-2].outputs[0]
+    return "sum" in total.prim.tags and last.aval.device.kind == "gpu" and total.inputs[0] is last and \
+        not _kept(w, run[:-1], end)
 
 
 def _kept(w: _Writer, eqns: list[Any], end: int) -> list[Var]:
@@ -504,6 +516,7 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
     intermediate a register, and only the values read after the run written to memory.
     The kernel's source is written into the lowered text as comments."""
     eqns = [program.eqns[k] for k in run]
+    total = eqns.pop() if "sum" in eqns[-1].prim.tags else None  # (a sum ending the run: _sums_on_gpu)
     kept = _kept(w, eqns, run[-1])
     made = {id(e.outputs[0]) for e in eqns}
     params: list[str] = []  # the kernel's inputs, C names and types
@@ -526,9 +539,12 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
                 args.append(c_of[id(a)])
         c_of[id(out)] = f"v{len(body)}"
         body.append(f"{_C_TYPES[out.aval.dtype.name]} {c_of[id(out)]} = {e.prim.c_expr.format(*args)};")
+    backend = eqns[0].outputs[0].aval.device.backend
+    if total is not None:
+        _write_gpu_sum(w, eqns, total, params, passed, body, c_of)
+        return
     results = [f"y{j}" for j in range(len(kept))]
     body += [f"{y} = {c_of[id(v)]};" for y, v in zip(results, kept)]
-    backend = eqns[0].outputs[0].aval.device.backend
     kernel = backend.xp.ElementwiseKernel(", ".join(params), ", ".join(f"{v.aval.dtype.name} {y}" for v, y in
                                                                          zip(kept, results)),
                                           "\n".join(body), f"funcgrad_fused_{w.count}", preamble=CUDA_HELPERS)
@@ -540,6 +556,33 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
     w.lines.extend(f"    #   {line}" for line in body)
     w.lines.append(_Call(f"{', '.join(names)}{',' if len(names) > 1 else ''} = ", w.global_(kernel, "K"),
                          ", ".join(passed), f"fused: {fused}"))
+
+
+def _write_gpu_sum(w: _Writer, eqns: list[Any], total: Any, params: list[str], passed: list[str],
+                   body: list[str], c_of: dict[int, str]) -> None:
+    """A GPU run and the sum of its last value as one CuPy ``ReductionKernel``: the run's
+    statements are a device function of one element (``map_expr``), summed over the sum's
+    axes; the run's values are never written out."""
+    out = total.outputs[0]
+    ctype = _C_TYPES[out.aval.dtype.name]
+    name = f"funcgrad_fused_sum_{w.count}"
+    arguments = [p.split()[1] for p in params]
+    declared = ", ".join(f"{_C_TYPES[kind]} {arg}" for kind, arg in (p.split() for p in params))
+    function = [f"__device__ {ctype} {name}_map({declared}) {{", *(f"    {line}" for line in body),
+                f"    return {c_of[id(eqns[-1].outputs[0])]};", "}"]
+    backend = out.aval.device.backend
+    kernel = backend.xp.ReductionKernel(", ".join(params), f"{out.aval.dtype.name} y0",
+                                        f"{name}_map({', '.join(arguments)})", "a + b", "y0 = a", "0", name,
+                                        preamble=CUDA_HELPERS + "\n".join(function))
+    result = w.name(out)
+    w.results.add(id(out))
+    w.allocate([out])
+    fused = " ".join(e.prim.name for e in [*eqns, total])
+    w.lines.append(f"    # fused into one GPU reduction kernel: {fused}")
+    w.lines.extend(f"    #   {line}" for line in function)
+    axes, keepdims = tuple(total.params["axes"]), bool(total.params["keepdims"])
+    w.lines.append(_Call(f"{result} = ", w.global_(kernel, "K"),
+                         f"{', '.join(passed)}, axis={axes!r}, keepdims={keepdims}", f"fused: {fused}"))
 
 
 def _native_groups(w: _Writer, program: Program) -> dict[int, native.NativeGroup]:
