@@ -9,7 +9,7 @@ import sys
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
@@ -236,3 +236,24 @@ def test_arange_with_only_a_stop_keeps_its_step() -> None:
     assert fg.arange(5, step=2).tolist() == [0, 2, 4]
     assert fg.arange(7866574456.0, step=370232578156136, dtype=fg.float32).tolist() == [0.0]
     assert fg.arange(3.0, step=-1).shape == (0,)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_max_and_min_over_a_few_elements_each_give_numpys_bits(data) -> None:
+    """Reductions over small blocks (a max pool's windows) run as one ufunc call per block
+    element: NumPy's values bit for bit, NaN included, in any layout (a tie of +0 and -0
+    goes either way, as it does between NumPy's own loops)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=2, max_size=4))) + (64, 8)
+    x = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, np.nan, 2.5], np.float32), shape)
+    if data.draw(st.booleans()):
+        x = x.transpose(*rng.permutation(x.ndim))
+    k = data.draw(st.integers(1, 2))
+    axes = tuple(sorted(data.draw(st.lists(st.integers(0, x.ndim - 1), min_size=k, max_size=k, unique=True))))
+    keepdims = data.draw(st.booleans())
+    for ours, theirs in ((fg.max, np.max), (fg.min, np.min)):
+        got = ours(fg.asarray(x), axis=axes, keepdims=keepdims).numpy()
+        want = theirs(x, axis=axes, keepdims=keepdims)
+        assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True)
+        assert got[got != 0].tobytes() == want[want != 0].tobytes()

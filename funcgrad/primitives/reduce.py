@@ -6,6 +6,7 @@ it); ``keepdims`` keeps reduced axes with size 1, as NumPy does.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -72,6 +73,9 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
 
     def run_numpy(xp: Any, x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:
         # ufunc.reduce directly: np.sum/np.max add microseconds of wrapper per call
+        if kernel in ("max", "min") and axes and 2 <= (block := math.prod(x.shape[a] for a in axes)) <= 16 \
+                and x.size >= 256 * block:
+            return _small_blocks(ufunc, x, axes, keepdims)
         if keep_dtype:
             return xp.asarray(ufunc.reduce(x, axis=axes, keepdims=keepdims, dtype=x.dtype))
         return xp.asarray(ufunc.reduce(x, axis=axes, keepdims=keepdims))
@@ -84,6 +88,26 @@ def _reduction(name: str, kernel: str, kinds: str, *, needs_elements: bool = Fal
     run.__name__ = run_numpy.__name__ = kernel
     return Primitive(name, rule, kernel=run_numpy, gpu_kernel=run, differentiable=differentiable, autocast=autocast,
                      torch_name=torch_name, onnx=_reduce_onnx(onnx) if onnx else None, tags=tags)
+
+
+def _small_blocks(ufunc: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """The maximum (minimum) over a few elements per result, as one ufunc call per element of
+    the block over every result at once: NumPy's reduce loops over each result's few elements
+    (a 2x2 max pool's windows: 62 ms against 6.7 ms for (64, 64, 24, 24) float32). The same
+    values, NaN included; a tie of +0 and -0 may go the other way, as it does between
+    NumPy's own loops (its order follows the memory layout)."""
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    acc = None
+    for position in itertools.product(*(range(x.shape[a]) for a in axes)):
+        index: list[Any] = [slice(None)] * x.ndim
+        for a, i in zip(axes, position):
+            index[a] = i
+        part = x[tuple(index)]
+        if acc is None:
+            acc = np.array(part)
+        else:
+            ufunc(acc, part, out=acc)
+    return np.expand_dims(acc, axes) if keepdims else acc
 
 
 REDUCTIONS: dict[str, Primitive] = {
