@@ -606,3 +606,26 @@ def test_array_methods_work_on_traced_values() -> None:
             return got() if callable(got) else got
 
         np.testing.assert_allclose(fg.compile(f)(x).numpy(), f(x).numpy(), rtol=1e-6, err_msg=name)
+
+
+def test_a_one_array_call_takes_the_quick_path_only_where_nothing_is_around_it() -> None:
+    """After its first call, a compiled function of one array returning one new array runs
+    its lowered code on the data; the tape, an enclosing transform, the profiler and the
+    write guard each still see the call."""
+    f = fg.compile(lambda v: v * 3.0 + 1.0)
+    x = fg.asarray([0.0, 1.0])
+    assert f(x).tolist() == [1.0, 4.0] and f(x).tolist() == [1.0, 4.0]  # (the second call: the quick path)
+    w = fg.tensor([0.0, 1.0], requires_grad=True)
+    y = f(w)
+    assert y.grad_fn is not None
+    y.sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0]
+    assert fg.grad(lambda v: f(v).sum())(x).tolist() == [3.0, 3.0]
+    with fg.profiler.profile() as prof:
+        f(x)
+    assert any("compiled_call" in e.name for e in prof.events())
+    before, fg.config.write_guard = fg.config.write_guard, True
+    try:
+        assert f(x).tolist() == [1.0, 4.0]
+    finally:
+        fg.config.write_guard = before

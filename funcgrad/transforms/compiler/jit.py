@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import tree as _tree
-from ...array import Array, ArrayBase
+from ...array import Array, ArrayBase, wrap_kernel_output
 from ...backends import random_state as random_state
 from ...config import config
 from ...dtypes import PYTHON_DTYPES
@@ -83,6 +83,9 @@ class _Entry:
         self.keyed = keyed  # it draws from the default generator: its key is the input after the lifted values
         # its lowered program, for calls on plain arrays with nothing around them (``direct``)
         self.lowered: Any = None
+        self.direct = not keyed and not lifted and bool(program.invars)
+        self.one_output = out_tree is not None and out_tree.node_type is None  # (a single array returned)
+        self.one_new = False  # one array in, one new array out: once lowered, the quickest path (__call__)
 
 
 def _thread_key(traced: Program) -> tuple[Program, bool, Any]:
@@ -129,6 +132,7 @@ class Compiled:
         self._traces = 0
         self._last_signature: Any = None
         self._flat: dict[Any, _Entry] = {}  # the entries of calls with arrays alone, by their types
+        self._plain = not (self.static_argnums or self.donate_argnums or self.donate_argnames)  # (nothing static)
 
     def _check_static_names(self) -> None:
         try:
@@ -254,11 +258,25 @@ class Compiled:
                           RuntimeWarning, stacklevel=4)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and args[0].__class__ is Array and self._plain:
+            # one plain array in, one new array out, nothing around the call: the lowered
+            # function on its data (a compiled (1,) add's dispatch is mostly this)
+            a = args[0]
+            data = a._data
+            entry = self._flat.get((autocast_state(), data.shape, data.dtype, a._device))
+            if entry is not None and entry.one_new and a._autograd is None and current_interpreter.get() is None \
+                    and observer.get() is None and not config.write_guard:
+                device = a._device
+                return wrap_kernel_output(entry.lowered.fn([data], device.stats)[0], device)
         if self.donate_argnums or self.donate_argnames:
             return self._call_donating(args, kwargs)
         if not kwargs and not self.static_argnums and all(a.__class__ is Array for a in args):
             # the common call, arrays alone: its signature without flattening a pytree
-            key = (autocast_state(), *[(a._data.shape, a._data.dtype, a._device) for a in args])
+            if len(args) == 1:
+                data = args[0]._data
+                key: Any = (autocast_state(), data.shape, data.dtype, args[0]._device)
+            else:
+                key = (autocast_state(), *[(a._data.shape, a._data.dtype, a._device) for a in args])
             entry = self._flat.get(key)
             if entry is None:
                 entry = self._entry(args, kwargs)[0]
@@ -266,11 +284,11 @@ class Compiled:
                     if len(self._flat) >= MAX_SIGNATURES:
                         self._flat.clear()
                     self._flat[key] = entry
-            if not entry.keyed and not entry.lifted and args and current_interpreter.get() is None \
-                    and observer.get() is None:
+            if entry.direct and current_interpreter.get() is None and observer.get() is None \
+                    and not config.write_guard:
                 out = self._direct(entry, args)
                 if out is not None:
-                    return _tree.unflatten(entry.out_tree, out)
+                    return out[0] if entry.one_output else _tree.unflatten(entry.out_tree, out)
             dynamic: Any = args
         else:
             entry, dynamic, _ = self._entry(args, kwargs)
@@ -287,7 +305,11 @@ class Compiled:
         lowered = entry.lowered
         if lowered is None:
             lowered = entry.lowered = lowered_program(entry.program, self.__name__)
-        return wrap_outputs(lowered, lowered.run([a._data for a in args], device.stats), list(args), device)
+            entry.one_new = entry.one_output and lowered.all_new and len(args) == 1
+        raw = lowered.fn([a._data for a in args], device.stats)  # (LoweredFunction.run, its checks made above)
+        if lowered.all_new:
+            return [wrap_kernel_output(r, device) for r in raw]
+        return wrap_outputs(lowered, raw, list(args), device)
 
     def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
         if entry.keyed:  # the default generator's key in, its new value out
