@@ -97,7 +97,7 @@ def _small_blocks(ufunc: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> 
     values, NaN included; a tie of +0 and -0 may go the other way, as it does between
     NumPy's own loops (its order follows the memory layout)."""
     axes = tuple(sorted(a % x.ndim for a in axes))
-    acc = None
+    acc: Any = None
     for position in itertools.product(*(range(x.shape[a]) for a in axes)):
         index: list[Any] = [slice(None)] * x.ndim
         for a, i in zip(axes, position):
