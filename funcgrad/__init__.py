@@ -140,6 +140,6 @@ def __array_namespace_info__() -> _NS:
 
 # The public names: everything above but the implementation's subpackages (reachable as
 # attributes, e.g. ``fg.transforms.replay``, but not part of ``from funcgrad import *``).
-_INTERNAL = {"annotations", "backends", "compat", "dtypes", "errors", "ops", "primitives", "serialization",
+_INTERNAL = {"annotations", "backends", "compat", "dtypes", "errors", "ops", "primitives", "serialization", "untrusted",
              "onnx", "transforms", "long", "int", "float", "double", "half"}
 __all__ = [n for n in dir() if not n.startswith("_") and n not in _INTERNAL]

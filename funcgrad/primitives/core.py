@@ -25,7 +25,9 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..dtypes import DType
+from ..backends import cc
+from ..backends.device import CPU
+from ..dtypes import DType, as_dtype
 from ..errors import ArgumentTypeError, DTypeError, FuncgradError, LinAlgError, RegistryError
 from .domains import REAL
 
@@ -311,16 +313,11 @@ def _c_kernel(prim: Primitive, name: str, source: str, fallback: Any) -> Callabl
     """The kernel of a primitive given as C (``Primitive(c_kernel=...)``): the output made by
     the shape rule's shape and dtype, the inputs C-contiguous, the C function built on first
     use; ``fallback`` (a NumPy kernel) where it cannot be built."""
-    from ..backends import cc
-
     built: list[int] = []
 
     def run(xp: Any, *args: Any) -> Any:
         if xp.__name__ != "numpy":
             raise FuncgradError(f"{name}: its C kernel runs on the CPU; give gpu_kernel= for GPU arrays")
-        from ..backends.device import CPU
-        from ..dtypes import as_dtype
-
         arrays = [xp.ascontiguousarray(a) for a in args]  # (the rule runs first: the C reads only what it admits)
         out_aval = prim.abstract_eval(*(ShapedArray(a.shape, as_dtype(a.dtype), CPU) for a in arrays))
         if not built:
