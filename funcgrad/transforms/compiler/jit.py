@@ -85,7 +85,7 @@ class _Entry:
         self.lowered: Any = None
         self.direct = not keyed and not lifted and bool(program.invars)
         self.one_output = out_tree is not None and out_tree.node_type is None  # (a single array returned)
-        self.one_new = False  # one array in, one new array out: once lowered, the quickest path (__call__)
+        self.one_new = False  # one new array out: once lowered, the quickest path (__call__)
 
 
 def _thread_key(traced: Program) -> tuple[Program, bool, Any]:
@@ -258,54 +258,50 @@ class Compiled:
                           RuntimeWarning, stacklevel=4)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and args[0].__class__ is Array and self._plain:
-            # one plain array in, one new array out, nothing around the call: the lowered
-            # function on its data (a compiled (1,) add's dispatch is mostly this)
-            a = args[0]
-            data = a._data
-            entry = self._flat.get((autocast_state(), data.shape, data.dtype, a._device))
-            if entry is not None and entry.one_new and a._autograd is None and current_interpreter.get() is None \
-                    and observer.get() is None and not config.write_guard:
-                device = a._device
-                return wrap_kernel_output(entry.lowered.fn([data], device.stats)[0], device)
+        if not kwargs and self._plain:
+            # the common call, arrays alone: its signature without flattening a pytree
+            key: Any = None
+            if len(args) == 1 and args[0].__class__ is Array:  # (one and two arrays spelled out: the key is
+                a = args[0]                                    # most of a small call's cost)
+                device, plain = a._device, a._autograd is None
+                key = (autocast_state(), a._data.shape, a._data.dtype, device)
+            elif len(args) == 2 and args[0].__class__ is Array and args[1].__class__ is Array:
+                a, b = args
+                device, plain = a._device, a._autograd is None and b._autograd is None and b._device is a._device
+                key = (autocast_state(), a._data.shape, a._data.dtype, device, b._data.shape, b._data.dtype,
+                       b._device)
+            elif all(a.__class__ is Array for a in args):
+                device = args[0]._device if args else None
+                plain = all(a._autograd is None and a._device is device for a in args)
+                key = (autocast_state(), *[(a._data.shape, a._data.dtype, a._device) for a in args])
+            if key is not None:
+                entry = self._flat.get(key)
+                if entry is None:
+                    entry = self._entry(args, kwargs)[0]
+                    if entry.cacheable:
+                        if len(self._flat) >= MAX_SIGNATURES:
+                            self._flat.clear()
+                        self._flat[key] = entry
+                if entry.direct and plain and current_interpreter.get() is None and observer.get() is None \
+                        and not config.write_guard:
+                    if entry.one_new:  # (once lowered: one new array out, the lowered code on the data)
+                        return wrap_kernel_output(entry.lowered.fn([a._data for a in args], device.stats)[0], device)
+                    out = self._direct(entry, args, device)
+                    return out[0] if entry.one_output else _tree.unflatten(entry.out_tree, out)
+                return _tree.unflatten(entry.out_tree, self._call_entry(entry, args))
         if self.donate_argnums or self.donate_argnames:
             return self._call_donating(args, kwargs)
-        if not kwargs and not self.static_argnums and all(a.__class__ is Array for a in args):
-            # the common call, arrays alone: its signature without flattening a pytree
-            if len(args) == 1:
-                data = args[0]._data
-                key: Any = (autocast_state(), data.shape, data.dtype, args[0]._device)
-            else:
-                key = (autocast_state(), *[(a._data.shape, a._data.dtype, a._device) for a in args])
-            entry = self._flat.get(key)
-            if entry is None:
-                entry = self._entry(args, kwargs)[0]
-                if entry.cacheable:
-                    if len(self._flat) >= MAX_SIGNATURES:
-                        self._flat.clear()
-                    self._flat[key] = entry
-            if entry.direct and current_interpreter.get() is None and observer.get() is None \
-                    and not config.write_guard:
-                out = self._direct(entry, args)
-                if out is not None:
-                    return out[0] if entry.one_output else _tree.unflatten(entry.out_tree, out)
-            dynamic: Any = args
-        else:
-            entry, dynamic, _ = self._entry(args, kwargs)
+        entry, dynamic, _ = self._entry(args, kwargs)
         return _tree.unflatten(entry.out_tree, self._call_entry(entry, dynamic))
 
-    def _direct(self, entry: _Entry, args: tuple[Array, ...]) -> list[Any] | None:
+    def _direct(self, entry: _Entry, args: tuple[Array, ...], device: Any) -> list[Any]:
         """The call's lowered program run on the arrays' data, as ``compiled_call``'s eager
         evaluation would run it, without the primitive's dispatch (a compiled ``(1,)`` add is
-        mostly that); None where the arrays need the general path (the tape, devices)."""
-        device = args[0]._device
-        for a in args:
-            if a._autograd is not None or a._device is not device:
-                return None
+        mostly that), for plain arrays on one device with nothing around the call."""
         lowered = entry.lowered
         if lowered is None:
             lowered = entry.lowered = lowered_program(entry.program, self.__name__)
-            entry.one_new = entry.one_output and lowered.all_new and len(args) == 1
+            entry.one_new = entry.one_output and lowered.all_new
         raw = lowered.fn([a._data for a in args], device.stats)  # (LoweredFunction.run, its checks made above)
         if lowered.all_new:
             return [wrap_kernel_output(r, device) for r in raw]

@@ -270,7 +270,8 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     for v, c in zip(program.constvars, program.consts):
         w.names[id(v)] = w.global_(c._data, "c")
     w.lines.append(_HEADER)
-    w.lines.append("    stats.peak = max(stats.peak, stats.allocated + PEAK)")
+    w.lines.append("    if stats.allocated + PEAK > stats.peak:")
+    w.lines.append("        stats.peak = stats.allocated + PEAK")
     if program.invars:
         w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
     steps = [_step_fn(eqn) for eqn in program.eqns]
