@@ -261,6 +261,7 @@ class Compiled:
         if not kwargs and self._plain:
             # the common call, arrays alone: its signature without flattening a pytree
             key: Any = None
+            device: Any = None
             if len(args) == 1 and args[0].__class__ is Array:  # (one and two arrays spelled out: the key is
                 a = args[0]                                    # most of a small call's cost)
                 device, plain = a._device, a._autograd is None
