@@ -147,7 +147,8 @@ class Primitive:
         torch_name: PyTorch's name for its backward node, less ``Backward`` (``"Mm"``); the
             default is the name in CamelCase (``reduce_sum`` -> ``ReduceSum``).
         tags: labels policies select by: ``"dot"`` for matrix products (``dots_saveable``),
-            ``"sum"`` for the sum a native loop may end with (``compiler/native.py``).
+            ``"sum"``, ``"max"``, ``"min"`` for the reductions a native loop may end with
+            (``compiler/native.py``).
         simplify: ``(eqn, ctx) -> atom | Eqn | None``, an algebraic identity the simplification
             pass applies (``transforms.passes``): an atom the output equals, a cheaper equation,
             or ``None``. ``ctx`` answers ``producer(atom)``, ``is_number(atom, v)``, ``same_type(a, b)``.

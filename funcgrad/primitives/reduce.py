@@ -117,8 +117,10 @@ REDUCTIONS: dict[str, Primitive] = {
                              tags=frozenset({"sum"})),
     "reduce_prod": _reduction("reduce_prod", "prod", "biufc", autocast="float32", torch_name="Prod",
                               onnx="ReduceProd"),
-    "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True, torch_name="Max", onnx="ReduceMax"),
-    "reduce_min": _reduction("reduce_min", "min", "biuf", needs_elements=True, torch_name="Min", onnx="ReduceMin"),
+    "reduce_max": _reduction("reduce_max", "max", "biuf", needs_elements=True, torch_name="Max", onnx="ReduceMax",
+                             tags=frozenset({"max"})),
+    "reduce_min": _reduction("reduce_min", "min", "biuf", needs_elements=True, torch_name="Min", onnx="ReduceMin",
+                             tags=frozenset({"min"})),
     "reduce_any": _reduction("reduce_any", "any", "b", out=bool_, differentiable=False),
     "reduce_all": _reduction("reduce_all", "all", "b", out=bool_, differentiable=False),
 }

@@ -80,11 +80,16 @@ def groups(eqns: list[Any]) -> dict[int, int]:
     return found
 
 
+FOLDS = frozenset({"sum", "max", "min"})  # the reductions (by their primitives' tags) a native loop may end in
+
+
 def fused_sum(eqn: Any, run: list[Any]) -> bool:
-    """Whether ``eqn`` is a sum a native loop can end ``run`` with: of a float value the run
-    makes, over a leading or a trailing block of its axes, so that it adds in NumPy's order
-    (row after row; or each row pairwise, as NumPy's ``pairwise_sum``) and gives its bits."""
-    if "sum" not in eqn.prim.tags or eqn.outputs[0].aval.device.kind != "cpu":
+    """Whether ``eqn`` is a sum (or a max, a min) a native loop can end ``run`` with: of a
+    float value the run makes, over a leading or a trailing block of its axes, so that it
+    adds in NumPy's order (row after row; or each row pairwise, as NumPy's ``pairwise_sum``)
+    and gives its bits. (A max or a min gives NumPy's values; a tie of +0 and -0 may go
+    either way, as between NumPy's own loops.)"""
+    if not FOLDS & eqn.prim.tags or eqn.outputs[0].aval.device.kind != "cpu":
         return False
     (x,) = eqn.inputs
     if not isinstance(x, Var) or x.aval.dtype.name not in ("float32", "float64") or \
@@ -161,7 +166,8 @@ class NativeGroup:
     def __init__(self, eqns: list[Any], kept: list[Var]) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
-        total = eqns[-1] if "sum" in eqns[-1].prim.tags else None  # (a sum ending the run: fused_sum)
+        total = eqns[-1] if FOLDS & eqns[-1].prim.tags else None  # (a sum ending the run: fused_sum)
+        fold = min(FOLDS & total.prim.tags) if total is not None else "sum"
         if total is not None:
             eqns = eqns[:-1]
             if total.outputs[0] not in kept:
@@ -211,7 +217,7 @@ class NativeGroup:
         n_in = len(self.inputs)
         lines = []
         if self.trailing:
-            lines += _pairwise(ctypes_[-1])
+            lines += _pairwise(ctypes_[-1]) if fold == "sum" else _sequential(ctypes_[-1], f"fg_{fold}")
         lines += ["void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {"]
         lines += [f"    const {t} *restrict a{k} = (const {t} *)p[{k}];" for k, t in enumerate(ctypes_[:n_in])]
         lines += [f"    {t} *restrict y{j} = ({t} *)p[{n_in + j}];" for j, t in enumerate(ctypes_[n_in:])]
@@ -236,18 +242,30 @@ class NativeGroup:
                 place = " + ".join(" * ".join([f"i{d}", *(f"n[{e}]" for e in range(d + 1, rank))])
                                    for d in range(first_summed, rank))
                 lines.append(f"{pad}row[{place}] = {value};")
-            else:  # (NumPy starts from +0, so that -0 values sum to +0)
+            else:  # (NumPy starts a sum from +0, so that -0 values sum to +0; a max or min from the first)
                 first = " && ".join(f"i{d} == 0" for d in range(rank) if summed[d]) or "1"
-                lines.append(f"{pad}{out} = ({first}) ? ({ctypes_[-1]})0 + {value} : {out} + {value};")
+                start, step = (f"({ctypes_[-1]})0 + {value}", f"{out} + {value}") if fold == "sum" else \
+                    (value, f"fg_{fold}({out}, {value})")
+                lines.append(f"{pad}{out} = ({first}) ? {start} : {step};")
         for d in range(rank - 1, -1, -1):
             lines.append("    " * (d + 1) + "}")
             if self.trailing and d == first_summed:
-                lines.append("    " * d + f"    {out} = ({ctypes_[-1]})0 + fg_pairwise(row, {row});")
+                folded = f"({ctypes_[-1]})0 + fg_pairwise(row, {row})" if fold == "sum" else f"fg_fold(row, {row})"
+                lines.append("    " * d + f"    {out} = {folded};")
         if self.trailing:
             lines.append("    free(row);")
         lines.append("}")
         self.source = "\n".join(lines)
         self.kernel = 0  # its address, once built
+
+
+def _sequential(ctype: str, combine: str) -> list[str]:
+    """A row folded from its first value on, one value after another (a max or a min)."""
+    return [f"static {ctype} fg_fold(const {ctype} *a, int64_t n) {{",
+            f"    {ctype} s = a[0];",
+            f"    for (int64_t i = 1; i < n; i++) s = {combine}(s, a[i]);",
+            "    return s;",
+            "}"]
 
 
 def _pairwise(ctype: str) -> list[str]:
