@@ -18,12 +18,14 @@ equation's shape rule must give the recorded result; anything else is ``FormatEr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import struct
 import sys
 import zlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -220,26 +222,20 @@ def _decode_file(f: Any, size: int) -> Exported:
     if n > min(_MAX_HEADER, size - 8):
         raise FormatError(f"load_exported: the header length {n} runs past the end of the file")
     budget = Budget(size, lambda why: FormatError(f"load_exported: {why}"))
-    budget.charge(n, "the header")
-    raw = f.read(n)
-    budget.charge(n * (1 if raw.isascii() else 4), "the header")
-    text = raw.decode("utf-8")
-    del raw
-    budget.refund(n)
+    text = budget.read_text(f, n)
     reader = Reader(text, budget, "the program")
     header: dict[str, Any] = {}
     for key in reader.members():
         if key == "program":
-            _check_format(header)
+            _check_format(header, present=True)  # (before a program of another version is decoded)
             header[key] = _read_program(reader, _Kept(budget))
         else:
             header[key] = reader.value()
-            if key in ("format", "version"):
-                _check_format(header)
+            _check_format(header)
     reader.end()
     budget.refund(text_bytes(text))
     del text, reader
-    _check_format(header, whole=True)
+    _check_format(header, present=True)
     body_size = size - 8 - n
     consts, crc, at = [], 0, 0
     for c in _expect(header["constants"], list):
@@ -270,12 +266,11 @@ def _decode_file(f: Any, size: int) -> Exported:
     return Exported(program, in_tree, out_tree)
 
 
-def _check_format(header: dict[str, Any], whole: bool = False) -> None:
-    """The format's name and version, checked as soon as they are read (before a program of
-    another version is decoded) and, once the header is ``whole``, that both were there."""
-    if header.get("format", None if whole or "program" in header else FORMAT) != FORMAT:
+def _check_format(header: dict[str, Any], present: bool = False) -> None:
+    """The format's name and version, where read so far (or, if ``present``, that they were)."""
+    if ("format" in header or present) and header.get("format") != FORMAT:
         raise FormatError(f"load_exported: not a {FORMAT} file")
-    if header.get("version", None if whole or "program" in header else VERSION) != VERSION:
+    if ("version" in header or present) and header.get("version") != VERSION:
         raise FormatError(f"load_exported: format version {header.get('version')!r}; this funcgrad reads {VERSION}")
 
 
@@ -301,6 +296,14 @@ class _Kept:
     def keep(self, nbytes: int) -> None:
         self.budget.charge(nbytes, "the program")
         self.kept += nbytes
+
+    @contextlib.contextmanager
+    def parsing(self) -> Iterator[None]:
+        """A stretch of JSON read and turned into IR: what the JSON cost is refunded at its
+        end, what the IR keeps (``keep``) stays charged."""
+        mark, before = self.budget.left, self.kept
+        yield
+        self.budget.refund(mark - self.budget.left - (self.kept - before))
 
     def shared(self, params: dict[str, Any]) -> dict[str, Any]:
         """One dict per distinct set of parameters (a program's reshapes share a few), kept
@@ -380,7 +383,6 @@ def _read_program(reader: Reader, kept: _Kept) -> _ReadProgram:
     """A program's fields in the order ``Exported.save`` writes them (inputs, constants,
     equations, outputs), each equation decoded, checked and kept as IR before the next is
     read; a nested program (a ``cond`` branch, a ``scan`` body) is streamed the same way."""
-    budget = reader.budget
     env: list[Var] = []
     parts: dict[str, Any] = {}
     order = ["invars", "constvars", "eqns", "outvars"]
@@ -407,38 +409,42 @@ def _read_program(reader: Reader, kept: _Kept) -> _ReadProgram:
         if key not in order or order.index(key) != len(parts):
             raise FormatError(f"load_exported: a program's fields must be {', '.join(order)}, in order; got {key!r}")
         if key != "eqns":
-            mark, before = budget.left, kept.kept
-            parts[key] = [atom(a) if key == "outvars" else define(a) for a in _expect(reader.value(), list)]
-            kept.keep(64 + _SLOT_COST * len(parts[key]))
-            budget.refund(mark - budget.left - (kept.kept - before))  # (the JSON goes)
+            with kept.parsing():
+                parts[key] = [atom(a) if key == "outvars" else define(a) for a in _expect(reader.value(), list)]
+                kept.keep(64 + _SLOT_COST * len(parts[key]))
             continue
         eqns = parts[key] = []
         for _ in reader.elements():
-            mark, before = budget.left, kept.kept
-            fields: dict[str, Any] = {}
-            for field in reader.members():
-                if field == "params":
-                    budget.charge(COST_OBJECT, "the program")
-                    fields[field] = {k: _read_parameter(reader, kept) for k in reader.members()}
-                else:
-                    fields[field] = reader.value()
-            name = _expect(fields["prim"], str)
-            try:
-                prim = registry_lookup(name)
-            except KeyError:
-                prim = None
-            if prim is None or not prim.loadable:
-                raise FormatError(f"load_exported: {name!r} is not a primitive this funcgrad can load")
-            inputs = list(tuple(atom(a) for a in _expect(fields["inputs"], list)))  # (lists of their exact size)
-            params = {_expect(k, str): _decode_value(v) for k, v in _expect(fields["params"], dict).items()}
-            outputs = list(tuple(define(a) for a in _expect(fields["outputs"], list)))
-            _check_shape_rule(prim, inputs, params, outputs)
-            eqns.append(Eqn(prim, inputs, outputs, kept.shared(params)))
-            kept.keep(_EQN_COST + _SLOT_COST * (len(inputs) + len(outputs) + 1))
-            budget.refund(mark - budget.left - (kept.kept - before))  # (the equation's JSON goes)
+            with kept.parsing():
+                eqns.append(_read_equation(reader, kept, atom, define))
     if len(parts) != len(order):
         raise FormatError(f"load_exported: a program lacks {', '.join(order[len(parts):])}")
     return _ReadProgram(parts["invars"], parts["constvars"], parts["eqns"], parts["outvars"])
+
+
+def _read_equation(reader: Reader, kept: _Kept, atom: Callable[[Any], Any], define: Callable[[Any], Var]) -> Eqn:
+    """One equation of the program being read, decoded and checked against its primitive's
+    shape rule."""
+    fields: dict[str, Any] = {}
+    for field in reader.members():
+        if field == "params":
+            reader.budget.charge(COST_OBJECT, "the program")
+            fields[field] = {k: _read_parameter(reader, kept) for k in reader.members()}
+        else:
+            fields[field] = reader.value()
+    name = _expect(fields["prim"], str)
+    try:
+        prim = registry_lookup(name)
+    except KeyError:
+        prim = None
+    if prim is None or not prim.loadable:
+        raise FormatError(f"load_exported: {name!r} is not a primitive this funcgrad can load")
+    inputs = list(tuple(atom(a) for a in _expect(fields["inputs"], list)))  # (lists of their exact size)
+    params = {_expect(k, str): _decode_value(v) for k, v in _expect(fields["params"], dict).items()}
+    outputs = list(tuple(define(a) for a in _expect(fields["outputs"], list)))
+    _check_shape_rule(prim, inputs, params, outputs)
+    kept.keep(_EQN_COST + _SLOT_COST * (len(inputs) + len(outputs) + 1))
+    return Eqn(prim, inputs, outputs, kept.shared(params))
 
 
 def _read_parameter(reader: Reader, kept: _Kept) -> Any:

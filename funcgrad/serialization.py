@@ -43,7 +43,17 @@ from . import dtypes as _dt
 from .array import Array, ArrayBase
 from .errors import ArgumentTypeError, FormatError
 from .ops import asarray
-from .untrusted import COST_LIST, COST_OBJECT, MAX_NUMBER_CHARS, Budget, number_cost, structure_cost, text_bytes
+from .untrusted import (
+    COST_DICT_ENTRY,
+    COST_LIST,
+    COST_OBJECT,
+    COST_TUPLE_SLOT,
+    MAX_NUMBER_CHARS,
+    Budget,
+    number_cost,
+    structure_cost,
+    text_bytes,
+)
 
 __all__ = ["save", "load", "FormatError"]
 
@@ -208,9 +218,6 @@ def _entry(name: str, value: Any, where: str) -> tuple[str, _dt.DType, tuple[int
     return name, dtype, tuple(shape), offsets[0], offsets[1]
 
 
-COST_TUPLE_SLOT, COST_DICT_ENTRY = 8, 100  # (a tagged object's tuple slot or dict entry, as it is built)
-
-
 def _tree_hook(arrays: dict[str, Any], where: str, budget: Budget) -> Any:
     """The parser's hook for the funcgrad tree: each tagged object becomes what it stands for
     (a tuple, a dict with keys of any JSON scalar type, a non-finite float, an array), so the
@@ -338,16 +345,8 @@ def _load(stream: Any, where: str, device: Any) -> Any:
         if header_len is None:
             raise _refuse(where, "truncated header")
         raise _refuse(where, f"header length {header_len} exceeds the file; not a safetensors file")
-    budget = Budget(size, lambda what: _refuse(where, f"{what}; keep long lists of numbers in arrays"))
-    budget.charge(header_len, "the header")
-    raw = stream.read(header_len)
-    budget.charge(header_len * (1 if raw.isascii() else 4), "the header")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _refuse(where, f"malformed header ({exc})") from None
-    del raw
-    budget.refund(header_len)
+    budget = Budget(size, lambda what: _refuse(where, what), advice="; keep long lists of numbers in arrays")
+    text = budget.read_text(stream, header_len)
     header = _parse_json(text, where, budget, "the header")
     budget.refund(text_bytes(text))
     del text

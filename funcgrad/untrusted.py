@@ -25,9 +25,11 @@ from .errors import FormatError
 #: measured with ``tracemalloc``; ``tests/test_serialization.py`` checks the bound on
 #: adversarial headers): a value's slot in its list, with the list's growth; a string
 #: object's fixed part (its characters are charged one byte each, four when the text is not
-#: ASCII); a list; an object with its key-value pairs; and a number that is not one of
-#: CPython's shared small ints.
+#: ASCII); a list; an object with its key-value pairs; a number that is not one of CPython's
+#: shared small ints; and, as parsed lists become tuples and dicts, a tuple's slot and a
+#: dict's entry.
 COST_VALUE, COST_STRING, COST_LIST, COST_OBJECT, COST_ITEM, COST_NUMBER = 10, 64, 100, 160, 64, 40
+COST_TUPLE_SLOT, COST_DICT_ENTRY = 8, 100
 
 _STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"')  # (possessive: no backtracking state)
 _STRUCTURE = re.compile(r"[\[{,:]")
@@ -38,21 +40,35 @@ MAX_NUMBER_CHARS = 40  # the longest number a header may spell (offsets fit in 2
 
 class Budget:
     """What loading may still allocate: four times the file's size and 1 MiB at first.
-    ``charge`` raises ``FormatError`` (through ``refuse``) for the first piece of work that
-    would go past it."""
+    ``charge`` raises ``FormatError`` (through ``refuse``, with ``advice`` after the reason)
+    for the first piece of work that would go past it."""
 
-    def __init__(self, size: int, refuse: Callable[[str], FormatError]) -> None:
+    def __init__(self, size: int, refuse: Callable[[str], FormatError], advice: str = "") -> None:
         self.total = self.left = 4 * size + (1 << 20)
-        self.refuse = refuse
+        self.refuse, self.advice = refuse, advice
 
     def charge(self, nbytes: int, what: str) -> None:
         self.left -= nbytes
         if self.left < 0:
             raise self.refuse(f"{what} would take {(self.total - self.left) / 2**20:.1f} MiB, more than a file "
-                              f"of its size may cost to load (4 x its size + 1 MiB, {self.total / 2**20:.1f} MiB)")
+                              f"of its size may cost to load (4 x its size + 1 MiB, {self.total / 2**20:.1f} MiB)"
+                              f"{self.advice}")
 
     def refund(self, nbytes: int) -> None:
         self.left += nbytes
+
+    def read_text(self, stream: Any, n: int) -> str:
+        """``n`` bytes of UTF-8 header from ``stream`` as text: the bytes charged while they
+        live, the text (charged, and left so: refund ``text_bytes(text)`` once it goes)."""
+        self.charge(n, "the header")
+        raw = stream.read(n)
+        self.charge(n * (1 if raw.isascii() else 4), "the header")
+        try:
+            text: str = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.refuse(f"malformed header ({exc})") from None
+        self.refund(n)
+        return text
 
 
 def text_bytes(text: str) -> int:

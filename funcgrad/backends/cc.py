@@ -47,7 +47,7 @@ import numpy as np
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
-           "run", "sizes_and_bytes", "toolchain", "unary"]
+           "loop_kernel", "run", "sizes_and_bytes", "toolchain", "unary"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -303,6 +303,15 @@ def sizes_and_bytes(n_in: int, n_out: int, sizes: Any, nbytes: Any) -> np.ndarra
     return np.array([n_in, n_out, len(sizes), *sizes, *nbytes], np.int64)
 
 
+def loop_kernel(code: str) -> int:
+    """The address of ``code``'s ``fg_kernel`` (with ``PRELUDE`` before it), built or found in
+    the cache, with the extension ``run`` calls it through; ``NativeBuildError`` where either
+    cannot be built."""
+    address = kernel(PRELUDE + code, "fg_kernel")
+    caller()
+    return address
+
+
 def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any) -> None:
     """Kernel ``address`` over all of its outermost loop, on one thread."""
     meta = sizes_and_bytes(len(inputs), len(outputs), sizes, [a.nbytes for a in (*inputs, *outputs)])
@@ -315,14 +324,13 @@ def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:
     None, silently, where no compiler can be used: the caller has a NumPy kernel."""
     t = C_TYPES[np.dtype(dtype).name]
     try:
-        address = kernel(PRELUDE + f"""void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
+        address = loop_kernel(f"""void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
     const {t} *restrict a = (const {t} *)p[0];
     {t} *restrict y = ({t} *)p[1];
     #pragma omp simd
     for (int64_t i = lo; i < hi; i++) {{ {t} x = a[i]; y[i] = {expr.format("x")}; }}
 }}
-""", "fg_kernel")
-        caller()
+""")
     except NativeBuildError:
         return None
 

@@ -149,9 +149,11 @@ class Primitive:
         tags: labels policies select by: ``"dot"`` for matrix products (``dots_saveable``),
             ``"sum"``, ``"max"``, ``"min"`` for the reductions a native loop may end with
             (``compiler/native.py``).
-        simplify: ``(eqn, ctx) -> atom | Eqn | None``, an algebraic identity the simplification
-            pass applies (``transforms.passes``): an atom the output equals, a cheaper equation,
-            or ``None``. ``ctx`` answers ``producer(atom)``, ``is_number(atom, v)``, ``same_type(a, b)``.
+        simplify: ``(eqn, ctx) -> atom | Eqn | list[Eqn] | None``, an algebraic identity the
+            simplification pass applies (``transforms.passes``): an atom the output equals, a
+            cheaper equation, several (the last computing the output), or ``None``. ``ctx``
+            answers ``producer(atom)``, ``is_number(atom, v)``, ``same_type(a, b)`` and makes
+            ``equation``, ``step`` (an intermediate one) and ``literal``.
         static_view: for a view, ``(params, x_aval, out_aval) -> f(raw) or None``: the view as a
             fixed indexing of a raw CPU array, worked out once when a program is lowered.
         onnx: its ONNX form: an operator name (``"Add"``: one node of the same inputs), or
@@ -323,8 +325,7 @@ def _c_kernel(prim: Primitive, name: str, source: str, fallback: Any) -> Callabl
         out_aval = prim.abstract_eval(*(ShapedArray(a.shape, as_dtype(a.dtype), CPU) for a in arrays))
         if not built:
             try:
-                built.append(cc.kernel(cc.PRELUDE + source, "fg_kernel"))
-                cc.caller()
+                built.append(cc.loop_kernel(source))
             except cc.NativeBuildError:
                 if fallback is None:
                     raise

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -326,18 +328,24 @@ defelementwise(select_p, None, lambda t, ans, c, x, y: lax.select(c, t, 0.0),
 defbroadcasting(select_p)
 
 
+def _by_squaring(x: Any, n: int, mul: Callable[[Any, Any], Any]) -> Any:
+    """x ** n (n >= 1) by repeated squaring, ``mul`` making each product: the kernel's on
+    arrays, the simplification's as equations, so both multiply in one order."""
+    acc, base = None, x
+    while True:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if not n:
+            return acc
+        base = mul(base, base)
+
+
 def _integer_pow(xp: Any, x: Any, *, y: int) -> Any:
     """x**y by repeated squaring: far faster than a generic pow for small y."""
     if y == 0:
         return xp.ones_like(x)
-    n, acc, base = abs(y), None, x
-    while True:
-        if n & 1:
-            acc = base if acc is None else acc * base
-        n >>= 1
-        if not n:
-            break
-        base = base * base
+    acc = _by_squaring(x, abs(y), operator.mul)
     if acc is x:
         acc = x.copy()  # type: ignore[union-attr]
     return 1 / acc if y < 0 else acc  # type: ignore[operator]
@@ -374,14 +382,7 @@ def _as_products(eqn: Any, ctx: Any) -> Any:
         steps.append(ctx.step(BINARY["mul"], [a, b], eqn, {}))
         return steps[-1].outputs[0]
 
-    n, acc, base = abs(y), None, x
-    while True:
-        if n & 1:
-            acc = base if acc is None else mul(acc, base)
-        n >>= 1
-        if not n:
-            break
-        base = mul(base, base)
+    acc = _by_squaring(x, abs(y), mul)
     if y < 0:
         steps.append(ctx.step(BINARY["div"], [ctx.literal(1), acc], eqn, {}))
     steps[-1] = ctx.equation(steps[-1].prim, steps[-1].inputs, eqn, {})

@@ -473,8 +473,7 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
             f"        {' '.join(loops)}\n"
             f"            ob[{position}] += gb[{source}];\n    }}\n}}\n")
     try:
-        address = cc.kernel(cc.PRELUDE + code, "fg_kernel")
-        cc.caller()
+        address = cc.loop_kernel(code)
     except cc.NativeBuildError:
         return None
     span = 1 + sum((size - 1) * st for size, st in zip(g.shape, strides)) if g.size else 0

@@ -304,8 +304,6 @@ class Compiled:
             lowered = entry.lowered = lowered_program(entry.program, self.__name__)
             entry.one_new = entry.one_output and lowered.all_new
         raw = lowered.fn([a._data for a in args], device.stats)  # (LoweredFunction.run, its checks made above)
-        if lowered.all_new:
-            return [wrap_kernel_output(r, device) for r in raw]
         return wrap_outputs(lowered, raw, list(args), device)
 
     def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:

@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...array import run_eager, wrap_kernel_output
+from ...backends.cc import caller
 from ...config import config
 from ...errors import WriteGuardError
 from ...primitives.core import FRESH, OPERAND, Layout
@@ -540,12 +541,12 @@ def _write_gpu_group(w: _Writer, program: Program, run: list[int]) -> None:
                 args.append(c_of[id(a)])
         c_of[id(out)] = f"v{len(body)}"
         body.append(f"{_C_TYPES[out.aval.dtype.name]} {c_of[id(out)]} = {e.prim.c_expr.format(*args)};")
-    backend = eqns[0].outputs[0].aval.device.backend
     if total is not None:
         _write_gpu_sum(w, eqns, total, params, passed, body, c_of)
         return
     results = [f"y{j}" for j in range(len(kept))]
     body += [f"{y} = {c_of[id(v)]};" for y, v in zip(results, kept)]
+    backend = eqns[0].outputs[0].aval.device.backend
     kernel = backend.xp.ElementwiseKernel(", ".join(params), ", ".join(f"{v.aval.dtype.name} {y}" for v, y in
                                                                          zip(kept, results)),
                                           "\n".join(body), f"funcgrad_fused_{w.count}", preamble=CUDA_HELPERS)
@@ -618,12 +619,12 @@ def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
     threads = native.threads_for(group, w.threads)
     w.lines.append(f"    # native loop: {group.label}" + (f", on {threads} threads" if threads > 1 else ""))
     w.lines.extend(f"    #   {line}" for line in group.source.splitlines())
-    call, kernel, meta = w.global_(native.caller(), "CALL"), w.global_(group.kernel, "K"), w.global_(group.meta, "M")
+    call, kernel, meta = w.global_(caller(), "CALL"), w.global_(group.kernel, "K"), w.global_(group.meta, "M")
     if threads == 1:
         w.lines.append(_Call("", call, f"{kernel}, {meta}, 0, {group.outer}, {', '.join(passed)}",
                              f"native: {group.label}"))
     else:
-        run = w.global_(functools.partial(native.caller(), group.kernel, group.meta), "N")
+        run = w.global_(functools.partial(caller(), group.kernel, group.meta), "N")
         w.lines.append(_Call("", w.global_(native.in_parallel, "PARALLEL"),
                              f"{threads}, {run}, {group.outer}, {', '.join(passed)}, align=1",
                              f"native: {group.label}"))

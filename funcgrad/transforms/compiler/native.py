@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from ...backends.cc import C_TYPES, MAX_OPERANDS, PRELUDE, NativeBuildError, caller, kernel, sizes_and_bytes
+from ...backends.cc import C_TYPES, MAX_OPERANDS, NativeBuildError, loop_kernel, sizes_and_bytes
 from ...config import config
 from ..ir import Var
 
-__all__ = ["NativeGroup", "build_groups", "fused_sum", "groups", "in_parallel", "schedule", "use_native"]
+__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "in_parallel", "schedule", "use_native"]
 
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
@@ -64,15 +64,21 @@ def c_fusable(eqn: Any) -> bool:
 SINGLE_MIN = 4096  # elements: a lone equation on fewer runs as fast as NumPy's ufunc, without the kernel's call
 
 
+def _run_end(eqns: list[Any], i: int) -> int:
+    """Where the run of native-fusable equations of one result shape starting at ``i`` ends."""
+    j = i
+    while j < len(eqns) and c_fusable(eqns[j]) and eqns[j].outputs[0].aval.shape == eqns[i].outputs[0].aval.shape:
+        j += 1
+    return j
+
+
 def groups(eqns: list[Any]) -> dict[int, int]:
     """Runs of consecutive native-fusable equations of one result shape, each perhaps ended
-    by a sum of one of its values (``fused_sum``): start -> end."""
+    by a reduction of one of its values (``fused_reduction``): start -> end."""
     found, i = {}, 0
     while i < len(eqns):
-        j = i
-        while j < len(eqns) and c_fusable(eqns[j]) and eqns[j].outputs[0].aval.shape == eqns[i].outputs[0].aval.shape:
-            j += 1
-        if j > i and j < len(eqns) and fused_sum(eqns[j], eqns[i:j]):
+        j = _run_end(eqns, i)
+        if i < j < len(eqns) and fused_reduction(eqns[j], eqns[i:j]):
             found[i] = j = j + 1
         elif j - i >= 2 or (j > i and math.prod(eqns[i].outputs[0].aval.shape) >= SINGLE_MIN):
             found[i] = j
@@ -83,7 +89,7 @@ def groups(eqns: list[Any]) -> dict[int, int]:
 FOLDS = frozenset({"sum", "max", "min"})  # the reductions (by their primitives' tags) a native loop may end in
 
 
-def fused_sum(eqn: Any, run: list[Any]) -> bool:
+def fused_reduction(eqn: Any, run: list[Any]) -> bool:
     """Whether ``eqn`` is a sum (or a max, a min) a native loop can end ``run`` with: of a
     float value the run makes, over a leading or a trailing block of its axes, so that it
     adds in NumPy's order (row after row; or each row pairwise, as NumPy's ``pairwise_sum``)
@@ -100,16 +106,15 @@ def fused_sum(eqn: Any, run: list[Any]) -> bool:
 
 
 def schedule(eqns: list[Any]) -> list[Any]:
-    """The equations, each sum that can end a native run (``fused_sum``) moved up to just
-    after that run (a program is pure: an equation may run as soon as its input exists)."""
+    """The equations, each reduction that can end a native run (``fused_reduction``) moved up
+    to just after that run (a program is pure: an equation may run as soon as its input
+    exists)."""
     eqns = list(eqns)
     i = 0
     while i < len(eqns):
-        j = i
-        while j < len(eqns) and c_fusable(eqns[j]) and eqns[j].outputs[0].aval.shape == eqns[i].outputs[0].aval.shape:
-            j += 1
+        j = _run_end(eqns, i)
         if j > i:
-            later = next((k for k in range(j, len(eqns)) if fused_sum(eqns[k], eqns[i:j])), None)
+            later = next((k for k in range(j, len(eqns)) if fused_reduction(eqns[k], eqns[i:j])), None)
             if later is not None:
                 eqns.insert(j, eqns.pop(later))
         i = max(j, i + 1)
@@ -166,7 +171,7 @@ class NativeGroup:
     def __init__(self, eqns: list[Any], kept: list[Var]) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
-        total = eqns[-1] if FOLDS & eqns[-1].prim.tags else None  # (a sum ending the run: fused_sum)
+        total = eqns[-1] if FOLDS & eqns[-1].prim.tags else None  # (a reduction ending the run: fused_reduction)
         fold = min(FOLDS & total.prim.tags) if total is not None else "sum"
         if total is not None:
             eqns = eqns[:-1]
@@ -222,7 +227,7 @@ class NativeGroup:
         lines += [f"    const {t} *restrict a{k} = (const {t} *)p[{k}];" for k, t in enumerate(ctypes_[:n_in])]
         lines += [f"    {t} *restrict y{j} = ({t} *)p[{n_in + j}];" for j, t in enumerate(ctypes_[n_in:])]
         first_summed = summed.index(True) if any(summed) else rank
-        if self.trailing:  # each row's values into a buffer, then added pairwise
+        if self.trailing:  # each row's values into a buffer, then added pairwise (or folded)
             row = " * ".join(f"n[{d}]" for d in range(first_summed, rank))
             lines.append(f"    {ctypes_[-1]} *row = ({ctypes_[-1]} *)malloc(sizeof({ctypes_[-1]}) * ({row}));")
         for d in range(rank):
@@ -303,9 +308,7 @@ def build_groups(found: list[NativeGroup]) -> bool:
     NumPy's calls."""
     try:
         for g in found:
-            g.kernel = kernel(PRELUDE + g.source, "fg_kernel")
-        if found:
-            caller()
+            g.kernel = loop_kernel(g.source)
     except NativeBuildError as exc:
         reason = str(exc).splitlines()[0]
         if reason not in _WARNED:
