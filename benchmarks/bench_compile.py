@@ -14,7 +14,7 @@ Workloads (docs/performance.md has the targets):
   the NumPy lowering. Contenders run interleaved in one process; the ratios are
   paired (each round's ratio, then the median).
 
-    python benchmarks/bench_compile.py [--rounds 7] [--no-torch-compile]
+    python benchmarks/bench_compile.py [--rounds 7] [--no-torch-compile] [--only W3 W5 ...]
 """
 
 from __future__ import annotations
@@ -336,9 +336,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--only", nargs="+", choices=["first", "W2", "W6", "W3", "W5", "call"],
+                        help="these workloads only (W2 includes W4)")
     args = parser.parse_args()
+    wanted = set(args.only or ["first", "W2", "W6", "W3", "W5", "call"])
+    if "first" in wanted:
+        first_calls()
+    if {"W2", "W6"} & wanted:
+        mlps(args, wanted)
+    if "W3" in wanted:
+        gelus(args)
+    if "W5" in wanted:
+        rnns(args)
+    if "call" in wanted:
+        one = fg.ones((1,))
+        add = fg.compile(lambda a, b: a + b)
+        report("compiled (1,) add: the call overhead",
+               {"funcgrad eager": {"add": lambda: one + one}, "funcgrad compiled": {"add": lambda: add(one, one)}},
+               args.rounds, 2000, base="funcgrad eager")
 
-    first_calls()
+
+def mlps(args: argparse.Namespace, wanted: set[str]) -> None:
     params, x, y = mlp_bench.data()
     mlp = {"numpy (by hand)": mlp_numpy(params, x, y), "funcgrad eager": mlp_funcgrad(params, x, y, False),
            "funcgrad compiled": lowered_with("c", mlp_funcgrad(params, x, y, True)),
@@ -349,13 +367,17 @@ def main() -> None:
             mlp["torch.compile"] = mlp_torch_compile(params, x, y)
         except Exception as exc:  # noqa: BLE001 - a contender that cannot run is left out, with the reason
             print(f"(torch.compile left out: {type(exc).__name__}: {exc})")
-    report(f"W2/W4 MLP {'-'.join(map(str, mlp_bench.SIZES))}, batch {mlp_bench.BATCH}", mlp, args.rounds, 20)
-
+    if "W2" in wanted:
+        report(f"W2/W4 MLP {'-'.join(map(str, mlp_bench.SIZES))}, batch {mlp_bench.BATCH}", mlp, args.rounds, 20)
+    if "W6" not in wanted:
+        return
     report("W6 the MLP as modules, PyTorch-style step",
            {"numpy (by hand)": {"step": mlp_numpy(params, x, y)["step"]},
             "funcgrad eager": mlp_modules(params, x, y, False), "funcgrad compiled": mlp_modules(params, x, y, True)},
            args.rounds, 20)
 
+
+def gelus(args: argparse.Namespace) -> None:
     g = np.random.default_rng(2).standard_normal(1_000_000).astype(np.float32)
     jax_gelu = gelu_jax(g)
     gelu = {"numpy (by hand)": gelu_numpy(g), "funcgrad eager": gelu_funcgrad(g, False),
@@ -370,6 +392,8 @@ def main() -> None:
     report("W3 GELU (tanh form), 1e6 float32 (NumPy by hand allocates a fresh array per operation)", gelu,
            args.rounds, 20, base="jax.jit" if jax_gelu else "numpy (by hand)")
 
+
+def rnns(args: argparse.Namespace) -> None:
     w, xs = rnn_data()
     report("W5 RNN 50 steps (8x32 state), forward + backward",
            {"numpy (by hand)": rnn_numpy(w, xs), "funcgrad eager": rnn_funcgrad(w, xs, False),
@@ -380,12 +404,6 @@ def main() -> None:
     report("W5 as a scan, compiled (fg.scan against jax.lax.scan under jax.jit)",
            {"funcgrad compiled scan": rnn_scan_funcgrad(w, xs), "jax.jit": scan_jax}, args.rounds, 20,
            base="jax.jit" if scan_jax else "funcgrad compiled scan")
-
-    one = fg.ones((1,))
-    add = fg.compile(lambda a, b: a + b)
-    report("compiled (1,) add: the call overhead",
-           {"funcgrad eager": {"add": lambda: one + one}, "funcgrad compiled": {"add": lambda: add(one, one)}},
-           args.rounds, 2000, base="funcgrad eager")
 
 
 if __name__ == "__main__":

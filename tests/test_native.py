@@ -384,3 +384,21 @@ def test_a_c_kernel_without_a_compiler_runs_its_numpy_kernel_or_says_why(_regist
             fg.bind(_cumsum_primitive(), x)
     finally:
         cc.toolchain.cache_clear()
+
+
+def test_float32_tanh_is_within_2_ulp_of_the_correctly_rounded_value() -> None:
+    """The native loops' own float32 tanh (``fg_tanhf`` in ``cc.PRELUDE``) over every 1009th
+    float32 from 0 to inf and both signs, and the values its branches meet: the correctly
+    rounded tanh is float64's rounded to float32. |tanh| <= 1, odd, NaN stays NaN."""
+    from funcgrad.backends import cc
+
+    kernel = cc.unary("fg_tanh({0})", np.float32)
+    assert kernel is not None
+    bits = np.arange(0, 0x7F800001, 1009, dtype=np.uint32)
+    x = np.concatenate([bits.view(np.float32), np.float32([0.4, 0.5, 9.0, 9.01, 9.02, 9.1, 9.2, 88.8, np.inf])])
+    x = np.concatenate([x, -x, np.float32([np.nan, -np.nan])])
+    got = kernel(x)
+    want = np.tanh(x.astype(np.float64)).astype(np.float32)
+    assert _ulps(got, want) <= 2
+    assert np.all(np.abs(got[:-2]) <= 1) and np.isnan(got[-2:]).all()
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(x))

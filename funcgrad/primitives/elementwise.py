@@ -222,13 +222,13 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 # Each primitive that C computes as NumPy does, as a C expression: fused kernels write a run
 # of them as one statement each (CUDA's in ``compiler/lower.py``, native CPU loops in
 # ``compiler/native.py``). The ``fg_`` helpers are the few C lacks (a NaN-propagating
-# max/min, relu, sigmoid, reciprocal); ``{out}`` is the result's C type.
+# max/min, relu, sigmoid, reciprocal, and a faster float32 tanh); ``{out}`` is the result's C type.
 C_EXPR = {
     "neg": "-{0}", "square": "{0} * {0}", "abs": "fabs({0})", "reciprocal": "fg_reciprocal({0})",
-    "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "arcsin": "asin({0})", "arccos": "acos({0})",
+    "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "tanh": "fg_tanh({0})", "arcsin": "asin({0})", "arccos": "acos({0})",
     "arctan": "atan({0})", "arcsinh": "asinh({0})", "arccosh": "acosh({0})", "arctanh": "atanh({0})",
     **{name: f"{name}({{0}})" for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
-                                           "sin", "cos", "tan", "sinh", "cosh", "tanh", "erf", "floor", "ceil",
+                                           "sin", "cos", "tan", "sinh", "cosh", "erf", "floor", "ceil",
                                            "trunc")},
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}", "pow": "pow({0}, {1})",
     "maximum": "fg_max({0}, {1})", "minimum": "fg_min({0}, {1})", "atan2": "atan2({0}, {1})",

@@ -509,6 +509,7 @@ template <typename T> __device__ T fg_min(T a, T b) { return (a < b || a != a) ?
 template <typename T> __device__ T fg_relu(T x) { return (x > T(0) || x != x) ? x : T(0); }
 template <typename T> __device__ T fg_sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 template <typename T> __device__ T fg_reciprocal(T x) { return T(1) / x; }
+template <typename T> __device__ T fg_tanh(T x) { return tanh(x); }
 """
 _C_TYPES = {"float32": "float", "float64": "double"}
 
