@@ -204,3 +204,46 @@ def test_the_tape_records_through_eager_control_flow() -> None:
     v = fg.asarray(1.5, requires_grad=True)
     fg.while_loop(lambda c: c < 10.0, lambda c: c * v, v).backward()  # eagerly a Python loop: the tape has it
     assert v.grad.item() == pytest.approx(6 * 1.5 ** 5)  # v ** 6 passes 10 first
+
+
+def test_the_tapes_second_derivative_through_a_scan() -> None:
+    """``create_graph`` through a scan: the backward pass is recorded, its saved carries and
+    residuals computed again with history, so a second backward gives the unrolled loop's
+    second derivative."""
+    w0, xs, h0 = RNG.standard_normal((3, 3)) * 0.5, _arr(4, 3), _arr(3)
+    w = fg.asarray(w0, requires_grad=True)
+    (g,) = fg.autograd.grad(_rnn(w, xs, h0), [w], create_graph=True)
+    (g * g).sum().backward()
+    want = fg.grad(lambda v: (fg.grad(_rnn_loop)(v, xs, h0) ** 2).sum())(fg.asarray(w0))
+    np.testing.assert_allclose(w.grad.numpy(), want.numpy(), rtol=1e-10)
+
+
+# ---- how a scan runs -----------------------------------------------------------------------
+
+def _scans(f, *args):
+    return [e for e in fg.compile(f).lower(*args).program.eqns if e.prim.name == "scan"]
+
+
+def test_the_backward_scan_reads_the_forward_steps_residuals() -> None:
+    """The forward scan stacks what the body's rules read (tanh's output) beside the carries;
+    the backward scan reads it and does not compute the step's matmul and tanh again (JAX's
+    scan keeps its residuals so); the transposed weight is made once, before the loop."""
+    from funcgrad.transforms.control_flow import _lowered
+
+    w, xs, h0 = _arr(4, 4) * 0.5, _arr(6, 3, 4), _arr(3, 4)
+
+    def loss(w, xs, h0):
+        return fg.scan(lambda h, x: (fg.tanh(h @ w + x), None), h0, xs)[0].sum()
+
+    def unrolled(w, xs, h0):
+        for i in range(xs.shape[0]):
+            h0 = fg.tanh(h0 @ w + xs[i])
+        return h0.sum()
+
+    forward, backward = _scans(fg.grad(loss, (0, 1, 2)), w, xs, h0)
+    assert [a.shape for a in forward.params["body"].out_avals] == [(3, 4)] * 3  # carry, carry in, tanh
+    before, _, each = _lowered(backward.params["body"], backward.params["n_consts"])
+    assert "# transpose" in before.source and each.source.count("# transpose") == 1  # (the carry's, for w's)
+    assert each.source.count("# matmul") == 2 and "tanh" not in each.source, each.source
+    for got, want in zip(fg.compile(fg.grad(loss, (0, 1, 2)))(w, xs, h0), fg.grad(unrolled, (0, 1, 2))(w, xs, h0)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-15)

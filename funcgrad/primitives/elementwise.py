@@ -225,8 +225,9 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 # max/min, relu, sigmoid, reciprocal, and a faster float32 tanh); ``{out}`` is the result's C type.
 C_EXPR = {
     "neg": "-{0}", "square": "{0} * {0}", "abs": "fabs({0})", "reciprocal": "fg_reciprocal({0})",
-    "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "tanh": "fg_tanh({0})", "arcsin": "asin({0})", "arccos": "acos({0})",
-    "arctan": "atan({0})", "arcsinh": "asinh({0})", "arccosh": "acosh({0})", "arctanh": "atanh({0})",
+    "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "tanh": "fg_tanh({0})", "arcsin": "asin({0})",
+    "arccos": "acos({0})", "arctan": "atan({0})", "arcsinh": "asinh({0})", "arccosh": "acosh({0})",
+    "arctanh": "atanh({0})",
     **{name: f"{name}({{0}})" for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
                                            "sin", "cos", "tan", "sinh", "cosh", "erf", "floor", "ceil",
                                            "trunc")},

@@ -27,16 +27,17 @@ from ..array import Array, ArrayBase, wrap_kernel_output
 from ..dtypes import int64 as _INDEX  # the index dtype, as fg.arange gives
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
-from ..primitives.ad import VJPRule
+from ..primitives.ad import VJPFromRules, VJPRule
 from ..primitives.batching import axis_size, to_front
 from ..primitives.checks import as_int
 from ..primitives.core import Primitive, ShapedArray, aval_of, bind, current_interpreter
 from .autodiff.api import as_array, jvp, vjp
+from .autodiff.interpreters import VJPInterpreter
 from .compiler.call import compiled_call_p
-from .compiler.lower import lower
+from .compiler.pipeline import compile_program
 from .core import Tracer, user_transform
 from .grad_mode import is_grad_enabled
-from .ir import Program, make_program
+from .ir import Eqn, Program, Var, make_program
 from .vmap import vmap
 
 __all__ = ["cond", "switch", "while_loop", "fori_loop", "scan", "cond_p", "while_p", "scan_p"]
@@ -461,17 +462,19 @@ def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: i
                 stack[i] = y
         return (*carry, *(ops.stack(stack) if length else ops.zeros((0, *a.shape), a.dtype, device=a.device)
                           for stack, a in zip(ys, y_avals)))
-    lowered, stats = _lowered(body), device.stats
+    (before, before_avals, lowered), stats = _lowered(body, n_consts), device.stats
     xp = device.backend.xp
     raw_consts, raw_carry, raw_xs = [a._data for a in consts], [a._data for a in carry], [x._data for x in xs]
+    if before is not None:  # the loop-invariant values, made once
+        raw_consts += _raw_outputs(before, before.runner()(raw_consts, stats), raw_consts, before_avals, xp)
     raw_ys = [xp.empty((length, *a.shape), a.dtype.np) for a in y_avals]
-    all_new = all(kind == "new" for kind, _ in lowered.out_kinds)
-    kinds = list(zip(lowered.out_kinds, body.out_avals))
-    for i in order:
-        inputs = [*raw_consts, *raw_carry, *(x[i] for x in raw_xs)]
-        outs = lowered.run(inputs, stats)
+    run, all_new, out_avals = lowered.runner(), lowered.all_new, body.out_avals
+    steps = zip(*(x[::-1] if reverse else x for x in raw_xs)) if raw_xs else ((),) * length
+    for i, x_i in zip(order, steps):
+        inputs = raw_consts + raw_carry + list(x_i)
+        outs = run(inputs, stats)
         if not all_new:
-            outs = [_raw(kind, what, r, inputs, a, xp) for ((kind, what), a), r in zip(kinds, outs)]
+            outs = _raw_outputs(lowered, outs, inputs, out_avals, xp)
         raw_carry = outs[:n_carry]
         for stack, y in zip(raw_ys, outs[n_carry:]):
             stack[i] = y
@@ -479,17 +482,48 @@ def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: i
             *(wrap_kernel_output(r, device) for r in raw_ys))
 
 
-def _lowered(program: Program) -> Any:
-    return program.derived("lowered", (), lambda: lower(program, name="fg.scan's body"))
+def _lowered(body: Program, n_consts: int) -> tuple[Any, Any, Any]:
+    """The body's loop-invariant part (``_hoisted``; None where it has none), its outputs'
+    abstract values, and the rest,
+    each through the compiler's passes (a backward body recomputes forward values it may
+    not need) and lowered, once per body."""
+    def make() -> tuple[Any, Any, Any]:
+        before, each = _hoisted(body, n_consts)
+        if before is None:
+            return None, [], compile_program(each, name="fg.scan's body")
+        return (compile_program(before, name="fg.scan's loop-invariant values"), before.out_avals,
+                compile_program(each, name="fg.scan's body"))
+
+    return body.derived("lowered", n_consts, make)  # type: ignore[no-any-return]
 
 
-def _raw(kind: str, what: Any, value: Any, inputs: list[Any], aval: Any, xp: Any) -> Any:
-    """One output of a lowered program as a raw array (an input or constant it returns as is)."""
-    if kind == "new":
-        return value
-    if kind == "input":
-        return inputs[what]
-    return what._data if kind == "const" else xp.asarray(what, dtype=aval.dtype.np)
+def _hoisted(body: Program, n_consts: int) -> tuple[Program | None, Program]:
+    """``body`` split in two: the equations that read only the values it closes over (its
+    first ``n_consts`` inputs and its constants), run once before the loop, and the rest,
+    which reads their results as more closed-over values (a backward body's transposed
+    weight is made once, not once a step)."""
+    invariant = {id(v) for v in (*body.invars[:n_consts], *body.constvars)}
+    before, each = [], []
+    for eqn in body.eqns:
+        if all(not isinstance(a, Var) or id(a) in invariant for a in eqn.inputs):
+            before.append(eqn)
+            invariant.update(id(o) for o in eqn.outputs)
+        else:
+            each.append(eqn)
+    if not before:
+        return None, body
+    read = {id(a) for e in each for a in e.inputs if isinstance(a, Var)} | {id(a) for a in body.outvars
+                                                                             if isinstance(a, Var)}
+    made = [o for e in before for o in e.outputs if id(o) in read]
+    consts = body.invars[:n_consts]
+    return (Program(list(consts), body.constvars, body.consts, before, made),
+            Program([*consts, *made, *body.invars[n_consts:]], body.constvars, body.consts, each, body.outvars))
+
+
+def _raw_outputs(lowered: Any, outs: list[Any], inputs: list[Any], avals: list[Any], xp: Any) -> list[Any]:
+    """A lowered program's outputs as raw arrays (an input or constant it returns as is)."""
+    return [r if kind == "new" else inputs[what] if kind == "input" else what._data if kind == "const" else
+            xp.asarray(what, dtype=a.dtype.np) for (kind, what), r, a in zip(lowered.out_kinds, outs, avals)]
 
 
 scan_p = Primitive("scan", _scan_abstract, impl=_scan_impl, multiple_results=True, loadable=True)
@@ -622,29 +656,89 @@ def _scan_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, body: Prog
     return (*carry_out, *ys), (*t_c, *t_y)
 
 
+def _residual_eqns(body: Program, n_consts: int) -> tuple[int, ...]:
+    """The body's equations whose outputs its reverse-mode rules read (a rule that keeps its
+    output, or keeps an input another equation makes) and that change from step to step:
+    the forward scan stacks them, as JAX's scan keeps its residuals, so the backward scan
+    does not compute them again. Loop-invariant ones are computed once (``_hoisted``)."""
+    varying = {id(v) for v in body.invars[n_consts:]}
+    made_by: dict[int, int] = {}
+    read: set[int] = set()
+    for i, eqn in enumerate(body.eqns):
+        if any(isinstance(a, Var) and id(a) in varying for a in eqn.inputs):
+            varying.update(id(o) for o in eqn.outputs)
+        rule = eqn.prim.vjp
+        if isinstance(rule, VJPFromRules) and not rule.keep_nothing:
+            if rule.keep_ans:
+                read.add(i)
+            for k in (range(len(eqn.inputs)) if rule.keep_args else rule.keep_some):
+                a = eqn.inputs[k] if k < len(eqn.inputs) else None
+                if isinstance(a, Var) and id(a) in made_by:
+                    read.add(made_by[id(a)])
+        made_by.update((id(o), i) for o in eqn.outputs)
+    return tuple(i for i in sorted(read) if not body.eqns[i].prim.multiple_results
+                 and id(body.eqns[i].outputs[0]) in varying)
+
+
+def _eval_keeping(body: Program, args: Sequence[Any], saved: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+    """The body's outputs, and the outputs of equations ``saved``."""
+    kept: dict[int, Any] = {}
+    wanted = set(saved)
+
+    def hook(i: int, eqn: Eqn, vals: list[Any]) -> Any:
+        if i in wanted:
+            kept[i] = bind(eqn.prim, *vals, **eqn.params)
+            return kept[i]
+        return None
+
+    outs = body.eval_flat(list(args), hook=hook if saved else None)
+    return outs, [kept[i] for i in saved]
+
+
+def _eval_knowing(body: Program, args: Sequence[Any], known: dict[int, Any]) -> list[Any]:
+    """The body's outputs with the outputs of equations ``known`` given, not computed; under
+    reverse mode they are recorded as that equation's results (their rules read them)."""
+    def hook(i: int, eqn: Eqn, vals: list[Any]) -> Any:
+        if i not in known:
+            return None
+        interp = current_interpreter.get()
+        if isinstance(interp, VJPInterpreter):
+            return interp.record_known(eqn.prim, tuple(vals), eqn.params, known[i])
+        return known[i]
+
+    return body.eval_flat(list(args), hook=hook if known else None)
+
+
 class _ScanVJP(VJPRule):
-    """Forward: the scan, also stacking the carry entering each step. Backward: a scan the
-    other way over (those carries, xs, the ys' cotangents), each step the VJP of the body
-    (which recomputes that step's forward pass); the closed-over values' cotangents add up
-    in the backward scan's carry."""
+    """Forward: the scan, also stacking the carry entering each step and the step's
+    residuals (``_residual_eqns``). Backward: a scan the other way over (those carries and
+    residuals, xs, the ys' cotangents), each step the VJP of the body with its residuals
+    given (what else of the forward step the VJP reads is computed again; the compiler's
+    passes drop the rest); the closed-over values' cotangents add up in the backward scan's
+    carry."""
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         body: Program = params["body"]
         nc, nv = params["n_consts"], params["n_carry"]
-        stacked_body = _program(lambda *xs: (*(out := _call(body, xs))[:nv], *xs[nc:nc + nv], *out[nv:]),
-                                body.in_avals)
-        outs = bind(scan_p, *primals, **{**params, "body": stacked_body})
-        carries = outs[nv:2 * nv]
-        return (*outs[:nv], *outs[2 * nv:]), (primals, carries)
+        ny = len(body.outvars) - nv
+        saved = _residual_eqns(body, nc)
+
+        def step(*xs: Any) -> tuple[Any, ...]:
+            out, kept = _eval_keeping(body, xs, saved)
+            return (*out[:nv], *xs[nc:nc + nv], *out[nv:], *kept)
+
+        outs = bind(scan_p, *primals, **{**params, "body": _program(step, body.in_avals)})
+        return (*outs[:nv], *outs[2 * nv:2 * nv + ny]), (primals, outs[nv:2 * nv], outs[2 * nv + ny:])
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
-        primals, carries = residuals
+        primals, carries, kept = residuals
         if current_interpreter.get() is None and is_grad_enabled() and any(
                 getattr(p, "_autograd", None) is not None for p in primals):
             # the tape records this backward pass (create_graph): the forward ran with the tape
-            # off, so the saved carries have no history; run it again, recorded
-            carries = self.fwd(primals, params)[1][1]
+            # off, so the saved carries and residuals have no history; run it again, recorded
+            _, carries, kept = self.fwd(primals, params)[1]
         body: Program = params["body"]
+        saved = _residual_eqns(body, params["n_consts"])
         nc, nv, length = params["n_consts"], params["n_carry"], params["length"]
         consts, carry, xs = _scan_parts(primals, nc, nv)
         outs_avals = _abstract_outs(body, nv, length)
@@ -662,14 +756,15 @@ class _ScanVJP(VJPRule):
             c = args[:nc]
             ct_v, acc = args[nc:nc + len(fv)], args[nc + len(fv):nc + len(fv) + nfc]
             k = nc + len(fv) + nfc
-            v, x, ct_y = args[k:k + nv], args[k + nv:k + nv + nx], args[k + nv + nx:]
+            v, x = args[k:k + nv], args[k + nv:k + nv + nx]
+            ct_y, known = args[k + nv + nx:k + nv + nx + len(ct_ys)], dict(zip(saved, args[k + nv + nx + len(ct_ys):]))
             base = [*c, *v, *x]
             live = [*fc, *(nc + i for i in fv), *(nc + nv + i for i in fx)]
 
             def part(*d: Any) -> tuple[Any, ...]:
                 for i, val in zip(live, d):
                     base[i] = val
-                out = _call(body, base)
+                out = _eval_knowing(body, base, known)
                 return (*(out[i] for i in fv), *(out[nv + j] for j in fy))
 
             got = vjp(part, *(base[i] for i in live))[1]((*ct_v, *ct_y))
@@ -677,7 +772,7 @@ class _ScanVJP(VJPRule):
             return (*d_carry, *(a + d for a, d in zip(acc, d_consts)), *d_xs)
 
         acc0 = [ops.zeros_like(consts[i]) for i in fc]
-        scanned = [*carries, *xs, *ct_ys]
+        scanned = [*carries, *xs, *ct_ys, *kept]
         slices = [ShapedArray(tuple(a.shape[1:]), a.dtype, a.device) for a in _avals(scanned)]
         program = _program(back, [*_avals(consts), *_avals(ct_carry), *_avals(acc0), *slices])
         outs = bind(scan_p, *consts, *ct_carry, *acc0, *scanned, body=program, n_consts=nc,

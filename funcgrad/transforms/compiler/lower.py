@@ -108,6 +108,13 @@ class LoweredFunction:
             return self.fn(raw_inputs, stats)  # type: ignore[no-any-return]
         return self.observed()(raw_inputs, stats, watching.kernel)  # type: ignore[no-any-return]
 
+    def runner(self) -> Callable[[list[Any], Any], list[Any]]:
+        """``run`` as it stands now (the write guard and the observer looked up once): for a
+        caller that runs the program many times in a row, a scan's steps."""
+        if config.write_guard or observer.get() is not None:
+            return self.run
+        return self.fn
+
     def observed(self) -> Callable[..., Any]:
         """The same function with every kernel call made through its third argument,
         ``call(label, kernel, *args, **kwargs)`` (written once, the first time an observer
