@@ -240,6 +240,52 @@ def _all_reduce(draw: Any) -> Case:
     return Case([_float_array(draw)], {"op": op}, lambda x, op: x.copy())
 
 
+# Collectives over a named axis (fg.lax), bound eagerly: an axis of one member, where each is
+# computed in place (tests/test_named_axes.py checks them across real batches).
+ONE = {"axis_name": "i", "size": 1}
+
+
+def _named_reduction(draw: Any) -> Case:
+    return Case([_float_array(draw)], dict(ONE), lambda x, **p: x)
+
+
+def _all_gather(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    tiled = draw(st.booleans())
+    n = x.ndim if tiled else x.ndim + 1
+    axis = draw(st.integers(-n, n - 1))
+    return Case([x], {**ONE, "axis": axis, "tiled": tiled}, lambda x, axis, tiled, **p: x if tiled else
+                np.expand_dims(x, axis))
+
+
+def _psum_scatter(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    tiled = draw(st.booleans())
+    s = draw(st.integers(0, x.ndim - 1))
+    x = x if tiled else np.take(x, [0], axis=s)
+    return Case([x], {**ONE, "scatter_dimension": s, "tiled": tiled},
+                lambda x, scatter_dimension, tiled, **p: x if tiled else np.squeeze(x, scatter_dimension))
+
+
+def _ppermute(draw: Any) -> Case:
+    perm = draw(st.sampled_from([(), ((0, 0),)]))
+    return Case([_float_array(draw)], {**ONE, "perm": perm}, lambda x, perm, **p: x if perm else np.zeros_like(x))
+
+
+def _all_to_all(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    tiled = draw(st.booleans())
+    s, c = draw(st.integers(0, x.ndim - 1)), draw(st.integers(0, x.ndim - 1))
+    x = x if tiled else np.take(x, [0], axis=s)
+    return Case([x], {**ONE, "split_axis": s, "concat_axis": c, "tiled": tiled},
+                lambda x, split_axis, concat_axis, tiled, **p: x if tiled else
+                np.expand_dims(np.squeeze(x, split_axis), concat_axis))
+
+
+def _axis_index(draw: Any) -> Case:
+    return Case([np.zeros((0,), np.float32)], dict(ONE), lambda like, **p: np.int32(0))
+
+
 def _matmul(draw: Any) -> Case:
     n, k, m = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
     batch = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3)).input_shapes
@@ -837,7 +883,9 @@ CASES.update({n: _unary(n) for n in UNARY_TABLE})
 CASES.update({n: _binary(n) for n in BINARY_TABLE})
 CASES.update({n: _comparison(n) for n in COMPARISON_TABLE})
 CASES.update({
-    "all_reduce": _all_reduce, "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
+    "all_reduce": _all_reduce, "psum": _named_reduction, "pmax": _named_reduction, "pmin": _named_reduction,
+    "all_gather": _all_gather, "psum_scatter": _psum_scatter, "ppermute": _ppermute, "all_to_all": _all_to_all,
+    "axis_index": _axis_index, "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
     "reduce_sum": _reduction("sum"), "reduce_prod": _reduction("prod"),
     "reduce_max": _reduction("max", nonempty=True), "reduce_min": _reduction("min", nonempty=True),
     "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),

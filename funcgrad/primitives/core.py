@@ -172,6 +172,10 @@ class Primitive:
             and ranks the C reads and writes. Built with the system compiler on first
             use and cached on disk (``backends/cc.py``); ``kernel=``, if also given, runs where
             no compiler can be used, which is otherwise a ``NativeBuildError``.
+        axis_batch: for a collective over a named axis (``fg.lax.psum``...), the batching
+            rule ``(args, dims, **params) -> (out, out_dim)`` of the ``vmap`` that binds
+            its ``axis_name``: the collective across that batch's members
+            (``primitives/axes.py``). Other vmaps apply ``batch``.
     """
 
     def __init__(
@@ -201,6 +205,7 @@ class Primitive:
         arity: tuple[int, int] | None = None,
         loadable: bool | None = None,
         c_kernel: str | None = None,
+        axis_batch: Callable[..., Any] | None = None,
     ) -> None:
         if c_kernel is not None:
             kernel = _c_kernel(self, name, c_kernel, kernel)
@@ -238,6 +243,7 @@ class Primitive:
         self.jvp: Any = None  # a callable rule, or an object with one (VJPFromRules, a call-like primitive's)
         self.vjp: VJPRule | None = None  # every reverse-mode rule is a ``VJPRule`` (``primitives.ad``)
         self.batch: Any = None
+        self.axis_batch = axis_batch
         self.c_expr = c_expr
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}

@@ -62,8 +62,8 @@ def _product_flops(args: tuple[Any, ...], out: Any) -> int:
     return 2 * math.prod(out.shape) * (first[-1] if first else 1)
 
 
-matmul_p = Primitive("matmul", _matmul_rule, kernel=_matmul_kernel, gpu_kernel="matmul", autocast="lower", flops=_product_flops,
-                     tags=frozenset({"dot"}), torch_name="Mm", onnx="MatMul")
+matmul_p = Primitive("matmul", _matmul_rule, kernel=_matmul_kernel, gpu_kernel="matmul", autocast="lower",
+                     flops=_product_flops, tags=frozenset({"dot"}), torch_name="Mm", onnx="MatMul")
 
 
 def _matmul_batch(args: Any, dims: Any) -> tuple[Any, int]:

@@ -10,8 +10,10 @@ gradient of a batched function, ``compile(vmap(f))`` one program.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from .. import ops
@@ -20,14 +22,20 @@ from ..array import ArrayBase
 from ..backends import random_state as random_state
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
+from ..primitives.axes import binding
 from ..primitives.checks import as_int
-from ..primitives.core import ShapedArray, current_interpreter
+from ..primitives.core import ShapedArray, aval_of, current_interpreter
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]
 
 _set_interpreter = current_interpreter.set
 _reset_interpreter = current_interpreter.reset
+
+# The axis name of the batch whose rule is running: a rule that maps a sub-program with
+# ``vmap`` (a compiled call's, a scan's) maps the same batch, so that vmap takes the name
+# and collectives inside the sub-program still find their axis. Cleared inside it.
+_RULE_AXIS: ContextVar[Any] = ContextVar("funcgrad_rule_axis", default=None)
 
 
 class BatchTracer(Tracer):
@@ -64,11 +72,14 @@ class BatchTracer(Tracer):
 class BatchInterpreter(Interpreter):
     name = "vmap"
 
-    def __init__(self, axis_size: int) -> None:
+    def __init__(self, axis_size: int, axis_name: Any = None) -> None:
         super().__init__()
         self.axis_size = axis_size
+        self.axis_name = axis_name  # what collectives over this batch call it (None: none can)
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
+            return self._collective(prim, args, params)
         vals, dims, mapped = [], [], False
         for a in args:
             if a.__class__ is BatchTracer and a._interp is self:
@@ -86,15 +97,38 @@ class BatchInterpreter(Interpreter):
                 return prim.bind(*vals, **params)
             if prim.batch is None:
                 raise NotImplementedError(f"fg.vmap: primitive {prim.name!r} has no batching rule")
-            out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+            if self.axis_name is None:
+                out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+            else:
+                named = _RULE_AXIS.set(self.axis_name)
+                try:
+                    out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+                finally:
+                    _RULE_AXIS.reset(named)
         finally:
             _reset_interpreter(token)
         if prim.multiple_results:
             return tuple(o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dims))
         return out if out_dims is None else BatchTracer(self, out, out_dims)
 
+    def _collective(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        """A collective over this batch's named axis: its ``axis_batch`` rule, whether or not
+        its operand differs between members (``psum(1.0, "i")`` is the batch's size)."""
+        vals = [a.val if a.__class__ is BatchTracer and a._interp is self else a for a in args]
+        dims = [a.bdim if a.__class__ is BatchTracer and a._interp is self else None for a in args]
+        for a in args:
+            if isinstance(a, Tracer) and not (a.__class__ is BatchTracer and a._interp is self):
+                check_tracer(self, a)
+        prim.abstract_eval(*(a.aval if isinstance(a, Tracer) else aval_of(a) for a in args), **params)  # (its checks)
+        token = _set_interpreter(self.parent)
+        try:
+            out, out_dim = prim.axis_batch(tuple(vals), tuple(dims), **params)
+        finally:
+            _reset_interpreter(token)
+        return out if out_dim is None else BatchTracer(self, out, out_dim)
 
-def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
+
+def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None, randomness: str = "error") -> Callable[..., Any]:
     """``f`` mapped over an axis of its arguments (JAX's ``vmap``).
 
@@ -102,7 +136,10 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
     argument, each an int, ``None`` or a pytree matching (a prefix of) that argument.
     Keyword arguments are mapped over their axis 0. ``out_axes``: where the batch axis goes
     in each output (the same forms, matching the output). ``axis_size``: the batch size,
-    needed only when no argument is mapped. Negative axes count from the end.
+    needed only when no argument is mapped. Negative axes count from the end. ``axis_name``
+    (any hashable, usually a string): the name collectives inside ``f`` use for this batch
+    (``fg.lax.psum(x, "i")`` sums ``x`` over the members, ``fg.lax.axis_index("i")`` is each
+    member's position); nested vmaps bind one name each, the innermost winning.
     ``randomness`` (``torch.func.vmap``'s): what a draw from a random generator (``fg.rand``,
     ``Dropout``) inside ``f`` does: ``"error"`` (refused, naming the choice), ``"different"``
     (each member draws its own numbers) or ``"same"`` (every member draws the same). Draws
@@ -121,12 +158,21 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
 
     @functools.wraps(f)
     def batched(*args: Any, **kwargs: Any) -> Any:
+        bound = axis_name if axis_name is not None else _RULE_AXIS.get()
+        rule_axis = _RULE_AXIS.set(None)
+        try:
+            return run(bound, *args, **kwargs)
+        finally:
+            _RULE_AXIS.reset(rule_axis)
+
+    def run(axis_name: Any, *args: Any, **kwargs: Any) -> Any:
         axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
         leaves, tree = _tree.flatten((args, kwargs))
         leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
         axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
         n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
-        with new_interpreter(BatchInterpreter(n)) as interp:
+        with new_interpreter(BatchInterpreter(n, axis_name)) as interp, \
+                (binding(axis_name, n) if axis_name is not None else contextlib.nullcontext()):
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
             call_args, call_kwargs = _tree.unflatten(tree, boxed)
             token = random_state.enter_vmap(name, randomness, n,

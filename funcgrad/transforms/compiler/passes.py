@@ -135,13 +135,15 @@ def simplify(program: Program) -> Program:
 def fold_constants(program: Program) -> Program:
     """Equations of constants and literals alone run now, eagerly (whatever transform is
     optimising the program); their results become constants. A constant that is an enclosing
-    transform's value (a tracer) is not folded: it has no value yet."""
+    transform's value (a tracer) is not folded: it has no value yet. Nor is a collective
+    (over ranks or a named axis: its value is not its inputs' alone) or an effect."""
     rw = _Rewrite(program)
     value = {id(v): c for v, c in zip(program.constvars, program.consts) if not isinstance(c, Tracer)}
     constvars, consts = list(program.constvars), list(program.consts)
     for eqn in program.eqns:
         ins = [rw.atom(a) for a in eqn.inputs]
-        if eqn.prim.impl is None and ins and all(isinstance(a, Literal) or id(a) in value for a in ins) \
+        foldable = eqn.prim.impl is None and not eqn.prim.effectful and eqn.prim.axis_batch is None
+        if foldable and ins and all(isinstance(a, Literal) or id(a) in value for a in ins) \
                 and any(isinstance(a, Var) for a in ins):
             token = current_interpreter.set(None)  # (under vmap's batching rule the current one is a trace)
             try:

@@ -1,0 +1,202 @@
+"""``fg.lax``: JAX's ``jax.lax`` names for funcgrad's operations, and the collectives over
+named axes.
+
+The collectives (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
+``ppermute``, ``all_to_all``, ``axis_index``) act across the members of an axis a
+transform binds: ``fg.vmap(f, axis_name="i")`` binds ``"i"`` to its batch. They take
+pytrees where JAX's do, a tuple of names where JAX's do (the axes taken together, the
+first the major), and a name no running transform binds raises ``UnboundAxisError``
+(``primitives/axes.py`` has the primitives and their rules).
+
+The rest are funcgrad's own functions under ``jax.lax``'s names and argument forms:
+control flow (``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``map``),
+``stop_gradient``, and the elementwise and shape operations a JAX program calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import ops
+from . import tree as _tree
+from .errors import ArgumentValueError
+from .primitives import axes as _axes
+from .primitives.axes import UnboundAxisError
+from .primitives.core import bind
+from .transforms import cond, fori_loop, scan, stop_gradient, switch, while_loop
+from .transforms.autodiff.api import as_array
+
+__all__ = [
+    "UnboundAxisError", "psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute", "all_to_all",
+    "axis_index", "axis_size", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "stop_gradient",
+    "add", "sub", "mul", "div", "neg", "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic",
+    "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "round", "max", "min", "pow", "integer_pow", "square",
+    "reciprocal", "erf", "atan2", "select", "clamp", "convert_element_type", "reshape", "transpose", "squeeze",
+    "expand_dims", "concatenate", "broadcast", "dot", "iota", "full", "cumsum", "cumprod", "sort",
+]
+
+
+def _names(op: str, axis_name: Any) -> tuple[Any, ...]:
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    if not names:
+        raise ArgumentValueError(f"fg.lax.{op}: axis_name names no axis")
+    return names
+
+
+def _one_name(op: str, axis_name: Any) -> Any:
+    names = _names(op, axis_name)
+    if len(names) != 1:
+        raise ArgumentValueError(f"fg.lax.{op}: takes one axis name, got {axis_name!r}")
+    return names[0]
+
+
+def axis_size(axis_name: Any) -> int:
+    """How many members the axis (or axes, together) called ``axis_name`` has."""
+    return math.prod(_axes.axis_size("fg.lax.axis_size", n) for n in _names("axis_size", axis_name))
+
+
+def _over(op: str, prim: Any, x: Any, axis_name: Any, **params: Any) -> Any:
+    """``prim`` over each named axis in turn (the last first), on every leaf of ``x``."""
+    names = _names(op, axis_name)
+    sizes = [_axes.axis_size(f"fg.lax.{op}", n) for n in names]
+
+    def leaf(v: Any) -> Any:
+        v = as_array(v)
+        for name, size in reversed(list(zip(names, sizes))):
+            v = bind(prim, v, axis_name=name, size=size, **params)
+        return v
+
+    return _tree.map(leaf, x)
+
+
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum over the members of ``axis_name`` of each leaf of ``x``, in every member."""
+    return _over("psum", _axes.psum_p, x, axis_name)
+
+
+def pmean(x: Any, axis_name: Any) -> Any:
+    """The mean over the members of ``axis_name`` of each leaf of ``x``, in every member."""
+    n = axis_size(axis_name)
+    return _tree.map(lambda v: v / n, psum(x, axis_name))
+
+
+def pmax(x: Any, axis_name: Any) -> Any:
+    """The largest value over the members of ``axis_name``, elementwise (NaN propagates)."""
+    return _over("pmax", _axes.pmax_p, x, axis_name)
+
+
+def pmin(x: Any, axis_name: Any) -> Any:
+    """The smallest value over the members of ``axis_name``, elementwise (NaN propagates)."""
+    return _over("pmin", _axes.pmin_p, x, axis_name)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) -> Any:
+    """Every member's ``x`` stacked along a new axis ``axis`` in the members' order (``tiled``:
+    concatenated along the existing axis ``axis``), in every member."""
+    names = _names("all_gather", axis_name)
+
+    def leaf(v: Any) -> Any:
+        v = as_array(v)
+        for k, name in enumerate(reversed(names)):  # the minor name first; the others concatenate onto it
+            size = _axes.axis_size("fg.lax.all_gather", name)
+            v = bind(_axes.all_gather_p, v, axis_name=name, size=size, axis=axis, tiled=tiled or k > 0)
+        return v
+
+    return _tree.map(leaf, x)
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False) -> Any:
+    """``psum`` whose result member ``i`` keeps only block ``i`` of axis ``scatter_dimension``
+    (whose size is the axis size, or with ``tiled`` a multiple of it)."""
+    name = _one_name("psum_scatter", axis_name)
+    size = _axes.axis_size("fg.lax.psum_scatter", name)
+    return _tree.map(lambda v: bind(_axes.psum_scatter_p, as_array(v), axis_name=name, size=size,
+                                    scatter_dimension=scatter_dimension, tiled=tiled), x)
+
+
+def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
+    """Member ``t`` receives member ``s``'s ``x`` for each pair ``(s, t)`` of ``perm``;
+    members no pair sends to receive zeros."""
+    name = _one_name("ppermute", axis_name)
+    size = _axes.axis_size("fg.lax.ppermute", name)
+    pairs = tuple((int(s), int(t)) for s, t in perm)
+    return _tree.map(lambda v: bind(_axes.ppermute_p, as_array(v), axis_name=name, size=size, perm=pairs), x)
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, tiled: bool = False) -> Any:
+    """Axis ``split_axis`` cut in one block per member, block ``i`` sent to member ``i``, and
+    the blocks received stacked along a new axis ``concat_axis`` (``tiled``: the split axis
+    keeps its place, and the blocks are concatenated along ``concat_axis``)."""
+    name = _one_name("all_to_all", axis_name)
+    size = _axes.axis_size("fg.lax.all_to_all", name)
+    return _tree.map(lambda v: bind(_axes.all_to_all_p, as_array(v), axis_name=name, size=size,
+                                    split_axis=split_axis, concat_axis=concat_axis, tiled=tiled), x)
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This member's position along ``axis_name`` (int32; for several names, the position in
+    their product, the first the major)."""
+    index: Any = None
+    for name in _names("axis_index", axis_name):
+        size = _axes.axis_size("fg.lax.axis_index", name)
+        k = bind(_axes.axis_index_p, ops.zeros((0,)), axis_name=name, size=size)
+        index = k if index is None else index * size + k
+    return index
+
+
+def map(f: Callable[[Any], Any], xs: Any) -> Any:  # noqa: A001  (jax.lax.map)
+    """``f`` over the leading axis of ``xs``, one member at a time: ``scan`` with no carry."""
+    return scan(lambda carry, x: (carry, f(x)), None, xs)[1]
+
+
+# ---- jax.lax's names for funcgrad's operations ------------------------------------------------
+
+add, sub, mul, div, neg = ops.add, ops.subtract, ops.multiply, ops.divide, ops.negative
+exp, expm1, log, log1p = ops.exp, ops.expm1, ops.log, ops.log1p
+sin, cos, tan, tanh = ops.sin, ops.cos, ops.tan, ops.tanh
+logistic, sqrt, rsqrt, abs, sign = ops.sigmoid, ops.sqrt, ops.rsqrt, ops.abs, ops.sign  # noqa: A001
+floor, ceil, round, square, reciprocal = ops.floor, ops.ceil, ops.round, ops.square, ops.reciprocal  # noqa: A001
+max, min, pow, erf, atan2 = ops.maximum, ops.minimum, ops.power, ops.erf, ops.atan2  # noqa: A001
+reshape, transpose, squeeze, expand_dims = ops.reshape, ops.transpose, ops.squeeze, ops.expand_dims
+cumsum, cumprod, sort = ops.cumsum, ops.cumprod, ops.sort
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    return as_array(x) ** int(y)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """``on_true`` where ``pred``, else ``on_false`` (jax.lax.select: no broadcasting of ``pred``)."""
+    return ops.where(pred, on_true, on_false)
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002  (jax.lax.clamp's order and names)
+    return ops.clip(x, min, max)
+
+
+def convert_element_type(x: Any, new_dtype: Any) -> Any:
+    return as_array(x).astype(new_dtype)
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    return ops.concatenate(list(operands), axis=dimension)
+
+
+def broadcast(x: Any, sizes: Sequence[int]) -> Any:
+    """``x`` with new leading axes of ``sizes``."""
+    x = as_array(x)
+    return ops.broadcast_to(x, (*sizes, *x.shape))
+
+
+def dot(a: Any, b: Any) -> Any:
+    return ops.matmul(a, b)
+
+
+def iota(dtype: Any, size: int) -> Any:
+    return ops.arange(size, dtype=dtype)
+
+
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+    return ops.full(tuple(shape), fill_value, dtype=dtype)
