@@ -51,7 +51,8 @@ from .transforms import trace as _trace_program
 from .transforms import cond, fori_loop, inference_mode, scan, switch, while_loop
 from . import random  # noqa: E402
 from . import utils  # noqa: E402
-from . import amp, distributed, lax, misc, profiler, scipy  # noqa: E402
+from . import amp, distributed, lax, misc, profiler, scipy, sharding  # noqa: E402
+from .sharding import make_mesh, shard_map  # noqa: E402
 from .compat import accelerator, cuda  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .export import Exported, export, load_exported  # noqa: E402

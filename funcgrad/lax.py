@@ -57,15 +57,21 @@ def axis_size(axis_name: Any) -> int:
     return math.prod(_axes.axis_size("fg.lax.axis_size", n) for n in _names("axis_size", axis_name))
 
 
+def _axis(op: str, name: Any) -> dict[str, Any]:
+    """The parameters naming axis ``name``: its size, and the group of its ranks under
+    ``fg.shard_map`` (none under ``vmap``)."""
+    size, group = _axes.axis_binding(f"fg.lax.{op}", name)
+    return {"axis_name": name, "size": size} if group is None else {"axis_name": name, "size": size, "group": group}
+
+
 def _over(op: str, prim: Any, x: Any, axis_name: Any, **params: Any) -> Any:
     """``prim`` over each named axis in turn (the last first), on every leaf of ``x``."""
-    names = _names(op, axis_name)
-    sizes = [_axes.axis_size(f"fg.lax.{op}", n) for n in names]
+    axes = [_axis(op, n) for n in _names(op, axis_name)]
 
     def leaf(v: Any) -> Any:
         v = as_array(v)
-        for name, size in reversed(list(zip(names, sizes))):
-            v = bind(prim, v, axis_name=name, size=size, **params)
+        for axis in reversed(axes):
+            v = bind(prim, v, **axis, **params)
         return v
 
     return _tree.map(leaf, x)
@@ -100,8 +106,7 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
     def leaf(v: Any) -> Any:
         v = as_array(v)
         for k, name in enumerate(reversed(names)):  # the minor name first; the others concatenate onto it
-            size = _axes.axis_size("fg.lax.all_gather", name)
-            v = bind(_axes.all_gather_p, v, axis_name=name, size=size, axis=axis, tiled=tiled or k > 0)
+            v = bind(_axes.all_gather_p, v, **_axis("all_gather", name), axis=axis, tiled=tiled or k > 0)
         return v
 
     return _tree.map(leaf, x)
@@ -110,29 +115,26 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False) -> Any:
     """``psum`` whose result member ``i`` keeps only block ``i`` of axis ``scatter_dimension``
     (whose size is the axis size, or with ``tiled`` a multiple of it)."""
-    name = _one_name("psum_scatter", axis_name)
-    size = _axes.axis_size("fg.lax.psum_scatter", name)
-    return _tree.map(lambda v: bind(_axes.psum_scatter_p, as_array(v), axis_name=name, size=size,
-                                    scatter_dimension=scatter_dimension, tiled=tiled), x)
+    named = _axis("psum_scatter", _one_name("psum_scatter", axis_name))
+    return _tree.map(lambda v: bind(_axes.psum_scatter_p, as_array(v), **named, scatter_dimension=scatter_dimension,
+                                    tiled=tiled), x)
 
 
 def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Member ``t`` receives member ``s``'s ``x`` for each pair ``(s, t)`` of ``perm``;
     members no pair sends to receive zeros."""
-    name = _one_name("ppermute", axis_name)
-    size = _axes.axis_size("fg.lax.ppermute", name)
+    named = _axis("ppermute", _one_name("ppermute", axis_name))
     pairs = tuple((int(s), int(t)) for s, t in perm)
-    return _tree.map(lambda v: bind(_axes.ppermute_p, as_array(v), axis_name=name, size=size, perm=pairs), x)
+    return _tree.map(lambda v: bind(_axes.ppermute_p, as_array(v), **named, perm=pairs), x)
 
 
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, tiled: bool = False) -> Any:
     """Axis ``split_axis`` cut in one block per member, block ``i`` sent to member ``i``, and
     the blocks received stacked along a new axis ``concat_axis`` (``tiled``: the split axis
     keeps its place, and the blocks are concatenated along ``concat_axis``)."""
-    name = _one_name("all_to_all", axis_name)
-    size = _axes.axis_size("fg.lax.all_to_all", name)
-    return _tree.map(lambda v: bind(_axes.all_to_all_p, as_array(v), axis_name=name, size=size,
-                                    split_axis=split_axis, concat_axis=concat_axis, tiled=tiled), x)
+    named = _axis("all_to_all", _one_name("all_to_all", axis_name))
+    return _tree.map(lambda v: bind(_axes.all_to_all_p, as_array(v), **named, split_axis=split_axis,
+                                    concat_axis=concat_axis, tiled=tiled), x)
 
 
 def axis_index(axis_name: Any) -> Any:
@@ -140,9 +142,9 @@ def axis_index(axis_name: Any) -> Any:
     their product, the first the major)."""
     index: Any = None
     for name in _names("axis_index", axis_name):
-        size = _axes.axis_size("fg.lax.axis_index", name)
-        k = bind(_axes.axis_index_p, ops.zeros((0,)), axis_name=name, size=size)
-        index = k if index is None else index * size + k
+        named = _axis("axis_index", name)
+        k = bind(_axes.axis_index_p, ops.zeros((0,)), **named)
+        index = k if index is None else index * named["size"] + k
     return index
 
 

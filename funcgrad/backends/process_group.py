@@ -207,6 +207,16 @@ class MPIGroup:
         return self._work(request, lambda: back(_mean(out, self.size) if op == "mean" else out),
                           f"reduce_scatter({op})")
 
+    def all_to_all(self, xp: Any, buf: Any) -> Work:
+        send, back = self._host(xp, buf)  # (world, *shape): block j goes to rank j, block k comes from rank k
+        out = np.empty_like(send)
+        return self._work(self.comm.Ialltoall(send, out), lambda: back(out), "all_to_all")
+
+    def split(self, color: int, key: int) -> MPIGroup:
+        """The ranks of this group with the same ``color`` as a group of their own, ordered by
+        ``key`` (every rank of this group calls it, in the same order)."""
+        return MPIGroup(self.comm.Split(color, key), self.mpi, self.timeout)
+
     def reduce(self, xp: Any, buf: Any, op: str, dst: int) -> Work:
         send, back = self._host(xp, buf)  # the reduction on dst
         out = np.empty_like(send)

@@ -14,6 +14,9 @@ any other:
   ``all_gather``'s is ``psum_scatter`` and the other way round, ``ppermute``'s the inverse
   permutation, ``all_to_all``'s the exchange back. ``pmax``/``pmin`` pass the tangent of
   the member(s) holding the extreme, ties shared (JAX has no rule for them).
+* ``fg.shard_map`` binds each axis of a mesh of ranks with the process group of its ranks,
+  which the collectives carry as their ``group`` parameter: their kernels run across the
+  ranks (``ACROSS_RANKS``, MPI's collectives on each rank's block).
 * A collective no transform takes raises ``UnboundAxisError``, unless its axis has one
   member (then it is computed where it is: ``psum`` of one member is the value).
 
@@ -27,6 +30,8 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
+
+import numpy as np
 
 from ..dtypes import int32
 from ..errors import ArgumentValueError, FuncgradError, ShapeError
@@ -44,35 +49,44 @@ class UnboundAxisError(FuncgradError, NameError):
     """A collective names an axis no running transform binds (``fg.vmap(axis_name=)``)."""
 
 
-_BOUND: ContextVar[tuple[tuple[Any, int], ...]] = ContextVar("funcgrad_bound_axes", default=())
+# (name, size, group): group is None for a vmap's batch, the process group of a mesh axis's
+# ranks for fg.shard_map's
+_BOUND: ContextVar[tuple[tuple[Any, int, Any], ...]] = ContextVar("funcgrad_bound_axes", default=())
 
 
-def bound_axes() -> tuple[tuple[Any, int], ...]:
-    """The ``(name, size)`` of every axis the running transforms bind, innermost last."""
+def bound_axes() -> tuple[tuple[Any, int, Any], ...]:
+    """The ``(name, size, group)`` of every axis the running transforms bind, innermost last."""
     return _BOUND.get()
 
 
 @contextlib.contextmanager
-def binding(name: Any, size: int) -> Iterator[None]:
-    """Axis ``name`` of ``size`` members bound while the block runs (``vmap`` binds its own)."""
-    token = _BOUND.set((*_BOUND.get(), (name, size)))
+def binding(name: Any, size: int, group: Any = None) -> Iterator[None]:
+    """Axis ``name`` of ``size`` members bound while the block runs: a vmap's batch, or with
+    ``group`` (a process group of ``size`` ranks) a mesh axis of ``fg.shard_map``."""
+    token = _BOUND.set((*_BOUND.get(), (name, size, group)))
     try:
         yield
     finally:
         _BOUND.reset(token)
 
 
-def axis_size(op: str, name: Any) -> int:
-    """The size of the innermost axis called ``name``; ``UnboundAxisError`` naming it if none is."""
-    for bound, size in reversed(_BOUND.get()):
+def axis_binding(op: str, name: Any) -> tuple[int, Any]:
+    """The size and group of the innermost axis called ``name``; ``UnboundAxisError`` naming
+    it if none is."""
+    for bound, size, group in reversed(_BOUND.get()):
         if bound == name:
-            return size
-    names = ", ".join(repr(n) for n, _ in _BOUND.get()) or "none"
+            return size, group
+    names = ", ".join(repr(n) for n, _, _ in _BOUND.get()) or "none"
     raise UnboundAxisError(f"{op}: unbound axis name {name!r} (the axes bound here: {names}); bind it with "
-                           f"fg.vmap(..., axis_name={name!r})")
+                           f"fg.vmap(..., axis_name={name!r}) or fg.shard_map over a mesh with that axis")
 
 
-def _same(x: ShapedArray, **params: Any) -> ShapedArray:
+def axis_size(op: str, name: Any) -> int:
+    """The size of the innermost axis called ``name``."""
+    return axis_binding(op, name)[0]
+
+
+def _same(x: ShapedArray, *, axis_name: Any, size: int, group: Any = None) -> ShapedArray:
     return ShapedArray(x.shape, x.dtype, x.device)
 
 
@@ -89,15 +103,20 @@ def _shifted(*keys: str) -> Any:
 
 
 def _collective(name: str, rule: Any, axis_batch: Any, vectorized: Any = None, **kw: Any) -> Primitive:
-    def one_member(*args: Any, axis_name: Any, size: int, **params: Any) -> Any:
-        """Reached when no transform took the collective: an axis of one member needs none
-        (``psum`` is the value itself, as ``shard_map`` on one rank is the plain call)."""
+    """A collective: ``rule`` its shape rule, ``axis_batch`` its rule under the vmap that binds
+    its axis, ``vectorized`` its parameters under any other vmap. Its kernel runs it across
+    a mesh axis's ranks (``group``), or computes an axis of one member in place; with
+    neither it is unbound. ``group`` is a parameter, so a compiled program or a backward
+    pass made inside ``shard_map`` still knows the ranks after it returns."""
+    def kernel(xp: Any, *raw: Any, axis_name: Any, size: int, group: Any = None, **params: Any) -> Any:
+        if group is not None:
+            return ACROSS_RANKS[name](group, xp, *raw, **params)  # type: ignore[operator]
         if size != 1:
             raise UnboundAxisError(f"{name}: no transform binds axis {axis_name!r} (of {size} members) here")
-        out, d = axis_batch(args, (None,) * len(args), axis_name=axis_name, size=1, **params)
-        return bind(REGISTRY["copy"], out if d is None else lax.squeeze(out, (d,)))  # (new memory, as a kernel's)
+        return ONE_MEMBER[name](xp, *raw, **params)  # type: ignore[operator]
 
-    prim = Primitive(name, rule, impl=one_member, loadable=True, axis_batch=axis_batch, **kw)
+    prim = Primitive(name, rule, kernel=kernel,
+                     axis_batch=lambda args, dims, group=None, **p: axis_batch(args, dims, **p), **kw)
 
     def other_axis(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
         """Another vmap's batch: the collective of each of its members (batch axis first)."""
@@ -153,7 +172,8 @@ for _prim in (pmax_p, pmin_p):
 
 # ---- all_gather, psum_scatter ----------------------------------------------------------------
 
-def _all_gather_rule(x: ShapedArray, *, axis_name: Any, size: int, axis: int, tiled: bool) -> ShapedArray:
+def _all_gather_rule(x: ShapedArray, *, axis_name: Any, size: int, axis: int, tiled: bool,
+                     group: Any = None) -> ShapedArray:
     if tiled:
         a = _axis("all_gather", axis, len(x.shape))
         shape = (*x.shape[:a], x.shape[a] * size, *x.shape[a + 1:])
@@ -188,7 +208,7 @@ all_gather_p = _collective("all_gather", _all_gather_rule, _all_gather_batch, _s
 
 
 def _psum_scatter_rule(x: ShapedArray, *, axis_name: Any, size: int, scatter_dimension: int,
-                       tiled: bool) -> ShapedArray:
+                       tiled: bool, group: Any = None) -> ShapedArray:
     s = _axis("psum_scatter", scatter_dimension, len(x.shape))
     n = x.shape[s]
     if (n % size if tiled else n != size):
@@ -210,11 +230,13 @@ psum_scatter_p = _collective("psum_scatter", _psum_scatter_rule, _psum_scatter_b
 
 
 def _gathered_as_scattered(p: dict[str, Any]) -> dict[str, Any]:
-    return {"axis_name": p["axis_name"], "size": p["size"], "scatter_dimension": p["axis"], "tiled": p["tiled"]}
+    return {"axis_name": p["axis_name"], "size": p["size"], "group": p.get("group"), "scatter_dimension": p["axis"],
+            "tiled": p["tiled"]}
 
 
 def _scattered_as_gathered(p: dict[str, Any]) -> dict[str, Any]:
-    return {"axis_name": p["axis_name"], "size": p["size"], "axis": p["scatter_dimension"], "tiled": p["tiled"]}
+    return {"axis_name": p["axis_name"], "size": p["size"], "group": p.get("group"), "axis": p["scatter_dimension"],
+            "tiled": p["tiled"]}
 
 
 defjvp(all_gather_p, lambda t, ans, x, **p: bind(all_gather_p, t, **p))
@@ -225,7 +247,8 @@ defvjp(psum_scatter_p, lambda g, ans, x, **p: bind(all_gather_p, g, **_scattered
 
 # ---- ppermute, all_to_all, axis_index --------------------------------------------------------
 
-def _ppermute_rule(x: ShapedArray, *, axis_name: Any, size: int, perm: tuple[tuple[int, int], ...]) -> ShapedArray:
+def _ppermute_rule(x: ShapedArray, *, axis_name: Any, size: int, perm: tuple[tuple[int, int], ...],
+                   group: Any = None) -> ShapedArray:
     sources, targets = [s for s, _ in perm], [t for _, t in perm]
     for k in (*sources, *targets):
         if not 0 <= k < size:
@@ -233,7 +256,7 @@ def _ppermute_rule(x: ShapedArray, *, axis_name: Any, size: int, perm: tuple[tup
                                      f"size {size}")
     if len(set(sources)) < len(sources) or len(set(targets)) < len(targets):
         raise ArgumentValueError(f"ppermute: perm {list(perm)} names a member twice as a source or a target")
-    return _same(x)
+    return ShapedArray(x.shape, x.dtype, x.device)
 
 
 def _ppermute_batch(args: Sequence[Any], dims: Sequence[int | None], *, axis_name: Any, size: int,
@@ -254,7 +277,7 @@ defvjp(ppermute_p, lambda g, ans, x, **p: bind(ppermute_p, g, **{**p, "perm": tu
 
 
 def _all_to_all_rule(x: ShapedArray, *, axis_name: Any, size: int, split_axis: int, concat_axis: int,
-                     tiled: bool) -> ShapedArray:
+                     tiled: bool, group: Any = None) -> ShapedArray:
     n = len(x.shape)
     s, c = _axis("all_to_all", split_axis, n), _axis("all_to_all", concat_axis, n)
     if (x.shape[s] % size if tiled else x.shape[s] != size):
@@ -292,7 +315,7 @@ defvjp(all_to_all_p, lambda g, ans, x, **p: bind(all_to_all_p, g, **{**p, "split
        saves="nothing")
 
 
-def _axis_index_rule(like: ShapedArray, *, axis_name: Any, size: int) -> ShapedArray:
+def _axis_index_rule(like: ShapedArray, *, axis_name: Any, size: int, group: Any = None) -> ShapedArray:
     return ShapedArray((), int32, like.device)
 
 
@@ -306,3 +329,72 @@ axis_index_p = _collective("axis_index", _axis_index_rule, _axis_index_batch, di
 axis_index_p.batch = lambda args, dims, **p: (bind(axis_index_p, lax.zeros(args[0], (0,)), **p), None)
 
 COLLECTIVES = (psum_p, pmax_p, pmin_p, all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p, axis_index_p)
+
+
+# ---- the kernels: an axis of one member, and a mesh axis's ranks -----------------------------
+
+def _fresh(xp: Any, x: Any) -> Any:
+    return xp.array(x, copy=True)
+
+
+ONE_MEMBER = {
+    "psum": _fresh, "pmax": _fresh, "pmin": _fresh,
+    "all_gather": lambda xp, x, *, axis, tiled: _fresh(xp, x if tiled else xp.expand_dims(x, axis)),
+    "psum_scatter": lambda xp, x, *, scatter_dimension, tiled: _fresh(
+        xp, x if tiled else xp.squeeze(x, scatter_dimension)),
+    "ppermute": lambda xp, x, *, perm: _fresh(xp, x) if perm else xp.zeros_like(x),
+    "all_to_all": lambda xp, x, *, split_axis, concat_axis, tiled: _fresh(
+        xp, x if tiled else xp.expand_dims(xp.squeeze(x, split_axis), concat_axis)),
+    "axis_index": lambda xp, like: xp.zeros((), np.int32),
+}
+
+
+def _blocks(xp: Any, x: Any, axis: int, n: int, tiled: bool) -> Any:
+    """``x``'s axis ``axis`` cut in ``n`` blocks, the block index first (contiguous, to send)."""
+    if tiled:
+        x = x.reshape(*x.shape[:axis], n, x.shape[axis] // n, *x.shape[axis + 1:])
+    return xp.ascontiguousarray(xp.moveaxis(x, axis, 0))
+
+
+def _stacked(xp: Any, received: Any, axis: int, tiled: bool) -> Any:
+    """Blocks received from each rank (the rank first) along ``axis``: a new axis, or tiled
+    concatenated onto the axis there."""
+    out = xp.moveaxis(received, 0, axis)
+    if tiled:
+        out = out.reshape(*out.shape[:axis], out.shape[axis] * out.shape[axis + 1], *out.shape[axis + 2:])
+    return xp.ascontiguousarray(out)
+
+
+def _gather_ranks(group: Any, xp: Any, x: Any, *, axis: int, tiled: bool) -> Any:
+    return _stacked(xp, group.all_gather(xp, x).wait(), axis % (x.ndim + (not tiled)), tiled)
+
+
+def _scatter_ranks(group: Any, xp: Any, x: Any, *, scatter_dimension: int, tiled: bool) -> Any:
+    # (block r of every rank, summed: tiled, the block keeps the scattered axis's place)
+    return group.reduce_scatter(xp, _blocks(xp, x, scatter_dimension % x.ndim, group.size, tiled), "sum").wait()
+
+
+def _permute_ranks(group: Any, xp: Any, x: Any, *, perm: tuple[tuple[int, int], ...]) -> Any:
+    sent = [group.send(xp, x, dst=t, tag=_PERMUTE_TAG) for s, t in perm if s == group.rank]
+    source = [s for s, t in perm if t == group.rank]
+    out = group.recv(xp, x, src=source[0], tag=_PERMUTE_TAG).wait() if source else xp.zeros_like(x)
+    for work in sent:
+        work.wait()
+    return out
+
+
+def _exchange_ranks(group: Any, xp: Any, x: Any, *, split_axis: int, concat_axis: int, tiled: bool) -> Any:
+    # block j to rank j; what arrives is (sender, *block), each block keeping the split axis tiled
+    received = group.all_to_all(xp, _blocks(xp, x, split_axis % x.ndim, group.size, tiled)).wait()
+    return _stacked(xp, received, concat_axis % x.ndim, tiled)
+
+
+_PERMUTE_TAG = 7301
+ACROSS_RANKS = {
+    "psum": lambda group, xp, x: group.all_reduce(xp, x, "sum").wait().reshape(x.shape),
+    "pmax": lambda group, xp, x: group.all_reduce(xp, x, "max").wait().reshape(x.shape),
+    "pmin": lambda group, xp, x: group.all_reduce(xp, x, "min").wait().reshape(x.shape),
+    "all_gather": _gather_ranks, "psum_scatter": _scatter_ranks, "ppermute": _permute_ranks,
+    "all_to_all": _exchange_ranks,
+    "axis_index": lambda group, xp, like: xp.asarray(group.rank, np.int32),
+}
