@@ -21,6 +21,7 @@ from typing import Any
 
 from . import ops
 from . import tree as _tree
+from .array import ArrayBase
 from .errors import ArgumentValueError
 from .primitives import axes as _axes
 from .primitives.axes import UnboundAxisError
@@ -64,6 +65,11 @@ def _axis(op: str, name: Any) -> dict[str, Any]:
     return {"axis_name": name, "size": size} if group is None else {"axis_name": name, "size": size, "group": group}
 
 
+def _leaves(fn: Callable[[Any], Any], x: Any) -> Any:
+    """``fn`` of each leaf of ``x`` (an array is its own one leaf)."""
+    return fn(x) if isinstance(x, ArrayBase) else _tree.map(fn, x)
+
+
 def _over(op: str, prim: Any, x: Any, axis_name: Any, **params: Any) -> Any:
     """``prim`` over each named axis in turn (the last first), on every leaf of ``x``."""
     axes = [_axis(op, n) for n in _names(op, axis_name)]
@@ -74,7 +80,7 @@ def _over(op: str, prim: Any, x: Any, axis_name: Any, **params: Any) -> Any:
             v = bind(prim, v, **axis, **params)
         return v
 
-    return _tree.map(leaf, x)
+    return _leaves(leaf, x)
 
 
 def psum(x: Any, axis_name: Any) -> Any:
@@ -85,7 +91,7 @@ def psum(x: Any, axis_name: Any) -> Any:
 def pmean(x: Any, axis_name: Any) -> Any:
     """The mean over the members of ``axis_name`` of each leaf of ``x``, in every member."""
     n = axis_size(axis_name)
-    return _tree.map(lambda v: v / n, psum(x, axis_name))
+    return _leaves(lambda v: v / n, psum(x, axis_name))
 
 
 def pmax(x: Any, axis_name: Any) -> Any:
@@ -109,14 +115,14 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
             v = bind(_axes.all_gather_p, v, **_axis("all_gather", name), axis=axis, tiled=tiled or k > 0)
         return v
 
-    return _tree.map(leaf, x)
+    return _leaves(leaf, x)
 
 
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False) -> Any:
     """``psum`` whose result member ``i`` keeps only block ``i`` of axis ``scatter_dimension``
     (whose size is the axis size, or with ``tiled`` a multiple of it)."""
     named = _axis("psum_scatter", _one_name("psum_scatter", axis_name))
-    return _tree.map(lambda v: bind(_axes.psum_scatter_p, as_array(v), **named, scatter_dimension=scatter_dimension,
+    return _leaves(lambda v: bind(_axes.psum_scatter_p, as_array(v), **named, scatter_dimension=scatter_dimension,
                                     tiled=tiled), x)
 
 
@@ -125,7 +131,7 @@ def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     members no pair sends to receive zeros."""
     named = _axis("ppermute", _one_name("ppermute", axis_name))
     pairs = tuple((int(s), int(t)) for s, t in perm)
-    return _tree.map(lambda v: bind(_axes.ppermute_p, as_array(v), **named, perm=pairs), x)
+    return _leaves(lambda v: bind(_axes.ppermute_p, as_array(v), **named, perm=pairs), x)
 
 
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, tiled: bool = False) -> Any:
@@ -133,7 +139,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, til
     the blocks received stacked along a new axis ``concat_axis`` (``tiled``: the split axis
     keeps its place, and the blocks are concatenated along ``concat_axis``)."""
     named = _axis("all_to_all", _one_name("all_to_all", axis_name))
-    return _tree.map(lambda v: bind(_axes.all_to_all_p, as_array(v), **named, split_axis=split_axis,
+    return _leaves(lambda v: bind(_axes.all_to_all_p, as_array(v), **named, split_axis=split_axis,
                                     concat_axis=concat_axis, tiled=tiled), x)
 
 
