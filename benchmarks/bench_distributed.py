@@ -6,7 +6,11 @@ MPI. Prints the throughput ratio (samples/s on two ranks over one; target >= 1.7
 bucket size moves both, and PyTorch's DistributedDataParallel (gloo) when installed.
 
 One-rank and two-rank runs alternate, round by round (each a fresh job of 60 timed steps);
-the ratios are paired per round, then the median is printed.
+the ratios are paired per round, then the median is printed. Then fully sharded data
+parallel (funcgrad.distributed.fsdp.fully_shard on each Linear and the model) against
+DistributedDataParallel on two ranks: the W2 step's time, and for a model of 67 MB
+(four Linear(2048, 2048)) with Adam, the bytes each rank holds in parameters, gradients
+and optimizer state after a step (targets: <= 1.3x the time, <= 0.6x the bytes).
 
     python benchmarks/bench_distributed.py [--rounds 5] [--steps 60]
 """
@@ -81,6 +85,68 @@ def worker_funcgrad(steps: int, bucket_mb: float) -> dict[str, float] | None:
     return {"step_s": elapsed, "wait_s": wait, "buckets": len(run._reducer.buckets) if world > 1 else 0}
 
 
+def worker_fsdp(steps: int, bucket_mb: float) -> dict[str, float] | None:
+    """Two ranks: the W2 step with DDP and with FSDP, timed alternately; then the bytes
+    held for a 67 MB model with Adam under each."""
+    import funcgrad as fg
+    import funcgrad.distributed as dist
+    from funcgrad.distributed import fsdp
+
+    rank, world = launcher_world()
+    dist.init_process_group("mpi")
+    nn = fg.nn
+
+    def mlp(sizes):
+        fg.manual_seed(0)
+        layers = []
+        for a, b in zip(sizes, sizes[1:]):
+            layers += [nn.Linear(a, b), nn.Tanh()]
+        return nn.Sequential(*layers[:-1])
+
+    def sharded(model):
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fsdp.fully_shard(layer)
+        return fsdp.fully_shard(model)
+
+    rng = np.random.default_rng(rank)
+    x = fg.asarray(rng.random((128, 784), dtype=np.float32))
+    y = fg.asarray(rng.integers(0, 10, 128))
+    steps_of = {}
+    for name in ("ddp", "fsdp"):
+        model = mlp((784, 512, 256, 10))
+        run = nn.parallel.DistributedDataParallel(model) if name == "ddp" else sharded(model)
+        opt = fg.optim.SGD(model.parameters(), lr=0.01)
+
+        def step(run=run, opt=opt) -> None:
+            opt.zero_grad()
+            nn.functional.cross_entropy(run(x), y).backward()
+            opt.step()
+
+        steps_of[name] = step
+    times: dict[str, list[float]] = {"ddp": [], "fsdp": []}
+    for _ in range(3):
+        for name, step in steps_of.items():
+            times[name].append(timed(step, steps, dist.barrier))
+    held = {}
+    big = np.random.default_rng(1).random((16, 2048), dtype=np.float32)
+    for name in ("ddp", "fsdp"):
+        model = mlp((2048,) * 5)
+        run = nn.parallel.DistributedDataParallel(model) if name == "ddp" else sharded(model)
+        opt = fg.optim.Adam(model.parameters(), lr=1e-3)
+        (run(fg.asarray(big)) ** 2).mean().backward()
+        opt.step()
+        state = [v for s in opt.state.values() for v in (s.values() if isinstance(s, dict) else [s])
+                 if isinstance(v, fg.Array)]
+        held[name] = sum(p.nbytes + (p.grad.nbytes if p.grad is not None else 0) for p in model.parameters()) + \
+            sum(v.nbytes for v in state)
+        del run, model, opt
+    if rank != 0:
+        return None
+    return {"ddp_step_s": float(np.median(times["ddp"])), "fsdp_step_s": float(np.median(times["fsdp"])),
+            "ddp_bytes": held["ddp"], "fsdp_bytes": held["fsdp"]}
+
+
 def worker_torch(steps: int, bucket_mb: float) -> dict[str, float] | None:
     import torch
     import torch.distributed as tdist
@@ -143,7 +209,7 @@ def main() -> None:
     parser.add_argument("--bucket-mb", type=float, default=25.0)
     options = parser.parse_args()
     if options.worker is not None:
-        fn = worker_funcgrad if options.worker == "funcgrad" else worker_torch
+        fn = {"funcgrad": worker_funcgrad, "fsdp": worker_fsdp, "torch": worker_torch}[options.worker]
         result = fn(options.steps, options.bucket_mb)
         if result is not None:
             print(json.dumps(result), flush=True)
@@ -172,6 +238,13 @@ def main() -> None:
         share = "n/a" if np.isnan(wait) else f"{100 * wait:.1f}% of the step"
         print(f"{framework + f' ({mb:g} MiB{buckets})':<28} {ratio:>23.2f}x {share:>22} {1e3 * step:>13.2f} ms")
     print("\ntarget: >= 1.7x for funcgrad at the default bucket size (25 MiB)")
+    fsdp_rounds = [launch("fsdp", 2, options.steps, 25.0) for _ in range(max(1, options.rounds // 2))]
+    ratio = statistics.median(r["fsdp_step_s"] / r["ddp_step_s"] for r in fsdp_rounds)
+    got = fsdp_rounds[-1]
+    fsdp_ms, ddp_ms = (1e3 * statistics.median(r[k] for r in fsdp_rounds) for k in ("fsdp_step_s", "ddp_step_s"))
+    print(f"\nFSDP against DDP on two ranks: W2 step {fsdp_ms:.2f} ms against {ddp_ms:.2f} ms ({ratio:.2f}x; "
+          f"target <= 1.3x); 67 MB model with Adam, bytes held per rank: {got['fsdp_bytes'] / 2**20:.1f} MiB against "
+          f"{got['ddp_bytes'] / 2**20:.1f} MiB ({got['fsdp_bytes'] / got['ddp_bytes']:.2f}x; target <= 0.6x)")
 
 
 if __name__ == "__main__":
