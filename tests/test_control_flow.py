@@ -247,3 +247,18 @@ def test_the_backward_scan_reads_the_forward_steps_residuals() -> None:
     assert each.source.count("# matmul") == 2 and "tanh" not in each.source, each.source
     for got, want in zip(fg.compile(fg.grad(loss, (0, 1, 2)))(w, xs, h0), fg.grad(unrolled, (0, 1, 2))(w, xs, h0)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_an_effect_in_a_scan_body_runs_every_step() -> None:
+    """Loop-invariant equations run once before the loop, but not an effect."""
+    seen = []
+    w = fg.asarray(2.0)
+
+    def step(c, x):
+        fg.debug.callback(lambda v: seen.append(float(v)), w)
+        return c + x * w, None
+
+    for f in (lambda w, xs: fg.scan(step, 0.0 * w, xs)[0], fg.compile(lambda w, xs: fg.scan(step, 0.0 * w, xs)[0])):
+        seen.clear()
+        assert f(w, fg.asarray([1.0, 2.0, 3.0])).item() == 12.0
+        assert seen == [2.0, 2.0, 2.0]

@@ -41,7 +41,7 @@ from .batching import to_front
 from .core import REGISTRY, Primitive, ShapedArray, bind, fmt_shape
 from .elementwise import BINARY
 
-__all__ = ["UnboundAxisError", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
+__all__ = ["UnboundAxisError", "axis_binding", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
            "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p", "COLLECTIVES"]
 
 
@@ -229,14 +229,17 @@ def _psum_scatter_batch(args: Sequence[Any], dims: Sequence[int | None], *, axis
 psum_scatter_p = _collective("psum_scatter", _psum_scatter_rule, _psum_scatter_batch, _shifted("scatter_dimension"))
 
 
+def _named(p: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that name the axis: its name, size and (under shard_map) group."""
+    return {k: p[k] for k in ("axis_name", "size", "group") if k in p}
+
+
 def _gathered_as_scattered(p: dict[str, Any]) -> dict[str, Any]:
-    return {"axis_name": p["axis_name"], "size": p["size"], "group": p.get("group"), "scatter_dimension": p["axis"],
-            "tiled": p["tiled"]}
+    return {**_named(p), "scatter_dimension": p["axis"], "tiled": p["tiled"]}
 
 
 def _scattered_as_gathered(p: dict[str, Any]) -> dict[str, Any]:
-    return {"axis_name": p["axis_name"], "size": p["size"], "group": p.get("group"), "axis": p["scatter_dimension"],
-            "tiled": p["tiled"]}
+    return {**_named(p), "axis": p["scatter_dimension"], "tiled": p["tiled"]}
 
 
 defjvp(all_gather_p, lambda t, ans, x, **p: bind(all_gather_p, t, **p))

@@ -483,10 +483,9 @@ def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: i
 
 
 def _lowered(body: Program, n_consts: int) -> tuple[Any, Any, Any]:
-    """The body's loop-invariant part (``_hoisted``; None where it has none), its outputs'
-    abstract values, and the rest,
-    each through the compiler's passes (a backward body recomputes forward values it may
-    not need) and lowered, once per body."""
+    """The body's loop-invariant part (``_hoisted``; None where it has none), the abstract
+    values of its outputs, and the rest of the body: each through the compiler's passes (a
+    backward body recomputes forward values it may not need) and lowered, once per body."""
     def make() -> tuple[Any, Any, Any]:
         before, each = _hoisted(body, n_consts)
         if before is None:
@@ -501,11 +500,11 @@ def _hoisted(body: Program, n_consts: int) -> tuple[Program | None, Program]:
     """``body`` split in two: the equations that read only the values it closes over (its
     first ``n_consts`` inputs and its constants), run once before the loop, and the rest,
     which reads their results as more closed-over values (a backward body's transposed
-    weight is made once, not once a step)."""
+    weight is made once, not once a step). An effect (a debug callback) runs every step."""
     invariant = {id(v) for v in (*body.invars[:n_consts], *body.constvars)}
     before, each = [], []
     for eqn in body.eqns:
-        if all(not isinstance(a, Var) or id(a) in invariant for a in eqn.inputs):
+        if not eqn.prim.effectful and all(not isinstance(a, Var) or id(a) in invariant for a in eqn.inputs):
             before.append(eqn)
             invariant.update(id(o) for o in eqn.outputs)
         else:
