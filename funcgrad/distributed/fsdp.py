@@ -122,6 +122,8 @@ class FSDPModule:
             raise ArgumentTypeError(f"set_requires_gradient_sync: expected a bool, got {requires!r}")
 
     def set_reshard_after_forward(self, reshard: bool) -> None:
+        """Accepted for PyTorch's API: the gathered parameters are held by the backward graph
+        until it has used them, whatever this says (``docs/distributed.md``)."""
         self.__dict__["_fsdp"].reshard_after_forward = bool(reshard)
 
 
@@ -131,7 +133,8 @@ def _cast_floats(tree_value: Any, dtype: Any) -> Any:
 
 
 class _State:
-    def __init__(self, managed: list[_Managed], reshard_after_forward: bool, mp: MixedPrecisionPolicy | None) -> None:
+    def __init__(self, managed: list[_Managed], reshard_after_forward: bool,
+                 mp: MixedPrecisionPolicy | None) -> None:
         self.managed, self.reshard_after_forward, self.mp = managed, reshard_after_forward, mp
         self.blocks = [m.owner._parameters[m.name] for m in managed]
         self.gathered = False
@@ -159,14 +162,14 @@ class _State:
 
     @contextmanager
     def unsharded(self) -> Iterator[None]:
-        held = self.gathered
-        if not held:
+        """The whole parameters for one forward pass (gathered now unless ``unshard`` did it
+        already), the blocks again after it: the next step's parameters are new blocks."""
+        if not self.gathered:
             self.unshard()
         try:
             yield
         finally:
-            if self.reshard_after_forward or not held:
-                self.reshard()
+            self.reshard()
 
 
 def fully_shard(module: Module, *, reshard_after_forward: bool = True,

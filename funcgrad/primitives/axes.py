@@ -41,8 +41,8 @@ from .batching import to_front
 from .core import REGISTRY, Primitive, ShapedArray, bind, fmt_shape
 from .elementwise import BINARY
 
-__all__ = ["UnboundAxisError", "axis_binding", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p", "all_gather_p",
-           "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p", "COLLECTIVES"]
+__all__ = ["UnboundAxisError", "axis_binding", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p",
+           "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p", "COLLECTIVES"]
 
 
 class UnboundAxisError(FuncgradError, NameError):
