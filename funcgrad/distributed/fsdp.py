@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .. import tree as _tree
 from ..array import ArrayBase
 from ..backends import process_group
@@ -191,10 +193,8 @@ def fully_shard(module: Module, *, reshard_after_forward: bool = True,
             if p is None or id(p) in taken:
                 continue
             whole = p.detach()
-            if group is not None and n > 1:
-                from . import broadcast
-
-                whole = broadcast(whole, src=0)
+            if group is not None and n > 1:  # (rank 0's values, on the parameter's device)
+                whole = asarray(group.broadcast(np, np.ascontiguousarray(whole.numpy()), 0).wait(), device=p.device)
             owner._parameters[name] = Parameter(block_of(whole, n, rank), requires_grad=p.requires_grad)
             managed.append(_Managed(owner, name, tuple(whole.shape), block_size(whole.size, n)))
             taken.add(id(owner._parameters[name]))
