@@ -345,3 +345,14 @@ def test_random_bad_arguments_to_constructors_and_transforms(name, fn, fixed, da
         assert raised_by_call or missing_file or (origin.startswith(_OWN_PREFIXES) and isinstance(
             exc, (TypeError, ValueError, IndexError))), (
             f"{name}{tuple(args)}{kwargs} raised {type(exc).__name__} from {origin}: {exc}")
+
+
+def test_polynomial_power_must_be_a_number_at_least_zero() -> None:
+    """A negative power would divide by zero once total_iters is reached: refused at once."""
+    opt = fg.optim.SGD([fg.nn.Parameter(fg.ones(2))], lr=0.1)
+    for power in (-1, -0.5, float("nan"), float("inf")):
+        with pytest.raises(fg.ArgumentValueError, match="PolynomialLR: power must be finite and at least 0"):
+            fg.optim.lr_scheduler.PolynomialLR(opt, 1, power)
+    with pytest.raises(fg.ArgumentTypeError, match="PolynomialLR: power must be a number, got str"):
+        fg.optim.lr_scheduler.PolynomialLR(opt, 1, "2")
+    fg.optim.lr_scheduler.PolynomialLR(opt, 1, 0)  # (power 0: the rate stays, then drops to 0)

@@ -66,3 +66,4 @@ def test_reduce_on_plateau_matches_pytorch() -> None:
     got, _, sched = _trajectory(fg, make(F), "SGD", PLATEAU)
     np.testing.assert_allclose(got, want, rtol=1e-12)
     assert sched.state_dict()["num_bad_epochs"] >= 0
+

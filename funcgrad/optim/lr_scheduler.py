@@ -189,7 +189,11 @@ class PolynomialLR(LRScheduler):
 
     def __init__(self, optimizer: _Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
-        self.total_iters, self.power = as_int("PolynomialLR", total_iters, "total_iters", minimum=1), power
+        if isinstance(power, bool) or not isinstance(power, (int, float)):
+            raise ArgumentTypeError(f"PolynomialLR: power must be a number, got {type(power).__name__} {power!r}")
+        if not 0 <= power < math.inf:  # (a negative power divides by zero once total_iters is reached)
+            raise ArgumentValueError(f"PolynomialLR: power must be finite and at least 0, got {power!r}")
+        self.total_iters, self.power = as_int("PolynomialLR", total_iters, "total_iters", minimum=1), float(power)
         super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
