@@ -3,10 +3,11 @@ named axes.
 
 The collectives (``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
 ``ppermute``, ``all_to_all``, ``axis_index``) act across the members of an axis a
-transform binds: ``fg.vmap(f, axis_name="i")`` binds ``"i"`` to its batch. They take
-pytrees where JAX's do, a tuple of names where JAX's do (the axes taken together, the
-first the major), and a name no running transform binds raises ``UnboundAxisError``
-(``primitives/axes.py`` has the primitives and their rules).
+transform binds: ``fg.vmap(f, axis_name="i")`` binds ``"i"`` to its batch, and
+``fg.shard_map`` each axis of a mesh of ranks. They take pytrees, and ``psum``, ``pmean``,
+``pmax``, ``pmin``, ``all_gather`` and ``axis_index`` a tuple of names (the axes taken
+together, the first the major; the others one name). A name no running transform binds
+raises ``UnboundAxisError`` (``primitives/axes.py`` has the primitives and their rules).
 
 The rest are funcgrad's own functions under ``jax.lax``'s names and argument forms:
 control flow (``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``map``),

@@ -10,19 +10,24 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _mypy(args: list[str], tmp_path: pathlib.Path) -> tuple[str, int]:
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """One mypy cache for the module's runs: the second reads funcgrad's analysis from it."""
+    return tmp_path_factory.mktemp("mypy-cache")
+
+
+def _mypy(args: list[str], cache: pathlib.Path) -> tuple[str, int]:
     api = pytest.importorskip("mypy.api")
-    out, err, status = api.run([*args, "--cache-dir", str(tmp_path / "cache"), "--config-file",
-                                str(ROOT / "pyproject.toml")])
+    out, err, status = api.run([*args, "--cache-dir", str(cache), "--config-file", str(ROOT / "pyproject.toml")])
     return out + err, status
 
 
-def test_mypy_finds_no_error_in_funcgrad_and_the_examples(tmp_path: pathlib.Path) -> None:
-    out, status = _mypy([str(ROOT / "funcgrad"), str(ROOT / "examples")], tmp_path)
+def test_mypy_finds_no_error_in_funcgrad_and_the_examples(cache: pathlib.Path) -> None:
+    out, status = _mypy([str(ROOT / "funcgrad"), str(ROOT / "examples")], cache)
     assert status == 0, out[-5000:]
 
 
-def test_the_namespace_and_array_methods_are_typed(tmp_path: pathlib.Path) -> None:
+def test_the_namespace_and_array_methods_are_typed(tmp_path: pathlib.Path, cache: pathlib.Path) -> None:
     user = tmp_path / "user.py"
     user.write_text(
         "import funcgrad as fg\n"
@@ -31,7 +36,7 @@ def test_the_namespace_and_array_methods_are_typed(tmp_path: pathlib.Path) -> No
         "reveal_type(x.sum().exp() + 1)\n"
         "reveal_type(fg.fft.rfft)\n"
         "n: int = x.mean()\n")  # an array where an int is declared: must be caught
-    out, status = _mypy([str(user)], tmp_path)
+    out, status = _mypy([str(user)], cache)
     assert 'Revealed type is "funcgrad.array.Array"' in out, out
     assert out.count('"funcgrad.array.Array"') >= 2, out
     assert "def (Any, *, n: builtins.int | None =" in out or "n: int | None" in out, out
