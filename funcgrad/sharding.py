@@ -109,16 +109,14 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[Any]) -> Mesh:
 
 def _prefix(what: str, specs: Any, tree_value: Any) -> list[PartitionSpec]:
     """One spec per leaf of ``tree_value``: ``specs`` matches a prefix of its structure."""
-    if isinstance(specs, PartitionSpec):
-        return [specs] * len(_tree.leaves(tree_value))
-    if specs is None:
-        raise ArgumentTypeError(f"fg.shard_map: {what} must be PartitionSpecs (P(...)), got None")
-    if isinstance(specs, (tuple, list)) and isinstance(tree_value, (tuple, list)) and len(specs) == len(tree_value):
-        return [s for sp, v in zip(specs, tree_value) for s in _prefix(what, sp, v)]
-    if isinstance(specs, dict) and isinstance(tree_value, dict) and specs.keys() == tree_value.keys():
-        return [s for k in sorted(tree_value) for s in _prefix(what, specs[k], tree_value[k])]
-    raise ArgumentValueError(f"fg.shard_map: {what} {specs!r} does not match the structure of "
-                             f"{_tree.structure(tree_value)}")
+    try:
+        found = _tree.broadcast_prefix(tuple(specs) if type(specs) is list else specs, tree_value)
+    except ValueError as exc:
+        raise ArgumentValueError(f"fg.shard_map: {what} {exc}") from None
+    wrong = next((s for s in found if not isinstance(s, PartitionSpec)), P())
+    if not isinstance(wrong, PartitionSpec):
+        raise ArgumentTypeError(f"fg.shard_map: {what} must be PartitionSpecs (P(...)), got {wrong!r}")
+    return found
 
 
 def _check_spec(what: str, spec: PartitionSpec, mesh: Mesh, ndim: int) -> None:
@@ -156,9 +154,10 @@ def _summed_over(axes: list[dict[str, Any]]) -> Callable[[Any], Any]:
     return copies  # type: ignore[no-any-return]
 
 
-def _shared_over(count: int) -> Callable[[Any], Any]:
-    """Identity forward; each rank an equal share of the cotangent backward: an output the
-    same on ``count`` ranks is one value, counted once."""
+def shared_over(count: int) -> Callable[[Any], Any]:
+    """Identity forward; each rank an equal share of the cotangent backward: a value the
+    same on ``count`` ranks is one value, counted once (``shard_map``'s replicated results;
+    FSDP's gathered parameters, whose gradient is the mean over ranks)."""
     @custom_vjp
     def once(y: Any) -> Any:
         return y
@@ -189,8 +188,7 @@ def shard_map(f: Callable[..., Any], *, mesh: Mesh, in_specs: Any, out_specs: An
 
     @functools.wraps(f)
     def mapped(*args: Any) -> Any:
-        specs = _prefix("in_specs", in_specs if isinstance(in_specs, (tuple, list)) and
-                        not isinstance(in_specs, PartitionSpec) else (in_specs,) * len(args), args)
+        specs = _prefix("in_specs", in_specs, args)
         leaves, tree = _tree.flatten(args)
         inputs = []
         for k, (x, spec) in enumerate(zip(leaves, specs)):
@@ -206,7 +204,7 @@ def shard_map(f: Callable[..., Any], *, mesh: Mesh, in_specs: Any, out_specs: An
             y = as_array(y)
             _check_spec(f"out_specs[{k}] of {name}", spec, mesh, y.ndim)
             count = math.prod(mesh.shape[n] for n in mesh.axis_names if n not in spec.names())
-            results.append(_shared_over(count)(y) if count > 1 else y)
+            results.append(shared_over(count)(y) if count > 1 else y)
         return _tree.unflatten(out_tree, results)
 
     return mapped

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "structure", "map", "register", "register_dataclass",
-           "all_leaves"]
+           "all_leaves", "broadcast_prefix"]
 
 _REGISTRY: dict[type, tuple[Callable[[Any], tuple[Iterable[Any], Any]], Callable[[Any, list[Any]], Any]]] = {
     tuple: (lambda t: (t, None), lambda _, c: tuple(c)),
@@ -166,6 +166,31 @@ def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDe
 def all_leaves(iterable: Iterable[Any]) -> bool:
     """Whether every item is a leaf (no containers)."""
     return all(structure(x) == _LEAF for x in iterable)
+
+
+def broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
+    """One entry per leaf of ``tree``: ``prefix``'s structure is a prefix of ``tree``'s, and
+    each of its leaves (``None`` among them) stands for the whole subtree of ``tree`` at its
+    place, as ``vmap``'s ``in_axes`` and ``shard_map``'s ``in_specs`` do. ``ValueError``
+    naming the first place where the structures part."""
+    out: list[Any] = []
+    _broadcast(prefix, tree, out)
+    return out
+
+
+def _broadcast(prefix: Any, tree: Any, out: list[Any]) -> None:
+    entry = None if prefix is None else _node(prefix)
+    if entry is None:
+        out.extend([prefix] * len(leaves(tree)))
+        return
+    node = _node(tree) if type(tree) is type(prefix) else None
+    p_children, p_aux = entry[0](prefix)
+    children, aux = node[0](tree) if node is not None else ((), None)
+    p_children, children = list(p_children), list(children)
+    if node is None or aux != p_aux or len(children) != len(p_children):
+        raise ValueError(f"{prefix!r} does not match the structure of {structure(tree)}")
+    for p, c in zip(p_children, children):
+        _broadcast(p, c, out)
 
 
 def map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:

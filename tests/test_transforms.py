@@ -355,3 +355,28 @@ def test_check_grads_pairs_outputs_around_ones_without_derivatives() -> None:
     wrong.defjvp(lambda primals, tangents: (fg.sin(primals[0]), tangents[0] * 2.0))  # should be cos
     with pytest.raises(AssertionError):
         fg.testing.check_grads(lambda v: (v > 0, wrong(v)), [x], order=1, modes=("fwd",))
+
+
+_TREES = st.recursive(st.integers(0, 9), lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.tuples(inner, inner), st.dictionaries(st.sampled_from("abc"), inner, max_size=3)),
+    max_leaves=8)
+
+
+@given(_TREES, st.data())
+def test_a_prefix_broadcasts_over_the_subtrees_it_stands_for(tree, data) -> None:
+    """``fg.tree.broadcast_prefix`` (``vmap``'s ``in_axes``, ``shard_map``'s specs): cutting a
+    tree at any depth and marking each cut subtree gives every leaf its subtree's mark."""
+    def cut(t, depth):  # (the prefix, and the marks each leaf of t should get)
+        if depth == 0 or fg.tree.structure(t).node_type is None:
+            mark = data.draw(st.sampled_from([None, "m", 7]))
+            return mark, [mark] * len(fg.tree.leaves(t))
+        if isinstance(t, dict):
+            parts = {k: cut(t[k], depth - 1) for k in sorted(t)}
+            return {k: p for k, (p, _) in parts.items()}, [m for _, ms in parts.values() for m in ms]
+        parts = [cut(c, depth - 1) for c in t]
+        return type(t)(p for p, _ in parts), [m for _, ms in parts for m in ms]
+
+    prefix, marks = cut(tree, data.draw(st.integers(0, 3)))
+    assert fg.tree.broadcast_prefix(prefix, tree) == marks
+    with pytest.raises(ValueError, match="does not match the structure of"):
+        fg.tree.broadcast_prefix((prefix, prefix, prefix), [tree])

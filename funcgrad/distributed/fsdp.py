@@ -37,7 +37,8 @@ from ..ops import asarray, concatenate, sqrt, zeros
 from ..primitives.axes import all_gather_p
 from ..primitives.collective import all_reduce_p
 from ..primitives.core import bind
-from ..transforms import custom_vjp, no_grad
+from ..sharding import shared_over
+from ..transforms import no_grad
 
 __all__ = ["FSDPModule", "MixedPrecisionPolicy", "fully_shard", "full_state_dict", "load_full_state_dict",
            "clip_grad_norm_", "block_of", "block_size"]
@@ -84,17 +85,6 @@ def block_of(whole: Any, n: int, rank: int) -> Any:
 def _world() -> tuple[Any, int, int]:
     group = process_group.joined()
     return (group, group.size, group.rank) if group is not None else (None, 1, 0)
-
-
-def _mean_of_ranks(n: int) -> Any:
-    """Identity forward; backward, the cotangent over ``n``: the reduce-scatter's sum over
-    ranks becomes their mean."""
-    @custom_vjp
-    def averaged(x: Any) -> Any:
-        return x
-
-    averaged.defvjp(lambda x: (x, None), lambda _, g: (g / n,))
-    return averaged
 
 
 class FSDPModule:
@@ -152,7 +142,7 @@ class _State:
             x = block if reduce_dtype is None else block.astype(reduce_dtype)
             if group is not None and n > 1:
                 x = bind(all_gather_p, x, axis_name="fsdp", size=n, group=group, axis=0, tiled=True)
-                x = _mean_of_ranks(n)(x)
+                x = shared_over(n)(x)  # (the reduce-scatter's sum over ranks becomes their mean)
             full = x[:math.prod(m.shape)].reshape(m.shape)
             m.owner._parameters[m.name] = full if param_dtype is None else full.astype(param_dtype)  # (not a Parameter)
         self.gathered = True

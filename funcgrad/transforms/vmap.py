@@ -240,21 +240,10 @@ def _arg_axes(name: str, in_axes: Any, args: tuple[Any, ...]) -> list[Any]:
 def _prefix_axes(name: str, what: str, spec: Any, tree: Any) -> list[Any]:
     """``spec`` (an int, None, or a pytree whose leaves are those, matching a prefix of
     ``tree``) as one entry per leaf of ``tree``."""
-    if spec is None or isinstance(spec, int):
-        return [spec] * len(_tree.leaves(tree))
-    spec_children, spec_def = _children(spec)
-    children, tree_def = _children(tree)
-    if spec_def != tree_def:
-        raise ArgumentValueError(f"fg.vmap({name}): {what} {spec!r} does not match the structure of "
-                                 f"{_tree.structure(tree)}")
-    return [ax for s, t in zip(spec_children, children) for ax in _prefix_axes(name, what, s, t)]
-
-
-def _children(x: Any) -> tuple[list[Any], Any]:
-    """One level of a pytree: its children and (node type, aux, number of children)."""
-    treedef = _tree.flatten(x, is_leaf=lambda node: node is not x)[1]
-    return _tree.flatten(x, is_leaf=lambda node: node is not x)[0], (treedef.node_type, treedef.aux,
-                                                                     len(treedef.children))
+    try:
+        return _tree.broadcast_prefix(spec, tree)
+    except ValueError as exc:
+        raise ArgumentValueError(f"fg.vmap({name}): {what} {exc}") from None
 
 
 def _batch_size(name: str, leaves: list[Any], axes: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any],
