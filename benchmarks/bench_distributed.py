@@ -18,6 +18,7 @@ and optimizer state after a step (targets: <= 1.3x the time, <= 0.6x the bytes).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -103,19 +104,25 @@ def worker_fsdp(steps: int, bucket_mb: float) -> dict[str, float] | None:
             layers += [nn.Linear(a, b), nn.Tanh()]
         return nn.Sequential(*layers[:-1])
 
-    def sharded(model):
+    def sharded(model, reshard=True):
         for layer in model:
             if isinstance(layer, nn.Linear):
-                fsdp.fully_shard(layer)
-        return fsdp.fully_shard(model)
+                fsdp.fully_shard(layer, reshard_after_forward=reshard)
+        return fsdp.fully_shard(model, reshard_after_forward=reshard)
+
+    def wrap(name, model):
+        if name == "ddp":
+            return nn.parallel.DistributedDataParallel(model)
+        return sharded(model, reshard=name == "fsdp")
 
     rng = np.random.default_rng(rank)
     x = fg.asarray(rng.random((128, 784), dtype=np.float32))
     y = fg.asarray(rng.integers(0, 10, 128))
     steps_of = {}
-    for name in ("ddp", "fsdp"):
+    names = ("ddp", "fsdp", "fsdp-keep")  # (fsdp-keep: reshard_after_forward=False)
+    for name in names:
         model = mlp((784, 512, 256, 10))
-        run = nn.parallel.DistributedDataParallel(model) if name == "ddp" else sharded(model)
+        run = wrap(name, model)
         opt = fg.optim.SGD(model.parameters(), lr=0.01)
 
         def step(run=run, opt=opt) -> None:
@@ -124,17 +131,39 @@ def worker_fsdp(steps: int, bucket_mb: float) -> dict[str, float] | None:
             opt.step()
 
         steps_of[name] = step
-    times: dict[str, list[float]] = {"ddp": [], "fsdp": []}
+    from funcgrad.backends import process_group
+
+    waited = [0.0]
+    wait = process_group.Work.wait
+
+    def counted(work, timeout=None):  # (the seconds spent waiting on collectives, whichever)
+        start = time.perf_counter()
+        try:
+            return wait(work, timeout)
+        finally:
+            waited[0] += time.perf_counter() - start
+
+    process_group.Work.wait = counted
+    times: dict[str, list[float]] = {name: [] for name in names}
+    waits: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(3):
         for name, step in steps_of.items():
+            before = waited[0]
             times[name].append(timed(step, steps, dist.barrier))
-    held = {}
-    big = np.random.default_rng(1).random((16, 2048), dtype=np.float32)
-    for name in ("ddp", "fsdp"):
+            waits[name].append((waited[0] - before) / (steps + STEPS_WARM + 2))  # (the barriers' waits too)
+    process_group.Work.wait = wait
+    held, between = {}, {}
+    big = fg.asarray(np.random.default_rng(1).random((16, 2048), dtype=np.float32))
+    for name in names:
         model = mlp((2048,) * 5)
-        run = nn.parallel.DistributedDataParallel(model) if name == "ddp" else sharded(model)
+        run = wrap(name, model)
         opt = fg.optim.Adam(model.parameters(), lr=1e-3)
-        (run(fg.asarray(big)) ** 2).mean().backward()
+        gc.collect()  # (the last model's modules and states refer to each other)
+        before = big.device.stats.allocated
+        loss = (run(big) ** 2).mean()
+        between[name] = big.device.stats.allocated - before  # (what the forward pass left for the backward)
+        loss.backward()
+        del loss
         opt.step()
         state = [v for s in opt.state.values() for v in (s.values() if isinstance(s, dict) else [s])
                  if isinstance(v, fg.Array)]
@@ -143,8 +172,9 @@ def worker_fsdp(steps: int, bucket_mb: float) -> dict[str, float] | None:
         del run, model, opt
     if rank != 0:
         return None
-    return {"ddp_step_s": float(np.median(times["ddp"])), "fsdp_step_s": float(np.median(times["fsdp"])),
-            "ddp_bytes": held["ddp"], "fsdp_bytes": held["fsdp"]}
+    return {**{f"{k}_step_s": float(np.median(v)) for k, v in times.items()},
+            **{f"{k}_wait_s": float(np.median(v)) for k, v in waits.items()},
+            **{f"{k}_bytes": v for k, v in held.items()}, **{f"{k}_between": v for k, v in between.items()}}
 
 
 def worker_torch(steps: int, bucket_mb: float) -> dict[str, float] | None:
@@ -207,6 +237,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--worker", default=None)
     parser.add_argument("--bucket-mb", type=float, default=25.0)
+    parser.add_argument("--fsdp-only", action="store_true", help="only FSDP against DistributedDataParallel")
     options = parser.parse_args()
     if options.worker is not None:
         fn = {"funcgrad": worker_funcgrad, "fsdp": worker_fsdp, "torch": worker_torch}[options.worker]
@@ -215,6 +246,12 @@ def main() -> None:
             print(json.dumps(result), flush=True)
         return
 
+    if not options.fsdp_only:
+        data_parallel(options)
+    fsdp_against_ddp(options)
+
+
+def data_parallel(options: argparse.Namespace) -> None:
     print(f"W2 step (MLP 784-512-256-10, batch 128 per rank), single-threaded ranks, {options.rounds} rounds of "
           f"{options.steps} steps\n")
     contenders = [("funcgrad", 25.0), ("funcgrad", 0.25), ("funcgrad", 0.01)]
@@ -238,6 +275,9 @@ def main() -> None:
         share = "n/a" if np.isnan(wait) else f"{100 * wait:.1f}% of the step"
         print(f"{framework + f' ({mb:g} MiB{buckets})':<28} {ratio:>23.2f}x {share:>22} {1e3 * step:>13.2f} ms")
     print("\ntarget: >= 1.7x for funcgrad at the default bucket size (25 MiB)")
+
+
+def fsdp_against_ddp(options: argparse.Namespace) -> None:
     fsdp_rounds = [launch("fsdp", 2, options.steps, 25.0) for _ in range(max(1, options.rounds // 2))]
     ratio = statistics.median(r["fsdp_step_s"] / r["ddp_step_s"] for r in fsdp_rounds)
     got = fsdp_rounds[-1]
@@ -245,6 +285,14 @@ def main() -> None:
     print(f"\nFSDP against DDP on two ranks: W2 step {fsdp_ms:.2f} ms against {ddp_ms:.2f} ms ({ratio:.2f}x; "
           f"target <= 1.3x); 67 MB model with Adam, bytes held per rank: {got['fsdp_bytes'] / 2**20:.1f} MiB against "
           f"{got['ddp_bytes'] / 2**20:.1f} MiB ({got['fsdp_bytes'] / got['ddp_bytes']:.2f}x; target <= 0.6x)")
+    share = {k: statistics.median(r[f"{k}_wait_s"] / r[f"{k}_step_s"] for r in fsdp_rounds)
+             for k in ("fsdp", "fsdp-keep", "ddp")}
+    print(f"  waiting on collectives: FSDP {100 * share['fsdp']:.0f}% of the step, without resharding "
+          f"{100 * share['fsdp-keep']:.0f}%, DDP {100 * share['ddp']:.0f}%")
+    keep = statistics.median(r["fsdp-keep_step_s"] / r["ddp_step_s"] for r in fsdp_rounds)
+    print(f"  reshard_after_forward=False: W2 step {keep:.2f}x DDP's; held between forward and backward on the 67 MB "
+          f"model: FSDP {got['fsdp_between'] / 2**20:.1f} MiB, FSDP without resharding "
+          f"{got['fsdp-keep_between'] / 2**20:.1f} MiB, DDP {got['ddp_between'] / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

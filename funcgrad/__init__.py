@@ -115,8 +115,9 @@ from .transforms.autodiff import tape as _tape  # noqa: E402
 
 autograd = _NS(grad=_tape.grad, backward=_tape.backward, Function=_function.Function,
                FunctionCtx=_function.FunctionCtx, enable_grad=enable_grad, no_grad=no_grad,
-               is_grad_enabled=is_grad_enabled)
-"""``fg.autograd``: the PyTorch-style tape's functions (``grad``, ``backward``, ``Function``)."""
+               is_grad_enabled=is_grad_enabled, graph=_NS(saved_tensors_hooks=_tape.saved_tensors_hooks))
+"""``fg.autograd``: the PyTorch-style tape's functions (``grad``, ``backward``, ``Function``,
+``graph.saved_tensors_hooks``)."""
 
 
 def __array_namespace_info__() -> _NS:

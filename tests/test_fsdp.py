@@ -1,7 +1,7 @@
 """Fully sharded data parallel (``funcgrad.distributed.fsdp``): two ranks under ``mpiexec``
 against one process on the concatenated batches (Adam, float64, with and without
 ``reshard_after_forward``), mixed precision against the same policy on one rank, the
-compiled step, gradient clipping over shards, the full state dict both ways; the blocks'
+compiled step, the parameters freed between forward and backward, gradient clipping over shards, the full state dict both ways; the blocks'
 assignment and padding as a property; a world of one as the model itself."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from funcgrad.distributed.fsdp import block_of, block_size, full_state_dict, ful
 from .test_distributed import assert_ranks_ok, run_ranks
 
 SCRIPT = r"""
-import json, os
+import gc, json, os
 import numpy as np, funcgrad as fg
 import funcgrad.distributed as dist
 from funcgrad.distributed.fsdp import (MixedPrecisionPolicy, clip_grad_norm_, full_state_dict, fully_shard,
@@ -70,6 +70,27 @@ for reshard in (True, False):
     fresh = shard(make())
     load_full_state_dict(fresh, full)
     assert all(np.array_equal(full_state_dict(fresh)[k].numpy(), full[k].numpy()) for k in full)
+
+# resharding after forward: between forward and backward a rank holds its blocks and the
+# activations, not the whole parameters; the backward pass gathers them again, to the same gradients
+big = lambda: fg.nn.Sequential(fg.nn.Linear(300, 300, dtype=fg.float64), fg.nn.Tanh(),
+                               fg.nn.Linear(300, 1, dtype=fg.float64))
+xb = fg.asarray(rng.standard_normal((2, 300)))
+grads = {}
+for reshard in (True, False):
+    fg.manual_seed(1)
+    model = shard(big(), reshard_after_forward=reshard)
+    stats = xb.device.stats
+    gc.collect()  # (the last model's modules and states refer to each other)
+    before = stats.allocated
+    loss = (model(xb) ** 2).sum()
+    held = stats.allocated - before
+    whole = 300 * 300 * 8
+    assert (held > whole) if n == 2 and not reshard else (held < whole / 4), (reshard, held, whole)  # (one rank gathers nothing)
+    loss.backward()
+    grads[reshard] = [p.grad.numpy() for p in model.parameters()]
+    del loss
+assert all(np.array_equal(a, b) for a, b in zip(grads[True], grads[False]))
 
 # gradient clipping over shards: the norm of the whole gradient
 model, ref = shard(make()), make()

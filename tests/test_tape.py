@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 
 import numpy as np
@@ -525,3 +526,47 @@ def test_user_code_returning_an_input_never_relabels_it() -> None:
         assert y is not x and x.is_leaf and x.grad_fn is None and not c.requires_grad
         (y * 1.0).sum().backward()
         assert x.grad.tolist() == [factor, factor]
+
+
+# -- saved_tensors_hooks: what the tape saves, packed and unpacked ---------------------------
+
+def _loss(x: fg.Array, w: fg.Array) -> fg.Array:
+    return (fg.tanh(x @ w) * fg.sin(w).sum()).sum()
+
+
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 1000))
+def test_saved_tensors_hooks_that_move_values_out_give_the_same_gradients(n: int, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    xs, ws = rng.standard_normal((n, k)), rng.standard_normal((k, 3))
+    grads = []
+    for hooked in (False, True):
+        x, w = fg.asarray(xs).requires_grad_(), fg.asarray(ws).requires_grad_()
+        packed: list[tuple[int, ...]] = []
+
+        def pack(a: fg.Array, packed: list[tuple[int, ...]] = packed) -> np.ndarray:
+            packed.append(a.shape)
+            return a.numpy().copy()  # (kept outside funcgrad: a NumPy array)
+
+        with fg.autograd.graph.saved_tensors_hooks(pack, fg.asarray) if hooked else contextlib.nullcontext():
+            loss = _loss(x, w)
+        assert bool(packed) == hooked
+        loss.backward()
+        grads.append((x.grad.numpy(), w.grad.numpy()))
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_saved_tensors_hooks_unpack_in_each_backward_and_the_innermost_apply() -> None:
+    x = fg.asarray([0.5, -1.0, 2.0]).requires_grad_()
+    log: list[str] = []
+    outer = fg.autograd.graph.saved_tensors_hooks(lambda a: log.append("outer") or a, lambda a: a)
+    inner = fg.autograd.graph.saved_tensors_hooks(lambda a: ("boxed", a), lambda p: log.append("unpack") or p[1])
+    with outer, inner:
+        y = fg.exp(x).sum()  # exp saves its result
+    assert "outer" not in log
+    y.backward(retain_graph=True)
+    y.backward()
+    assert log.count("unpack") == 2
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(x.numpy()))
+    with pytest.raises(TypeError, match="saved_tensors_hooks"):
+        fg.autograd.graph.saved_tensors_hooks(1, lambda a: a)

@@ -18,16 +18,18 @@ the parameters no inner call took.
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import tree as _tree
-from ..array import ArrayBase
+from ..array import Array, ArrayBase
 from ..backends import process_group
 from ..dtypes import float64
 from ..errors import ArgumentTypeError, ArgumentValueError
@@ -36,9 +38,10 @@ from ..nn.parameter import Parameter
 from ..ops import asarray, concatenate, sqrt, zeros
 from ..primitives.axes import all_gather_p
 from ..primitives.collective import all_reduce_p
-from ..primitives.core import bind
+from ..primitives.core import bind, current_interpreter
 from ..sharding import shared_over
-from ..transforms import no_grad
+from ..transforms import is_grad_enabled, no_grad
+from ..transforms.autodiff.tape import TAPE, saved_tensors_hooks
 
 __all__ = ["FSDPModule", "MixedPrecisionPolicy", "fully_shard", "full_state_dict", "load_full_state_dict",
            "clip_grad_norm_", "block_of", "block_size"]
@@ -114,8 +117,8 @@ class FSDPModule:
             raise ArgumentTypeError(f"set_requires_gradient_sync: expected a bool, got {requires!r}")
 
     def set_reshard_after_forward(self, reshard: bool) -> None:
-        """Accepted for PyTorch's API: the gathered parameters are held by the backward graph
-        until it has used them, whatever this says (``docs/distributed.md``)."""
+        """Whether the next forward passes free the gathered parameters at their end, and the
+        backward pass gathers them again (``True``), or the backward graph keeps them."""
         self.__dict__["_fsdp"].reshard_after_forward = bool(reshard)
 
 
@@ -130,38 +133,212 @@ class _State:
         self.managed, self.reshard_after_forward, self.mp = managed, reshard_after_forward, mp
         self.blocks = [m.owner._parameters[m.name] for m in managed]
         self.gathered = False
+        self.forward: _Forward | None = None
+        self.after: _State | None = None  # the module whose forward pass came next, the last time
+        self.prefetched: dict[int, tuple[Any, Any]] = {}  # parameter -> (block data, all-gather started)
+
+    def gather(self, i: int, block: Any, policy: bool) -> tuple[Any, Any]:
+        """Parameter ``i`` whole from ``block``: ``(gathered, whole)``, what the all-gather
+        gave (``None`` on one rank) and the parameter (``whole``). An all-gather the module
+        before this one started (``prefetch``) is finished here and recorded as this one."""
+        group, n, _ = _world()
+        x = gathered = self.to_reduce(block, policy)
+        if group is not None and n > 1:
+            x = shared_over(n)(x)  # (the reduce-scatter's sum over ranks becomes their mean)
+            params = {"axis_name": "fsdp", "size": n, "group": group, "axis": 0, "tiled": True}
+            started = self.prefetched.pop(i, None)
+            if started is not None and started[0] is block._data and policy and current_interpreter.get() is None:
+                x = gathered = TAPE.record_known(all_gather_p, (x,), params, started[1].wait())
+            else:
+                if started is not None:  # (the block changed since: finish that all-gather, unused)
+                    started[1].wait()
+                x = gathered = bind(all_gather_p, x, **params)
+        return gathered if n > 1 else None, self.whole(i, x, policy)
+
+    def prefetch(self) -> None:
+        """Start gathering the parameters of the module whose forward pass came after this
+        one's the last time (FSDP2's forward prefetch), in the reduce dtype."""
+        after = self.after
+        if after is None or after.prefetched:
+            return
+        group, _, _ = _world()
+        with no_grad():
+            for i, block in enumerate(after.blocks):
+                x = after.to_reduce(block, True)
+                after.prefetched[i] = (block._data, _all_gather_started(group, x))
+
+    def to_reduce(self, block: Any, policy: bool) -> Any:
+        """The block in the reduce dtype, in which it is gathered, so its gradient is
+        reduce-scattered in it (a cast after the gather rounds as one before it)."""
+        reduce_dtype = self.mp.reduce_dtype if self.mp and policy else None
+        return block if reduce_dtype is None else block.astype(reduce_dtype)
+
+    def whole(self, i: int, gathered: Any, policy: bool) -> Any:
+        """Parameter ``i`` from its gathered blocks, in the compute dtype (``policy=False``: its own)."""
+        shape = self.managed[i].shape
+        numel = math.prod(shape)
+        full = (gathered if gathered.shape[0] == numel else gathered[:numel]).reshape(shape)  # (the padding cut off)
+        param_dtype = self.mp.param_dtype if self.mp and policy else None
+        return full if param_dtype is None else full.astype(param_dtype)
 
     def unshard(self, policy: bool = True) -> None:
-        """Each parameter gathered from the blocks, in the reduce dtype (so its gradient is
-        reduce-scattered in it: a cast after the gather rounds as one before it), then cast
-        to the compute dtype; ``policy=False``: in the parameters' own dtype."""
-        group, n, _ = _world()
-        param_dtype = self.mp.param_dtype if self.mp and policy else None
-        reduce_dtype = self.mp.reduce_dtype if self.mp and policy else None
-        for m, block in zip(self.managed, self.blocks):
-            x = block if reduce_dtype is None else block.astype(reduce_dtype)
-            if group is not None and n > 1:
-                x = bind(all_gather_p, x, axis_name="fsdp", size=n, group=group, axis=0, tiled=True)
-                x = shared_over(n)(x)  # (the reduce-scatter's sum over ranks becomes their mean)
-            full = x[:math.prod(m.shape)].reshape(m.shape)
-            m.owner._parameters[m.name] = full if param_dtype is None else full.astype(param_dtype)  # (not a Parameter)
+        """Every parameter whole (``gather``), in place of its block (not a Parameter)."""
+        _, n, _ = _world()
+        # (the tape's saved values only: a traced forward pass's are the compiled program's)
+        resharding = (self.reshard_after_forward and policy and n > 1 and is_grad_enabled()
+                      and current_interpreter.get() is None)
+        self.forward = _Forward(self) if resharding else None
+        for i, (m, block) in enumerate(zip(self.managed, self.blocks)):
+            gathered, full = self.gather(i, block, policy)
+            if self.forward is not None:
+                self.forward.watch(i, gathered, full)
+            m.owner._parameters[m.name] = full
         self.gathered = True
 
     def reshard(self) -> None:
         for m, block in zip(self.managed, self.blocks):
             m.owner._parameters[m.name] = block
+        if self.forward is not None:
+            self.forward.close()
+            self.forward = None
         self.gathered = False
 
     @contextmanager
     def unsharded(self) -> Iterator[None]:
         """The whole parameters for one forward pass (gathered now unless ``unshard`` did it
-        already), the blocks again after it: the next step's parameters are new blocks."""
+        already), the blocks again after it: the next step's parameters are new blocks.
+        Resharding after forward, what the backward pass saves of them is gathered again
+        when it needs it (``_Forward``)."""
+        if not _ACTIVE:  # an outermost forward pass: the order starts again
+            _FORWARDS.clear()
+        if _LAST and _LAST[0] is not self:
+            _LAST[0].after = self
+        _LAST[:] = [self]
+        if current_interpreter.get() is None:
+            self.prefetch()
         if not self.gathered:
             self.unshard()
+        _ACTIVE.append(self)
         try:
-            yield
+            with saved_tensors_hooks(_pack, _unpack) if self.forward is not None else nullcontext():
+                yield
         finally:
+            _ACTIVE.remove(self)
+            if not _ACTIVE:
+                _LAST.clear()
             self.reshard()
+
+
+# the buffers of parameters gathered for a forward pass that reshards after it:
+# id(buffer) -> (that pass, parameter index, stage: 0 what the all-gather gave, 1 the whole parameter)
+_GATHERED: dict[int, tuple[_Forward, int, int]] = {}
+
+
+class _Forward:
+    """One forward pass of a module that reshards after it. What its backward rules save
+    of a gathered parameter is kept as where it lies in the gathered memory
+    (``_Resharded``), so that memory is freed at the forward pass's end. The backward pass
+    gathers the parameter again from the block this pass used when a rule first needs
+    it, starts gathering what the forward pass before this one saved (the module the
+    backward pass reaches next), and lets a parameter go when its gradient is complete
+    (PyTorch FSDP2's resharding and backward prefetch)."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+        self.blocks = [Array._alias(b) for b in state.blocks]  # (an optimizer step re-points the blocks)
+        self.again: dict[int, tuple[Any, Any]] = {}
+        self.started: dict[int, Any] = {}  # all-gathers in flight
+        self.saved: set[int] = set()  # the parameters the backward rules saved
+        self.buffers: list[int] = []
+        self.metas: list[Any] = []
+        _FORWARDS.append(weakref.ref(self))
+
+    def watch(self, i: int, gathered: Any, full: Any) -> None:
+        for stage, a in enumerate((gathered, full)):
+            key = id(a.buffer)
+            if key not in _GATHERED:
+                _GATHERED[key] = (self, i, stage)
+                self.buffers.append(key)
+        if gathered.requires_grad:  # its gradient complete: no rule needs the parameter again
+            gathered.register_hook(functools.partial(_release, weakref.ref(self), i))
+            self.metas.append(gathered._autograd)  # (the graph keeps its hooks only while it lives)
+
+    def release(self, i: int) -> None:
+        self.again.pop(i, None)
+
+    def close(self) -> None:
+        for key in self.buffers:
+            _GATHERED.pop(key, None)
+        self.buffers = []
+
+    def start(self, i: int) -> None:
+        if i not in self.again and i not in self.started:
+            with no_grad():
+                x = self.state.to_reduce(self.blocks[i], True)
+            self.started[i] = _all_gather_started(_world()[0], x)
+
+    def value(self, i: int, stage: int) -> Any:
+        if i not in self.again:
+            self.start(i)
+            before = self.before()
+            if before is not None:  # (every rank starts the same all-gathers in the same order)
+                for j in sorted(before.saved):
+                    before.start(j)
+            gathered = self.started.pop(i).wait()
+            with no_grad():
+                self.again[i] = (gathered, self.state.whole(i, gathered, True))
+        return self.again[i][stage]
+
+    def before(self) -> _Forward | None:
+        """The forward pass of a resharding module just before this one, still held by a graph."""
+        alive = [f for f in (ref() for ref in _FORWARDS) if f is not None]
+        k = next((k for k, f in enumerate(alive) if f is self), 0)
+        return alive[k - 1] if k > 0 else None
+
+
+_ACTIVE: list[_State] = []  # the modules whose forward passes are running
+_LAST: list[_State] = []  # the module whose forward pass started last, in the running outermost one
+
+# the resharding forward passes of the last outermost one, in the order they ran (weakly: a graph holds them)
+_FORWARDS: list[weakref.ref[_Forward]] = []
+
+
+def _all_gather_started(group: Any, x: Any) -> Any:
+    """An all-gather of ``x``'s blocks started (a ``Work``), whose result is the gathered
+    array: the blocks one after another, as ``fg.lax.all_gather(tiled=True)`` gives them."""
+    device = x.device
+    return group.all_gather(device.backend.xp, x._data).then(
+        lambda raw: Array._from_kernel(raw.reshape(-1), device))
+
+
+def _release(forward: weakref.ref[_Forward], i: int, _: Any) -> None:
+    """A gathered parameter's gradient hook (holding its forward pass weakly, as the graph holds it)."""
+    f = forward()
+    if f is not None:
+        f.release(i)
+
+
+class _Resharded:
+    """A saved view of a gathered parameter: which, and its layout in the gathered memory."""
+
+    __slots__ = ("forward", "index", "stage", "layout")
+
+    def __init__(self, forward: _Forward, index: int, stage: int, layout: Any) -> None:
+        self.forward, self.index, self.stage, self.layout = forward, index, stage, layout
+
+
+def _pack(a: Any) -> Any:
+    where = _GATHERED.get(id(a._buf)) if getattr(a, "_buf", None) is not None else None
+    if where is None:
+        return a
+    where[0].saved.add(where[1])
+    return _Resharded(*where, a._layout_obj())
+
+
+def _unpack(saved: Any) -> Any:
+    if saved.__class__ is not _Resharded:
+        return saved
+    return Array._view_of(saved.forward.value(saved.index, saved.stage), saved.layout)
 
 
 def fully_shard(module: Module, *, reshard_after_forward: bool = True,

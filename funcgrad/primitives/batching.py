@@ -67,10 +67,14 @@ def defbroadcasting(prim: Primitive) -> None:
     """An elementwise primitive: one batch axis in front of every mapped operand."""
 
     def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
+        shapes = [getattr(a, "shape", ()) for a in args]  # (a Python number has none)
         mapped = [d for d in dims if d is not None]
-        if len(mapped) == 1 and sum(hasattr(a, "shape") and a.shape != () for a in args) == 1:
+        if len(mapped) == 1 and len(shapes) - shapes.count(()) == 1:
             return bind(prim, *args, **params), mapped[0]  # one array operand: its axis stays where it is
-        rank = max(logical_ndim(a, d) for a, d in zip(args, dims))
+        ranks = [len(s) - (d is not None) for s, d in zip(shapes, dims)]
+        rank = max(ranks)
+        if all(d is None or (d == 0 and r == rank) for d, r in zip(dims, ranks)):  # batch first already
+            return bind(prim, *args, **params), 0
         return bind(prim, *(with_batch(a, d, rank) for a, d in zip(args, dims)), **params), 0
 
     prim.batch = rule

@@ -166,15 +166,18 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
             _RULE_AXIS.reset(rule_axis)
 
     def run(axis_name: Any, *args: Any, **kwargs: Any) -> Any:
-        axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
-        leaves, tree = _tree.flatten((args, kwargs))
+        if not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
+            axes, leaves, tree = [in_axes] * len(args), list(args), None  # (arrays over one axis: no tree to walk)
+        else:
+            axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
+            leaves, tree = _tree.flatten((args, kwargs))
         leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
         axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
         n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
         with new_interpreter(BatchInterpreter(n, axis_name)) as interp, \
                 (binding(axis_name, n) if axis_name is not None else contextlib.nullcontext()):
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
-            call_args, call_kwargs = _tree.unflatten(tree, boxed)
+            call_args, call_kwargs = (boxed, {}) if tree is None else _tree.unflatten(tree, boxed)
             token = random_state.enter_vmap(name, randomness, n,
                                             lambda keys: BatchTracer(interp, keys, 0),  # type: ignore[arg-type]
                                             lambda x: isinstance(x, BatchTracer) and x._interp is interp)
@@ -182,6 +185,8 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
                 out = f(*call_args, **call_kwargs)
             finally:
                 random_state.exit_vmap(token)
+            if out_axes.__class__ is int and isinstance(out, ArrayBase):  # (one array: no tree to walk)
+                return _unbox(name, interp, out, out_axes, n)
             out_leaves, out_tree = _tree.flatten(out)
             targets = _prefix_axes(name, "out_axes", out_axes, out)
             results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]  # type: ignore[arg-type]

@@ -19,8 +19,8 @@ from ...errors import ShapeError
 from ...primitives.core import fmt_shape
 from ..observe import observer
 
-__all__ = ["Node", "Reached", "backward_name", "fit", "planned", "propagate", "substitute", "toposort",
-           "use_backward_plans", "walk"]
+__all__ = ["Node", "Packed", "Reached", "SAVED_HOOKS", "backward_name", "fit", "pack", "planned", "propagate",
+           "substitute", "toposort", "unpacked", "use_backward_plans", "walk"]
 
 
 def fit(value: Any, shape: tuple[int, ...], dtype: Any) -> Any:
@@ -219,6 +219,55 @@ def propagate(node: Any, cts: list[Any], pending: dict[int, list[Any]], residual
                              f"for an input of shape {fmt_shape(tuple(shape))}")
         slot = pending.setdefault(id(pnode), [None] * pnode.n_out)
         slot[pidx] = ct if slot[pidx] is None else ops.add(slot[pidx], ct)
+
+
+# ``fg.autograd.graph.saved_tensors_hooks``: (pack, unpack) pairs, the innermost last
+SAVED_HOOKS: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
+
+
+class Packed:
+    """A node's saved values as a pack hook turned them (each array replaced by what
+    ``pack`` gave), with the ``unpack`` that turns them back before the node's rule runs."""
+
+    __slots__ = ("saved", "unpack")
+
+    def __init__(self, saved: Any, unpack: Callable[[Any], Any]) -> None:
+        self.saved, self.unpack = saved, unpack
+
+
+def _map_saved(saved: Any, fn: Callable[[Any], Any], arrays: bool) -> Any:
+    if isinstance(saved, tuple):
+        return tuple(_map_saved(e, fn, arrays) for e in saved)
+    if isinstance(saved, list):
+        return [_map_saved(e, fn, arrays) for e in saved]
+    if isinstance(saved, _Slot):
+        return fn(saved.value)
+    if arrays and isinstance(saved, ArrayBase):
+        return _Slot(fn(saved))
+    return saved
+
+
+class _Slot:
+    """What a pack hook made of one saved array (told apart from the saved non-arrays)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def pack(saved: Any) -> Packed:
+    """``saved`` (a rule's residuals: arrays in nested tuples) through the innermost pack hook."""
+    pack_hook, unpack_hook = SAVED_HOOKS[-1]
+    return Packed(_map_saved(saved, pack_hook, True), unpack_hook)
+
+
+def unpacked(node: Any) -> Any:
+    """``node``'s saved values unpacked for its rule, or ``None`` when they were not packed."""
+    saved = node.residuals
+    if saved.__class__ is not Packed:
+        return None
+    return _map_saved(saved.saved, saved.unpack, False)
 
 
 def substitute(saved: Any, values: Any) -> Any:

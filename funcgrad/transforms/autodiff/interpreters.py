@@ -24,7 +24,7 @@ from ...primitives.ad import VJPFromRules
 from ...primitives.core import aval_of, bind, current_interpreter
 from ..core import Interpreter, Tracer, check_tracer
 from ..grad_mode import NO_GRAD_SCOPE, is_grad_enabled, no_grad_active
-from .graph import Node, planned, walk
+from .graph import SAVED_HOOKS, Node, pack, planned, walk
 
 __all__ = ["JVPInterpreter", "JVPTracer", "VJPInterpreter", "VJPTracer", "backprop", "check_differentiable"]
 
@@ -247,6 +247,8 @@ class VJPInterpreter(Interpreter):
                 ans, residuals = rule.fwd(primals_t, params, tuple(p is not None for p in parents))
             finally:
                 self.exit_below(token)
+        if SAVED_HOOKS and tape:
+            residuals = pack(residuals)
         if prim.multiple_results:
             return self.box(ans, Node(prim, rule, params, tuple(parents), residuals, len(ans)), primals_t)
         node = Node(prim, rule, params, tuple(parents), residuals, 1)

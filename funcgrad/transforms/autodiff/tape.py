@@ -24,11 +24,11 @@ from ...primitives.ad import VJPFromRules
 from ...primitives.core import fmt_shape
 from ...primitives.shape import stop_gradient_p
 from ..grad_mode import TAPE_OFF, enable_grad, is_grad_enabled
-from .graph import Node, planned, walk
+from .graph import SAVED_HOOKS, Node, planned, unpacked, walk
 from .interpreters import VJPInterpreter
 
 __all__ = ["AutogradMeta", "AccumulateGrad", "backward", "grad", "enable_grad", "is_grad_enabled",
-           "Tape", "TAPE"]
+           "saved_tensors_hooks", "Tape", "TAPE"]
 
 _FREED = object()
 
@@ -120,14 +120,15 @@ class Tape(VJPInterpreter):
         return run_eager(prim, primals, params)
 
     def box(self, ans: Any, node: Node, primals: tuple[Any, ...]) -> Any:
-        """Several results (one array result is boxed inline by ``process``)."""
+        """The results (``process`` boxes one array result inline; ``record_known`` comes here)."""
+        outs = ans if node.multi else (ans,)
         if node.prim.impl is not None:  # user code may return an input, or an array with history: never relabel it
-            ans = tuple(Array._alias(o) if o._autograd is not None or any(o is p for p in primals) else o
-                        for o in ans)
-        for i, o in enumerate(ans):
+            outs = tuple(Array._alias(o) if o._autograd is not None or any(o is p for p in primals) else o
+                         for o in outs)
+        for i, o in enumerate(outs):
             if o._dtype.kind in "fc":
                 o._autograd = AutogradMeta(True, node, i)
-        return ans
+        return outs if node.multi else outs[0]
 
 
 _ZERO_RULES: dict[Any, VJPFromRules] = {}
@@ -170,6 +171,31 @@ def _snapshot(a: Any) -> Any:
     alias = Array._alias(a)
     alias._autograd = a._autograd
     return alias
+
+
+class saved_tensors_hooks:
+    """PyTorch's ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``: while
+    it is entered, each array the tape saves for a backward rule goes through
+    ``pack_hook(array)`` and is kept as whatever that returns; the backward pass gives the
+    rule ``unpack_hook(packed)`` instead, which must return an array equal to the one saved.
+    So saved values can be moved elsewhere, compressed or rebuilt (FSDP gathers resharded
+    parameters again). The innermost hooks apply."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError(f"saved_tensors_hooks: pack_hook and unpack_hook must be callables, got "
+                            f"{type(pack_hook).__name__} and {type(unpack_hook).__name__}")
+        self.hooks = (pack_hook, unpack_hook)
+
+    def __enter__(self) -> saved_tensors_hooks:
+        SAVED_HOOKS.append(self.hooks)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for i in range(len(SAVED_HOOKS) - 1, -1, -1):
+            if SAVED_HOOKS[i] is self.hooks:
+                del SAVED_HOOKS[i]
+                break
 
 
 def _replayed(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool,
@@ -238,7 +264,7 @@ def _backward_pass(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, cr
 
     token = TAPE_OFF.set(not create_graph)
     try:
-        leaves = walk(roots, visit, None if retain_graph else free)
+        leaves = walk(roots, visit, None if retain_graph else free, unpacked)
         if wanted is not None:
             for leaf, cts in leaves.values():  # reached: a zero gradient if only zeros arrived
                 if isinstance(leaf, AccumulateGrad) and (id(leaf), 0) in wanted:
