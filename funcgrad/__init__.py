@@ -17,9 +17,9 @@ from . import dtypes as _dtypes
 from .array import Array, ArrayBase
 from .backends import Buffer, Device, DeviceUnavailableError, device, devices
 from .backends import memory
-from .dtypes import (DType, bfloat16, can_cast, complex64, complex128, finfo, float16, float32, float64, iinfo, int8,
-                     int16, int32,
-                     int64, isdtype, result_type, uint8, uint16, uint32, uint64)
+from .dtypes import (DType, bfloat16, can_cast, complex64, complex128, finfo, float16, float32, float64,
+                     get_default_dtype, iinfo, int8, int16, int32, int64, isdtype, result_type, set_default_dtype,
+                     uint8, uint16, uint32, uint64)
 from .dtypes import bool_ as bool  # noqa: A001  (the array API spells it fg.bool)
 from .errors import (ArgumentTypeError, ArgumentValueError, ConcretizationError, DeviceMismatchError,
                      DistributedError, DistributedTimeoutError,
@@ -133,8 +133,8 @@ def __array_namespace_info__() -> _NS:
     return _NS(
         capabilities=lambda: {"boolean indexing": True, "data-dependent shapes": True},
         default_device=lambda: device("cpu"),
-        default_dtypes=lambda *, device=None: {"real floating": float32, "integral": int64,
-                                               "indexing": int64, "complex floating": complex64},
+        default_dtypes=lambda *, device=None: {"real floating": _dtypes.default_float, "integral": int64,
+                                               "indexing": int64, "complex floating": _dtypes.default_complex},
         dtypes=dtypes,
         devices=devices,
     )

@@ -601,6 +601,15 @@ _IN_PLACE = {"zero_", "fill_", "copy_", "normal_", "uniform_", "add_", "sub_", "
              "masked_fill_", "index_add_", "scatter_", "addcmul_", "addcdiv_", "lerp_"}
 
 
+# what to write for an in-place method whose name without the underscore is no method
+_INSTEAD = {"zero_": "x = fg.zeros_like(x)", "fill_": "x = fg.full_like(x, value)",
+            "normal_": "x = fg.randn_like(x) * std + mean", "uniform_": "x = fg.rand_like(x) * (b - a) + a",
+            "copy_": "x = fg.asarray(other)", "masked_fill_": "x = fg.where(mask, value, x)",
+            "scatter_": "x = x.at[index].set(src)", "index_add_": "x = x.at[index].add(source)",
+            "addcmul_": "x = x + value * t1 * t2", "addcdiv_": "x = x + value * t1 / t2",
+            "lerp_": "x = x + weight * (end - x)", "clamp_": "x = x.clamp(min, max)"}
+
+
 def _explaining(name: str, why: str) -> property:
     """A property that raises ``AttributeError(why)``: ``hasattr`` stays false, and PyTorch's
     in-place methods and ``.data`` get an explanation instead of Python's bare "no attribute".
@@ -619,9 +628,10 @@ def _explain_in_place_habits() -> None:
     methods = {n for cls in (ArrayBase, Array) for n in vars(cls) if not n.startswith("_") and not n.endswith("_")}
     for name in sorted(_IN_PLACE | {f"{m}_" for m in methods}):
         if not any(name in vars(cls) for cls in (ArrayBase, Array)):
+            instead = _INSTEAD.get(name, f"x = x.{name[:-1]}(...)")
             setattr(ArrayBase, name, _explaining(name, (
                 f"{{kind}}.{name}: funcgrad arrays are immutable, so there is no in-place {name}. Write "
-                f"`x = x.{name[:-1]}(...)`, which returns a new array (for an indexed update `x = x.at[i].set(v)`; "
+                f"`{instead}`, which returns a new array (for an indexed update `x = x.at[i].set(v)`; "
                 "a Parameter changes through an optimizer, `with fg.no_grad(): p -= lr * p.grad`, or p.copy_(v)).")))
     ArrayBase.data = _explaining("data", (  # type: ignore[attr-defined]
         "{kind}.data: funcgrad arrays have no .data: an array is already a value that cannot change. Use "

@@ -18,17 +18,25 @@
   and raises ``fg.WriteGuardError`` naming the program and the equation that wrote into one
   (the arrays are restored first). A debugging switch, costing a copy of every input per call;
   also set by the environment variable ``FUNCGRAD_WRITE_GUARD=1``. The project's tests run with it on.
+* ``enable_x64``: JAX's 64-bit mode, for NumPy-style code (``import funcgrad as np``): Python
+  floats, ``zeros``/``ones``/``eye``/``linspace``/``arange(3.0)`` and integer-to-float results
+  are float64 (complex128), as NumPy's are, and ``fg.random`` follows JAX's x64 mode (keys
+  from 64-bit seeds, int64 and float64 draws). Set it with ``fg.config.update("enable_x64",
+  True)`` before making arrays, or the environment variable ``FUNCGRAD_ENABLE_X64=1``.
+  ``fg.set_default_dtype(fg.float64)`` (PyTorch's) changes the default float alone.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 __all__ = ["config"]
 
 
 class _Config:
-    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "_compile_backend")
+    __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "_compile_backend", "_x64",
+                 "_on_x64")
 
     def __init__(self) -> None:
         self.explain_cache_misses = os.environ.get("FUNCGRAD_EXPLAIN_CACHE_MISSES", "") not in ("", "0")
@@ -36,6 +44,39 @@ class _Config:
         self.compile_threads = int(os.environ.get("FUNCGRAD_COMPILE_THREADS", 0)) or _usable_cores()
         self.write_guard = os.environ.get("FUNCGRAD_WRITE_GUARD", "") not in ("", "0")
         self.compile_backend = os.environ.get("FUNCGRAD_COMPILE_BACKEND", "") or "c"
+        self._on_x64: list[Callable[[bool], None]] = []
+        self.enable_x64 = os.environ.get("FUNCGRAD_ENABLE_X64", "") not in ("", "0")
+
+    @property
+    def enable_x64(self) -> bool:
+        return self._x64
+
+    @enable_x64.setter
+    def enable_x64(self, value: bool) -> None:
+        self._x64 = bool(value)
+        for follow in self._on_x64:
+            follow(self._x64)
+
+    def follow_x64(self, follow: Callable[[bool], None]) -> None:
+        """Call ``follow(enabled)`` now and whenever 64-bit mode is switched (how the layers
+        above this one, ``dtypes``'s default float, take the switch)."""
+        self._on_x64.append(follow)
+        follow(self._x64)
+
+    @property
+    def x64_enabled(self) -> bool:
+        """Whether 64-bit mode is on (JAX's ``jax.config.x64_enabled``)."""
+        return self._x64
+
+    def update(self, name: str, value: object) -> None:
+        """Set a switch by name, as ``jax.config.update`` does (a ``jax_`` prefix is allowed:
+        ``update("jax_enable_x64", True)``)."""
+        key = name[4:] if name.startswith("jax_") else name
+        if key.startswith("_") or key not in ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard",
+                                              "compile_backend", "enable_x64"):
+            raise AttributeError(f"fg.config.update: no switch named {name!r}; the switches are explain_cache_misses, "
+                                 "no_retrace, compile_threads, write_guard, compile_backend and enable_x64")
+        setattr(self, key, value)
 
     @property
     def compile_backend(self) -> str:
@@ -50,7 +91,7 @@ class _Config:
     def __repr__(self) -> str:
         return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
                 f"compile_threads={self.compile_threads}, compile_backend={self.compile_backend!r}, "
-                f"write_guard={self.write_guard})")
+                f"write_guard={self.write_guard}, enable_x64={self.enable_x64})")
 
 
 def _usable_cores() -> int:

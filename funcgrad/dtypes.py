@@ -18,6 +18,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from .config import config
 from .errors import DTypeError
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
     "bfloat16", "float32", "float64", "complex64", "complex128", "component_dtype", "as_dtype", "result_type",
     "promote", "PYTHON_DTYPES", "python_result",
     "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
-    "default_float", "default_int",
+    "default_float", "default_complex", "default_int", "set_default_float", "set_default_dtype", "get_default_dtype",
 ]
 
 
@@ -90,13 +91,40 @@ all_dtypes: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, bfloat16, float32, float64,
     complex64, complex128,
 )
+# The dtypes Python floats and complex numbers become, and that creation functions and
+# integer-to-float operations default to: float32 (JAX's and PyTorch's default), or float64
+# under ``set_default_float`` (``fg.set_default_dtype``, ``fg.config.update("enable_x64", True)``).
 default_float = float32
+default_complex = complex64
 default_int = int64
 
 BY_NUMPY_DTYPE: dict[np.dtype, DType] = {d.np: d for d in all_dtypes}
 BY_NAME: dict[str, DType] = {d.name: d for d in all_dtypes}
 BY_NAME["bool_"] = bool_
 _BY_PYTYPE: dict[type, DType] = {bool: bool_, int: int64, float: float32, complex: complex64}
+
+
+def set_default_float(dtype: DType) -> None:
+    """Make ``dtype`` (float32 or float64) the default float, and its complex the default complex."""
+    global default_float, default_complex
+    if dtype not in (float32, float64):
+        raise DTypeError(f"set_default_dtype: the default float dtype must be float32 or float64, got {dtype}")
+    default_float, default_complex = dtype, (complex64 if dtype is float32 else complex128)
+    _BY_PYTYPE[float], _BY_PYTYPE[complex] = default_float, default_complex
+
+
+config.follow_x64(lambda enabled: set_default_float(float64 if enabled else float32))
+
+
+def set_default_dtype(dtype: Any) -> None:
+    """PyTorch's ``torch.set_default_dtype``: the dtype (float32 or float64) Python floats,
+    creation functions and integer-to-float operations give from now on."""
+    set_default_float(as_dtype(dtype, op="set_default_dtype"))
+
+
+def get_default_dtype() -> DType:
+    """The default float dtype (PyTorch's ``torch.get_default_dtype``)."""
+    return default_float
 
 
 def component_dtype(dtype: DType) -> DType:
@@ -179,14 +207,14 @@ def weak_result(dtype: DType, scalar: Any) -> DType:
         elif isinstance(scalar, (int, np.integer)):
             scalar_type = int64
         elif isinstance(scalar, (float, np.floating)):
-            scalar_type = float32
+            scalar_type = default_float
         elif isinstance(scalar, (complex, np.complexfloating)):
-            scalar_type = complex64
+            scalar_type = default_complex
         else:
             raise DTypeError(f"unsupported scalar {scalar!r} of type {type(scalar).__name__}")
     if _KIND_ORDER[scalar_type.kind] <= _KIND_ORDER[dtype.kind]:
         return dtype
-    if scalar_type is complex64 and dtype is float64:  # a complex scalar keeps the array's precision
+    if scalar_type.kind == "c" and dtype is float64:  # a complex scalar keeps the array's precision
         return complex128
     return scalar_type
 

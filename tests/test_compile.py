@@ -629,3 +629,17 @@ def test_a_one_array_call_takes_the_quick_path_only_where_nothing_is_around_it()
         assert f(x).tolist() == [1.0, 4.0]
     finally:
         fg.config.write_guard = before
+
+
+def test_any_callable_compiles_a_partial_and_a_callable_object() -> None:
+    import functools
+
+    scaled = fg.jit(functools.partial(lambda a, x: a * x, 2.0))
+    assert scaled(fg.ones(2)).tolist() == [2.0, 2.0] and scaled.__name__ == "<lambda>"
+
+    class AddOne:
+        def __call__(self, x):
+            return x + 1
+
+    compiled = fg.compile(AddOne())
+    assert compiled(fg.ones(2)).tolist() == [2.0, 2.0] and compiled.__name__ == "AddOne"

@@ -95,3 +95,65 @@ def test_a_dtype_is_never_equal_to_none() -> None:
     array API suite compares dtypes with dict lookups that may return None)."""
     assert fg.float64 != None and not (None == fg.float64)  # noqa: E711
     assert fg.float64 == "float64" and fg.float32 != "spam"
+
+
+@pytest.fixture
+def x64():
+    """64-bit mode, switched off again after the test."""
+    fg.config.update("enable_x64", True)
+    yield
+    fg.config.update("enable_x64", False)
+
+
+def test_64_bit_mode_computes_what_numpy_computes(x64) -> None:
+    """``fg.config.update("enable_x64", True)``: NumPy-style code gets NumPy's float64 where
+    the default mode gives float32, and the same values as NumPy."""
+    assert fg.config.x64_enabled and fg.get_default_dtype() is fg.float64
+    for made, want in ((fg.zeros(3), np.zeros(3)), (fg.ones((2, 2)), np.ones((2, 2))), (fg.eye(2), np.eye(2)),
+                       (fg.linspace(0, 1, 5), np.linspace(0, 1, 5)), (fg.arange(3.0), np.arange(3.0)),
+                       (fg.array([0.1, 0.2]), np.array([0.1, 0.2])), (fg.log(2 * np.pi), np.log(2 * np.pi)),
+                       (fg.exp(fg.arange(3)), np.exp(np.arange(3))), (fg.arange(3) * 2.5, np.arange(3) * 2.5),
+                       (fg.asarray(1 + 2j), np.asarray(1 + 2j)), (fg.mean(fg.arange(4)), np.mean(np.arange(4)))):
+        assert made.dtype == want.dtype, (made, want)
+        np.testing.assert_array_equal(made.numpy(), want)
+    assert fg.rand(2).dtype is fg.float64 and fg.nn.Linear(2, 3).weight.dtype is fg.float64
+    assert fg.array([1.0], dtype=fg.float32).dtype is fg.float32  # (an explicit dtype wins)
+    assert (fg.ones(2, dtype=fg.float32) * 2.5).dtype is fg.float32  # (Python floats stay weak)
+    assert fg.__array_namespace_info__().default_dtypes()["real floating"] is fg.float64
+
+
+def test_64_bit_mode_switches_back_and_from_the_environment() -> None:
+    fg.config.update("jax_enable_x64", True)  # (JAX's spelling)
+    fg.config.update("jax_enable_x64", False)
+    assert fg.zeros(2).dtype is fg.float32 and fg.array([0.5]).dtype is fg.float32
+    with pytest.raises(AttributeError, match="no switch named 'spam'"):
+        fg.config.update("spam", True)
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import funcgrad as fg; print(fg.zeros(1).dtype, fg.config.x64_enabled)"],
+                         env={**__import__("os").environ, "FUNCGRAD_ENABLE_X64": "1"}, capture_output=True, text=True)
+    assert out.stdout.split() == ["float64", "True"], out.stderr
+
+
+def test_set_default_dtype_is_pytorchs() -> None:
+    fg.set_default_dtype(fg.float64)
+    try:
+        assert fg.get_default_dtype() is fg.float64 and fg.tensor([1.5]).dtype is fg.float64
+        assert fg.zeros(2).dtype is fg.float64 and not fg.config.x64_enabled
+    finally:
+        fg.set_default_dtype(fg.float32)
+    assert fg.tensor([1.5]).dtype is fg.float32
+    with pytest.raises(fg.DTypeError, match="float32 or float64"):
+        fg.set_default_dtype(fg.int32)
+
+
+@pytest.mark.parametrize("make", [fg.zeros, fg.ones, fg.empty])
+def test_creation_takes_numpys_and_pytorchs_forms(make) -> None:
+    assert make(2, 3, dtype=fg.double).dtype is fg.float64 and make(2, 3, dtype=fg.double).shape == (2, 3)
+    assert make((2, 3), fg.int32).dtype is fg.int32 and make((2, 3), "float64").dtype is fg.float64
+    assert make(4).shape == (4,) and make(()).shape == () and make([2, 1]).shape == (2, 1)
+    assert make((2,), None).dtype is fg.float32
+    with pytest.raises(TypeError, match="dtype is given twice"):
+        make(2, fg.float32, dtype=fg.float64)
+    with pytest.raises(TypeError, match="missing the shape"):
+        make()

@@ -119,6 +119,29 @@ def test_in_place_habits_get_explanations() -> None:
         x.nonsense  # noqa: B018
 
 
+def test_every_in_place_explanation_suggests_code_that_exists() -> None:
+    """The fix each in-place method's error suggests names only methods and functions that exist."""
+    import re
+
+    from funcgrad.array import _IN_PLACE, ArrayBase
+
+    x = fg.ones((2, 2))
+    names = _IN_PLACE | {n for n, v in vars(ArrayBase).items() if n.endswith("_") and isinstance(v, property)}
+    checked = 0
+    for name in sorted(names):
+        with pytest.raises(AttributeError) as caught:
+            getattr(x, name)
+        code = re.search(r"Write `([^`]*)`", str(caught.value))
+        if code is None:
+            continue
+        checked += 1
+        for method in re.findall(r"x\.(\w+)\(", code.group(1)):
+            assert hasattr(x, method), (name, code.group(1))
+        for function in re.findall(r"fg\.(\w+)\(", code.group(1)):
+            assert hasattr(fg, function), (name, code.group(1))
+    assert checked >= len(_IN_PLACE)
+
+
 def test_manual_sgd_on_parameters_works_as_in_pytorch() -> None:
     """``with no_grad(): p -= lr * p.grad`` changes the module's parameters (it re-points them),
     and outside no_grad it is an error that shows the fix; ``p.data`` and ``copy_`` too."""

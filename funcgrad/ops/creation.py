@@ -65,8 +65,8 @@ def _host_array(obj: Any, dtype: _dt.DType | None, op: str) -> np.ndarray:
     except OverflowError as exc:
         raise DTypeError(f"{op}: {exc}") from None
     if dtype is None:
-        if host.dtype in (np.float64, np.complex128) and _is_python_data(obj):  # Python floats: float32 (complex64)
-            host = host.astype(np.float32 if host.dtype == np.float64 else np.complex64)
+        if host.dtype in (np.float64, np.complex128) and _is_python_data(obj):  # Python floats: the default float
+            host = host.astype((_dt.default_float if host.dtype == np.float64 else _dt.default_complex).np)
         elif host.dtype.kind == "O":
             raise DTypeError(f"{op}: cannot make an array of Python objects ({type(obj).__name__})")
         elif host.dtype.kind in "US":
@@ -76,7 +76,7 @@ def _host_array(obj: Any, dtype: _dt.DType | None, op: str) -> np.ndarray:
 
 
 def _is_python_data(obj: Any) -> bool:
-    """Python floats become float32 (PyTorch's and JAX's default); objects that carry a dtype
+    """Python floats become the default float (float32, as in PyTorch and JAX); objects that carry a dtype
     (NumPy arrays and scalars, pandas frames, anything with ``__array__``) keep theirs."""
     if hasattr(obj, "__array__") or hasattr(obj, "__array_interface__") or hasattr(obj, "dtype"):
         return False
@@ -252,37 +252,42 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     return create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
 
 
-def _sizes(shape: Any, dtype: Any, more: tuple[Any, ...]) -> tuple[Any, Any]:
-    """PyTorch's ``zeros(3, 4)`` beside NumPy's ``zeros((3, 4), dtype)``: an int where the dtype
-    goes can only be another dimension."""
-    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
-        return (shape, dtype, *more), None
-    if more:
-        raise TypeError(f"expected a shape then at most a dtype, got {(shape, dtype, *more)!r}")
-    return shape, dtype
+def _sizes(op: str, size: tuple[Any, ...], dtype: Any) -> tuple[Any, Any]:
+    """The shape and dtype from PyTorch's ``zeros(3, 4, dtype=...)``, ``zeros((3, 4))`` or
+    NumPy's ``zeros((3, 4), float)``: a last positional that is not an int is the dtype."""
+    if not size:
+        raise TypeError(f"{op}: missing the shape (zeros((3, 4)) or zeros(3, 4))")
+    if len(size) > 1 and not (isinstance(size[-1], (int, np.integer)) and not isinstance(size[-1], bool)):
+        if dtype is not None:
+            raise TypeError(f"{op}: the dtype is given twice, as {size[-1]!r} and dtype={dtype!r}")
+        size, dtype = size[:-1], size[-1]
+        if len(size) > 1:
+            raise TypeError(f"{op}: expected a shape then at most a dtype, got {(*size, dtype)!r}")
+    return (size[0] if len(size) == 1 else size), dtype
 
 
 @_grad_leaf
-def zeros(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires_grad: bool = False) -> Array:
-    """Zeros of ``shape`` (``zeros((3, 4))``, or PyTorch's ``zeros(3, 4)``)."""
-    shape, dtype = _sizes(shape, dtype, more)
-    dt, sh = _resolve(dtype, _dt.float32, "zeros"), _shape(shape, "zeros")
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Array:
+    """Zeros of a shape: ``zeros((3, 4))``, NumPy's ``zeros((3, 4), dtype)`` or PyTorch's
+    ``zeros(3, 4, dtype=...)``; the default float unless ``dtype`` says otherwise."""
+    shape, dtype = _sizes("zeros", size, dtype)
+    dt, sh = _resolve(dtype, _dt.default_float, "zeros"), _shape(shape, "zeros")
     return create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
 
 
 @_grad_leaf
-def ones(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires_grad: bool = False) -> Array:
-    """Ones of ``shape`` (``ones((3, 4))``, or PyTorch's ``ones(3, 4)``)."""
-    shape, dtype = _sizes(shape, dtype, more)
-    dt, sh = _resolve(dtype, _dt.float32, "ones"), _shape(shape, "ones")
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Array:
+    """Ones of a shape, in the forms ``zeros`` takes."""
+    shape, dtype = _sizes("ones", size, dtype)
+    dt, sh = _resolve(dtype, _dt.default_float, "ones"), _shape(shape, "ones")
     return create(device, lambda xp: xp.ones(sh, dtype=dt.np))
 
 
 @_grad_leaf
-def empty(shape: Any, dtype: Any = None, *more: Any, device: Any = None, requires_grad: bool = False) -> Array:
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Array:
     """Uninitialised in NumPy; here zeros, since an array can never be written later."""
-    shape, dtype = _sizes(shape, dtype, more)
-    return zeros(shape, dtype, device=device)
+    shape, dtype = _sizes("empty", size, dtype)
+    return zeros(shape, dtype=dtype, device=device)
 
 
 def _backend_like(x: Array, fill: str) -> Array:
@@ -329,7 +334,7 @@ def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = No
 @_grad_leaf
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None,
            requires_grad: bool = False) -> Array:
-    """Like ``np.arange``; float arguments give float32 by default."""
+    """Like ``np.arange``; float arguments give the default float (float32) by default."""
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if (v is None and name != "stop") or not (v is None or isinstance(v, (int, float, np.integer, np.floating,
                                                                               ArrayBase))) or isinstance(v, bool):
@@ -337,7 +342,7 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, de
     if dtype is None:
         is_float = any(isinstance(v, (float, np.floating)) or (isinstance(v, ArrayBase) and v.dtype.kind == "f")
                        for v in (start, stop, step))
-        dtype = _dt.float32 if is_float else _dt.int64
+        dtype = _dt.default_float if is_float else _dt.default_int
     dt = _dt.as_dtype(dtype, op="arange")
     if step == 0:
         raise ArgumentValueError("arange: step must not be zero")
@@ -383,14 +388,14 @@ def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device:
         div = (num - 1 if endpoint else num) or 1
         fraction = steps / float(div)  # an array: its operators are fg.*'s
         return (start + (stop - start) * fraction).astype(dt, copy=False)
-    dt = _resolve(dtype, _dt.float32, "linspace")
+    dt = _resolve(dtype, _dt.default_float, "linspace")
     return create(device, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint).astype(dt.np))
 
 
 @_grad_leaf
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Array:
-    dt = _resolve(dtype, _dt.float32, "eye")
+    dt = _resolve(dtype, _dt.default_float, "eye")
     n_rows = as_int("eye", n_rows, "n_rows")
     n_cols = None if n_cols is None else as_int("eye", n_cols, "n_cols")
     k = as_int("eye", k, "k (the diagonal)", minimum=None)
@@ -398,5 +403,5 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
 
 
 def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
-    dt = _resolve(dtype, _dt.float32, "tri")
+    dt = _resolve(dtype, _dt.default_float, "tri")
     return create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))

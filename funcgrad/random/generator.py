@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
 from .. import ops
 from ..array import Array, ArrayBase
 from ..backends import random_state as random_state
-from ..dtypes import as_dtype, float32, int64
+from ..dtypes import as_dtype, int64
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives.checks import as_int
+from . import distributions as _draws
 from . import keys as _keys
 
 __all__ = ["Generator", "default_generator", "manual_seed", "rand", "randn", "randint", "randperm", "normal",
@@ -140,15 +142,15 @@ def _finish(x: Any, dtype: Any, device: Any, requires_grad: bool) -> Any:
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Any:
     """Uniform values in [0, 1) (``torch.rand``)."""
-    d = as_dtype(dtype) if dtype is not None else float32
+    d = as_dtype(dtype) if dtype is not None else _dt.default_float
     return _finish(_keys.uniform(_key(generator), _size(size, "rand"), d), None, device, requires_grad)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Any:
     """Standard normal values (``torch.randn``)."""
-    d = as_dtype(dtype) if dtype is not None else float32
-    return _finish(_keys.normal(_key(generator), _size(size, "randn"), d), None, device, requires_grad)
+    d = as_dtype(dtype) if dtype is not None else _dt.default_float
+    return _finish(_draws.normal(_key(generator), _size(size, "randn"), d), None, device, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
@@ -160,14 +162,14 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
         low, high = 0, low
     if high <= low:
         raise ArgumentValueError(f"randint: high ({high}) must be greater than low ({low})")
-    out = _keys.randint(_key(generator), _size((size,), "randint"),
+    out = _draws.randint(_key(generator), _size((size,), "randint"),
                         low, high, int64)
     return _finish(out, dtype, device, False)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Any:
     """A random permutation of ``range(n)`` (``torch.randperm``)."""
-    return _finish(_keys.permutation(_key(generator), int(n)), dtype, device, False)
+    return _finish(_draws.permutation(_key(generator), int(n)), dtype, device, False)
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None) -> Any:
@@ -180,16 +182,16 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
         shape = ops.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     else:
         shape = _size((size,) if not isinstance(size, (tuple, list)) else (size,), "normal")
-    dtype = arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else float32
+    dtype = arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else _dt.default_float
     _require("normal", std, lambda v: v >= 0, "std must be at least 0")
-    return _keys.normal(_key(generator), shape, dtype) * std + mean
+    return _draws.normal(_key(generator), shape, dtype) * std + mean
 
 
 def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
     """0 or 1 with probability ``p`` per element, in ``p``'s dtype (``torch.bernoulli``)."""
-    p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=float32)
+    p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=_dt.default_float)
     _require("bernoulli", p, lambda v: (v >= 0) & (v <= 1), "p must be in [0, 1]")
-    return _keys.bernoulli(_key(generator), p, tuple(p.shape)).astype(p.dtype)
+    return _draws.bernoulli(_key(generator), p, tuple(p.shape)).astype(p.dtype)
 
 
 def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
@@ -197,7 +199,7 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
     """Indices drawn with weights ``probs`` (one row, or a batch of rows), as
     ``torch.multinomial``: with replacement from the categorical distribution, without it
     by Gumbel top-k."""
-    probs = probs if isinstance(probs, ArrayBase) else ops.asarray(probs, dtype=float32)
+    probs = probs if isinstance(probs, ArrayBase) else ops.asarray(probs, dtype=_dt.default_float)
     if probs.ndim not in (1, 2):
         raise ShapeError(f"multinomial: probs must be 1-D or 2-D, got shape {tuple(probs.shape)}")
     n = probs.shape[-1]
@@ -210,8 +212,8 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
         logits = ops.log(probs / ops.sum(probs, axis=-1, keepdims=True))
     key = _key(generator)
     if replacement:
-        return _keys.categorical(key, logits[..., None, :], shape=(*probs.shape[:-1], num_samples))
-    noisy = logits + _keys.gumbel(key, tuple(probs.shape), logits.dtype)
+        return _draws.categorical(key, logits[..., None, :], shape=(*probs.shape[:-1], num_samples))
+    noisy = logits + _draws.gumbel(key, tuple(probs.shape), logits.dtype)
     return ops.argsort(noisy, axis=-1, descending=True, stable=True)[..., :num_samples]
 
 

@@ -21,20 +21,23 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
+from .. import dtypes as _dt
 from .. import ops
 from .. import tree as _tree
 from ..array import ArrayBase
-from ..dtypes import DType, as_dtype, float32, float64, int64, uint32, uint64
+from ..config import config
+from ..dtypes import DType, as_dtype, bfloat16, float16, float32, float64, int32, int64, uint8, uint16, uint32, uint64
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ..primitives import lax
-from ..primitives.checks import as_int, as_shape, normalize_axis
+from ..primitives.checks import as_int, as_shape
 from ..primitives.core import bind
 from ..primitives.random import threefry2x32_p
+from . import xla_math
 
-__all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform", "normal",
-           "truncated_normal", "randint", "bernoulli", "categorical", "gumbel", "permutation", "choice"]
+__all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "bits", "uniform"]
 
 
 class Key:
@@ -98,15 +101,14 @@ _tree.register(Key, lambda k: ((k.data,), None), lambda _, children: Key(childre
 # ---- keys ----------------------------------------------------------------------------------
 
 def _seed_words(seed: int) -> tuple[int, int]:
-    """JAX's seeding: the high and low 32 bits of the seed; a seed that fits in an int32
-    has no high word (JAX's default 32-bit mode shifts it out)."""
+    """JAX's seeding: the seed as an int64, its low 32 bits the second word; the first word
+    is its high 32 bits in 64-bit mode, and 0 in JAX's default mode."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ArgumentTypeError(f"fg.random.key: the seed must be a Python int, got {seed!r} ({type(seed).__name__})")
     seed = int(seed)
-    if not -(2 ** 63) <= seed < 2 ** 64:
-        raise ArgumentValueError(f"fg.random.key: the seed {seed} does not fit in 64 bits")
-    high = 0 if -(2 ** 31) <= seed < 2 ** 31 else (seed >> 32) & 0xFFFFFFFF
-    return high, seed & 0xFFFFFFFF
+    if not -(2 ** 63) <= seed < 2 ** 63:
+        raise ArgumentValueError(f"fg.random.key: the seed {seed} does not fit in an int64")
+    return ((seed >> 32) & 0xFFFFFFFF if _x64() else 0), seed & 0xFFFFFFFF
 
 
 def key(seed: int) -> Key:
@@ -193,202 +195,74 @@ def draw_shape(shape: Any, op: str, where: str = "fg.random.") -> tuple[int, ...
     return () if shape is None else as_shape(f"{where}{op}", shape)
 
 
+# ---- JAX's configuration: its dtypes in 32-bit mode, or in 64-bit mode (fg.config.enable_x64) ----
+
+def _x64() -> bool:
+    return config.enable_x64
+
+
+def _int_default() -> DType:
+    return int64 if _x64() else int32
+
+
 def _float_dtype(dtype: Any, op: str) -> DType:
-    d = as_dtype(dtype, op=f"fg.random.{op}")
-    if d not in (float32, float64):
-        raise DTypeError(f"fg.random.{op}: dtype must be float32 or float64, got {d}")
+    d = _dt.default_float if dtype is None else as_dtype(dtype, op=f"fg.random.{op}")
+    if d not in (float16, bfloat16, float32, float64):
+        raise DTypeError(f"fg.random.{op}: dtype must be a floating dtype (float16, bfloat16, float32, float64), "
+                         f"got {d}")
     return d
 
 
-def bits(k: Any, shape: Any = (), dtype: Any = uint32) -> Any:
-    """Uniform random bits: uint32 (or uint64) values of ``shape``, as ``jax.random.bits``."""
-    shape, d = draw_shape(shape, "bits"), as_dtype(dtype, op="fg.random.bits")
-    if d not in (uint32, uint64):
-        raise DTypeError(f"fg.random.bits: dtype must be uint32 or uint64, got {d}")
-    return lax.reshape(_bits(k, math.prod(shape), d, "bits"), shape)
+def _float_array(v: Any, d: DType, device: Any) -> Any:
+    return v.astype(d) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=d, device=device)
 
 
-def _bits(k: Any, n: int, dtype: DType, op: str) -> Any:
+_UINT = {8: uint8, 16: uint16, 32: uint32, 64: uint64}
+
+
+# ---- bits and uniform values -------------------------------------------------------------------
+
+def bits(k: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Uniform random bits: unsigned integers of ``shape`` (uint8 to uint64; uint32 by
+    default, uint64 in 64-bit mode), as ``jax.random.bits``."""
+    shape = draw_shape(shape, "bits")
+    d = (uint64 if _x64() else uint32) if dtype is None else as_dtype(dtype, op="fg.random.bits")
+    if d.kind != "u":
+        raise DTypeError(f"fg.random.bits: dtype must be an unsigned integer type, got {d}")
+    return _random_bits(k, d.itemsize * 8, shape, "bits")
+
+
+def _random_bits(k: Any, width: int, shape: tuple[int, ...], op: str) -> Any:
+    """JAX's partitionable Threefry bits: element ``i`` from the counter ``i``; its two
+    output words joined (64 bits), xor-ed (32), or xor-ed and cut to the low 8 or 16."""
     k1, k2 = _single(k, op)
-    high, low = _counters(n, k1)
+    high, low = _counters(math.prod(shape), k1)
     y1, y2 = _threefry(k1, k2, high, low)
-    if dtype is uint32:
-        return y1 ^ y2
-    return (lax.convert(y1, uint64) << 32) | lax.convert(y2, uint64)
+    if width == 64:
+        words = (lax.convert(y1, uint64) << 32) | lax.convert(y2, uint64)
+    else:
+        words = y1 ^ y2
+        if width < 32:
+            words = lax.convert(words, _UINT[width])
+    return lax.reshape(words, shape)
 
 
-def _unit(words: Any, dtype: DType) -> Any:
-    """[0, 1) from random words: the top mantissa's worth of bits over 2**mantissa (exactly
-    JAX's bitcast of them under 1.0, minus 1)."""
-    mantissa = 23 if dtype is float32 else 52
-    return lax.convert(words >> (words.dtype.itemsize * 8 - mantissa), dtype) * (2.0 ** -mantissa)
+def _fused(a: Any, b: Any, c: Any, d: DType) -> Any:
+    """``a * b + c`` as XLA computes it: one fused multiply-add in float32 and float64, each
+    operation rounded in half precision."""
+    return a * b + c if d.itemsize < 4 else xla_math.fma(a, b, c)
 
 
-def uniform(k: Any, shape: Any = (), dtype: Any = float32, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
-    """Uniform values in ``[minval, maxval)`` (bit for bit ``jax.random.uniform``)."""
+def uniform(k: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
+    """Uniform values in ``[minval, maxval)``, bit for bit ``jax.random.uniform``: random
+    mantissa bits under an exponent of 1, minus 1, scaled (every float dtype; bfloat16 from
+    8 random bits, as JAX)."""
     shape, d = draw_shape(shape, "uniform"), _float_dtype(dtype, "uniform")
-    unit = _unit(_bits(k, math.prod(shape), uint32 if d is float32 else uint64, "uniform"), d)
+    info = ml_dtypes.finfo(d.np)
+    width = d.itemsize * 8
+    random = 8 if info.nmant < 8 else width
+    unit = lax.convert(lax.convert(_random_bits(k, random, shape, "uniform") >> (random - info.nmant), float64)
+                       * 2.0 ** -info.nmant, d)  # (exact: a multiple of 2**-nmant below 1)
     device = _words(k, "uniform").device
-    lo, hi = (ops.asarray(v, dtype=d, device=device) if not isinstance(v, ArrayBase) else v.astype(d)
-              for v in (minval, maxval))
-    if d is float32:  # unit * (hi - lo) + lo rounded once, as XLA's fused multiply-add does
-        scaled = lax.convert(lax.convert(unit, float64) * lax.convert(hi - lo, float64) + lax.convert(lo, float64),
-                             float32)
-    else:
-        scaled = unit * (hi - lo) + lo
-    return ops.maximum(lo, lax.reshape(scaled, shape))
-
-
-def normal(k: Any, shape: Any = (), dtype: Any = float32) -> Any:
-    """Standard normal values (Box-Muller on uniform pairs: each Threefry call gives two words,
-    one pair of normals)."""
-    shape, d = draw_shape(shape, "normal"), _float_dtype(dtype, "normal")
-    n = math.prod(shape)
-    pairs = (n + 1) // 2
-    k1, k2 = _single(k, "normal")
-    if d is float32:
-        high, low = _counters(pairs, k1)
-        w1, w2 = _threefry(k1, k2, high, low)
-    else:  # 64-bit words: two counters per pair
-        words = _bits(k, 2 * pairs, uint64, "normal")
-        w1, w2 = words[:pairs], words[pairs:]
-    radius = ops.sqrt(-2.0 * ops.log1p(-_unit(w1, d)))  # 1 - u in (0, 1]: the log is finite
-    angle = (2 * math.pi) * _unit(w2, d)
-    both = ops.concatenate([radius * ops.cos(angle), radius * ops.sin(angle)])
-    return lax.reshape(both[:n] if 2 * pairs != n else both, shape)
-
-
-def truncated_normal(k: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = float32) -> Any:
-    """Normal values conditioned on ``[lower, upper]``, by inverting the normal CDF."""
-    d = _float_dtype(dtype, "truncated_normal")
-    device = _words(k, "truncated_normal").device
-    lo, hi = (v.astype(d) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=d, device=device)
-              for v in (lower, upper))
-    shape = (ops.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)) if shape is None
-             else draw_shape(shape, "truncated_normal"))
-    sqrt2 = math.sqrt(2.0)
-    a, b = ops.erf(lo / sqrt2), ops.erf(hi / sqrt2)
-    u = uniform(k, shape, d, minval=a, maxval=b)
-    tiny = float(np.finfo(d.np).tiny)
-    out = sqrt2 * _erfinv(ops.clip(u, -1.0 + tiny, 1.0 - tiny))
-    return ops.clip(out, lo, hi)
-
-
-def _erfinv(y: Any) -> Any:
-    """The inverse error function: Giles' single-precision polynomial, refined by two Newton
-    steps (so float64 is accurate too)."""
-    w = -ops.log1p(-y * y)
-    central = w < 5.0
-    wc, wt = w - 2.5, ops.sqrt(ops.maximum(w, 5.0)) - 3.0
-    pc = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
-              0.246640727, 1.50140941):
-        pc = pc * wc + c
-    pt = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
-              1.00167406, 2.83297682):
-        pt = pt * wt + c
-    x = ops.where(central, pc, pt) * y
-    for _ in range(2):
-        x = x - (ops.erf(x) - y) / ((2.0 / math.sqrt(math.pi)) * ops.exp(-x * x))
-    return x
-
-
-def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = int64) -> Any:
-    """Integers in ``[minval, maxval)``."""
-    shape, d = draw_shape(shape, "randint"), as_dtype(dtype, op="fg.random.randint")
-    if d.kind not in "iu":
-        raise DTypeError(f"fg.random.randint: dtype must be an integer type, got {d}")
-    device = _words(k, "randint").device
-    lo, hi = (v.astype(int64) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=int64, device=device)
-              for v in (minval, maxval))
-    span = lax.convert(ops.maximum(hi - lo, 1), uint64)
-    words = _bits(k, math.prod(shape), uint64, "randint")
-    return lax.reshape(lax.convert(lax.convert(words % span, int64) + lo, d), shape)
-
-
-def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:
-    """``True`` with probability ``p``: a uniform value below ``p``, from both words of each
-    Threefry evaluation (half the work of ``uniform``'s JAX-exact bits)."""
-    p = ops.asarray(p, dtype=float32, device=_words(k, "bernoulli").device) if not isinstance(p, ArrayBase) else p
-    shape = tuple(p.shape) if shape is None else draw_shape(shape, "bernoulli")
-    d = p.dtype if p.dtype.kind == "f" else float32
-    return lax.reshape(_unit(_words_for(k, math.prod(shape), "bernoulli"), d), shape) < p
-
-
-def _words_for(k: Any, n: int, op: str) -> Any:
-    """``n`` random uint32 words: both outputs of ``(n + 1) // 2`` Threefry evaluations."""
-    k1, k2 = _single(k, op)
-    high, low = _counters((n + 1) // 2, k1)
-    y1, y2 = _threefry(k1, k2, high, low)
-    both = ops.concatenate([y1, y2])
-    return both[:n] if n % 2 else both
-
-
-def gumbel(k: Any, shape: Any = (), dtype: Any = float32) -> Any:
-    """Standard Gumbel values: ``-log(-log(u))``."""
-    d = _float_dtype(dtype, "gumbel")
-    tiny = float(np.finfo(d.np).tiny)
-    return -ops.log(-ops.log(uniform(k, shape, d, minval=tiny, maxval=1.0)))
-
-
-def categorical(k: Any, logits: Any, axis: int = -1, shape: Any = None) -> Any:
-    """Class indices drawn with probabilities ``softmax(logits)`` along ``axis`` (Gumbel-max).
-    ``shape``: the result's shape, which the logits' other axes broadcast to."""
-    logits = ops.asarray(logits) if not isinstance(logits, ArrayBase) else logits
-    logits = ops.moveaxis(logits, axis, -1)
-    batch = tuple(logits.shape[:-1])
-    shape = batch if shape is None else draw_shape(shape, "categorical")
-    if ops.broadcast_shapes(batch, shape) != shape:
-        raise ShapeError(f"fg.random.categorical: shape {shape} is not a broadcast of the logits' batch shape {batch}")
-    noise = gumbel(k, (*shape, logits.shape[-1]), logits.dtype if logits.dtype.kind == "f" else float32)
-    return ops.argmax(noise + logits, axis=-1)
-
-
-def permutation(k: Any, x: Any, axis: int = 0) -> Any:
-    """A random permutation of ``range(x)`` (an int), or of ``x`` along ``axis``."""
-    if isinstance(x, (int, np.integer, float, bool, str)) or x is None:
-        n, values = as_int("fg.random.permutation", x, "x (a count)"), None
-    else:
-        values = ops.asarray(x) if not isinstance(x, ArrayBase) else x
-        if values.ndim == 0:
-            raise ShapeError("fg.random.permutation: x must be an int or an array of at least one axis, got a 0-d "
-                             "array")
-        n = values.shape[normalize_axis("fg.random.permutation", axis, values.ndim)]
-    order = ops.argsort(bits(k, (n,)), stable=True)
-    return order if values is None else ops.take(values, order, axis=axis)
-
-
-def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0) -> Any:
-    """Values drawn from ``a`` (an int: ``range(a)``) along ``axis``, uniformly or with
-    probabilities ``p``, with or without replacement."""
-    shape = draw_shape(shape, "choice")
-    if isinstance(a, (int, np.integer, float, bool, str)) or a is None:
-        values, n = None, as_int("fg.random.choice", a, "a (a count)")
-    else:
-        values = ops.asarray(a) if not isinstance(a, ArrayBase) else a
-        if values.ndim == 0:
-            raise ShapeError("fg.random.choice: a must be an int or an array of at least one axis, got a 0-d array")
-        n = values.shape[normalize_axis("fg.random.choice", axis, values.ndim)]
-    count = math.prod(shape)
-    if n == 0 and count > 0:
-        raise ArgumentValueError(f"fg.random.choice: cannot draw {count} values from an empty population")
-    if not replace and count > n:
-        raise ArgumentValueError(f"fg.random.choice: {count} values without replacement from {n}")
-    if p is None:
-        picked = randint(k, (count,), 0, n) if replace else permutation(k, n)[:count]
-    else:
-        p = ops.asarray(p) if not isinstance(p, ArrayBase) else p
-        if p.shape != (n,):
-            raise ShapeError(f"fg.random.choice: p must have shape ({n},), one probability per value, got shape "
-                             f"{tuple(p.shape)}")
-        with np.errstate(divide="ignore"):  # a zero probability is a logit of -inf, never drawn
-            logits = ops.log(p)
-        if replace:
-            picked = categorical(k, logits, shape=(count,))
-        else:  # Gumbel top-k: the count largest of log p + Gumbel noise
-            picked = ops.argsort(logits + gumbel(k, (n,), logits.dtype), descending=True, stable=True)[:count]
-    picked = lax.reshape(picked, shape)
-    return picked if values is None else ops.take(values, lax.reshape(picked, (count,)), axis=axis).reshape(
-        (*values.shape[:axis], *shape, *values.shape[axis + 1:]))
-
+    lo, hi = _float_array(minval, d, device), _float_array(maxval, d, device)
+    return ops.maximum(lo, _fused(unit, hi - lo, lo, d))

@@ -186,7 +186,7 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
             finally:
                 random_state.exit_vmap(token)
             if out_axes.__class__ is int and isinstance(out, ArrayBase):  # (one array: no tree to walk)
-                return _unbox(name, interp, out, out_axes, n)
+                return _unbox(name, interp, out, out_axes, n)  # type: ignore[arg-type]
             out_leaves, out_tree = _tree.flatten(out)
             targets = _prefix_axes(name, "out_axes", out_axes, out)
             results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]  # type: ignore[arg-type]

@@ -117,6 +117,9 @@ class Compiled:
         if not callable(fun):
             raise ArgumentTypeError(f"compile: expected a callable, got {type(fun).__name__}")
         functools.update_wrapper(self, fun)
+        if not hasattr(self, "__name__"):  # (a functools.partial, a callable object: no __name__ to copy)
+            self.__name__ = getattr(fun, "__name__", None) or getattr(getattr(fun, "func", None), "__name__", None) \
+                or type(fun).__name__
         self.fun = fun
         self.static_argnums = _as_tuple("static_argnums", static_argnums, int)
         self.static_argnames = _as_tuple("static_argnames", static_argnames, str)
@@ -128,7 +131,7 @@ class Compiled:
             raise ArgumentValueError(f"compile({self.__name__}): argument {sorted(both)[0]!r} is both static and "
                                      "donated; only arrays (traced arguments) can be donated")
         self._check_static_names()
-        self._cache = ProgramCache(getattr(fun, "__name__", "function"), MAX_SIGNATURES)
+        self._cache = ProgramCache(self.__name__, MAX_SIGNATURES)
         self._traces = 0
         self._last_signature: Any = None
         self._flat: dict[Any, _Entry] = {}  # the entries of calls with arrays alone, by their types
