@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 import math as _math
+import sys as _sys
 from types import SimpleNamespace as _NS
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
@@ -37,15 +38,14 @@ if _TYPE_CHECKING:  # the same names, in the form type checkers follow (``ops.__
     from .ops.reduce import *  # noqa: F403
     from .ops.sets import *  # noqa: F403
     from .ops.shape import *  # noqa: F403
-from .ops import decompositions as _decompositions
-from .ops import linalg as _linalg_ops
+from .ops.numpy_compat import shape  # (not among ops' exports: there the name is the module ops/shape.py)
 from .primitives import Primitive, ShapedArray, bind, registry
 from .primitives import registry_lookup
-from . import nn, optim, testing, tree
+from . import example_libraries, nn, optim, testing, tree
 from .serialization import load, save
 from .config import config
 from .transforms import (Interpreter, Program, Tracer, checkpoint, checkpoint_policies, compile, custom_jvp, custom_vjp,
-                         enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, no_grad,
+                         enable_grad, grad, hessian, is_grad_enabled, jacfwd, jacrev, jit, jvp, make_jaxpr, no_grad,
                          saved_residuals, stop_gradient, value_and_grad, vjp, vmap)
 from .transforms import trace as _trace_program
 from .transforms import cond, fori_loop, inference_mode, scan, switch, while_loop
@@ -98,14 +98,7 @@ inf = _math.inf
 nan = _math.nan
 newaxis = None
 
-linalg = _NS(
-    norm=_linalg_ops.norm, vector_norm=_linalg_ops.vector_norm, matrix_norm=_linalg_ops.matrix_norm,
-    solve=_linalg_ops.solve, inv=_linalg_ops.inv, cholesky=_linalg_ops.cholesky,
-    matmul=_linalg_ops.matmul, matrix_transpose=_linalg_ops.matrix_transpose, vecdot=_linalg_ops.vecdot,
-    tensordot=_linalg_ops.tensordot, outer=_linalg_ops.outer,
-    **{_n: getattr(_decompositions, _n) for _n in _decompositions.__all__},
-)
-"""``fg.linalg``: the array API linear-algebra extension, differentiable, and NumPy's ``multi_dot``."""
+from . import linalg  # noqa: E402
 
 from .ops import fft  # noqa: E402
 
@@ -142,6 +135,14 @@ def __array_namespace_info__() -> _NS:
 
 # The public names: everything above but the implementation's subpackages (reachable as
 # attributes, e.g. ``fg.transforms.replay``, but not part of ``from funcgrad import *``).
-_INTERNAL = {"annotations", "backends", "compat", "dtypes", "errors", "ops", "primitives", "serialization", "untrusted",
+_INTERNAL = {"backends", "compat", "dtypes", "errors", "ops", "primitives", "serialization", "untrusted",
              "onnx", "transforms", "long", "int", "float", "double", "half"}
+
+# ``from __future__ import annotations`` binds the name ``annotations`` in every module that
+# uses it; it is no part of any namespace (``fg.annotations``, ``fg.random.annotations``).
+for _module in list(_sys.modules.values()):
+    if getattr(_module, "__name__", "").startswith("funcgrad") and \
+            getattr(vars(_module).get("annotations"), "compiler_flag", None) is not None:
+        del vars(_module)["annotations"]
+del _module
 __all__ = [n for n in dir() if not n.startswith("_") and n not in _INTERNAL]

@@ -24,6 +24,7 @@ no holder can observe.
 from __future__ import annotations
 
 import builtins
+import math
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -379,6 +380,18 @@ class ArrayBase:
     def abs(self) -> Self: return _ops.abs(self)
 
     # -- PyTorch spellings (docs/porting-from-pytorch.md lists them, and the two readings) --
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the array is on a GPU (PyTorch's ``is_cuda``)."""
+        return bool(self.device.kind != "cpu")
+
+    def mm(self, other: Any) -> Self:
+        """The product of two matrices (PyTorch's ``mm``: 2-D only, no broadcasting)."""
+        if self.ndim != 2 or getattr(other, "ndim", None) != 2:
+            raise ShapeError(f"mm: expects two matrices, got shapes {fmt_shape(tuple(self.shape))} and "
+                             f"{fmt_shape(tuple(getattr(other, 'shape', ())))}; use @ (matmul) to broadcast")
+        return _ops.matmul(self, other)
+
     def numel(self) -> int:
         """The number of elements (PyTorch's ``numel()``; NumPy's ``size``)."""
         return int(self.size)
@@ -596,6 +609,93 @@ class ArrayBase:
             raise ValueError(f"funcgrad implements the array API 2023.12, not {api_version!r}")
         return sys.modules["funcgrad"]  # the package this array belongs to (loaded: it loaded this module)
 
+    # -- what a concrete array answers that a traced value answers too. A traced value has
+    #    no memory of its own until the program runs: it answers as a fresh, contiguous copy
+    #    would, so code that asks (PyTorch code checking strides, JAX code blocking) runs
+    #    under fg.grad, fg.vmap and fg.compile. ``Array`` overrides these with its own. --
+    @property
+    def nbytes(self) -> builtins.int:
+        """The number of bytes of the elements."""
+        return int(math.prod(self.shape)) * self.dtype.itemsize
+
+    def stride(self, dim: builtins.int | None = None) -> Any:
+        """Element strides (row-major for a traced value)."""
+        strides = _row_major(tuple(self.shape))
+        return strides if dim is None else strides[dim]
+
+    @property
+    def strides(self) -> tuple[builtins.int, ...]:
+        """Element strides (not bytes): the same as ``stride()``."""
+        return _row_major(tuple(self.shape))
+
+    def storage_offset(self) -> builtins.int:
+        """Where element ``[0, ..., 0]`` sits in the buffer, in elements."""
+        return 0
+
+    def is_contiguous(self) -> builtins.bool:
+        """Row-major with no gaps."""
+        return True
+
+    def block_until_ready(self) -> Self:
+        """Wait until the value is computed (JAX's): a traced value is, as far as its program goes."""
+        return self
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Any:
+        """The array on ``device`` (the array API's spelling of ``to``)."""
+        if stream is not None:
+            raise ValueError("to_device: funcgrad has no streams to pass; give stream=None")
+        return self.to(device)  # type: ignore[attr-defined]
+
+    def cpu(self) -> Any:
+        """The array on the CPU."""
+        return self.to("cpu")  # type: ignore[attr-defined]
+
+    @property
+    def requires_grad(self) -> builtins.bool:
+        """Whether the tape records operations on it (never for a traced value: its transform does)."""
+        return False
+
+    @property
+    def grad(self) -> Any:
+        """The gradient the tape accumulated (``None`` for a traced value)."""
+        return None
+
+    @property
+    def grad_fn(self) -> Any:
+        """The tape's node that made it (``None`` for a traced value)."""
+        return None
+
+    @property
+    def is_leaf(self) -> builtins.bool:
+        """Whether the tape made it (a traced value is, for the tape, a leaf)."""
+        return True
+
+    def is_inference(self) -> builtins.bool:
+        """Whether it was made in ``fg.inference_mode()``."""
+        return False
+
+    def _tape_only(self, what: str) -> Any:
+        raise RuntimeError(f"{what}: the tape's hooks and flags work on concrete arrays; this is a traced value "
+                           f"(inside fg.grad, fg.vmap or fg.compile), whose derivatives its transform computes")
+
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Any:
+        return self._tape_only("requires_grad_")
+
+    def retain_grad(self) -> Any:
+        return self._tape_only("retain_grad")
+
+    def register_hook(self, hook: Any) -> Any:
+        return self._tape_only("register_hook")
+
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        return self._tape_only("register_post_accumulate_grad_hook")
+
+    @property
+    def buffer(self) -> Any:
+        """The flat memory of a concrete array (a traced value has none yet)."""
+        raise AttributeError(f"{type(self).__name__}.buffer: a traced value has no memory until its program runs; "
+                             "read .buffer outside fg.grad, fg.vmap and fg.compile")
+
 
 _IN_PLACE = {"zero_", "fill_", "copy_", "normal_", "uniform_", "add_", "sub_", "mul_", "div_", "clamp_",
              "masked_fill_", "index_add_", "scatter_", "addcmul_", "addcdiv_", "lerp_"}
@@ -695,6 +795,15 @@ class Size(int):
     def __call__(self, dim: int | None = None) -> Any:
         shape = self.shape  # type: ignore[attr-defined]
         return shape if dim is None else shape[normalize_axis("size", dim, len(shape))]
+
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 class Array(ArrayBase):

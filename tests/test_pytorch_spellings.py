@@ -4,6 +4,8 @@ work both ways or raise an error naming both; PyTorch's in-place habits get expl
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -175,3 +177,50 @@ def test_type_tensor_and_stack_dim_spellings() -> None:
     assert fg.Tensor is fg.Array and isinstance(x, fg.Tensor)
     a, b = fg.ones((2, 3)), fg.zeros((2, 3))
     assert fg.stack([a, b], dim=2).shape == (2, 3, 2) and fg.stack([a, b], axis=1).shape == (2, 2, 3)
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap", "compile"])
+def test_every_array_attribute_reads_on_traced_values(transform) -> None:
+    """Every public attribute of a concrete array can be read on a traced value (inside
+    fg.grad, fg.vmap and fg.compile), except the memory a traced value does not have yet
+    (``.buffer``, a clear error) and the in-place habits every array explains."""
+    from funcgrad.array import Array
+
+    names = sorted(n for n in dir(Array) if not n.startswith("_"))
+    missing: dict[str, str] = {}
+
+    def probe(x):
+        for name in names:
+            try:
+                getattr(x, name)
+            except AttributeError as exc:
+                if not any(s in str(exc) for s in ("immutable", "no .data", "no memory until its program runs")):
+                    missing[name] = str(exc)
+            except fg.ShapeError:  # (mT of a vector: a rule about the shape, not a missing attribute)
+                pass
+        assert x.stride() == tuple(fg.ones(x.shape).stride()) and x.nbytes == 4 * math.prod(x.shape)
+        assert x.is_contiguous() and x.cpu().shape == x.shape and x.block_until_ready() is x
+        assert not x.requires_grad and x.grad is None and x.grad_fn is None and x.is_leaf
+        with pytest.raises(RuntimeError, match="register_hook: the tape's hooks"):
+            x.register_hook(lambda g: g)
+        return (x.view(-1) * 2).sum()
+
+    run = {"grad": fg.grad, "vmap": fg.vmap, "compile": fg.compile}[transform](probe)
+    run(fg.ones((2, 2)))
+    assert missing == {}
+
+
+def test_pytorch_attributes_of_arrays_and_devices() -> None:
+    x = fg.ones((2, 3))
+    assert not x.is_cuda and x.device.type == "cpu" and x.mm(fg.ones((3, 4))).shape == (2, 4)
+    with pytest.raises(fg.ShapeError, match="mm: expects two matrices"):
+        x.mm(fg.ones(3))
+    assert fg.permute(fg.ones((2, 3, 4)), (2, 0, 1)).shape == (4, 2, 3)
+    assert fg.shape([[1, 2, 3]]) == (1, 3) and fg.ndim(3.0) == 0 and fg.size(x) == 6 and fg.size(x, 1) == 3
+
+
+def test_no_future_import_names_in_the_namespaces() -> None:
+    import types
+
+    spaces = [fg] + [v for v in vars(fg).values() if isinstance(v, types.ModuleType) and v.__name__.startswith("funcgrad")]
+    assert [m.__name__ for m in spaces if "annotations" in vars(m)] == []

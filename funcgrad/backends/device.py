@@ -48,6 +48,11 @@ class Device:
         return self._backend
 
     @property
+    def type(self) -> str:
+        """PyTorch's name of the device's kind: ``"cpu"`` or ``"cuda"``."""
+        return "cpu" if self.kind == "cpu" else "cuda"
+
+    @property
     def platform(self) -> str:
         """The backend's name: 'cpu' or 'gpu'."""
         return self.kind

@@ -25,6 +25,7 @@ from ._checks import outside as _outside
 from ._checks import same_dtype as _same_dtype
 from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
 from .conv_transpose import conv_transpose1d, conv_transpose2d, fold, unfold
+from .norm import batch_norm as _batch_norm_stats
 from .parameter import Parameter
 from .resize import adaptive_max_pool2d, interpolate, pixel_shuffle, pixel_unshuffle, upsample
 
@@ -32,7 +33,8 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "softplus", "normalize", "one_hot", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
            "log_softmax", "dropout", "layer_norm", "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
            "binary_cross_entropy_with_logits", "conv1d", "scaled_dot_product_attention", "dropout1d", "dropout2d",
-           "group_norm", "instance_norm", "hardtanh", "relu6", "hardsigmoid", "hardswish", "mish", "logsigmoid",
+           "group_norm", "instance_norm", "batch_norm", "hardtanh", "relu6", "hardsigmoid", "hardswish", "mish",
+           "logsigmoid",
            "softsign", "softmin", "threshold", "glu", "prelu", "selu", "celu", "binary_cross_entropy",
            "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "pairwise_distance", "cosine_similarity",
            "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
@@ -172,6 +174,31 @@ def group_norm(x: Any, num_groups: int, weight: Any = None, bias: Any = None, ep
     if weight is not None:
         out = out * ops.reshape(weight, shape)
     return out + ops.reshape(bias, shape) if bias is not None else out
+
+
+def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """PyTorch's ``F.batch_norm`` over axis 1 of (N, C, ...) inputs: with the running
+    statistics (``training=False``), or the batch's (``training=True``). Training, PyTorch
+    also updates ``running_mean``/``running_var`` in place; funcgrad arrays cannot change,
+    so they are updated only when they are mutable holders (``fg.nn.Parameter``s), and
+    passing plain arrays then is an error that says so (``nn.BatchNorm*`` keeps the
+    statistics itself)."""
+    if not training and (running_mean is None or running_var is None):
+        raise ArgumentValueError("batch_norm: running_mean and running_var are needed when training=False")
+    tracked = running_mean is not None and running_var is not None
+    if training and tracked and not all(hasattr(s, "_assign") for s in (running_mean, running_var)):
+        raise ArgumentValueError(
+            "batch_norm: training=True would update running_mean and running_var in place, and funcgrad arrays "
+            "cannot change. Use fg.nn.BatchNorm1d/2d/3d (the module keeps its statistics), pass "
+            "running_mean=None and running_var=None, or pass fg.nn.Parameter(..., requires_grad=False) holders")
+    out, mean, var = _batch_norm_stats(input, running_mean if tracked else None, running_var if tracked else None,
+                                       weight, bias, training, momentum, eps)
+    if training and tracked:
+        with _no_grad():
+            running_mean._assign(_stop_gradient(mean))
+            running_var._assign(_stop_gradient(var))
+    return out
 
 
 def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None, bias: Any = None,

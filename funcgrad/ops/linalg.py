@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase
-from ..errors import LinAlgError, ShapeError
+from ..errors import ArgumentTypeError, ArgumentValueError, LinAlgError, ShapeError
 from ..primitives.checks import normalize_axes
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import svd_p
@@ -26,8 +26,29 @@ def _float_pair(op: str, a: Any, b: Any) -> tuple[Any, Any]:
     return promote(op, (a, b), floating=True)  # type: ignore[return-value]
 
 
-def matmul(a: Any, b: Any, /) -> Any:
+_PRECISIONS = {None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32", "fastest"}
+
+
+def _accumulating(op: str, operands: tuple[Any, ...], precision: Any, preferred_element_type: Any) -> tuple[Any, ...]:
+    """JAX's ``precision=`` and ``preferred_element_type=``: the precision is accepted (a
+    product is computed in its operands' full precision here, ``"highest"`` on every
+    setting), and a preferred element type is the dtype the product accumulates and
+    returns in (int8 operands summed in int32, say)."""
+    names = precision if isinstance(precision, (tuple, list)) else (precision,)
+    for name in names:
+        if getattr(name, "name", name) not in _PRECISIONS and str(name).lower() not in _PRECISIONS:
+            raise ArgumentValueError(f"{op}: precision must be None, one of {sorted(p for p in _PRECISIONS if p)} "
+                                     f"or a pair of them, got {precision!r}")
+    if preferred_element_type is None:
+        return operands
+    d = _dt.as_dtype(preferred_element_type, op=op)
+    return tuple(as_operand(x).astype(d) for x in operands)
+
+
+def matmul(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``a @ b`` with NumPy's rules (1-D operands, broadcast batch axes)."""
+    if precision is not None or preferred_element_type is not None:
+        a, b = _accumulating("matmul", (a, b), precision, preferred_element_type)
     if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype and a._dtype is not _dt.bfloat16:
         return bind(matmul_p, a, b)
     if isinstance(a, ArrayBase) and isinstance(b, ArrayBase) and a.dtype is b.dtype and a.dtype is not _dt.bfloat16:
@@ -43,9 +64,9 @@ def matmul(a: Any, b: Any, /) -> Any:
     return bind(matmul_p, a, b)
 
 
-def dot(a: Any, b: Any, /) -> Any:
+def dot(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``np.dot``: scalars multiply, 1-D/2-D are matmul, N-D contracts a's last axis with b's second-to-last."""
-    a, b = as_operand(a), as_operand(b)
+    a, b = _accumulating("dot", (as_operand(a), as_operand(b)), precision, preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     if b.ndim <= 2:
@@ -53,12 +74,16 @@ def dot(a: Any, b: Any, /) -> Any:
     return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 2]))
 
 
-def vdot(a: Any, b: Any, /) -> Any:
+def vdot(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """``np.vdot``: the dot product of the flattened arrays, the first conjugated."""
+    a, b = _accumulating("vdot", (as_operand(a), as_operand(b)), precision, preferred_element_type)
+    if a.dtype.kind == "c":
+        a = bind(conj_p, a)
     return dot(reshape(a, (-1,)), reshape(b, (-1,)))
 
 
-def inner(a: Any, b: Any, /) -> Any:
-    a, b = as_operand(a), as_operand(b)
+def inner(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    a, b = _accumulating("inner", (as_operand(a), as_operand(b)), precision, preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b)
     return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
@@ -84,16 +109,56 @@ def outer(a: Any, b: Any, /) -> Any:
     return multiply(expand_dims(reshape(a, (-1,)), 1), reshape(b, (-1,)))
 
 
-def einsum(subscripts: str, /, *operands: Any) -> Any:
-    """``np.einsum`` (explicit ``->`` or implicit output, ``...`` supported)."""
+def einsum(subscripts: Any, /, *operands: Any, precision: Any = None, preferred_element_type: Any = None,
+           optimize: Any = None, out: Any = None) -> Any:
+    """``np.einsum``: subscripts (explicit ``->`` or implicit output, ``...`` supported) and
+    operands, or NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. ``optimize``
+    is accepted (one contraction is computed as a whole); ``out`` must be ``None``."""
+    if out is not None:
+        raise ArgumentValueError("einsum: out= would write into an array; funcgrad arrays are immutable, so use "
+                                 "the result")
     if not isinstance(subscripts, str):
-        raise TypeError("einsum: the first argument must be the subscripts string")
-    ops = promote("einsum", operands)
+        subscripts, operands = _sublists(subscripts, operands)
+    ops = promote("einsum", _accumulating("einsum", operands, precision, preferred_element_type))
     return bind(einsum_p, *ops, subscripts=subscripts)
 
 
-def tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublists(first: Any, rest: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """NumPy's sublist form of ``einsum`` (operands each followed by a list of axis numbers,
+    ``...`` allowed, then optionally the output's list) as subscripts and operands."""
+    items = (first, *rest)
+    operands, lists = list(items[0::2]), list(items[1::2])
+    output = None
+    if len(operands) > len(lists):  # (an odd count: the last item is the output's list)
+        output = operands.pop()
+        if isinstance(output, ArrayBase) or not isinstance(output, (list, tuple)):
+            raise ArgumentTypeError("einsum: in the sublist form each operand is followed by a list of axis numbers")
+
+    def letters(sublist: Any) -> str:
+        if not isinstance(sublist, (list, tuple)):
+            raise ArgumentTypeError(f"einsum: expected a list of axis numbers after each operand, got {sublist!r}")
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and not isinstance(s, bool) and 0 <= s < len(_LETTERS):
+                out.append(_LETTERS[s])
+            else:
+                raise ArgumentValueError(f"einsum: axis numbers must be ints in [0, {len(_LETTERS)}), got {s!r}")
+        return "".join(out)
+
+    subscripts = ",".join(letters(sub) for sub in lists)
+    if output is not None:
+        subscripts += "->" + letters(output)
+    return subscripts, tuple(operands)
+
+
+def tensordot(a: Any, b: Any, /, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``np.tensordot``, as one einsum."""
+    a, b = _accumulating("tensordot", (a, b), precision, preferred_element_type)
     a, b = promote("tensordot", (a, b))
     if isinstance(axes, int):
         if axes > builtins.min(a.ndim, b.ndim):

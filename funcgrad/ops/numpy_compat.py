@@ -32,12 +32,26 @@ from .elementwise import (
     where,
 )
 from .linalg import outer
-from .shape import atleast_1d, concatenate, diagonal, flip, moveaxis, reshape, sort, split, stack, swapaxes, vstack
+from .shape import (
+    atleast_1d,
+    concatenate,
+    diagonal,
+    flip,
+    moveaxis,
+    reshape,
+    sort,
+    split,
+    stack,
+    swapaxes,
+    transpose,
+    vstack,
+)
 
 __all__ = ["diag", "append", "mod", "fmod", "diff", "gradient", "kron", "cross", "select", "rot90", "rollaxis",
            "flipud", "fliplr", "hsplit", "vsplit", "dsplit", "row_stack", "column_stack", "dstack", "atleast_3d",
            "partition", "nan_to_num", "sinc", "logaddexp2", "fabs", "fmin", "fmax", "radians", "degrees",
-           "deg2rad", "rad2deg", "real", "imag", "conj", "angle"]
+           "deg2rad", "rad2deg", "real", "imag", "conj", "angle", "ndim", "size", "permute"]
+# (``shape`` too, as ``fg.shape``: funcgrad/__init__.py takes it, since in this package the name is a module's)
 
 
 def diag(v: Any, k: int = 0) -> Any:
@@ -321,3 +335,26 @@ def angle(x: Any, deg: bool = False) -> Any:
     dtype = x.dtype if x.dtype.kind == "f" else _dt.float64
     half_turn = asarray(180.0 if deg else math.pi, dtype=dtype, device=x.device)
     return where(less(x, 0), half_turn, asarray(0.0, dtype=dtype, device=x.device))
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """NumPy's ``shape``: the shape of an array, a traced value, a number or nested sequences."""
+    return tuple(a.shape) if hasattr(a, "shape") else tuple(asarray(a).shape)
+
+
+def ndim(a: Any) -> int:
+    """NumPy's ``ndim``: how many axes ``a`` has."""
+    return len(shape(a))
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    """NumPy's ``size``: how many elements ``a`` has (along ``axis``, when given)."""
+    dims = shape(a)
+    if axis is None:
+        return math.prod(dims)
+    return dims[normalize_axis("size", axis, len(dims))]
+
+
+def permute(x: Any, dims: Sequence[int], /) -> Any:
+    """PyTorch's ``permute``: ``x`` with its axes in the order ``dims`` (NumPy's ``transpose``)."""
+    return transpose(x, dims)

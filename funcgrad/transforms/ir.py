@@ -390,6 +390,30 @@ def make_program(f: Callable[..., Any], flat_avals: list[ShapedArray], in_tree: 
     return program, out_flat
 
 
+def make_jaxpr(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+               return_shape: bool = False) -> Callable[..., Any]:
+    """JAX's ``make_jaxpr``: ``make_jaxpr(f)(*args)`` is ``f``'s program at these arguments'
+    shapes and dtypes (``fg.trace``), with the arguments ``static_argnums`` names taken as
+    constants; ``return_shape=True`` also gives the outputs' abstract values, as a pytree."""
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    def traced(*args: Any) -> Any:
+        fixed = {i % len(args): args[i] for i in static}
+        dynamic = [a for i, a in enumerate(args) if i not in fixed]
+
+        def call(*values: Any) -> Any:
+            it = iter(values)
+            return f(*(fixed[i] if i in fixed else next(it) for i in range(len(args))))
+
+        program = trace(call)(*dynamic)
+        if not return_shape:
+            return program
+        shapes = _tree.unflatten(program.out_tree, [v.aval for v in program.outvars])
+        return program, shapes
+
+    return user_transform("make_jaxpr", traced)
+
+
 def trace(f: Callable[..., Any]) -> Callable[..., Program]:
     """``fg.trace(f)(*args)`` -> the ``Program`` of ``f`` at these argument shapes and dtypes."""
 

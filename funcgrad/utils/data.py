@@ -5,7 +5,9 @@ sampler gives the order of indices; ``DataLoader`` groups them into batches and 
 each batch into funcgrad arrays (``default_collate``). Shuffling draws from an
 ``fg.Generator`` (the default one unless ``generator=`` is given), so ``fg.manual_seed``
 makes the order reproducible. With ``num_workers > 0`` worker processes fetch and collate
-batches (the dataset is pickled into them, as PyTorch's spawned workers do), in order.
+batches, in order: forked on Linux, as PyTorch's are (so scripts need no ``__main__``
+guard), and spawned elsewhere (the dataset pickled into them). A worker that dies raises
+at once.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from __future__ import annotations
 import itertools
 import math
 import multiprocessing
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -328,6 +332,15 @@ def get_worker_info() -> _WorkerInfo | None:
     return _WORKER[0][2] if _WORKER[0] is not None else None
 
 
+def _worker_context() -> Any:
+    """How workers start: forked where the platform forks (Linux, as PyTorch's workers are),
+    so a script without an ``if __name__ == "__main__"`` guard works and the dataset is not
+    pickled; spawned elsewhere (macOS and Windows, whose fork is unsafe or absent)."""
+    if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
 def _start_worker(dataset: Any, collate_fn: Any, num_workers: int, seed: int, init: Any) -> None:
     identity = multiprocessing.current_process()._identity
     worker_id = identity[0] - 1 if identity else 0
@@ -414,16 +427,22 @@ class DataLoader:
         pool = self._pool
         if pool is None:
             seed = int(_randint(0, 2**31 - 1, (), generator=self.generator).item())
-            pool = ProcessPoolExecutor(self.num_workers, mp_context=multiprocessing.get_context("spawn"),
+            pool = ProcessPoolExecutor(self.num_workers, mp_context=_worker_context(),
                                        initializer=_start_worker,
                                        initargs=(self.dataset, self.collate_fn, self.num_workers, seed,
                                                  self.worker_init_fn))
         try:
             yield from pool.map(_fetch, batches, timeout=self.timeout or None)
+        except BrokenProcessPool as exc:
+            pool.shutdown(wait=False, cancel_futures=True)
+            pool = None
+            self._pool = None
+            raise RuntimeError(f"DataLoader: a worker process exited unexpectedly ({exc}); run with num_workers=0 to "
+                               "see the error in this process") from None
         finally:
-            if self.persistent_workers:
+            if pool is not None and self.persistent_workers:
                 self._pool = pool
-            else:
+            elif pool is not None:
                 pool.shutdown()
 
     def __del__(self) -> None:
