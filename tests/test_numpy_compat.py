@@ -99,3 +99,34 @@ def test_trace_is_numpys_for_arrays_and_the_program_for_functions() -> None:
 def test_clip_takes_numpys_keywords() -> None:
     x = fg.arange(6.0)
     assert fg.clip(x, a_min=1.0, a_max=4.0).tolist() == np.clip(np.arange(6.0), a_min=1.0, a_max=4.0).tolist()
+
+
+def test_numpys_keyword_forms() -> None:
+    """The parameter names and forms NumPy code passes (autograd's tests among it)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 4))
+    assert fg.moveaxis(fg.asarray(x), source=0, destination=-1).shape == np.moveaxis(x, source=0, destination=-1).shape
+    assert fg.swapaxes(fg.asarray(x), axis1=0, axis2=2).shape == np.swapaxes(x, axis1=0, axis2=2).shape
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 3))
+    np.testing.assert_allclose(fg.cross(fg.asarray(a), fg.asarray(b), axisa=0, axisb=1, axisc=0).numpy(),
+                               np.cross(a, b, axisa=0, axisb=1, axisc=0))
+    np.testing.assert_allclose(fg.cross(fg.asarray(a), fg.asarray(b.T), axis=0).numpy(), np.cross(a, b.T, axis=0))
+    m = rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))
+    for uplo in ("L", "U"):
+        got = fg.linalg.eigh(fg.asarray(m), UPLO=uplo, symmetrize_input=False).eigenvalues.numpy()
+        np.testing.assert_allclose(got, np.linalg.eigh(m, UPLO=uplo)[0], rtol=1e-10)
+    with pytest.raises(fg.ArgumentValueError, match="UPLO"):
+        fg.linalg.eigh(fg.asarray(m), UPLO="X")
+    np.testing.assert_allclose(fg.linalg.svd(fg.asarray(a), compute_uv=False).numpy(), np.linalg.svd(a, compute_uv=False))
+    assert fg.linalg.svd(fg.asarray(a), full_matrices=False, hermitian=False).U.shape == (3, 3)
+    z = np.array([[3 + 1j, 1 - 2j, 3 + 5j], [2 + 0j, -1 + 9j, 2 - 1j]])
+    for f in ("max", "min"):
+        for axis in (None, 0, 1):
+            np.testing.assert_array_equal(getattr(fg, f)(fg.asarray(z), axis=axis).numpy(), getattr(np, f)(z, axis=axis))
+    np.testing.assert_array_equal(fg.sort(fg.asarray(z.ravel())).numpy(), np.sort(z.ravel()))
+    pieces = fg.split(fg.arange(10), fg.asarray([2, 5]))
+    assert [p.tolist() for p in pieces] == [p.tolist() for p in np.split(np.arange(10), [2, 5])]
+    for mode in ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum", "reflect", "symmetric",
+                 "wrap"):
+        np.testing.assert_allclose(fg.pad(fg.arange(5.0), 2, mode=mode).numpy(), np.pad(np.arange(5.0), 2, mode=mode),
+                                   err_msg=mode)

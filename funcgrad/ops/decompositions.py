@@ -9,7 +9,7 @@ import builtins
 from typing import Any, NamedTuple
 
 from .. import dtypes as _dt
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.checks import as_int
 from ..primitives.core import bind, fmt_shape
 from ..primitives.decompositions import det_p, eigh_p, pinv_p, qr_p, slogdet_p, svd_p
@@ -18,7 +18,7 @@ from .elementwise import as_operand, cast_to, where
 from .linalg import inv, matmul
 from .numpy_compat import cross as _cross
 from .reduce import max, sum
-from .shape import broadcast_to, expand_dims
+from .shape import broadcast_to, expand_dims, tril, triu
 from .shape import diagonal as _diagonal
 
 __all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank", "matrix_power",
@@ -72,11 +72,20 @@ def _symmetric(x: Any) -> Any:
     return (x + x.mH) / 2
 
 
-def eigh(x: Any, /) -> EighResult:
+def eigh(x: Any, /, UPLO: str | None = None, *, symmetrize_input: bool = True) -> EighResult:  # noqa: N803
     """Eigenvalues (ascending, real) and eigenvectors of symmetric (Hermitian) matrices. The
     input is symmetrised first, ``(x + x.mH) / 2``, as JAX's: the gradient is then a
-    symmetric (Hermitian) matrix (NumPy reads only the lower triangle)."""
-    w, v = bind(eigh_p, _symmetric(_matrices("eigh", x, square=True, complex_ok=True)))
+    symmetric (Hermitian) matrix. With ``symmetrize_input=False`` only the triangle
+    ``UPLO`` names (``"L"``, NumPy's default, or ``"U"``) is read, as NumPy reads it."""
+    if UPLO not in (None, "L", "U"):
+        raise ArgumentValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    x = _matrices("eigh", x, square=True, complex_ok=True)
+    if symmetrize_input:
+        x = _symmetric(x)
+    else:  # the named triangle, mirrored
+        strict = tril(x, -1) if UPLO != "U" else triu(x, 1)
+        x = strict + strict.mH + (tril(x) - tril(x, -1))
+    w, v = bind(eigh_p, x)
     return EighResult(w, v)
 
 
@@ -85,10 +94,14 @@ def eigvalsh(x: Any, /) -> Any:
     return eigh(x).eigenvalues
 
 
-def svd(x: Any, /, *, full_matrices: bool = True) -> SVDResult:
+def svd(x: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
     """``x = U @ diag(S) @ Vh``, the singular values descending. ``full_matrices=True`` (the
     array API's and NumPy's default) completes U or Vh to square matrices: that completion is
-    not unique, so only ``full_matrices=False`` (or a square input) is differentiable."""
+    not unique, so only ``full_matrices=False`` (or a square input) is differentiable.
+    ``compute_uv=False`` gives the singular values alone (``svdvals``); ``hermitian`` is
+    accepted, as NumPy's hint (the general decomposition is computed either way)."""
+    if not compute_uv:
+        return svdvals(x)
     x = _matrices("svd", x, complex_ok=True)
     full = bool(full_matrices) and x.shape[-2] != x.shape[-1]
     u, s, vh = bind(svd_p, x, full_matrices=full)

@@ -139,14 +139,17 @@ def kron(a: Any, b: Any) -> Any:
     return reshape(product.transpose(order), tuple(x * y for x, y in zip(a.shape, b.shape)))
 
 
-def cross(a: Any, b: Any, axis: int = -1) -> Any:
-    """The cross product of 3-vectors along ``axis``."""
-    a, b = moveaxis(as_operand(a), axis, -1), moveaxis(as_operand(b), axis, -1)
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None) -> Any:
+    """The cross product of 3-vectors: along ``axisa`` of ``a`` and ``axisb`` of ``b``, the
+    result's vectors along ``axisc`` (NumPy's; ``axis`` sets all three)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(as_operand(a), axisa, -1), moveaxis(as_operand(b), axisb, -1)
     if a.shape[-1] != 3 or b.shape[-1] != 3:
         raise ShapeError(f"cross: vectors of 3 components needed, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     x1, y1, z1 = (a[..., i] for i in range(3))
     x2, y2, z2 = (b[..., i] for i in range(3))
-    return moveaxis(stack([y1 * z2 - z1 * y2, z1 * x2 - x1 * z2, x1 * y2 - y1 * x2], axis=-1), -1, axis)
+    return moveaxis(stack([y1 * z2 - z1 * y2, z1 * x2 - x1 * z2, x1 * y2 - y1 * x2], axis=-1), -1, axisc)
 
 
 def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:

@@ -11,7 +11,7 @@ from ..primitives.checks import normalize_axes, normalize_axis
 from ..primitives.core import bind
 from ..primitives.elementwise import imag_p, real_p
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
-from .elementwise import as_operand, cast_to, sqrt, square, subtract
+from .elementwise import as_operand, cast_to, sqrt, square, subtract, where
 from .shape import pad, reshape
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
@@ -46,11 +46,31 @@ def prod(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = No
 
 
 def max(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_max", as_operand(x), axis, keepdims)
+    """The largest element (along ``axis``); complex numbers in NumPy's order (by real part,
+    then imaginary part)."""
+    x = as_operand(x)
+    if x.dtype.kind == "c":
+        return _lexicographic("reduce_max", x, axis, keepdims)
+    return _reduce("reduce_max", x, axis, keepdims)
 
 
 def min(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_min", as_operand(x), axis, keepdims)
+    """The smallest element (along ``axis``); complex numbers in NumPy's order."""
+    x = as_operand(x)
+    if x.dtype.kind == "c":
+        return _lexicographic("reduce_min", x, axis, keepdims)
+    return _reduce("reduce_min", x, axis, keepdims)
+
+
+def _lexicographic(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    """The extreme complex number by real part, ties broken by imaginary part (NumPy's order):
+    the extreme real part, then the extreme imaginary part among the elements that have it."""
+    re, im = bind(real_p, x), bind(imag_p, x)
+    top_re = _reduce(name, re, axis, True)
+    other = float("-inf") if name == "reduce_max" else float("inf")
+    top_im = _reduce(name, where(re == top_re, im, other), axis, keepdims)
+    top_re = _reduce(name, top_re, axis, keepdims)
+    return top_re + 1j * top_im
 
 
 amax, amin = max, min

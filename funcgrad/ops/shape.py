@@ -86,7 +86,7 @@ def matrix_transpose(x: Any, /) -> Any:
     return swapaxes(x, -1, -2)
 
 
-def swapaxes(x: Any, axis1: int, axis2: int, /) -> Any:
+def swapaxes(x: Any, /, axis1: int, axis2: int) -> Any:
     x = as_operand(x)
     a, b = normalize_axis("swapaxes", axis1, x.ndim), normalize_axis("swapaxes", axis2, x.ndim)
     perm = list(builtins.range(x.ndim))
@@ -94,7 +94,7 @@ def swapaxes(x: Any, axis1: int, axis2: int, /) -> Any:
     return bind(transpose_p, x, permutation=tuple(perm))
 
 
-def moveaxis(x: Any, source: Any, destination: Any, /) -> Any:
+def moveaxis(x: Any, /, source: Any, destination: Any) -> Any:
     x = as_operand(x)
     src = [normalize_axis("moveaxis", a, x.ndim) for a in ((source,) if isinstance(source, int) else source)]
     dst = [normalize_axis("moveaxis", a, x.ndim) for a in
