@@ -1,18 +1,21 @@
 """``fg.linalg``: the array API linear-algebra extension, differentiable, with NumPy's
-``numpy.linalg`` names (``multi_dot``, ``eigh``, ``svd`` ...). A module, so ``from
+``numpy.linalg`` names (``multi_dot``, ``eig``, ``eigh``, ``svd`` ...). A module, so ``from
 funcgrad.linalg import solve`` works as ``from numpy.linalg import solve`` does."""
 
 from __future__ import annotations
 
 from .ops.decompositions import (
                                  EighResult,
+                                 EigResult,
                                  QRResult,
                                  SlogdetResult,
                                  SVDResult,
                                  cross,
                                  det,
                                  diagonal,
+                                 eig,
                                  eigh,
+                                 eigvals,
                                  eigvalsh,
                                  matrix_power,
                                  matrix_rank,
@@ -39,6 +42,6 @@ from .ops.linalg import (
 )
 
 __all__ = ["norm", "vector_norm", "matrix_norm", "solve", "inv", "cholesky", "matmul", "matrix_transpose", "vecdot",
-           "tensordot", "outer", "eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank",
-           "matrix_power", "multi_dot", "trace", "diagonal", "cross", "EighResult", "SVDResult", "QRResult",
-           "SlogdetResult"]
+           "tensordot", "outer", "eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det",
+           "pinv", "matrix_rank", "matrix_power", "multi_dot", "trace", "diagonal", "cross", "EigResult", "EighResult",
+           "SVDResult", "QRResult", "SlogdetResult"]

@@ -404,6 +404,16 @@ def _eigh_case(draw: Any) -> Case:
     return Case([a.astype(dtype)], {}, lambda a: np.linalg.eigh(a)[0], rtol_for(dtype) * 100)
 
 
+def _eig_case(draw: Any) -> Case:
+    """A matrix with well-separated eigenvalues; a general one (not symmetric) but for n = 1."""
+    n, dtype = draw(st.integers(1, 4)), draw(st.sampled_from(FLOATS))
+    q = _orthogonal(draw, n)
+    a = (q * _spectrum(draw, n)) @ q.T + np.triu(np.ones((n, n)), 1) * 0.1
+    complex_of = np.complex128 if dtype == np.float64 else np.complex64
+    return Case([a.astype(dtype)], {}, lambda a: np.linalg.eig(a.astype(np.float64))[0].astype(complex_of),
+                rtol_for(dtype) * 100)
+
+
 def _full_rank(draw: Any, m: int, n: int, signs: bool = False) -> np.ndarray:
     """An m x n matrix with well-separated singular values (and, with ``signs``, either sign
     of determinant)."""
@@ -894,7 +904,7 @@ CASES.update({
     "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy,
     "softmax_cross_entropy_grad": _softmax_cross_entropy_grad, "einsum": _einsum, "linalg_solve": _solve,
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
-    "linalg_eigh": _eigh_case, "searchsorted": _searchsorted_case,
+    "linalg_eigh": _eigh_case, "linalg_eig": _eig_case, "searchsorted": _searchsorted_case,
     "real": _complex_part(np.real), "imag": _complex_part(np.imag), "conj": _complex_part(np.conjugate),
     "fft": _fft_case,
     "linalg_svd": _decomposition_case(lambda a, full_matrices: np.linalg.svd(a, full_matrices=False)[0],

@@ -112,7 +112,7 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
 # Complex decompositions whose factors carry a free phase per column: the finite-difference
 # check differentiates functions of the factors that the phases leave unchanged (their
 # tangents equal JAX's, in the same gauge: tests/test_linalg_decompositions.py)
-GAUGED = {"linalg_svd", "linalg_eigh"}
+GAUGED = {"linalg_svd", "linalg_eigh", "linalg_eig"}
 
 REAL_ONLY = {"atan2", "copysign", "erf", "hypot", "linear", "logaddexp", "logsumexp", "maximum",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
@@ -156,6 +156,9 @@ def test_complex_derivatives_match_finite_differences(prim: fg.Primitive, data: 
         if prim.name == "linalg_eigh":
             w, v = out
             return w, (v * fg.expand_dims(w * w, -2)) @ fg.conj(fg.matrix_transpose(v)), fg.abs(v) ** 2
+        if prim.name == "linalg_eig":
+            w, v = out
+            return w, fg.abs(v) ** 2
         return out
 
     modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd",) if prim.name in FORWARD_ONLY else ("fwd", "rev")

@@ -188,3 +188,38 @@ def test_complex_svd_and_eigh_tangents_equal_jax_in_the_same_gauge(jax64) -> Non
     c = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
     assert int(L.matrix_rank(fg.asarray(c @ np.diag([1, 1, 0]) @ c.T))) == 2
     np.testing.assert_allclose(L.matrix_norm(fg.asarray(c), ord=2).item(), np.linalg.norm(c, 2))
+
+
+def test_eig_values_and_derivatives() -> None:
+    """``eig``/``eigvals`` of general matrices: NumPy's values (complex, LAPACK's order), and
+    derivatives of what does not depend on the eigenvectors' free phases against finite
+    differences, real and complex, batched."""
+    from funcgrad.testing import check_grads
+
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((4, 4))
+    w, v = L.eig(fg.asarray(a))
+    want_w, want_v = np.linalg.eig(a)
+    assert w.dtype == fg.complex128 and v.dtype == fg.complex128
+    np.testing.assert_allclose(w.numpy(), want_w)
+    np.testing.assert_allclose(v.numpy(), want_v)
+    np.testing.assert_allclose(L.eigvals(fg.asarray(np.float32(a))).numpy(), want_w, rtol=1e-5)
+    assert L.eigvals(fg.asarray(np.float32(a))).dtype == fg.complex64
+    weights = fg.asarray(np.arange(16.0).reshape(4, 4))
+    for m in (a, a + 1j * rng.standard_normal((4, 4))):
+        check_grads(lambda x: (fg.real(L.eigvals(x)) ** 2 + fg.imag(L.eigvals(x)) * 3).sum(), (fg.asarray(m),), order=1)
+        check_grads(lambda x: (fg.abs(L.eig(x).eigenvectors) ** 2 * weights).sum(), (fg.asarray(m),), order=1)
+    stack = np.stack([a, 2 * a + np.eye(4)])
+    np.testing.assert_allclose(fg.vmap(L.eigvals)(fg.asarray(stack)).numpy(), np.linalg.eigvals(stack))
+    with pytest.raises(fg.ShapeError, match="eig"):
+        L.eig(fg.ones((2, 3)))
+
+
+def test_eigvals_tangents_equal_jax(jax64) -> None:
+    jax = jax64
+    rng = np.random.default_rng(8)
+    a, t = rng.standard_normal((4, 4)), rng.standard_normal((4, 4))
+    ours = fg.jvp(L.eigvals, (fg.asarray(a),), (fg.asarray(t),))[1]
+    theirs = jax.jvp(jax.numpy.linalg.eigvals, (jax.numpy.asarray(a),), (jax.numpy.asarray(t),))[1]
+    order = [int(np.argmin(np.abs(np.asarray(jax.numpy.linalg.eigvals(a)) - w))) for w in np.linalg.eigvals(a)]
+    np.testing.assert_allclose(ours.numpy(), np.asarray(theirs)[order], atol=1e-10)

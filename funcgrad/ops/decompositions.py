@@ -12,7 +12,7 @@ from .. import dtypes as _dt
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.checks import as_int
 from ..primitives.core import bind, fmt_shape
-from ..primitives.decompositions import det_p, eigh_p, pinv_p, qr_p, slogdet_p, svd_p
+from ..primitives.decompositions import det_p, eig_p, eigh_p, pinv_p, qr_p, slogdet_p, svd_p
 from .creation import eye
 from .elementwise import as_operand, cast_to, where
 from .linalg import inv, matmul
@@ -21,8 +21,16 @@ from .reduce import max, sum
 from .shape import broadcast_to, expand_dims, tril, triu
 from .shape import diagonal as _diagonal
 
-__all__ = ["eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank", "matrix_power",
-           "multi_dot", "trace", "diagonal", "cross", "EighResult", "SVDResult", "QRResult", "SlogdetResult"]
+__all__ = ["eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals", "qr", "slogdet", "det", "pinv", "matrix_rank",
+           "matrix_power", "multi_dot", "trace", "diagonal", "cross", "EigResult", "EighResult", "SVDResult",
+           "QRResult", "SlogdetResult"]
+
+
+class EigResult(NamedTuple):
+    """``eig``'s result: the eigenvalues and the eigenvectors as columns (complex)."""
+
+    eigenvalues: Any
+    eigenvectors: Any
 
 
 class EighResult(NamedTuple):
@@ -70,6 +78,19 @@ def _matrices(op: str, x: Any, square: bool = False, complex_ok: bool = False) -
 
 def _symmetric(x: Any) -> Any:
     return (x + x.mH) / 2
+
+
+def eig(x: Any, /) -> EigResult:
+    """Eigenvalues and right eigenvectors (unit columns) of general square matrices, complex
+    (NumPy's ``linalg.eig``, in LAPACK's order). Differentiable as JAX's: an eigenvector's
+    phase is free, so only what does not depend on it (``abs(v)``, ``w``) has a meaning."""
+    w, v = bind(eig_p, _matrices("eig", x, square=True, complex_ok=True))
+    return EigResult(w, v)
+
+
+def eigvals(x: Any, /) -> Any:
+    """The eigenvalues of general square matrices, complex."""
+    return eig(x).eigenvalues
 
 
 def eigh(x: Any, /, UPLO: str | None = None, *, symmetrize_input: bool = True) -> EighResult:  # noqa: N803

@@ -273,6 +273,9 @@ class OneCycleLR(LRScheduler):
         self.total_steps = as_int("OneCycleLR", total_steps if total_steps is not None else
                                   epochs * steps_per_epoch, "total_steps", minimum=1)  # type: ignore[operator]
         max_lrs = list(max_lr) if isinstance(max_lr, (list, tuple)) else [max_lr] * n
+        if len(max_lrs) != n:
+            raise ArgumentValueError(f"OneCycleLR: expected {n} values for max_lr (one per parameter group), got "
+                                     f"{len(max_lrs)}")
         for g, top in zip(optimizer.param_groups, max_lrs):
             g["initial_lr"], g["max_lr"] = top / div_factor, top
             g["min_lr"] = g["initial_lr"] / final_div_factor

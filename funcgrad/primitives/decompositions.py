@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import component_dtype
+from ..dtypes import complex64, complex128, component_dtype, float64
 from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -25,7 +25,7 @@ from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import MATRIX, Domain
 from .linalg import solve_p
 
-__all__ = ["eigh_p", "svd_p", "qr_p", "slogdet_p", "det_p", "cofactor_p", "pinv_p"]
+__all__ = ["eigh_p", "eig_p", "svd_p", "qr_p", "slogdet_p", "det_p", "cofactor_p", "pinv_p"]
 
 
 
@@ -145,6 +145,58 @@ def _eigh_vjp(g: Any, ans: Any, a: Any) -> Any:
 defjvp(eigh_p, _eigh_jvp)
 defvjp(eigh_p, _eigh_vjp, saves="ans")
 _batch_first(eigh_p, 2)
+
+
+# ---- eig: eigenvalues and right eigenvectors of general square matrices (complex) --------
+
+def _complex_of(dtype: Any) -> Any:
+    return complex128 if dtype in (float64, complex128) else complex64
+
+
+def _eig_rule(a: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
+    _matrices("linalg.eig", a, square=True, kinds="fc")
+    c = _complex_of(a.dtype)
+    return ShapedArray(a.shape[:-1], c, a.device), ShapedArray(a.shape, c, a.device)
+
+
+def _eig_kernel(xp: Any, a: Any) -> tuple[Any, Any]:
+    """LAPACK's ``geev`` through NumPy: complex results whatever the eigenvalues (NumPy gives
+    real arrays when they all are real), each eigenvector of unit norm."""
+    c = np.complex128 if a.dtype in (np.float64, np.complex128) else np.complex64
+    w, v = xp.linalg.eig(a.astype(np.float32) if a.dtype.itemsize < 4 else a)
+    return w.astype(c), v.astype(c)
+
+
+eig_p = Primitive("linalg_eig", _eig_rule, kernel=_eig_kernel, multiple_results=True, domain=MATRIX,
+                  autocast="float32")
+
+
+# JAX's derivative: dW = diag(V^-1 dA V), dV = V (F * V^-1 dA V), with each column's change
+# along itself made purely imaginary (the eigenvectors keep unit norm; their phase is free).
+
+def _eig_jvp(t: Any, ans: Any, a: Any) -> Any:
+    w, v = ans
+    m = bind(solve_p, v, lax.matmul(lax.convert(t, v.dtype), v))
+    dv = lax.matmul(v, _inverse_gaps(w) * m)
+    along = lax.real(lax.reduce_sum(_conj(v) * dv, (dv.ndim - 2,)))
+    return _diag(m), dv - v * lax.convert(lax.expand_dims(along, (along.ndim - 1,)), v.dtype)
+
+
+def _eig_vjp(g: Any, ans: Any, a: Any) -> Any:
+    # the JVP's transpose under the pairing Re(sum(u * v)): V^-T X V^T with X = diag(gw)
+    # + F * (V^T gv - V^T conj(V) diag(c)), c_j = Re(sum_i gv_ij V_ij)
+    (gw, gv), (w, v) = g, ans
+    vt = _t(v)
+    x = _diag_matrix(gw) if gw is not None else lax.zeros(v, tuple(v.shape))
+    if gv is not None:
+        c = lax.convert(lax.real(lax.reduce_sum(gv * v, (v.ndim - 2,))), v.dtype)
+        x = x + _inverse_gaps(w) * (lax.matmul(vt, gv) - lax.matmul(vt, _conj(v)) * lax.expand_dims(c, (c.ndim - 1,)))
+    return bind(solve_p, vt, lax.matmul(x, vt))
+
+
+defjvp(eig_p, _eig_jvp)
+defvjp(eig_p, _eig_vjp, saves="ans")
+_batch_first(eig_p, 2)
 
 
 # ---- svd (reduced): u (..., m, k), s (..., k) descending, vh (..., k, n) ------------------

@@ -24,7 +24,7 @@ from ..primitives import lax
 from ..primitives.checks import as_int, normalize_axis
 from ..transforms import vmap, while_loop
 from . import xla_math
-from .keys import _UINT, Key, _float_array, _float_dtype, _int_default, _random_bits, _words, draw_shape, split, uniform
+from .keys import UINT, Key, draw_shape, float_array, float_dtype, int_default, random_bits, split, uniform, words_of
 
 __all__ = ["normal", "truncated_normal", "exponential", "gumbel", "laplace", "logistic", "cauchy", "bernoulli",
            "rademacher", "randint", "permutation", "choice", "categorical", "gamma", "loggamma", "beta", "dirichlet",
@@ -36,7 +36,7 @@ __all__ = ["normal", "truncated_normal", "exponential", "gumbel", "laplace", "lo
 def normal(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard normal values: ``sqrt(2) * erfinv(u)`` for ``u`` uniform in ``(-1, 1)``, as
     ``jax.random.normal`` (``docs/random.md`` says how closely the values agree)."""
-    shape, d = draw_shape(shape, "normal"), _float_dtype(dtype, "normal")
+    shape, d = draw_shape(shape, "normal"), float_dtype(dtype, "normal")
     lo = -1.0 + float(ml_dtypes.finfo(d.np).epsneg)  # (the float after -1)
     u = uniform(k, shape, d, minval=lo, maxval=1.0)
     return xla_math.erfinv(u) * ops.asarray(np.sqrt(2.0), dtype=d, device=u.device)
@@ -45,9 +45,9 @@ def normal(k: Any, shape: Any = (), dtype: Any = None) -> Any:
 def truncated_normal(k: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Normal values conditioned on ``(lower, upper)``, by inverting the normal CDF between
     them, as ``jax.random.truncated_normal``."""
-    d = _float_dtype(dtype, "truncated_normal")
-    device = _words(k, "truncated_normal").device
-    lo, hi = _float_array(lower, d, device), _float_array(upper, d, device)
+    d = float_dtype(dtype, "truncated_normal")
+    device = words_of(k, "truncated_normal").device
+    lo, hi = float_array(lower, d, device), float_array(upper, d, device)
     shape = (ops.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)) if shape is None
              else draw_shape(shape, "truncated_normal"))
     sqrt2 = ops.asarray(np.sqrt(2.0), dtype=d, device=device)
@@ -74,39 +74,39 @@ def _log1p(x: Any) -> Any:
 
 def exponential(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard exponential values, ``-log1p(-u)`` (``jax.random.exponential``)."""
-    return -_log1p(-uniform(k, shape, _float_dtype(dtype, "exponential")))
+    return -_log1p(-uniform(k, shape, float_dtype(dtype, "exponential")))
 
 
 def gumbel(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Gumbel values, ``-log(-log(u))`` for ``u`` in ``[tiny, 1)`` (``jax.random.gumbel``)."""
-    d = _float_dtype(dtype, "gumbel")
+    d = float_dtype(dtype, "gumbel")
     return -_log(-_log(uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).tiny), maxval=1.0)))
 
 
 def laplace(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Laplace values, ``sign(u) * log1p(-|u|)`` for ``u`` in ``(-1, 1)``."""
-    d = _float_dtype(dtype, "laplace")
+    d = float_dtype(dtype, "laplace")
     u = uniform(k, shape, d, minval=-1.0 + float(ml_dtypes.finfo(d.np).epsneg), maxval=1.0)
     return ops.sign(u) * _log1p(-ops.abs(u))
 
 
 def logistic(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard logistic values, ``log(u) - log1p(-u)``."""
-    d = _float_dtype(dtype, "logistic")
+    d = float_dtype(dtype, "logistic")
     u = uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).tiny), maxval=1.0)
     return _log(u) - _log1p(-u)
 
 
 def cauchy(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Cauchy values, ``tan(pi * (u - 1/2))``."""
-    d = _float_dtype(dtype, "cauchy")
+    d = float_dtype(dtype, "cauchy")
     u = uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).eps), maxval=1.0)
     return ops.tan(ops.asarray(np.pi, dtype=d, device=u.device) * (u - 0.5))
 
 
 def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:
     """``True`` with probability ``p``: a uniform value in ``p``'s dtype below ``p``."""
-    device = _words(k, "bernoulli").device
+    device = words_of(k, "bernoulli").device
     p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=_dt.default_float, device=device)
     if p.dtype.kind != "f":
         p = p.astype(_dt.default_float)
@@ -116,7 +116,7 @@ def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:
 
 def rademacher(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """-1 or 1 with equal probability (``jax.random.rademacher``; int32 by default)."""
-    d = _int_default() if dtype is None else as_dtype(dtype, op="fg.random.rademacher")
+    d = int_default() if dtype is None else as_dtype(dtype, op="fg.random.rademacher")
     return (2 * bernoulli(k, 0.5, shape).astype(d) - 1).astype(d)
 
 
@@ -126,10 +126,10 @@ def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> 
     """Integers in ``[minval, maxval)``, as ``jax.random.randint``: twice the dtype's bits of
     randomness reduced modulo the span (int32 by default, int64 in 64-bit mode)."""
     shape = draw_shape(shape, "randint")
-    d = _int_default() if dtype is None else as_dtype(dtype, op="fg.random.randint")
+    d = int_default() if dtype is None else as_dtype(dtype, op="fg.random.randint")
     if d.kind not in "iu":
         raise DTypeError(f"fg.random.randint: dtype must be an integer type, got {d}")
-    device = _words(k, "randint").device
+    device = words_of(k, "randint").device
     lo, hi = (v.astype(int64) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=int64, device=device)
               for v in (minval, maxval))
     info = np.iinfo(d.np)
@@ -140,9 +140,9 @@ def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> 
     too_high = hi > int(info.max)  # (randint(k, s, 0, 2**32, uint32): the span is one more than uint32 holds)
     lo, hi = (lax.convert(ops.clip(v, int(info.min), int(info.max)), d) for v in (lo, hi))
     width = info.bits
-    unsigned = _UINT[width]
+    unsigned = UINT[width]
     k1, k2 = _pair(k, "randint")
-    upper, lower = _random_bits(k1, width, shape, "randint"), _random_bits(k2, width, shape, "randint")
+    upper, lower = random_bits(k1, width, shape, "randint"), random_bits(k2, width, shape, "randint")
     span = lax.convert(hi - lo, unsigned)
     span = ops.where(hi <= lo, ops.ones_like(span), span)
     span = ops.where(too_high & (hi > lo), span + lax.convert(ops.asarray(1), unsigned), span)
@@ -160,7 +160,7 @@ def _rem(a: Any, b: Any) -> Any:
 
 def _pair(k: Any, op: str) -> tuple[Any, Any]:
     """``split(k)``'s two keys, as raw words."""
-    both = split(_words(k, op) if not isinstance(k, Key) else k.data)
+    both = split(words_of(k, op) if not isinstance(k, Key) else k.data)
     return both[0], both[1]
 
 
@@ -169,7 +169,7 @@ def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any
     vector along it on its own when ``independent``), as ``jax.random.permutation``."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         n = as_int("fg.random.permutation", x, "x (a count)")
-        return _shuffle(k, ops.arange(n, dtype=_int_default(), device=_words(k, "permutation").device), 0)
+        return _shuffle(k, ops.arange(n, dtype=int_default(), device=words_of(k, "permutation").device), 0)
     if isinstance(x, (float, bool, str)) or x is None:
         raise ArgumentTypeError(f"fg.random.permutation: x must be an int or an array, got {type(x).__name__}")
     values = ops.asarray(x) if not isinstance(x, ArrayBase) else x
@@ -178,7 +178,7 @@ def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any
     axis = normalize_axis("fg.random.permutation", axis, values.ndim)
     if independent or values.ndim == 1:
         return _shuffle(k, values, axis)
-    order = _shuffle(k, ops.arange(values.shape[axis], dtype=_int_default(), device=values.device), 0)
+    order = _shuffle(k, ops.arange(values.shape[axis], dtype=int_default(), device=values.device), 0)
     return ops.take(values, order, axis=axis)
 
 
@@ -186,10 +186,10 @@ def _shuffle(k: Any, x: Any, axis: int) -> Any:
     """JAX's shuffle: sort by fresh random 32-bit keys, as many rounds as make ties unlikely
     (3 log(size) / log(2**32 - 1)), each round from the next split of the key."""
     rounds = math.ceil(3 * math.log(max(1, math.prod(x.shape))) / math.log(2 ** 32 - 1))
-    k = _words(k, "permutation") if not isinstance(k, Key) else k.data
+    k = words_of(k, "permutation") if not isinstance(k, Key) else k.data
     for _ in range(rounds):
         k, sub = _pair(k, "permutation")
-        order = ops.argsort(_random_bits(sub, 32, tuple(x.shape), "permutation"), axis=axis, stable=True)
+        order = ops.argsort(random_bits(sub, 32, tuple(x.shape), "permutation"), axis=axis, stable=True)
         x = ops.take_along_axis(x, order, axis=axis)
     return x
 
@@ -210,7 +210,7 @@ def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None,
         n = values.shape[axis]
     count = math.prod(shape)
     if count == 0:
-        return ops.zeros(shape, dtype=_int_default() if values is None else values.dtype)
+        return ops.zeros(shape, dtype=int_default() if values is None else values.dtype)
     if n <= 0:
         raise ArgumentValueError(f"fg.random.choice: cannot draw {count} values from an empty population")
     if not replace and count > n:
@@ -233,11 +233,11 @@ def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None,
         if replace:
             total = ops.cumsum(p)
             r = total[-1] * (1 - uniform(k, shape, p.dtype))
-            picked = ops.searchsorted(total, r).astype(_int_default())
+            picked = ops.searchsorted(total, r).astype(int_default())
         else:  # Gumbel top-k: the count largest of log p + Gumbel noise
             with np.errstate(divide="ignore"):  # a zero probability is a logit of -inf, never drawn
                 noisy = gumbel(k, (n,), p.dtype) + ops.log(p)
-            picked = lax.reshape(ops.argsort(noisy, descending=True, stable=True)[:count].astype(_int_default()),
+            picked = lax.reshape(ops.argsort(noisy, descending=True, stable=True)[:count].astype(int_default()),
                                  shape)
     if values is None:
         return lax.reshape(picked, shape)
@@ -265,7 +265,7 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Any = None, replace:
         inner.insert(axis % logits.ndim, logits.shape[axis])
         noise = gumbel(k, (*prefix, *inner), logits.dtype)
         expanded = lax.reshape(logits, (1,) * len(prefix) + tuple(logits.shape)) if prefix else logits
-        return ops.argmax(noise + expanded, axis=axis).astype(_int_default())
+        return ops.argmax(noise + expanded, axis=axis).astype(int_default())
     count = math.prod(prefix)
     if count > logits.shape[axis]:
         raise ArgumentValueError(f"fg.random.categorical: {count} samples without replacement from "
@@ -289,14 +289,14 @@ def loggamma(k: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
 
 
 def _gamma(k: Any, a: Any, shape: Any, dtype: Any, op: str, log_space: bool) -> Any:
-    d = _float_dtype(dtype, op)
-    a = _float_array(a, d, _words(k, op).device)
+    d = float_dtype(dtype, op)
+    a = float_array(a, d, words_of(k, op).device)
     shape = tuple(a.shape) if shape is None else draw_shape(shape, op)
     a = ops.broadcast_to(a, shape)
     n = math.prod(shape)
     if n == 0:
         return ops.zeros(shape, dtype=d)
-    keys = split(_words(k, op) if not isinstance(k, Key) else k.data, n)
+    keys = split(words_of(k, op) if not isinstance(k, Key) else k.data, n)
     one = _gamma_one_log if log_space else _gamma_one
     return lax.reshape(vmap(one)(keys, lax.reshape(a, (n,))), shape)
 
@@ -347,9 +347,9 @@ def _marsaglia_tsang(k: Any, alpha: Any) -> tuple[Any, Any, Any, Any]:
 
 def beta(k: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Beta values, from two log-gamma values (``jax.random.beta``)."""
-    d = _float_dtype(dtype, "beta")
-    device = _words(k, "beta").device
-    a, b = _float_array(a, d, device), _float_array(b, d, device)
+    d = float_dtype(dtype, "beta")
+    device = words_of(k, "beta").device
+    a, b = float_array(a, d, device), float_array(b, d, device)
     shape = ops.broadcast_shapes(tuple(a.shape), tuple(b.shape)) if shape is None else draw_shape(shape, "beta")
     halves = _split_words(k, "beta")
     log_a = loggamma(halves[0], ops.broadcast_to(a, shape), shape, d)
@@ -361,8 +361,8 @@ def beta(k: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
 
 def dirichlet(k: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Dirichlet values along the last axis of ``alpha``: a softmax of log-gamma values."""
-    d = _float_dtype(dtype, "dirichlet")
-    alpha = _float_array(alpha, d, _words(k, "dirichlet").device)
+    d = float_dtype(dtype, "dirichlet")
+    alpha = float_array(alpha, d, words_of(k, "dirichlet").device)
     if alpha.ndim < 1:
         raise ShapeError("fg.random.dirichlet: alpha must have at least one axis (the categories)")
     shape = tuple(alpha.shape[:-1]) if shape is None else draw_shape(shape, "dirichlet")
@@ -373,8 +373,8 @@ def dirichlet(k: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
 
 def t(k: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Student's t values with ``df`` degrees of freedom: a normal over a gamma's root."""
-    d = _float_dtype(dtype, "t")
-    df = _float_array(df, d, _words(k, "t").device)
+    d = float_dtype(dtype, "t")
+    df = float_array(df, d, words_of(k, "t").device)
     shape = tuple(df.shape) if shape is None else draw_shape(shape, "t")
     halves = _split_words(k, "t")
     n = normal(halves[0], shape, d)
@@ -383,7 +383,7 @@ def t(k: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
 
 
 def _split_words(k: Any, op: str) -> Any:
-    return split(_words(k, op) if not isinstance(k, Key) else k.data)
+    return split(words_of(k, op) if not isinstance(k, Key) else k.data)
 
 
 def _exp(x: Any) -> Any:
@@ -394,10 +394,10 @@ def _exp(x: Any) -> Any:
 def poisson(k: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Poisson counts with rate ``lam``, as ``jax.random.poisson``: Knuth's products of
     uniforms below a rate of 10, Hörmann's transformed rejection above (int32 by default)."""
-    d = _int_default() if dtype is None else as_dtype(dtype, op="fg.random.poisson")
+    d = int_default() if dtype is None else as_dtype(dtype, op="fg.random.poisson")
     if d.kind not in "iu":
         raise DTypeError(f"fg.random.poisson: dtype must be an integer type, got {d}")
-    lam = _float_array(lam, _dt.default_float, _words(k, "poisson").device) if not isinstance(lam, ArrayBase) \
+    lam = float_array(lam, _dt.default_float, words_of(k, "poisson").device) if not isinstance(lam, ArrayBase) \
         or lam.dtype.kind != "f" else lam
     shape = tuple(lam.shape) if shape is None else draw_shape(shape, "poisson")
     lam = ops.broadcast_to(lam, shape)
@@ -418,7 +418,7 @@ def _poisson_knuth(k: Any, lam: Any, shape: tuple[int, ...], d: DType) -> Any:
         count = ops.where(log_prod > -lam, count + 1, count)
         return i + 1, count, parts[0], log_prod + _log(uniform(parts[1], shape, float32))
 
-    start = (ops.asarray(0), ops.zeros(shape, dtype=d), _words(k, "poisson") if not isinstance(k, Key) else k.data,
+    start = (ops.asarray(0), ops.zeros(shape, dtype=d), words_of(k, "poisson") if not isinstance(k, Key) else k.data,
              ops.zeros(shape, dtype=float32))
     return (while_loop(more, step, start)[1] - 1).astype(d)
 
@@ -447,7 +447,7 @@ def _poisson_rejection(k: Any, lam: Any, shape: tuple[int, ...], d: DType) -> An
         return i + 1, ops.where(accept, count, out), accepted | accept, parts[0]
 
     start = (ops.asarray(0), ops.full(shape, -1.0, dtype=lam.dtype), ops.zeros(shape, dtype=bool),
-             _words(k, "poisson") if not isinstance(k, Key) else k.data)
+             words_of(k, "poisson") if not isinstance(k, Key) else k.data)
     return while_loop(more, step, start)[1].astype(d)
 
 
@@ -456,12 +456,12 @@ def multivariate_normal(k: Any, mean: Any, cov: Any, shape: Any = None, dtype: A
     """Normal vectors of mean ``mean`` (``(..., n)``) and covariance ``cov`` (``(..., n, n)``),
     as ``jax.random.multivariate_normal``: a factor of ``cov`` (``method``: "cholesky",
     "eigh" or "svd") times standard normals."""
-    device = _words(k, "multivariate_normal").device
+    device = words_of(k, "multivariate_normal").device
     mean, cov = (v if isinstance(v, ArrayBase) else ops.asarray(v, device=device) for v in (mean, cov))
     if dtype is None:  # (JAX's: the parameters' own dtype)
         both = _dt.result_type(mean.dtype, cov.dtype)
         dtype = both if both.kind == "f" else None
-    d = _float_dtype(dtype, "multivariate_normal")
+    d = float_dtype(dtype, "multivariate_normal")
     mean, cov = mean.astype(d), cov.astype(d)
     if mean.ndim < 1 or cov.ndim < 2 or tuple(cov.shape[-2:]) != (mean.shape[-1], mean.shape[-1]):
         raise ShapeError(f"fg.random.multivariate_normal: mean must be (..., n) and cov (..., n, n), got "
@@ -486,7 +486,7 @@ def multivariate_normal(k: Any, mean: Any, cov: Any, shape: Any = None, dtype: A
 def orthogonal(k: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None) -> Any:
     """Random ``n`` by ``m`` (square by default) matrices with orthonormal columns or rows,
     Haar-distributed: the ``Q`` of a normal matrix's QR, signs fixed by ``R``'s diagonal."""
-    d = _float_dtype(dtype, "orthogonal")
+    d = float_dtype(dtype, "orthogonal")
     n = as_int("fg.random.orthogonal", n, "n", minimum=0)
     m = n if m is None else as_int("fg.random.orthogonal", m, "m", minimum=0)
     shape = draw_shape(shape, "orthogonal")

@@ -123,15 +123,15 @@ def PRNGKey(seed: int) -> Any:  # noqa: N802 - JAX's name
 
 def key_data(keys: Any) -> Any:
     """The uint32 words of ``keys``: shape ``(*keys.shape, 2)``."""
-    return _words(keys, "key_data")
+    return words_of(keys, "key_data")
 
 
 def wrap_key_data(data: Any) -> Key:
     """Typed keys from uint32 words of shape ``(..., 2)``."""
-    return Key(_words(data, "wrap_key_data"))
+    return Key(words_of(data, "wrap_key_data"))
 
 
-def _words(k: Any, op: str) -> Any:
+def words_of(k: Any, op: str) -> Any:
     data = k.data if isinstance(k, Key) else k
     if not isinstance(data, ArrayBase):
         raise ArgumentTypeError(f"fg.random.{op}: expected a key (fg.random.key(seed)), got {type(k).__name__}")
@@ -143,7 +143,7 @@ def _words(k: Any, op: str) -> Any:
 
 def _single(k: Any, op: str) -> tuple[Any, Any]:
     """The two words of one key."""
-    data = _words(k, op)
+    data = words_of(k, op)
     if data.shape != (2,):
         raise ShapeError(f"fg.random.{op}: expected a single key, got keys of shape {tuple(data.shape[:-1])}; "
                          "draw from each with fg.vmap")
@@ -201,11 +201,11 @@ def _x64() -> bool:
     return config.enable_x64
 
 
-def _int_default() -> DType:
+def int_default() -> DType:
     return int64 if _x64() else int32
 
 
-def _float_dtype(dtype: Any, op: str) -> DType:
+def float_dtype(dtype: Any, op: str) -> DType:
     d = _dt.default_float if dtype is None else as_dtype(dtype, op=f"fg.random.{op}")
     if d not in (float16, bfloat16, float32, float64):
         raise DTypeError(f"fg.random.{op}: dtype must be a floating dtype (float16, bfloat16, float32, float64), "
@@ -213,11 +213,11 @@ def _float_dtype(dtype: Any, op: str) -> DType:
     return d
 
 
-def _float_array(v: Any, d: DType, device: Any) -> Any:
+def float_array(v: Any, d: DType, device: Any) -> Any:
     return v.astype(d) if isinstance(v, ArrayBase) else ops.asarray(v, dtype=d, device=device)
 
 
-_UINT = {8: uint8, 16: uint16, 32: uint32, 64: uint64}
+UINT = {8: uint8, 16: uint16, 32: uint32, 64: uint64}
 
 
 # ---- bits and uniform values -------------------------------------------------------------------
@@ -229,10 +229,10 @@ def bits(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     d = (uint64 if _x64() else uint32) if dtype is None else as_dtype(dtype, op="fg.random.bits")
     if d.kind != "u":
         raise DTypeError(f"fg.random.bits: dtype must be an unsigned integer type, got {d}")
-    return _random_bits(k, d.itemsize * 8, shape, "bits")
+    return random_bits(k, d.itemsize * 8, shape, "bits")
 
 
-def _random_bits(k: Any, width: int, shape: tuple[int, ...], op: str) -> Any:
+def random_bits(k: Any, width: int, shape: tuple[int, ...], op: str) -> Any:
     """JAX's partitionable Threefry bits: element ``i`` from the counter ``i``; its two
     output words joined (64 bits), xor-ed (32), or xor-ed and cut to the low 8 or 16."""
     k1, k2 = _single(k, op)
@@ -243,7 +243,7 @@ def _random_bits(k: Any, width: int, shape: tuple[int, ...], op: str) -> Any:
     else:
         words = y1 ^ y2
         if width < 32:
-            words = lax.convert(words, _UINT[width])
+            words = lax.convert(words, UINT[width])
     return lax.reshape(words, shape)
 
 
@@ -257,12 +257,12 @@ def uniform(k: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxva
     """Uniform values in ``[minval, maxval)``, bit for bit ``jax.random.uniform``: random
     mantissa bits under an exponent of 1, minus 1, scaled (every float dtype; bfloat16 from
     8 random bits, as JAX)."""
-    shape, d = draw_shape(shape, "uniform"), _float_dtype(dtype, "uniform")
+    shape, d = draw_shape(shape, "uniform"), float_dtype(dtype, "uniform")
     info = ml_dtypes.finfo(d.np)
     width = d.itemsize * 8
     random = 8 if info.nmant < 8 else width
-    unit = lax.convert(lax.convert(_random_bits(k, random, shape, "uniform") >> (random - info.nmant), float64)
+    unit = lax.convert(lax.convert(random_bits(k, random, shape, "uniform") >> (random - info.nmant), float64)
                        * 2.0 ** -info.nmant, d)  # (exact: a multiple of 2**-nmant below 1)
-    device = _words(k, "uniform").device
-    lo, hi = _float_array(minval, d, device), _float_array(maxval, d, device)
+    device = words_of(k, "uniform").device
+    lo, hi = float_array(minval, d, device), float_array(maxval, d, device)
     return ops.maximum(lo, _fused(unit, hi - lo, lo, d))
