@@ -302,3 +302,70 @@ def test_every_torch_nn_init_name_exists_and_old_names_warn() -> None:
     with pytest.warns(FutureWarning, match="nn.init.xavier_uniform_"):
         fg.nn.init.xavier_uniform(p)
     assert float(fg.abs(p).sum()) > 0
+
+
+@needs_torch
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.ZeroPad1d((1, 2)), (2, 3, 5)), (lambda m: m.ZeroPad2d(1), (2, 3, 4, 5)),
+    (lambda m: m.ZeroPad3d((1, 0, 2, 1, 0, 1)), (1, 2, 3, 4, 5)), (lambda m: m.ConstantPad1d((1, 2), 3.0), (2, 3, 5)),
+    (lambda m: m.ConstantPad2d(2, -1.0), (3, 4, 5)), (lambda m: m.ConstantPad3d(1, 2.0), (1, 2, 3, 4, 5)),
+    (lambda m: m.ReflectionPad1d((2, 1)), (2, 3, 5)), (lambda m: m.ReflectionPad2d(1), (2, 3, 4, 5)),
+    (lambda m: m.ReflectionPad3d(1), (1, 2, 3, 4, 5)), (lambda m: m.ReplicationPad1d(2), (2, 3, 5)),
+    (lambda m: m.ReplicationPad2d((1, 2, 0, 1)), (2, 3, 4, 5)), (lambda m: m.ReplicationPad3d(1), (1, 2, 3, 4, 5)),
+    (lambda m: m.CircularPad1d(2), (2, 3, 5)), (lambda m: m.CircularPad2d((1, 2, 2, 1)), (2, 3, 4, 5)),
+    (lambda m: m.CircularPad3d(1), (1, 2, 3, 4, 5)), (lambda m: m.Hardshrink(), (3, 5)),
+    (lambda m: m.Softshrink(0.3), (3, 5)), (lambda m: m.Tanhshrink(), (3, 5)), (lambda m: m.Softmax2d(), (2, 3, 4, 5)),
+    (lambda m: m.RMSNorm(5), (3, 5)), (lambda m: m.RMSNorm((4, 5), eps=1e-3), (2, 4, 5)),
+    (lambda m: m.RMSNorm(5, elementwise_affine=False), (3, 5)), (lambda m: m.Unflatten(1, (2, 3)), (4, 6)),
+    (lambda m: m.ChannelShuffle(2), (2, 4, 3, 3)),
+])
+def test_shaping_modules_match_pytorch(make, shape) -> None:
+    """The padding modules, shrinkage activations, Softmax2d, RMSNorm, Unflatten and
+    ChannelShuffle: repr, values, input gradients, parameter gradients and state_dict names."""
+    rng = np.random.default_rng(1)
+    tm, fm = make(torch.nn), make(nn)
+    assert repr(fm) == repr(tm)
+    assert list(fm.state_dict()) == list(tm.state_dict())
+    _copy_params(tm, fm)
+    x = rng.standard_normal(shape).astype(np.float32)
+    tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
+    tout, fout = tm(tx), fm(fx)
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+    w = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
+    (tout * torch.tensor(w)).sum().backward()
+    (fout * fg.asarray(w)).sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for (_, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@needs_torch
+def test_margin_losses_match_pytorch() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    y = np.where(rng.standard_normal((4, 3)) > 0, 1.0, -1.0).astype(np.float32)
+    for make in (lambda m: m.SoftMarginLoss(), lambda m: m.HingeEmbeddingLoss(0.5, reduction="sum"),
+                 lambda m: m.SoftMarginLoss(reduction="none")):
+        tm, fm = make(torch.nn), make(nn)
+        assert repr(fm) == repr(tm)
+        tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
+        tout, fout = tm(tx, torch.tensor(y)), fm(fx, fg.asarray(y))
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
+        tout.sum().backward()
+        fout.sum().backward()
+        np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+def test_functional_pad_matches_pytorch() -> None:
+    rng = np.random.default_rng(3)
+    for shape, pads in (((2, 4, 6), (1, 2)), ((2, 4, 5, 6), (1, 2, 2, 1)), ((1, 2, 4, 5, 6), (2, 1, 1, 2, 1, 0))):
+        x = rng.standard_normal(shape).astype(np.float32)
+        for mode in ("constant", "reflect", "replicate", "circular"):
+            np.testing.assert_allclose(F.pad(fg.asarray(x), pads, mode=mode).numpy(),
+                                       torch.nn.functional.pad(torch.tensor(x), pads, mode=mode).numpy())
+    x = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    np.testing.assert_allclose(F.pad(fg.asarray(x), (-1, 2, 1, -2), value=3.0).numpy(),
+                               torch.nn.functional.pad(torch.tensor(x), (-1, 2, 1, -2), value=3.0).numpy())
+    with pytest.raises(fg.ArgumentValueError, match="mode must be"):
+        F.pad(fg.asarray(x), (1, 1), mode="mirror")

@@ -53,6 +53,7 @@ from .loss import (
                      CosineSimilarity,
                      CrossEntropyLoss,
                      GaussianNLLLoss,
+                     HingeEmbeddingLoss,
                      HuberLoss,
                      KLDivLoss,
                      L1Loss,
@@ -63,6 +64,7 @@ from .loss import (
                      PairwiseDistance,
                      PoissonNLLLoss,
                      SmoothL1Loss,
+                     SoftMarginLoss,
                      TripletMarginLoss,
 )
 from .module import Module, functional_call
@@ -77,6 +79,30 @@ from .resize import (
                      Upsample,
                      UpsamplingBilinear2d,
                      UpsamplingNearest2d,
+)
+from .shaping import (
+                     ChannelShuffle,
+                     CircularPad1d,
+                     CircularPad2d,
+                     CircularPad3d,
+                     ConstantPad1d,
+                     ConstantPad2d,
+                     ConstantPad3d,
+                     Hardshrink,
+                     ReflectionPad1d,
+                     ReflectionPad2d,
+                     ReflectionPad3d,
+                     ReplicationPad1d,
+                     ReplicationPad2d,
+                     ReplicationPad3d,
+                     RMSNorm,
+                     Softmax2d,
+                     Softshrink,
+                     Tanhshrink,
+                     Unflatten,
+                     ZeroPad1d,
+                     ZeroPad2d,
+                     ZeroPad3d,
 )
 from .transformer import (
                      Transformer,
@@ -100,4 +126,8 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
            "TransformerDecoderLayer", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold", "Bilinear",
            "AdaptiveMaxPool2d", "PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
-           "UpsamplingNearest2d"]
+           "UpsamplingNearest2d", "Unflatten", "ChannelShuffle", "Hardshrink", "Softshrink", "Tanhshrink",
+           "Softmax2d", "RMSNorm", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+           "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+           "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+           "SoftMarginLoss", "HingeEmbeddingLoss"]

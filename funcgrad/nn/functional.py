@@ -33,9 +33,10 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "softplus", "normalize", "one_hot", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
            "log_softmax", "dropout", "layer_norm", "embedding", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
            "binary_cross_entropy_with_logits", "conv1d", "scaled_dot_product_attention", "dropout1d", "dropout2d",
-           "group_norm", "instance_norm", "batch_norm", "hardtanh", "relu6", "hardsigmoid", "hardswish", "mish",
-           "logsigmoid",
-           "softsign", "softmin", "threshold", "glu", "prelu", "selu", "celu", "binary_cross_entropy",
+           "group_norm", "instance_norm", "batch_norm", "pad", "hardshrink", "softshrink", "tanhshrink", "rms_norm",
+           "channel_shuffle", "soft_margin_loss", "hinge_embedding_loss", "hardtanh", "relu6", "hardsigmoid",
+           "hardswish", "mish", "logsigmoid", "softsign", "softmin", "threshold", "glu", "prelu", "selu", "celu",
+           "binary_cross_entropy",
            "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "pairwise_distance", "cosine_similarity",
            "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
            "multilabel_soft_margin_loss", "bilinear", "conv_transpose1d", "conv_transpose2d", "fold", "unfold",
@@ -680,6 +681,81 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+def pad(input: Any, pad: Any, mode: str = "constant", value: float | None = None) -> Any:
+    """PyTorch's ``F.pad``: ``pad`` lists (before, after) amounts from the last axis
+    backwards; ``mode`` ``"constant"`` (with ``value``), ``"reflect"``, ``"replicate"`` or
+    ``"circular"`` (NumPy's ``constant``, ``reflect``, ``edge`` and ``wrap``). A negative
+    amount crops, as in PyTorch."""
+    if mode not in _PAD_MODES:
+        raise ArgumentValueError(f"pad: mode must be one of {sorted(_PAD_MODES)}, got {mode!r}")
+    amounts = [int(p) for p in pad]
+    if len(amounts) % 2 or len(amounts) // 2 > input.ndim:
+        raise ArgumentValueError(f"pad: expected pairs of amounts for at most {input.ndim} axes, got {tuple(pad)}")
+    widths = [(0, 0)] * input.ndim
+    for k in range(len(amounts) // 2):
+        widths[input.ndim - 1 - k] = (amounts[2 * k], amounts[2 * k + 1])
+    crop = tuple(slice(-lo if lo < 0 else None, hi if hi < 0 else None) for lo, hi in widths)
+    x = input[crop] if any(lo < 0 or hi < 0 for lo, hi in widths) else input
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    if mode == "constant":
+        return ops.pad(x, grow, mode="constant", constant_values=0.0 if value is None else value)
+    return ops.pad(x, grow, mode=_PAD_MODES[mode])
+
+
+def hardshrink(input: Any, lambd: float = 0.5) -> Any:
+    """``x`` where ``|x| > lambd``, else 0."""
+    return ops.where(ops.abs(input) > lambd, input, ops.zeros_like(input))
+
+
+def softshrink(input: Any, lambd: float = 0.5) -> Any:
+    """``x`` moved towards 0 by ``lambd``, and 0 within ``lambd`` of it."""
+    return ops.where(input > lambd, input - lambd, ops.where(input < -lambd, input + lambd, ops.zeros_like(input)))
+
+
+def tanhshrink(input: Any) -> Any:
+    """``x - tanh(x)``."""
+    return input - ops.tanh(input)
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
+    """PyTorch's ``F.rms_norm``: ``x / sqrt(mean(x**2) + eps)`` over the last axes
+    ``normalized_shape`` names, times ``weight`` (``eps`` by default the dtype's epsilon)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise ShapeError(f"rms_norm: input of shape {_fmt_shape(tuple(input.shape))} does not end with "
+                         f"normalized_shape {shape}")
+    eps = float(_dtypes.finfo(input.dtype).eps) if eps is None else eps
+    axes = tuple(range(input.ndim - len(shape), input.ndim))
+    out = input * ops.rsqrt(ops.mean(input * input, axis=axes, keepdims=True) + eps)
+    return out * weight if weight is not None else out
+
+
+def channel_shuffle(input: Any, groups: int) -> Any:
+    """The channels (axis 1) of ``(N, C, ...)`` inputs in ``groups`` interleaved, as ShuffleNet's."""
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise ShapeError(f"channel_shuffle: {c} channels do not split into {groups} groups")
+    rest = tuple(input.shape[2:])
+    grouped = ops.reshape(input, (n, groups, c // groups, *rest))
+    return ops.reshape(ops.swapaxes(grouped, 1, 2), (n, c, *rest))
+
+
+def soft_margin_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
+    """``log(1 + exp(-y x))`` for targets ``y`` of +-1."""
+    target = _check_same("soft_margin_loss", input, target)
+    return _reduce(ops.logaddexp(0.0, -target * input), reduction, "soft_margin_loss")
+
+
+def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, reduction: str = "mean") -> Any:
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1."""
+    target = _check_same("hinge_embedding_loss", input, target)
+    loss = ops.where(target == 1, input, 0.0) + ops.where(target == -1, ops.maximum(margin - input, 0.0), 0.0)
+    return _reduce(loss, reduction, "hinge_embedding_loss")
 
 
 # Every public function names itself in the errors of bad arguments, and takes arrays only.

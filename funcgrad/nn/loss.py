@@ -7,7 +7,8 @@ from typing import Any
 from . import functional as F
 from .module import Module
 
-__all__ = ["MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss",
+__all__ = ["SoftMarginLoss", "HingeEmbeddingLoss",
+           "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss",
            "HuberLoss", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]
 
@@ -215,3 +216,23 @@ class PairwiseDistance(Module):
     def forward(self, x1: Any, x2: Any) -> Any:
         """The ``p``-norm distance between rows."""
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class SoftMarginLoss(_Loss):
+    """``log(1 + exp(-y x))`` for targets of +-1."""
+
+    def forward(self, input: Any, target: Any) -> Any:
+        """The soft margin loss."""
+        return F.soft_margin_loss(input, target, self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1."""
+
+    def __init__(self, margin: float = 1.0, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input: Any, target: Any) -> Any:
+        """The hinge embedding loss."""
+        return F.hinge_embedding_loss(input, target, self.margin, self.reduction)
