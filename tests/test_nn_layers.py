@@ -369,3 +369,30 @@ def test_functional_pad_matches_pytorch() -> None:
                                torch.nn.functional.pad(torch.tensor(x), (-1, 2, 1, -2), value=3.0).numpy())
     with pytest.raises(fg.ArgumentValueError, match="mode must be"):
         F.pad(fg.asarray(x), (1, 1), mode="mirror")
+
+
+@needs_torch
+@pytest.mark.parametrize("make,shape", [
+    (lambda m: m.MaxPool1d(3), (2, 3, 10)), (lambda m: m.MaxPool1d(3, 2, 1, 2, ceil_mode=True), (2, 3, 11)),
+    (lambda m: m.MaxPool1d(2), (3, 9)), (lambda m: m.AvgPool1d(3), (2, 3, 10)),
+    (lambda m: m.AvgPool1d(3, 2, 1, True, False), (2, 3, 11)), (lambda m: m.AdaptiveAvgPool1d(4), (2, 3, 10)),
+    (lambda m: m.AdaptiveMaxPool1d(4), (2, 3, 10)), (lambda m: m.AdaptiveAvgPool1d(3), (3, 7)),
+    (lambda m: m.BatchNorm3d(3), (2, 3, 2, 3, 4)), (lambda m: m.InstanceNorm3d(3, affine=True), (2, 3, 2, 3, 4)),
+    (lambda m: m.InstanceNorm3d(3), (3, 2, 3, 4)), (lambda m: m.Dropout3d(0.4).eval(), (2, 3, 2, 2, 2)),
+])
+def test_one_and_three_dimensional_layers_match_pytorch(make, shape) -> None:
+    test_shaping_modules_match_pytorch(make, shape)
+
+
+@needs_torch
+def test_one_dimensional_pool_indices_and_three_dimensional_dropout() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 11)).astype(np.float32)
+    got = F.max_pool1d(fg.asarray(x), 3, 2, 1, return_indices=True)
+    want = torch.nn.functional.max_pool1d(torch.tensor(x), 3, 2, 1, return_indices=True)
+    assert got[1].tolist() == want[1].tolist()
+    got = F.adaptive_max_pool1d(fg.asarray(x), 4, return_indices=True)
+    assert got[1].tolist() == torch.nn.functional.adaptive_max_pool1d(torch.tensor(x), 4, return_indices=True)[1].tolist()
+    fg.manual_seed(0)
+    y = nn.Dropout3d(0.5)(fg.ones((4, 6, 2, 2, 2))).numpy()
+    assert set(np.unique(y)) <= {0.0, 2.0} and (y.reshape(4, 6, -1).std(axis=-1) == 0).all()  # whole channels

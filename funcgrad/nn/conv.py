@@ -21,7 +21,8 @@ from ._checks import outside, same_dtype
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["conv1d", "Conv1d", "conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d",
+__all__ = ["max_pool1d", "avg_pool1d", "adaptive_avg_pool1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d",
+           "conv1d", "Conv1d", "conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "Conv2d",
            "MaxPool2d",
            "MaxUnpool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
@@ -429,6 +430,106 @@ class Conv1d(Module):
                 + (f", dilation={self.dilation}" if self.dilation != (1,) else "")
                 + (f", groups={self.groups}" if self.groups != 1 else "")
                 + (", bias=False" if self.bias is None else ""))
+
+
+def as_2d(x: Any, op: str) -> tuple[Any, bool]:
+    """A (N, C, L) or unbatched (C, L) input as (N, C, 1, L): 1-d pooling is 2-d pooling
+    with a height of one."""
+    if x.ndim not in (2, 3):
+        raise ShapeError(f"{op}: expected a (N, C, L) or unbatched (C, L) input, got shape {fmt_shape(tuple(x.shape))}")
+    batched = x.ndim == 3
+    return (x if batched else x[None])[:, :, None, :], batched
+
+
+def from_2d(out: Any, batched: bool) -> Any:
+    out = out[:, :, 0, :]
+    return out if batched else out[0]
+
+
+def one_int(v: Any) -> int:
+    return int(v[0]) if isinstance(v, (tuple, list)) else int(v)
+
+
+def max_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max pooling over the last axis of (N, C, L) inputs (``return_indices``: positions in L)."""
+    x2, batched = as_2d(x, "max_pool1d")
+    k = one_int(kernel_size)
+    out = max_pool2d(x2, (1, k), (1, one_int(stride) if stride is not None else k), (0, one_int(padding)),
+                     (1, one_int(dilation)), ceil_mode, return_indices)
+    if return_indices:
+        return from_2d(out[0], batched), from_2d(out[1], batched)
+    return from_2d(out, batched)
+
+
+def avg_pool1d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Any:
+    """Average pooling over the last axis of (N, C, L) inputs, PyTorch's divisors."""
+    x2, batched = as_2d(x, "avg_pool1d")
+    k = one_int(kernel_size)
+    return from_2d(avg_pool2d(x2, (1, k), (1, one_int(stride) if stride is not None else k), (0, one_int(padding)),
+                               ceil_mode, count_include_pad), batched)
+
+
+def adaptive_avg_pool1d(x: Any, output_size: Any) -> Any:
+    """Average pooling of the last axis to ``output_size`` cells, PyTorch's bins."""
+    x2, batched = as_2d(x, "adaptive_avg_pool1d")
+    return from_2d(adaptive_avg_pool2d(x2, (1, one_int(output_size))), batched)
+
+
+class MaxPool1d(Module):
+    """The maximum over windows of ``(N, C, L)`` inputs."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+                 return_indices: bool = False, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, x: Any) -> Any:
+        """The maximum over windows of ``(N, C, L)`` inputs."""
+        return max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                          self.return_indices)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool1d(Module):
+    """The mean over windows of ``(N, C, L)`` inputs."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = (one_int(kernel_size),)
+        self.stride = (one_int(stride),) if stride is not None else self.kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = (one_int(padding),), ceil_mode, count_include_pad
+
+    def forward(self, x: Any) -> Any:
+        """The mean over windows of ``(N, C, L)`` inputs."""
+        return avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(Module):
+    """The mean over windows that divide the last axis into ``output_size`` cells."""
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x: Any) -> Any:
+        """The mean over windows that divide the last axis into ``output_size`` cells."""
+        return adaptive_avg_pool1d(x, self.output_size)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return f"output_size={self.output_size}"
 
 
 class MaxPool2d(Module):

@@ -23,11 +23,21 @@ from ..transforms import no_grad as _no_grad
 from ..transforms import stop_gradient as _stop_gradient
 from ._checks import outside as _outside
 from ._checks import same_dtype as _same_dtype
-from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d, max_unpool2d  # noqa: E402
+from .conv import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    max_pool1d,
+    max_pool2d,
+    max_unpool2d,
+)
 from .conv_transpose import conv_transpose1d, conv_transpose2d, fold, unfold
 from .norm import batch_norm as _batch_norm_stats
 from .parameter import Parameter
-from .resize import adaptive_max_pool2d, interpolate, pixel_shuffle, pixel_unshuffle, upsample
+from .resize import adaptive_max_pool1d, adaptive_max_pool2d, interpolate, pixel_shuffle, pixel_unshuffle, upsample
 
 __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_pool2d", "leaky_relu", "elu",
            "softplus", "normalize", "one_hot", "linear", "relu", "gelu", "silu", "sigmoid", "tanh", "softmax",
@@ -40,7 +50,8 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "smooth_l1_loss", "huber_loss", "kl_div", "margin_ranking_loss", "pairwise_distance", "cosine_similarity",
            "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
            "multilabel_soft_margin_loss", "bilinear", "conv_transpose1d", "conv_transpose2d", "fold", "unfold",
-           "adaptive_max_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle"]
+           "adaptive_max_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "max_pool1d",
+           "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "dropout3d"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -150,6 +161,11 @@ def _channel_dropout(x: Any, p: float, training: bool, spatial: int, op: str) ->
         return x
     channels = tuple(x.shape[:x.ndim - spatial]) + (1,) * spatial
     return x * dropout(ops.ones(channels, x.dtype, device=x.device), p, True)
+
+
+def dropout3d(x: Any, p: float = 0.5, training: bool = True) -> Any:
+    """Dropout of whole channels of (N, C, D, H, W) inputs."""
+    return _channel_dropout(x, p, training, 3, "dropout3d")
 
 
 def dropout1d(x: Any, p: float = 0.5, training: bool = True) -> Any:

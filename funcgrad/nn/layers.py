@@ -18,7 +18,8 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "ReLU", "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid",
+__all__ = ["Dropout3d", "InstanceNorm3d",
+           "Identity", "Linear", "ReLU", "LeakyReLU", "ELU", "Softplus", "GELU", "SiLU", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "Flatten", "Dropout", "LayerNorm", "Embedding", "Sequential", "ModuleList",
            "ModuleDict",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
@@ -361,6 +362,14 @@ class Dropout2d(Dropout1d):
         return F.dropout2d(x, self.p, self.training)
 
 
+class Dropout3d(Dropout1d):
+    """Whole channels of (N, C, D, H, W) inputs zeroed with probability ``p`` in training."""
+
+    def forward(self, x: Any) -> Any:
+        """Whole channels of (N, C, D, H, W) inputs zeroed with probability ``p`` in training."""
+        return F.dropout3d(x, self.p, self.training)
+
+
 class GroupNorm(Module):
     """Normalized over groups of channels, with a learned per-channel scale and shift."""
 
@@ -416,6 +425,12 @@ class InstanceNorm2d(_InstanceNorm):
     """Each channel of each (N, C, H, W) sample normalized over its height and width."""
 
     spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Each channel of each (N, C, D, H, W) sample normalized over its three spatial axes."""
+
+    spatial = 3
 
 
 class LayerNorm(Module):

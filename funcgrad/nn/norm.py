@@ -17,7 +17,7 @@ from ._checks import same_dtype
 from .module import Module, buffers_collected
 from .parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "SyncBatchNorm", "batch_norm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "batch_norm"]
 
 
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
@@ -108,6 +108,12 @@ class BatchNorm1d(_BatchNorm):
     """Batch normalization over ``(N, C)`` or ``(N, C, L)`` inputs, with running statistics."""
 
     expected_ndim = (2, 3)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalization of (N, C, D, H, W) inputs."""
+
+    expected_ndim = (5,)
 
 
 class BatchNorm2d(_BatchNorm):

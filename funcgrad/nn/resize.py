@@ -18,10 +18,11 @@ from .. import ops
 from ..errors import ShapeError
 from ..primitives.core import fmt_shape
 from ..transforms import no_grad
-from .conv import adaptive_avg_pool2d, check_4d, unbatched
+from .conv import adaptive_avg_pool2d, as_2d, check_4d, from_2d, one_int, unbatched
 from .module import Module
 
-__all__ = ["interpolate", "upsample", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "pixel_shuffle",
+__all__ = ["adaptive_max_pool1d", "AdaptiveMaxPool1d",
+           "interpolate", "upsample", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "pixel_shuffle",
            "pixel_unshuffle", "PixelShuffle", "PixelUnshuffle", "adaptive_max_pool2d", "AdaptiveMaxPool2d"]
 
 _MODES = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "linear": (3,), "bilinear": (4,), "area": (3, 4)}
@@ -269,6 +270,32 @@ class AdaptiveMaxPool2d(Module):
     def forward(self, x: Any) -> Any:
         """The maximum over windows that divide the input into ``output_size`` cells."""
         return adaptive_max_pool2d(x, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return f"output_size={self.output_size}"
+
+
+def adaptive_max_pool1d(x: Any, output_size: Any, return_indices: bool = False) -> Any:
+    """Max pooling of the last axis to ``output_size`` cells, PyTorch's bins (``return_indices``:
+    positions in L)."""
+    x2, batched = as_2d(x, "adaptive_max_pool1d")
+    out = adaptive_max_pool2d(x2, (1, one_int(output_size)), return_indices)
+    if return_indices:
+        return from_2d(out[0], batched), from_2d(out[1], batched)
+    return from_2d(out, batched)
+
+
+class AdaptiveMaxPool1d(Module):
+    """The maximum over windows that divide the last axis into ``output_size`` cells."""
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, x: Any) -> Any:
+        """The maximum over windows that divide the last axis into ``output_size`` cells."""
+        return adaptive_max_pool1d(x, self.output_size, self.return_indices)
 
     def extra_repr(self) -> str:
         """The constructor arguments shown in the module's repr."""
