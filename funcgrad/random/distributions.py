@@ -252,6 +252,8 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Any = None, replace:
     logits = ops.asarray(logits) if not isinstance(logits, ArrayBase) else logits
     if logits.dtype.kind != "f":
         logits = logits.astype(_dt.default_float)
+    if logits.ndim == 0:
+        raise ShapeError("fg.random.categorical: logits must have at least one axis (the categories), got a 0-d array")
     axis = normalize_axis("fg.random.categorical", axis, logits.ndim) - logits.ndim  # (negative, as JAX's)
     batch = tuple(logits.shape[:logits.ndim + axis]) + tuple(logits.shape[logits.ndim + axis + 1:])
     shape = batch if shape is None else draw_shape(shape, "categorical")
