@@ -679,15 +679,19 @@ class ArrayBase:
                            f"(inside fg.grad, fg.vmap or fg.compile), whose derivatives its transform computes")
 
     def requires_grad_(self, requires_grad: builtins.bool = True) -> Any:
+        """Mark for the tape (concrete arrays only)."""
         return self._tape_only("requires_grad_")
 
     def retain_grad(self) -> Any:
+        """Keep a non-leaf's gradient (concrete arrays only)."""
         return self._tape_only("retain_grad")
 
     def register_hook(self, hook: Any) -> Any:
+        """A gradient hook (concrete arrays only)."""
         return self._tape_only("register_hook")
 
     def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """A hook after the gradient accumulates (concrete arrays only)."""
         return self._tape_only("register_post_accumulate_grad_hook")
 
     @property

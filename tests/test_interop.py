@@ -145,8 +145,9 @@ def test_public_namespace_holds_no_implementation_names() -> None:
     space: dict[str, object] = {}
     exec("from funcgrad import *", space)  # noqa: S102 - the statement under test
     modules = sorted(n for n, v in space.items() if isinstance(v, types.ModuleType))
-    assert modules == ["accelerator", "amp", "cuda", "debug", "distributed", "fft", "lax", "memory", "misc", "nn",
-                       "optim", "profiler", "random", "scipy", "sharding", "testing", "tree", "utils"]
+    assert modules == ["accelerator", "amp", "cuda", "debug", "distributed", "example_libraries", "fft", "lax",
+                       "linalg", "memory", "misc", "nn", "optim", "profiler", "random", "scipy", "sharding", "testing",
+                       "tree", "utils"]
     assert "annotations" not in space and "sys" not in fg.__dict__
     assert {"add", "grad", "no_grad", "linalg", "autograd", "broadcast_shapes", "save"} <= set(space)
     assert all(hasattr(fg, n) for n in fg.__all__)

@@ -34,6 +34,7 @@ class Unflatten(Module):
         return ops.reshape(x, (*x.shape[:dim], *self.unflattened_size, *x.shape[dim + 1:]))
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
@@ -49,6 +50,7 @@ class ChannelShuffle(Module):
         return F.channel_shuffle(x, self.groups)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"groups={self.groups}"
 
 
@@ -114,6 +116,7 @@ class RMSNorm(Module):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
