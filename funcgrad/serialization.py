@@ -11,8 +11,8 @@ and ``fg.load`` reads any safetensors file:
 
 What safetensors cannot hold (nesting, tuples, int keys, numbers, strings, ``None``) goes in
 ``__metadata__["funcgrad"]``: a JSON tree in which each array appears as ``{"__array__":
-name}``, beside ``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}`` (keys keep
-their type) and floats JSON cannot spell (``{"__float__": "nan"}``). A flat dict of arrays
+name}`` (a NumPy array as ``{"__ndarray__": name}``: it loads back as one), beside
+``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}`` (keys keep their type) and floats JSON cannot spell (``{"__float__": "nan"}``). A flat dict of arrays
 (a state dict) keeps its keys as the array names. ``__metadata__["funcgrad.crc32"]`` is the
 CRC-32 of the data section, checked as the blocks are read, and
 ``__metadata__["funcgrad.tree_crc32"]`` that of the tree's text. A file with no tree (written by
@@ -98,6 +98,10 @@ class _Writer:
             self.blobs.append(data)
             self.offset += len(data)
             return {"__array__": name}
+        if isinstance(obj, np.ndarray):  # (kept apart, so that it loads back as a NumPy array)
+            if obj.dtype.kind in "OUSV":
+                raise TypeError(f"fg.save: cannot save a NumPy array of {obj.dtype} (numbers only)")
+            return {"__ndarray__": self.encode(asarray(obj), path)["__array__"]}
         if obj is None or isinstance(obj, (bool, str, int)):
             return obj
         if isinstance(obj, float):
@@ -241,10 +245,10 @@ def _tree_hook(arrays: dict[str, Any], where: str, budget: Budget) -> Any:
             return out
         if tag == "__float__" and value in ("nan", "inf", "-inf"):
             return float(value)
-        if tag == "__array__":
+        if tag in ("__array__", "__ndarray__"):
             if not isinstance(value, str) or value not in arrays:
                 raise _refuse(where, f"the funcgrad tree names a tensor the header lacks: {str(value)[:80]!r}")
-            return arrays[value]
+            return arrays[value] if tag == "__array__" else np.array(arrays[value].numpy())
         raise _refuse(where, f"malformed funcgrad tree: unknown tag {str(tag)[:40]!r}")
 
     return build
@@ -297,11 +301,17 @@ def _read_arrays(stream: Any, entries: list[Any], crc: int | None, where: str) -
     return arrays
 
 
-def load(f: Any, *, device: Any = None, map_location: Any = None) -> Any:
+def load(f: Any, *, device: Any = None, map_location: Any = None, weights_only: bool = True,
+         mmap: bool | None = None) -> Any:
     """Read a safetensors file (what ``fg.save`` wrote, or any other) from a path or a binary
     file object. Never unpickles: a pickle or torch file is refused with a clear error, and so
     is every malformed or hostile file (``FormatError``), before anything is allocated.
-    ``map_location`` is ``device``'s PyTorch name (a device or its name)."""
+    ``map_location`` is ``device``'s PyTorch name (a device or its name). ``weights_only``
+    and ``mmap`` are accepted for PyTorch's calls: funcgrad reads arrays, numbers and
+    containers only, whatever ``weights_only`` says (``False`` does not make it unpickle),
+    and reads the file into memory."""
+    if not isinstance(weights_only, bool):
+        raise ArgumentTypeError(f"fg.load: weights_only must be a bool, got {weights_only!r}")
     if map_location is not None:
         if device is not None and device != map_location:
             raise TypeError(f"fg.load: device={device!r} and map_location={map_location!r} disagree; give one")

@@ -417,3 +417,25 @@ def test_any_tree_loads_back_as_saved(tree) -> None:
     fg.save({"t": tree}, buf)
     buf.seek(0)
     assert repr(fg.load(buf)["t"]) == repr({"t": tree}["t"])
+
+
+def test_numpy_arrays_round_trip_as_numpy_arrays_and_torchs_keywords_are_accepted(tmp_path) -> None:
+    """``fg.save`` of NumPy arrays (a ported script's ``torch.save`` of them) loads them back as
+    NumPy arrays, bit for bit; ``weights_only`` and ``mmap`` are accepted, and never unpickle."""
+    import io
+
+    rng = np.random.default_rng(0)
+    obj = {"x": rng.standard_normal((3, 2)), "ids": np.arange(5, dtype=np.int32), "w": fg.ones(2),
+           "nested": [np.float16([1.5, -2.0]), {"k": np.array(True)}]}
+    buffer = io.BytesIO()
+    fg.save(obj, buffer)
+    for weights_only in (True, False):
+        buffer.seek(0)
+        back = fg.load(buffer, weights_only=weights_only, mmap=None)
+        assert isinstance(back["x"], np.ndarray) and back["x"].tobytes() == obj["x"].tobytes()
+        assert back["ids"].dtype == np.int32 and back["nested"][0].dtype == np.float16
+        assert back["nested"][1]["k"].dtype == np.bool_ and isinstance(back["w"], fg.Array)
+    with pytest.raises(TypeError, match="NumPy array of <U4"):
+        fg.save(np.array(["text"]), io.BytesIO())
+    with pytest.raises(fg.ArgumentTypeError, match="weights_only must be a bool"):
+        fg.load(buffer, weights_only="yes")
