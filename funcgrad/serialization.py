@@ -13,8 +13,9 @@ What safetensors cannot hold (nesting, tuples, int keys, numbers, strings, ``Non
 ``__metadata__["funcgrad"]``: a JSON tree in which each array appears as ``{"__array__":
 name}`` (a NumPy array as ``{"__ndarray__": name}``: it loads back as one), beside
 ``{"__tuple__": [...]}``, ``{"__dict__": [[key, value], ...]}`` (keys keep their type) and
-floats JSON cannot spell (``{"__float__": "nan"}``). A flat dict of arrays (a state dict) keeps its keys as the array names. ``__metadata__["funcgrad.crc32"]`` is the
-CRC-32 of the data section, checked as the blocks are read, and
+floats JSON cannot spell (``{"__float__": "nan"}``). A flat dict of arrays (a state dict)
+keeps its keys as the array names. ``__metadata__["funcgrad.crc32"]`` is the CRC-32 of the
+data section, checked as the blocks are read, and
 ``__metadata__["funcgrad.tree_crc32"]`` that of the tree's text. A file with no tree (written by
 another tool) loads as a dict of its arrays, name to array.
 
