@@ -83,13 +83,18 @@ def test_other_initialisers() -> None:
         "threshold", "glu", "prelu", "prelu_channels", "softmin"])
 def test_layers_match_pytorch(make) -> None:
     torch.manual_seed(0)  # the initial weights: the same whatever ran before (float32 tolerances)
-    rng = np.random.default_rng(0)
+    _matches_pytorch(make, (3, 5), np.random.default_rng(0))
+
+
+def _matches_pytorch(make, shape, rng) -> None:
+    """``make(torch.nn)`` and ``make(fg.nn)``: the same repr and state_dict names; with the
+    same parameters, the same values, input gradients and parameter gradients."""
     tm, fm = make(torch.nn), make(nn)
     assert repr(fm) == repr(tm)
+    assert list(fm.state_dict()) == list(tm.state_dict())
     _copy_params(tm, fm)
-    x = rng.standard_normal((3, 5)).astype(np.float32)
-    tx = torch.tensor(x, requires_grad=True)
-    fx = fg.asarray(x, requires_grad=True)
+    x = rng.standard_normal(shape).astype(np.float32)
+    tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
     tout, fout = tm(tx), fm(fx)
     np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
     w = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
@@ -322,21 +327,7 @@ def test_every_torch_nn_init_name_exists_and_old_names_warn() -> None:
 def test_shaping_modules_match_pytorch(make, shape) -> None:
     """The padding modules, shrinkage activations, Softmax2d, RMSNorm, Unflatten and
     ChannelShuffle: repr, values, input gradients, parameter gradients and state_dict names."""
-    rng = np.random.default_rng(1)
-    tm, fm = make(torch.nn), make(nn)
-    assert repr(fm) == repr(tm)
-    assert list(fm.state_dict()) == list(tm.state_dict())
-    _copy_params(tm, fm)
-    x = rng.standard_normal(shape).astype(np.float32)
-    tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
-    tout, fout = tm(tx), fm(fx)
-    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-6)
-    w = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
-    (tout * torch.tensor(w)).sum().backward()
-    (fout * fg.asarray(w)).sum().backward()
-    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
-    for (_, p), (_, tp) in zip(fm.named_parameters(), tm.named_parameters()):
-        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-5)
+    _matches_pytorch(make, shape, np.random.default_rng(1))
 
 
 @needs_torch
@@ -381,7 +372,7 @@ def test_functional_pad_matches_pytorch() -> None:
     (lambda m: m.InstanceNorm3d(3), (3, 2, 3, 4)), (lambda m: m.Dropout3d(0.4).eval(), (2, 3, 2, 2, 2)),
 ])
 def test_one_and_three_dimensional_layers_match_pytorch(make, shape) -> None:
-    test_shaping_modules_match_pytorch(make, shape)
+    _matches_pytorch(make, shape, np.random.default_rng(1))
 
 
 @needs_torch

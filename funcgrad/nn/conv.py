@@ -477,26 +477,6 @@ def adaptive_avg_pool1d(x: Any, output_size: Any) -> Any:
     return from_2d(adaptive_avg_pool2d(x2, (1, one_int(output_size))), batched)
 
 
-class MaxPool1d(Module):
-    """The maximum over windows of ``(N, C, L)`` inputs."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, x: Any) -> Any:
-        """The maximum over windows of ``(N, C, L)`` inputs."""
-        return max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                          self.return_indices)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments shown in the module's repr."""
-        return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
-
-
 class AvgPool1d(Module):
     """The mean over windows of ``(N, C, L)`` inputs."""
 
@@ -514,22 +494,6 @@ class AvgPool1d(Module):
     def extra_repr(self) -> str:
         """The constructor arguments shown in the module's repr."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class AdaptiveAvgPool1d(Module):
-    """The mean over windows that divide the last axis into ``output_size`` cells."""
-
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, x: Any) -> Any:
-        """The mean over windows that divide the last axis into ``output_size`` cells."""
-        return adaptive_avg_pool1d(x, self.output_size)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments shown in the module's repr."""
-        return f"output_size={self.output_size}"
 
 
 class MaxPool2d(Module):
@@ -550,6 +514,15 @@ class MaxPool2d(Module):
         """The constructor arguments shown in the module's repr."""
         return (f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(MaxPool2d):
+    """The maximum over windows of ``(N, C, L)`` inputs."""
+
+    def forward(self, x: Any) -> Any:
+        """The maximum over windows of ``(N, C, L)`` inputs."""
+        return max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                          self.return_indices)
 
 
 class MaxUnpool2d(Module):
@@ -602,3 +575,11 @@ class AdaptiveAvgPool2d(Module):
     def extra_repr(self) -> str:
         """The constructor arguments shown in the module's repr."""
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """The mean over windows that divide the last axis into ``output_size`` cells."""
+
+    def forward(self, x: Any) -> Any:
+        """The mean over windows that divide the last axis into ``output_size`` cells."""
+        return adaptive_avg_pool1d(x, self.output_size)

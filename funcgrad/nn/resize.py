@@ -286,17 +286,9 @@ def adaptive_max_pool1d(x: Any, output_size: Any, return_indices: bool = False) 
     return from_2d(out, batched)
 
 
-class AdaptiveMaxPool1d(Module):
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     """The maximum over windows that divide the last axis into ``output_size`` cells."""
-
-    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
 
     def forward(self, x: Any) -> Any:
         """The maximum over windows that divide the last axis into ``output_size`` cells."""
         return adaptive_max_pool1d(x, self.output_size, self.return_indices)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments shown in the module's repr."""
-        return f"output_size={self.output_size}"
