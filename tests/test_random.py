@@ -236,10 +236,10 @@ def test_distributions() -> None:
 
 def test_gamma_family_statistics() -> None:
     k = fg.random.key(11)
-    n = 20_000
+    n = 8_000
     for a in (0.3, 1.0, 4.0):
         g = fg.random.gamma(k, a, (n,)).numpy()
-        assert g.min() > 0 and abs(g.mean() - a) < 0.05 * a + 0.01 and abs(g.var() - a) < 0.1 * a + 0.01, a
+        assert g.min() > 0 and abs(g.mean() - a) < 0.05 * a + 0.02 and abs(g.var() - a) < 0.15 * a + 0.02, a
         np.testing.assert_allclose(fg.random.loggamma(k, a, (n,)).numpy(), np.log(g), rtol=1e-4, atol=1e-5)
     b = fg.random.beta(k, 2.0, 5.0, (n,)).numpy()
     assert 0 < b.min() and b.max() < 1 and abs(b.mean() - 2 / 7) < 0.01
