@@ -14,6 +14,11 @@ over ranks, as DistributedDataParallel's). Gradient accumulation (``set_requires
 is therefore exact whatever it is set to: the reduce-scatter is linear. Apply
 ``fully_shard`` to the submodules first and then the root, as in PyTorch: each call manages
 the parameters no inner call took.
+
+With ``reshard_after_forward`` (the default) what the backward rules save of a gathered
+parameter is kept as its place in the gathered memory (``saved_tensors_hooks``), so the
+memory is freed when the forward pass ends, and the backward pass gathers the parameter
+again (``_Forward``). Gathers are started a module ahead, forward and backward (prefetch).
 """
 
 from __future__ import annotations
