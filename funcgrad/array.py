@@ -620,13 +620,13 @@ class ArrayBase:
 
     def stride(self, dim: builtins.int | None = None) -> Any:
         """Element strides (row-major for a traced value)."""
-        strides = _row_major(tuple(self.shape))
+        strides = _core.contiguous_strides(tuple(self.shape))
         return strides if dim is None else strides[dim]
 
     @property
     def strides(self) -> tuple[builtins.int, ...]:
         """Element strides (not bytes): the same as ``stride()``."""
-        return _row_major(tuple(self.shape))
+        return _core.contiguous_strides(tuple(self.shape))
 
     def storage_offset(self) -> builtins.int:
         """Where element ``[0, ..., 0]`` sits in the buffer, in elements."""
@@ -800,14 +800,6 @@ class Size(int):
         shape = self.shape  # type: ignore[attr-defined]
         return shape if dim is None else shape[normalize_axis("size", dim, len(shape))]
 
-
-
-def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 class Array(ArrayBase):

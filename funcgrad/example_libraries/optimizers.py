@@ -78,6 +78,15 @@ def optimizer(opt_maker: Callable[..., tuple[Callable[..., Any], Callable[..., A
     return tree_opt_maker
 
 
+def _with_zeros(count: int) -> Callable[[Any], tuple[Any, ...]]:
+    """An ``init`` keeping ``x0`` and ``count`` arrays of zeros like it."""
+    return lambda x0: (x0, *(ops.zeros_like(x0) for _ in range(count)))
+
+
+def _first(state: Any) -> Any:
+    return state[0]
+
+
 def _as_tuple(state: Any) -> tuple[Any, ...]:
     return state if isinstance(state, tuple) else (state,)
 
@@ -103,7 +112,7 @@ def momentum(step_size: float | Schedule, mass: float) -> Any:
         velocity = mass * velocity + g
         return x - step(i) * velocity, velocity
 
-    return (lambda x0: (x0, ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(1), update, _first
 
 
 @optimizer
@@ -116,7 +125,7 @@ def nesterov(step_size: float | Schedule, mass: float) -> Any:
         velocity = mass * velocity + g
         return x - step(i) * (mass * velocity + g), velocity
 
-    return (lambda x0: (x0, ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(1), update, _first
 
 
 @optimizer
@@ -131,7 +140,7 @@ def adagrad(step_size: float | Schedule, momentum: float = 0.9) -> Any:
         m = (1.0 - momentum) * (g * g_sq_inv_sqrt) + momentum * m
         return x - step(i) * m, g_sq, m
 
-    return (lambda x0: (x0, ops.zeros_like(x0), ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(2), update, _first
 
 
 @optimizer
@@ -144,7 +153,7 @@ def rmsprop(step_size: float | Schedule, gamma: float = 0.9, eps: float = 1e-8) 
         avg_sq_grad = avg_sq_grad * gamma + ops.square(g) * (1.0 - gamma)
         return x - step(i) * g / ops.sqrt(avg_sq_grad + eps), avg_sq_grad
 
-    return (lambda x0: (x0, ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(1), update, _first
 
 
 @optimizer
@@ -159,7 +168,7 @@ def rmsprop_momentum(step_size: float | Schedule, gamma: float = 0.9, eps: float
         mom = momentum * mom + step(i) * g / ops.sqrt(avg_sq_grad + eps)
         return x - mom, avg_sq_grad, mom
 
-    return (lambda x0: (x0, ops.zeros_like(x0), ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(2), update, _first
 
 
 @optimizer
@@ -175,7 +184,7 @@ def adam(step_size: float | Schedule, b1: float = 0.9, b2: float = 0.999, eps: f
         vhat = v / (1 - ops.asarray(b2, dtype=m.dtype) ** (i + 1))
         return x - step(i) * mhat / (ops.sqrt(vhat) + eps), m, v
 
-    return (lambda x0: (x0, ops.zeros_like(x0), ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(2), update, _first
 
 
 @optimizer
@@ -189,7 +198,7 @@ def adamax(step_size: float | Schedule, b1: float = 0.9, b2: float = 0.999, eps:
         u = ops.maximum(b2 * u, ops.abs(g))
         return x - (step(i) / (1 - ops.asarray(b1, dtype=m.dtype) ** (i + 1))) * m / (u + eps), m, u
 
-    return (lambda x0: (x0, ops.zeros_like(x0), ops.zeros_like(x0))), update, (lambda state: state[0])
+    return _with_zeros(2), update, _first
 
 
 # ---- schedules ---------------------------------------------------------------------------------

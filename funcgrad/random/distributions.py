@@ -57,44 +57,29 @@ def truncated_normal(k: Any, lower: Any, upper: Any, shape: Any = None, dtype: A
                     ops.nextafter(hi, ops.asarray(-np.inf, dtype=d, device=device)))
 
 
-def _log(x: Any) -> Any:
-    """XLA's logarithm (half precision computed in float32, as XLA does)."""
-    return lax.convert(xla_math.log(lax.convert(x, float32)), x.dtype) if x.dtype.itemsize < 4 else xla_math.log(x)
-
-
-def _fma(a: Any, b: Any, c: Any) -> Any:
-    """XLA's fused multiply-add (each operation rounded in half precision)."""
-    return a * b + c if a.dtype.itemsize < 4 else xla_math.fma(a, b, c)
-
-
-def _log1p(x: Any) -> Any:
-    return lax.convert(xla_math.log1p(lax.convert(x, float32)), x.dtype) if x.dtype.itemsize < 4 else \
-        xla_math.log1p(x)
-
-
 def exponential(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard exponential values, ``-log1p(-u)`` (``jax.random.exponential``)."""
-    return -_log1p(-uniform(k, shape, float_dtype(dtype, "exponential")))
+    return -xla_math.log1p(-uniform(k, shape, float_dtype(dtype, "exponential")))
 
 
 def gumbel(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Gumbel values, ``-log(-log(u))`` for ``u`` in ``[tiny, 1)`` (``jax.random.gumbel``)."""
     d = float_dtype(dtype, "gumbel")
-    return -_log(-_log(uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).tiny), maxval=1.0)))
+    return -xla_math.log(-xla_math.log(uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).tiny), maxval=1.0)))
 
 
 def laplace(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Laplace values, ``sign(u) * log1p(-|u|)`` for ``u`` in ``(-1, 1)``."""
     d = float_dtype(dtype, "laplace")
     u = uniform(k, shape, d, minval=-1.0 + float(ml_dtypes.finfo(d.np).epsneg), maxval=1.0)
-    return ops.sign(u) * _log1p(-ops.abs(u))
+    return ops.sign(u) * xla_math.log1p(-ops.abs(u))
 
 
 def logistic(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard logistic values, ``log(u) - log1p(-u)``."""
     d = float_dtype(dtype, "logistic")
     u = uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).tiny), maxval=1.0)
-    return _log(u) - _log1p(-u)
+    return xla_math.log(u) - xla_math.log1p(-u)
 
 
 def cauchy(k: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -167,19 +152,27 @@ def _pair(k: Any, op: str) -> tuple[Any, Any]:
 def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of ``range(x)`` (an int), or of ``x`` along ``axis`` (each
     vector along it on its own when ``independent``), as ``jax.random.permutation``."""
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        n = as_int("fg.random.permutation", x, "x (a count)")
+    values, n, axis = _population("permutation", "x", x, axis)
+    if values is None:
         return _shuffle(k, ops.arange(n, dtype=int_default(), device=words_of(k, "permutation").device), 0)
-    if isinstance(x, (float, bool, str)) or x is None:
-        raise ArgumentTypeError(f"fg.random.permutation: x must be an int or an array, got {type(x).__name__}")
-    values = ops.asarray(x) if not isinstance(x, ArrayBase) else x
-    if values.ndim == 0:
-        raise ShapeError("fg.random.permutation: x must be an int or an array of at least one axis, got a 0-d array")
-    axis = normalize_axis("fg.random.permutation", axis, values.ndim)
     if independent or values.ndim == 1:
         return _shuffle(k, values, axis)
     order = _shuffle(k, ops.arange(values.shape[axis], dtype=int_default(), device=values.device), 0)
     return ops.take(values, order, axis=axis)
+
+
+def _population(op: str, name: str, x: Any, axis: int) -> tuple[Any, int, int]:
+    """What ``permutation`` and ``choice`` draw from: a count (``range(x)``: no values) or an
+    array of at least one axis, and its length along ``axis``: ``(values, n, axis)``."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return None, as_int(f"fg.random.{op}", x, f"{name} (a count)"), axis
+    if isinstance(x, (float, bool, str)) or x is None:
+        raise ArgumentTypeError(f"fg.random.{op}: {name} must be an int or an array, got {type(x).__name__}")
+    values = ops.asarray(x) if not isinstance(x, ArrayBase) else x
+    if values.ndim == 0:
+        raise ShapeError(f"fg.random.{op}: {name} must be an int or an array of at least one axis, got a 0-d array")
+    axis = normalize_axis(f"fg.random.{op}", axis, values.ndim)
+    return values, values.shape[axis], axis
 
 
 def _shuffle(k: Any, x: Any, axis: int) -> Any:
@@ -198,16 +191,7 @@ def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None,
     """Values drawn from ``a`` (an int: ``range(a)``) along ``axis``, uniformly or with
     probabilities ``p``, with or without replacement, as ``jax.random.choice``."""
     shape = draw_shape(shape, "choice")
-    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
-        values, n = None, as_int("fg.random.choice", a, "a (a count)")
-    else:
-        if isinstance(a, (float, bool, str)) or a is None:
-            raise ArgumentTypeError(f"fg.random.choice: a must be an int or an array, got {type(a).__name__}")
-        values = ops.asarray(a) if not isinstance(a, ArrayBase) else a
-        if values.ndim == 0:
-            raise ShapeError("fg.random.choice: a must be an int or an array of at least one axis, got a 0-d array")
-        axis = normalize_axis("fg.random.choice", axis, values.ndim)
-        n = values.shape[axis]
+    values, n, axis = _population("choice", "a", a, axis)
     count = math.prod(shape)
     if count == 0:
         return ops.zeros(shape, dtype=int_default() if values is None else values.dtype)
@@ -313,7 +297,7 @@ def _gamma_one_log(k: Any, alpha: Any) -> Any:
     d, v, boost, subkey = _marsaglia_tsang(k, alpha)
     log_u = -exponential(subkey, (), alpha.dtype)
     log_boost = ops.where(boost | (log_u == 0.0), ops.zeros_like(alpha), log_u * (1.0 / alpha))
-    return (_log(d) + _log(v)) + log_boost
+    return (xla_math.log(d) + xla_math.log(v)) + log_boost
 
 
 def _marsaglia_tsang(k: Any, alpha: Any) -> tuple[Any, Any, Any, Any]:
@@ -327,7 +311,8 @@ def _marsaglia_tsang(k: Any, alpha: Any) -> tuple[Any, Any, Any, Any]:
 
     def rejected(state: Any) -> Any:
         _, x, v, u = state
-        return (u >= _fma(-0.0331 * one, x * x, one)) & (_log(u) >= _fma(d, (1.0 - v) + _log(v), x * 0.5))
+        squeeze = u >= xla_math.fma(-0.0331 * one, x * x, one)
+        return squeeze & (xla_math.log(u) >= xla_math.fma(d, (1.0 - v) + xla_math.log(v), x * 0.5))
 
     def propose(state: Any) -> Any:
         kk = state[0]
@@ -337,7 +322,7 @@ def _marsaglia_tsang(k: Any, alpha: Any) -> tuple[Any, Any, Any, Any]:
         def resample(inner: Any) -> Any:
             ik = split(inner[0])
             x = normal(ik[1], (), alpha.dtype)
-            return ik[0], x, _fma(x, c, one)
+            return ik[0], x, xla_math.fma(x, c, one)
 
         _, x, v = while_loop(lambda inner: inner[2] <= 0.0, resample, (x_key, zero, -one))
         return kk, x * x, (v * v) * v, uniform(u_key, (), alpha.dtype)
@@ -357,7 +342,7 @@ def beta(k: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     log_a = loggamma(halves[0], ops.broadcast_to(a, shape), shape, d)
     log_b = loggamma(halves[1], ops.broadcast_to(b, shape), shape, d)
     top = ops.maximum(log_a, log_b)
-    scaled_a, scaled_b = _exp(log_a - top), _exp(log_b - top)
+    scaled_a, scaled_b = xla_math.exp(log_a - top), xla_math.exp(log_b - top)
     return scaled_a / (scaled_a + scaled_b)
 
 
@@ -369,7 +354,7 @@ def dirichlet(k: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
         raise ShapeError("fg.random.dirichlet: alpha must have at least one axis (the categories)")
     shape = tuple(alpha.shape[:-1]) if shape is None else draw_shape(shape, "dirichlet")
     logs = loggamma(k, alpha, (*shape, alpha.shape[-1]), d)
-    shifted = _exp(logs - ops.max(logs, axis=-1, keepdims=True))
+    shifted = xla_math.exp(logs - ops.max(logs, axis=-1, keepdims=True))
     return shifted * (1.0 / ops.sum(shifted, axis=-1, keepdims=True))  # (XLA's division by a broadcast sum)
 
 
@@ -386,11 +371,6 @@ def t(k: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
 
 def _split_words(k: Any, op: str) -> Any:
     return split(words_of(k, op) if not isinstance(k, Key) else k.data)
-
-
-def _exp(x: Any) -> Any:
-    """XLA's exponential (half precision computed in float32)."""
-    return lax.convert(xla_math.exp(lax.convert(x, float32)), x.dtype) if x.dtype.itemsize < 4 else xla_math.exp(x)
 
 
 def poisson(k: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
@@ -418,7 +398,7 @@ def _poisson_knuth(k: Any, lam: Any, shape: tuple[int, ...], d: DType) -> Any:
         i, count, kk, log_prod = state
         parts = split(kk)
         count = ops.where(log_prod > -lam, count + 1, count)
-        return i + 1, count, parts[0], log_prod + _log(uniform(parts[1], shape, float32))
+        return i + 1, count, parts[0], log_prod + xla_math.log(uniform(parts[1], shape, float32))
 
     start = (ops.asarray(0), ops.zeros(shape, dtype=d), words_of(k, "poisson") if not isinstance(k, Key) else k.data,
              ops.zeros(shape, dtype=float32))
@@ -426,7 +406,7 @@ def _poisson_knuth(k: Any, lam: Any, shape: tuple[int, ...], d: DType) -> Any:
 
 
 def _poisson_rejection(k: Any, lam: Any, shape: tuple[int, ...], d: DType) -> Any:
-    log_lam = _log(lam)
+    log_lam = xla_math.log(lam)
     b = 0.931 + 2.53 * ops.sqrt(lam)
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
@@ -442,7 +422,7 @@ def _poisson_rejection(k: Any, lam: Any, shape: tuple[int, ...], d: DType) -> An
         v = uniform(parts[2], shape, lam.dtype)
         u_shifted = 0.5 - ops.abs(u)
         count = ops.floor((2 * a / u_shifted + b) * u + lam + 0.43)
-        s = _log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        s = xla_math.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
         bound = -lam + count * log_lam - xla_math.lgamma(count + 1)
         accept = ((u_shifted >= 0.07) & (v <= v_r)) | (~((count < 0) | ((u_shifted < 0.013) & (v > u_shifted)))
                                                       & (s <= bound))

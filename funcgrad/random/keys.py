@@ -247,12 +247,6 @@ def random_bits(k: Any, width: int, shape: tuple[int, ...], op: str) -> Any:
     return lax.reshape(words, shape)
 
 
-def _fused(a: Any, b: Any, c: Any, d: DType) -> Any:
-    """``a * b + c`` as XLA computes it: one fused multiply-add in float32 and float64, each
-    operation rounded in half precision."""
-    return a * b + c if d.itemsize < 4 else xla_math.fma(a, b, c)
-
-
 def uniform(k: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform values in ``[minval, maxval)``, bit for bit ``jax.random.uniform``: random
     mantissa bits under an exponent of 1, minus 1, scaled (every float dtype; bfloat16 from
@@ -265,4 +259,4 @@ def uniform(k: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxva
                        * 2.0 ** -info.nmant, d)  # (exact: a multiple of 2**-nmant below 1)
     device = words_of(k, "uniform").device
     lo, hi = float_array(minval, d, device), float_array(maxval, d, device)
-    return ops.maximum(lo, _fused(unit, hi - lo, lo, d))
+    return ops.maximum(lo, xla_math.fma(unit, hi - lo, lo))

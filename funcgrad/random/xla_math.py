@@ -21,7 +21,9 @@ and the normal draws built on them agree bit for bit.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,8 +36,11 @@ __all__ = ["fma", "exp", "log", "log1p", "erfinv", "lgamma"]
 
 
 def fma(a: Any, b: Any, c: Any) -> Any:
-    """``a * b + c`` with one rounding, in the operands' dtype (float32 or float64)."""
+    """``a * b + c`` with one rounding, in the operands' dtype (float32 or float64); in half
+    precision each operation rounds, as XLA computes it there."""
     d = a.dtype
+    if d.itemsize < 4:
+        return a * b + c
     if d is not float64:
         wide = lax.convert(a, float64) * lax.convert(b, float64) + lax.convert(c, float64)
         return lax.convert(wide, d)
@@ -64,6 +69,19 @@ def _two_sum(a: Any, b: Any) -> tuple[Any, Any]:
     return s, (a - (s - bb)) + (b - bb)
 
 
+def _in_float32_below(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``f`` of half-precision values computed in float32 and rounded back, as XLA computes
+    them; ``f`` itself sees float32 and float64 only."""
+
+    @functools.wraps(f)
+    def wrapped(x: Any) -> Any:
+        if x.dtype.itemsize < 4:
+            return lax.convert(f(lax.convert(x, float32)), x.dtype)
+        return f(x)
+
+    return wrapped
+
+
 def _like(x: Any, value: float) -> Any:
     return ops.full_like(x, value)
 
@@ -83,6 +101,7 @@ _LN2_LOW, _LN2_HIGH = -2.12194440e-4, 0.693359375  # log(2) in two parts, the hi
 _TINY = float(np.finfo(np.float32).tiny)
 
 
+@_in_float32_below
 def log(x: Any) -> Any:
     """The natural logarithm (float32: Cephes' ``logf``; float64: the C library's)."""
     if x.dtype is not float32:
@@ -118,6 +137,7 @@ def _frexp(x: Any) -> tuple[Any, Any]:
 
 # Cephes' expf: exp(n log 2 + r) = 2**n (1 + r + r**2 P(r)), log 2 in two parts
 _EXPF = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
+@_in_float32_below
 def exp(x: Any) -> Any:
     """``e**x`` (float32: Cephes' ``expf``, results below 2**-126 flushed to 0 as XLA's CPU
     code runs with denormals off; float64: NumPy's)."""
@@ -140,6 +160,7 @@ _LOG1P_Q = (1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1, 2.21762
             3.0909872225312059774938e2, 2.1642788614495947685003e2, 6.0118660497603843919306e1)
 
 
+@_in_float32_below
 def log1p(x: Any) -> Any:
     """``log(1 + x)``, accurate for small ``x`` (float32 or float64)."""
     if x.dtype is float32:
@@ -175,12 +196,12 @@ _ERFINV64_ABOVE_16 = (
     4.8499064014085844221)
 
 
+@_in_float32_below
 def erfinv(y: Any) -> Any:
-    """The inverse error function (half precision computed in float32, as XLA does)."""
-    d = y.dtype
-    x = y if d is float64 else lax.convert(y, float32)
+    """The inverse error function."""
+    x = y
     w = -log1p(-(x * x))
-    if d is float64:
+    if x.dtype is float64:
         p = _erfinv64(w)
     else:
         small = w < 5.0
@@ -189,8 +210,7 @@ def erfinv(y: Any) -> Any:
         p = ops.where(small, _like(w, below[0]), _like(w, above[0]))
         for c_below, c_above in zip(below[1:], above[1:]):
             p = fma(p, w, ops.where(small, _like(w, c_below), _like(w, c_above)))
-    out = ops.where(ops.abs(x) == 1.0, x * float(np.finfo(x.dtype.np).max), p * x)
-    return out if d is float64 else lax.convert(out, d)
+    return ops.where(ops.abs(x) == 1.0, x * float(np.finfo(x.dtype.np).max), p * x)
 
 
 def _erfinv64(w: Any) -> Any:
