@@ -1,4 +1,4 @@
-"""``fg.random``: explicit, splittable random keys (JAX's ``jax.random``).
+"""``fg.random``'s keys, bits and uniform values (JAX's ``jax.random``).
 
 A key is a pair of uint32 words; every draw is a pure function of its key (Threefry-2x32,
 ``primitives/random.py``), so the same key gives the same numbers on every device, in
@@ -6,9 +6,9 @@ any order, under ``vmap`` and ``compile``. ``split`` and ``fold_in`` make new ke
 using one key twice gives the same numbers twice (JAX's sharp bit: split first).
 
 ``key``, ``split``, ``fold_in``, ``bits`` and ``uniform`` give exactly the bits
-``jax.random`` gives for the same seed (its default, partitionable Threefry); ``normal``
-and the distributions built on it follow the same keys but compute their values their
-own way (Box-Muller, where JAX inverts the error function).
+``jax.random`` gives for the same seed (its partitionable Threefry), in JAX's default
+mode and, with ``fg.config.enable_x64``, in its 64-bit mode; ``distributions.py`` turns
+them into the other draws as JAX does.
 
 Keys come in two forms, as in JAX: ``fg.random.key(seed)`` is a typed ``Key`` (not an
 array: arithmetic on it is an error), and ``fg.random.PRNGKey(seed)`` the raw uint32[2]
