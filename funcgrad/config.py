@@ -24,6 +24,11 @@
   from 64-bit seeds, int64 and float64 draws). Set it with ``fg.config.update("enable_x64",
   True)`` before making arrays, or the environment variable ``FUNCGRAD_ENABLE_X64=1``.
   ``fg.set_default_dtype(fg.float64)`` (PyTorch's) changes the default float alone.
+* ``cpu_heap_cache``: bytes of freed CPU memory the C heap keeps mapped for reuse (1 GiB by
+  default; ``0`` leaves glibc's own policy). Reusing memory saves the page faults that a fresh
+  mapping costs on every large array, at the price of a resident size up to this much above
+  what is live; ``fg.memory.empty_cache("cpu")`` gives it back. Also set by the environment
+  variable ``FUNCGRAD_CPU_HEAP_CACHE`` (bytes). It affects the whole process (glibc only).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ __all__ = ["config"]
 
 class _Config:
     __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "_compile_backend", "_x64",
-                 "_on_x64")
+                 "_heap_cache", "_followers")
 
     def __init__(self) -> None:
         self.explain_cache_misses = os.environ.get("FUNCGRAD_EXPLAIN_CACHE_MISSES", "") not in ("", "0")
@@ -44,8 +49,9 @@ class _Config:
         self.compile_threads = int(os.environ.get("FUNCGRAD_COMPILE_THREADS", 0)) or _usable_cores()
         self.write_guard = os.environ.get("FUNCGRAD_WRITE_GUARD", "") not in ("", "0")
         self.compile_backend = os.environ.get("FUNCGRAD_COMPILE_BACKEND", "") or "c"
-        self._on_x64: list[Callable[[bool], None]] = []
+        self._followers: dict[str, list[Callable[[object], None]]] = {"enable_x64": [], "cpu_heap_cache": []}
         self.enable_x64 = os.environ.get("FUNCGRAD_ENABLE_X64", "") not in ("", "0")
+        self.cpu_heap_cache = int(os.environ.get("FUNCGRAD_CPU_HEAP_CACHE", 1 << 30))
 
     @property
     def enable_x64(self) -> bool:
@@ -54,14 +60,28 @@ class _Config:
     @enable_x64.setter
     def enable_x64(self, value: bool) -> None:
         self._x64 = bool(value)
-        for follow in self._on_x64:
-            follow(self._x64)
+        self._tell("enable_x64", self._x64)
 
-    def follow_x64(self, follow: Callable[[bool], None]) -> None:
-        """Call ``follow(enabled)`` now and whenever 64-bit mode is switched (how the layers
-        above this one, ``dtypes``'s default float, take the switch)."""
-        self._on_x64.append(follow)
-        follow(self._x64)
+    @property
+    def cpu_heap_cache(self) -> int:
+        return self._heap_cache
+
+    @cpu_heap_cache.setter
+    def cpu_heap_cache(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"fg.config.cpu_heap_cache: {value!r} is not a byte count (an int >= 0)")
+        self._heap_cache = value
+        self._tell("cpu_heap_cache", value)
+
+    def follow(self, name: str, follow: Callable[[object], None]) -> None:
+        """Call ``follow(value)`` now and whenever the switch ``name`` changes: how the layers
+        above this one take a switch (``dtypes``'s default float, the backends' heap)."""
+        self._followers[name].append(follow)
+        follow(getattr(self, name))
+
+    def _tell(self, name: str, value: object) -> None:
+        for follow in self._followers[name]:
+            follow(value)
 
     @property
     def x64_enabled(self) -> bool:
@@ -72,10 +92,9 @@ class _Config:
         """Set a switch by name, as ``jax.config.update`` does (a ``jax_`` prefix is allowed:
         ``update("jax_enable_x64", True)``)."""
         key = name[4:] if name.startswith("jax_") else name
-        if key.startswith("_") or key not in ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard",
-                                              "compile_backend", "enable_x64"):
-            raise AttributeError(f"fg.config.update: no switch named {name!r}; the switches are explain_cache_misses, "
-                                 "no_retrace, compile_threads, write_guard, compile_backend and enable_x64")
+        if key not in _SWITCHES:
+            raise AttributeError(f"fg.config.update: no switch named {name!r}; the switches are "
+                                 f"{', '.join(_SWITCHES[:-1])} and {_SWITCHES[-1]}")
         setattr(self, key, value)
 
     @property
@@ -91,7 +110,7 @@ class _Config:
     def __repr__(self) -> str:
         return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
                 f"compile_threads={self.compile_threads}, compile_backend={self.compile_backend!r}, "
-                f"write_guard={self.write_guard}, enable_x64={self.enable_x64})")
+                f"write_guard={self.write_guard}, enable_x64={self.enable_x64}, cpu_heap_cache={self.cpu_heap_cache})")
 
 
 def _usable_cores() -> int:
@@ -101,4 +120,6 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+_SWITCHES = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "compile_backend", "enable_x64",
+             "cpu_heap_cache")
 config = _Config()

@@ -113,7 +113,7 @@ def set_default_float(dtype: DType) -> None:
     _BY_PYTYPE[float], _BY_PYTYPE[complex] = default_float, default_complex
 
 
-config.follow_x64(lambda enabled: set_default_float(float64 if enabled else float32))
+config.follow("enable_x64", lambda enabled: set_default_float(float64 if enabled else float32))
 
 
 def set_default_dtype(dtype: Any) -> None:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import gc
 
+import numpy as np
+import pytest
+
 import funcgrad as fg
+from funcgrad.backends import heap
 from funcgrad.testing import peak_memory
 
 
@@ -43,8 +47,30 @@ def test_peak_tracking() -> None:
     assert fg.memory.max_allocated() - start >= 2 * 8000
     fg.memory.reset_peak()
     assert fg.memory.max_allocated() == fg.memory.allocated()
-    assert fg.memory.reserved("cpu") == 0
+
+
+@pytest.mark.skipif(not heap.keep_freed(fg.config.cpu_heap_cache), reason="the C library is not glibc")
+def test_cpu_heap_keeps_freed_memory_until_emptied() -> None:
+    """Freed large arrays stay mapped for the next ones (no page faults), and
+    ``empty_cache("cpu")`` hands them back."""
+    blocks = [np.ones(1 << 20) for _ in range(8)]  # 8 MiB each: above glibc's default mmap threshold
+    del blocks
+    assert fg.memory.reserved("cpu") >= 32 << 20
+    again = [np.ones(1 << 20) for _ in range(8)]
+    del again
     fg.memory.empty_cache("cpu")
+    assert fg.memory.reserved("cpu") < 32 << 20
+
+
+def test_cpu_heap_cache_switch() -> None:
+    kept = fg.config.cpu_heap_cache
+    try:
+        fg.config.update("cpu_heap_cache", 0)
+        assert fg.config.cpu_heap_cache == 0
+    finally:
+        fg.config.cpu_heap_cache = kept
+    with pytest.raises(ValueError, match="cpu_heap_cache"):
+        fg.config.cpu_heap_cache = -1
 
 
 def test_eager_loop_keeps_memory_flat() -> None:

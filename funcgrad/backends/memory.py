@@ -1,4 +1,5 @@
-"""``fg.memory``: live and peak buffer bytes per device, and CuPy's pool.
+"""``fg.memory``: live and peak buffer bytes per device, and the caches behind them (CuPy's
+pool on GPUs, the C heap's kept memory on the CPU, ``heap.py``).
 
 The counters are kept by ``Buffer`` itself, so they mean the same on CPU and
 GPU: bytes of funcgrad buffers alive right now. That makes claims such as
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import heap
 from .device import device as _device
 
 __all__ = ["allocated", "max_allocated", "reset_peak", "reserved", "empty_cache"]
@@ -31,13 +33,17 @@ def reset_peak(device: Any = "cpu") -> None:
 
 
 def reserved(device: Any = "gpu") -> int:
-    """Bytes CuPy's caching pool holds from the driver (0 on CPU, which has no pool)."""
+    """Bytes held for reuse but not in use: CuPy's caching pool on a GPU; on the CPU, freed
+    memory the C heap keeps mapped (``fg.config.cpu_heap_cache``; 0 where it cannot be read)."""
     dev = _device(device)
-    return 0 if dev.kind == "cpu" else dev.backend.reserved()  # type: ignore[attr-defined]
+    return heap.held() if dev.kind == "cpu" else dev.backend.reserved()  # type: ignore[attr-defined]
 
 
 def empty_cache(device: Any = "gpu") -> None:
-    """Give CuPy's unused cached blocks back to the driver (no-op on CPU)."""
+    """Give cached memory back: CuPy's unused blocks to the driver, or the C heap's kept
+    memory to the kernel on the CPU."""
     dev = _device(device)
-    if dev.kind != "cpu":
+    if dev.kind == "cpu":
+        heap.release()
+    else:
         dev.backend.empty_cache()  # type: ignore[attr-defined]

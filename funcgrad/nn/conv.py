@@ -129,13 +129,13 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
     stride, dilation = pair(stride, "conv2d", "stride", 1), pair(dilation, "conv2d", "dilation", 1)
     p = patches(pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
     oh, ow = p.shape[2], p.shape[3]
-    # (N, OH, OW, G, C/G, KH, KW) -> (G, N*OH*OW, C/G*KH*KW): the one copy (im2col)
-    cols = ops.reshape(ops.transpose(ops.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (1, 0, 3, 4, 2, 5, 6)),
-                      (groups, n * oh * ow, cg * kh * kw))
-    w = ops.reshape(weight, (groups, o // groups, cg * kh * kw))
-    out = ops.matmul(cols, ops.matrix_transpose(w))                       # (G, N*OH*OW, O/G)
-    out = ops.transpose(ops.reshape(out, (groups, n, oh, ow, o // groups)), (1, 0, 4, 2, 3))
-    out = ops.reshape(out, (n, o, oh, ow))
+    # (N, G, C/G, OH, OW, KH, KW) -> (N, G, C/G*KH*KW, OH*OW): the one copy (im2col), per image
+    # and channels first, so the copy reads rows of OW neighbours, the product comes out in
+    # (N, O, OH, OW) order, and the input's gradient is added back along rows too
+    cols = ops.reshape(ops.transpose(ops.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (0, 1, 2, 5, 6, 3, 4)),
+                       (n, groups, cg * kh * kw, oh * ow))
+    w = ops.reshape(weight, (1, groups, o // groups, cg * kh * kw))
+    out = ops.reshape(ops.matmul(w, cols), (n, o, oh, ow))              # (N, G, O/G, OH*OW)
     return out if bias is None else out + ops.reshape(bias, (1, o, 1, 1))
 
 
