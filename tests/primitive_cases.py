@@ -83,7 +83,18 @@ _UNARY_DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "log1p": 
                  "arccosh": (1.01, 5), "reciprocal": (0.1, 5), "tan": (-1.2, 1.2)}
 _UNARY_REF = {"expm1": np.expm1, "rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
               "erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype),
-              "round": np.round, "relu": lambda x: np.maximum(x, x.dtype.type(0))}
+              "round": np.round, "relu": lambda x: np.maximum(x, x.dtype.type(0)),
+              "gelu": lambda x: _in_float64(x, lambda v: v * _phi(v)),
+              "gelu_grad": lambda x: _in_float64(x, lambda v: _phi(v) + v * np.exp(-v * v / 2) / math.sqrt(2 * math.pi))}
+
+
+def _phi(v: np.ndarray) -> np.ndarray:
+    """The normal distribution function, from ``math.erf``."""
+    return 0.5 * (1 + np.vectorize(math.erf, otypes=[np.float64])(v / math.sqrt(2)))
+
+
+def _in_float64(x: np.ndarray, f: Any) -> np.ndarray:
+    return np.asarray(f(x.astype(np.float64))).astype(x.dtype)
 
 
 def _unary(name: str) -> Any:

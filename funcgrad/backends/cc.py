@@ -209,6 +209,9 @@ PRELUDE = """#include <stdint.h>
 #define fg_relu(x) (((x) > 0 || (x) != (x)) ? (x) : 0)
 #define fg_sigmoid(x) (1 / (1 + exp(-(x))))
 #define fg_reciprocal(x) (1 / (x))
+#define fg_gelu(x) ((__typeof__(x))0.5 * (x) * (1 + erf((x) * (__typeof__(x))0.70710678118654752440)))
+#define fg_gelu_grad(x) ((__typeof__(x))0.5 * (1 + erf((x) * (__typeof__(x))0.70710678118654752440)) \
+    + (x) * (exp((__typeof__(x))-0.5 * ((x) * (x))) * (__typeof__(x))0.39894228040143267794))
 #define rsqrt(x) (1 / sqrt(x))
 #define fg_tanh(x) _Generic((x), float: fg_tanhf((float)(x)), default: tanh(x))
 #ifdef __FMA__

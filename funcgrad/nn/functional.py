@@ -95,7 +95,7 @@ def gelu(x: Any, approximate: str = "none") -> Any:
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
         return 0.5 * x * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1.0 + ops.erf(x * (1.0 / math.sqrt(2.0))))
+    return bind(UNARY["gelu"], x)  # one primitive: its kernel and its derivative's are one loop each
 
 
 def silu(x: Any) -> Any:

@@ -32,6 +32,7 @@ __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p"
 
 _LOW_PRECISION = ("float16", "bfloat16")
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
+_SQRT_HALF, _INV_SQRT_2PI = math.sqrt(0.5), 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _upcast(fn: Any) -> Any:
@@ -91,6 +92,34 @@ def _erf(xp: Any, x: Any) -> Any:
     return cupy_erf(x)
 
 
+def _gelu(xp: Any, x: Any) -> Any:
+    """``x Phi(x)``, Phi the normal distribution function (PyTorch's exact GELU). One native
+    loop where a compiler can build it (the composite's five passes over x and its 2 MB
+    temporaries cost a transformer's MLP more than its matmuls); the same operations in
+    NumPy otherwise, so the two differ only by erf's ulps."""
+    native = _native_unary(xp, x, "fg_gelu({0})")
+    if native is not None:
+        return native(x)
+    return 0.5 * x * (1.0 + _erf(xp, x * _SQRT_HALF))
+
+
+def _gelu_grad(xp: Any, x: Any) -> Any:
+    """GELU's derivative ``Phi(x) + x phi(x)``, phi the normal density: its backward pass as
+    one loop, as ``_gelu``."""
+    native = _native_unary(xp, x, "fg_gelu_grad({0})")
+    if native is not None:
+        return native(x)
+    return 0.5 * (1.0 + _erf(xp, x * _SQRT_HALF)) + x * (xp.exp(-0.5 * (x * x)) * _INV_SQRT_2PI)
+
+
+def _native_unary(xp: Any, x: Any, expr: str) -> Any:
+    """``cc.unary``'s kernel of ``expr`` for a float32 or float64 NumPy array, under the C
+    backend; None otherwise."""
+    if xp is not np or x.dtype not in (np.float32, np.float64) or config.compile_backend != "c":
+        return None
+    return cc.unary(expr, x.dtype)
+
+
 def _round(xp: Any, x: Any, decimals: int = 0) -> Any:
     return xp.round(x, decimals)
 
@@ -129,6 +158,10 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "arctanh": ("arctanh", "fc", lambda x, a: lax.reciprocal(1.0 - x * x), "args", _UNIT),
     "sigmoid": (_upcast(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
     "erf": (_upcast(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * lax.exp(-(x * x)), "args", None),
+    "gelu": (_upcast(_gelu), "f", lambda x, a: lax.gelu_grad(x), "args", None),
+    # d/dx (Phi + x phi) = phi (2 - x^2)
+    "gelu_grad": (_upcast(_gelu_grad), "f", lambda x, a: lax.exp(-0.5 * (x * x)) * (_INV_SQRT_2PI * (2.0 - x * x)),
+                  "args", None),
     "abs": ("absolute", "iufc", lambda x, a: lax.sign(x), "args", NONZERO),
     "square": ("square", "iufc", lambda x, a: 2.0 * x, "args", None),
     "reciprocal": ("reciprocal", "fc", lambda x, a: -(a * a), "ans", NONZERO),
@@ -226,6 +259,7 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 C_EXPR = {
     "neg": "-{0}", "square": "{0} * {0}", "abs": "fabs({0})", "reciprocal": "fg_reciprocal({0})",
     "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "tanh": "fg_tanh({0})", "arcsin": "asin({0})",
+    "gelu": "fg_gelu({0})", "gelu_grad": "fg_gelu_grad({0})",
     "arccos": "acos({0})", "arctan": "atan({0})", "arcsinh": "asinh({0})", "arccosh": "acosh({0})",
     "arctanh": "atanh({0})",
     **{name: f"{name}({{0}})" for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
@@ -478,7 +512,13 @@ def _ne_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
     g.node("Not", [g.node("Equal", ins)], [out])
 
 
-annotate("onnx", {"square": _square_onnx, "rsqrt": _rsqrt_onnx, "ne": _ne_onnx})
+def _gelu_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Mul + Erf + Add + Mul + Mul"""
+    phi = g.node("Add", [g.node("Erf", [g.node("Mul", [ins[0], g.scalar(_SQRT_HALF, eqn)])]), g.scalar(1.0, eqn)])
+    g.node("Mul", [g.node("Mul", [ins[0], g.scalar(0.5, eqn)]), phi], [out])
+
+
+annotate("onnx", {"square": _square_onnx, "rsqrt": _rsqrt_onnx, "ne": _ne_onnx, "gelu": _gelu_onnx})
 
 
 # ---- algebraic identities the simplification pass applies (``Primitive.simplify``)

@@ -26,7 +26,7 @@ __all__ = [
     "iota", "eye", "tril", "triu", "reduce_sum", "reshape", "broadcast_to", "transpose", "matrix_transpose",
     "matrix_conj_transpose",
     "moveaxis", "expand_dims", "squeeze", "flip", "slice_axis", "pad", "matmul", "cumsum", "cumprod",
-    "gather", "take_along_axis", "abs", "real", "imag", "conj",
+    "gather", "take_along_axis", "abs", "real", "imag", "conj", "gelu_grad",
 ]
 
 
@@ -45,6 +45,7 @@ def _bind_by_name(name: str) -> Any:
 
 exp, log, sin, cos, sinh, cosh = (_bind_by_name(n) for n in ("exp", "log", "sin", "cos", "sinh", "cosh"))
 rsqrt, reciprocal, sigmoid = (_bind_by_name(n) for n in ("rsqrt", "reciprocal", "sigmoid"))
+gelu_grad = _bind_by_name("gelu_grad")
 sign, floor, pow, signbit = (_bind_by_name(n) for n in ("sign", "floor", "pow", "signbit"))
 eq, ne, gt, lt, ge = (_bind_by_name(n) for n in ("eq", "ne", "gt", "lt", "ge"))
 logical_and, select = _bind_by_name("logical_and"), _bind_by_name("select")

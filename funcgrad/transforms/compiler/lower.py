@@ -517,6 +517,11 @@ template <typename T> __device__ T fg_relu(T x) { return (x > T(0) || x != x) ? 
 template <typename T> __device__ T fg_sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 template <typename T> __device__ T fg_reciprocal(T x) { return T(1) / x; }
 template <typename T> __device__ T fg_tanh(T x) { return tanh(x); }
+template <typename T> __device__ T fg_gelu(T x) { return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440))); }
+template <typename T> __device__ T fg_gelu_grad(T x) {
+    return T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)))
+        + x * (exp(T(-0.5) * (x * x)) * T(0.39894228040143267794));
+}
 """
 _C_TYPES = {"float32": "float", "float64": "double"}
 
