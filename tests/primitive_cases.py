@@ -870,6 +870,18 @@ def _function_call(draw: Any) -> Case:
     return Case([x], params_for(x), lambda x, call: np.sin(x), rtol_for(x.dtype), extra={"params_for": params_for})
 
 
+def _softmax_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    axis = draw(st.integers(0, max(x.ndim - 1, 0)))
+
+    def ref(x: Any, axis: int) -> Any:
+        w = x.astype(np.float64).reshape(x.shape or (1,))
+        e = np.exp(w - w.max(axis=axis, keepdims=True))
+        return (e / e.sum(axis=axis, keepdims=True)).reshape(x.shape).astype(x.dtype)
+
+    return Case([x], {"axis": axis}, ref, rtol_for(x.dtype) * 10)
+
+
 def _logsumexp_case(draw: Any) -> Case:
     x = _float_array(draw, draw(NONEMPTY))
     axes = tuple(sorted(draw(st.sets(st.integers(0, x.ndim - 1), max_size=x.ndim))))
@@ -929,7 +941,7 @@ CASES.update({
     "reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to, "slice": _slice,
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
-    "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case,
+    "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case, "softmax": _softmax_case,
     "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback,
     "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call, "cond": _cond_case, "while": _while_case, "scan": _scan_case,

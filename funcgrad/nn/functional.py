@@ -16,7 +16,8 @@ from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
-from ..primitives.reduce import softmax_cross_entropy_p
+from ..primitives.checks import normalize_axis
+from ..primitives.reduce import softmax_cross_entropy_p, softmax_p
 from ..random import default_generator
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad
@@ -347,7 +348,9 @@ def softmax(x: Any, dim: int = -1) -> Any:
     """``exp(x)`` normalized to sum to 1 along ``dim``."""
     if getattr(x, "ndim", None) == 0:
         _zero_d_dim("softmax", dim)
-    return ops.exp(log_softmax(x, dim))
+        return ops.exp(log_softmax(x, dim))
+    x = ops.asarray(x)
+    return bind(softmax_p, x, axis=normalize_axis("softmax", dim, x.ndim))
 
 
 def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:

@@ -22,7 +22,8 @@ from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import DISTINCT, Domain
 from .shape import expand_dims_p
 
-__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_cross_entropy_p",
+__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_p",
+           "softmax_cross_entropy_p",
            "softmax_cross_entropy_grad_p"]
 
 
@@ -273,6 +274,47 @@ defjvp(logsumexp_p, lambda t, ans, x, *, axes, keepdims: lax.reduce_sum(
     t * _softmax_weights(x, ans, axes, keepdims), axes, keepdims=keepdims))
 defvjp(logsumexp_p, lambda g, ans, x, *, axes, keepdims: _expand(g, axes, keepdims) * _softmax_weights(
     x, ans, axes, keepdims), saves="both")
+
+
+def _softmax_rule(x: ShapedArray, *, axis: int) -> ShapedArray:
+    require_kind("softmax", x.dtype, "f", "a floating-point array")
+    if not 0 <= axis < max(len(x.shape), 1):
+        raise ShapeError(f"softmax: axis {axis} is out of range for shape {fmt_shape(x.shape)}")
+    return x
+
+
+def _softmax(xp: Any, x: Any, *, axis: int) -> Any:
+    """``exp(x - max) / sum`` along ``axis``, in place on one new array. A row holding +inf
+    (or only -inf) is NaN throughout, as PyTorch's."""
+    if x.size == 0:
+        return xp.empty_like(x)
+    with np.errstate(invalid="ignore"):  # (inf - inf: the NaN rows)
+        e = x - xp.max(x, axis=axis, keepdims=True)
+    xp.exp(e, out=e)
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+def _softmax_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """Softmax"""
+    g.node("Softmax", ins, [out], axis=eqn.params["axis"])
+
+
+# A primitive (PyTorch's ``_softmax``), not exp(x - logsumexp(x)): one kernel writing one
+# array, and a backward pass of four operations where the composite's took nine.
+softmax_p = Primitive("softmax", _softmax_rule, kernel=_softmax, autocast="float32", torch_name="Softmax",
+                      onnx=_softmax_onnx)
+defvectorized(softmax_p, lambda x, *, axis: {"axis": axis + 1})
+
+
+def _softmax_linear(t: Any, ans: Any, x: Any, *, axis: int) -> Any:
+    """The softmax's derivative applied to t, ``y (t - sum(t y))``: it is symmetric, so one
+    function is both the JVP and the VJP."""
+    return ans * (t - lax.reduce_sum(t * ans, (axis,), keepdims=True))
+
+
+defjvp(softmax_p, _softmax_linear)
+defvjp(softmax_p, _softmax_linear, saves="ans")
 
 
 _XENT_REDUCTIONS = ("none", "sum", "mean")
