@@ -12,11 +12,11 @@ from .. import random as _random
 from ..array import Array as _Array
 from ..array import ArrayBase
 from ..errors import ArgumentValueError, ConcretizationError, DTypeError, ShapeError, named_errors
+from ..primitives.checks import normalize_axis
 from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
-from ..primitives.checks import normalize_axis
 from ..primitives.reduce import softmax_cross_entropy_p, softmax_p
 from ..random import default_generator
 from ..transforms import custom_vjp as _custom_vjp
