@@ -882,6 +882,39 @@ def _softmax_case(draw: Any) -> Case:
     return Case([x], {"axis": axis}, ref, rtol_for(x.dtype) * 10)
 
 
+def _normalized(x: np.ndarray, axes: tuple[int, ...], eps: float) -> tuple[np.ndarray, np.ndarray]:
+    w = x.astype(np.float64)
+    c = w - w.mean(axis=axes, keepdims=True)
+    return c, 1 / np.sqrt((c * c).mean(axis=axes, keepdims=True) + eps)
+
+
+def _layer_norm_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    axes = tuple(range(draw(st.integers(0, x.ndim - 1)), x.ndim))
+    eps = draw(st.sampled_from([1e-5, 0.1]))
+
+    def ref(x: Any, axes: Any, eps: float) -> Any:
+        c, r = _normalized(x, axes, eps)
+        return (c * r).astype(x.dtype)
+
+    return Case([x], {"axes": axes, "eps": eps}, ref, rtol_for(x.dtype) * 10)
+
+
+def _layer_norm_grad_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    g = arrays(draw, x.dtype.type, x.shape, -3, 3)
+    axes = tuple(range(draw(st.integers(0, x.ndim - 1)), x.ndim))
+    eps = draw(st.sampled_from([1e-5, 0.1]))
+
+    def ref(g: Any, x: Any, axes: Any, eps: float) -> Any:
+        c, r = _normalized(x, axes, eps)
+        y, w = c * r, g.astype(np.float64)
+        out = r * (w - w.mean(axis=axes, keepdims=True) - y * (w * y).mean(axis=axes, keepdims=True))
+        return out.astype(x.dtype)
+
+    return Case([g, x], {"axes": axes, "eps": eps}, ref, rtol_for(x.dtype) * 10)
+
+
 def _logsumexp_case(draw: Any) -> Case:
     x = _float_array(draw, draw(NONEMPTY))
     axes = tuple(sorted(draw(st.sets(st.integers(0, x.ndim - 1), max_size=x.ndim))))
@@ -942,6 +975,7 @@ CASES.update({
     "squeeze": _squeeze, "expand_dims": _expand_dims, "flip": _flip, "diagonal": _diagonal,
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case, "softmax": _softmax_case,
+    "layer_norm": _layer_norm_case, "layer_norm_grad": _layer_norm_grad_case,
     "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback,
     "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call, "cond": _cond_case, "while": _while_case, "scan": _scan_case,

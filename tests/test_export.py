@@ -21,7 +21,7 @@ nn, F = fg.nn, fg.nn.functional
 
 def _models():
     fg.manual_seed(0)
-    mlp = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.GELU(), nn.Linear(16, 10))
+    mlp = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 10))
     cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64, 10))
     attention = nn.MultiheadAttention(16, 2, batch_first=True)
     return {

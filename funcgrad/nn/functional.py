@@ -17,7 +17,7 @@ from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
-from ..primitives.reduce import softmax_cross_entropy_p, softmax_p
+from ..primitives.reduce import layer_norm_p, softmax_cross_entropy_p, softmax_p
 from ..random import default_generator
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad
@@ -376,10 +376,7 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
         raise ShapeError(f"layer_norm: input of shape {_fmt_shape(tuple(x.shape))} does not end with "
                          f"{_fmt_shape(shape)}")
     x = _same_dtype("layer_norm", x, weight, bias)
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
-    mean = ops.mean(x, axes, keepdims=True)
-    var = ops.mean(ops.square(x - mean), axes, keepdims=True)
-    out = (x - mean) * ops.rsqrt(var + eps)
+    out = bind(layer_norm_p, x, axes=tuple(range(x.ndim - len(shape), x.ndim)), eps=float(eps))
     if weight is not None:
         out = out * weight
     if bias is not None:

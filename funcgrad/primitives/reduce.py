@@ -22,7 +22,8 @@ from .core import Primitive, ShapedArray, bind, fmt_shape
 from .domains import DISTINCT, Domain
 from .shape import expand_dims_p
 
-__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_p",
+__all__ = ["REDUCTIONS", "argmax_p", "argmin_p", "cumsum_p", "cumprod_p", "logsumexp_p", "softmax_p", "layer_norm_p",
+           "layer_norm_grad_p",
            "softmax_cross_entropy_p",
            "softmax_cross_entropy_grad_p"]
 
@@ -315,6 +316,127 @@ def _softmax_linear(t: Any, ans: Any, x: Any, *, axis: int) -> Any:
 
 defjvp(softmax_p, _softmax_linear)
 defvjp(softmax_p, _softmax_linear, saves="ans")
+
+
+def _layer_norm_rule(x: ShapedArray, *, axes: tuple[int, ...], eps: float) -> ShapedArray:
+    require_kind("layer_norm", x.dtype, "f", "a floating-point array")
+    if not axes or tuple(axes) != tuple(range(len(x.shape) - len(axes), len(x.shape))):
+        raise ShapeError(f"layer_norm: axes {axes} are not the trailing axes of shape {fmt_shape(x.shape)}")
+    return x
+
+
+def _layer_norm_grad_rule(g: ShapedArray, x: ShapedArray, *, axes: tuple[int, ...], eps: float) -> ShapedArray:
+    if g.shape != x.shape or g.dtype != x.dtype:
+        raise ShapeError(f"layer_norm_grad: a cotangent of shape {fmt_shape(g.shape)} ({g.dtype}) for an input of "
+                         f"shape {fmt_shape(x.shape)} ({x.dtype})")
+    return _layer_norm_rule(x, axes=axes, eps=eps)
+
+
+def _centered_and_scale(xp: Any, x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
+    """``x - mean`` (a new array) and ``1 / sqrt(var + eps)`` over ``axes``."""
+    c = x - xp.mean(x, axis=axes, keepdims=True)
+    r = xp.mean(xp.square(c), axis=axes, keepdims=True)
+    r += eps
+    return c, 1.0 / xp.sqrt(r)
+
+
+def _in_float32(kernel: Any) -> Any:
+    """Half-precision inputs normalized in float32, as PyTorch's kernels do."""
+    def run(xp: Any, *arrays: Any, **params: Any) -> Any:
+        if arrays[-1].dtype.itemsize >= 4:
+            return kernel(xp, *arrays, **params)
+        return kernel(xp, *(a.astype(np.float32) for a in arrays), **params).astype(arrays[-1].dtype)
+
+    run.__name__ = kernel.__name__
+    return run
+
+
+@_in_float32
+def _layer_norm(xp: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
+    """``(x - mean) / sqrt(var + eps)`` over the trailing ``axes``, written into one new array."""
+    if x.size == 0:
+        return xp.empty_like(x)
+    c, r = _centered_and_scale(xp, x, axes, eps)
+    c *= r
+    return c
+
+
+@_in_float32
+def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
+    """The normalization's Jacobian (symmetric) applied to ``g``:
+    ``r (g - mean(g) - y mean(g y))``, y the normalized x and r its scale."""
+    if x.size == 0:
+        return xp.empty_like(x)
+    y, r = _centered_and_scale(xp, x, axes, eps)
+    y *= r
+    out = g - xp.mean(g, axis=axes, keepdims=True)
+    out -= y * xp.mean(g * y, axis=axes, keepdims=True)
+    out *= r
+    return out
+
+
+def _layer_norm_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
+    """LayerNormalization"""
+    shape = eqn.outputs[0].aval.shape
+    axes = eqn.params["axes"]
+    scale = g.constant(np.ones([shape[a] for a in axes], eqn.outputs[0].aval.dtype.np), "scale")
+    g.node("LayerNormalization", [ins[0], scale], [out], axis=axes[0], epsilon=float(eqn.params["eps"]))
+
+
+# Layer normalization without its affine part (PyTorch's native_layer_norm; the weight and
+# bias are a product and a sum around it): one kernel each way, where the composite of
+# means, differences and products took eight operations forward and fifteen backward.
+layer_norm_p = Primitive("layer_norm", _layer_norm_rule, kernel=_layer_norm, autocast="float32",
+                         torch_name="NativeLayerNorm", onnx=_layer_norm_onnx)
+layer_norm_grad_p = Primitive("layer_norm_grad", _layer_norm_grad_rule, kernel=_layer_norm_grad,
+                              autocast="float32")
+
+
+def _mean(v: Any, axes: tuple[int, ...]) -> Any:
+    return lax.reduce_sum(v, axes, keepdims=True) * (1.0 / math.prod(v.shape[a] for a in axes))
+
+
+def _layer_norm_curvature(g: Any, x: Any, d: Any, axes: tuple[int, ...], eps: float) -> Any:
+    """The derivative of ``layer_norm_grad(g, x)`` in x along ``d``. With c = x - mean(x),
+    r = 1/sqrt(mean(c^2) + eps), the Jacobian applied to g is r (g - mean(g)) - r^3 c mean(g c);
+    differentiating it gives the four terms below. The normalization is a gradient (its
+    Jacobian is symmetric), so its third derivative is symmetric too: the same function is
+    the cotangent for x, with ``d`` the incoming cotangent."""
+    c = x - _mean(x, axes)
+    r = lax.rsqrt(_mean(c * c, axes) + eps)
+    r3 = r * r * r
+    dc = d - _mean(d, axes)
+    a, b, e = _mean(c * dc, axes), _mean(g * c, axes), _mean(g * dc, axes)
+    return r3 * (3.0 * (r * r) * (a * b) * c - a * (g - _mean(g, axes)) - b * dc - e * c)
+
+
+def _layer_norm_applied(t: Any, ans: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
+    return bind(layer_norm_grad_p, t, x, axes=axes, eps=eps)
+
+
+def _layer_norm_grad_in_g(t: Any, ans: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
+    return bind(layer_norm_grad_p, t, x, axes=axes, eps=eps)
+
+
+def _layer_norm_grad_in_x(t: Any, ans: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
+    return _layer_norm_curvature(g, x, t, axes, eps)
+
+
+# Every Jacobian here is symmetric, so each rule serves as tangent and as cotangent.
+defjvp(layer_norm_p, _layer_norm_applied)
+defvjp(layer_norm_p, _layer_norm_applied, saves="args")
+defjvp(layer_norm_grad_p, _layer_norm_grad_in_g, _layer_norm_grad_in_x)
+defvjp(layer_norm_grad_p, _layer_norm_grad_in_g, _layer_norm_grad_in_x, saves="args")
+defvectorized(layer_norm_p, lambda x, *, axes, eps: {"axes": tuple(a + 1 for a in axes), "eps": eps})
+
+
+def _layer_norm_grad_batch(args: Any, dims: Any, *, axes: tuple[int, ...], eps: float) -> tuple[Any, int]:
+    n = axis_size(args, dims)
+    g, x = (to_front(a, d, n) for a, d in zip(args, dims))
+    return bind(layer_norm_grad_p, g, x, axes=tuple(a + 1 for a in axes), eps=eps), 0
+
+
+layer_norm_grad_p.batch = _layer_norm_grad_batch
 
 
 _XENT_REDUCTIONS = ("none", "sum", "mean")
