@@ -292,6 +292,34 @@ def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
         np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) -> None:
+    """GELU, layer normalization and their derivatives run as native loops in eager mode
+    where a compiler is found: the same values as their NumPy kernels, within erf's ulps
+    (GELU) and the rounding of a sum accumulated in double (layer normalization)."""
+    rng = np.random.default_rng(3)
+    x = fg.asarray((rng.standard_normal((6, 5, 33)) * 3 + 1).astype(dtype))
+    g = fg.asarray(rng.standard_normal((6, 5, 33)).astype(dtype))
+    programs = {
+        "gelu": lambda: fg.nn.functional.gelu(x),
+        "gelu grad": lambda: fg.vjp(fg.nn.functional.gelu, x)[1](g)[0],
+        "layer_norm": lambda: fg.nn.functional.layer_norm(x, (5, 33)),
+        "layer_norm grad": lambda: fg.vjp(lambda v: fg.nn.functional.layer_norm(v, (33,)), x)[1](g)[0],
+    }
+    from funcgrad.primitives import reduce as reduce_module
+
+    with compile_backend("c"):  # (the native loops are built, so the comparison is not of NumPy with itself)
+        assert cc.unary("fg_gelu({0})", dtype) is not None
+        assert reduce_module._native_layer_norm(np, (x.numpy(),), (2,), 1e-5) is not None
+    tolerance = 4e-6 if dtype == np.float32 else 1e-13
+    for name, run in programs.items():
+        with compile_backend("c"):
+            native = run().numpy()
+        with compile_backend("numpy"):
+            reference = run().numpy()
+        np.testing.assert_allclose(native, reference, rtol=tolerance, atol=tolerance, err_msg=name)
+
+
 @pytest.mark.parametrize("pattern", ["scalar keys", "keys per element", "high words per element", "2-d"])
 def test_native_threefry_gives_the_numpy_rounds_bits(pattern: str) -> None:
     """Large draws' Threefry runs as one native loop: the same words as the NumPy rounds for

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import cc
+from ..config import config
 from ..dtypes import bool_, int32, int64
 from ..errors import ShapeError
 from . import lax
@@ -351,11 +353,72 @@ def _in_float32(kernel: Any) -> Any:
     return run
 
 
+# Per row of n values: the mean, then the variance of the differences (both accumulated in
+# double), then the result; a row at a time, so x is read from the caches after the first
+# pass. ``GRAD`` also takes g: the sums of g and g * y, then r (g - mean(g) - y mean(g y)).
+_LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
+    const {t} *restrict x = (const {t} *)p[0];
+    {inputs}
+    {t} *restrict out = ({t} *)p[{out}];
+    const int64_t m = n[1];
+    const double eps = {eps};
+    for (int64_t row = lo; row < hi; row++) {{
+        const {t} *restrict xr = x + row * m;
+        {t} *restrict o = out + row * m;
+        double s = 0, v = 0;
+        #pragma omp simd reduction(+:s)
+        for (int64_t i = 0; i < m; i++) s += xr[i];
+        const double mean = s / m;
+        #pragma omp simd reduction(+:v)
+        for (int64_t i = 0; i < m; i++) {{ double d = xr[i] - mean; v += d * d; }}
+        const double r = 1 / sqrt(v / m + eps);
+        {body}
+    }}
+}}
+"""
+_FORWARD_BODY = """#pragma omp simd
+        for (int64_t i = 0; i < m; i++) o[i] = ({t})((xr[i] - mean) * r);"""
+_BACKWARD_BODY = """const {t} *restrict gr = g + row * m;
+        double sg = 0, sgy = 0;
+        #pragma omp simd reduction(+:sg, sgy)
+        for (int64_t i = 0; i < m; i++) {{ sg += gr[i]; sgy += gr[i] * ((xr[i] - mean) * r); }}
+        const double mg = sg / m, mgy = sgy / m;
+        #pragma omp simd
+        for (int64_t i = 0; i < m; i++) o[i] = ({t})(r * (gr[i] - mg - (xr[i] - mean) * r * mgy));"""
+
+
+def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], eps: float) -> Any:
+    """The normalization (``arrays = (x,)``) or its Jacobian applied (``(g, x)``) as one C loop
+    over rows, where a compiler can build it; None otherwise (the NumPy kernels run)."""
+    x = arrays[-1]
+    if xp is not np or x.dtype not in (np.float32, np.float64) or config.compile_backend != "c":
+        return None
+    t = cc.C_TYPES[x.dtype.name]
+    grad = len(arrays) == 2
+    code = _LAYER_NORM_C.format(
+        t=t, eps=repr(float(eps)), out=len(arrays),
+        inputs=f"const {t} *restrict g = (const {t} *)p[1];" if grad else "",
+        body=(_BACKWARD_BODY if grad else _FORWARD_BODY).format(t=t))
+    try:
+        address = cc.loop_kernel(code)
+    except cc.NativeBuildError:
+        return None
+    x = np.ascontiguousarray(x)
+    operands = [x, np.ascontiguousarray(arrays[0])] if grad else [x]
+    out = np.empty_like(x)
+    m = math.prod(x.shape[a] for a in axes)
+    cc.run(address, operands, [out], [x.size // m, m])
+    return out
+
+
 @_in_float32
 def _layer_norm(xp: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
     """``(x - mean) / sqrt(var + eps)`` over the trailing ``axes``, written into one new array."""
     if x.size == 0:
         return xp.empty_like(x)
+    native = _native_layer_norm(xp, (x,), axes, eps)
+    if native is not None:
+        return native
     c, r = _centered_and_scale(xp, x, axes, eps)
     c *= r
     return c
@@ -367,6 +430,9 @@ def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: flo
     ``r (g - mean(g) - y mean(g y))``, y the normalized x and r its scale."""
     if x.size == 0:
         return xp.empty_like(x)
+    native = _native_layer_norm(xp, (g, x), axes, eps)
+    if native is not None:
+        return native
     y, r = _centered_and_scale(xp, x, axes, eps)
     y *= r
     out = g - xp.mean(g, axis=axes, keepdims=True)
