@@ -139,11 +139,16 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         groups = query.shape[-3] // key.shape[-3]
         key, value = (ops.repeat(t, groups, axis=-3) for t in (key, value))
-    scores = ops.matmul(query, ops.swapaxes(key, -1, -2)) * scale
+    # the scale on the queries (fewer elements than the scores), and a boolean mask made an
+    # additive one of 0 and -inf (the size of the mask, not of the scores): a sum's gradient
+    # passes through where a select's is another select
+    scores = ops.matmul(query * scale, ops.swapaxes(key, -1, -2))
     if is_causal:
         attn_mask = ops.tril(ops.ones((length, source), _dtypes.bool_, device=query.device))
     if attn_mask is not None:
-        scores = ops.where(attn_mask, scores, -math.inf) if attn_mask.dtype.kind == "b" else scores + attn_mask
+        if attn_mask.dtype.kind == "b":
+            attn_mask = ops.where(attn_mask, ops.zeros((), scores.dtype, device=scores.device), -math.inf)
+        scores = scores + attn_mask
     weights = softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
