@@ -38,6 +38,9 @@ def _glibc() -> ctypes.CDLL | None:
 
 
 _LIBC = _glibc()
+_MALLINFO2 = getattr(_LIBC, "mallinfo2", None)  # (glibc 2.33 on)
+if _MALLINFO2 is not None:
+    _MALLINFO2.restype = _MallInfo2
 
 
 def keep_freed(nbytes: int) -> bool:
@@ -53,10 +56,7 @@ def keep_freed(nbytes: int) -> bool:
 
 def held() -> int:
     """Bytes of freed memory the heap holds for reuse (0 where that cannot be read)."""
-    if _LIBC is None or not hasattr(_LIBC, "mallinfo2"):
-        return 0
-    _LIBC.mallinfo2.restype = _MallInfo2
-    return int(_LIBC.mallinfo2().fordblks)
+    return 0 if _MALLINFO2 is None else int(_MALLINFO2().fordblks)
 
 
 def release() -> None:

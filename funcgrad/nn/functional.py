@@ -17,7 +17,8 @@ from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
-from ..primitives.reduce import layer_norm_p, softmax_cross_entropy_p, softmax_p
+from ..primitives.normalization import layer_norm_p, softmax_p
+from ..primitives.reduce import softmax_cross_entropy_p
 from ..random import default_generator
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad

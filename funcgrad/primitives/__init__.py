@@ -10,7 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..errors import RegistryError
-from . import axes, collective, decompositions, elementwise, fft, index, lax, linalg, random, reduce, shape  # noqa: F401  (registers them)
+from . import (  # noqa: F401  (registers them)
+    axes,
+    collective,
+    decompositions,
+    elementwise,
+    fft,
+    index,
+    lax,
+    linalg,
+    normalization,
+    random,
+    reduce,
+    shape,
+)
 from .core import ANY, FRESH, OPERAND, REGISTRY, Layout, Primitive, ShapedArray, aval_of, bind, current_interpreter
 
 __all__ = ["ANY", "FRESH", "OPERAND", "Layout", "Primitive", "ShapedArray", "aval_of", "bind", "current_interpreter",
