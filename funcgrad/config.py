@@ -25,7 +25,8 @@
   True)`` before making arrays, or the environment variable ``FUNCGRAD_ENABLE_X64=1``.
   ``fg.set_default_dtype(fg.float64)`` (PyTorch's) changes the default float alone.
 * ``cpu_heap_cache``: bytes of freed CPU memory the C heap keeps mapped for reuse (1 GiB by
-  default; ``0`` sets glibc's default thresholds). Reusing memory saves the page faults that a fresh
+  default; ``0`` from the start leaves glibc's own policy, and switched to later gives freed
+  memory back at once). Reusing memory saves the page faults that a fresh
   mapping costs on every large array, at the price of a resident size up to this much above
   what is live; ``fg.memory.empty_cache("cpu")`` gives it back. Also set by the environment
   variable ``FUNCGRAD_CPU_HEAP_CACHE`` (bytes). It affects the whole process (glibc only).

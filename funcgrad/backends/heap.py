@@ -43,12 +43,20 @@ if _MALLINFO2 is not None:
     _MALLINFO2.restype = _MallInfo2
 
 
+_SET: list[bool] = []  # whether the thresholds were ever set: until then glibc's own policy holds
+
+
 def keep_freed(nbytes: int) -> bool:
     """Keep up to ``nbytes`` of freed memory for reuse, and take blocks up to that size from
     the heap rather than from mappings of their own (older glibc allows 32 MiB at most
-    there). ``0`` restores glibc's default thresholds. Returns whether glibc took the setting."""
+    there). ``0`` leaves glibc's own policy alone (its thresholds adapt to the sizes freed),
+    or, once thresholds were set, sets glibc's starting ones: freed memory goes back at once.
+    Returns whether glibc took the setting."""
     if _LIBC is None:
         return False
+    if nbytes <= 0 and not _SET:
+        return True
+    _SET.append(True)
     size = min(int(nbytes), 2**31 - 1) if nbytes > 0 else _GLIBC_DEFAULT
     took = _LIBC.mallopt(_M_MMAP_THRESHOLD, size) or _LIBC.mallopt(_M_MMAP_THRESHOLD, min(size, _MMAP_THRESHOLD_MAX))
     return bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, size)) and bool(took)
