@@ -224,8 +224,8 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     indices: the position in its channel's flattened (H, W) input (for ``max_unpool2d``)."""
     windows, (k, s, p, _) = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode,
                                           -math.inf)
-    # the window axes first, in memory too: the maximum, and its gradient's compare and
-    # select, then run over whole (N, C, OH, OW) planes (NumPy over the 2x2 windows'
+    # the window axes first, in memory too: the maximum, and its gradient's compare and mask
+    # product, then run over whole (N, C, OH, OW) planes (NumPy over the 2x2 windows'
     # trailing axes loops two elements at a time: 4x slower)
     out = ops.max(ops.moveaxis(windows, (4, 5), (0, 1)).contiguous(), axis=(0, 1))
     if not return_indices:

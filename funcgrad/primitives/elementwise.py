@@ -74,12 +74,11 @@ def _rsqrt(xp: Any, x: Any) -> Any:
 
 
 def _erf(xp: Any, x: Any) -> Any:
-    if xp is np and x.dtype == np.float32 and config.compile_backend == "c":
-        # a native loop of C's erff (glibc's vector one: 1 ulp), where a compiler can build it:
-        # SciPy computes float32 in float64, several times slower
-        native = cc.unary("erf({0})", x.dtype)
-        if native is not None:
-            return native(x)
+    # float32: a native loop of C's erff (glibc's vector one: 1 ulp), where a compiler can build
+    # it: SciPy computes float32 in float64, several times slower
+    native = _native_unary(xp, x, "erf({0})") if x.dtype == np.float32 else None
+    if native is not None:
+        return native(x)
     if xp is np:
         try:
             from scipy.special import erf
