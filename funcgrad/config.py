@@ -52,7 +52,7 @@ class _Config:
         self.compile_backend = os.environ.get("FUNCGRAD_COMPILE_BACKEND", "") or "c"
         self._followers: dict[str, list[Callable[[object], None]]] = {"enable_x64": [], "cpu_heap_cache": []}
         self.enable_x64 = os.environ.get("FUNCGRAD_ENABLE_X64", "") not in ("", "0")
-        self.cpu_heap_cache = int(os.environ.get("FUNCGRAD_CPU_HEAP_CACHE", 1 << 30))
+        self.cpu_heap_cache = _byte_count("FUNCGRAD_CPU_HEAP_CACHE", 1 << 30)
 
     @property
     def enable_x64(self) -> bool:
@@ -112,6 +112,20 @@ class _Config:
         return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
                 f"compile_threads={self.compile_threads}, compile_backend={self.compile_backend!r}, "
                 f"write_guard={self.write_guard}, enable_x64={self.enable_x64}, cpu_heap_cache={self.cpu_heap_cache})")
+
+
+def _byte_count(variable: str, default: int) -> int:
+    """An environment variable's byte count, or ``default`` where it is unset."""
+    text = os.environ.get(variable, "")
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{variable}={text!r} is not a byte count (an int >= 0, such as 1073741824)")
+    return value
 
 
 def _usable_cores() -> int:

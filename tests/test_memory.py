@@ -74,6 +74,16 @@ def test_cpu_heap_cache_switch() -> None:
         fg.config.cpu_heap_cache = kept
     with pytest.raises(ValueError, match="cpu_heap_cache"):
         fg.config.cpu_heap_cache = -1
+    for text in ("1G", "-5"):
+        with pytest.raises(ValueError, match=r"FUNCGRAD_CPU_HEAP_CACHE='.*' is not a byte count"):
+            _config_read_with(text)
+
+
+def _config_read_with(text: str) -> None:
+    """A fresh ``fg.config`` read with ``FUNCGRAD_CPU_HEAP_CACHE=text`` (nothing follows it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FUNCGRAD_CPU_HEAP_CACHE", text)
+        type(fg.config)()
 
 
 def test_eager_loop_keeps_memory_flat() -> None:
