@@ -445,3 +445,30 @@ def test_take_along_axis_is_a_gather(data: st.DataObject) -> None:
     if x.dtype.kind == "f" and idx.size:
         check_grads(lambda v: fg.take_along_axis(v, fg.asarray(idx), axis), [fg.asarray(x.astype(np.float64))],
                     modes=("fwd", "rev"))
+
+
+@settings(max_examples=10, deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), trailing=st.integers(1, 3), seed=st.integers(0, 99))
+def test_layer_norm_gelu_softmax_second_derivatives_match_pytorch(shape: list[int], trailing: int,
+                                                                  seed: int) -> None:
+    """The hand-written rules of the normalization primitives (layer_norm_grad's derivative in
+    x, softmax's symmetric Jacobian, gelu_grad's derivative) against PyTorch's double
+    backward in float64: a Hessian-vector product of a loss through each."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    x, u, w = (rng.standard_normal(shape) for _ in range(3))
+    dims = tuple(shape[len(shape) - min(trailing, len(shape)):])
+    F, TF = fg.nn.functional, torch.nn.functional
+    losses = {
+        "layer_norm": (lambda v: (F.layer_norm(v, dims) ** 3 * fg.asarray(w)).sum(),
+                       lambda t: (TF.layer_norm(t, dims) ** 3 * torch.tensor(w)).sum()),
+        "softmax": (lambda v: (F.softmax(v, -1) ** 2 * fg.asarray(w)).sum(),
+                    lambda t: (torch.softmax(t, -1) ** 2 * torch.tensor(w)).sum()),
+        "gelu": (lambda v: (F.gelu(v) * fg.asarray(w)).sum(), lambda t: (TF.gelu(t) * torch.tensor(w)).sum()),
+    }
+    for name, (ours, theirs) in losses.items():
+        hvp = fg.grad(lambda v, f=ours: (fg.grad(f)(v) * fg.asarray(u)).sum())(fg.asarray(x)).numpy()
+        t = torch.tensor(x, requires_grad=True)
+        (g,) = torch.autograd.grad(theirs(t), t, create_graph=True)
+        (expected,) = torch.autograd.grad((g * torch.tensor(u)).sum(), t)
+        np.testing.assert_allclose(hvp, expected.numpy(), rtol=1e-9, atol=1e-9, err_msg=name)
