@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import config
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
@@ -352,6 +353,12 @@ def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any) -> None
     """Kernel ``address`` over all of its outermost loop, on one thread."""
     meta = sizes_and_bytes(len(inputs), len(outputs), sizes, [a.nbytes for a in (*inputs, *outputs)])
     caller()(address, meta, 0, sizes[0], *inputs, *outputs)
+
+
+def eager_native(xp: Any) -> bool:
+    """Whether an eager kernel may run a native loop: NumPy arrays under the C backend
+    (``fg.config.compile_backend``); each such kernel keeps a NumPy path for the rest."""
+    return xp is np and config.compile_backend == "c"
 
 
 def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:

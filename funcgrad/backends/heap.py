@@ -43,7 +43,7 @@ if _MALLINFO2 is not None:
     _MALLINFO2.restype = _MallInfo2
 
 
-_SET: list[bool] = []  # whether the thresholds were ever set: until then glibc's own policy holds
+_set_once = False  # whether the thresholds were ever set: until then glibc's own policy holds
 
 
 def keep_freed(nbytes: int) -> bool:
@@ -52,11 +52,12 @@ def keep_freed(nbytes: int) -> bool:
     there). ``0`` leaves glibc's own policy alone (its thresholds adapt to the sizes freed),
     or, once thresholds were set, sets glibc's starting ones: freed memory goes back at once.
     Returns whether glibc took the setting."""
+    global _set_once
     if _LIBC is None:
         return False
-    if nbytes <= 0 and not _SET:
+    if nbytes <= 0 and not _set_once:
         return True
-    _SET.append(True)
+    _set_once = True
     size = min(int(nbytes), 2**31 - 1) if nbytes > 0 else _GLIBC_DEFAULT
     took = _LIBC.mallopt(_M_MMAP_THRESHOLD, size) or _LIBC.mallopt(_M_MMAP_THRESHOLD, min(size, _MMAP_THRESHOLD_MAX))
     return bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, size)) and bool(took)

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
-from ..config import config
 from ..dtypes import DType, bool_, component_dtype
 from ..errors import ArgumentTypeError, DTypeError
 from . import lax
@@ -27,7 +26,7 @@ from .checks import elementwise, require_kind
 from .core import Primitive, ShapedArray, annotate
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 
-__all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p",
+__all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p", "in_float32",
            "integer_pow_p", "real_p", "imag_p", "conj_p"]
 
 _LOW_PRECISION = ("float16", "bfloat16")
@@ -35,13 +34,15 @@ _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(
 _SQRT_HALF, _INV_SQRT_2PI = math.sqrt(0.5), 1.0 / math.sqrt(2.0 * math.pi)
 
 
-def _upcast(fn: Any) -> Any:
-    """Run a float kernel in float32 for float16/bfloat16 inputs, then cast back."""
+def in_float32(fn: Any) -> Any:
+    """Run a float kernel in float32 when its (last) array is float16/bfloat16, then cast the
+    result back to that dtype."""
 
-    def kernel(xp: Any, x: Any) -> Any:
-        if x.dtype.name in _LOW_PRECISION:
-            return fn(xp, x.astype(np.float32)).astype(x.dtype)
-        return fn(xp, x)
+    def kernel(xp: Any, *arrays: Any, **params: Any) -> Any:
+        dtype = arrays[-1].dtype
+        if dtype.name in _LOW_PRECISION:
+            return fn(xp, *(a.astype(np.float32) for a in arrays), **params).astype(dtype)
+        return fn(xp, *arrays, **params)
 
     kernel.__name__ = fn.__name__
     return kernel
@@ -114,9 +115,7 @@ def _gelu_grad(xp: Any, x: Any) -> Any:
 def _native_unary(xp: Any, x: Any, expr: str) -> Any:
     """``cc.unary``'s kernel of ``expr`` for a float32 or float64 NumPy array, under the C
     backend; None otherwise."""
-    if xp is not np or x.dtype not in (np.float32, np.float64) or config.compile_backend != "c":
-        return None
-    return cc.unary(expr, x.dtype)
+    return cc.unary(expr, x.dtype) if cc.eager_native(xp) and x.dtype in (np.float32, np.float64) else None
 
 
 def _round(xp: Any, x: Any, decimals: int = 0) -> Any:
@@ -142,7 +141,7 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "log1p": ("log1p", "fc", lambda x, a: lax.reciprocal(x + 1.0), "args", Domain(-0.7, 3.0)),
     "expm1": (_expm1, "fc", lambda x, a: a + 1.0, "ans", None),
     "sqrt": ("sqrt", "fc", lambda x, a: 0.5 / a, "ans", POSITIVE),
-    "rsqrt": (_upcast(_rsqrt), "fc", lambda x, a: -0.5 * a * a * a, "ans", POSITIVE),
+    "rsqrt": (in_float32(_rsqrt), "fc", lambda x, a: -0.5 * a * a * a, "ans", POSITIVE),
     "sin": ("sin", "fc", lambda x, a: lax.cos(x), "args", None),
     "cos": ("cos", "fc", lambda x, a: -lax.sin(x), "args", None),
     "tan": ("tan", "fc", lambda x, a: 1.0 + a * a, "ans", Domain(-1.2, 1.2)),
@@ -155,11 +154,11 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "arcsinh": ("arcsinh", "fc", lambda x, a: lax.rsqrt(x * x + 1.0), "args", None),
     "arccosh": ("arccosh", "fc", lambda x, a: lax.rsqrt(x * x - 1.0), "args", Domain(1.3, 3.0)),
     "arctanh": ("arctanh", "fc", lambda x, a: lax.reciprocal(1.0 - x * x), "args", _UNIT),
-    "sigmoid": (_upcast(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
-    "erf": (_upcast(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * lax.exp(-(x * x)), "args", None),
-    "gelu": (_upcast(_gelu), "f", lambda x, a: lax.gelu_grad(x), "args", None),
+    "sigmoid": (in_float32(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
+    "erf": (in_float32(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * lax.exp(-(x * x)), "args", None),
+    "gelu": (in_float32(_gelu), "f", lambda x, a: lax.gelu_grad(x), "args", None),
     # d/dx (Phi + x phi) = phi (2 - x^2)
-    "gelu_grad": (_upcast(_gelu_grad), "f", lambda x, a: lax.exp(-0.5 * (x * x)) * (_INV_SQRT_2PI * (2.0 - x * x)),
+    "gelu_grad": (in_float32(_gelu_grad), "f", lambda x, a: lax.exp(-0.5 * (x * x)) * (_INV_SQRT_2PI * (2.0 - x * x)),
                   "args", None),
     "abs": ("absolute", "iufc", lambda x, a: lax.sign(x), "args", NONZERO),
     "square": ("square", "iufc", lambda x, a: 2.0 * x, "args", None),

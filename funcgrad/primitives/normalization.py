@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
-from ..config import config
 from ..errors import ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import axis_size, defvectorized, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
+from .elementwise import in_float32
 
 __all__ = ["softmax_p", "layer_norm_p", "layer_norm_grad_p"]
 
@@ -89,17 +89,6 @@ def _centered_and_scale(xp: Any, x: Any, axes: tuple[int, ...], eps: float) -> t
     return c, 1.0 / xp.sqrt(r)
 
 
-def _in_float32(kernel: Any) -> Any:
-    """Half-precision inputs normalized in float32, as PyTorch's kernels do."""
-    def run(xp: Any, *arrays: Any, **params: Any) -> Any:
-        if arrays[-1].dtype.itemsize >= 4:
-            return kernel(xp, *arrays, **params)
-        return kernel(xp, *(a.astype(np.float32) for a in arrays), **params).astype(arrays[-1].dtype)
-
-    run.__name__ = kernel.__name__
-    return run
-
-
 # Per row of n values: the mean, then the variance of the differences (both accumulated in
 # double), then the result; a row at a time, so x is read from the caches after the first
 # pass. ``GRAD`` also takes g: the sums of g and g * y, then r (g - mean(g) - y mean(g y)).
@@ -138,7 +127,7 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     """The normalization (``arrays = (x,)``) or its Jacobian applied (``(g, x)``) as one C loop
     over rows, where a compiler can build it; None otherwise (the NumPy kernels run)."""
     x = arrays[-1]
-    if xp is not np or x.dtype not in (np.float32, np.float64) or config.compile_backend != "c":
+    if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64):
         return None
     t = cc.C_TYPES[x.dtype.name]
     grad = len(arrays) == 2
@@ -158,7 +147,7 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     return out
 
 
-@_in_float32
+@in_float32  # (half precision normalized in float32, as PyTorch's kernels do)
 def _layer_norm(xp: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
     """``(x - mean) / sqrt(var + eps)`` over the trailing ``axes``, written into one new array."""
     if x.size == 0:
@@ -171,7 +160,7 @@ def _layer_norm(xp: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
     return c
 
 
-@_in_float32
+@in_float32  # (half precision normalized in float32, as PyTorch's kernels do)
 def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
     """The normalization's Jacobian (symmetric) applied to ``g``:
     ``r (g - mean(g) - y mean(g y))``, y the normalized x and r its scale."""

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
-from ..config import config
 from ..dtypes import uint32
 from ..errors import DTypeError
 from .batching import logical_ndim, with_batch
@@ -41,7 +40,7 @@ def _threefry(xp: Any, k1: Any, k2: Any, x1: Any, x2: Any) -> tuple[Any, Any]:
     (uint32 arithmetic wraps around by design: NumPy's overflow warnings for 0-d operands
     are silenced.) Large draws run as one native loop where a compiler can build it."""
     words = (k1, k2, x1, x2)
-    if xp is np and config.compile_backend == "c" and max(w.size for w in words) >= 4096:
+    if cc.eager_native(xp) and max(w.size for w in words) >= 4096:
         native = _native_threefry(words)
         if native is not None:
             return native

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
-from ..config import config
 from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
 from . import lax
@@ -446,7 +445,7 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
     position, so each output element sums its contributions in the NumPy path's order.
     None where that does not apply or no compiler can be used."""
     k, n = len(axes), len(shape)
-    if xp is not np or config.compile_backend != "c" or g.dtype not in (np.float32, np.float64) \
+    if not cc.eager_native(xp) or g.dtype not in (np.float32, np.float64) \
             or tuple(axes) != tuple(range(n - k, n)) or g.ndim != n + k:
         return None
     item = g.itemsize
