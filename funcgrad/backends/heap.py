@@ -64,7 +64,9 @@ def keep_freed(nbytes: int) -> bool:
 
 
 def held() -> int:
-    """Bytes of freed memory the heap holds for reuse (0 where that cannot be read)."""
+    """Free bytes in the heap's main arena (0 where that cannot be read): what it can reuse,
+    an upper bound on what it keeps resident, since ``release()`` returns the pages of free
+    chunks inside the heap to the kernel without taking them off its free lists."""
     return 0 if _MALLINFO2 is None else int(_MALLINFO2().fordblks)
 
 

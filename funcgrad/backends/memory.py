@@ -33,8 +33,10 @@ def reset_peak(device: Any = "cpu") -> None:
 
 
 def reserved(device: Any = "gpu") -> int:
-    """Bytes held for reuse but not in use: CuPy's caching pool on a GPU; on the CPU, freed
-    memory the C heap keeps mapped (``fg.config.cpu_heap_cache``; 0 where it cannot be read)."""
+    """Bytes held for reuse but not in use: CuPy's caching pool on a GPU; on the CPU, the C
+    heap's free bytes (glibc's count; 0 where it cannot be read). The CPU figure bounds what
+    is kept mapped from above: after ``empty_cache`` free chunks inside the heap keep their
+    count though their pages are back with the kernel."""
     dev = _device(device)
     return heap.held() if dev.kind == "cpu" else dev.backend.reserved()  # type: ignore[attr-defined]
 
