@@ -5,8 +5,10 @@ to NumPy when no compiler can be used."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 import warnings
 from typing import Any
 
@@ -459,3 +461,84 @@ def test_float32_tanh_is_within_2_ulp_of_the_correctly_rounded_value() -> None:
     assert _ulps(got, want) <= 2
     assert np.all(np.abs(got[:-2]) <= 1) and np.isnan(got[-2:]).all()
     np.testing.assert_array_equal(np.signbit(got), np.signbit(x))
+
+
+_PLUS_ONE = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const double *restrict a = (const double *)p[0];
+    double *restrict y = (double *)p[1];
+    for (int64_t i = lo; i < hi; i++) y[i] = a[i] + 1;
+}
+"""
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 5000), threads=st.integers(1, 9), data=st.data())
+def test_a_split_call_runs_every_step_of_its_range_once(n: int, threads: int, data: Any) -> None:
+    """``call(threads, ...)`` splits ``[lo, hi)`` into pieces on its own threads: together
+    they cover the range exactly, whatever its length and the thread count."""
+    lo = data.draw(st.integers(0, n))
+    hi = data.draw(st.integers(lo, n))
+    try:
+        address = cc.loop_kernel(_PLUS_ONE)
+    except cc.NativeBuildError:
+        pytest.skip("no C compiler")
+    x, out = np.arange(n, dtype=np.float64), np.zeros(n)
+    cc.caller()(threads, address, cc.sizes_and_bytes(1, 1, [n], [x.nbytes, out.nbytes]), lo, hi, x, out)
+    want = np.zeros(n)
+    want[lo:hi] = x[lo:hi] + 1
+    np.testing.assert_array_equal(out, want)
+
+
+def test_eager_native_loops_split_over_compile_threads() -> None:
+    """An eager native kernel over enough elements splits over ``fg.config.compile_threads``
+    threads (``cc.threads_for``) and computes what one thread does."""
+    kernel = cc.unary("fg_tanh({0})", np.float32)
+    if kernel is None:
+        pytest.skip("no C compiler")
+    x = np.linspace(-10, 10, 3 * cc.SPLIT_WORK + 77, dtype=np.float32)
+    kept = fg.config.compile_threads
+    try:
+        results = []
+        for threads in (1, 3):
+            fg.config.compile_threads = threads
+            assert cc.threads_for(x.size, x.size, cc.work(["fg_tanh(x)"])) == threads
+            results.append(kernel(x))
+    finally:
+        fg.config.compile_threads = kept
+    np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_splits_over_threads_of_its_own() -> None:
+    """The split call's threads do not survive a fork: a child that splits a loop makes its
+    own (rather than waiting on its parent's for ever) and computes the same values."""
+    kernel = cc.unary("fg_tanh({0})", np.float32)
+    if kernel is None:
+        pytest.skip("no C compiler")
+    x = np.linspace(-10, 10, 4 * cc.SPLIT_WORK, dtype=np.float32)
+    kept = fg.config.compile_threads
+    fg.config.compile_threads = 2
+    try:
+        want = kernel(x)  # (the parent's threads exist now)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # (fork in a process with threads)
+            child = os.fork()
+        if child == 0:
+            os._exit(0 if np.array_equal(kernel(x), want) else 1)
+        status = _wait_for(child, seconds=60)
+    finally:
+        fg.config.compile_threads = kept
+    assert status == 0, "the forked child's split call hung" if status is None else "it computed other values"
+
+
+def _wait_for(child: int, seconds: float) -> int | None:
+    """The exit code of process ``child``, or None (after killing it) if it runs longer."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(child, signal.SIGKILL)
+    os.waitpid(child, 0)
+    return None

@@ -32,6 +32,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +49,7 @@ from ..config import config
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
-           "loop_kernel", "run", "sizes_and_bytes", "toolchain", "unary"]
+           "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -250,18 +251,97 @@ static inline float fg_tanhf(float x) {
 """
 
 MAX_OPERANDS = 64  # arrays one kernel call takes
+MAX_THREADS = 64  # threads one kernel call splits over, at most
 
-# The one extension module every kernel is called through: ``call(kernel, meta, lo, hi,
-# *arrays)`` takes each array's memory (C-contiguous, copied through NumPy when it is not;
-# writable for the results), checks its size against ``meta`` (int64: inputs, results, rank,
-# the loop sizes, each operand's bytes), and runs the kernel over ``[lo, hi)`` of its
-# outermost loop with the GIL released.
+# The one extension module every kernel is called through: ``call(threads, kernel, meta, lo,
+# hi, *arrays)`` takes each array's memory (C-contiguous, copied through NumPy when it is
+# not; writable for the results), checks its size against ``meta`` (int64: inputs, results,
+# rank, the loop sizes, each operand's bytes), and runs the kernel over ``[lo, hi)`` of its
+# outermost loop with the GIL released, split into ``threads`` nearly equal pieces.
+#
+# The pieces run on threads of its own: made on first use, asleep on a condition variable
+# between calls (never spinning against NumPy's BLAS threads), the first piece on the
+# calling thread. A Python thread pool costs 50-70 us a call here in submitting, waking and
+# joining; this costs a futex wake. One call uses the threads at a time: a call that finds
+# them busy (another Python thread's) runs all its pieces itself. A forked child starts
+# with none and makes its own.
 CALLER = """#define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pthread.h>
 #include <stdint.h>
 
 typedef void (*fg_kernel)(int64_t, int64_t, const int64_t *, char **);
 static PyObject *fg_ascontiguousarray;
+
+typedef struct { fg_kernel kernel; const int64_t *sizes; char **pointers; int64_t lo, hi; long round; } fg_piece;
+static fg_piece fg_pieces[FG_THREADS];
+static int fg_started = 0, fg_pending = 0;
+static pthread_mutex_t fg_busy = PTHREAD_MUTEX_INITIALIZER, fg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fg_work = PTHREAD_COND_INITIALIZER, fg_done = PTHREAD_COND_INITIALIZER;
+
+static void *fg_worker(void *arg) {
+    fg_piece *mine = (fg_piece *)arg;
+    long seen = 0;
+    pthread_mutex_lock(&fg_lock);
+    for (;;) {
+        while (mine->round == seen) pthread_cond_wait(&fg_work, &fg_lock);
+        seen = mine->round;
+        fg_piece piece = *mine;
+        pthread_mutex_unlock(&fg_lock);
+        piece.kernel(piece.lo, piece.hi, piece.sizes, piece.pointers);
+        pthread_mutex_lock(&fg_lock);
+        if (--fg_pending == 0) pthread_cond_signal(&fg_done);
+    }
+    return NULL;
+}
+
+static void fg_forked(void) {
+    pthread_mutex_t unlocked = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t unsignalled = PTHREAD_COND_INITIALIZER;
+    fg_busy = unlocked; fg_lock = unlocked; fg_work = unsignalled; fg_done = unsignalled;
+    fg_started = fg_pending = 0;
+    for (int k = 0; k < FG_THREADS; k++) fg_pieces[k].round = 0;
+}
+
+/* the pieces' starts: nearly equal, on multiples of 64 steps where the loop is long */
+static int64_t fg_start(int64_t lo, int64_t hi, int k, int threads) {
+    int64_t at = lo + (hi - lo) * k / threads;
+    return (hi - lo >= 64 * threads && k > 0 && k < threads) ? lo + ((at - lo) & ~(int64_t)63) : at;
+}
+
+static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, int64_t lo, int64_t hi, int threads) {
+    if (threads > FG_THREADS + 1) threads = FG_THREADS + 1;
+    if (threads < 2 || hi - lo < threads || pthread_mutex_trylock(&fg_busy) != 0) {
+        kernel(lo, hi, sizes, pointers);
+        return;
+    }
+    pthread_mutex_lock(&fg_lock);
+    while (fg_started < threads - 1) {
+        pthread_t id;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&id, &attr, fg_worker, &fg_pieces[fg_started]);
+        pthread_attr_destroy(&attr);
+        if (failed) break;
+        fg_started++;
+    }
+    if (threads > fg_started + 1) threads = fg_started + 1;
+    for (int k = 1; k < threads; k++) {
+        fg_piece *piece = &fg_pieces[k - 1];
+        piece->kernel = kernel; piece->sizes = sizes; piece->pointers = pointers;
+        piece->lo = fg_start(lo, hi, k, threads); piece->hi = fg_start(lo, hi, k + 1, threads);
+        piece->round++;
+    }
+    fg_pending = threads - 1;
+    if (fg_pending) pthread_cond_broadcast(&fg_work);
+    pthread_mutex_unlock(&fg_lock);
+    kernel(lo, fg_start(lo, hi, 1, threads), sizes, pointers);
+    pthread_mutex_lock(&fg_lock);
+    while (fg_pending) pthread_cond_wait(&fg_done, &fg_lock);
+    pthread_mutex_unlock(&fg_lock);
+    pthread_mutex_unlock(&fg_busy);
+}
 
 static int fg_take(PyObject *obj, Py_buffer *view, PyObject **held, int writable, Py_ssize_t nbytes) {
     int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
@@ -286,11 +366,12 @@ static PyObject *fg_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_buffer meta_view, views[FG_MAX];
     PyObject *held[FG_MAX];
     char *pointers[FG_MAX];
-    Py_ssize_t taken = 0, n = nargs - 4;
-    if (nargs < 4 || n > FG_MAX) { PyErr_SetString(PyExc_TypeError, "fg_call: wrong arguments"); return NULL; }
-    void *kernel = PyLong_AsVoidPtr(args[0]);
-    int64_t lo = PyLong_AsLongLong(args[2]), hi = PyLong_AsLongLong(args[3]);
-    if (PyErr_Occurred() || PyObject_GetBuffer(args[1], &meta_view, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    Py_ssize_t taken = 0, n = nargs - 5;
+    if (nargs < 5 || n > FG_MAX) { PyErr_SetString(PyExc_TypeError, "fg_call: wrong arguments"); return NULL; }
+    long threads = PyLong_AsLong(args[0]);
+    void *kernel = PyLong_AsVoidPtr(args[1]);
+    int64_t lo = PyLong_AsLongLong(args[3]), hi = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred() || PyObject_GetBuffer(args[2], &meta_view, PyBUF_C_CONTIGUOUS) != 0) return NULL;
     const int64_t *meta = (const int64_t *)meta_view.buf;
     const int64_t *sizes = meta + 3, *nbytes = meta + 3 + meta[2];
     if (meta[0] + meta[1] != n || lo < 0 || lo > hi || hi > sizes[0]) {
@@ -298,11 +379,11 @@ static PyObject *fg_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         goto done;
     }
     for (; taken < n; taken++) {
-        if (fg_take(args[4 + taken], &views[taken], &held[taken], taken >= meta[0], nbytes[taken]) < 0) goto done;
+        if (fg_take(args[5 + taken], &views[taken], &held[taken], taken >= meta[0], nbytes[taken]) < 0) goto done;
         pointers[taken] = (char *)views[taken].buf;
     }
     Py_BEGIN_ALLOW_THREADS
-    ((fg_kernel)kernel)(lo, hi, sizes, pointers);
+    fg_split((fg_kernel)kernel, sizes, pointers, lo, hi, (int)threads);
     Py_END_ALLOW_THREADS
 done:
     for (Py_ssize_t k = 0; k < taken; k++) { PyBuffer_Release(&views[k]); Py_XDECREF(held[k]); }
@@ -320,13 +401,15 @@ PyMODINIT_FUNC PyInit_{name}(void) {
     fg_ascontiguousarray = PyObject_GetAttrString(numpy, "ascontiguousarray");
     Py_DECREF(numpy);
     if (fg_ascontiguousarray == NULL) return NULL;
+    pthread_atfork(NULL, NULL, fg_forked);
     return PyModule_Create(&fg_module);
 }
-""".replace("FG_MAX", str(MAX_OPERANDS))
+""".replace("FG_MAX", str(MAX_OPERANDS)).replace("FG_THREADS", str(MAX_THREADS - 1))
 
 
 def caller() -> Callable[..., None]:
-    """``call(kernel, meta, lo, hi, *arrays)``, the function every kernel is called through."""
+    """``call(threads, kernel, meta, lo, hi, *arrays)``, the function every kernel is called
+    through."""
     return extension(CALLER).call  # type: ignore[no-any-return]
 
 
@@ -349,10 +432,31 @@ def loop_kernel(code: str) -> int:
     return address
 
 
-def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any) -> None:
-    """Kernel ``address`` over all of its outermost loop, on one thread."""
+SPLIT_WORK = 1 << 19  # a thread's least share of a loop, in work units: less costs more to hand over than it saves
+_CALLS = re.compile(r"\b(?:fg_tanh|fg_sigmoid|fg_gelu\w*|pow|" + "|".join(_MVEC) + r")\(")
+
+
+def work(exprs: Any) -> int:
+    """Work units per element of a loop of C expressions ``exprs``: each counts 1, or 8 where
+    it calls a transcendental function. (Measured here: a two-operation loop gains from a
+    second thread from 2^19 elements on, a ``tanh`` loop from 2^16.)"""
+    return sum(8 if _CALLS.search(e) else 1 for e in exprs)
+
+
+def threads_for(elements: int, outer: int, per_element: int = 1) -> int:
+    """How many threads a loop over ``elements`` of ``per_element`` work units each splits
+    over: ``fg.config.compile_threads`` at most, ``SPLIT_WORK`` units each at least, and no
+    more pieces than its outermost loop (``outer``) has steps."""
+    return max(1, min(config.compile_threads, elements * per_element // SPLIT_WORK, outer))
+
+
+def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any, per_element: int = 0) -> None:
+    """Kernel ``address`` over all of its outermost loop: on one thread, or where each step
+    of that loop writes its own part of the results, given the work per result element
+    (``per_element``, in ``work``'s units), over ``threads_for`` threads."""
     meta = sizes_and_bytes(len(inputs), len(outputs), sizes, [a.nbytes for a in (*inputs, *outputs)])
-    caller()(address, meta, 0, sizes[0], *inputs, *outputs)
+    threads = threads_for(max(a.size for a in outputs), sizes[0], per_element) if per_element else 1
+    caller()(threads, address, meta, 0, sizes[0], *inputs, *outputs)
 
 
 def eager_native(xp: Any) -> bool:
@@ -380,7 +484,7 @@ def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:
     def kernel_of(x: Any) -> Any:
         x = np.ascontiguousarray(x)
         out = np.empty_like(x)
-        run(address, [x], [out], [x.size])
+        run(address, [x], [out], [x.size], work([expr]))
         return out
 
     return kernel_of

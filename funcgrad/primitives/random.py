@@ -62,7 +62,7 @@ def _native_threefry(words: tuple[Any, ...]) -> tuple[Any, Any] | None:
     operands = [np.ascontiguousarray(w.reshape(1) if one else np.broadcast_to(w, shape))
                 for w, one in zip(words, single)]
     a, b = np.empty(shape, np.uint32), np.empty(shape, np.uint32)
-    cc.run(address, operands, [a, b], [a.size])
+    cc.run(address, operands, [a, b], [a.size], per_element=64)
     return a, b
 
 

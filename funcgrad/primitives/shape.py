@@ -478,7 +478,7 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
     span = 1 + sum((size - 1) * st for size, st in zip(g.shape, strides)) if g.size else 0
     memory = np.lib.stride_tricks.as_strided(g, (span,), (item,))  # g's elements and those between them
     out = np.zeros(shape, g.dtype)
-    cc.run(address, [memory], [out], [int(np.prod(shape[:n - k]))])
+    cc.run(address, [memory], [out], [int(np.prod(shape[:n - k]))], per_element=2)
     return out
 
 

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -460,6 +462,36 @@ PARALLEL_CHUNK = 1 << 18
 PARALLEL_MIN = 1 << 18  # elements per thread, at least
 
 
+_POOL: list[ThreadPoolExecutor] = []  # made on first use; a forked child makes its own
+
+
+def in_parallel(threads: int, loop: Callable[..., None], n: int, *arrays: Any, align: int = 4096) -> None:
+    """``loop(lo, hi, *arrays)`` over ``threads`` pieces of ``range(n)`` at once, of nearly
+    equal lengths that start on multiples of ``align``, the first piece on this thread.
+    The loops release the GIL (NumPy's ufuncs and native loops alike), so the pieces run on
+    separate cores; each worker runs under this thread's floating-point error settings
+    (``np.errstate`` is per thread)."""
+    if not _POOL or _POOL[0]._max_workers < threads - 1:
+        _POOL[:] = [ThreadPoolExecutor(threads - 1, thread_name_prefix="funcgrad-compiled")]
+    starts = [round(n * i / threads / align) * align for i in range(threads)]
+    bounds = [(lo, hi) for lo, hi in zip(starts, [*starts[1:], n]) if hi > lo]
+    errors = np.geterr()
+    pending = [_POOL[0].submit(_under_errstate, errors, loop, lo, hi, arrays) for lo, hi in bounds[1:]]  # type: ignore[arg-type]
+    try:
+        loop(*bounds[0], *arrays)
+    finally:
+        for job in pending:
+            job.result()
+
+
+def _under_errstate(errors: dict[str, str], loop: Callable[..., None], lo: int, hi: int, arrays: Any) -> None:
+    with np.errstate(**errors):  # type: ignore[arg-type]
+        loop(lo, hi, *arrays)
+
+
+os.register_at_fork(after_in_child=_POOL.clear)
+
+
 def _fusable(eqn: Any, step: Any) -> bool:
     """An elementwise equation of one float result whose array inputs have its shape (or
     none: 0-d arrays and literals broadcast): on the CPU a large NumPy ufunc, on a GPU any
@@ -633,14 +665,8 @@ def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
     w.lines.append(f"    # native loop: {group.label}" + (f", on {threads} threads" if threads > 1 else ""))
     w.lines.extend(f"    #   {line}" for line in group.source.splitlines())
     call, kernel, meta = w.global_(caller(), "CALL"), w.global_(group.kernel, "K"), w.global_(group.meta, "M")
-    if threads == 1:
-        w.lines.append(_Call("", call, f"{kernel}, {meta}, 0, {group.outer}, {', '.join(passed)}",
-                             f"native: {group.label}"))
-    else:
-        run = w.global_(functools.partial(caller(), group.kernel, group.meta), "N")
-        w.lines.append(_Call("", w.global_(native.in_parallel, "PARALLEL"),
-                             f"{threads}, {run}, {group.outer}, {', '.join(passed)}, align=1",
-                             f"native: {group.label}"))
+    w.lines.append(_Call("", call, f"{threads}, {kernel}, {meta}, 0, {group.outer}, {', '.join(passed)}",
+                         f"native: {group.label}"))
 
 
 def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any]) -> None:
@@ -650,7 +676,7 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
     results are those of the equations one by one.
 
     The loop is a function of its range of elements, written beside ``lowered``; a large
-    group runs it on ``w.threads`` pieces at once (``native.in_parallel``), each piece
+    group runs it on ``w.threads`` pieces at once (``in_parallel``), each piece
     with its own scratch buffers."""
     eqns = [program.eqns[k] for k in run]
     n, end = math.prod(eqns[0].outputs[0].aval.shape), run[-1]
@@ -703,7 +729,7 @@ def _write_group(w: _Writer, program: Program, run: list[int], steps: list[Any])
     if threads == 1:
         w.lines.append(_Call("", loop, f"0, {n}, {', '.join(passed)}", fused))
     else:
-        parallel = w.global_(native.in_parallel, "PARALLEL")
+        parallel = w.global_(in_parallel, "PARALLEL")
         w.lines.append(_Call("", parallel, f"{threads}, {loop}, {n}, {', '.join(passed)}", fused))
 
 

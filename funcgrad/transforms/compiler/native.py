@@ -13,8 +13,8 @@ consecutive in every operand merge, so a bias add over ``(128, 512)`` is two loo
 same-shape chain is one; the innermost loop carries ``omp simd``. The sizes are passed at
 each call, so a kernel serves every program with the same expressions and the same
 pattern of broadcasting, whatever its shapes. The outermost loop runs over a range
-``[lo, hi)`` given at the call, so a large group splits over threads (``in_parallel``)
-with the GIL released.
+``[lo, hi)`` given at the call, so a large group splits over threads (``cc.threads_for``;
+the pieces run on the calling extension's own threads) with the GIL released.
 
 Numerics: ``+ - * /``, comparisons, selects and casts give NumPy's bits (no contraction into
 fused multiply-adds, literals rounded to the operand dtype as NumPy's weak scalars are);
@@ -26,22 +26,17 @@ bounds). Native loops raise no floating-point warnings.
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
+from ...backends import cc
 from ...backends.cc import C_TYPES, MAX_OPERANDS, NativeBuildError, loop_kernel, sizes_and_bytes
 from ...config import config
 from ..ir import Var
 
-__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "in_parallel", "schedule", "use_native"]
+__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "schedule", "use_native"]
 
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
-PARALLEL_MIN = 1 << 18  # elements per thread, at least
 
 def use_native() -> bool:
     """Whether lowering emits native loops (``fg.config.compile_backend``)."""
@@ -319,37 +314,8 @@ def build_groups(found: list[NativeGroup]) -> bool:
     return True
 
 
-_POOL: list[ThreadPoolExecutor] = []  # made on first use; a forked child makes its own
-
-
-def in_parallel(threads: int, loop: Callable[..., None], n: int, *arrays: Any, align: int = 4096) -> None:
-    """``loop(lo, hi, *arrays)`` over ``threads`` pieces of ``range(n)`` at once, of nearly
-    equal lengths that start on multiples of ``align``, the first piece on this thread.
-    The loops release the GIL (NumPy's ufuncs and native loops alike), so the pieces run on
-    separate cores; each worker runs under this thread's floating-point error settings
-    (``np.errstate`` is per thread)."""
-    if not _POOL or _POOL[0]._max_workers < threads - 1:
-        _POOL[:] = [ThreadPoolExecutor(threads - 1, thread_name_prefix="funcgrad-compiled")]
-    starts = [round(n * i / threads / align) * align for i in range(threads)]
-    bounds = [(lo, hi) for lo, hi in zip(starts, [*starts[1:], n]) if hi > lo]
-    errors = np.geterr()
-    pending = [_POOL[0].submit(_under_errstate, errors, loop, lo, hi, arrays) for lo, hi in bounds[1:]]  # type: ignore[arg-type]
-    try:
-        loop(*bounds[0], *arrays)
-    finally:
-        for job in pending:
-            job.result()
-
-
-def _under_errstate(errors: dict[str, str], loop: Callable[..., None], lo: int, hi: int, arrays: Any) -> None:
-    with np.errstate(**errors):  # type: ignore[arg-type]
-        loop(lo, hi, *arrays)
-
-
-os.register_at_fork(after_in_child=_POOL.clear)
-
-
 def threads_for(group: NativeGroup, threads: int) -> int:
-    """How many threads a group's loop splits over: at least ``PARALLEL_MIN`` elements each,
-    and no more pieces than its outermost loop has steps."""
-    return max(1, min(threads, group.size // PARALLEL_MIN, group.outer)) if group.parallel else 1
+    """How many threads a group's loop splits over (``cc.threads_for``, ``threads`` at most):
+    one where its outermost loop accumulates."""
+    per_element = cc.work(e.prim.c_expr for e in group.eqns if e.prim.c_expr)
+    return min(threads, cc.threads_for(group.size, group.outer, per_element)) if group.parallel else 1
