@@ -49,7 +49,7 @@ _C_FUNCTIONS = {
     "fabs": np.abs, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power, "atan2": np.arctan2, "erf": _erf,
     "rsqrt": lambda x: 1 / np.sqrt(x), "fg_max": np.maximum, "fg_min": np.minimum, "fg_reciprocal": np.reciprocal,
-    "fg_relu": lambda x: np.maximum(x, x.dtype.type(0)), "fg_sigmoid": lambda x: 1 / (1 + np.exp(-x)), "fg_tanh": np.tanh,
+    "fg_relu": lambda x: np.maximum(x, x.dtype.type(0)), "fg_sigmoid": lambda x: 1 / (1 + np.exp(-x)), "fg_tanh": np.tanh, "fg_exp": np.exp,
     "fg_gelu": lambda x: 0.5 * x * (1 + _erf(x * math.sqrt(0.5))),
     "fg_gelu_grad": lambda x: 0.5 * (1 + _erf(x * math.sqrt(0.5))) + x * (np.exp(-0.5 * (x * x)) / math.sqrt(2 * math.pi)),
 }

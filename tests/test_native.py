@@ -180,7 +180,7 @@ def test_a_later_sum_moves_up_to_end_the_loop_and_splits_over_threads() -> None:
 def test_the_lowered_source_shows_the_c_loop() -> None:
     with compile_backend("c"):
         source = fg.compile(lambda v: fg.exp(v) * 2.0 + v).lower(fg.ones((64, 3))).source
-    assert "#pragma omp simd" in source and "float v0 = exp(x0);" in source
+    assert "#pragma omp simd" in source and "float v0 = fg_exp(x0);" in source
 
 
 def test_native_loops_raise_no_floating_point_errors() -> None:
@@ -296,9 +296,9 @@ def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) -> None:
-    """GELU, layer normalization and their derivatives run as native loops in eager mode
-    where a compiler is found: the same values as their NumPy kernels, within erf's ulps
-    (GELU) and the rounding of a sum accumulated in double (layer normalization)."""
+    """GELU, layer normalization, softmax and their derivatives run as native loops in eager
+    mode where a compiler is found: the same values as their NumPy kernels, within erf's and
+    exp's ulps (GELU, softmax) and the rounding of a sum accumulated in double."""
     rng = np.random.default_rng(3)
     x = fg.asarray((rng.standard_normal((6, 5, 33)) * 3 + 1).astype(dtype))
     g = fg.asarray(rng.standard_normal((6, 5, 33)).astype(dtype))
@@ -307,12 +307,15 @@ def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) 
         "gelu grad": lambda: fg.vjp(fg.nn.functional.gelu, x)[1](g)[0],
         "layer_norm": lambda: fg.nn.functional.layer_norm(x, (5, 33)),
         "layer_norm grad": lambda: fg.vjp(lambda v: fg.nn.functional.layer_norm(v, (33,)), x)[1](g)[0],
+        "softmax": lambda: fg.nn.functional.softmax(x, dim=-1),
+        "softmax grad": lambda: fg.vjp(lambda v: fg.nn.functional.softmax(v, dim=-1), x)[1](g)[0],
     }
     from funcgrad.primitives import normalization
 
     with compile_backend("c"):  # (the native loops are built, so the comparison is not of NumPy with itself)
         assert cc.unary("fg_gelu({0})", dtype) is not None
         assert normalization._native_layer_norm(np, (x.numpy(),), (2,), 1e-5) is not None
+        assert normalization._native_softmax(np, x.numpy()) is not None
     tolerance = 4e-6 if dtype == np.float32 else 1e-13
     for name, run in programs.items():
         with compile_backend("c"):
@@ -445,6 +448,26 @@ def test_a_c_kernel_without_a_compiler_runs_its_numpy_kernel_or_says_why(_regist
         cc.toolchain.cache_clear()
 
 
+def test_float32_exp_is_within_2_ulp_of_the_correctly_rounded_value() -> None:
+    """The native loops' float32 exp (``fg_expf``: glibc's vector expf, arguments below -87
+    shifted off its slow path) over every 997th float32 of both signs, and around the
+    edges of its ranges: within 2 ulp of float64's exp rounded to float32, subnormal and 0
+    results included; inf and NaN as NumPy's."""
+    from funcgrad.backends import cc
+
+    kernel = cc.unary("fg_exp({0})", np.float32)
+    if kernel is None:
+        pytest.skip("no C compiler")
+    bits = np.arange(0, 0x7F800001, 997, dtype=np.uint32)
+    edges = np.float32([-86, -86.5, -87, -87.0001, -95, -103.28, -103.3, -103.9, -104, -104.5, -200, 88.7, 88.73])
+    x = np.concatenate([bits.view(np.float32), -bits.view(np.float32), edges, np.float32([-np.inf, np.inf, np.nan])])
+    got = kernel(x)
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert _ulps(got[:-1], want[:-1]) <= 2
+    assert np.isnan(got[-1]) and got[-2] == np.inf and got[-3] == 0
+
+
 def test_float32_tanh_is_within_2_ulp_of_the_correctly_rounded_value() -> None:
     """The native loops' own float32 tanh (``fg_tanhf`` in ``cc.PRELUDE``) over every 1009th
     float32 from 0 to inf and both signs, and the values its branches meet: the correctly
@@ -542,3 +565,45 @@ def _wait_for(child: int, seconds: float) -> int | None:
     os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
     return None
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 9), index_shape=st.sampled_from([(5,), (3, 4), (70,)]), width=st.sampled_from([(), (1,), (6,), (2, 3)]),
+       dtype=st.sampled_from([np.float32, np.float64]), broadcast=st.booleans(), seed=st.integers(0, 2**16))
+def test_native_row_scatter_add_gives_add_ats_bits(n, index_shape, width, dtype, broadcast, seed) -> None:
+    """``x.at[rows].add(v)`` (an embedding's gradient) runs as one native loop that adds
+    the rows in the index's order: ``np.add.at``'s bits, with repeated and negative rows,
+    into any array (not only zeros), with values broadcast; an index out of range still
+    raises."""
+    from funcgrad.primitives import index as index_module
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, *width)).astype(dtype)
+    rows = rng.integers(-n, n, index_shape)
+    v = rng.standard_normal(width if broadcast else (*index_shape, *width)).astype(dtype)
+    want = x.copy()
+    np.add.at(want, rows, v)
+    with compile_backend("c"):
+        assert index_module._native_add_rows(np, x.copy(), (rows,), v)
+        got = fg.asarray(x).at[fg.asarray(rows)].add(fg.asarray(v)).numpy()
+    np.testing.assert_array_equal(got, want)
+    with compile_backend("c"), pytest.raises(IndexError):
+        fg.asarray(x).at[fg.asarray(np.array([0, n]))].add(fg.asarray(x[:1]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_native_softmax_rows_of_special_values_are_numpys(dtype) -> None:
+    """A row holding +inf, NaN or only -inf is NaN throughout; a row of huge values does not
+    overflow; a row of one value is 1 (as the NumPy kernel and PyTorch give)."""
+    from funcgrad.primitives import normalization
+
+    x = np.array([[1, np.inf, 2], [-np.inf] * 3, [1, np.nan, 2], [0, 0, 0], [1e30, 1e30, -1e30], [-np.inf, 0, 1]],
+                 dtype)
+    with compile_backend("c"):
+        got = normalization._native_softmax(np, x)
+        one = normalization._native_softmax(np, np.ones((4, 1), dtype))
+    with compile_backend("numpy"), np.errstate(invalid="ignore"):
+        want = fg.nn.functional.softmax(fg.asarray(x), dim=-1).numpy()
+    assert got is not None and one is not None
+    np.testing.assert_allclose(got, want, rtol=4e-7 if dtype == np.float32 else 1e-15)
+    np.testing.assert_array_equal(one, np.ones((4, 1), dtype))

@@ -209,13 +209,14 @@ PRELUDE = """#include <stdint.h>
 #define fg_max(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
 #define fg_min(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 #define fg_relu(x) (((x) > 0 || (x) != (x)) ? (x) : 0)
-#define fg_sigmoid(x) (1 / (1 + exp(-(x))))
+#define fg_sigmoid(x) (1 / (1 + fg_exp(-(x))))
 #define fg_reciprocal(x) (1 / (x))
 #define fg_gelu(x) ((__typeof__(x))0.5 * (x) * (1 + erf((x) * (__typeof__(x))0.70710678118654752440)))
 #define fg_gelu_grad(x) ((__typeof__(x))0.5 * (1 + erf((x) * (__typeof__(x))0.70710678118654752440)) \
-    + (x) * (exp((__typeof__(x))-0.5 * ((x) * (x))) * (__typeof__(x))0.39894228040143267794))
+    + (x) * (fg_exp((__typeof__(x))-0.5 * ((x) * (x))) * (__typeof__(x))0.39894228040143267794))
 #define rsqrt(x) (1 / sqrt(x))
 #define fg_tanh(x) _Generic((x), float: fg_tanhf((float)(x)), default: tanh(x))
+#define fg_exp(x) _Generic((x), float: fg_expf((float)(x)), default: exp(x))
 #ifdef __FMA__
 #define fg_fma(a, b, c) __builtin_fmaf(a, b, c)
 #else
@@ -225,6 +226,25 @@ PRELUDE = """#include <stdint.h>
    ln(2)/2 and expm1(r) a polynomial. Within 2 ulp of the correctly rounded value over every
    float, it vectorizes inline, at half the time of glibc's vector tanhf (XLA inlines a
    rational approximation for the same reason). */
+/* exp of a float by glibc's vector expf, kept off its slow path: a vector holding an
+   argument below -87 (a subnormal result, 0, or a masked score's -inf) is computed one lane
+   at a time there, 3-4x slower. Those arguments are shifted by 87 and the result scaled
+   back by exp(-87) (0x00B33687), within 1 ulp of the subnormal result; below -104 the scale
+   is 0 (a product of two tiny numbers would be a slow subnormal one).
+   The shift, the scale and the stand-in argument are picked with bit masks: written as
+   selects, gcc calls expf once for each, or moves the select after the call. */
+static inline float fg_expf(float x) {
+    uint32_t low = -(uint32_t)(x < -87.0f), none = -(uint32_t)(x < -104.0f), bits = low & 0x42AE0000u;
+    float shift, scale, a;
+    __builtin_memcpy(&shift, &bits, 4);
+    bits = (low & ~none & 0x00B33687u) | (~low & 0x3F800000u);
+    __builtin_memcpy(&scale, &bits, 4);
+    a = x + shift;
+    __builtin_memcpy(&bits, &a, 4);
+    bits = (none & 0xC2AC0000u) | (~none & bits);  /* -86 where the result is 0 (-87 itself is slow) */
+    __builtin_memcpy(&a, &bits, 4);
+    return expf(a) * scale;
+}
 static inline float fg_tanhf(float x) {
     float a = fabsf(x);
     a = a > 9.1f ? 9.1f : a;                   /* tanh rounds to 1 from 9.01; NaN passes */
@@ -433,7 +453,7 @@ def loop_kernel(code: str) -> int:
 
 
 SPLIT_WORK = 1 << 19  # a thread's least share of a loop, in work units: less costs more to hand over than it saves
-_CALLS = re.compile(r"\b(?:fg_tanh|fg_sigmoid|fg_gelu\w*|pow|" + "|".join(_MVEC) + r")\(")
+_CALLS = re.compile(r"\b(?:fg_tanh|fg_exp|fg_sigmoid|fg_gelu\w*|pow|" + "|".join(_MVEC) + r")\(")
 
 
 def work(exprs: Any) -> int:

@@ -172,6 +172,11 @@ class Primitive:
             and ranks the C reads and writes. Built with the system compiler on first
             use and cached on disk (``backends/cc.py``); ``kernel=``, if also given, runs where
             no compiler can be used, which is otherwise a ``NativeBuildError``.
+        updates: for a kernel whose result is one operand with some elements changed
+            (``scatter``: operand 0), that operand's index. Its CPU kernel takes ``out=``,
+            memory of the result's type to write the result into: the memory planner of
+            lowered programs hands it that operand's own buffer where nothing reads it
+            again, so the copy is skipped.
         axis_batch: for a collective over a named axis (``fg.lax.psum``...), the batching
             rule ``(args, dims, **params) -> (out, out_dim)`` of the ``vmap`` that binds
             its ``axis_name``: the collective across that batch's members
@@ -206,6 +211,7 @@ class Primitive:
         loadable: bool | None = None,
         c_kernel: str | None = None,
         axis_batch: Callable[..., Any] | None = None,
+        updates: int | None = None,
     ) -> None:
         if c_kernel is not None:
             kernel = _c_kernel(self, name, c_kernel, kernel)
@@ -244,6 +250,7 @@ class Primitive:
         self.vjp: VJPRule | None = None  # every reverse-mode rule is a ``VJPRule`` (``primitives.ad``)
         self.batch: Any = None
         self.axis_batch = axis_batch
+        self.updates = updates
         self.c_expr = c_expr
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}

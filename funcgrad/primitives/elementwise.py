@@ -23,7 +23,7 @@ from . import lax
 from .ad import defelementwise, defjvp, deflinear, defvjp
 from .batching import defbroadcasting
 from .checks import elementwise, require_kind
-from .core import Primitive, ShapedArray, annotate
+from .core import REGISTRY, Primitive, ShapedArray, annotate
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p", "in_float32",
@@ -253,14 +253,15 @@ COMPARISON_TABLE: dict[str, tuple[Any, str, int]] = {
 # Each primitive that C computes as NumPy does, as a C expression: fused kernels write a run
 # of them as one statement each (CUDA's in ``compiler/lower.py``, native CPU loops in
 # ``compiler/native.py``). The ``fg_`` helpers are the few C lacks (a NaN-propagating
-# max/min, relu, sigmoid, reciprocal, and a faster float32 tanh); ``{out}`` is the result's C type.
+# max/min, relu, sigmoid, reciprocal, and a faster float32 tanh and exp); ``{out}`` is the
+# result's C type.
 C_EXPR = {
     "neg": "-{0}", "square": "{0} * {0}", "abs": "fabs({0})", "reciprocal": "fg_reciprocal({0})",
     "relu": "fg_relu({0})", "sigmoid": "fg_sigmoid({0})", "tanh": "fg_tanh({0})", "arcsin": "asin({0})",
-    "gelu": "fg_gelu({0})", "gelu_grad": "fg_gelu_grad({0})",
+    "gelu": "fg_gelu({0})", "gelu_grad": "fg_gelu_grad({0})", "exp": "fg_exp({0})",
     "arccos": "acos({0})", "arctan": "atan({0})", "arcsinh": "asinh({0})", "arccosh": "acosh({0})",
     "arctanh": "atanh({0})",
-    **{name: f"{name}({{0}})" for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
+    **{name: f"{name}({{0}})" for name in ("exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
                                            "sin", "cos", "tan", "sinh", "cosh", "erf", "floor", "ceil",
                                            "trunc")},
     "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "{0} / {1}", "pow": "pow({0}, {1})",
@@ -542,5 +543,33 @@ def _double_negation(eqn: Any, ctx: Any) -> Any:
     return None
 
 
-annotate("simplify", {"add": _unit(0, True), "mul": _unit(1, True), "sub": _unit(0, False),
+_ADD_ZERO = _unit(0, True)
+
+
+def _sum(eqn: Any, ctx: Any) -> Any:
+    """``x + 0`` is ``x``; and ``x + u``, where ``u`` is zeros with values added at an index
+    (a slice's or an indexing's gradient), is ``x`` with the values added there. So the
+    gradients of a split's pieces add into one buffer, rather than each into zeros of its
+    own that are then summed (three ``full``s, three ``scatter``s and two ``add``s of the
+    whole array become one ``full`` and three ``scatter``s)."""
+    same = _ADD_ZERO(eqn, ctx)
+    if same is not None:
+        return same
+    scatter, full = REGISTRY["scatter"], REGISTRY["full"]
+    out = eqn.outputs[0]
+    a, b = eqn.inputs
+    for x, u in ((a, b), (b, a)):
+        update = ctx.producer(u)
+        if update is None or update.prim is not scatter or update.params["mode"] != "add" \
+                or not (ctx.same_type(x, out) and ctx.same_type(u, out)):
+            continue
+        zeros = ctx.producer(update.inputs[0])
+        if ctx.is_number(update.inputs[0], 0) or (zeros is not None and zeros.prim is full
+                                                   and not isinstance(zeros.params["value"], bool)
+                                                   and zeros.params["value"] == 0):
+            return ctx.equation(scatter, [x, *update.inputs[1:]], eqn, update.params)
+    return None
+
+
+annotate("simplify", {"add": _sum, "mul": _unit(1, True), "sub": _unit(0, False),
                       "div": _unit(1, False), "neg": _double_negation})

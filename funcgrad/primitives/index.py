@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import cc
 from ..dtypes import int64
 from ..errors import DTypeError, ShapeError
 from . import lax
@@ -134,13 +135,20 @@ def _scatter_rule(x: ShapedArray, values: Any, *indices: ShapedArray, template: 
     return x
 
 
-def _scatter(xp: Any, x: Any, values: Any, *indices: Any, template: Template, mode: str) -> Any:
-    out = x.copy()
+def _scatter(xp: Any, x: Any, values: Any, *indices: Any, template: Template, mode: str, out: Any = None) -> Any:
+    """``x`` with ``values`` put or combined at the index, in new memory or in ``out``
+    (``Primitive.updates``: ``x``'s own buffer, which then is not copied)."""
+    if out is None:
+        out = x.copy()
+    elif out is not x:
+        out[...] = x
     index = build_index(template, indices)
     if mode == "set":
         out[index] = values
     elif _basic(index):  # slices and integers pick each element once
         out[index] = getattr(xp, _UFUNC[mode])(out[index], values)
+    elif mode == "add" and _native_add_rows(xp, out, index, values):
+        pass
     elif mode == "add" and _rows_into_zeros(xp, out, index):
         _add_rows(out, index[0], values)
     else:  # ufunc.at applies every duplicate index, unlike out[index] += values
@@ -153,6 +161,45 @@ def _basic(index: Any) -> bool:
     gradient scatters this way), so an update of the picked elements is ``ufunc.at``'s."""
     parts = index if isinstance(index, tuple) else (index,)
     return all(p is None or p is Ellipsis or isinstance(p, (slice, int, np.integer)) for p in parts)
+
+
+_ADD_ROWS_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
+    const int64_t *restrict rows = (const int64_t *)p[0];
+    const {t} *restrict values = (const {t} *)p[1];
+    {t} *restrict out = ({t} *)p[2];
+    const int64_t m = n[1];
+    for (int64_t i = lo; i < hi; i++) {{
+        {t} *restrict row = out + rows[i] * m;
+        const {t} *restrict add = values + i * m;
+        #pragma omp simd
+        for (int64_t j = 0; j < m; j++) row[j] += add[j];
+    }}
+}}
+"""
+
+
+def _native_add_rows(xp: Any, out: Any, index: Any, values: Any) -> bool:
+    """Whole rows picked by one integer array, added in the index's order (what
+    ``np.add.at`` does, so the same bits) by one C loop: an embedding's gradient took 0.5 ms
+    through ``_add_rows`` and 2.8 ms through ``np.add.at``. False (nothing done) where no
+    compiler can be used, or the index has an entry out of range (``np.add.at`` raises)."""
+    if not (cc.eager_native(xp) and isinstance(index, tuple) and len(index) == 1 and isinstance(index[0], np.ndarray)
+            and index[0].dtype.kind in "iu" and out.ndim >= 1 and out.dtype.name in ("float32", "float64")
+            and out.flags.c_contiguous and index[0].size):
+        return False
+    n = out.shape[0]
+    rows = index[0].reshape(-1).astype(np.int64)
+    if rows.min() < -n or rows.max() >= n:
+        return False
+    rows = np.where(rows < 0, rows + n, rows)
+    try:
+        address = cc.loop_kernel(_ADD_ROWS_C.format(t=cc.C_TYPES[out.dtype.name]))
+    except cc.NativeBuildError:
+        return False
+    m = out.size // n if n else 0
+    added = np.ascontiguousarray(np.broadcast_to(values, index[0].shape + out.shape[1:]), out.dtype)
+    cc.run(address, [rows, added.reshape(rows.size, m)], [out], [rows.size, m])
+    return True
 
 
 def _rows_into_zeros(xp: Any, out: Any, index: Any) -> bool:
@@ -192,7 +239,7 @@ def _scatter_gpu(xp: Any, x: Any, values: Any, *indices: Any, template: Template
 
 # (min/max updates are checked on values distinct from those they meet)
 scatter_p = Primitive("scatter", _scatter_rule, kernel=_scatter, gpu_kernel=_scatter_gpu,
-                      domain=Domain(kind="distinct"), torch_name="IndexPut")
+                      domain=Domain(kind="distinct"), torch_name="IndexPut", updates=0)
 
 
 def _scatter_jvp(i: int, t: Any, ans: Any, x: Any, values: Any, *idx: Any, template: Any, mode: str) -> Any:

@@ -399,19 +399,25 @@ class _Buffers:
 
     def takes_out(self, eqn: Any, step: Any) -> bool:
         """A ufunc called directly, of one result that ``out=`` can hold (a 0-d ufunc result
-        is a NumPy scalar, which takes none)."""
-        if len(eqn.outputs) != 1 or eqn.params or not isinstance(step, np.ufunc) or step.nout != 1:
+        is a NumPy scalar, which takes none), or a CPU kernel that updates an operand
+        (``Primitive.updates``)."""
+        if len(eqn.outputs) != 1:
+            return False
+        if eqn.prim.updates is not None:
+            return eqn.outputs[0].aval.device.kind == "cpu" and _plannable(eqn.outputs[0].aval)
+        if eqn.params or not isinstance(step, np.ufunc) or step.nout != 1:
             return False  # (NumPy's only: its ufuncs guard against an output overlapping an input)
         return _plannable(eqn.outputs[0].aval)
 
     def reusable(self, i: int, eqn: Any, step: Any) -> Var | None:
         """The input whose buffer equation ``i`` may write its result into, or ``None``: only
-        an elementwise kernel (a generalized one, like matmul, copies an input it overlaps)."""
+        an elementwise kernel (a generalized one, like matmul, copies an input it overlaps),
+        or the operand an updating kernel changes (never the values it reads)."""
         if not self.takes_out(eqn, step) or getattr(step, "signature", None) is not None:
             return None
         out = eqn.outputs[0]
         shared = [b for a in eqn.inputs if isinstance(a, Var) for b in self.owners.get(id(a), (None,))]
-        for a in eqn.inputs:
+        for a in eqn.inputs if eqn.prim.updates is None else [eqn.inputs[eqn.prim.updates]]:
             if (isinstance(a, Var) and self.owns(a) and a.aval == out.aval and id(a) not in self.returned
                     and self.last_read.get(id(a)) == i and shared.count(id(a)) == 1):
                 return a
@@ -549,6 +555,7 @@ template <typename T> __device__ T fg_relu(T x) { return (x > T(0) || x != x) ? 
 template <typename T> __device__ T fg_sigmoid(T x) { return T(1) / (T(1) + exp(-x)); }
 template <typename T> __device__ T fg_reciprocal(T x) { return T(1) / x; }
 template <typename T> __device__ T fg_tanh(T x) { return tanh(x); }
+template <typename T> __device__ T fg_exp(T x) { return exp(x); }
 template <typename T> __device__ T fg_gelu(T x) { return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440))); }
 template <typename T> __device__ T fg_gelu_grad(T x) {
     return T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)))
