@@ -643,3 +643,36 @@ def test_any_callable_compiles_a_partial_and_a_callable_object() -> None:
 
     compiled = fg.compile(AddOne())
     assert compiled(fg.ones(2)).tolist() == [2.0, 2.0] and compiled.__name__ == "AddOne"
+
+
+@given(sections=st.sampled_from([3, 4, 6, [2, 5], [1, 7, 9], [0, 12]]), seed=st.integers(0, 2**16))
+def test_a_splits_gradient_adds_into_one_buffer(sections: Any, seed: int) -> None:
+    """The gradient of a split's pieces is one ``full`` and one ``scatter`` a piece, each
+    scatter writing into the buffer of the one before (the passes' ``x + update of zeros``
+    identity; ``Primitive.updates``), where the rules' path makes zeros for each piece and
+    sums them: eager's values."""
+    rng = np.random.default_rng(seed)
+    n = len(fg.split(fg.zeros((3, 12)), sections, axis=1))
+    w = rng.standard_normal((n, 3, 12)).astype(np.float32)
+
+    def loss(x: Any) -> Any:
+        return sum(((p * w[k, :, :p.shape[1]]) ** 2).sum() for k, p in enumerate(fg.split(x, sections, axis=1)))
+
+    x = fg.asarray(rng.standard_normal((3, 12)).astype(np.float32))
+    compiled = fg.compile(fg.grad(loss))
+    lines = [line for line in compiled.lower(x).source.splitlines() if not line.lstrip().startswith("#")]
+    scatters = [line for line in lines if line.endswith("# scatter")]
+    assert sum(line.endswith("# full") for line in lines) == 1 and len(scatters) == n
+    assert all("out=" in line for line in scatters) and not any(line.endswith("# add") for line in lines)
+    np.testing.assert_allclose(compiled(x).numpy(), fg.grad(loss)(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_scatter_never_writes_into_the_values_it_reads() -> None:
+    """``scatter`` takes its operand's buffer (``Primitive.updates``) only: values that are
+    views of that buffer are read before anything is written, as eager evaluation reads them."""
+    def f(v: Any) -> Any:
+        y = v * 2.0
+        return y.at[0:3].add(y[1:4]).at[2:5].set(y[0:3] + 1.0)
+
+    x = fg.asarray(np.arange(8, dtype=np.float32))
+    np.testing.assert_array_equal(fg.compile(f)(x).numpy(), f(x).numpy())
