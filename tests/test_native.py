@@ -586,7 +586,10 @@ def test_native_row_scatter_add_gives_add_ats_bits(n, index_shape, width, dtype,
     with compile_backend("c"):
         assert index_module._native_add_rows(np, x.copy(), (rows,), v)
         got = fg.asarray(x).at[fg.asarray(rows)].add(fg.asarray(v)).numpy()
+        by_rows = np.asarray(x.copy())
+        assert index_module._native_add_rows(np, by_rows, (rows, *(slice(None),) * len(width)), v)  # x[rows, :]
     np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(by_rows, want)
     with compile_backend("c"), pytest.raises(IndexError):
         fg.asarray(x).at[fg.asarray(np.array([0, n]))].add(fg.asarray(x[:1]))
 

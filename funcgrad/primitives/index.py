@@ -150,7 +150,7 @@ def _scatter(xp: Any, x: Any, values: Any, *indices: Any, template: Template, mo
     elif mode == "add" and _native_add_rows(xp, out, index, values):
         pass
     elif mode == "add" and _rows_into_zeros(xp, out, index):
-        _add_rows(out, index[0], values)
+        _add_rows(out, _rows_of(xp, index), values)
     else:  # ufunc.at applies every duplicate index, unlike out[index] += values
         getattr(xp, _UFUNC[mode]).at(out, index, values)
     return out
@@ -183,12 +183,12 @@ def _native_add_rows(xp: Any, out: Any, index: Any, values: Any) -> bool:
     ``np.add.at`` does, so the same bits) by one C loop: an embedding's gradient took 0.5 ms
     through ``_add_rows`` and 2.8 ms through ``np.add.at``. False (nothing done) where no
     compiler can be used, or the index has an entry out of range (``np.add.at`` raises)."""
-    if not (cc.eager_native(xp) and isinstance(index, tuple) and len(index) == 1 and isinstance(index[0], np.ndarray)
-            and index[0].dtype.kind in "iu" and out.ndim >= 1 and out.dtype.name in ("float32", "float64")
-            and out.flags.c_contiguous and index[0].size):
+    picked = _rows_of(xp, index)
+    if not (cc.eager_native(xp) and picked is not None and picked.size and out.dtype.name in ("float32", "float64")
+            and out.flags.c_contiguous):
         return False
     n = out.shape[0]
-    rows = index[0].reshape(-1).astype(np.int64)
+    rows = picked.reshape(-1).astype(np.int64)
     if rows.min() < -n or rows.max() >= n:
         return False
     rows = np.where(rows < 0, rows + n, rows)
@@ -197,16 +197,27 @@ def _native_add_rows(xp: Any, out: Any, index: Any, values: Any) -> bool:
     except cc.NativeBuildError:
         return False
     m = out.size // n if n else 0
-    added = np.ascontiguousarray(np.broadcast_to(values, index[0].shape + out.shape[1:]), out.dtype)
+    added = np.ascontiguousarray(np.broadcast_to(values, picked.shape + out.shape[1:]), out.dtype)
     cc.run(address, [rows, added.reshape(rows.size, m)], [out], [rows.size, m])
     return True
+
+
+def _rows_of(xp: Any, index: Any) -> Any:
+    """The integer array of an index that picks whole rows (``x[rows]``, ``x[rows, :]``), or
+    None."""
+    if xp is not np or not isinstance(index, tuple) or not index or not isinstance(index[0], np.ndarray):
+        return None
+    whole = slice(None)
+    if index[0].dtype.kind not in "iu" or any(not (isinstance(p, slice) and p == whole) for p in index[1:]):
+        return None
+    return index[0]
 
 
 def _rows_into_zeros(xp: Any, out: Any, index: Any) -> bool:
     """Whole rows picked by one integer array (an embedding's gradient), added into zeros:
     ``_add_rows`` sums them in the order ``np.add.at`` would, many times faster."""
-    return (xp is np and isinstance(index, tuple) and len(index) == 1 and isinstance(index[0], np.ndarray)
-            and index[0].dtype.kind in "iu" and out.ndim >= 2 and index[0].size >= 64 and not out.any())
+    rows = _rows_of(xp, index)
+    return rows is not None and out.ndim >= 2 and rows.size >= 64 and not out.any()
 
 
 def _add_rows(out: np.ndarray, rows: np.ndarray, values: Any) -> None:
