@@ -177,6 +177,31 @@ def test_a_later_sum_moves_up_to_end_the_loop_and_splits_over_threads() -> None:
             assert got.numpy().tobytes() == want.numpy().tobytes()
 
 
+def test_an_expensive_loop_leaves_its_leading_sum_to_numpy_and_splits() -> None:
+    """A run of transcendental functions large enough for two threads is not ended by a sum
+    over leading axes (which would keep it on one): the loop splits, the sum runs after it,
+    and the values are eager's."""
+    rng = np.random.default_rng(2)
+    x, g = (fg.asarray(rng.standard_normal((1024, 512)).astype(np.float32)) for _ in range(2))
+
+    def f(u, v):
+        h = fg.tanh(u) * v
+        return h.sum(0), h * 2.0
+
+    kept = fg.config.compile_threads
+    fg.config.compile_threads = 2
+    try:
+        with compile_backend("c"):
+            compiled = fg.compile(f)
+            source = compiled.lower(x, g).source
+            got = compiled(x, g)
+    finally:
+        fg.config.compile_threads = kept
+    assert "native loop: tanh mul, on 2 threads" in source and "# reduce_sum" in source
+    for compiled_value, eager_value in zip(got, f(x, g)):  # (tanh within 2 ulp of NumPy's)
+        np.testing.assert_allclose(compiled_value.numpy(), eager_value.numpy(), rtol=2e-5, atol=1e-4)
+
+
 def test_the_lowered_source_shows_the_c_loop() -> None:
     with compile_backend("c"):
         source = fg.compile(lambda v: fg.exp(v) * 2.0 + v).lower(fg.ones((64, 3))).source

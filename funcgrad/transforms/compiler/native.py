@@ -89,7 +89,10 @@ def fused_reduction(eqn: Any, run: list[Any]) -> bool:
     float value the run makes, over a leading or a trailing block of its axes, so that it
     adds in NumPy's order (row after row; or each row pairwise, as NumPy's ``pairwise_sum``)
     and gives its bits. (A max or a min gives NumPy's values; a tie of +0 and -0 may go
-    either way, as between NumPy's own loops.)"""
+    either way, as between NumPy's own loops.) A sum over leading axes makes the loop run on
+    one thread, so it ends a run of transcendental functions only where that would run on
+    one: a large ``gelu_grad`` run splits over threads, and its bias gradient is NumPy's
+    sum after it."""
     if not FOLDS & eqn.prim.tags or eqn.outputs[0].aval.device.kind != "cpu":
         return False
     (x,) = eqn.inputs
@@ -97,7 +100,15 @@ def fused_reduction(eqn: Any, run: list[Any]) -> bool:
             all(e.outputs[0] is not x for e in run) or x.aval.shape != run[0].outputs[0].aval.shape:
         return False
     axes, rank = tuple(sorted(eqn.params["axes"])), len(x.aval.shape)
-    return bool(axes) and (axes == tuple(range(len(axes))) or axes == tuple(range(rank - len(axes), rank)))
+    leading, trailing = axes == tuple(range(len(axes))), axes == tuple(range(rank - len(axes), rank))
+    if not axes or not (leading or trailing):
+        return False
+    if trailing and not leading:  # (rows summed apart: the loop still splits over its rows)
+        return True
+    # A sum into one row runs on one thread. Left to NumPy it reads the value again (about two
+    # work units an element); on two threads a run saves half its work: more only above four.
+    size, per_element = math.prod(x.aval.shape), cc.work(e.prim.c_expr for e in run if e.prim.c_expr)
+    return per_element <= 4 or cc.threads_for(size, size, per_element) == 1
 
 
 def schedule(eqns: list[Any]) -> list[Any]:
