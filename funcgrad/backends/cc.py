@@ -222,10 +222,6 @@ PRELUDE = """#include <stdint.h>
 #else
 #define fg_fma(a, b, c) ((a) * (b) + (c))
 #endif
-/* tanh of a float as e / (e + 2), e = expm1(2|x|) = 2^n (expm1(r) + 1) - 1 with r within
-   ln(2)/2 and expm1(r) a polynomial. Within 2 ulp of the correctly rounded value over every
-   float, it vectorizes inline, at half the time of glibc's vector tanhf (XLA inlines a
-   rational approximation for the same reason). */
 /* exp of a float by glibc's vector expf, kept off its slow path: a vector holding an
    argument below -87 (a subnormal result, 0, or a masked score's -inf) is computed one lane
    at a time there, 3-4x slower. Those arguments are shifted by 87 and the result scaled
@@ -245,6 +241,10 @@ static inline float fg_expf(float x) {
     __builtin_memcpy(&a, &bits, 4);
     return expf(a) * scale;
 }
+/* tanh of a float as e / (e + 2), e = expm1(2|x|) = 2^n (expm1(r) + 1) - 1 with r within
+   ln(2)/2 and expm1(r) a polynomial. Within 2 ulp of the correctly rounded value over every
+   float, it vectorizes inline, at half the time of glibc's vector tanhf (XLA inlines a
+   rational approximation for the same reason). */
 static inline float fg_tanhf(float x) {
     float a = fabsf(x);
     a = a > 9.1f ? 9.1f : a;                   /* tanh rounds to 1 from 9.01; NaN passes */
