@@ -253,3 +253,61 @@ def test_lbfgs_minimises_rosenbrock_and_wants_a_closure() -> None:
         opt.step()
     with pytest.raises(fg.errors.ArgumentValueError, match="line_search_fn"):
         fg.optim.LBFGS([xy], line_search_fn="backtracking")
+
+
+def _adam_run(cls: type, fused: bool | None, dtype: str, shape: tuple[int, ...], steps: int, seed: int,
+              hyper: dict) -> tuple[list[np.ndarray], dict]:
+    rng = np.random.default_rng(seed)
+    p = nn.Parameter(fg.asarray(rng.standard_normal(shape).astype(dtype)))
+    opt = cls([p], fused=fused, **hyper)
+    values = []
+    for _ in range(steps):
+        p.grad = fg.asarray((rng.standard_normal(shape) * 10.0 ** rng.integers(-4, 3)).astype(dtype))
+        opt.step()
+        values.append(p.detach().numpy().copy())
+    return values, {k: np.asarray(v.numpy() if hasattr(v, "numpy") else v) for k, v in opt.state[p].items()}
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(["Adam", "AdamW"]), dtype=st.sampled_from(["float32", "float64"]),
+       shape=st.sampled_from([(1,), (0,), (7,), (5, 33)]), lr=st.sampled_from([1e-3, 0.1]),
+       weight_decay=st.sampled_from([0.0, 0.05]), amsgrad=st.booleans(), maximize=st.booleans(),
+       betas=st.sampled_from([(0.9, 0.999), (0.5, 0.9)]), seed=st.integers(0, 2**16))
+def test_fused_adam_is_the_rule_bit_for_bit(name, dtype, shape, lr, weight_decay, amsgrad, maximize, betas,
+                                            seed) -> None:
+    """Adam's and AdamW's native loop (``fused``, the default under the C backend) gives the
+    rule's parameters and state, bit for bit, over hyperparameters, dtypes and steps."""
+    cls = getattr(fg.optim, name)
+    hyper = dict(lr=lr, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize, betas=betas)
+    before = fg.config.compile_backend
+    fg.config.compile_backend = "c"
+    try:
+        fused = _adam_run(cls, True, dtype, shape, 4, seed, hyper)
+        rule = _adam_run(cls, False, dtype, shape, 4, seed, hyper)
+    finally:
+        fg.config.compile_backend = before
+    for got, want in zip(fused[0], rule[0]):
+        np.testing.assert_array_equal(got, want)
+    assert fused[1].keys() == rule[1].keys()
+    for key in rule[1]:
+        np.testing.assert_array_equal(fused[1][key], rule[1][key], err_msg=key)
+
+
+def test_fused_adam_says_why_it_cannot_run() -> None:
+    """``fused=True`` where the loop cannot run (the NumPy backend, a float16 parameter)
+    raises, naming the reason; ``fused=None`` runs the rule there."""
+    p = nn.Parameter(fg.ones(3, dtype=fg.float16))
+    p.grad = fg.ones(3, dtype=fg.float16)
+    before = fg.config.compile_backend
+    try:
+        fg.config.compile_backend = "c"
+        with pytest.raises(fg.ArgumentValueError, match=r"AdamW\(fused=True\): it takes float32 and float64"):
+            fg.optim.AdamW([p], fused=True).step()
+        fg.optim.AdamW([p]).step()  # (the rule)
+        fg.config.compile_backend = "numpy"
+        q = nn.Parameter(fg.ones(3))
+        q.grad = fg.ones(3)
+        with pytest.raises(fg.ArgumentValueError, match=r"Adam\(fused=True\): the C backend is off"):
+            fg.optim.Adam([q], fused=True).step()
+    finally:
+        fg.config.compile_backend = before

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import rules
+from . import fused, rules
 from .optimizer import Optimizer
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop"]
@@ -39,25 +39,39 @@ class SGD(RuleOptimizer):
 
 
 class Adam(RuleOptimizer):
-    """Adam (L2 weight decay added to the gradient; see AdamW for decoupled decay)."""
+    """Adam (L2 weight decay added to the gradient; see AdamW for decoupled decay).
+    ``fused`` (PyTorch's): ``None`` runs each float32 or float64 CPU parameter's step as one
+    native loop where a compiler is found (``optim/fused.py``: the rule's bits), the rule
+    elsewhere; ``True`` insists on the loop; ``False`` runs the rule."""
 
     rule = rules.ADAM
+    decoupled = False
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False) -> None:
+                 weight_decay: float = 0.0, amsgrad: bool = False, maximize: bool = False,
+                 fused: bool | None = None) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize)
+                         maximize=maximize, fused=fused)
+
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+        if group.get("fused") is not False:
+            new = fused.adam_step(type(self).__name__, p, g, state, group, self.decoupled)
+            if new is not None:
+                return new
+        return super().update(p, g, state, group)
 
 
-class AdamW(RuleOptimizer):
+class AdamW(Adam):
     """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam step)."""
 
     rule = rules.ADAMW
+    decoupled = True
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False) -> None:
+                 weight_decay: float = 1e-2, amsgrad: bool = False, maximize: bool = False,
+                 fused: bool | None = None) -> None:
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
-                         maximize=maximize)
+                         maximize=maximize, fused=fused)
 
 
 class RMSprop(RuleOptimizer):
