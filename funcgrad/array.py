@@ -34,6 +34,7 @@ from typing_extensions import Self
 
 from . import dtypes as _dt
 from .backends.buffer import Buffer, read_only
+from .backends.cc import EAGER_MIN
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
 from .errors import (
@@ -1373,8 +1374,14 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
             if (x.__class__ is Array and y.__class__ is Array and x._device is y._device
                     and x._autograd is None and y._autograd is None):
                 device = x._device
+                xd, yd = x._data, y._data
                 try:
-                    out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data, y._data)
+                    if prim.native_eager is not None and (xd.size >= EAGER_MIN or yd.size >= EAGER_MIN) and \
+                            device.kind == "cpu":
+                        out = prim.native_eager(xd, yd)
+                        if out is not None:
+                            return wrap_kernel_output(out, device)
+                    out = (prim._kernels.get(device) or prim.kernel_for(device))(xd, yd)
                 except FuncgradError:
                     raise
                 except Exception as exc:
@@ -1386,6 +1393,10 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
                     and not prim.multiple_results):
                 device = x._device
                 try:
+                    if prim.native_eager is not None and x._data.size >= EAGER_MIN and device.kind == "cpu":
+                        out = prim.native_eager(x._data)
+                        if out is not None:
+                            return wrap_kernel_output(out, device)
                     out = (prim._kernels.get(device) or prim.kernel_for(device))(x._data)
                 except FuncgradError:
                     raise
@@ -1431,6 +1442,11 @@ def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) ->
     if has_scalars:
         raw = _exact_scalars(args, raw)
     try:
+        if prim.native_eager is not None and not has_scalars and device.kind == "cpu" and \
+                any(a.size >= EAGER_MIN for a in raw):
+            out = prim.native_eager(*raw)
+            if out is not None:
+                return wrap_kernel_output(out, device)
         out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)
     except FuncgradError:
         raise

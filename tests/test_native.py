@@ -635,3 +635,69 @@ def test_native_softmax_rows_of_special_values_are_numpys(dtype) -> None:
     assert got is not None and one is not None
     np.testing.assert_allclose(got, want, rtol=4e-7 if dtype == np.float32 else 1e-15)
     np.testing.assert_array_equal(one, np.ones((4, 1), dtype))
+
+
+_EAGER_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
+              "minimum": np.minimum, "gt": np.greater, "le": np.less_equal, "eq": np.equal}
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(sorted(_EAGER_OPS)), dtype=st.sampled_from([np.float32, np.float64]),
+       shapes=st.sampled_from([((16, 64, 128), (128,)), ((64, 8, 12, 12), (1, 8, 1, 1)), ((300, 250), (300, 1)),
+                               ((2, 1, 40000), (3, 1)), ((1 << 19,), (1 << 19,))]),
+       swap=st.booleans(), seed=st.integers(0, 2**16))
+def test_large_eager_elementwise_operations_run_natively_with_numpys_bits(name, dtype, shapes, swap, seed) -> None:
+    """A large eager application of an exact elementwise primitive (arithmetic, max/min,
+    comparisons) runs as one native loop over any broadcasting (``Primitive.native_eager``,
+    ``cc.elementwise``): NumPy's bits and dtype, NaN and infinities included."""
+    from funcgrad.primitives.core import REGISTRY
+
+    rng = np.random.default_rng(seed)
+    a, b = ((rng.standard_normal(s) * 3).astype(dtype) for s in (shapes[::-1] if swap else shapes))
+    a.flat[::97] = np.nan
+    b.flat[::13] = np.inf
+    prim = REGISTRY[name]
+    with compile_backend("c"):
+        native = prim.native_eager(a, b)
+        got = fg.bind(prim, fg.asarray(a), fg.asarray(b)).numpy()
+    assert native is not None
+    with np.errstate(all="ignore"):
+        want = _EAGER_OPS[name](a, b)
+    for value in (native, got):
+        np.testing.assert_array_equal(value, want)
+        assert value.dtype == want.dtype
+
+
+def test_large_eager_unary_and_select_run_natively_with_numpys_bits() -> None:
+    """The same for one-operand primitives (over 2^19 elements: below that, where nothing
+    broadcasts, NumPy's loops are as fast and run) and a select whose condition broadcasts."""
+    from funcgrad.primitives.core import REGISTRY
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((128, 64, 64)) * 4).astype(np.float32)
+    x.flat[::101] = np.nan
+    c = rng.standard_normal((128, 1, 64)) > 0
+    y = rng.standard_normal((1, 64, 64)).astype(np.float32)
+    ax = np.abs(x)
+    cases = {"relu": ((x,), lambda: fg.nn.functional.relu(fg.asarray(x)), np.maximum(x, np.float32(0))),
+             "neg": ((x,), lambda: -fg.asarray(x), -x),
+             "sqrt": ((ax,), lambda: fg.sqrt(fg.asarray(ax)), np.sqrt(ax)),
+             "select": ((c, x, y), lambda: fg.where(fg.asarray(c), fg.asarray(x), fg.asarray(y)), np.where(c, x, y))}
+    for name, (raw, run, want) in cases.items():
+        with compile_backend("c"):
+            assert REGISTRY[name].native_eager(*raw) is not None, name
+            got = run().numpy()
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_small_or_plain_eager_operations_keep_numpys_kernels() -> None:
+    """Below ``cc.EAGER_MIN`` elements eager evaluation never asks for a native loop, and
+    where nothing broadcasts along a row below 2^19 it declines one (NumPy is as fast)."""
+    from funcgrad.primitives.core import REGISTRY
+
+    x = np.ones((200, 300), np.float32)
+    with compile_backend("c"):
+        assert REGISTRY["add"].native_eager(x, x) is None
+        assert REGISTRY["add"].native_eager(x, x[:1]) is not None
+    with compile_backend("numpy"):
+        assert REGISTRY["add"].native_eager(x, x[:1]) is None

@@ -31,6 +31,7 @@ import functools
 import hashlib
 import importlib.machinery
 import importlib.util
+import math
 import os
 import re
 import shutil
@@ -49,7 +50,8 @@ from ..config import config
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
-           "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work"]
+           "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
+           "broadcast_strides", "element_index", "elementwise", "merged_loops"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -477,6 +479,103 @@ def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any, per_ele
     meta = sizes_and_bytes(len(inputs), len(outputs), sizes, [a.nbytes for a in (*inputs, *outputs)])
     threads = threads_for(max(a.size for a in outputs), sizes[0], per_element) if per_element else 1
     caller()(threads, address, meta, 0, sizes[0], *inputs, *outputs)
+
+
+def merged_loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[bool]]]:
+    """The loop nest over ``shape``: dimensions of one element dropped, and neighbours whose
+    elements are consecutive in every operand merged. ``strides``: per operand, in elements
+    (0 where it broadcasts). Returns the loop sizes and, per operand, which loops it moves in."""
+    dims = [(n, [s[d] for s in strides]) for d, n in enumerate(shape) if n != 1]
+    merged: list[tuple[int, list[int]]] = []
+    for n, st in dims:
+        if merged and all(prev == cur * n for prev, cur in zip(merged[-1][1], st)):
+            merged[-1] = (merged[-1][0] * n, st)
+        else:
+            merged.append((n, st))
+    if not merged:
+        merged = [(1, [0] * len(strides))]
+    return [n for n, _ in merged], [[st[k] != 0 for _, st in merged] for k in range(len(strides))]
+
+
+def broadcast_strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
+    """A C-ordered operand's strides, in elements, over the result's index space (0 where it
+    broadcasts)."""
+    full = [1] * (len(out_shape) - len(shape)) + list(shape)
+    strides, step = [0] * len(out_shape), 1
+    for d in range(len(out_shape) - 1, -1, -1):
+        strides[d] = step if full[d] != 1 else 0
+        step *= full[d]
+    return strides
+
+
+def element_index(moves: list[bool]) -> str:
+    """The C index of an operand's element in a loop nest ``i0, i1, ...`` over sizes ``n[]``:
+    its strides follow from the sizes of the loops it moves in."""
+    rank, terms = len(moves), []
+    for d in range(rank):
+        if moves[d]:
+            terms.append(" * ".join([f"i{d}", *(f"n[{e}]" for e in range(d + 1, rank) if moves[e])]))
+    return " + ".join(terms) or "0"
+
+
+EAGER_MIN = 1 << 16  # elements: an eager elementwise result this large runs as a native loop
+EAGER_PLAIN_MIN = 1 << 19  # ... or this large, where no operand broadcasts along a row (NumPy's fast case)
+_EAGER: dict[Any, Any] = {}  # (expression, dtypes, shapes) -> what a call needs (None: not here)
+_EAGER_KEPT = 512
+
+
+def elementwise(expr: str, arrays: tuple[Any, ...], out_dtype: Any) -> Any:
+    """C expression ``expr`` of ``{0}``, ``{1}``... over NumPy arrays that broadcast
+    together, as one loop (split over threads where it is large), into a new array of
+    ``out_dtype``; None where it cannot run here (an operand that is not a NumPy array of a
+    dtype C reads, no compiler). The kernel is built once per expression, dtypes and pattern
+    of broadcasting (``merged_loops``); what a call needs is kept by shapes, so a call costs
+    a few microseconds over the loop."""
+    key = (expr, out_dtype, *((a.dtype, a.shape) for a in arrays))
+    found = _EAGER.get(key, False)
+    if found is False:
+        found = _EAGER[key] = _eager_kernel(expr, arrays, np.dtype(out_dtype))
+        if len(_EAGER) > _EAGER_KEPT:
+            _EAGER.clear()
+    if found is None:
+        return None
+    address, shape, meta, outer, per_element = found
+    out = np.empty(shape, out_dtype)
+    threads = max(1, min(config.compile_threads, out.size * per_element // SPLIT_WORK, outer))
+    caller()(threads, address, meta, 0, outer, *arrays, out)
+    return out
+
+
+def _eager_kernel(expr: str, arrays: tuple[Any, ...], out_dtype: np.dtype) -> Any:
+    if not all(a.__class__ is np.ndarray and a.dtype.name in C_TYPES for a in arrays) or out_dtype.name not in C_TYPES:
+        return None
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    if all(a.shape == shape or a.size == 1 for a in arrays) and math.prod(shape) < EAGER_PLAIN_MIN:
+        return None  # (NumPy's loops are as fast where nothing broadcasts along a row, and no thread helps)
+    sizes, moves = merged_loops(shape, [broadcast_strides(a.shape, shape) for a in arrays] +
+                                [broadcast_strides(shape, shape)])
+    types, out_type = [C_TYPES[a.dtype.name] for a in arrays], C_TYPES[out_dtype.name]
+    loops = []
+    for d in range(len(sizes)):
+        pad = "    " * (d + 1)
+        if d == len(sizes) - 1:
+            loops.append(f"{pad}#pragma omp simd")
+        loops.append(f"{pad}for (int64_t i{d} = {'lo' if d == 0 else '0'}; i{d} < {'hi' if d == 0 else f'n[{d}]'}; "
+                     f"i{d}++)")
+    operands = [f"a{k}[{element_index(moves[k])}]" for k in range(len(arrays))]
+    source = "\n".join([
+        "void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {",
+        *(f"    const {t} *restrict a{k} = (const {t} *)p[{k}];" for k, t in enumerate(types)),
+        f"    {out_type} *restrict y = ({out_type} *)p[{len(arrays)}];",
+        *loops,
+        f"{'    ' * (len(sizes) + 1)}y[{element_index(moves[-1])}] = {expr.format(*operands, out=out_type)};",
+        "}", ""])
+    try:
+        address = loop_kernel(source)
+    except NativeBuildError:
+        return None
+    nbytes = [a.nbytes for a in arrays] + [math.prod(shape) * out_dtype.itemsize]
+    return address, shape, sizes_and_bytes(len(arrays), 1, sizes, nbytes), sizes[0], work([expr])
 
 
 def eager_native(xp: Any) -> bool:

@@ -172,6 +172,10 @@ class Primitive:
             and ranks the C reads and writes. Built with the system compiler on first
             use and cached on disk (``backends/cc.py``); ``kernel=``, if also given, runs where
             no compiler can be used, which is otherwise a ``NativeBuildError``.
+        native_eager: for an elementwise primitive whose C expression gives NumPy's bits, its
+            eager kernel for large CPU arrays: ``(*raw) -> array | None``, one native loop
+            (``cc.elementwise``), None where it does not apply (the NumPy kernel runs).
+            Eager evaluation tries it for results of ``cc.EAGER_MIN`` elements or more.
         updates: for a kernel whose result is one operand with some elements changed
             (``scatter``: operand 0), that operand's index. Its CPU kernel takes ``out=``,
             memory of the result's type to write the result into: the memory planner of
@@ -212,6 +216,7 @@ class Primitive:
         c_kernel: str | None = None,
         axis_batch: Callable[..., Any] | None = None,
         updates: int | None = None,
+        native_eager: Callable[..., Any] | None = None,
     ) -> None:
         if c_kernel is not None:
             kernel = _c_kernel(self, name, c_kernel, kernel)
@@ -251,6 +256,7 @@ class Primitive:
         self.batch: Any = None
         self.axis_batch = axis_batch
         self.updates = updates
+        self.native_eager = native_eager
         self.c_expr = c_expr
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}
@@ -359,7 +365,7 @@ REGISTRY: dict[str, Primitive] = {}
 
 # the facts a family module may set by name (``annotate``)
 ANNOTATABLE = frozenset({"c_expr", "autocast", "flops", "torch_name", "tags", "simplify", "static_view", "onnx",
-                         "label"})
+                         "label", "native_eager"})
 
 
 def annotate(field: str, values: dict[str, Any]) -> None:

@@ -480,6 +480,35 @@ for _prim in (real_p, imag_p, conj_p):
 # ---- facts by name, checked against the registry at import (``core.annotate``)
 
 annotate("c_expr", C_EXPR)
+
+
+def _native_eager(expr: str, result: str) -> Callable[..., Any]:
+    """A large eager application of ``expr`` as one native loop (``cc.elementwise``) for
+    float32 or float64 operands of one dtype (a select's condition, a logical operation's
+    operands bool), under the C backend; None otherwise. ``result``: ``"same"`` (the
+    operands' dtype), ``"bool"``, or ``"select"`` (the chosen values' dtype)."""
+    def run(*raw: Any) -> Any:
+        if not cc.eager_native(np) or any(a.__class__ is not np.ndarray for a in raw):
+            return None
+        values = raw[1:] if result == "select" else raw
+        dtype = values[0].dtype
+        if (dtype not in (np.float32, np.float64) and not (result == "bool" and dtype == np.bool_)) or \
+                any(a.dtype != dtype for a in values) or (result == "select" and raw[0].dtype != np.bool_):
+            return None
+        return cc.elementwise(expr, raw, np.bool_ if result == "bool" else dtype)
+
+    return run
+
+
+# The primitives whose C expression gives NumPy's bits (IEEE arithmetic, sqrt, comparisons,
+# NaN-propagating max/min, rounding to integers, selects): their large eager applications run
+# natively, the transcendental functions' stay NumPy's (a few ulp from libmvec's).
+_EXACT = ("neg", "abs", "square", "reciprocal", "relu", "sqrt", "floor", "ceil", "trunc", "add", "sub", "mul", "div",
+          "maximum", "minimum", "copysign")
+_EXACT_BOOL = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not")
+annotate("native_eager", {**{name: _native_eager(C_EXPR[name], "same") for name in _EXACT},
+                          **{name: _native_eager(C_EXPR[name], "bool") for name in _EXACT_BOOL},
+                          "select": _native_eager(C_EXPR["select"], "select")})
 # what ``fg.autocast`` runs in float32 rather than the inputs' dtype: results that lose too
 # much in 8 bits of mantissa
 annotate("autocast", dict.fromkeys(("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "rsqrt",

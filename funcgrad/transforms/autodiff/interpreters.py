@@ -19,6 +19,7 @@ from typing import Any
 from ... import ops
 from ...array import Array as _Array
 from ...array import wrap_kernel_output
+from ...backends.cc import EAGER_MIN
 from ...errors import DTypeError
 from ...primitives.ad import VJPFromRules
 from ...primitives.core import aval_of, bind, current_interpreter
@@ -234,8 +235,13 @@ class VJPInterpreter(Interpreter):
             # the common case, eager below: run the kernel (it binds nothing) and keep what the rule needs
             if raw is not None and prim.view is None and not prim.multiple_results:  # the kernel, straight
                 try:
-                    ans = wrap_kernel_output((prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params),
-                                             device)  # type: ignore[arg-type]
+                    out = None
+                    if prim.native_eager is not None and device is not None and device.kind == "cpu" and \
+                            any(a.size >= EAGER_MIN for a in raw):
+                        out = prim.native_eager(*raw)
+                    if out is None:
+                        out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)
+                    ans = wrap_kernel_output(out, device)  # type: ignore[arg-type]
                 except Exception:  # the general path explains the failure
                     ans = self.below(prim, primals_t, params)
             else:

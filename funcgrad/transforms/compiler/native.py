@@ -142,32 +142,6 @@ def _literal(value: Any, dtype: Any) -> str:
     return f"(({ctype}){x.hex()})"
 
 
-def _loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[bool]]]:
-    """The loop nest over ``shape``: dimensions of one element dropped, and neighbours whose
-    elements are consecutive in every operand merged. ``strides``: per operand, in elements
-    (0 where it broadcasts). Returns the loop sizes and, per operand, which loops it moves in."""
-    dims = [(n, [s[d] for s in strides]) for d, n in enumerate(shape) if n != 1]
-    merged: list[tuple[int, list[int]]] = []
-    for n, st in dims:
-        if merged and all(prev == cur * n for prev, cur in zip(merged[-1][1], st)):
-            merged[-1] = (merged[-1][0] * n, st)
-        else:
-            merged.append((n, st))
-    if not merged:
-        merged = [(1, [0] * len(strides))]
-    return [n for n, _ in merged], [[st[k] != 0 for _, st in merged] for k in range(len(strides))]
-
-
-def _strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
-    """An operand's strides, in elements, over the result's index space (0 where it broadcasts)."""
-    full = [1] * (len(out_shape) - len(shape)) + list(shape)
-    strides, step = [0] * len(out_shape), 1
-    for d in range(len(out_shape) - 1, -1, -1):
-        strides[d] = step if full[d] != 1 else 0
-        step *= full[d]
-    return strides
-
-
 class NativeGroup:
     """One group's kernel: what it reads (``inputs``), what it writes (``kept``), its loop
     sizes (``meta``, passed at each call) and its C source. The source depends on the
@@ -192,7 +166,7 @@ class NativeGroup:
         axes = set(total.params["axes"]) if total is not None else set()
         full = [tuple(1 if d in axes else n for d, n in enumerate(out_shape)) if total is not None and
                 v is total.outputs[0] else tuple(v.aval.shape) for v in operands]  # (a sum's shape, its axes kept)
-        sizes, moves = _loops(out_shape, [_strides(f, out_shape) for f in full])
+        sizes, moves = cc.merged_loops(out_shape, [cc.broadcast_strides(f, out_shape) for f in full])
         summed = [not moves[-1][d] for d in range(len(sizes))] if total is not None else [False] * len(sizes)
         if total is not None and (summed[0] or not any(summed)):  # (all summed, or one element: a loop of 1 outside)
             sizes, moves, summed = [1, *sizes], [[False, *m] for m in moves], [False, *summed]
@@ -214,15 +188,6 @@ class NativeGroup:
             ctype = C_TYPES[out.dtype.name]
             body.append(f"{ctype} v{k} = {e.prim.c_expr.format(*args, out=ctype)};  /* {e.prim.name} */")
         rank = len(sizes)
-        idx = [f"i{d}" for d in range(rank)]
-
-        def at(k: int) -> str:  # operand k's element: its strides follow from the sizes of the loops it moves in
-            terms = []
-            for d in range(rank):
-                if moves[k][d]:
-                    inner = [f"n[{e}]" for e in range(d + 1, rank) if moves[k][e]]
-                    terms.append(" * ".join([idx[d], *inner]))
-            return " + ".join(terms) or "0"
 
         ctypes_ = [C_TYPES[v.aval.dtype.name] for v in operands]
         n_in = len(self.inputs)
@@ -243,12 +208,12 @@ class NativeGroup:
             lines.append(f"{pad}for (int64_t i{d} = {'lo' if d == 0 else '0'}; i{d} < {'hi' if d == 0 else f'n[{d}]'}; "
                          f"i{d}++) {{")
         pad = "    " * (rank + 1)
-        lines += [f"{pad}{ctypes_[k]} x{k} = a{k}[{at(k)}];" for k in range(n_in)]
+        lines += [f"{pad}{ctypes_[k]} x{k} = a{k}[{cc.element_index(moves[k])}];" for k in range(n_in)]
         lines += [pad + line for line in body]
-        lines += [f"{pad}y{j}[{at(n_in + j)}] = {c_of[id(v)]};" for j, v in enumerate(kept)
+        lines += [f"{pad}y{j}[{cc.element_index(moves[n_in + j])}] = {c_of[id(v)]};" for j, v in enumerate(kept)
                   if total is None or v is not total.outputs[0]]
         if total is not None:
-            value, out = c_of[id(total.inputs[0])], f"y{len(kept) - 1}[{at(len(operands) - 1)}]"
+            value, out = c_of[id(total.inputs[0])], f"y{len(kept) - 1}[{cc.element_index(moves[len(operands) - 1])}]"
             if self.trailing:  # (the value's place in its row, in C order)
                 place = " + ".join(" * ".join([f"i{d}", *(f"n[{e}]" for e in range(d + 1, rank))])
                                    for d in range(first_summed, rank))
