@@ -262,3 +262,14 @@ def test_an_effect_in_a_scan_body_runs_every_step() -> None:
         seen.clear()
         assert f(w, fg.asarray([1.0, 2.0, 3.0])).item() == 12.0
         assert seen == [2.0, 2.0, 2.0]
+
+
+def test_step_counts_beyond_int64_are_refused_not_run() -> None:
+    """A scan's length or a fori_loop's bounds that no int64 index can count are refused up
+    front, eagerly as under tracing, rather than looping (and stacking) for ever."""
+    with pytest.raises(fg.ArgumentValueError, match=r"fg\.scan: length=100000000000000000000 does not fit"):
+        fg.scan(lambda c, x: (c, x), fg.ones(3), None, length=10**20)
+    with pytest.raises(fg.ArgumentValueError, match=r"fg\.fori_loop: upper=100000000000000000000 does not fit"):
+        fg.fori_loop(0, 10**20, lambda i, c: c, fg.ones(3))
+    with pytest.raises(fg.ArgumentValueError, match=r"fg\.fori_loop: lower=-100000000000000000000 does not fit"):
+        fg.compile(lambda v: fg.fori_loop(-10**20, 0, lambda i, c: c, v))(fg.ones(3))

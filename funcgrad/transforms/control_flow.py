@@ -558,6 +558,8 @@ def _scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, length: 
     if not lengths:
         raise ArgumentValueError("fg.scan: with xs=None, give length")
     n_steps = lengths.pop()
+    if n_steps >= 2 ** 63:  # (more steps than an int64 counts: refused, not run for ever)
+        raise ArgumentValueError(f"fg.scan: length={n_steps} does not fit an int64 step count")
     c_flat, c_tree = _flat_arrays(init)
     if not _tracing() and n_steps:  # eager: the Python loop itself (the tape records through it)
         carry, ys, y_types = init, [], None
@@ -826,6 +828,9 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
     if static:
         lo, hi = (as_int("fg.fori_loop", b, what, minimum=None) for b, what in ((lower, "lower"), (upper, "upper")))
+        for bound, what in ((lo, "lower"), (hi, "upper")):
+            if not -(2 ** 63) <= bound < 2 ** 63:  # (as traced: its index is an int64)
+                raise ArgumentValueError(f"fg.fori_loop: {what}={bound} does not fit the loop index's int64")
         if not _tracing():
             val = init_val
             for i in range(lo, hi):
