@@ -54,6 +54,7 @@ class Adam(RuleOptimizer):
                          maximize=maximize, fused=fused)
 
     def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+        """The native loop's new value where it runs (``fused``), else the rule's step."""
         if group.get("fused") is not False:
             new = fused.adam_step(type(self).__name__, p, g, state, group, self.decoupled)
             if new is not None:

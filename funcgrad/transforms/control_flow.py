@@ -558,7 +558,7 @@ def _scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any, length: 
     if not lengths:
         raise ArgumentValueError("fg.scan: with xs=None, give length")
     n_steps = lengths.pop()
-    if n_steps >= 2 ** 63:  # (more steps than an int64 counts: refused, not run for ever)
+    if n_steps is not None and n_steps >= 2 ** 63:  # (more steps than an int64 counts: refused, not run for ever)
         raise ArgumentValueError(f"fg.scan: length={n_steps} does not fit an int64 step count")
     c_flat, c_tree = _flat_arrays(init)
     if not _tracing() and n_steps:  # eager: the Python loop itself (the tape records through it)
