@@ -1366,7 +1366,9 @@ def evaluate(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> 
     (``meta.record``). The cases of plain arrays and no parameters (``a + b``,
     ``fg.tanh(x)``) are written out first: they are the hottest paths in the library, so
     their kernel call is written out too, not shared with ``run_eager``'s general one
-    (``docs/performance.md`` has what sharing it costs).
+    (``docs/performance.md`` has what sharing it costs). An elementwise primitive with a
+    native loop (``Primitive.native_eager``) tries it first on CPU operands of
+    ``cc.EAGER_MIN`` elements or more; below that the check is one attribute and a size.
     """
     if not params:
         if len(args) == 2:
