@@ -518,8 +518,8 @@ def element_index(moves: list[bool]) -> str:
     return " + ".join(terms) or "0"
 
 
-EAGER_MIN = 1 << 16  # elements: an eager elementwise result this large runs as a native loop
-EAGER_PLAIN_MIN = 1 << 19  # ... or this large, where no operand broadcasts along a row (NumPy's fast case)
+EAGER_MIN = 1 << 16  # elements: an eager elementwise result this large may run as a native loop
+EAGER_PLAIN_MIN = 1 << 19  # ... and this large where no operand broadcasts along a row (NumPy's fast case)
 _EAGER: dict[Any, Any] = {}  # (expression, dtypes, shapes) -> what a call needs (None: not here)
 _EAGER_KEPT = 512
 
@@ -541,8 +541,7 @@ def elementwise(expr: str, arrays: tuple[Any, ...], out_dtype: Any) -> Any:
         return None
     address, shape, meta, outer, per_element = found
     out = np.empty(shape, out_dtype)
-    threads = max(1, min(config.compile_threads, out.size * per_element // SPLIT_WORK, outer))
-    caller()(threads, address, meta, 0, outer, *arrays, out)
+    caller()(threads_for(out.size, outer, per_element), address, meta, 0, outer, *arrays, out)
     return out
 
 
@@ -550,8 +549,6 @@ def _eager_kernel(expr: str, arrays: tuple[Any, ...], out_dtype: np.dtype) -> An
     if not all(a.__class__ is np.ndarray and a.dtype.name in C_TYPES for a in arrays) or out_dtype.name not in C_TYPES:
         return None
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    if all(a.shape == shape or a.size == 1 for a in arrays) and math.prod(shape) < EAGER_PLAIN_MIN:
-        return None  # (NumPy's loops are as fast where nothing broadcasts along a row, and no thread helps)
     sizes, moves = merged_loops(shape, [broadcast_strides(a.shape, shape) for a in arrays] +
                                 [broadcast_strides(shape, shape)])
     types, out_type = [C_TYPES[a.dtype.name] for a in arrays], C_TYPES[out_dtype.name]
@@ -585,25 +582,14 @@ def eager_native(xp: Any) -> bool:
 
 
 def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:
-    """An eager kernel of one NumPy array of ``dtype`` (float32 or float64): C expression
-    ``expr`` of ``{0}`` over every element, built (or found in the cache) on first use.
-    None, silently, where no compiler can be used: the caller has a NumPy kernel."""
-    t = C_TYPES[np.dtype(dtype).name]
-    try:
-        address = loop_kernel(f"""void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
-    const {t} *restrict a = (const {t} *)p[0];
-    {t} *restrict y = ({t} *)p[1];
-    #pragma omp simd
-    for (int64_t i = lo; i < hi; i++) {{ {t} x = a[i]; y[i] = {expr.format("x")}; }}
-}}
-""")
-    except NativeBuildError:
+    """``elementwise`` of C expression ``expr`` of ``{0}`` as a function of one NumPy array of
+    ``dtype``, its kernel built (or found in the cache) now; None, silently, where no
+    compiler can be used."""
+    dtype = np.dtype(dtype)
+    if elementwise(expr, (np.zeros(1, dtype),), dtype) is None:
         return None
+    return functools.partial(_unary_of, expr, dtype)
 
-    def kernel_of(x: Any) -> Any:
-        x = np.ascontiguousarray(x)
-        out = np.empty_like(x)
-        run(address, [x], [out], [x.size], work([expr]))
-        return out
 
-    return kernel_of
+def _unary_of(expr: str, dtype: Any, x: Any) -> Any:
+    return elementwise(expr, (x,), dtype)

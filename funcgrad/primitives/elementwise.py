@@ -79,7 +79,7 @@ def _erf(xp: Any, x: Any) -> Any:
     # it: SciPy computes float32 in float64, several times slower
     native = _native_unary(xp, x, "erf({0})") if x.dtype == np.float32 else None
     if native is not None:
-        return native(x)
+        return native
     if xp is np:
         try:
             from scipy.special import erf
@@ -99,7 +99,7 @@ def _gelu(xp: Any, x: Any) -> Any:
     NumPy otherwise, so the two differ only by erf's ulps."""
     native = _native_unary(xp, x, "fg_gelu({0})")
     if native is not None:
-        return native(x)
+        return native
     return 0.5 * x * (1.0 + _erf(xp, x * _SQRT_HALF))
 
 
@@ -108,14 +108,15 @@ def _gelu_grad(xp: Any, x: Any) -> Any:
     one loop, as ``_gelu``."""
     native = _native_unary(xp, x, "fg_gelu_grad({0})")
     if native is not None:
-        return native(x)
+        return native
     return 0.5 * (1.0 + _erf(xp, x * _SQRT_HALF)) + x * (xp.exp(-0.5 * (x * x)) * _INV_SQRT_2PI)
 
 
 def _native_unary(xp: Any, x: Any, expr: str) -> Any:
-    """``cc.unary``'s kernel of ``expr`` for a float32 or float64 NumPy array, under the C
-    backend; None otherwise."""
-    return cc.unary(expr, x.dtype) if cc.eager_native(xp) and x.dtype in (np.float32, np.float64) else None
+    """C expression ``expr`` over a float32 or float64 NumPy array as one native loop
+    (``cc.elementwise``), under the C backend; None otherwise."""
+    return cc.elementwise(expr, (x,), x.dtype) if cc.eager_native(xp) and x.dtype in (np.float32, np.float64) \
+        else None
 
 
 def _round(xp: Any, x: Any, decimals: int = 0) -> Any:
@@ -490,6 +491,9 @@ def _native_eager(expr: str, result: str) -> Callable[..., Any]:
     def run(*raw: Any) -> Any:
         if not cc.eager_native(np) or any(a.__class__ is not np.ndarray for a in raw):
             return None
+        n = max(a.size for a in raw)
+        if n < cc.EAGER_PLAIN_MIN and all(a.size in (n, 1) for a in raw):
+            return None  # (NumPy's loops are as fast where nothing broadcasts along a row, and no thread helps)
         values = raw[1:] if result == "select" else raw
         dtype = values[0].dtype
         if (dtype not in (np.float32, np.float64) and not (result == "bool" and dtype == np.bool_)) or \
