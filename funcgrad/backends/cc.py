@@ -51,7 +51,7 @@ from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
            "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
-           "broadcast_strides", "element_index", "elementwise", "merged_loops"]
+           "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -484,7 +484,19 @@ def run(address: int, inputs: list[Any], outputs: list[Any], sizes: Any, per_ele
 def merged_loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[bool]]]:
     """The loop nest over ``shape``: dimensions of one element dropped, and neighbours whose
     elements are consecutive in every operand merged. ``strides``: per operand, in elements
-    (0 where it broadcasts). Returns the loop sizes and, per operand, which loops it moves in."""
+    (0 where it broadcasts). Returns the loop sizes and, per operand, which loops it moves in
+    (``merged_strides`` gives its strides in them)."""
+    sizes, merged = _merged(shape, strides)
+    return sizes, [[st[k] != 0 for st in merged] for k in range(len(strides))]
+
+
+def merged_strides(shape: tuple[int, ...], strides: list[list[int]]) -> list[list[int]]:
+    """Per operand, its strides (in elements) in each loop of ``merged_loops``'s nest."""
+    _, merged = _merged(shape, strides)
+    return [[st[k] for st in merged] for k in range(len(strides))]
+
+
+def _merged(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
     dims = [(n, [s[d] for s in strides]) for d, n in enumerate(shape) if n != 1]
     merged: list[tuple[int, list[int]]] = []
     for n, st in dims:
@@ -494,7 +506,7 @@ def merged_loops(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list
             merged.append((n, st))
     if not merged:
         merged = [(1, [0] * len(strides))]
-    return [n for n, _ in merged], [[st[k] != 0 for _, st in merged] for k in range(len(strides))]
+    return [n for n, _ in merged], [st for _, st in merged]
 
 
 def broadcast_strides(shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
@@ -593,3 +605,36 @@ def unary(expr: str, dtype: Any) -> Callable[[Any], Any] | None:
 
 def _unary_of(expr: str, dtype: Any, x: Any) -> Any:
     return elementwise(expr, (x,), dtype)
+
+
+# The BLAS functions NumPy's products call, found in the library NumPy loaded (its wheels'
+# OpenBLAS, with 64-bit integers): a native program calls them itself, as ``np.dot`` would,
+# so its products have NumPy's bits. Their names there, in the order ``blas`` returns them.
+_BLAS_NAMES = ("sgemm", "dgemm", "ssyrk", "dsyrk")
+_BLAS_FORMS = ("scipy_cblas_{}64_", "cblas_{}64_")  # (ILP64 builds mark their symbols 64_)
+
+
+@functools.lru_cache(maxsize=1)
+def blas() -> tuple[int, ...] | None:
+    """The addresses of the 64-bit-integer CBLAS ``sgemm``, ``dgemm``, ``ssyrk`` and ``dsyrk``
+    of the BLAS library NumPy has loaded, or None where there is none to be found (not
+    Linux, another BLAS): native programs then leave their products to NumPy."""
+    np.dot(np.ones((2, 2)), np.ones((2, 2)))  # (NumPy loads its BLAS lazily on some builds)
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = dict.fromkeys(line.split()[-1] for line in maps if "blas" in line.lower() and "/" in line)
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            library = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for form in _BLAS_FORMS:
+            try:
+                found = [ctypes.cast(getattr(library, form.format(n)), ctypes.c_void_p).value for n in _BLAS_NAMES]
+            except AttributeError:
+                continue
+            if all(found):
+                return tuple(found)  # type: ignore[arg-type]
+    return None

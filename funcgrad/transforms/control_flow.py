@@ -33,6 +33,7 @@ from ..primitives.checks import as_int
 from ..primitives.core import Primitive, ShapedArray, aval_of, bind, current_interpreter
 from .autodiff.api import as_array, jvp, vjp
 from .autodiff.interpreters import VJPInterpreter
+from .compiler import native_program
 from .compiler.call import compiled_call_p
 from .compiler.pipeline import compile_program
 from .core import Tracer, user_transform
@@ -467,6 +468,11 @@ def _scan_impl(*args: Any, body: Program, n_consts: int, n_carry: int, length: i
     raw_consts, raw_carry, raw_xs = [a._data for a in consts], [a._data for a in carry], [x._data for x in xs]
     if before is not None:  # the loop-invariant values, made once
         raw_consts += _raw_outputs(before, before.runner()(raw_consts, stats), raw_consts, before_avals, xp)
+    looped = None if lowered.native is None or lowered.runner() is not lowered.fn else \
+        native_program.scan(lowered.native, raw_consts, raw_carry, raw_xs, length, reverse, body.out_avals, stats)
+    if looped is not None:  # (the steps as one native loop)
+        raw_carry, raw_ys = looped
+        return (*(wrap_kernel_output(r, device) for r in raw_carry), *(wrap_kernel_output(r, device) for r in raw_ys))
     raw_ys = [xp.empty((length, *a.shape), a.dtype.np) for a in y_avals]
     run, all_new, out_avals = lowered.runner(), lowered.all_new, body.out_avals
     steps = zip(*(x[::-1] if reverse else x for x in raw_xs)) if raw_xs else ((),) * length

@@ -52,7 +52,7 @@ from ...errors import WriteGuardError
 from ...primitives.core import FRESH, OPERAND, Layout
 from ..ir import Program, Var
 from ..observe import observer
-from . import native
+from . import native, native_program
 
 __all__ = ["lower", "LoweredFunction"]
 
@@ -101,6 +101,7 @@ class LoweredFunction:
         self.name = name
         self._namespace = namespace
         self._observed: Callable[..., Any] | None = None
+        self.native: native_program.NativeProgram | None = None  # (the one native function it calls, if so)
 
     def run(self, raw_inputs: list[Any], stats: Any) -> list[Any]:
         if config.write_guard:
@@ -275,6 +276,10 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
             program = Program(program.invars, program.constvars, program.consts, eqns, program.outvars,
                               program.in_tree, program.out_tree)
     w = _Writer(program, donated, threads)
+    if threads and native.use_native():
+        whole = native_program.plan(program, threads, lambda eqns, end: _kept(w, eqns, end))
+        if whole is not None and whole.peak <= _eager_peak(program, w.last_use, w.outputs):  # (see the docstring)
+            return _lower_native_program(w, program, whole, donated, name)
     for v in program.invars:
         w.name(v, "x")
     for v, c in zip(program.constvars, program.consts):
@@ -334,6 +339,18 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
         for v in (*eqn.outputs, *read):  # never read again (or never read at all)
             if w.last_use.get(id(v), i) == i:
                 w.let_go(v, i)
+    out_kinds, returned = _returned(w, program)
+    w.lines.append(f"    return [{', '.join(returned)}]")
+    if groups and w.peak > _eager_peak(program, w.last_use, w.outputs):  # fused scratch must not pass eager's peak
+        return lower(program, donated, 1 if threads > 1 else 0, name)
+    lines = w.functions + w.lines
+    namespace = dict(w.glob, PEAK=w.peak)
+    exec(compile(_render(lines), "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
+    return LoweredFunction(namespace["lowered"], lines, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
+
+
+def _returned(w: _Writer, program: Program) -> tuple[list[tuple[str, Any]], list[str]]:
+    """What each output is (``LoweredFunction.out_kinds``) and the names the function returns."""
     out_kinds: list[tuple[str, Any]] = []
     returned = []
     invar_index = {id(v): i for i, v in enumerate(program.invars)}
@@ -351,13 +368,39 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
         else:
             out_kinds.append(("new", None))
             returned.append(w.names[id(v)])
+    return out_kinds, returned
+
+
+def _lower_native_program(w: _Writer, program: Program, whole: native_program.NativeProgram,
+                          donated: frozenset[int], name: str) -> LoweredFunction:
+    """The program as one call of its native function (``native_program``): the outputs and
+    the arena made, the function called, the outputs returned. Its values never hold more
+    bytes at once than eager evaluation's would (``plan`` is taken only then); the outputs
+    are made before the call, so the peak it reports (``holds``: the arena and the outputs)
+    may pass eager's by the outputs' bytes at most."""
+    for v in whole.inputs:
+        w.name(v, "x")
+    for v, c in zip(program.constvars, program.consts):
+        w.names[id(v)] = w.global_(c._data, "c")
+    w.lines += [_HEADER, "    if stats.allocated + PEAK > stats.peak:", "        stats.peak = stats.allocated + PEAK"]
+    if program.invars:
+        w.lines.append(f"    {', '.join(w.names[id(v)] for v in program.invars)}, = inputs")
+    for v in whole.outputs:
+        w.lines.append(f"    {w.name(v)} = EMPTY({tuple(v.aval.shape)}, {v.aval.dtype.np.name!r})")
+    w.lines.append(f"    # {whole.label}")
+    w.lines.extend(f"    # native loop: {label}" for label in whole.loops)
+    w.lines.extend(f"    #   {line}" for line in whole.source.splitlines())
+    call, kernel, meta = w.global_(caller(), "CALL"), w.global_(whole.kernel, "K"), w.global_(whole.meta, "M")
+    operands = [w.names[id(v)] for v in (*whole.inputs, *whole.outputs)]
+    w.lines.append(_Call("", call, f"1, {kernel}, {meta}, 0, 1, {', '.join(operands)}, EMPTY({whole.arena}, 'uint8')",
+                         whole.label))
+    out_kinds, returned = _returned(w, program)
     w.lines.append(f"    return [{', '.join(returned)}]")
-    if groups and w.peak > _eager_peak(program, w.last_use, w.outputs):  # fused scratch must not pass eager's peak
-        return lower(program, donated, 1 if threads > 1 else 0, name)
-    lines = w.functions + w.lines
-    namespace = dict(w.glob, PEAK=w.peak)
-    exec(compile(_render(lines), "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
-    return LoweredFunction(namespace["lowered"], lines, out_kinds, dict(w.glob, PEAK=w.peak), donated, name)
+    namespace = dict(w.glob, PEAK=whole.holds)
+    exec(compile(_render(w.lines), "<funcgrad lowered program>", "exec"), namespace)  # noqa: S102 - generated above
+    lowered = LoweredFunction(namespace["lowered"], w.lines, out_kinds, dict(w.glob, PEAK=whole.holds), donated, name)
+    lowered.native = whole
+    return lowered
 
 
 def wrap_outputs(lowered: LoweredFunction, raw: list[Any], inputs: list[Any], device: Any) -> list[Any]:

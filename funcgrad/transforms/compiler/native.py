@@ -67,15 +67,16 @@ def _run_end(eqns: list[Any], i: int) -> int:
     return j
 
 
-def groups(eqns: list[Any]) -> dict[int, int]:
+def groups(eqns: list[Any], every: bool = False) -> dict[int, int]:
     """Runs of consecutive native-fusable equations of one result shape, each perhaps ended
-    by a reduction of one of its values (``fused_reduction``): start -> end."""
+    by a reduction of one of its values (``fused_reduction``): start -> end. A lone small
+    equation is left to NumPy unless ``every`` (a native program runs every run itself)."""
     found, i = {}, 0
     while i < len(eqns):
         j = _run_end(eqns, i)
         if i < j < len(eqns) and fused_reduction(eqns[j], eqns[i:j]):
             found[i] = j = j + 1
-        elif j - i >= 2 or (j > i and math.prod(eqns[i].outputs[0].aval.shape) >= SINGLE_MIN):
+        elif j - i >= 2 or (j > i and (every or math.prod(eqns[i].outputs[0].aval.shape) >= SINGLE_MIN)):
             found[i] = j
         i = max(j, i + 1)
     return found
@@ -148,7 +149,7 @@ class NativeGroup:
     expressions, the dtypes and which loops each operand moves in, not on the sizes, so
     programs of other shapes share it (and its build)."""
 
-    def __init__(self, eqns: list[Any], kept: list[Var]) -> None:
+    def __init__(self, eqns: list[Any], kept: list[Var], strides: dict[int, tuple[int, ...]] | None = None) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
         total = eqns[-1] if FOLDS & eqns[-1].prim.tags else None  # (a reduction ending the run: fused_reduction)
@@ -166,10 +167,15 @@ class NativeGroup:
         axes = set(total.params["axes"]) if total is not None else set()
         full = [tuple(1 if d in axes else n for d, n in enumerate(out_shape)) if total is not None and
                 v is total.outputs[0] else tuple(v.aval.shape) for v in operands]  # (a sum's shape, its axes kept)
-        sizes, moves = cc.merged_loops(out_shape, [cc.broadcast_strides(f, out_shape) for f in full])
+        strides = strides or {}  # (inputs laid out otherwise than in C order: their strides, in elements)
+        given = [_over(strides[id(v)], tuple(v.aval.shape), out_shape) if id(v) in strides else
+                 cc.broadcast_strides(f, out_shape) for v, f in zip(operands, full)]
+        sizes, moves = cc.merged_loops(out_shape, given)
+        steps = cc.merged_strides(out_shape, given)
         summed = [not moves[-1][d] for d in range(len(sizes))] if total is not None else [False] * len(sizes)
         if total is not None and (summed[0] or not any(summed)):  # (all summed, or one element: a loop of 1 outside)
             sizes, moves, summed = [1, *sizes], [[False, *m] for m in moves], [False, *summed]
+            steps = [[0, *st] for st in steps]
         self.trailing = total is not None and summed[-1]  # (else a leading sum: row after row)
         self.outer = sizes[0]
         self.parallel = total is None or self.trailing  # (a leading sum's outer loop adds into every result)
@@ -208,7 +214,8 @@ class NativeGroup:
             lines.append(f"{pad}for (int64_t i{d} = {'lo' if d == 0 else '0'}; i{d} < {'hi' if d == 0 else f'n[{d}]'}; "
                          f"i{d}++) {{")
         pad = "    " * (rank + 1)
-        lines += [f"{pad}{ctypes_[k]} x{k} = a{k}[{cc.element_index(moves[k])}];" for k in range(n_in)]
+        at = [_index(steps[k]) if id(v) in strides else cc.element_index(moves[k]) for k, v in enumerate(self.inputs)]
+        lines += [f"{pad}{ctypes_[k]} x{k} = a{k}[{at[k]}];" for k in range(n_in)]
         lines += [pad + line for line in body]
         lines += [f"{pad}y{j}[{cc.element_index(moves[n_in + j])}] = {c_of[id(v)]};" for j, v in enumerate(kept)
                   if total is None or v is not total.outputs[0]]
@@ -233,6 +240,17 @@ class NativeGroup:
         lines.append("}")
         self.source = "\n".join(lines)
         self.kernel = 0  # its address, once built
+
+
+def _over(strides: tuple[int, ...], shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
+    """An operand's strides over the result's index space (0 where it broadcasts)."""
+    lead = len(out_shape) - len(shape)
+    return [0 if d < lead or shape[d - lead] == 1 else strides[d - lead] for d in range(len(out_shape))]
+
+
+def _index(steps: list[int]) -> str:
+    """The C index of an element of an operand of strides ``steps`` in the loops ``i0, i1...``."""
+    return " + ".join(f"i{d} * {s}" for d, s in enumerate(steps) if s) or "0"
 
 
 def _sequential(ctype: str, combine: str) -> list[str]:
