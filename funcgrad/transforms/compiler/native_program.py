@@ -34,7 +34,7 @@ from . import native
 __all__ = ["LOOP", "NativeProgram", "plan", "scan"]
 
 _ALIGN = 64  # bytes: where each value starts in the arena
-SMALL = 1 << 16  # elements: programs whose values are all this small run as one function (larger
+SMALL = 1 << 14  # elements: programs whose values are all this small run as one function (larger
 # ones spend their time in the loops, not the calls, and their loops may split over threads)
 _ROW_MAJOR, _NO_TRANS, _TRANS, _UPPER = 101, 111, 112, 121  # (CBLAS's constants)
 _BLAS_TYPES = """typedef void (*fg_sgemm_f)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t,
@@ -352,8 +352,8 @@ def _region(shape: tuple[int, ...], template: tuple[Any, ...]) -> Layout | None:
 def _is_product(e: Any) -> bool:
     """A product of two float matrices with more than one row, column and term (``np.dot``'s
     ``gemm`` case), whose operands lie in C or Fortran order (checked once placed)."""
-    if "dot" not in e.prim.tags or e.prim.name != "matmul" or e.params or cc.blas() is None:
-        return False
+    if "dot" not in e.prim.tags or e.params or len(e.inputs) != 2 or cc.blas() is None:
+        return False  # (a product of parameters, einsum's, is not this one)
     a, b = e.inputs
     return all(isinstance(x, Var) and len(x.aval.shape) == 2 and min(x.aval.shape) > 1 and
                x.aval.dtype.name in ("float32", "float64") for x in (a, b))
@@ -375,8 +375,8 @@ def _steps(eqns: list[Any]) -> list[tuple[int, int, str]]:
             steps.append((i, i + 1, "view"))
         elif _is_product(e):
             steps.append((i, i + 1, "product"))
-        elif e.prim.name == "scatter" and e.params.get("mode") == "add" and len(e.inputs) == 2 and \
-                all(isinstance(x, Var) and x.aval.dtype == e.outputs[0].aval.dtype for x in e.inputs):
+        elif e.prim.updates == 0 and e.params.get("mode") == "add" and "template" in e.params and \
+                len(e.inputs) == 2 and all(isinstance(x, Var) and x.aval.dtype == e.outputs[0].aval.dtype for x in e.inputs):
             steps.append((i, i + 1, "scatter"))
         elif native.FOLDS & e.prim.tags and isinstance(e.inputs[0], Var):
             steps.append((i, i + 1, "fold"))
