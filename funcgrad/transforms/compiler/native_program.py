@@ -376,7 +376,8 @@ def _steps(eqns: list[Any]) -> list[tuple[int, int, str]]:
         elif _is_product(e):
             steps.append((i, i + 1, "product"))
         elif e.prim.updates == 0 and e.params.get("mode") == "add" and "template" in e.params and \
-                len(e.inputs) == 2 and all(isinstance(x, Var) and x.aval.dtype == e.outputs[0].aval.dtype for x in e.inputs):
+                len(e.inputs) == 2 and all(isinstance(x, Var) and x.aval.dtype == e.outputs[0].aval.dtype
+                                           for x in e.inputs):
             steps.append((i, i + 1, "scatter"))
         elif native.FOLDS & e.prim.tags and isinstance(e.inputs[0], Var):
             steps.append((i, i + 1, "fold"))
