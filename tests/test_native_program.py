@@ -219,3 +219,19 @@ def test_an_rnn_scan_and_its_backward_scan_both_loop_natively() -> None:
         want = np.asarray(fg.compile(fg.grad(loss))(w, xs))
     assert len(looped) == 2 and all(r is not None for r in looped)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_more_arrays_than_one_call_takes_run_step_by_step() -> None:
+    rng = np.random.default_rng(2)
+    w = fg.asarray(rng.standard_normal((3, 3)))
+    xs = [fg.asarray(rng.standard_normal((3, 3))) for _ in range(40)]  # (41 inputs and 40 outputs)
+
+    def f(w: fg.Array, *xs: fg.Array) -> list[fg.Array]:
+        return [x @ w for x in xs]
+
+    with compile_backend("c"):
+        g = fg.compile(f)
+        got = g(w, *xs)
+        assert "native program" not in g.lower(w, *xs).source
+    for x, y in zip(got, xs):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y) @ np.asarray(w))

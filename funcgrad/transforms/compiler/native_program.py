@@ -12,9 +12,10 @@ scan's body). Where every equation of a CPU program is one of
 and every value is small (``SMALL``), the program is one C function that runs them in
 order: the lowered Python function makes the outputs and one scratch buffer (the *arena*)
 and calls it once. The arena's places are planned here, each value's bytes reused once
-nothing reads them (a view keeps its operand's alive). Any other equation, a loop large
-enough to split, or no BLAS to be found (``cc.blas``) leaves the program to ``lower``'s
-step-by-step code.
+nothing reads them (a view keeps its operand's alive). Any other equation, more arrays than
+one call takes, or no BLAS to be found (``cc.blas``) leaves the program to ``lower``'s
+step-by-step code. A sum, a max or a min of a value no loop made ends a loop of ``x * 1``;
+the scatter-add of a block of slices (a slice's gradient) is a copy and an add in place.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 
 from ...backends import cc
 from ...backends.cc import C_TYPES, NativeBuildError
-from ...primitives.core import REGISTRY, Layout
+from ...primitives.core import REGISTRY, Layout, contiguous_strides
 from ..ir import Eqn, Literal, Program, Var
 from . import native
 
@@ -52,17 +53,9 @@ class _NotNative(Exception):
     """The program has a part a native program does not run."""
 
 
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
-
-
 def _contiguous(layout: Layout) -> bool:
     """C order (the strides of axes of one element never matter)."""
-    return all(n == 1 or s == c for n, s, c in zip(layout.shape, layout.strides, _c_strides(layout.shape)))
+    return all(n == 1 or s == c for n, s, c in zip(layout.shape, layout.strides, contiguous_strides(layout.shape)))
 
 
 def _fortran(layout: Layout) -> bool:
@@ -115,8 +108,7 @@ class NativeProgram:
         self.inputs = [*program.invars, *program.constvars]
         made = {id(o) for e in program.eqns for o in e.outputs}
         self.outputs = list(dict.fromkeys(v for v in program.outvars if isinstance(v, Var) and id(v) in made))
-        if any(v.aval.device.kind != "cpu" or v.aval.dtype.name not in C_TYPES or math.prod(v.aval.shape) > SMALL
-               for v in (*self.inputs, *(o for e in program.eqns for o in e.outputs))):
+        if len(self.inputs) + len(self.outputs) + 1 > cc.MAX_OPERANDS:  # (the arrays one call takes)
             raise _NotNative
         # where each value lies: (its operand, or None for the arena; its place there; its layout)
         self.place: dict[int, tuple[int | None, int, Layout]] = {
@@ -144,13 +136,8 @@ class NativeProgram:
                 self._view(eqns[0])
             elif kind == "group":
                 self._group(eqns, read_after(eqns, end - 1), threads)
-            elif kind == "fold":  # (a reduction of a value no loop made: the loop of x * 1 it ends)
-                x, fold = eqns[0].inputs[0], eqns[0]
-                same = Eqn(REGISTRY["mul"], [x, Literal(1)], [Var(x.aval)], {})
-                fold = Eqn(fold.prim, [same.outputs[0]], fold.outputs, fold.params)
-                if not native.fused_reduction(fold, [same]):
-                    raise _NotNative
-                self._group([same, fold], read_after(eqns, end - 1), threads)
+            elif kind == "fold":
+                self._fold(eqns[0], read_after(eqns, end - 1), threads)
             elif kind == "scatter":
                 self._scatter_add(eqns[0], start)
             else:
@@ -214,12 +201,12 @@ class NativeProgram:
         self.body.append(_copy(_address(operand, at + viewed.offset * out.aval.dtype.itemsize), viewed,
                                self._pointer(out), out))
 
-    def _gathered(self, v: Var, temporary: list[tuple[int, int]], fortran_too: bool = False) -> tuple[str, bool]:
-        """A pointer to ``v``'s elements in C order (or Fortran order, where ``fortran_too``)
-        and whether they are in Fortran order: where they lie, or a copy in C order in the
-        arena (freed after the step)."""
+    def _matrix(self, v: Var, temporary: list[tuple[int, int]]) -> tuple[str, bool]:
+        """A pointer to matrix ``v`` as BLAS reads it, and whether it lies in Fortran order:
+        where it lies (in C or Fortran order), or a copy in C order in the arena (freed after
+        the step), as ``np.dot`` copies."""
         layout = self.place[id(v)][2]
-        if _contiguous(layout) or (fortran_too and _fortran(layout)):
+        if _contiguous(layout) or _fortran(layout):
             return self._pointer(v), not _contiguous(layout)
         at = self._take(_nbytes(v))
         temporary.append((at, _nbytes(v)))
@@ -249,6 +236,16 @@ class NativeProgram:
         self.loops.append(group.label)
         self.steps += 1
 
+    def _fold(self, e: Any, kept: list[Var], threads: int) -> None:
+        """A reduction of a value no loop made, as the end of a loop of ``x * 1`` (which is
+        ``x``, NaN included), so it adds in NumPy's order as a loop's sum does."""
+        x = e.inputs[0]
+        same = Eqn(REGISTRY["mul"], [x, Literal(1)], [Var(x.aval)], {})
+        fold = Eqn(e.prim, [same.outputs[0]], e.outputs, e.params)
+        if not native.fused_reduction(fold, [same]):
+            raise _NotNative
+        self._group([same, fold], kept, threads)
+
     def _scatter_add(self, e: Any, i: int) -> None:
         """``x`` with ``b`` added into a block of slices: ``x`` copied (or, where nothing reads
         its memory again, taken over), then ``b`` added in place (the slices never overlap,
@@ -277,7 +274,7 @@ class NativeProgram:
         copied down) where both are one matrix and its transpose."""
         a, b = e.inputs
         (m, k), p = a.aval.shape, b.aval.shape[1]
-        (pa, fa), (pb, fb) = self._gathered(a, temporary, fortran_too=True), self._gathered(b, temporary, True)
+        (pa, fa), (pb, fb) = self._matrix(a, temporary), self._matrix(b, temporary)
         self._result(e.outputs[0])
         t, ctype = ("s", "float") if a.aval.dtype.name == "float32" else ("d", "double")
         trans1, lda = (_TRANS, m) if fa else (_NO_TRANS, k)
@@ -314,12 +311,12 @@ def _nbytes(v: Var) -> int:
 
 def _c_layout(v: Var) -> Layout:
     shape = tuple(v.aval.shape)
-    return Layout(shape, _c_strides(shape), 0)
+    return Layout(shape, contiguous_strides(shape), 0)
 
 
 def _copy(source: str, layout: Layout, dest: str, v: Var) -> str:
     """C that copies the elements of ``layout`` at ``source`` to ``dest`` in C order."""
-    return _strided(v, layout.shape, dest, _c_strides(layout.shape), source, layout.strides, "{1}", "copy")
+    return _strided(v, layout.shape, dest, contiguous_strides(layout.shape), source, layout.strides, "{1}", "copy")
 
 
 def _strided(v: Var, shape: tuple[int, ...], dest: str, dest_strides: tuple[int, ...], source: str,
@@ -342,7 +339,7 @@ def _region(shape: tuple[int, ...], template: tuple[Any, ...]) -> Layout | None:
     where it is not one slice per axis."""
     if len(template) != len(shape) or any(t[0] != "s" for t in template):
         return None
-    strides, sizes, offset = _c_strides(shape), [], 0
+    strides, sizes, offset = contiguous_strides(shape), [], 0
     for (_, start, stop, step), st in zip(template, strides):
         sizes.append(len(range(start, -1 if stop is None else stop, step)))
         offset += start * st
@@ -360,8 +357,9 @@ def _is_product(e: Any) -> bool:
 
 
 def _steps(eqns: list[Any]) -> list[tuple[int, int, str]]:
-    """The program as (start, end, kind) steps: ``group`` (a run of a native loop), ``view``
-    or ``product``; ``_NotNative`` at any other equation."""
+    """The program as (start, end, kind) steps: ``group`` (a run of a native loop), ``view``,
+    ``product``, ``scatter`` (a block of slices added into) or ``fold`` (a reduction of a
+    value no loop made); ``_NotNative`` at any other equation."""
     runs = native.groups(eqns, every=True)
     steps: list[tuple[int, int, str]] = []
     i = 0
@@ -391,19 +389,20 @@ def plan(program: Program, threads: int, read_after: Any) -> NativeProgram | Non
     """``program`` as one native function, built, or None where it has a part that does not
     run natively or builds no native code. ``read_after(eqns, end)``: the values a run makes
     that are read after equation ``end`` or returned (``NativeGroup``'s ``kept``)."""
+    if any(v.aval.device.kind != "cpu" or v.aval.dtype.name not in C_TYPES or math.prod(v.aval.shape) > SMALL
+           for v in (*program.invars, *program.constvars, *(o for e in program.eqns for o in e.outputs))):
+        return None
     try:
-        if sum(kind != "view" for _, _, kind in _steps(program.eqns)) < 2:
-            return None  # (one call either way)
         built = NativeProgram(program, threads, read_after)
     except (_NotNative, ValueError):
         return None
+    if built.steps < 2:
+        return None  # (one call either way)
     try:
         built.kernel = cc.loop_kernel(built.source)
     except NativeBuildError:
         return None
     return built
-
-
 
 
 # A loop over a native program: a scan's steps in C. Everything it needs is in its sizes
@@ -461,7 +460,8 @@ def scan(whole: NativeProgram, raw_consts: list[Any], raw_carry: list[Any], raw_
     n_carry = len(raw_carry)
     arrays = [*raw_consts, *raw_carry, *raw_xs]
     if length < 1 or None in whole.sources or not all(a.__class__ is np.ndarray for a in arrays) or \
-            len(arrays) + len(whole.own) != len(whole.inputs):
+            len(arrays) + len(whole.own) != len(whole.inputs) or len(arrays) + len(out_avals) + len(whole.own) + 1 > \
+            cc.MAX_OPERANDS:
         return None
     try:
         loop = cc.loop_kernel(LOOP)
