@@ -1027,3 +1027,75 @@ def _windows_add_case(draw: Any) -> Case:
 
 
 CASES.update({"windows": _windows_case, "windows_add": _windows_add_case})
+
+
+def _pool_windows(draw: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """An (..., H, W) array to select from, with ties (small integers as floats), NaNs and
+    -inf, and a window geometry whose every window holds a position inside it."""
+    lead = draw(hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    h, w = draw(st.integers(1, 6)), draw(st.integers(1, 6))
+    dtype = draw(st.sampled_from(FLOATS + [np.int32]))
+    x = draw(hnp.arrays(np.float64, lead + (h, w), elements=st.sampled_from([-1.0, 0.0, 1.0, 2.5, -np.inf, np.nan])
+                        if dtype != np.int32 and draw(st.booleans()) else st.floats(-3, 3, allow_nan=False)))
+    x = x.astype(dtype)
+    params: dict[str, Any] = {key: [] for key in ("sizes", "steps", "padding", "dilations", "shape")}
+    for size in (h, w):
+        k, s, d = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+        span = d * (k - 1) + 1
+        p = draw(st.integers(0, span // 2))
+        out = max(1, (size + 2 * p - span) // s + 1)
+        starts = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
+        out = int(np.argmin(np.append(((starts >= 0) & (starts < size)).any(axis=1), False)))  # windows that fit
+        if out == 0:
+            k, s, d, p, out = 1, 1, 1, 0, size
+        for key, v in zip(("sizes", "steps", "padding", "dilations", "shape"), (k, s, p, d, out)):
+            params[key].append(v)
+    return x, {key: tuple(v) for key, v in params.items()}
+
+
+def _pool_selections(x: np.ndarray, sizes: Any, steps: Any, padding: Any, dilations: Any, shape: Any) -> np.ndarray:
+    """Each window's selection, window by window as PyTorch's CPU kernel: the first position
+    inside, then any greater value or a NaN. Flat indices into (H, W), shape (..., OH, OW)."""
+    h, w = x.shape[-2:]
+    flat = x.reshape(-1, h, w)
+    out = np.zeros((flat.shape[0],) + tuple(shape), np.int64)
+    for b, plane in enumerate(flat):
+        for i in range(shape[0]):
+            for j in range(shape[1]):
+                best, top = -1, None
+                for a in range(sizes[0]):
+                    for c in range(sizes[1]):
+                        r, q = i * steps[0] - padding[0] + a * dilations[0], j * steps[1] - padding[1] + c * dilations[1]
+                        if 0 <= r < h and 0 <= q < w and (best < 0 or plane[r, q] > top or plane[r, q] != plane[r, q]):
+                            best, top = r * w + q, plane[r, q]
+                out[b, i, j] = best
+    return out.reshape(x.shape[:-2] + tuple(shape))
+
+
+def _select_and_gather_case(draw: Any) -> Case:
+    x, params = _pool_windows(draw)
+    values = x if draw(st.booleans()) else arrays(draw, draw(st.sampled_from(FLOATS)), x.shape)
+
+    def ref(values: Any, x: Any, **params: Any) -> Any:
+        at = _pool_selections(x, **params)
+        return np.take_along_axis(values.reshape(values.shape[:-2] + (-1,)), at.reshape(at.shape[:-2] + (-1,)),
+                                  axis=-1).reshape(at.shape)
+
+    return Case([values, x], params, ref)
+
+
+def _select_and_scatter_add_case(draw: Any) -> Case:
+    x, params = _pool_windows(draw)
+    g = arrays(draw, draw(st.sampled_from(FLOATS)), x.shape[:-2] + params["shape"])
+
+    def ref(g: Any, x: Any, **params: Any) -> Any:
+        at = _pool_selections(x, **params).reshape(-1, math.prod(params["shape"]))
+        out = np.zeros((at.shape[0], x.shape[-2] * x.shape[-1]), g.dtype)
+        for b in range(at.shape[0]):
+            np.add.at(out[b], at[b], g.reshape(at.shape[0], -1)[b])
+        return out.reshape(x.shape)
+
+    return Case([g, x], params, ref)
+
+
+CASES.update({"select_and_gather": _select_and_gather_case, "select_and_scatter_add": _select_and_scatter_add_case})

@@ -293,6 +293,32 @@ def test_fused_adam_is_the_rule_bit_for_bit(name, dtype, shape, lr, weight_decay
         np.testing.assert_array_equal(fused[1][key], rule[1][key], err_msg=key)
 
 
+@settings(max_examples=30, deadline=None)
+@given(dtype=st.sampled_from(["float32", "float64"]), shape=st.sampled_from([(1,), (0,), (7,), (5, 33)]),
+       lr=st.sampled_from([1.0, 0.1]), rho=st.sampled_from([0.9, 0.5]), eps=st.sampled_from([1e-6, 1e-3]),
+       weight_decay=st.sampled_from([0.0, 0.05]), maximize=st.booleans(), seed=st.integers(0, 2**16))
+def test_adadelta_native_loop_is_the_rule_bit_for_bit(dtype, shape, lr, rho, eps, weight_decay, maximize,
+                                                      seed) -> None:
+    """Adadelta's native loop (the C backend's) gives the rule's parameters and state (the
+    NumPy backend's), bit for bit, over hyperparameters, dtypes and steps."""
+    hyper = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+    runs = {}
+    before = fg.config.compile_backend
+    try:
+        for backend in ("c", "numpy"):
+            fg.config.compile_backend = backend
+            runs[backend] = _adam_run(lambda params, fused, **h: fg.optim.Adadelta(params, **h), None, dtype,
+                                      shape, 4, seed, hyper)
+    finally:
+        fg.config.compile_backend = before
+    (native, native_state), (rule, rule_state) = runs["c"], runs["numpy"]
+    for got, want in zip(native, rule):
+        np.testing.assert_array_equal(got, want)
+    assert native_state.keys() == rule_state.keys()
+    for key in rule_state:
+        np.testing.assert_array_equal(native_state[key], rule_state[key], err_msg=key)
+
+
 def test_fused_adam_says_why_it_cannot_run() -> None:
     """``fused=True`` where the loop cannot run (the NumPy backend, a float16 parameter)
     raises, naming the reason; ``fused=None`` runs the rule there."""

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from .. import ops
+from ..dtypes import int64
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.checks import as_int
 from ..primitives.core import bind, fmt_shape
+from ..primitives.pooling import select_and_gather_p
 from ..primitives.shape import windows_p
-from ..transforms import no_grad
 from . import init
 from ._checks import outside, same_dtype
 from .module import Module
@@ -221,41 +222,21 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
 def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max pooling; with ``return_indices`` also where each maximum came from, as PyTorch's
-    indices: the position in its channel's flattened (H, W) input (for ``max_unpool2d``)."""
-    windows, (k, s, p, _) = _pool_windows("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode,
-                                          -math.inf)
-    # the window axes first, in memory too: the maximum, and its gradient's compare and mask
-    # product, then run over whole (N, C, OH, OW) planes (NumPy over the 2x2 windows'
-    # trailing axes loops two elements at a time: 4x slower)
-    out = ops.max(ops.moveaxis(windows, (4, 5), (0, 1)).contiguous(), axis=(0, 1))
+    indices: the position in its channel's flattened (H, W) input (for ``max_unpool2d``).
+    Each window selects the first maximum inside the input (or its last NaN), as PyTorch's
+    kernels do; the gradient goes to that position alone."""
+    check_4d("max_pool2d", x)
+    k = pair(kernel_size, "max_pool2d", "kernel_size", 1)
+    s = pair(stride if stride is not None else k, "max_pool2d", "stride", 1)
+    p, d = pair(padding, "max_pool2d", "padding", 0), pair(dilation, "max_pool2d", "dilation", 1)
+    shape, _ = _pool_geometry("max_pool2d", x, k, s, p, d, ceil_mode)
+    geometry = {"sizes": k, "steps": s, "padding": p, "dilations": d, "shape": shape}
+    out = bind(select_and_gather_p, x, x, **geometry)
     if not return_indices:
         return out
-    return out, _argmax_positions(windows, out, tuple(x.shape[2:]), k, s, p, pair(dilation))
-
-
-def _argmax_positions(windows: Any, out: Any, size: tuple[int, int], k: tuple[int, int], s: tuple[int, int],
-                      p: tuple[int, int], d: tuple[int, int]) -> Any:
-    """Each window's maximum as a flat index into its (H, W) input, chosen as PyTorch's
-    kernels choose: the first maximum in the window's row-major order, among positions
-    inside the input (never the padding, even when every value is -inf), and for a NaN
-    window the last NaN. Integer results: no gradient flows through them."""
-    n, c, oh, ow, kh, kw = windows.shape
-    # where each window position lies in the input (host arithmetic on the geometry)
-    rows = np.arange(oh)[:, None] * s[0] - p[0] + np.arange(kh)[None, :] * d[0]   # (OH, KH)
-    cols = np.arange(ow)[:, None] * s[1] - p[1] + np.arange(kw)[None, :] * d[1]   # (OW, KW)
-    inside = ((rows >= 0) & (rows < size[0]))[:, None, :, None] & ((cols >= 0) & (cols < size[1]))[None, :, None, :]
-    flat = rows[:, None, :, None] * size[1] + cols[None, :, None, :]               # (OH, OW, KH, KW)
-    device = windows.device
-    inside = ops.asarray(inside.reshape(oh, ow, kh * kw), device=device)
-    flat = ops.asarray(flat.reshape(oh, ow, kh * kw).astype(np.int64), device=device)
-    with no_grad():
-        w = ops.reshape(windows, (n, c, oh, ow, kh * kw))
-        first_max = ops.argmax(ops.logical_and(w == ops.expand_dims(out, -1), inside), axis=-1)
-        nan = ops.flip(ops.logical_and(ops.isnan(w), inside), axis=-1)
-        last_nan = kh * kw - 1 - ops.argmax(nan, axis=-1)
-        pick = ops.where(ops.isnan(out), last_nan, first_max)
-        return ops.squeeze(ops.take_along_axis(ops.broadcast_to(flat, (n, c, oh, ow, kh * kw)),
-                                             ops.expand_dims(pick, -1), axis=-1), -1)
+    h, w = x.shape[2], x.shape[3]
+    positions = ops.reshape(ops.arange(h * w, dtype=int64, device=x.device), (h, w))
+    return out, bind(select_and_gather_p, positions, x, **geometry)
 
 
 def max_unpool2d(x: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,

@@ -140,6 +140,12 @@ class Adadelta(RuleOptimizer):
                  maximize: bool = False) -> None:
         super().__init__(params, lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
 
+    def update(self, p: Any, g: Any, state: dict[str, Any], group: dict[str, Any]) -> Any:
+        """The step as one native loop where it runs (``optim/fused.py``: the rule's bits),
+        else the rule's step."""
+        new = fused.adadelta_step(p, g, state, group)
+        return super().update(p, g, state, group) if new is None else new
+
 
 class Rprop(RuleOptimizer):
     """Rprop: each weight's step size grows while its gradient keeps its sign and shrinks when it flips."""

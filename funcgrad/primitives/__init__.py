@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (registers them)
     lax,
     linalg,
     normalization,
+    pooling,
     random,
     reduce,
     shape,
