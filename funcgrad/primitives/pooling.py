@@ -40,8 +40,8 @@ __all__ = ["select_and_gather_p", "select_and_scatter_add_p"]
 Pair = tuple[int, int]
 
 
-def _check(op: str, x: ShapedArray, first: ShapedArray, first_hw: tuple[int, ...], out_hw: Pair, sizes: Pair, steps: Pair,
-           padding: Pair, dilations: Pair) -> tuple[int, ...]:
+def _check(op: str, x: ShapedArray, first: ShapedArray, first_hw: tuple[int, ...], out_hw: Pair, sizes: Pair,
+           steps: Pair, padding: Pair, dilations: Pair) -> tuple[int, ...]:
     """The leading (batch) shape both operands broadcast to, after the checks they share."""
     require_kind(op, x.dtype, "fiu", "a real array to select from")
     if len(x.shape) < 2 or len(first.shape) < 2:
@@ -162,55 +162,91 @@ def _scatter_add(xp: Any, g: Any, x: Any, *, sizes: Pair, steps: Pair, padding: 
 
 # -- the native loops -------------------------------------------------------------------------
 
-# A row of windows' selections, PyTorch's CPU rule: the first position inside the input,
-# then any greater value or a NaN (a NaN compares unequal to itself; for integer types that
-# test drops out). The taps are the outer loops and the windows of the row the inner one,
-# over just the windows a tap lies inside for, so each tap's values are one strided run and
-# the choice is a blend: the comparisons of data are unpredictable, and branching on them
-# per window took 3x as long. The geometry is written in as constants.
-# p: the first operand, x, the result; n: batches, H, W, OH, OW, the first operand's batch
-# step. Each row's selections (``at``) are then gathered or added, in the windows' order.
-_LOOP_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
+# Each window's selection, PyTorch's CPU rule: the first position inside the input, then any
+# greater value or a NaN (a NaN compares unequal to itself; for integer types that test
+# drops out). The geometry is written in as constants. Windows wholly inside the input (all
+# but a border) take the fast loop: a row of them at once, the taps unrolled, each choice a
+# blend, so the row vectorizes (the comparisons of data are unpredictable: branching on them
+# per window took ten times as long); the border's windows take ``fg_select``, tap by tap.
+# Max pooling itself (``select_and_gather(x, x)``) keeps only the values in the fast loop.
+_SELECT_C = """static int64_t fg_select(const {t} *restrict x, int64_t h, int64_t w, int64_t i, int64_t j) {{
+    int64_t best = -1;
+    {t} top = 0;
+    for (int64_t a = 0; a < {kh}; a++) {{
+        const int64_t r = i * {sh} - {ph} + a * {dh};
+        if (r < 0 || r >= h) continue;
+        for (int64_t b = 0; b < {kw}; b++) {{
+            const int64_t c = j * {sw} - {pw} + b * {dw};
+            if (c < 0 || c >= w) continue;
+            const {t} v = x[r * w + c];
+            if (best < 0 || v > top || v != v) {{ top = v; best = r * w + c; }}
+        }}
+    }}
+    return best;
+}}
+
+/* p: the first operand, x, the result; n: batches, H, W, OH, OW, the first operand's batch step */
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
     const {v} *restrict first = (const {v} *)p[0];
     const {t} *restrict x = (const {t} *)p[1];
     {v} *restrict out = ({v} *)p[2];
     const int64_t h = n[1], w = n[2], oh = n[3], ow = n[4], step = n[5];
+    /* the windows wholly inside along a row: j in [inside_lo, inside_hi) */
+    const int64_t inside_lo = ({pw} + {sw} - 1) / {sw};
+    int64_t inside_hi = w - 1 + {pw} - ({kw} - 1) * {dw} < 0 ? 0 : (w - 1 + {pw} - ({kw} - 1) * {dw}) / {sw} + 1;
+    inside_hi = inside_hi > ow ? ow : inside_hi < inside_lo ? inside_lo : inside_hi;
     int64_t at[256];
-    {t} top[256];
     for (int64_t batch = lo; batch < hi; batch++) {{
         const {t} *restrict xb = x + batch * h * w;
         const {v} *restrict fb = first + batch * step;
         {start}
-        for (int64_t i = 0; i < oh; i++)
+        for (int64_t i = 0; i < oh; i++) {{
+            const int64_t r0 = i * {sh} - {ph};
+            const int rows_inside = r0 >= 0 && r0 + ({kh} - 1) * {dh} < h;
             for (int64_t j0 = 0; j0 < ow; j0 += 256) {{
                 const int64_t m = ow - j0 < 256 ? ow - j0 : 256;
-                for (int64_t k = 0; k < m; k++) {{ at[k] = -1; top[k] = 0; }}
-                for (int64_t a = 0; a < {kh}; a++) {{
-                    const int64_t r = i * {sh} - {ph} + a * {dh};
-                    if (r < 0 || r >= h) continue;
-                    for (int64_t b = 0; b < {kw}; b++) {{
-                        const int64_t c0 = j0 * {sw} - {pw} + b * {dw};  /* the column of window j0 + k: c0 + k * sw */
-                        int64_t k0 = c0 >= 0 ? 0 : (-c0 + {sw} - 1) / {sw};
-                        int64_t k1 = w - c0 <= 0 ? 0 : (w - c0 + {sw} - 1) / {sw};
-                        k1 = k1 < m ? k1 : m;
-                        const {t} *restrict xr = xb + r * w + c0;
-                        #pragma omp simd
-                        for (int64_t k = k0; k < k1; k++) {{
-                            const {t} v = xr[k * {sw}];
-                            const int take = (at[k] < 0) | (v > top[k]) | (v != v);
-                            top[k] = take ? v : top[k];
-                            at[k] = take ? r * w + c0 + k * {sw} : at[k];
-                        }}
-                    }}
+                int64_t k0 = rows_inside ? inside_lo - j0 : m, k1 = rows_inside ? inside_hi - j0 : m;
+                k0 = k0 < 0 ? 0 : k0 > m ? m : k0;
+                k1 = k1 < k0 ? k0 : k1 > m ? m : k1;
+                for (int64_t k = 0; k < k0; k++) at[k] = fg_select(xb, h, w, i, j0 + k);
+                for (int64_t k = k1; k < m; k++) at[k] = fg_select(xb, h, w, i, j0 + k);
+                const {t} *restrict xr = xb + r0 * w - {pw};
+                #pragma omp simd
+                for (int64_t k = k0; k < k1; k++) {{
+                    const int64_t c = (j0 + k) * {sw};
+                    {taps}
+                    {fast}
                 }}
-                for (int64_t k = 0; k < m; k++) {body}
+                {rest}
             }}
+        }}
     }}
 }}
 """
-_GATHER = ("{v} *restrict ob = out + batch * oh * ow;", "ob[i * ow + j0 + k] = fb[at[k]];")
-_SCATTER_ADD = ("{v} *restrict ob = out + batch * h * w;\n        for (int64_t k = 0; k < h * w; k++) ob[k] = 0;",
-                "ob[at[k]] += fb[i * ow + j0 + k];")
+# max pooling: values only; the others: each window's position, then gathered or added
+_MODES = {
+    "max": ("{v} *restrict ob = out + batch * oh * ow;", "ob[i * ow + j0 + k] = top;",
+            "for (int64_t k = 0; k < k0; k++) ob[i * ow + j0 + k] = fb[at[k]];\n"
+            "                for (int64_t k = k1; k < m; k++) ob[i * ow + j0 + k] = fb[at[k]];"),
+    "gather": ("{v} *restrict ob = out + batch * oh * ow;", "at[k] = best;",
+               "for (int64_t k = 0; k < m; k++) ob[i * ow + j0 + k] = fb[at[k]];"),
+    "scatter_add": ("{v} *restrict ob = out + batch * h * w;\n        for (int64_t k = 0; k < h * w; k++) ob[k] = 0;",
+                    "at[k] = best;", "for (int64_t k = 0; k < m; k++) ob[at[k]] += fb[i * ow + j0 + k];"),
+}
+
+
+def _taps(t: str, sizes: Pair, dilations: Pair, width_name: str, positions: bool) -> str:
+    """The unrolled taps of one window wholly inside, the first one's value the start."""
+    lines: list[str] = []
+    for a in range(sizes[0]):
+        for b in range(sizes[1]):
+            at = f"{a * dilations[0]} * {width_name} + c + {b * dilations[1]}"
+            if not lines:
+                lines.append(f"{t} top = xr[{at}];" + (f" int64_t best = r0 * w - {{pw}} + {at};" if positions else ""))
+                continue
+            lines.append(f"{{ const {t} v = xr[{at}]; const int take = (v > top) | (v != v); top = take ? v : top;"
+                         + (f" best = take ? r0 * w - {{pw}} + {at} : best;" if positions else "") + " }")
+    return "\n                    ".join(lines)
 
 
 def _native(xp: Any, which: str, first: Any, x: Any, sizes: Pair, steps: Pair, padding: Pair, dilations: Pair,
@@ -221,11 +257,14 @@ def _native(xp: Any, which: str, first: Any, x: Any, sizes: Pair, steps: Pair, p
             and x.dtype.kind != "b" and x.size and first.size):
         return None
     t, v = cc.C_TYPES[x.dtype.name], cc.C_TYPES[first.dtype.name]
-    start, body = _GATHER if which == "gather" else _SCATTER_ADD
+    mode = "max" if which == "gather" and first is x else which
+    start, fast, rest = _MODES[mode]
+    geometry = dict(kh=sizes[0], kw=sizes[1], sh=steps[0], sw=steps[1], ph=padding[0], pw=padding[1],
+                    dh=dilations[0], dw=dilations[1])
+    taps = _taps(t, sizes, dilations, "w", mode != "max").replace("{pw}", str(padding[1]))
     try:
-        address = cc.loop_kernel(_LOOP_C.format(t=t, v=v, start=start.format(v=v), body=body, kh=sizes[0], kw=sizes[1],
-                                                   sh=steps[0], sw=steps[1], ph=padding[0], pw=padding[1],
-                                                   dh=dilations[0], dw=dilations[1]))
+        address = cc.loop_kernel(_SELECT_C.format(t=t, v=v, start=start.format(v=v), taps=taps, fast=fast, rest=rest,
+                                                  **geometry))
     except cc.NativeBuildError:
         return None
     lead = np.broadcast_shapes(first.shape[:-2], x.shape[:-2])
