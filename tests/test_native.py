@@ -350,15 +350,17 @@ def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) 
         np.testing.assert_allclose(native, reference, rtol=tolerance, atol=tolerance, err_msg=name)
 
 
-@pytest.mark.parametrize("pattern", ["scalar keys", "keys per element", "high words per element", "2-d"])
+@pytest.mark.parametrize("pattern", ["scalar keys", "keys per element", "high words per element", "2-d", "a split",
+                                     "0-d"])
 def test_native_threefry_gives_the_numpy_rounds_bits(pattern: str) -> None:
-    """Large draws' Threefry runs as one native loop: the same words as the NumPy rounds for
-    every broadcasting pattern of keys and counters (the key words one per draw under
-    ``vmap``, the counters' high words 0-d), and the draws ``fg.random`` makes from them."""
+    """Threefry runs as one native loop: the same words as the NumPy rounds for every
+    broadcasting pattern of keys and counters (the key words one per draw under ``vmap``, the
+    counters' high words 0-d), large draws and a key's split alike, and the draws
+    ``fg.random`` makes from them."""
     from funcgrad.primitives import random as random_module
 
     rng = np.random.default_rng(7)
-    shape = (3, 4000) if pattern == "2-d" else (9000,)
+    shape = {"2-d": (3, 4000), "a split": (2,), "0-d": ()}.get(pattern, (9000,))
 
     def words(per_element: bool) -> np.ndarray:
         return rng.integers(0, 2**32, shape if per_element else (), dtype=np.uint64).astype(np.uint32)
