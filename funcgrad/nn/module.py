@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,10 +24,11 @@ from ..dtypes import DType, as_dtype
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..ops import asarray, zeros_like
 from ..random import key_data
+from ..transforms.autodiff.function import Function
 from ..transforms.compiler.jit import compile as _compile
 from .parameter import Parameter
 
-__all__ = ["Module", "functional_call", "CompiledModule", "buffers_collected"]
+__all__ = ["Module", "functional_call", "CompiledModule", "buffers_collected", "RemovableHandle"]
 
 # Set while a compiled module traces its forward pass: its buffers' new values are outputs
 # of the program, so a layer may store traced values in its buffers (BatchNorm's statistics).
@@ -43,6 +45,97 @@ def _check_name(module: str, method: str, name: Any) -> None:
         raise ArgumentTypeError(f"{module}.{method}: the name must be a str, got {type(name).__name__} {name!r}")
     if not name or "." in name:
         raise ArgumentValueError(f"{module}.{method}: the name must be non-empty and contain no '.', got {name!r}")
+
+
+class RemovableHandle:
+    """What registering a hook returns (PyTorch's ``torch.utils.hooks.RemovableHandle``):
+    ``remove()`` takes the hook away; as a context manager, at the block's end."""
+
+    _ids = itertools.count()
+
+    def __init__(self, store: dict[int, Any]) -> None:
+        self.id = next(RemovableHandle._ids)
+        self._store = store
+
+    def remove(self) -> None:
+        """Take the hook away (again: nothing happens)."""
+        self._store.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+class _BackwardHooks:
+    """One call's full backward hooks, as PyTorch runs them: the module's array inputs and
+    outputs pass through identity functions (``fg.autograd.Function``); the outputs' one
+    keeps the gradients it receives (``grad_output``), the inputs' one hands the hooks the
+    gradients with respect to the inputs (``grad_input``) and returns what they return. With
+    no input that needs a gradient, the hooks run from the outputs' one, with ``grad_input``
+    all ``None``."""
+
+    def __init__(self, module: Module, hooks: list[Callable[..., Any]], args: tuple[Any, ...]) -> None:
+        self.module, self.hooks, self.args = module, hooks, args
+        self.positions = [i for i, a in enumerate(args) if isinstance(a, ArrayBase)]
+        self.grad_output: tuple[Any, ...] = ()
+        self.tracked = any(getattr(args[i], "requires_grad", False) for i in self.positions)
+
+    def _run(self, grad_input: tuple[Any, ...]) -> tuple[Any, ...]:
+        for hook in self.hooks:
+            result = hook(self.module, grad_input, self.grad_output)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grad_input):
+                    raise RuntimeError(f"{type(self.module).__name__}: a backward hook returned {len(result)} "
+                                       f"gradients for {len(grad_input)} inputs")
+                grad_input = result
+        return grad_input
+
+    def inputs(self) -> tuple[Any, ...]:
+        if not self.tracked:
+            return self.args
+        state = self
+
+        class Inputs(Function):
+            @staticmethod
+            def forward(ctx: Any, *xs: Any) -> Any:
+                return tuple(x.view_as(x) for x in xs)
+
+            @staticmethod
+            def backward(ctx: Any, *grads: Any) -> Any:
+                return state._run(grads)
+
+        passed = Inputs.apply(*(self.args[i] for i in self.positions))
+        args = list(self.args)
+        for i, value in zip(self.positions, passed if isinstance(passed, tuple) else (passed,)):
+            args[i] = value
+        return tuple(args)
+
+    def outputs(self, out: Any) -> Any:
+        leaves, tree = _tree.flatten(out)
+        arrays = [k for k, leaf in enumerate(leaves) if isinstance(leaf, ArrayBase) and leaf.requires_grad]
+        if not arrays:
+            return out
+        state = self
+
+        class Outputs(Function):
+            @staticmethod
+            def forward(ctx: Any, *ys: Any) -> Any:
+                return tuple(y.view_as(y) for y in ys)
+
+            @staticmethod
+            def backward(ctx: Any, *grads: Any) -> Any:
+                state.grad_output = grads
+                if not state.tracked:
+                    state._run((None,) * len(state.positions))
+                return grads
+
+        passed = Outputs.apply(*(leaves[k] for k in arrays))
+        for k, value in zip(arrays, passed if isinstance(passed, tuple) else (passed,)):
+            leaves[k] = value
+        return _tree.unflatten(tree, leaves)
 
 
 class Module:
@@ -126,7 +219,75 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.__dict__
+        if "_forward_pre_hooks" in d or "_forward_hooks" in d or "_backward_hooks" in d:
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # -- hooks (PyTorch's) --------------------------------------------------------
+    def _hooks(self, kind: str, entry: tuple[Any, ...], prepend: bool) -> RemovableHandle:
+        store = self.__dict__.setdefault(kind, OrderedDict())
+        handle = RemovableHandle(store)
+        store[handle.id] = entry
+        if prepend:
+            store.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` runs before ``forward``, and may return new positional
+        arguments (a tuple, or one value); with ``with_kwargs``, ``hook(module, args, kwargs)``
+        may return ``(args, kwargs)``. ``prepend`` runs it before the hooks already there.
+        Returns a handle whose ``remove()`` takes the hook away."""
+        return self._hooks("_forward_pre_hooks", (hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
+        ``with_kwargs``) runs after ``forward``, and may return a new output. With
+        ``always_call`` it runs even when ``forward`` raised (with the output ``None``)."""
+        return self._hooks("_forward_hooks", (hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` runs when the gradients with respect to the
+        module's array inputs are computed (``grad_input`` holds ``None`` for the others), and
+        may return new ``grad_input``: PyTorch's full backward hook, for the tape
+        (``loss.backward()``)."""
+        return self._hooks("_backward_hooks", (hook,), prepend)
+
+    def _call_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``forward`` between its pre-hooks and hooks, its array inputs and outputs passed
+        through the backward hooks' identity functions when there are any."""
+        for hook, with_kwargs in list(self.__dict__.get("_forward_pre_hooks", {}).values()):
+            if with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"{type(self).__name__}: a forward pre-hook with kwargs must return None "
+                                           f"or a tuple (new_args, new_kwargs), got {type(result).__name__}")
+                    args, kwargs = tuple(result[0]), dict(result[1])
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        post = list(self.__dict__.get("_forward_hooks", {}).values())
+        backward = list(self.__dict__.get("_backward_hooks", {}).values())
+        try:
+            if backward:
+                state = _BackwardHooks(self, [h for (h,) in backward], args)
+                out = state.outputs(self.forward(*state.inputs(), **kwargs))
+            else:
+                out = self.forward(*args, **kwargs)
+        except BaseException:
+            for hook, with_kwargs, always_call in post:
+                if always_call:
+                    hook(self, args, kwargs, None) if with_kwargs else hook(self, args, None)
+            raise
+        for hook, with_kwargs, _ in post:
+            result = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
 
     def __fg_compile__(self, **options: Any) -> CompiledModule:
         """``fg.compile(model)``: the module with its forward pass compiled."""

@@ -1,7 +1,8 @@
-"""``fg.utils``: data loading (``fg.utils.data``), as ``torch.utils``."""
+"""``fg.utils``: data loading (``fg.utils.data``) and hook handles (``fg.utils.hooks``), as
+``torch.utils``."""
 
 from __future__ import annotations
 
-from . import data
+from . import data, hooks
 
-__all__ = ["data"]
+__all__ = ["data", "hooks"]
