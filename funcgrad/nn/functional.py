@@ -53,7 +53,9 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "triplet_margin_loss", "cosine_embedding_loss", "poisson_nll_loss", "gaussian_nll_loss",
            "multilabel_soft_margin_loss", "bilinear", "conv_transpose1d", "conv_transpose2d", "fold", "unfold",
            "adaptive_max_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "max_pool1d",
-           "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "dropout3d"]
+           "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "dropout3d", "rrelu", "alpha_dropout",
+           "feature_alpha_dropout", "local_response_norm", "multi_margin_loss", "multilabel_margin_loss",
+           "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -778,6 +780,136 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, reduction
     target = _check_same("hinge_embedding_loss", input, target)
     loss = ops.where(target == 1, input, 0.0) + ops.where(target == -1, ops.maximum(margin - input, 0.0), 0.0)
     return _reduce(loss, reduction, "hinge_embedding_loss")
+
+
+def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Any:
+    """Randomized leaky ReLU: negative values times a slope drawn uniformly from
+    ``[lower, upper]`` per element while training (the default generator), times the mean
+    slope ``(lower + upper) / 2`` otherwise."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2)
+    key = default_generator.next_key()
+    slope = _random.uniform(key if key.device is input.device else key.to(input.device), tuple(input.shape),
+                            input.dtype, lower, upper)
+    return ops.where(input >= 0, input, input * slope)
+
+
+def _alpha_dropout(x: Any, p: float, training: bool, feature: bool, op: str) -> Any:
+    """PyTorch's alpha dropout: dropped values become SELU's negative saturation value, and
+    an affine map keeps the mean and variance (per element, or per channel with ``feature``)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"{op}: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if feature else tuple(x.shape)
+    key = default_generator.next_key()
+    keep = _random.bernoulli(key if key.device is x.device else key.to(x.device), 1.0 - p, shape).astype(x.dtype)
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    return x * (keep * a) + ((keep - 1.0) * (alpha * a) + alpha * a * p)
+
+
+def alpha_dropout(input: Any, p: float = 0.5, training: bool = False) -> Any:
+    """Dropout for SELU networks (PyTorch's): the mean and variance of the input survive."""
+    return _alpha_dropout(input, p, training, False, "alpha_dropout")
+
+
+def feature_alpha_dropout(input: Any, p: float = 0.5, training: bool = False) -> Any:
+    """Alpha dropout of whole channels of (N, C, ...) inputs."""
+    return _alpha_dropout(input, p, training, True, "feature_alpha_dropout")
+
+
+def local_response_norm(input: Any, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> Any:
+    """Each value divided by ``(k + alpha * mean(x^2 over size neighbouring channels))^beta``
+    (PyTorch's window: ``size // 2`` channels before, ``(size - 1) // 2`` after, zeros past
+    the ends), for (N, C, ...) inputs."""
+    if input.ndim < 3:
+        raise ShapeError(f"local_response_norm: expects (N, C, ...) with at least one spatial axis, got "
+                         f"{_fmt_shape(tuple(input.shape))}")
+    c = input.shape[1]
+    square = ops.pad(input * input, [(0, 0), (size // 2, (size - 1) // 2)] + [(0, 0)] * (input.ndim - 2))
+    total = square[:, 0:c]
+    for t in range(1, size):
+        total = total + square[:, t:t + c]
+    return input / (total * (alpha / size) + k) ** beta
+
+
+def _class_targets(op: str, input: Any, target: Any) -> Any:
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"{op}: expects input (N, C) or (C,), got {_fmt_shape(tuple(input.shape))}")
+    target = ops.asarray(target, device=input.device) if not isinstance(target, ArrayBase) else target
+    if target.dtype.kind not in "iu":
+        raise DTypeError(f"{op}: target must hold integer class indices, got {target.dtype}")
+    return target
+
+
+def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, weight: Any = None,
+                      reduction: str = "mean") -> Any:
+    """The multi-class hinge loss: ``sum over i != y of max(0, margin - x[y] + x[i])^p / C``,
+    each sample's terms times ``weight[y]``."""
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: p must be 1 or 2, got {p}")
+    target = _class_targets("multi_margin_loss", input, target)
+    x = input if input.ndim == 2 else ops.expand_dims(input, 0)
+    y = ops.reshape(target, (x.shape[0], 1))
+    picked = ops.take_along_axis(x, y, axis=1)
+    terms = ops.maximum(margin - picked + x, 0.0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * ops.expand_dims(ops.take(weight, ops.reshape(target, (-1,))), 1)
+    others = ops.arange(x.shape[1], device=x.device) != y
+    loss = ops.sum(ops.where(others, terms, 0.0), axis=1) / x.shape[1]
+    return _reduce(loss if input.ndim == 2 else loss[0], reduction, "multi_margin_loss")
+
+
+def multilabel_margin_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
+    """The multi-label hinge loss: ``target`` lists each sample's classes, ended by the first
+    -1; ``sum over the listed classes j (a repeat counts again, as in PyTorch) and the
+    classes i not listed of max(0, 1 - (x[j] - x[i])) / C``."""
+    target = _class_targets("multilabel_margin_loss", input, target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ShapeError(f"multilabel_margin_loss: target of shape {_fmt_shape(tuple(target.shape))} for input of "
+                         f"shape {_fmt_shape(tuple(input.shape))}: they must match")
+    x = input if input.ndim == 2 else ops.expand_dims(input, 0)
+    t = target if target.ndim == 2 else ops.expand_dims(target, 0)
+    n, c = x.shape
+    listed = ops.cumprod((t >= 0).astype(_dtypes.int32), axis=1) > 0        # before the first -1
+    member = ops.any(ops.logical_and(ops.expand_dims(listed, 2),
+                                     ops.expand_dims(t, 2) == ops.arange(c, device=x.device)), axis=1)  # (N, C)
+    picked = ops.take_along_axis(x, ops.where(listed, t, 0), axis=1)                  # x[t_k] (a repeat counts again)
+    hinge = ops.maximum(1.0 - (ops.expand_dims(picked, 2) - ops.expand_dims(x, 1)), 0.0)  # [n, k, i]
+    pairs = ops.logical_and(ops.expand_dims(listed, 2), ops.expand_dims(ops.logical_not(member), 1))
+    loss = ops.sum(ops.where(pairs, hinge, 0.0), axis=(1, 2)) / c
+    return _reduce(loss if input.ndim == 2 else loss[0], reduction, "multilabel_margin_loss")
+
+
+def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any, *, distance_function: Any = None,
+                                      margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> Any:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance ``d`` (``pairwise_distance``
+    by default); ``swap`` takes ``min(d(a, n), d(p, n))`` as the negative distance."""
+    if margin <= 0:
+        raise ValueError(f"triplet_margin_with_distance_loss: margin must be greater than 0, got {margin}")
+    d = distance_function if distance_function is not None else pairwise_distance
+    d_pos, d_neg = d(anchor, positive), d(anchor, negative)
+    if swap:
+        d_neg = ops.minimum(d_neg, d(positive, negative))
+    return _reduce(ops.maximum(margin + d_pos - d_neg, 0.0), reduction, "triplet_margin_with_distance_loss")
+
+
+def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Any:
+    """The ``norm_type``-norm of each window, PyTorch's way: ``(mean of x^p * window size)^(1/p)``."""
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = avg_pool2d(input ** norm_type, (kh, kw), stride, 0, ceil_mode)
+    return (ops.sign(out) * relu(ops.abs(out)) * (kh * kw)) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input: Any, norm_type: float, kernel_size: int, stride: Any = None, ceil_mode: bool = False) -> Any:
+    """The ``norm_type``-norm of each window of the last axis."""
+    out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    return (ops.sign(out) * relu(ops.abs(out)) * kernel_size) ** (1.0 / norm_type)
 
 
 # Every public function names itself in the errors of bad arguments, and takes arrays only.

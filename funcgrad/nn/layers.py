@@ -24,7 +24,8 @@ __all__ = ["Dropout3d", "InstanceNorm3d",
            "ModuleDict",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
            "Threshold", "GLU", "PReLU", "Softmin", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d",
-           "InstanceNorm2d"]
+           "InstanceNorm2d", "AlphaDropout", "FeatureAlphaDropout", "RReLU", "LocalResponseNorm", "ParameterList",
+           "ParameterDict", "LPPool1d", "LPPool2d"]
 
 
 class Identity(Module):
@@ -336,6 +337,82 @@ class Dropout(Module):
     def extra_repr(self) -> str:
         """The constructor arguments shown in the module's repr."""
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class AlphaDropout(Dropout):
+    """``F.alpha_dropout`` in training (for SELU networks: the mean and variance survive), the
+    identity in eval mode."""
+
+    def forward(self, x: Any) -> Any:
+        """``F.alpha_dropout`` in training, the identity in eval mode."""
+        return F.alpha_dropout(x, self.p, self.training)
+
+
+class FeatureAlphaDropout(Dropout):
+    """``F.feature_alpha_dropout`` (whole channels) in training, the identity in eval mode."""
+
+    def forward(self, x: Any) -> Any:
+        """``F.feature_alpha_dropout`` in training, the identity in eval mode."""
+        return F.feature_alpha_dropout(x, self.p, self.training)
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (``F.rrelu``): slopes drawn from ``[lower, upper]`` in training,
+    their mean in eval mode."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, x: Any) -> Any:
+        """``F.rrelu`` with the module's bounds and mode."""
+        return F.rrelu(x, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class LocalResponseNorm(Module):
+    """``F.local_response_norm``: each value over the root-mean-square of its neighbouring channels."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x: Any) -> Any:
+        """``F.local_response_norm`` with the module's constants."""
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class LPPool2d(Module):
+    """``F.lp_pool2d``: the ``norm_type``-norm of each window of (N, C, H, W) inputs."""
+
+    dims = 2
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, x: Any) -> Any:
+        """The ``norm_type``-norm of each window."""
+        pool = F.lp_pool2d if self.dims == 2 else F.lp_pool1d
+        return pool(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(LPPool2d):
+    """``F.lp_pool1d``: the ``norm_type``-norm of each window of (N, C, L) inputs."""
+
+    dims = 1
 
 
 class Dropout1d(Module):
@@ -671,3 +748,140 @@ class ModuleDict(Module):
     def values(self) -> Any:
         """The modules."""
         return self._modules.values()
+
+
+def _as_parameter(owner: str, value: Any) -> Any:
+    """An array becomes a ``Parameter`` (PyTorch's containers wrap tensors so); a Parameter
+    or ``None`` stays as it is."""
+    if value is None or isinstance(value, Parameter):
+        return value
+    if isinstance(value, ArrayBase):
+        return Parameter(value)
+    raise ArgumentTypeError(f"{owner}: expected an array or a Parameter, got {type(value).__name__}")
+
+
+def _describe(p: Any) -> str:
+    """A parameter's line in a container's repr, as PyTorch writes it."""
+    if p is None:
+        return "None"
+    size = "x".join(str(d) for d in p.shape)
+    return f"Parameter containing: [{p.dtype} of size {size}]" if size else f"Parameter containing: [{p.dtype}]"
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under their positions (``"0"``, ``"1"``...), as
+    PyTorch's: arrays appended become ``Parameter``s."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def append(self, value: Any) -> ParameterList:
+        """Add a parameter at the end."""
+        self.register_parameter(str(len(self._parameters)), _as_parameter("ParameterList", value))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Add parameters at the end."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def __iadd__(self, values: Iterable[Any]) -> ParameterList:
+        return self.extend(values)
+
+    def __getitem__(self, i: Any) -> Any:
+        items = list(self._parameters.values())
+        return ParameterList(items[i]) if isinstance(i, slice) else items[i]
+
+    def __setitem__(self, i: int, value: Any) -> None:
+        n = len(self._parameters)
+        if not -n <= i < n:
+            raise IndexError(f"ParameterList: index {i} is out of range for {n} parameters")
+        self.register_parameter(str(i % n), _as_parameter("ParameterList", value))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._parameters.values())
+
+    def extra_repr(self) -> str:
+        """A line per parameter, as PyTorch's repr shows them."""
+        return "\n".join(f"({k}): {_describe(p)}" for k, p in self._parameters.items())
+
+
+class ParameterDict(Module):
+    """A dict of parameters, registered under their keys, as PyTorch's: arrays put in become
+    ``Parameter``s; the order is the insertion order (a plain dict given at once: sorted)."""
+
+    def __init__(self, parameters: Any = None) -> None:
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.register_parameter(key, _as_parameter("ParameterDict", value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._parameters[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._parameters
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parameters)
+
+    def update(self, parameters: Any) -> None:
+        """Add or replace entries from a mapping or from (key, parameter) pairs; a plain
+        mapping's keys in sorted order, an ``OrderedDict``'s or ``ParameterDict``'s in theirs
+        (PyTorch's rule)."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs = list(parameters.items())
+        elif hasattr(parameters, "items"):
+            pairs = sorted(parameters.items())
+        else:
+            pairs = list(parameters)
+        for k, v in pairs:
+            self[k] = v
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The parameter ``key``, or ``default``."""
+        return self._parameters.get(key, default)
+
+    def pop(self, key: str) -> Any:
+        """Remove and return an entry."""
+        return self._parameters.pop(key)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """The parameter ``key``, first set to ``default`` if it is not there."""
+        if key not in self._parameters:
+            self[key] = default
+        return self._parameters[key]
+
+    def clear(self) -> None:
+        """Remove every parameter."""
+        self._parameters.clear()
+
+    def keys(self) -> Any:
+        """The names."""
+        return self._parameters.keys()
+
+    def items(self) -> Any:
+        """The (name, parameter) pairs."""
+        return self._parameters.items()
+
+    def values(self) -> Any:
+        """The parameters."""
+        return self._parameters.values()
+
+    def extra_repr(self) -> str:
+        """A line per parameter, as PyTorch's repr shows them."""
+        return "\n".join(f"({k}): {_describe(p)}" for k, p in self._parameters.items())

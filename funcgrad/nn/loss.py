@@ -10,7 +10,8 @@ from .module import Module
 __all__ = ["SoftMarginLoss", "HingeEmbeddingLoss",
            "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss",
            "HuberLoss", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss",
-           "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance"]
+           "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance",
+           "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
 
 
 class _Loss(Module):
@@ -236,3 +237,43 @@ class HingeEmbeddingLoss(_Loss):
     def forward(self, input: Any, target: Any) -> Any:
         """The hinge embedding loss."""
         return F.hinge_embedding_loss(input, target, self.margin, self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """The multi-class hinge loss (``F.multi_margin_loss``)."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Any = None, reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        if p not in (1, 2):
+            raise ValueError(f"MultiMarginLoss: p must be 1 or 2, got {p}")
+        self.p, self.margin = p, margin
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Any, target: Any) -> Any:
+        """The multi-class hinge loss."""
+        return F.multi_margin_loss(input, target, self.p, self.margin, self.weight, self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss (``F.multilabel_margin_loss``): targets list classes, ended by -1."""
+
+    def forward(self, input: Any, target: Any) -> Any:
+        """The multi-label hinge loss."""
+        return F.multilabel_margin_loss(input, target, self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance function."""
+
+    def __init__(self, *, distance_function: Any = None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean") -> None:
+        super().__init__(reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: margin must be greater than 0, got {margin}")
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Any:
+        """The triplet loss with the module's distance."""
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
+                                                   margin=self.margin, swap=self.swap, reduction=self.reduction)

@@ -397,6 +397,10 @@ class Module:
         if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
             raise ArgumentTypeError(f"{type(self).__name__}.load_state_dict: expected a dict of arrays (what "
                                     f"state_dict() returns), got {type(state_dict).__name__}")
+        for mod_prefix, m in list(self.named_modules()):  # (lazy modules learn their sizes from the checkpoint)
+            initialize = getattr(m, "_initialize_from_state", None)
+            if initialize is not None:
+                initialize(state_dict, f"{mod_prefix}." if mod_prefix else "")
         own = self.state_dict()
         optional = {f"{mod_prefix}.{name}" if mod_prefix else name  # state older checkpoints may lack
                     for mod_prefix, m in self.named_modules() for name in getattr(m, "_optional_state", ())}
