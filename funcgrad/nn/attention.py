@@ -37,24 +37,27 @@ class MultiheadAttention(Module):
         self.kdim, self.vdim = kdim or embed_dim, vdim or embed_dim
         self.add_zero_attn = add_zero_attn
         e = embed_dim
-        if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(ops.zeros((3 * e, e), dtype, device=device))
-            init.xavier_uniform_(self.in_proj_weight)
-        else:
-            for name, n_in in (("q_proj_weight", e), ("k_proj_weight", self.kdim), ("v_proj_weight", self.vdim)):
-                setattr(self, name, Parameter(ops.zeros((e, n_in), dtype, device=device)))
-                init.xavier_uniform_(getattr(self, name))
+        # made first, drawn after out_proj's own initialisation, as PyTorch does (so the same
+        # seed gives PyTorch's weights)
+        projections = ["in_proj_weight"] if self._qkv_same_embed_dim else ["q_proj_weight", "k_proj_weight",
+                                                                          "v_proj_weight"]
+        for name, n_in in zip(projections, (e,) if len(projections) == 1 else (e, self.kdim, self.vdim)):
+            rows = 3 * e if len(projections) == 1 else e
+            setattr(self, name, Parameter(ops.zeros((rows, n_in), dtype, device=device)))
         self.in_proj_bias = Parameter(ops.zeros((3 * e,), dtype, device=device)) if bias else None
+        self.out_proj = Linear(e, e, bias=bias, dtype=dtype, device=device)
         if add_bias_kv:
             self.bias_k = Parameter(ops.zeros((1, 1, e), dtype, device=device))
             self.bias_v = Parameter(ops.zeros((1, 1, e), dtype, device=device))
-            init.xavier_normal_(self.bias_k)
-            init.xavier_normal_(self.bias_v)
         else:
             self.bias_k = self.bias_v = None  # type: ignore[assignment]
-        self.out_proj = Linear(e, e, bias=bias, dtype=dtype, device=device)
+        for name in projections:
+            init.xavier_uniform_(getattr(self, name))
         if bias:
             init.zeros_(self.out_proj.bias)
+        if add_bias_kv:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     @property
     def _qkv_same_embed_dim(self) -> bool:

@@ -1,5 +1,6 @@
 """``fg.nn.init``: PyTorch's initialisers. Each re-points the parameter (under no_grad)
-and returns it; values come from the global generator (``fg.manual_seed``)."""
+and returns it; values come from the global generator (``fg.manual_seed``), which is
+PyTorch's CPU generator: for the same seed, the same draws in the same order."""
 
 from __future__ import annotations
 
@@ -52,11 +53,14 @@ def _fans(param: Any) -> tuple[int, int]:
 
 
 def uniform_(param: Any, a: float = 0.0, b: float = 1.0) -> Any:
-    return _set(param, generator().uniform(a, b, tuple(param.shape)))
+    """Values uniform in [a, b): PyTorch's, bit for bit, for the same seed."""
+    return _set(param, generator().uniform(a, b, tuple(param.shape), param.dtype.np))
 
 
 def normal_(param: Any, mean: float = 0.0, std: float = 1.0) -> Any:
-    return _set(param, generator().normal(mean, std, tuple(param.shape)))
+    """Normal(mean, std) values: PyTorch's for the same seed (float32 arrays of 16 or more
+    elements within a few ulp: PyTorch's own vary with the CPU's vector units)."""
+    return _set(param, generator().normal(mean, std, tuple(param.shape), param.dtype.np))
 
 
 def constant_(param: Any, val: float) -> Any:
@@ -110,10 +114,10 @@ def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2
     if not mass > 1e-4:
         raise ValueError(f"trunc_normal_: [{a}, {b}] holds too little of Normal({mean}, {std}) to sample from")
     rng = generator()
-    values = rng.normal(mean, std, tuple(param.shape))
+    values = rng.normal(mean, std, tuple(param.shape), np.float64)
     outside = (values < a) | (values > b)
     while outside.any():  # each round keeps a fraction `mass` of what it redraws
-        values[outside] = rng.normal(mean, std, int(outside.sum()))
+        values[outside] = rng.normal(mean, std, (int(outside.sum()),), np.float64)
         outside = (values < a) | (values > b)
     return _set(param, np.asarray(values))
 
@@ -148,7 +152,7 @@ def orthogonal_(param: Any, gain: float = 1.0) -> Any:
         raise ValueError(f"orthogonal_: needs at least 2 dimensions, got shape {tuple(param.shape)}")
     rows = param.shape[0]
     cols = param.size // rows
-    flat = generator().normal(0.0, 1.0, (rows, cols))
+    flat = generator().normal(0.0, 1.0, (rows, cols), param.dtype.np).astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -167,7 +171,7 @@ def sparse_(param: Any, sparsity: float, std: float = 0.01) -> Any:
         raise ValueError(f"sparse_: sparsity must lie in [0, 1], got {sparsity}")
     rows, cols = param.shape
     rng = generator()
-    values = rng.normal(0.0, std, (rows, cols))
+    values = rng.normal(0.0, std, (rows, cols), param.dtype.np)
     zeros = int(math.ceil(sparsity * rows))
     for c in range(cols):
         values[rng.permutation(rows)[:zeros], c] = 0.0

@@ -66,12 +66,12 @@ class LazyModuleMixin:
         """Placeholders named as the full class names its parameters and buffers, learned from
         a stand-in built with ``stand_in_size`` (the generators left as they were)."""
         state, init_rng = default_generator.get_state(), random_state.generator()
-        init_state = init_rng.bit_generator.state  # (``nn.init``'s draws)
+        init_state = init_rng.get_state()  # (``nn.init``'s draws)
         try:
             stand_in = self.cls_to_become(stand_in_size, **kwargs)
         finally:
             default_generator.set_state(state)
-            init_rng.bit_generator.state = init_state
+            init_rng.set_state(init_state)
         Module.__init__(self)  # type: ignore[arg-type]
         for name, value in stand_in.__dict__.items():
             if name not in ("_parameters", "_buffers", "_modules", "training"):
@@ -110,12 +110,12 @@ class LazyModuleMixin:
                  if prefix + name in state_dict and name != "num_batches_tracked"]
         if found:
             state, init_rng = default_generator.get_state(), random_state.generator()
-            init_state = init_rng.bit_generator.state
+            init_state = init_rng.get_state()
             try:
                 self._become(self.size_in_state(found[0]))
             finally:
                 default_generator.set_state(state)
-                init_rng.bit_generator.state = init_state
+                init_rng.set_state(init_state)
 
     def _become(self, size: int) -> None:
         full = self.cls_to_become(size, **self._lazy_kwargs)  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from .. import ops
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..primitives.checks import as_int
 from . import functional as F
+from . import init
 from .attention import MultiheadAttention
 from .layers import Dropout, LayerNorm, Linear, ModuleList
 from .module import Module
@@ -199,6 +200,9 @@ class Transformer(Module):
             TransformerDecoderLayer(d_model, nhead, **kwargs), num_decoder_layers,  # type: ignore[arg-type]
             LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype))
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+        for p in self.parameters():  # (PyTorch's _reset_parameters: every matrix drawn again, in order)
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
 
     def forward(self, src: Any, tgt: Any, src_mask: Any = None, tgt_mask: Any = None, memory_mask: Any = None,
                 src_key_padding_mask: Any = None, tgt_key_padding_mask: Any = None,
