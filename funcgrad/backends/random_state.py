@@ -27,8 +27,8 @@ def _fused(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
     p = x * y
     c = 134217729.0 * x
     xh = c - (c - x)
-    c = 134217729.0 * np.float64(y)
-    yh = c - (c - y)
+    cy = 134217729.0 * np.float64(y)
+    yh = cy - (cy - y)
     xl, yl = x - xh, y - yh
     e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
     s = p + z
