@@ -15,6 +15,15 @@ from .conv import (
                    MaxPool2d,
                    MaxUnpool2d,
 )
+from .conv3d import (
+                   AdaptiveAvgPool3d,
+                   AdaptiveMaxPool3d,
+                   AvgPool3d,
+                   Conv3d,
+                   ConvTranspose3d,
+                   MaxPool3d,
+                   MaxUnpool3d,
+)
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
 from .layers import (
                    CELU,
@@ -47,6 +56,8 @@ from .layers import (
                    LogSoftmax,
                    LPPool1d,
                    LPPool2d,
+                   LPPool3d,
+                   MaxUnpool1d,
                    Mish,
                    ModuleDict,
                    ModuleList,
@@ -72,8 +83,10 @@ from .lazy import (
                    LazyBatchNorm3d,
                    LazyConv1d,
                    LazyConv2d,
+                   LazyConv3d,
                    LazyConvTranspose1d,
                    LazyConvTranspose2d,
+                   LazyConvTranspose3d,
                    LazyLinear,
                    UninitializedParameter,
 )
@@ -170,4 +183,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "AlphaDropout", "FeatureAlphaDropout", "RReLU", "LocalResponseNorm", "LPPool1d", "LPPool2d",
            "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "LazyLinear", "LazyConv1d",
            "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d",
-           "LazyBatchNorm3d", "UninitializedParameter"]
+           "LazyBatchNorm3d", "UninitializedParameter", "Conv3d", "ConvTranspose3d", "AvgPool3d",
+           "MaxPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "MaxUnpool1d", "LPPool3d",
+           "LazyConv3d", "LazyConvTranspose3d"]

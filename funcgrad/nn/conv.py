@@ -174,10 +174,11 @@ def channels_of(op: str, in_channels: Any, out_channels: Any, groups: Any) -> No
                                  f"divisible by groups ({groups})")
 
 
-def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, int], padding: tuple[int, int],
-                   dilation: tuple[int, int], ceil_mode: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+def pool_geometry(op: str, x: Any, kernel: tuple[int, ...], stride: tuple[int, ...], padding: tuple[int, ...],
+                   dilation: tuple[int, ...], ceil_mode: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """PyTorch's pooling output size per spatial axis, and the extra padding after the
-    input that ``ceil_mode`` needs for its last, partial window: ``((oh, ow), (eh, ew))``.
+    input that ``ceil_mode`` needs for its last, partial window: ``((oh, ow), (eh, ew))``
+    for two axes (any number of axes: one entry each).
     As in PyTorch, a window may not start in the padding after the input, and the padding
     may be at most half the (dilated) kernel, so that no window is padding alone."""
     sizes, extras = [], []
@@ -198,11 +199,11 @@ def _pool_geometry(op: str, x: Any, kernel: tuple[int, int], stride: tuple[int, 
                              f"than the kernel {kernel}" + (f" with dilation {dilation}" if span != k else "") + hint)
         sizes.append(out)
         extras.append(max(0, (out - 1) * s + span - (size + 2 * p)))
-    return (sizes[0], sizes[1]), (extras[0], extras[1])
+    return tuple(sizes), tuple(extras)  # type: ignore[return-value]
 
 
 def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
-                  fill: float) -> tuple[Any, tuple[tuple[int, int], ...]]:
+                  fill: float) -> tuple[Any, tuple[tuple[int, ...], ...]]:
     """The pooling windows (N, C, OH, OW, KH, KW) of ``x`` padded with ``fill``, as a view,
     and the geometry they were cut with: kernel, stride, padding, and the extra padding
     after the input that ``ceil_mode`` added."""
@@ -210,7 +211,7 @@ def _pool_windows(op: str, x: Any, kernel_size: Any, stride: Any, padding: Any, 
     k = pair(kernel_size, op, "kernel_size", 1)
     s = pair(stride if stride is not None else k, op, "stride", 1)
     p, d = pair(padding, op, "padding", 0), pair(dilation, op, "dilation", 1)
-    (oh, ow), extra = _pool_geometry(op, x, k, s, p, d, ceil_mode)
+    (oh, ow), extra = pool_geometry(op, x, k, s, p, d, ceil_mode)
     padded = pad_hw(x, ((p[0], p[0] + extra[0]), (p[1], p[1] + extra[1])), fill)
     windows = patches(padded, k, s, d)
     if tuple(windows.shape[2:4]) != (oh, ow):  # ceil_mode dropped a window starting after the input
@@ -229,7 +230,7 @@ def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, d
     k = pair(kernel_size, "max_pool2d", "kernel_size", 1)
     s = pair(stride if stride is not None else k, "max_pool2d", "stride", 1)
     p, d = pair(padding, "max_pool2d", "padding", 0), pair(dilation, "max_pool2d", "dilation", 1)
-    shape, _ = _pool_geometry("max_pool2d", x, k, s, p, d, ceil_mode)
+    shape, _ = pool_geometry("max_pool2d", x, k, s, p, d, ceil_mode)
     geometry = {"sizes": k, "steps": s, "padding": p, "dilations": d, "shape": shape}
     out = bind(select_and_gather_p, x, x, **geometry)
     if not return_indices:
@@ -305,7 +306,7 @@ def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, c
     return ops.sum(windows, axis=(4, 5)) / ops.asarray(divisor, dtype=x.dtype, device=x.device)
 
 
-def _bin_averages(size: int, out: int) -> np.ndarray:
+def bin_averages(size: int, out: int) -> np.ndarray:
     """The (out, size) matrix of PyTorch's adaptive bins: row i averages input positions
     floor(i * size / out) to ceil((i + 1) * size / out)."""
     matrix = np.zeros((out, size))
@@ -325,8 +326,8 @@ def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
     oh, ow = (x.shape[2] if sizes[0] is None else sizes[0]), (x.shape[3] if sizes[1] is None else sizes[1])
     if oh < 1 or ow < 1:
         raise ShapeError(f"adaptive_avg_pool2d: output size {(oh, ow)} must be positive")
-    rows = ops.asarray(_bin_averages(x.shape[2], oh), dtype=x.dtype, device=x.device)
-    cols = ops.asarray(_bin_averages(x.shape[3], ow), dtype=x.dtype, device=x.device)
+    rows = ops.asarray(bin_averages(x.shape[2], oh), dtype=x.dtype, device=x.device)
+    cols = ops.asarray(bin_averages(x.shape[3], ow), dtype=x.dtype, device=x.device)
     return ops.einsum("ih,nchw,jw->ncij", rows, x, cols)
 
 

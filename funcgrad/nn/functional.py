@@ -36,6 +36,15 @@ from .conv import (  # noqa: E402
     max_pool2d,
     max_unpool2d,
 )
+from .conv3d import (
+    adaptive_avg_pool3d,
+    adaptive_max_pool3d,
+    avg_pool3d,
+    conv3d,
+    conv_transpose3d,
+    max_pool3d,
+    max_unpool3d,
+)
 from .conv_transpose import conv_transpose1d, conv_transpose2d, fold, unfold
 from .norm import batch_norm as _batch_norm_stats
 from .parameter import Parameter
@@ -55,7 +64,8 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "adaptive_max_pool2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "max_pool1d",
            "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "dropout3d", "rrelu", "alpha_dropout",
            "feature_alpha_dropout", "local_response_norm", "multi_margin_loss", "multilabel_margin_loss",
-           "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d"]
+           "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "conv3d", "conv_transpose3d",
+           "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool3d", "max_unpool1d"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -910,6 +920,26 @@ def lp_pool1d(input: Any, norm_type: float, kernel_size: int, stride: Any = None
     """The ``norm_type``-norm of each window of the last axis."""
     out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
     return (ops.sign(out) * relu(ops.abs(out)) * kernel_size) ** (1.0 / norm_type)
+
+
+def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Any:
+    """The ``norm_type``-norm of each window of (N, C, D, H, W) inputs."""
+    kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = avg_pool3d(input ** norm_type, (kd, kh, kw), stride, 0, ceil_mode)
+    return (ops.sign(out) * relu(ops.abs(out)) * (kd * kh * kw)) ** (1.0 / norm_type)
+
+
+def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Any:
+    """The inverse of ``max_pool1d`` (``max_unpool2d`` over a height of one)."""
+    unbatched = input.ndim == 2
+    x, at = (input[None], indices[None]) if unbatched else (input, indices)
+    k = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
+    s = k if stride is None else stride if isinstance(stride, int) else stride[0]
+    p = padding if isinstance(padding, int) else padding[0]
+    size = None if output_size is None else (1, int(tuple(output_size)[-1]))
+    out = max_unpool2d(ops.expand_dims(x, 2), ops.expand_dims(at, 2), (1, k), (1, s), (0, p), size)[:, :, 0]
+    return out[0] if unbatched else out
 
 
 # Every public function names itself in the errors of bad arguments, and takes arrays only.

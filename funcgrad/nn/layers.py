@@ -25,7 +25,7 @@ __all__ = ["Dropout3d", "InstanceNorm3d",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
            "Threshold", "GLU", "PReLU", "Softmin", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d",
            "InstanceNorm2d", "AlphaDropout", "FeatureAlphaDropout", "RReLU", "LocalResponseNorm", "ParameterList",
-           "ParameterDict", "LPPool1d", "LPPool2d"]
+           "ParameterDict", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d"]
 
 
 class Identity(Module):
@@ -400,7 +400,7 @@ class LPPool2d(Module):
 
     def forward(self, x: Any) -> Any:
         """The ``norm_type``-norm of each window."""
-        pool = F.lp_pool2d if self.dims == 2 else F.lp_pool1d
+        pool = {1: F.lp_pool1d, 2: F.lp_pool2d, 3: F.lp_pool3d}[self.dims]
         return pool(x, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
     def extra_repr(self) -> str:
@@ -413,6 +413,30 @@ class LPPool1d(LPPool2d):
     """``F.lp_pool1d``: the ``norm_type``-norm of each window of (N, C, L) inputs."""
 
     dims = 1
+
+
+class LPPool3d(LPPool2d):
+    """``F.lp_pool3d``: the ``norm_type``-norm of each window of (N, C, D, H, W) inputs."""
+
+    dims = 3
+
+
+class MaxUnpool1d(Module):
+    """``F.max_unpool1d`` as a layer: ``forward(x, indices, output_size=None)``."""
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        one = (lambda v: (v,) if isinstance(v, int) else tuple(v))
+        self.kernel_size = one(kernel_size)
+        self.stride, self.padding = one(stride if stride is not None else kernel_size), one(padding)
+
+    def forward(self, x: Any, indices: Any, output_size: Any = None) -> Any:
+        """Each value put back where it came from."""
+        return F.max_unpool1d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class Dropout1d(Module):

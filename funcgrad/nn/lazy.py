@@ -17,14 +17,16 @@ from .. import ops
 from ..backends import random_state
 from ..random import default_generator
 from .conv import Conv1d, Conv2d
+from .conv3d import Conv3d, ConvTranspose3d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .layers import Linear
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .parameter import Parameter
 
-__all__ = ["UninitializedParameter", "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d",
-           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+__all__ = ["UninitializedParameter", "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+           "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+           "LazyBatchNorm3d"]
 
 
 class UninitializedParameter(Parameter):
@@ -199,6 +201,8 @@ LazyConv1d = _lazy_conv(Conv1d, 1, False)
 LazyConv2d = _lazy_conv(Conv2d, 2, False)
 LazyConvTranspose1d = _lazy_conv(ConvTranspose1d, 1, True)
 LazyConvTranspose2d = _lazy_conv(ConvTranspose2d, 2, True)
+LazyConv3d = _lazy_conv(Conv3d, 3, False)
+LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, 3, True)
 LazyBatchNorm1d = _lazy_norm(BatchNorm1d)
 LazyBatchNorm2d = _lazy_norm(BatchNorm2d)
 LazyBatchNorm3d = _lazy_norm(BatchNorm3d)
