@@ -192,3 +192,81 @@ def test_lazy_linear_takes_the_last_axis_of_any_input(features, batch, out) -> N
     y = layer(fg.ones((*batch, features)))
     assert type(layer) is nn.Linear and layer.in_features == features and y.shape == (*batch, out)
     assert "_forward_pre_hooks" not in layer.__dict__  # (the inference hook is gone)
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_matches_pytorch(mode) -> None:
+    rng = np.random.default_rng(6)
+    weight = rng.standard_normal((10, 3)).astype(np.float32)
+    cases = [(np.array([[1, 2, 4], [4, 3, 9]]), None, {}),
+             (np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4, 4]), {}),            # (an empty bag)
+             (np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 4, 4]), {"padding_idx": 4}),
+             (np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 2, 5, 8]), {"include_last_offset": True})]
+    for indices, offsets, kwargs in cases:
+        tm = torch.nn.EmbeddingBag(10, 3, mode=mode, _weight=torch.tensor(weight), **kwargs)
+        fm = nn.EmbeddingBag(10, 3, mode=mode, _weight=fg.asarray(weight), **kwargs)
+        assert repr(fm) == repr(tm)
+        tout = tm(torch.tensor(indices), None if offsets is None else torch.tensor(offsets))
+        fout = fm(fg.asarray(indices), None if offsets is None else fg.asarray(offsets))
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-6, atol=1e-6)
+        g = rng.standard_normal(tuple(tout.shape)).astype(np.float32)
+        (tout * torch.tensor(g)).sum().backward()
+        (fout * fg.asarray(g)).sum().backward()
+        np.testing.assert_allclose(fm.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-6, atol=1e-6)
+    if mode == "sum":
+        per = rng.standard_normal(8).astype(np.float32)
+        want = torch.nn.functional.embedding_bag(torch.tensor(cases[1][0]), torch.tensor(weight),
+                                                 torch.tensor(cases[1][1]), mode="sum",
+                                                 per_sample_weights=torch.tensor(per))
+        got = F.embedding_bag(fg.asarray(cases[1][0]), fg.asarray(weight), fg.asarray(cases[1][1]), mode="sum",
+                              per_sample_weights=fg.asarray(per))
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+    else:
+        with pytest.raises(ValueError, match="per_sample_weights is only supported for mode='sum'"):
+            F.embedding_bag(fg.asarray(cases[0][0]), fg.asarray(weight), mode=mode, per_sample_weights=fg.ones((2, 3)))
+
+
+@needs_torch
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ctc_loss_matches_pytorch(reduction) -> None:
+    """Values, and gradients with respect to the logits through log_softmax. (PyTorch's own
+    gradient with respect to log_probs adds exp(log_probs), which a log_softmax before it
+    cancels; funcgrad's is the derivative itself.)"""
+    rng = np.random.default_rng(7)
+    steps, batch, classes = 12, 3, 5
+    logits = rng.standard_normal((steps, batch, classes)).astype(np.float32)
+    targets = rng.integers(1, classes, (batch, 4))
+    targets[1, 1] = targets[1, 2]  # a repeated label needs a blank between
+    input_lengths, target_lengths = np.array([12, 10, 7]), np.array([4, 3, 2])
+    tx, fx = torch.tensor(logits, requires_grad=True), fg.asarray(logits, requires_grad=True)
+    tm, fm = torch.nn.CTCLoss(reduction=reduction), nn.CTCLoss(reduction=reduction)
+    tout = tm(tx.log_softmax(2), torch.tensor(targets), torch.tensor(input_lengths), torch.tensor(target_lengths))
+    fout = fm(F.log_softmax(fx, dim=2), fg.asarray(targets), fg.asarray(input_lengths), fg.asarray(target_lengths))
+    np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5)
+    tout.sum().backward()
+    fout.sum().backward()
+    np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), atol=1e-5)
+    flat = np.concatenate([targets[0, :4], targets[1, :3], targets[2, :2]])  # (targets concatenated)
+    np.testing.assert_allclose(
+        F.ctc_loss(F.log_softmax(fg.asarray(logits), dim=2), fg.asarray(flat), fg.asarray(input_lengths),
+                   fg.asarray(target_lengths), reduction=reduction).numpy(),
+        torch.nn.functional.ctc_loss(torch.tensor(logits).log_softmax(2), torch.tensor(flat),
+                                     torch.tensor(input_lengths), torch.tensor(target_lengths),
+                                     reduction=reduction).numpy(), rtol=1e-5)
+    short = np.array([2, 10, 7])  # 2 steps cannot hold 4 labels: an infinite loss, or 0 with zero_infinity
+    for zero_infinity in (False, True):
+        got = F.ctc_loss(fg.asarray(logits), fg.asarray(targets), fg.asarray(short), fg.asarray(target_lengths),
+                         reduction="none", zero_infinity=zero_infinity).numpy()
+        want = torch.nn.functional.ctc_loss(torch.tensor(logits), torch.tensor(targets), torch.tensor(short),
+                                            torch.tensor(target_lengths), reduction="none",
+                                            zero_infinity=zero_infinity).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_nll_loss2d_is_nll_loss_with_a_warning() -> None:
+    with pytest.warns(FutureWarning, match="NLLLoss2d"):
+        loss = nn.NLLLoss2d()
+    x = F.log_softmax(fg.asarray(np.random.default_rng(0).standard_normal((2, 3, 4, 4))), dim=1)
+    y = fg.asarray(np.random.default_rng(1).integers(0, 3, (2, 4, 4)))
+    assert float(loss(x, y)) == float(nn.NLLLoss()(x, y))

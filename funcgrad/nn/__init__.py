@@ -38,6 +38,7 @@ from .layers import (
                    Dropout2d,
                    Dropout3d,
                    Embedding,
+                   EmbeddingBag,
                    FeatureAlphaDropout,
                    Flatten,
                    GroupNorm,
@@ -96,6 +97,7 @@ from .loss import (
                    CosineEmbeddingLoss,
                    CosineSimilarity,
                    CrossEntropyLoss,
+                   CTCLoss,
                    GaussianNLLLoss,
                    HingeEmbeddingLoss,
                    HuberLoss,
@@ -107,6 +109,7 @@ from .loss import (
                    MultiLabelSoftMarginLoss,
                    MultiMarginLoss,
                    NLLLoss,
+                   NLLLoss2d,
                    PairwiseDistance,
                    PoissonNLLLoss,
                    SmoothL1Loss,
@@ -185,4 +188,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d",
            "LazyBatchNorm3d", "UninitializedParameter", "Conv3d", "ConvTranspose3d", "AvgPool3d",
            "MaxPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "MaxUnpool1d", "LPPool3d",
-           "LazyConv3d", "LazyConvTranspose3d"]
+           "LazyConv3d", "LazyConvTranspose3d", "EmbeddingBag", "CTCLoss", "NLLLoss2d"]

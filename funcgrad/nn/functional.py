@@ -6,6 +6,8 @@ import math
 import operator
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes as _dtypes
 from .. import ops
 from .. import random as _random
@@ -65,7 +67,8 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d", "dropout3d", "rrelu", "alpha_dropout",
            "feature_alpha_dropout", "local_response_norm", "multi_margin_loss", "multilabel_margin_loss",
            "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "conv3d", "conv_transpose3d",
-           "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool3d", "max_unpool1d"]
+           "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool3d", "max_unpool1d",
+           "embedding_bag", "ctc_loss"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -940,6 +943,109 @@ def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
     size = None if output_size is None else (1, int(tuple(output_size)[-1]))
     out = max_unpool2d(ops.expand_dims(x, 2), ops.expand_dims(at, 2), (1, k), (1, s), (0, p), size)[:, :, 0]
     return out[0] if unbatched else out
+
+
+def embedding_bag(input: Any, weight: Any, offsets: Any = None, max_norm: float | None = None,
+                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Any = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Any:
+    """The sum, mean or maximum of each bag of embedding rows (PyTorch's): bags are the rows
+    of a 2-d ``input``, or the runs of a 1-d one that ``offsets`` start (the last runs to
+    the end unless ``include_last_offset``). ``padding_idx`` entries belong to no bag; an
+    empty bag is zeros; ``per_sample_weights`` scale the rows of a sum."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"embedding_bag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+    if per_sample_weights is not None and mode != "sum":
+        raise ValueError(f"embedding_bag: per_sample_weights is only supported for mode='sum', got mode={mode!r}")
+    input = ops.asarray(input, device=weight.device) if not isinstance(input, ArrayBase) else input
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: offsets must be None when the input is 2-d (one bag per row)")
+        bags, width = input.shape
+        flat = ops.reshape(input, (-1,))
+        bag_of = ops.reshape(ops.broadcast_to(ops.expand_dims(ops.arange(bags, device=weight.device), 1),
+                                              (bags, width)), (-1,))
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("embedding_bag: a 1-d input needs offsets (where each bag starts)")
+        starts = ops.asarray(offsets, device=weight.device) if not isinstance(offsets, ArrayBase) else offsets
+        if include_last_offset:
+            starts = starts[:-1]
+        bags, flat = starts.shape[0], input
+        bag_of = ops.searchsorted(starts, ops.arange(flat.shape[0], dtype=starts.dtype, device=weight.device),
+                                  side="right") - 1
+    else:
+        raise ShapeError(f"embedding_bag: the input must be 1-d (with offsets) or 2-d, got shape "
+                         f"{_fmt_shape(tuple(input.shape))}")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq)
+    dim = weight.shape[1]
+    kept = ops.ones(tuple(flat.shape), weight.dtype, device=weight.device) if padding_idx is None else \
+        (flat != padding_idx % weight.shape[0]).astype(weight.dtype)
+    bag_of = ops.where(bag_of < 0, 0, bag_of)  # (entries before the first offset: PyTorch's kernels put them there)
+    counts = ops.zeros((bags,), weight.dtype, device=weight.device).at[bag_of].add(kept)
+    if mode == "max":
+        low = ops.where(ops.expand_dims(kept, 1) > 0, rows, float("-inf"))
+        top = ops.full((bags, dim), float("-inf"), weight.dtype, device=weight.device).at[bag_of].max(low)
+        return ops.where(ops.expand_dims(counts, 1) > 0, top, 0.0)
+    scale = kept if per_sample_weights is None else kept * per_sample_weights
+    total = ops.zeros((bags, dim), weight.dtype, device=weight.device).at[bag_of].add(rows * ops.expand_dims(scale, 1))
+    return total if mode == "sum" else total / ops.expand_dims(ops.maximum(counts, 1.0), 1)
+
+
+def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Any:
+    """The connectionist temporal classification loss (PyTorch's): minus the log of the
+    summed probability of every alignment of each target to its inputs, by the forward
+    recursion over the extended labels (blanks between and around the target's). ``log_probs``
+    (T, N, C) or (T, C); ``targets`` (N, S) padded or 1-d concatenated; ``reduction='mean'``
+    divides each loss by its target length, then averages. An impossible alignment costs
+    ``inf`` (0, and no gradient, with ``zero_infinity``)."""
+    unbatched = log_probs.ndim == 2
+    lp = ops.expand_dims(log_probs, 1) if unbatched else log_probs
+    t_max, n, _ = lp.shape
+    in_len = np.asarray(ops.asarray(input_lengths).numpy() if isinstance(input_lengths, ArrayBase) else input_lengths,
+                        np.int64).reshape(n)
+    tgt_len = np.asarray(ops.asarray(target_lengths).numpy() if isinstance(target_lengths, ArrayBase)
+                         else target_lengths, np.int64).reshape(n)
+    raw = np.asarray(targets.numpy() if isinstance(targets, ArrayBase) else targets, np.int64)
+    if raw.ndim == 2 or (unbatched and raw.ndim == 1 and raw.shape[0] >= tgt_len.sum() and n == 1):
+        labels = [raw.reshape(n, -1)[i, :tgt_len[i]] for i in range(n)]
+    else:
+        ends = np.cumsum(tgt_len)
+        labels = [raw[e - k:e] for e, k in zip(ends, tgt_len)]
+    width = 2 * int(tgt_len.max(initial=0)) + 1
+    extended = np.full((n, width), blank, np.int64)
+    for i, lab in enumerate(labels):
+        extended[i, 1:2 * len(lab):2] = lab
+    # a step from s - 2: onto a label that differs from the one before it
+    skip = np.zeros((n, width), bool)
+    skip[:, 2:] = (extended[:, 2:] != blank) & (extended[:, 2:] != extended[:, :-2])
+    reachable = np.arange(width)[None, :] <= 2 * tgt_len[:, None]
+    very_low = -1e30  # (stands for log 0: a finite one, so gradients through it are 0, not NaN)
+    picked = ops.take_along_axis(lp, ops.broadcast_to(ops.asarray(extended[None], device=lp.device),
+                                                      (t_max, n, width)), axis=2)      # (T, N, 2S+1)
+    start = np.full((n, width), very_low)
+    start[:, 0] = 0.0
+    start[:, 1] = np.where(tgt_len > 0, 0.0, very_low)
+    alpha = picked[0] + ops.asarray(start, dtype=lp.dtype, device=lp.device)
+    low = ops.full((n, 1), very_low, lp.dtype, device=lp.device)
+    skip_mask = ops.asarray(skip, device=lp.device)
+    for t in range(1, t_max):
+        prev1 = ops.concatenate([low, alpha[:, :-1]], axis=1)
+        prev2 = ops.where(skip_mask, ops.concatenate([low, low, alpha[:, :-2]], axis=1), very_low)
+        top = ops.maximum(ops.maximum(alpha, prev1), prev2)
+        step = top + ops.log(ops.exp(alpha - top) + ops.exp(prev1 - top) + ops.exp(prev2 - top)) + picked[t]
+        alpha = ops.where(ops.asarray((t < in_len)[:, None] & reachable, device=lp.device), step, alpha)
+    last = ops.take_along_axis(alpha, ops.asarray(np.stack([2 * tgt_len, np.maximum(2 * tgt_len - 1, 0)], 1),
+                                                  device=lp.device), axis=1)
+    last = ops.where(ops.asarray(np.stack([np.ones(n, bool), tgt_len > 0], 1), device=lp.device), last, very_low)
+    total = ops.logaddexp(last[:, 0], last[:, 1])
+    impossible = total < very_low / 2
+    loss = ops.where(impossible, 0.0 if zero_infinity else float("inf"), -ops.where(impossible, 0.0, total))
+    if reduction == "mean":
+        loss = ops.mean(loss / ops.asarray(np.maximum(tgt_len, 1), dtype=lp.dtype, device=lp.device))
+        return loss
+    return _reduce(loss[0] if unbatched and reduction == "none" else loss, reduction, "ctc_loss")
 
 
 # Every public function names itself in the errors of bad arguments, and takes arrays only.

@@ -25,7 +25,7 @@ __all__ = ["Dropout3d", "InstanceNorm3d",
            "ReLU6", "Hardtanh", "Hardsigmoid", "Hardswish", "Mish", "LogSigmoid", "Softsign", "SELU", "CELU",
            "Threshold", "GLU", "PReLU", "Softmin", "Dropout1d", "Dropout2d", "GroupNorm", "InstanceNorm1d",
            "InstanceNorm2d", "AlphaDropout", "FeatureAlphaDropout", "RReLU", "LocalResponseNorm", "ParameterList",
-           "ParameterDict", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d"]
+           "ParameterDict", "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "EmbeddingBag"]
 
 
 class Identity(Module):
@@ -621,6 +621,51 @@ class Embedding(Module):
         if self.scale_grad_by_freq:
             s += f", scale_grad_by_freq={self.scale_grad_by_freq}"
         return s
+
+
+class EmbeddingBag(Module):
+    """The sum, mean or maximum of bags of embedding rows (``F.embedding_bag``), without
+    making the (bags, rows, dim) array of each bag's rows."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight: Any = None,
+                 include_last_offset: bool = False, padding_idx: int | None = None, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"EmbeddingBag: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+        if sparse:
+            raise ValueError("EmbeddingBag: sparse=True (sparse gradients) is not supported: funcgrad's gradients "
+                             "are dense")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise IndexError(f"EmbeddingBag: padding_idx={padding_idx} is out of range for {num_embeddings} rows")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim, self.max_norm, self.norm_type = (num_embeddings, embedding_dim,
+                                                                                  max_norm, norm_type)
+        self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, False
+        self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
+        if _weight is None:
+            self.weight = Parameter(ops.zeros((num_embeddings, embedding_dim), dtype, device=device))
+            init.normal_(self.weight)
+            if padding_idx is not None:
+                self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
+        else:
+            self.weight = Parameter(_weight)
+
+    def forward(self, input: Any, offsets: Any = None, per_sample_weights: Any = None) -> Any:
+        """Each bag's sum, mean or maximum."""
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
+                               self.mode, False, per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return (f"{self.num_embeddings}, {self.embedding_dim}"
+                + (f", max_norm={self.max_norm}" if self.max_norm is not None else "")
+                + (f", norm_type={self.norm_type}" if self.norm_type != 2 else "")
+                + (", scale_grad_by_freq=True" if self.scale_grad_by_freq else "")
+                + f", mode={self.mode!r}"
+                + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""))
 
 
 class Sequential(Module):

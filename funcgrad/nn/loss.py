@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from . import functional as F
@@ -11,7 +12,7 @@ __all__ = ["SoftMarginLoss", "HingeEmbeddingLoss",
            "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss",
            "HuberLoss", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance",
-           "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
+           "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d", "CTCLoss"]
 
 
 class _Loss(Module):
@@ -277,3 +278,25 @@ class TripletMarginWithDistanceLoss(_Loss):
         """The triplet loss with the module's distance."""
         return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
                                                    margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """``NLLLoss``'s old name (PyTorch keeps it, deprecated, with a FutureWarning)."""
+
+    def __init__(self, weight: Any = None, ignore_index: int = -100, reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement.",
+                      FutureWarning, stacklevel=2)
+        super().__init__(weight, ignore_index, reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (``F.ctc_loss``)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any) -> Any:
+        """The loss of each target's alignments to its inputs."""
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)
