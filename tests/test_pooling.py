@@ -108,3 +108,16 @@ def test_a_window_with_no_position_inside_is_refused() -> None:
     with pytest.raises(fg.DTypeError, match="select_and_scatter_add: expected floating-point values"):
         fg.bind(pooling.select_and_scatter_add_p, fg.ones((1, 1, 1, 4), dtype=fg.int32), x, sizes=(1, 1),
                 steps=(1, 1), padding=(0, 0), dilations=(1, 1), shape=(1, 4))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "int32"])
+def test_max_pool_of_half_precision_and_integers_selects_the_same_elements(backend: str, dtype: str) -> None:
+    """No native loop for these dtypes: the NumPy kernels select (bfloat16 is NumPy kind
+    "V"), and the result is the pooled float32 input's, rounded."""
+    x = np.random.default_rng(5).standard_normal((2, 3, 6, 5)) * 4
+    low = fg.asarray(x.astype(np.float32)).astype(getattr(fg, dtype))
+    with compile_backend(backend):
+        got = F.max_pool2d(low, 3, 2, 1)
+        want = F.max_pool2d(low.astype(fg.float32), 3, 2, 1).astype(getattr(fg, dtype))
+    np.testing.assert_array_equal(got.astype(fg.float32).numpy(), want.astype(fg.float32).numpy())

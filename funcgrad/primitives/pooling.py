@@ -97,11 +97,12 @@ def _selections(xp: Any, x: Any, sizes: Pair, steps: Pair, padding: Pair, dilati
     taps_of = (shape[0], shape[1], sizes[0] * sizes[1])
     inside, flat = xp.asarray(inside.reshape(taps_of)), xp.asarray(flat.reshape(taps_of))
     taps = x.reshape(x.shape[:-2] + (h * w,))[..., flat]                      # (..., OH, OW, K)
-    low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    integer = x.dtype.kind in "iu"  # (else a float: bfloat16 is kind "V")
+    low = np.iinfo(x.dtype).min if integer else -np.inf
     top = xp.max(xp.where(inside, taps, xp.asarray(low, x.dtype)), axis=-1, keepdims=True)
     first_max = xp.argmax(inside & (taps == top), axis=-1)
     k = taps_of[2]
-    if x.dtype.kind == "f":  # a NaN wins, the last one
+    if not integer:  # a NaN wins, the last one
         last_nan = k - 1 - xp.argmax(xp.flip(inside & xp.isnan(taps), axis=-1), axis=-1)
         first_max = xp.where(xp.isnan(top[..., 0]), last_nan, first_max)
     return xp.take_along_axis(xp.broadcast_to(flat, taps.shape), first_max[..., None], axis=-1)[..., 0]
