@@ -23,6 +23,7 @@ from ..transforms import no_grad
 from . import init
 from ._checks import same_dtype
 from .conv import bin_averages, channels_of, pool_geometry
+from .conv_transpose import ConvTransposeNd
 from .module import Module
 from .parameter import Parameter
 
@@ -317,44 +318,24 @@ class Conv3d(Module):
                 + (", bias=False" if self.bias is None else ""))
 
 
-class ConvTranspose3d(Module):
+class ConvTranspose3d(ConvTransposeNd):
     """A 3-D transposed convolution (upsampling by ``stride``) over ``(N, C, D, H, W)`` inputs."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
                  padding_mode: str = "zeros", dtype: Any = None, device: Any = None) -> None:
-        super().__init__()
         if padding_mode != "zeros":
             raise ValueError(f"ConvTranspose3d: only padding_mode='zeros' (as in PyTorch), got {padding_mode!r}")
-        channels_of("ConvTranspose3d", in_channels, out_channels, groups)
         op = "ConvTranspose3d"
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride = triple(kernel_size, op, "kernel_size", 1), triple(stride, op, "stride", 1)
-        self.padding, self.dilation = triple(padding, op, "padding", 0), triple(dilation, op, "dilation", 1)
-        self.output_padding = triple(output_padding, op, "output_padding", 0)
-        self.weight = Parameter(ops.zeros((in_channels, out_channels // groups, *self.kernel_size), dtype,
-                                          device=device))
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if bias:
-            bound = 1 / math.sqrt(out_channels // groups * math.prod(self.kernel_size))  # (PyTorch's fan_in: axis 1)
-            self.bias = Parameter(ops.zeros((out_channels,), dtype, device=device))
-            init.uniform_(self.bias, -bound, bound)
-        else:
-            self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
+        super().__init__(in_channels, out_channels, triple(kernel_size, op, "kernel_size", 1),
+                         triple(stride, op, "stride", 1), triple(padding, op, "padding", 0),
+                         triple(output_padding, op, "output_padding", 0), groups, bias,
+                         triple(dilation, op, "dilation", 1), dtype, device)
 
-    def forward(self, x: Any) -> Any:
-        """The transposed convolution of ``x``."""
-        return conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                self.groups, self.dilation)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments shown in the module's repr."""
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-                + (f", padding={self.padding}" if self.padding != (0, 0, 0) else "")
-                + (f", output_padding={self.output_padding}" if self.output_padding != (0, 0, 0) else "")
-                + (f", dilation={self.dilation}" if self.dilation != (1, 1, 1) else "")
-                + (f", groups={self.groups}" if self.groups != 1 else "")
-                + (", bias=False" if self.bias is None else ""))
+    def forward(self, x: Any, output_size: Any = None) -> Any:
+        """The transposed convolution; ``output_size`` picks among the sizes a stride allows."""
+        return conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
+                                self._output_padding(x, output_size), self.groups, self.dilation)
 
 
 class AvgPool3d(Module):

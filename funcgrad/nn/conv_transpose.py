@@ -92,7 +92,7 @@ def conv_transpose1d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, pad
     return out[0] if unbatched else out
 
 
-class _ConvTransposeNd(Module):
+class ConvTransposeNd(Module):
     """The shared constructor: weight (in, out/groups, *kernel), PyTorch's initialisation."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel: tuple[int, ...], stride: tuple[int, ...],
@@ -144,7 +144,7 @@ class _ConvTransposeNd(Module):
                 + (", bias=False" if self.bias is None else ""))
 
 
-class ConvTranspose2d(_ConvTransposeNd):
+class ConvTranspose2d(ConvTransposeNd):
     """A 2-D transposed convolution (upsampling by ``stride``) over ``(N, C, H, W)`` inputs."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
@@ -161,7 +161,7 @@ class ConvTranspose2d(_ConvTransposeNd):
                                 self._output_padding(x, output_size), self.groups, self.dilation)
 
 
-class ConvTranspose1d(_ConvTransposeNd):
+class ConvTranspose1d(ConvTransposeNd):
     """A 1-D transposed convolution over ``(N, C, L)`` inputs."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
