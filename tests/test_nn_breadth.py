@@ -138,7 +138,8 @@ LAZY = [
     ("LazyLinear", (5,), (4, 3)), ("LazyConv2d", (4, 3), (2, 3, 8, 8)), ("LazyConv1d", (4, 3, 2, 1, 1, 2), (2, 6, 9)),
     ("LazyConvTranspose2d", (4, 3, 2), (2, 3, 5, 5)), ("LazyConvTranspose1d", (4, 3), (3, 6)),
     ("LazyBatchNorm1d", (), (4, 3, 5)), ("LazyBatchNorm2d", (1e-3, 0.2), (4, 3, 5, 5)),
-    ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)),
+    ("LazyBatchNorm3d", (), (2, 3, 2, 2, 2)), ("LazyInstanceNorm1d", (), (2, 3, 5)),
+    ("LazyInstanceNorm2d", (1e-3, 0.2, True), (2, 3, 4, 4)), ("LazyInstanceNorm3d", (), (2, 3, 2, 2, 2)),
 ]
 
 
@@ -270,3 +271,32 @@ def test_nll_loss2d_is_nll_loss_with_a_warning() -> None:
     x = F.log_softmax(fg.asarray(np.random.default_rng(0).standard_normal((2, 3, 4, 4))), dim=1)
     y = fg.asarray(np.random.default_rng(1).integers(0, 3, (2, 4, 4)))
     assert float(loss(x, y)) == float(nn.NLLLoss()(x, y))
+
+
+@needs_torch
+@pytest.mark.parametrize("name,shape", [("InstanceNorm1d", (3, 4, 7)), ("InstanceNorm2d", (2, 3, 5, 4)),
+                                        ("InstanceNorm3d", (2, 2, 3, 3, 4))])
+def test_instance_norm_running_statistics_are_pytorchs(name, shape) -> None:
+    """With ``track_running_stats``: PyTorch's running mean and (unbiased) variance after
+    training steps, its outputs and gradients, and the running statistics in eval mode."""
+    rng = np.random.default_rng(8)
+    tm = getattr(torch.nn, name)(shape[1], affine=True, track_running_stats=True, momentum=0.3)
+    fm = getattr(nn, name)(shape[1], affine=True, track_running_stats=True, momentum=0.3)
+    assert repr(fm) == repr(tm) and list(fm.state_dict()) == list(tm.state_dict())
+    for _ in range(3):
+        x = rng.standard_normal(shape).astype(np.float32) * 2 + 1
+        tx, fx = torch.tensor(x, requires_grad=True), fg.asarray(x, requires_grad=True)
+        tout, fout = tm(tx), fm(fx)
+        np.testing.assert_allclose(fout.numpy(), tout.detach().numpy(), rtol=1e-5, atol=1e-5)
+        w = rng.standard_normal(shape).astype(np.float32)
+        (tout * torch.tensor(w)).sum().backward()
+        (fout * fg.asarray(w)).sum().backward()
+        np.testing.assert_allclose(fx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for key in ("running_mean", "running_var", "num_batches_tracked"):
+        np.testing.assert_allclose(fm.state_dict()[key].numpy(), tm.state_dict()[key].numpy(), rtol=1e-5, atol=1e-6)
+    tm.eval()
+    fm.eval()
+    x = rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(fm(fg.asarray(x)).numpy(), tm(torch.tensor(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fm(fg.asarray(x[0])).numpy(), tm(torch.tensor(x[0])).detach().numpy(), rtol=1e-5,
+                               atol=1e-5)  # (one unbatched sample)

@@ -88,6 +88,9 @@ from .lazy import (
                    LazyConvTranspose1d,
                    LazyConvTranspose2d,
                    LazyConvTranspose3d,
+                   LazyInstanceNorm1d,
+                   LazyInstanceNorm2d,
+                   LazyInstanceNorm3d,
                    LazyLinear,
                    UninitializedParameter,
 )
@@ -188,4 +191,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d", "LazyBatchNorm2d",
            "LazyBatchNorm3d", "UninitializedParameter", "Conv3d", "ConvTranspose3d", "AvgPool3d",
            "MaxPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "MaxUnpool1d", "LPPool3d",
-           "LazyConv3d", "LazyConvTranspose3d", "EmbeddingBag", "CTCLoss", "NLLLoss2d"]
+           "LazyConv3d", "LazyConvTranspose3d", "EmbeddingBag", "CTCLoss", "NLLLoss2d",
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]

@@ -68,7 +68,7 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "feature_alpha_dropout", "local_response_norm", "multi_margin_loss", "multilabel_margin_loss",
            "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "conv3d", "conv_transpose3d",
            "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool3d", "max_unpool1d",
-           "embedding_bag", "ctc_loss"]
+           "embedding_bag", "ctc_loss", "instance_norm_stats"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -242,10 +242,38 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
 
 def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None, bias: Any = None,
                   use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
-    """Each channel of each sample normalized over its spatial axes (statistics of the input)."""
-    if not use_input_stats:
-        raise ValueError("instance_norm: only use_input_stats=True (running statistics are not kept)")
-    return group_norm(x, x.shape[1], weight, bias, eps)
+    """Each channel of each sample normalized over its spatial axes: with the input's
+    statistics (``use_input_stats``), or with ``running_mean``/``running_var``. PyTorch's
+    functional form updates running statistics in place; arrays are immutable, so
+    ``instance_norm_stats`` returns them (the layers keep them)."""
+    if use_input_stats and running_mean is None:
+        return group_norm(x, x.shape[1], weight, bias, eps)
+    return instance_norm_stats(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)[0]
+
+
+def instance_norm_stats(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
+                        use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> tuple[Any, Any, Any]:
+    """Instance normalization as PyTorch computes it with running statistics: the (N, C, ...)
+    input seen as one sample of N * C channels, batch-normalized with the running statistics
+    repeated per sample; returns (output, new running mean, new running var), the new
+    statistics the mean over the samples of each one's update."""
+    n, c = x.shape[0], x.shape[1]
+    if running_mean is None or running_var is None:
+        raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+    flat = ops.reshape(x, (1, n * c) + tuple(x.shape[2:]))
+    out, mean, var = _batch_norm_stats(flat, ops.tile(running_mean, n), ops.tile(running_var, n), None, None,
+                                       use_input_stats, momentum, eps)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    out = ops.reshape(out, tuple(x.shape))
+    if weight is not None:
+        out = out * ops.reshape(weight, shape)
+    if bias is not None:
+        out = out + ops.reshape(bias, shape)
+    if use_input_stats:
+        mean, var = ops.mean(ops.reshape(mean, (n, c)), axis=0), ops.mean(ops.reshape(var, (n, c)), axis=0)
+    else:
+        mean, var = running_mean, running_var
+    return out, mean, var
 
 
 def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:

@@ -497,20 +497,32 @@ class GroupNorm(Module):
 
 class _InstanceNorm(Module):
     spatial = 1
+    _optional_state = ("num_batches_tracked",)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
                  track_running_stats: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        if track_running_stats:
-            raise ValueError(f"{type(self).__name__}: track_running_stats=True is not supported")
         self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
         self.track_running_stats = track_running_stats
         self.weight = Parameter(ops.ones((num_features,), dtype, device=device)) if affine else None
         self.bias = Parameter(ops.zeros((num_features,), dtype, device=device)) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", ops.zeros((num_features,), dtype, device=device))
+            self.register_buffer("running_var", ops.ones((num_features,), dtype, device=device))
+            self.register_buffer("num_batches_tracked", ops.zeros((), "int64", device=device))
 
     def forward(self, x: Any) -> Any:
+        """Each channel of each sample normalized: over its spatial axes (training, or without
+        running statistics), or with the running statistics (eval mode)."""
         batched = x.ndim == self.spatial + 2
-        out = F.instance_norm(x if batched else x[None], weight=self.weight, bias=self.bias, eps=self.eps)
+        x = x if batched else x[None]
+        if not self.track_running_stats:
+            out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        else:
+            out, mean, var = F.instance_norm_stats(x, self.running_mean, self.running_var,  # type: ignore[has-type]
+                                                   self.weight, self.bias, self.training, self.momentum, self.eps)
+            if self.training:  # (PyTorch leaves num_batches_tracked at 0 here)
+                self.running_mean, self.running_var = mean.detach(), var.detach()
         return out if batched else out[0]
 
     def extra_repr(self) -> str:

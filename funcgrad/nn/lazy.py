@@ -19,14 +19,14 @@ from ..random import default_generator
 from .conv import Conv1d, Conv2d
 from .conv3d import Conv3d, ConvTranspose3d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d
-from .layers import Linear
+from .layers import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, Linear
 from .module import Module
 from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from .parameter import Parameter
 
 __all__ = ["UninitializedParameter", "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
-           "LazyBatchNorm3d"]
+           "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class UninitializedParameter(Parameter):
@@ -56,7 +56,7 @@ class LazyModuleMixin:
     cls_to_become: Any  # (a Module subclass)
     inferred: str
 
-    spatial_rank: int | None = None  # (a convolution takes an unbatched input too)
+    spatial_rank: int | None = None  # (convolutions and instance norms take unbatched inputs too)
 
     def size_of(self, x: Any) -> int:
         """The size the first input gives: its channels (axis 1, or axis 0 of an unbatched input)."""
@@ -180,10 +180,10 @@ def _features_in_state(self: Any, weight: Any) -> int:
     return int(weight.shape[0])
 
 
-def _lazy_norm(full: type[Module]) -> type[Module]:
-    """The lazy form of a batch normalization: ``num_features`` from the first input (axis 1).
-    (Instance normalization has none: PyTorch's lazy forms track running statistics by
-    default, which funcgrad's instance normalization does not keep.)"""
+def _lazy_norm(full: type[Module], spatial_rank: int | None = None) -> type[Module]:
+    """The lazy form of a batch or instance normalization: ``num_features`` from the first
+    input (axis 1; axis 0 of an unbatched input of an instance normalization). PyTorch's
+    defaults: affine and tracking running statistics, for both."""
 
     def __init__(self: Any, eps: float = 1e-5, momentum: Any = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
@@ -191,7 +191,7 @@ def _lazy_norm(full: type[Module]) -> type[Module]:
                         device=device, dtype=dtype)
 
     return type(f"Lazy{full.__name__}", (LazyModuleMixin, full), {
-        "__init__": __init__, "cls_to_become": full, "inferred": "num_features",
+        "__init__": __init__, "cls_to_become": full, "inferred": "num_features", "spatial_rank": spatial_rank,
         "size_in_state": _features_in_state,
         "__doc__": f"``{full.__name__}`` whose ``num_features`` comes from its first input.",
         "__module__": __name__})
@@ -206,3 +206,6 @@ LazyConvTranspose3d = _lazy_conv(ConvTranspose3d, 3, True)
 LazyBatchNorm1d = _lazy_norm(BatchNorm1d)
 LazyBatchNorm2d = _lazy_norm(BatchNorm2d)
 LazyBatchNorm3d = _lazy_norm(BatchNorm3d)
+LazyInstanceNorm1d = _lazy_norm(InstanceNorm1d, 1)
+LazyInstanceNorm2d = _lazy_norm(InstanceNorm2d, 2)
+LazyInstanceNorm3d = _lazy_norm(InstanceNorm3d, 3)
