@@ -49,6 +49,7 @@ from .conv3d import (
 )
 from .conv_transpose import conv_transpose1d, conv_transpose2d, fold, unfold
 from .norm import batch_norm as _batch_norm_stats
+from .norm import instance_norm_stats as _instance_norm_stats
 from .parameter import Parameter
 from .resize import adaptive_max_pool1d, adaptive_max_pool2d, interpolate, pixel_shuffle, pixel_unshuffle, upsample
 
@@ -68,7 +69,7 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "feature_alpha_dropout", "local_response_norm", "multi_margin_loss", "multilabel_margin_loss",
            "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "conv3d", "conv_transpose3d",
            "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool3d", "max_unpool1d",
-           "embedding_bag", "ctc_loss", "instance_norm_stats"]
+           "embedding_bag", "ctc_loss"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -245,35 +246,10 @@ def instance_norm(x: Any, running_mean: Any = None, running_var: Any = None, wei
     """Each channel of each sample normalized over its spatial axes: with the input's
     statistics (``use_input_stats``), or with ``running_mean``/``running_var``. PyTorch's
     functional form updates running statistics in place; arrays are immutable, so
-    ``instance_norm_stats`` returns them (the layers keep them)."""
+    ``nn.norm.instance_norm_stats`` returns them (the layers keep them)."""
     if use_input_stats and running_mean is None:
         return group_norm(x, x.shape[1], weight, bias, eps)
-    return instance_norm_stats(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)[0]
-
-
-def instance_norm_stats(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
-                        use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> tuple[Any, Any, Any]:
-    """Instance normalization as PyTorch computes it with running statistics: the (N, C, ...)
-    input seen as one sample of N * C channels, batch-normalized with the running statistics
-    repeated per sample; returns (output, new running mean, new running var), the new
-    statistics the mean over the samples of each one's update."""
-    n, c = x.shape[0], x.shape[1]
-    if running_mean is None or running_var is None:
-        raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
-    flat = ops.reshape(x, (1, n * c) + tuple(x.shape[2:]))
-    out, mean, var = _batch_norm_stats(flat, ops.tile(running_mean, n), ops.tile(running_var, n), None, None,
-                                       use_input_stats, momentum, eps)
-    shape = (1, c) + (1,) * (x.ndim - 2)
-    out = ops.reshape(out, tuple(x.shape))
-    if weight is not None:
-        out = out * ops.reshape(weight, shape)
-    if bias is not None:
-        out = out + ops.reshape(bias, shape)
-    if use_input_stats:
-        mean, var = ops.mean(ops.reshape(mean, (n, c)), axis=0), ops.mean(ops.reshape(var, (n, c)), axis=0)
-    else:
-        mean, var = running_mean, running_var
-    return out, mean, var
+    return _instance_norm_stats(x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)[0]
 
 
 def hardtanh(x: Any, min_val: float = -1.0, max_val: float = 1.0) -> Any:
@@ -940,24 +916,28 @@ def triplet_margin_with_distance_loss(anchor: Any, positive: Any, negative: Any,
     return _reduce(ops.maximum(margin + d_pos - d_neg, 0.0), reduction, "triplet_margin_with_distance_loss")
 
 
-def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Any:
-    """The ``norm_type``-norm of each window, PyTorch's way: ``(mean of x^p * window size)^(1/p)``."""
-    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-    out = avg_pool2d(input ** norm_type, (kh, kw), stride, 0, ceil_mode)
-    return (ops.sign(out) * relu(ops.abs(out)) * (kh * kw)) ** (1.0 / norm_type)
+def _lp_pool(pool: Any, dims: int, input: Any, norm_type: float, kernel_size: Any, stride: Any,
+             ceil_mode: bool) -> Any:
+    """The ``norm_type``-norm of each window, PyTorch's way: ``(mean of x^p * window size)^(1/p)``
+    through the average pooling ``pool`` of ``dims`` axes."""
+    kernel = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = pool(input ** norm_type, kernel if dims > 1 else kernel[0], stride, 0, ceil_mode)
+    return (ops.sign(out) * relu(ops.abs(out)) * math.prod(kernel)) ** (1.0 / norm_type)
 
 
 def lp_pool1d(input: Any, norm_type: float, kernel_size: int, stride: Any = None, ceil_mode: bool = False) -> Any:
     """The ``norm_type``-norm of each window of the last axis."""
-    out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
-    return (ops.sign(out) * relu(ops.abs(out)) * kernel_size) ** (1.0 / norm_type)
+    return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Any:
+    """The ``norm_type``-norm of each window of (N, C, H, W) inputs."""
+    return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def lp_pool3d(input: Any, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Any:
     """The ``norm_type``-norm of each window of (N, C, D, H, W) inputs."""
-    kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, int) else tuple(kernel_size)
-    out = avg_pool3d(input ** norm_type, (kd, kh, kw), stride, 0, ceil_mode)
-    return (ops.sign(out) * relu(ops.abs(out)) * (kd * kh * kw)) ** (1.0 / norm_type)
+    return _lp_pool(avg_pool3d, 3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def max_unpool1d(input: Any, indices: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,

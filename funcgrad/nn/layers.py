@@ -16,6 +16,7 @@ from ..primitives.core import fmt_shape
 from . import functional as F
 from . import init
 from .module import Module
+from .norm import instance_norm_stats
 from .parameter import Parameter
 
 __all__ = ["Dropout3d", "InstanceNorm3d",
@@ -519,7 +520,7 @@ class _InstanceNorm(Module):
         if not self.track_running_stats:
             out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
         else:
-            out, mean, var = F.instance_norm_stats(x, self.running_mean, self.running_var,  # type: ignore[has-type]
+            out, mean, var = instance_norm_stats(x, self.running_mean, self.running_var,  # type: ignore[has-type]
                                                    self.weight, self.bias, self.training, self.momentum, self.eps)
             if self.training:  # (PyTorch leaves num_batches_tracked at 0 here)
                 self.running_mean, self.running_var = mean.detach(), var.detach()
@@ -841,12 +842,14 @@ def _as_parameter(owner: str, value: Any) -> Any:
     raise ArgumentTypeError(f"{owner}: expected an array or a Parameter, got {type(value).__name__}")
 
 
-def _describe(p: Any) -> str:
-    """A parameter's line in a container's repr, as PyTorch writes it."""
-    if p is None:
-        return "None"
-    size = "x".join(str(d) for d in p.shape)
-    return f"Parameter containing: [{p.dtype} of size {size}]" if size else f"Parameter containing: [{p.dtype}]"
+def _parameter_lines(container: Module) -> str:
+    """A container's parameters, a line each, as PyTorch's repr writes them."""
+    lines = []
+    for key, p in container._parameters.items():
+        size = "" if p is None else "x".join(str(d) for d in p.shape)
+        what = "None" if p is None else f"Parameter containing: [{p.dtype}{' of size ' + size if size else ''}]"
+        lines.append(f"({key}): {what}")
+    return "\n".join(lines)
 
 
 class ParameterList(Module):
@@ -890,7 +893,7 @@ class ParameterList(Module):
 
     def extra_repr(self) -> str:
         """A line per parameter, as PyTorch's repr shows them."""
-        return "\n".join(f"({k}): {_describe(p)}" for k, p in self._parameters.items())
+        return _parameter_lines(self)
 
 
 class ParameterDict(Module):
@@ -965,4 +968,4 @@ class ParameterDict(Module):
 
     def extra_repr(self) -> str:
         """A line per parameter, as PyTorch's repr shows them."""
-        return "\n".join(f"({k}): {_describe(p)}" for k, p in self._parameters.items())
+        return _parameter_lines(self)

@@ -11,6 +11,8 @@ and sees the values) and turns the module into its full class (``cls_to_become``
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from .. import ops
@@ -27,6 +29,25 @@ from .parameter import Parameter
 __all__ = ["UninitializedParameter", "LazyModuleMixin", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
            "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
            "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+
+
+@contextlib.contextmanager
+def _generators_kept() -> Iterator[None]:
+    """Draws inside leave both global generators (``fg.random``'s and ``nn.init``'s) as they were."""
+    key, init_rng = default_generator.get_state(), random_state.generator()
+    init_state = init_rng.get_state()
+    try:
+        yield
+    finally:
+        default_generator.set_state(key)
+        init_rng.set_state(init_state)
+
+
+def _take_settings(module: Any, other: Module) -> None:
+    """``other``'s attributes that are not parameters, buffers, submodules or the mode."""
+    for name, value in other.__dict__.items():
+        if name not in ("_parameters", "_buffers", "_modules", "training"):
+            object.__setattr__(module, name, value)
 
 
 class UninitializedParameter(Parameter):
@@ -67,17 +88,10 @@ class LazyModuleMixin:
     def _lazy_init(self, stand_in_size: int, **kwargs: Any) -> None:
         """Placeholders named as the full class names its parameters and buffers, learned from
         a stand-in built with ``stand_in_size`` (the generators left as they were)."""
-        state, init_rng = default_generator.get_state(), random_state.generator()
-        init_state = init_rng.get_state()  # (``nn.init``'s draws)
-        try:
+        with _generators_kept():
             stand_in = self.cls_to_become(stand_in_size, **kwargs)
-        finally:
-            default_generator.set_state(state)
-            init_rng.set_state(init_state)
         Module.__init__(self)  # type: ignore[arg-type]
-        for name, value in stand_in.__dict__.items():
-            if name not in ("_parameters", "_buffers", "_modules", "training"):
-                object.__setattr__(self, name, value)
+        _take_settings(self, stand_in)
         object.__setattr__(self, self.inferred, 0)
         for name, p in stand_in._parameters.items():
             self._parameters[name] = None if p is None else UninitializedParameter(  # type: ignore[attr-defined]
@@ -111,13 +125,8 @@ class LazyModuleMixin:
         found = [state_dict[prefix + name] for name in (*self._parameters, *self._buffers)  # type: ignore[attr-defined]
                  if prefix + name in state_dict and name != "num_batches_tracked"]
         if found:
-            state, init_rng = default_generator.get_state(), random_state.generator()
-            init_state = init_rng.get_state()
-            try:
+            with _generators_kept():
                 self._become(self.size_in_state(found[0]))
-            finally:
-                default_generator.set_state(state)
-                init_rng.set_state(init_state)
 
     def _become(self, size: int) -> None:
         full = self.cls_to_become(size, **self._lazy_kwargs)  # type: ignore[attr-defined]
@@ -127,9 +136,7 @@ class LazyModuleMixin:
                 placeholder.materialize(p)
         for name, b in full._buffers.items():
             self._buffers[name] = b  # type: ignore[attr-defined]
-        for name, value in full.__dict__.items():
-            if name not in ("_parameters", "_buffers", "_modules", "training"):
-                object.__setattr__(self, name, value)
+        _take_settings(self, full)
         self._lazy_hook.remove()  # type: ignore[attr-defined]
         for name in ("_lazy_hook", "_lazy_kwargs"):
             self.__dict__.pop(name, None)

@@ -17,7 +17,7 @@ from ._checks import same_dtype
 from .module import Module, buffers_collected
 from .parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "batch_norm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "batch_norm", "instance_norm_stats"]
 
 
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
@@ -51,6 +51,32 @@ def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, 
     if bias is not None:
         out = out + ops.reshape(bias, shape)
     return out, running_mean, running_var
+
+
+def instance_norm_stats(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
+                        use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> tuple[Any, Any, Any]:
+    """Instance normalization as PyTorch computes it with running statistics: the (N, C, ...)
+    input seen as one sample of N * C channels, batch-normalized with the running statistics
+    repeated per sample; returns (output, new running mean, new running var), the new
+    statistics the mean over the samples of each one's update."""
+    n, c = x.shape[0], x.shape[1]
+    if running_mean is None or running_var is None:
+        raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+    flat = ops.reshape(x, (1, n * c) + tuple(x.shape[2:]))
+    out, mean, var = batch_norm(flat, ops.tile(running_mean, n), ops.tile(running_var, n), None, None,
+                                       use_input_stats, momentum, eps)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    out = ops.reshape(out, tuple(x.shape))
+    if weight is not None:
+        out = out * ops.reshape(weight, shape)
+    if bias is not None:
+        out = out + ops.reshape(bias, shape)
+    if use_input_stats:
+        mean, var = ops.mean(ops.reshape(mean, (n, c)), axis=0), ops.mean(ops.reshape(var, (n, c)), axis=0)
+    else:
+        mean, var = running_mean, running_var
+    return out, mean, var
+
 
 
 class _BatchNorm(Module):

@@ -94,6 +94,15 @@ def _unfusable(p: Any, g: Any, state: dict[str, Any], keys: tuple[str, ...]) -> 
     return None
 
 
+def _launch(address: int, p: Any, g: Any, k: np.ndarray, running: list[Any], outputs: int) -> list[Any]:
+    """One optimizer loop over a parameter: its value, gradient, scalars ``k`` and running
+    arrays in, ``outputs`` new arrays of its shape out (the parameter's new value first)."""
+    inputs = [np.ascontiguousarray(a._data) for a in (p, g)] + [k] + [np.ascontiguousarray(a._data) for a in running]
+    results = [np.empty_like(inputs[0]) for _ in range(outputs)]
+    cc.run(address, inputs, results, [inputs[0].size], per_element=16)
+    return [wrap_kernel_output(r, p._device) for r in results]
+
+
 def adam_step(name: str, p: Any, g: Any, state: dict[str, Any], h: dict[str, Any], decoupled: bool) -> Any:
     """The parameter's new value after one Adam (AdamW with ``decoupled``) step, its state
     updated as the rule updates it; None where the native loop cannot run and ``h["fused"]``
@@ -116,15 +125,8 @@ def adam_step(name: str, p: Any, g: Any, state: dict[str, Any], h: dict[str, Any
     bias1, bias2 = 1 - b1 ** step, 1 - b2 ** step
     dtype = p._data.dtype
     k = np.array([1 - lr * wd, wd, b1, 1 - b1, b2, 1 - b2, bias2 ** 0.5, eps, -lr / bias1], np.float64).astype(dtype)
-    inputs = [np.ascontiguousarray(p._data), np.ascontiguousarray(g._data), k]
-    if not first:
-        inputs += [np.ascontiguousarray(state[key]._data) for key in ("exp_avg", "exp_avg_sq")]
-    if running:
-        inputs.append(np.ascontiguousarray(state["max_exp_avg_sq"]._data))
-    outputs = [np.empty_like(inputs[0]) for _ in range(4 if amsgrad else 3)]
-    cc.run(address, inputs, outputs, [inputs[0].size], per_element=16)
-    device = p._device
-    new_p, m, v, *vmax = (wrap_kernel_output(o, device) for o in outputs)
+    reads = ([] if first else ["exp_avg", "exp_avg_sq"]) + (["max_exp_avg_sq"] if running else [])
+    new_p, m, v, *vmax = _launch(address, p, g, k, [state[key] for key in reads], 4 if amsgrad else 3)
     state.update(step=step, exp_avg=m, exp_avg_sq=v)
     if amsgrad:
         state["max_exp_avg_sq"] = vmax[0]
@@ -180,12 +182,7 @@ def adadelta_step(p: Any, g: Any, state: dict[str, Any], h: dict[str, Any]) -> A
         return None
     rho = h["rho"]
     k = np.array([h["weight_decay"], rho, 1 - rho, h["eps"], -h["lr"]], np.float64).astype(dtype)
-    inputs = [np.ascontiguousarray(p._data), np.ascontiguousarray(g._data), k]
-    if not first:
-        inputs += [np.ascontiguousarray(state[key]._data) for key in ("square_avg", "acc_delta")]
-    outputs = [np.empty_like(inputs[0]) for _ in range(3)]
-    cc.run(address, inputs, outputs, [inputs[0].size], per_element=16)
-    device = p._device
-    new_p, square_avg, acc_delta = (wrap_kernel_output(o, device) for o in outputs)
+    running = [] if first else [state["square_avg"], state["acc_delta"]]
+    new_p, square_avg, acc_delta = _launch(address, p, g, k, running, 3)
     state.update(step=state.get("step", 0) + 1, square_avg=square_avg, acc_delta=acc_delta)
     return new_p
