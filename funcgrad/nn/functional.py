@@ -389,9 +389,15 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
     if p == 1.0:
         return x * 0.0
 
-    key = default_generator.next_key()  # (under fg.compile the default key is threaded: fresh masks per call)
-    keep = _random.bernoulli(key if key.device is x.device else key.to(x.device), 1.0 - p, tuple(x.shape))
+    keep = _random.bernoulli(_key_for(x), 1.0 - p, tuple(x.shape))
     return x * ops.where(keep, ops.asarray(1.0 / (1.0 - p), x.dtype, device=x.device), 0.0)  # the scale rounded once
+
+
+def _key_for(x: Any) -> Any:
+    """A fresh key from the default generator, on ``x``'s device (under fg.compile the default
+    key is threaded through the program: fresh draws per call)."""
+    key = default_generator.next_key()
+    return key if key.device is x.device else key.to(x.device)
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
@@ -805,9 +811,7 @@ def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: 
     slope ``(lower + upper) / 2`` otherwise."""
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
-    key = default_generator.next_key()
-    slope = _random.uniform(key if key.device is input.device else key.to(input.device), tuple(input.shape),
-                            input.dtype, lower, upper)
+    slope = _random.uniform(_key_for(input), tuple(input.shape), input.dtype, lower, upper)
     return ops.where(input >= 0, input, input * slope)
 
 
@@ -821,8 +825,7 @@ def _alpha_dropout(x: Any, p: float, training: bool, feature: bool, op: str) -> 
     if p == 1.0:
         return x * 0.0
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if feature else tuple(x.shape)
-    key = default_generator.next_key()
-    keep = _random.bernoulli(key if key.device is x.device else key.to(x.device), 1.0 - p, shape).astype(x.dtype)
+    keep = _random.bernoulli(_key_for(x), 1.0 - p, shape).astype(x.dtype)
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     return x * (keep * a) + ((keep - 1.0) * (alpha * a) + alpha * a * p)
