@@ -331,9 +331,11 @@ class Dropout(Module):
             raise ValueError(f"Dropout: p must be a probability in [0, 1], got {p}")
         self.p, self.inplace = p, inplace
 
+    drop: Any = staticmethod(F.dropout)  # (each kind of dropout names its function)
+
     def forward(self, x: Any) -> Any:
-        """``F.dropout`` in training, the identity in eval mode. ``inplace`` is accepted and"""
-        return F.dropout(x, self.p, self.training)
+        """The dropout in training, the identity in eval mode."""
+        return type(self).drop(x, self.p, self.training)
 
     def extra_repr(self) -> str:
         """The constructor arguments shown in the module's repr."""
@@ -344,17 +346,13 @@ class AlphaDropout(Dropout):
     """``F.alpha_dropout`` in training (for SELU networks: the mean and variance survive), the
     identity in eval mode."""
 
-    def forward(self, x: Any) -> Any:
-        """``F.alpha_dropout`` in training, the identity in eval mode."""
-        return F.alpha_dropout(x, self.p, self.training)
+    drop = staticmethod(F.alpha_dropout)
 
 
 class FeatureAlphaDropout(Dropout):
     """``F.feature_alpha_dropout`` (whole channels) in training, the identity in eval mode."""
 
-    def forward(self, x: Any) -> Any:
-        """``F.feature_alpha_dropout`` in training, the identity in eval mode."""
-        return F.feature_alpha_dropout(x, self.p, self.training)
+    drop = staticmethod(F.feature_alpha_dropout)
 
 
 class RReLU(Module):
@@ -440,36 +438,22 @@ class MaxUnpool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class Dropout1d(Module):
+class Dropout1d(Dropout):
     """Whole channels of (N, C, L) inputs zeroed with probability ``p`` in training."""
 
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        self.p, self.inplace = p, inplace
-
-    def forward(self, x: Any) -> Any:
-        """Whole channels of (N, C, L) inputs zeroed with probability ``p`` in training."""
-        return F.dropout1d(x, self.p, self.training)
-
-    def extra_repr(self) -> str:
-        """The constructor arguments shown in the module's repr."""
-        return f"p={self.p}, inplace={self.inplace}"
+    drop = staticmethod(F.dropout1d)
 
 
-class Dropout2d(Dropout1d):
+class Dropout2d(Dropout):
     """Whole channels of (N, C, H, W) inputs zeroed with probability ``p`` in training."""
 
-    def forward(self, x: Any) -> Any:
-        """Whole channels of (N, C, H, W) inputs zeroed with probability ``p`` in training."""
-        return F.dropout2d(x, self.p, self.training)
+    drop = staticmethod(F.dropout2d)
 
 
-class Dropout3d(Dropout1d):
+class Dropout3d(Dropout):
     """Whole channels of (N, C, D, H, W) inputs zeroed with probability ``p`` in training."""
 
-    def forward(self, x: Any) -> Any:
-        """Whole channels of (N, C, D, H, W) inputs zeroed with probability ``p`` in training."""
-        return F.dropout3d(x, self.p, self.training)
+    drop = staticmethod(F.dropout3d)
 
 
 class GroupNorm(Module):
