@@ -761,8 +761,55 @@ class ModuleList(Module):
         return iter(self._modules.values())
 
 
-class ModuleDict(Module):
+class _Entries:
+    """The mapping reads of a container module over one of its stores (``store``): what
+    ``ModuleDict`` and ``ParameterDict`` share."""
+
+    store: str
+
+    def _entries(self) -> Any:
+        return self.__dict__[self.store]
+
+    def __getitem__(self, key: str) -> Any:
+        return self._entries()[key]
+
+    def __delitem__(self, key: str) -> None:
+        del self._entries()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries()
+
+    def __len__(self) -> int:
+        return len(self._entries())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries())
+
+    def pop(self, key: str) -> Any:
+        """Remove and return an entry."""
+        return self._entries().pop(key)
+
+    def clear(self) -> None:
+        """Remove every entry."""
+        self._entries().clear()
+
+    def keys(self) -> Any:
+        """The names."""
+        return self._entries().keys()
+
+    def items(self) -> Any:
+        """The (name, entry) pairs."""
+        return self._entries().items()
+
+    def values(self) -> Any:
+        """The entries."""
+        return self._entries().values()
+
+
+class ModuleDict(_Entries, Module):
     """A dict of modules, registered as submodules."""
+
+    store = "_modules"
 
     def __init__(self, modules: dict[str, Module] | None = None) -> None:
         super().__init__()
@@ -772,48 +819,13 @@ class ModuleDict(Module):
         for k, m in (modules or {}).items():
             self.add_module(k, m)
 
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
-
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
-
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._modules
 
     def update(self, modules: Any) -> None:
         """Add or replace entries from a mapping or from (key, module) pairs."""
         for k, m in (modules.items() if hasattr(modules, "items") else modules):
             self.add_module(k, m)
-
-    def pop(self, key: str) -> Module:
-        """Remove and return an entry."""
-        return self._modules.pop(key)
-
-    def clear(self) -> None:
-        """Remove every module."""
-        self._modules.clear()
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
-
-    def keys(self) -> Any:
-        """The names."""
-        return self._modules.keys()
-
-    def items(self) -> Any:
-        """The (name, module) pairs."""
-        return self._modules.items()
-
-    def values(self) -> Any:
-        """The modules."""
-        return self._modules.values()
 
 
 def _as_parameter(owner: str, value: Any) -> Any:
@@ -880,32 +892,19 @@ class ParameterList(Module):
         return _parameter_lines(self)
 
 
-class ParameterDict(Module):
+class ParameterDict(_Entries, Module):
     """A dict of parameters, registered under their keys, as PyTorch's: arrays put in become
     ``Parameter``s; the order is the insertion order (a plain dict given at once: sorted)."""
+
+    store = "_parameters"
 
     def __init__(self, parameters: Any = None) -> None:
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key: str) -> Any:
-        return self._parameters[key]
-
     def __setitem__(self, key: str, value: Any) -> None:
         self.register_parameter(key, _as_parameter("ParameterDict", value))
-
-    def __delitem__(self, key: str) -> None:
-        del self._parameters[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._parameters
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parameters)
 
     def update(self, parameters: Any) -> None:
         """Add or replace entries from a mapping or from (key, parameter) pairs; a plain
@@ -924,31 +923,11 @@ class ParameterDict(Module):
         """The parameter ``key``, or ``default``."""
         return self._parameters.get(key, default)
 
-    def pop(self, key: str) -> Any:
-        """Remove and return an entry."""
-        return self._parameters.pop(key)
-
     def setdefault(self, key: str, default: Any = None) -> Any:
         """The parameter ``key``, first set to ``default`` if it is not there."""
         if key not in self._parameters:
             self[key] = default
         return self._parameters[key]
-
-    def clear(self) -> None:
-        """Remove every parameter."""
-        self._parameters.clear()
-
-    def keys(self) -> Any:
-        """The names."""
-        return self._parameters.keys()
-
-    def items(self) -> Any:
-        """The (name, parameter) pairs."""
-        return self._parameters.items()
-
-    def values(self) -> Any:
-        """The parameters."""
-        return self._parameters.values()
 
     def extra_repr(self) -> str:
         """A line per parameter, as PyTorch's repr shows them."""
