@@ -555,6 +555,22 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
+def _table(owner: str, rows: int, dim: int, padding_idx: int | None, given: Any, frozen: bool, dtype: Any,
+           device: Any) -> Parameter:
+    """An embedding table: ``given`` (checked), or PyTorch's N(0, 1) with the padding row zeroed."""
+    if given is None:
+        weight = Parameter(ops.zeros((rows, dim), dtype, device=device))
+        init.normal_(weight)
+        if padding_idx is not None:
+            weight._assign(weight.detach().at[padding_idx].set(0.0))
+        return weight
+    if not isinstance(given, ArrayBase):
+        raise ArgumentTypeError(f"{owner}: _weight must be an array, got {type(given).__name__}")
+    if tuple(given.shape) != (rows, dim):
+        raise ShapeError(f"{owner}: the weight must have shape ({rows}, {dim}), got {fmt_shape(tuple(given.shape))}")
+    return Parameter(given, requires_grad=not frozen)
+
+
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` rows (``F.embedding``, with its ``padding_idx``,
     ``max_norm``, ``norm_type`` and ``scale_grad_by_freq``). ``from_pretrained`` wraps
@@ -575,18 +591,7 @@ class Embedding(Module):
         self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
         self.sparse = False
-        if _weight is None:
-            self.weight = Parameter(ops.zeros((num_embeddings, embedding_dim), dtype, device=device))
-            init.normal_(self.weight)
-            if padding_idx is not None:
-                self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
-        else:
-            if not isinstance(_weight, ArrayBase):
-                raise ArgumentTypeError(f"Embedding: _weight must be an array, got {type(_weight).__name__}")
-            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise ShapeError(f"Embedding: the weight must have shape ({num_embeddings}, {embedding_dim}), "
-                                 f"got {fmt_shape(tuple(_weight.shape))}")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
+        self.weight = _table("Embedding", num_embeddings, embedding_dim, padding_idx, _weight, _freeze, dtype, device)
 
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: bool = True, padding_idx: int | None = None,
@@ -642,13 +647,8 @@ class EmbeddingBag(Module):
                                                                                   max_norm, norm_type)
         self.scale_grad_by_freq, self.mode, self.sparse = scale_grad_by_freq, mode, False
         self.include_last_offset, self.padding_idx = include_last_offset, padding_idx
-        if _weight is None:
-            self.weight = Parameter(ops.zeros((num_embeddings, embedding_dim), dtype, device=device))
-            init.normal_(self.weight)
-            if padding_idx is not None:
-                self.weight._assign(self.weight.detach().at[padding_idx].set(0.0))
-        else:
-            self.weight = Parameter(_weight)
+        self.weight = _table("EmbeddingBag", num_embeddings, embedding_dim, padding_idx, _weight, False, dtype,
+                             device)
 
     def forward(self, input: Any, offsets: Any = None, per_sample_weights: Any = None) -> Any:
         """Each bag's sum, mean or maximum."""
