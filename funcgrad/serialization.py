@@ -389,4 +389,6 @@ def _load(stream: Any, where: str, device: Any) -> Any:
         return {name: arrays[name] for name in header}
     tree = _parse_json(tree_text, where, budget, "the funcgrad tree", hook=_tree_hook(arrays, where, budget))
     _depth(tree, where)
+    if _TREE_CRC in meta and crc is None:  # (fg.save writes both checksums: without this one the data went unchecked)
+        raise _refuse(where, f"damaged header (its {_TREE_CRC} without the data section's {_CRC})")
     return tree

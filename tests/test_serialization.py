@@ -439,3 +439,26 @@ def test_numpy_arrays_round_trip_as_numpy_arrays_and_torchs_keywords_are_accepte
         fg.save(np.array(["text"]), io.BytesIO())
     with pytest.raises(fg.ArgumentTypeError, match="weights_only must be a bool"):
         fg.load(buffer, weights_only="yes")
+
+
+def test_a_header_missing_one_of_funcgrads_checksums_is_refused() -> None:
+    """fg.save writes its structure and both checksums together: a header that lost one of
+    them (here the data CRC's key, one byte flipped) is refused, so a corrupted data byte
+    cannot load unchecked; with all three gone it is any tool's file, a dict of arrays."""
+    import io
+
+    raw = bytearray(_valid_file([np.zeros(0, np.float32), np.ones((1, 2), np.int64)]))
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    text = bytes(raw[8:8 + hlen])
+    at = 8 + text.index(b'"funcgrad.crc32"') + 1
+    damaged = bytearray(raw)
+    damaged[at] = ord(" ")          # the key no longer names the CRC
+    damaged[-16] = 0                # and a data byte changed
+    with pytest.raises(fg.FormatError, match="damaged header"):
+        fg.load(io.BytesIO(bytes(damaged)))
+    header = json.loads(text)
+    meta = header.pop("__metadata__")
+    header["__metadata__"] = {"format": meta["format"]}
+    blob = json.dumps(header).encode()
+    plain = fg.load(io.BytesIO(struct.pack("<Q", len(blob)) + blob + bytes(raw[8 + hlen:])))
+    assert sorted(plain) == ["xs.0", "xs.1"] and plain["xs.1"].numpy().tolist() == [[1, 1]]
