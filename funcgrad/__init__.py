@@ -56,8 +56,9 @@ from .sharding import make_mesh, shard_map  # noqa: E402
 from .compat import accelerator, cuda  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .export import Exported, export, load_exported  # noqa: E402
-from .random.generator import (Generator, bernoulli, manual_seed, multinomial, normal, rand, rand_like,  # noqa: E402
-                               randint, randn, randn_like, randperm)
+from .random.generator import (Generator, bernoulli, get_rng_state, initial_seed, manual_seed,  # noqa: E402
+                               multinomial, normal, rand, rand_like, randint, randn, randn_like, randperm, seed,
+                               set_rng_state)
 
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"

@@ -27,6 +27,7 @@ ships with.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import functools
 import hashlib
 import importlib.machinery
@@ -51,7 +52,7 @@ from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
            "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
-           "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas"]
+           "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas", "libm"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -638,3 +639,47 @@ def blas() -> tuple[int, ...] | None:
             if all(found):
                 return tuple(found)  # type: ignore[arg-type]
     return None
+
+
+_LIBM_SOURCE = """#include <stdint.h>
+#include <math.h>
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const T *x = (const T *)p[0];
+    T *y = (T *)p[1];
+    for (int64_t i = lo; i < hi; i++) y[i] = F(x[i]);
+}
+"""
+
+
+@functools.lru_cache(maxsize=16)
+def _libm_function(name: str) -> Any:
+    """The C library's function ``name`` through ctypes (float if it ends in ``f``), or None."""
+    try:
+        function = getattr(ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+    c_type = ctypes.c_float if name.endswith("f") else ctypes.c_double
+    function.restype, function.argtypes = c_type, [c_type]
+    return function
+
+
+def libm(name: str, x: np.ndarray) -> np.ndarray | None:
+    """``x`` (float32 or float64) through the C library's scalar function ``name`` (``tan``,
+    ``log``; its ``f`` form for float32), as code that calls it (XLA, PyTorch's scalar
+    kernels) computes it, NumPy's own SIMD versions differing in the last bit: a native loop
+    under the C backend (this source declares no vector variants, so none is substituted),
+    else one ctypes call per element. None where the library cannot be found."""
+    c_name = name + "f" if x.dtype == np.float32 else name
+    x = np.ascontiguousarray(x)
+    if config.compile_backend == "c":
+        try:
+            address = kernel(f"#define T {C_TYPES[x.dtype.name]}\n#define F {c_name}\n" + _LIBM_SOURCE, "fg_kernel")
+            out = np.empty_like(x)
+            run(address, [x.reshape(-1)], [out.reshape(-1)], [x.size])
+            return out
+        except NativeBuildError:
+            pass
+    function = _libm_function(c_name)
+    if function is None:
+        return None
+    return np.array([function(v) for v in x.ravel().tolist()], x.dtype).reshape(x.shape)

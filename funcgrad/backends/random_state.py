@@ -10,10 +10,16 @@ default generator draws fresh numbers on every call. (Functional code passes key
 
 from __future__ import annotations
 
+import math
+import os
+import platform
 from contextvars import ContextVar, Token
 from typing import Any
 
 import numpy as np
+
+from ..config import config
+from . import cc
 
 __all__ = ["TorchGenerator", "manual_seed", "generator", "default_key", "set_default_key", "vmap_draws", "enter_vmap",
            "exit_vmap"]
@@ -37,14 +43,16 @@ def _fused(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
 
 
 class TorchGenerator:
-    """PyTorch's CPU generator, for ``nn.init`` (and so every layer's default
-    initialisation): mt19937 seeded as ``torch.manual_seed`` seeds it, and PyTorch's CPU
-    transforms of its words, element by element in C order. ``uniform`` gives PyTorch's
-    numbers bit for bit (float32: 24 bits of one word, scaled and shifted with one rounding,
-    as its AVX2 kernel's fused multiply-add; float64: 53 bits of two words); ``normal`` is
-    PyTorch's Box-Muller over those uniforms, equal up to the last bits of ``log``, ``sin``
-    and ``cos`` (PyTorch's own vary with the CPU's vector units); ``permutation`` is
-    ``randperm``'s swaps."""
+    """PyTorch's CPU generator: mt19937 seeded as ``torch.manual_seed`` seeds it, and
+    PyTorch's CPU transforms of its words, element by element in C order, so that each draw
+    gives PyTorch's numbers bit for bit. A float32 draw takes the low 24 bits of one word, a
+    float64 draw 53 bits of two (the first high); ``uniform`` scales and shifts with one
+    rounding, as PyTorch's kernel's fused multiply-add; ``normal`` is PyTorch's Box-Muller
+    (``normal_fill`` from 16 values on, with the C library's ``log``, ``cos`` and ``sin`` as
+    PyTorch calls them, in a native loop where a compiler can build one; else NumPy's, equal
+    up to their last bit); ``bernoulli`` compares a float64 uniform with ``p``; ``permutation``
+    is ``randperm``'s swaps. ``get_state`` is PyTorch's byte layout of the state, so states
+    pass between the two."""
 
     def __init__(self, seed: int = TORCH_DEFAULT_SEED) -> None:
         self.manual_seed(seed)
@@ -57,63 +65,108 @@ class TorchGenerator:
         for i in range(1, 624):
             x = (1812433253 * (x ^ (x >> 30)) + i) & 0xFFFFFFFF
             key[i] = x
+        self.seed = int(seed) % (1 << 64)
         self._bits = np.random.MT19937()
         self._bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 624}}
         self._next_normal: float | None = None
 
-    def get_state(self) -> Any:
-        """The generator's state (restore it with ``set_state``)."""
-        return self._bits.state, self._next_normal
+    def get_state(self) -> np.ndarray:
+        """The state as ``torch.get_rng_state()`` lays it out: 5056 bytes (the seed, mt19937's
+        624 words and position, the cached normal value)."""
+        state = self._bits.state["state"]
+        pos = int(state["pos"])
+        out = np.zeros(_STATE_BYTES, np.uint8)
+        head = np.array([self.seed % (1 << 64)], np.uint64).view(np.uint8)
+        out[0:8] = head
+        out[8:16] = np.array([625 - pos, 1], np.int32).view(np.uint8)  # (left, seeded)
+        out[16:24] = np.array([pos % 624], np.uint64).view(np.uint8)  # (next)
+        out[24:24 + 624 * 8] = state["key"].astype(np.uint64).view(np.uint8)
+        if self._next_normal is not None:
+            out[5024:5032] = np.array([self._next_normal], np.float64).view(np.uint8)
+            out[5040:5044] = np.array([1], np.int32).view(np.uint8)
+        return out
 
     def set_state(self, state: Any) -> None:
-        self._bits.state, self._next_normal = state
+        """Restore a state ``get_state`` (or ``torch.get_rng_state()``) gave."""
+        data = np.ascontiguousarray(np.asarray(state)).reshape(-1)
+        if data.dtype != np.uint8 or data.size != _STATE_BYTES:
+            raise ValueError(f"set_state: a generator state is {_STATE_BYTES} uint8 values (PyTorch's CPU generator "
+                             f"state), got {data.size} of {data.dtype}")
+        left = int(data[8:12].view(np.int32)[0])
+        if not 1 <= left <= 625:
+            raise ValueError(f"set_state: the state's position ({left} words left) is out of range")
+        self.seed = int(data[0:8].view(np.uint64)[0])
+        key = data[24:24 + 624 * 8].view(np.uint64).astype(np.uint32)
+        self._bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": 625 - left}}
+        valid = int(data[5040:5044].view(np.int32)[0])
+        self._next_normal = float(data[5024:5032].view(np.float64)[0]) if valid else None
 
-    def _words(self, n: int) -> np.ndarray:
-        return self._bits.random_raw(n)  # type: ignore[no-any-return]  # (32-bit words, as uint64)
+    def words(self, n: int) -> np.ndarray:
+        """``n`` 32-bit words (as uint64), as ``random()`` draws them."""
+        return self._bits.random_raw(n)  # type: ignore[no-any-return]
 
-    def _unit(self, n: int, dtype: np.dtype) -> np.ndarray:
+    def words64(self, n: int) -> np.ndarray:
+        """``n`` 64-bit words, as ``random64()`` draws them (two words, the first high)."""
+        words = self.words(2 * n)
+        return (words[0::2] << np.uint64(32)) | words[1::2]  # type: ignore[no-any-return]
+
+    def unit(self, n: int, dtype: Any) -> np.ndarray:
         """``n`` uniforms in [0, 1) as PyTorch draws them for ``dtype``, as float64."""
+        dtype = np.dtype(dtype)
         if dtype == np.float64:
-            words = self._words(2 * n)
-            bits = (words[0::2] << np.uint64(32)) | words[1::2]  # (the first word high)
-            return (bits & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
+            return (self.words64(n) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
         digits = {np.dtype(np.float16): 11}.get(dtype, 8 if dtype.name == "bfloat16" else 24)
-        return (self._words(n) & np.uint64((1 << digits) - 1)).astype(np.float64) * 2.0 ** -digits
+        return (self.words(n) & np.uint64((1 << digits) - 1)).astype(np.float64) * 2.0 ** -digits
 
     def uniform(self, a: float, b: float, shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
         """PyTorch's ``uniform_(a, b)`` of a new array of ``shape`` and ``dtype``."""
         dtype = np.dtype(dtype)
-        n = int(np.prod(shape))
-        x = self._unit(n, dtype)
+        n = math.prod(shape)
+        x = self.unit(n, dtype)
         if dtype == np.float64:
             return _fused(x, float(b) - float(a), float(a)).reshape(shape)
         low = np.float32(a)
         span = np.float32(np.float32(b) - low)
         return (x * np.float64(span) + np.float64(low)).astype(dtype).reshape(shape)
 
+    def randint(self, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
+        """``torch.randint(low, high, shape)``: a word (two, from a range of 2**32 on) modulo
+        the range, plus ``low``, as int64."""
+        span, n = high - low, math.prod(shape)
+        words = self.words64(n) if span >= 1 << 32 else self.words(n)
+        return ((words % np.uint64(span)).astype(np.int64) + np.int64(low)).reshape(shape)
+
+    def random_int64(self) -> int:
+        """``torch.empty((), dtype=torch.int64).random_()``: a 64-bit word modulo 2**63 (the
+        seeds a ``DataLoader`` and its sampler take)."""
+        return int(self.words64(1)[0]) % (1 << 63)
+
+    def bernoulli(self, p: float, shape: tuple[int, ...]) -> np.ndarray:
+        """``bernoulli_(p)`` with a number ``p``: a float64 uniform below ``p``, as bools."""
+        return (self.unit(math.prod(shape), np.float64) < p).reshape(shape)  # type: ignore[no-any-return]
+
+    def exponential(self, rate: float, shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
+        """``exponential_(rate)``: ``-log1p(-u) / rate`` of float64 uniforms, in ``dtype``."""
+        u = self.unit(math.prod(shape), np.float64)
+        return (-1.0 / rate * np.log1p(-u)).astype(dtype).reshape(shape)  # type: ignore[no-any-return]
+
     def normal(self, mean: float, std: float, shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
         """PyTorch's ``normal_(mean, std)``: 16 at a time from 16 uniforms (the last 16 drawn
         again when 16 does not divide the size); fewer than 16, one pair at a time in double."""
         dtype = np.dtype(dtype)
-        n = int(np.prod(shape))
+        n = math.prod(shape)
         if n < 16:
-            values = np.array([self._one_normal() * std + mean for _ in range(n)], np.float64)
-            return values.astype(dtype).reshape(shape)
-        work = np.float64 if dtype == np.float64 else np.float32
-        data = self._unit(n, dtype).astype(work)
+            values = np.array([self._one_normal() for _ in range(n)], np.float64)
+            return _fused(values, float(std), float(mean)).astype(dtype).reshape(shape)
+        work = np.dtype(np.float64 if dtype == np.float64 else np.float32)
+        data = self.unit(n, dtype).astype(work)
         blocks = n // 16
-        data[:blocks * 16] = self._box_muller(data[:blocks * 16].reshape(blocks, 2, 8), mean, std, work).reshape(-1)
+        _normal_fill(data[:blocks * 16], mean, std)
         if n % 16:
-            tail = self._unit(16, dtype).astype(work)
-            data[n - 16:] = self._box_muller(tail.reshape(1, 2, 8), mean, std, work).reshape(-1)
+            tail = self.unit(16, dtype).astype(work)
+            _normal_fill(tail, mean, std)
+            data[n - 16:] = tail
         return data.astype(dtype).reshape(shape)
-
-    @staticmethod
-    def _box_muller(u: np.ndarray, mean: float, std: float, work: Any) -> np.ndarray:
-        radius = np.sqrt(work(-2.0) * np.log(work(1.0) - u[:, 0]))
-        theta = (2.0 * np.pi * u[:, 1].astype(np.float64)).astype(work)
-        return np.stack([radius * np.cos(theta) * work(std) + work(mean),
-                         radius * np.sin(theta) * work(std) + work(mean)], axis=1)
 
     def _one_normal(self) -> float:
         """A standard normal as PyTorch's ``normal_distribution<double>``: a pair from two
@@ -121,19 +174,161 @@ class TorchGenerator:
         if self._next_normal is not None:
             value, self._next_normal = self._next_normal, None
             return value
-        u1, u2 = self._unit(2, np.dtype(np.float64))
-        radius, theta = np.sqrt(-2.0 * np.log1p(-u2)), 2.0 * np.pi * u1
-        self._next_normal = float(radius * np.sin(theta))
-        return float(radius * np.cos(theta))
+        u1, u2 = self.unit(2, np.float64)
+        radius, theta = math.sqrt(-2.0 * math.log1p(-u2)), 2.0 * math.pi * u1
+        self._next_normal = radius * math.sin(theta)
+        return radius * math.cos(theta)
 
     def permutation(self, n: int) -> np.ndarray:
         """``torch.randperm(n)``'s order: a swap per position, with the word modulo what is left."""
         order = np.arange(n)
-        words = self._words(max(n - 1, 0))
+        words = self.words(max(n - 1, 0))
         for i in range(n - 1):
             j = i + int(words[i]) % (n - i)
             order[i], order[j] = order[j], order[i]
         return order
+
+
+_STATE_BYTES = 5056  # sizeof(CPUGeneratorImplState): what torch.get_rng_state() returns
+
+# normal_fill_16 over blocks of 16 uniforms in place, as PyTorch's scalar CPU kernel: the C
+# library's log, cos and sin (no vector variants: this source leaves out the prelude that
+# declares them), the last multiply-add fused as its compiler fuses it.
+_NORMAL_SOURCE = """#include <stdint.h>
+#include <math.h>
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    T *d = (T *)p[2];
+    const T mean = ((const T *)p[0])[0], sd = ((const T *)p[1])[0];
+    for (int64_t b = lo; b < hi; b++) {
+        T *x = d + 16 * b;
+        for (int j = 0; j < 8; j++) {
+            const T u1 = 1 - x[j], u2 = x[j + 8];
+            const T radius = sqrt(-2 * LOG(u1));
+            const T theta = (T)(2.0 * 3.14159265358979323846 * u2);
+            x[j] = FMA(radius * COS(theta), sd, mean);
+            x[j + 8] = FMA(radius * SIN(theta), sd, mean);
+        }
+    }
+}
+"""
+
+
+def _normal_fill(data: np.ndarray, mean: float, std: float) -> None:
+    """PyTorch's ``normal_fill_16`` over ``data`` (blocks of 16 uniforms, float32 or float64),
+    in place. Where PyTorch runs its AVX2 kernel (float32 on an x86 CPU with AVX2), its
+    approximations of ``log``, ``sin`` and ``cos`` step for step in float32 (``_log_avx``,
+    ``_sincos_avx``); elsewhere the C library's functions, as its scalar kernel calls them:
+    one native loop under the C backend, else each function through ``cc.libm``."""
+    work = data.dtype.type
+    blocks = data.reshape(-1, 2, 8)
+    if work is np.float32 and _PYTORCH_AVX2:
+        radius = np.sqrt(np.float32(-2) * _log_avx(np.float32(1) - blocks[:, 0]))
+        sin, cos = _sincos_avx(np.float32(2.0 * np.pi) * blocks[:, 1])
+        m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
+        blocks[:, 0] = ((radius * cos).astype(np.float64) * s + m).astype(np.float32)
+        blocks[:, 1] = ((radius * sin).astype(np.float64) * s + m).astype(np.float32)
+        return
+    native = _normal_kernel(work is np.float64)
+    if native is not None:
+        cc.run(native, [np.array([mean], work), np.array([std], work)], [data], [data.size // 16])
+        return
+    u1, u2 = work(1) - blocks[:, 0], blocks[:, 1]
+    with np.errstate(all="ignore"):
+        theta = (2.0 * np.pi * u2.astype(np.float64)).astype(work)
+        radius = np.sqrt(work(-2) * _c_library("log", u1))
+        cos, sin = _c_library("cos", theta), _c_library("sin", theta)
+    if work is np.float64:
+        blocks[:, 0] = _fused(radius * cos, std, mean)
+        blocks[:, 1] = _fused(radius * sin, std, mean)
+        return
+    m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
+    blocks[:, 0] = ((radius * cos).astype(np.float64) * s + m).astype(np.float32)
+    blocks[:, 1] = ((radius * sin).astype(np.float64) * s + m).astype(np.float32)
+
+
+def _c_library(name: str, x: np.ndarray) -> np.ndarray:
+    """The C library's ``name`` of ``x`` (``cc.libm``; NumPy's where there is none)."""
+    out = cc.libm(name, x)
+    return out if out is not None else getattr(np, name)(x)  # type: ignore[no-any-return]
+
+
+def _pytorch_avx2() -> bool:
+    """Whether PyTorch's CPU kernels on this machine are its AVX2 or AVX-512 builds (an x86
+    CPU with AVX2, unless ``ATEN_CPU_CAPABILITY=default`` holds them back)."""
+    if platform.machine().lower() not in ("x86_64", "amd64") or \
+            os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "default":
+        return False
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and " avx2" in line for line in info)
+    except OSError:
+        return False
+
+
+_PYTORCH_AVX2 = _pytorch_avx2()
+_F = np.float32
+_LOG_POLY = tuple(_F(c) for c in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
+                                  1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
+                                  3.3333331174E-1))
+
+
+def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
+    """``a * b + c`` of float32 values rounded once (the product is exact in float64)."""
+    return (np.float64(a) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)  # type: ignore[no-any-return]
+
+
+def _log_avx(x: np.ndarray) -> np.ndarray:
+    """Cephes' float ``log`` as PyTorch's ``avx_mathfun`` evaluates it, for ``x`` in (0, 1]:
+    the exponent apart, the mantissa in [sqrt(1/2), sqrt(2)) - 1, a degree-9 polynomial; each
+    product that feeds a sum fused with it, as its compiler fuses them."""
+    bits = np.maximum(x, _F(1.17549435e-38)).view(np.int32)
+    e = ((bits >> 23) - 127).astype(np.float32) + _F(1)
+    m = ((bits & ~0x7F800000) | 0x3F000000).view(np.float32)
+    low = m < _F(0.707106781186547524)
+    e = e - np.where(low, _F(1), _F(0))
+    m = (m - _F(1)) + np.where(low, m, _F(0))
+    z = m * m
+    y: Any = _LOG_POLY[0]
+    for c in _LOG_POLY[1:]:
+        y = _fma32(y, m, c)
+    y = _fma32(y * m, z, e * _F(-2.12194440e-4))
+    y = _fma32(-z, _F(0.5), y)
+    return _fma32(e, _F(0.693359375), m + y)
+
+
+def _sincos_avx(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cephes' float ``sin`` and ``cos`` as ``avx_mathfun``'s ``sincos256_ps``, for ``x >= 0``:
+    the octant from ``x * 4/pi``, the reduction in three parts, one polynomial for each
+    (products fused with the sums they feed, as in ``_log_avx``)."""
+    j = (x * _F(1.27323954473516)).astype(np.int32)
+    j = (j + 1) & ~1
+    y = j.astype(np.float32)
+    for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
+        x = _fma32(y, _F(part), x)
+    z = x * x
+    c = _fma32(_fma32(_F(2.443315711809948E-005), z, _F(-1.388731625493765E-003)), z, _F(4.166664568298827E-002))
+    c = _fma32(c * z, z, -(z * _F(0.5))) + _F(1)
+    s = _fma32(_fma32(_F(-1.9515295891E-4), z, _F(8.3321608736E-3)), z, _F(-1.6666654611E-1))
+    s = _fma32(s * z, x, x)
+    first = (j & 2) == 0  # (the sine's polynomial is s in these octants, c in the others)
+    sin_part, cos_part = np.where(first, s, _F(0)), np.where(first, _F(0), c)
+    sin = (cos_part + sin_part).view(np.int32) ^ ((j & 4) << 29)
+    cos = ((c - cos_part) + (s - sin_part)).view(np.int32) ^ ((~(j - 2) & 4) << 29)
+    return sin.view(np.float32), cos.view(np.float32)
+
+
+def _normal_kernel(double: bool) -> int | None:
+    """The native ``normal_fill`` loop's address under the C backend, else None."""
+    if config.compile_backend != "c":
+        return None
+    try:
+        names = ("double", "log", "cos", "sin", "fma") if double else ("float", "logf", "cosf", "sinf", "fmaf")
+        source = "".join(f"#define {m} {f}\n" for m, f in zip(("T", "LOG", "COS", "SIN", "FMA"), names))
+        address = cc.kernel(source + _NORMAL_SOURCE, "fg_kernel")
+        cc.caller()
+        return address
+    except cc.NativeBuildError:
+        return None
 
 
 _GENERATOR = TorchGenerator()

@@ -21,7 +21,7 @@ from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.normalization import layer_norm_p, softmax_p
 from ..primitives.reduce import softmax_cross_entropy_p
-from ..random import default_generator
+from ..random.generator import bernoulli_mask, default_generator, uniform_draw
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad
 from ..transforms import stop_gradient as _stop_gradient
@@ -389,15 +389,16 @@ def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
     if p == 1.0:
         return x * 0.0
 
-    keep = _random.bernoulli(_key_for(x), 1.0 - p, tuple(x.shape))
-    return x * ops.where(keep, ops.asarray(1.0 / (1.0 - p), x.dtype, device=x.device), 0.0)  # the scale rounded once
+    keep = _mask(x, 1.0 - p, tuple(x.shape))
+    scale = np.divide(1, np.asarray(1.0 - p, x.dtype.np), dtype=x.dtype.np)  # (1 / (1 - p) in x's dtype, as PyTorch)
+    return x * ops.where(keep, ops.asarray(scale, x.dtype, device=x.device), 0.0)
 
 
-def _key_for(x: Any) -> Any:
-    """A fresh key from the default generator, on ``x``'s device (under fg.compile the default
-    key is threaded through the program: fresh draws per call)."""
-    key = default_generator.next_key()
-    return key if key.device is x.device else key.to(x.device)
+def _mask(x: Any, p: float, shape: tuple[int, ...]) -> Any:
+    """PyTorch's ``bernoulli_(p)`` of a new array of ``shape``, as bools on ``x``'s device,
+    from the default generator (its key under ``fg.compile``: fresh draws per call)."""
+    keep = bernoulli_mask(p, shape)
+    return keep if keep.device is x.device else keep.to(x.device)
 
 
 def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
@@ -811,7 +812,15 @@ def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: 
     slope ``(lower + upper) / 2`` otherwise."""
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
-    slope = _random.uniform(_key_for(input), tuple(input.shape), input.dtype, lower, upper)
+    if input.__class__ is _Array and default_generator.key is None:
+        # PyTorch's: a slope per value at most 0, in order, each a float64 uniform in the
+        # bounds as the input's dtype holds them; the rest keep a slope of 1
+        work = np.float64 if input.dtype == np.float64 else np.float32
+        negative = input.numpy() <= 0
+        slope = np.ones(negative.shape, work)
+        slope[negative] = uniform_draw(int(negative.sum()), float(work(lower)), float(work(upper))).astype(work)
+        return input * ops.asarray(slope.astype(input.dtype.np), device=input.device)
+    slope = _random.uniform(default_generator.next_key(), tuple(input.shape), input.dtype, lower, upper)
     return ops.where(input >= 0, input, input * slope)
 
 
@@ -825,7 +834,7 @@ def _alpha_dropout(x: Any, p: float, training: bool, feature: bool, op: str) -> 
     if p == 1.0:
         return x * 0.0
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2) if feature else tuple(x.shape)
-    keep = _random.bernoulli(_key_for(x), 1.0 - p, shape).astype(x.dtype)
+    keep = _mask(x, 1.0 - p, shape).astype(x.dtype)
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
     return x * (keep * a) + ((keep - 1.0) * (alpha * a) + alpha * a * p)

@@ -17,7 +17,6 @@ from typing import Any
 
 from .. import ops
 from ..backends import random_state
-from ..random import default_generator
 from .conv import Conv1d, Conv2d
 from .conv3d import Conv3d, ConvTranspose3d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d
@@ -33,14 +32,12 @@ __all__ = ["UninitializedParameter", "LazyModuleMixin", "LazyLinear", "LazyConv1
 
 @contextlib.contextmanager
 def _generators_kept() -> Iterator[None]:
-    """Draws inside leave both global generators (``fg.random``'s and ``nn.init``'s) as they were."""
-    key, init_rng = default_generator.get_state(), random_state.generator()
-    init_state = init_rng.get_state()
+    """Draws inside leave the global generator (``fg.rand``'s and ``nn.init``'s) as it was."""
+    state = random_state.generator().get_state()
     try:
         yield
     finally:
-        default_generator.set_state(key)
-        init_rng.set_state(init_state)
+        random_state.generator().set_state(state)
 
 
 def _take_settings(module: Any, other: Module) -> None:

@@ -86,7 +86,7 @@ def cauchy(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard Cauchy values, ``tan(pi * (u - 1/2))``."""
     d = float_dtype(dtype, "cauchy")
     u = uniform(k, shape, d, minval=float(ml_dtypes.finfo(d.np).eps), maxval=1.0)
-    return ops.tan(ops.asarray(np.pi, dtype=d, device=u.device) * (u - 0.5))
+    return xla_math.tan(ops.asarray(np.pi, dtype=d, device=u.device) * (u - 0.5))
 
 
 def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:

@@ -1,16 +1,22 @@
 """PyTorch-style random numbers: ``fg.Generator``, ``fg.manual_seed`` and ``fg.rand``,
 ``fg.randn``, ``fg.randint``, ``fg.randperm``, ``fg.normal``, ``fg.bernoulli``,
-``fg.multinomial``, ``fg.rand_like``, ``fg.randn_like``.
+``fg.multinomial``, ``fg.rand_like``, ``fg.randn_like``, ``fg.get_rng_state`` and
+``fg.set_rng_state``.
 
-A generator is a key that splits on every draw: the draw uses one half, the generator
-keeps the other. So the numbers are ``fg.random``'s (Threefry), reproducible from the
-seed, and the default generator's key can be threaded through a compiled program as an
-input and an output (``random_state``): a compiled function that calls ``fg.rand`` or a
-``Dropout`` in training mode draws fresh numbers on every call.
+A generator is PyTorch's CPU generator (``random_state.TorchGenerator``: mt19937 and
+PyTorch's transforms), so after the same seed every draw gives PyTorch's numbers, and a
+ported script starts from the same weights, masks and data order. Inside ``fg.compile`` a
+program cannot run mt19937: there the default generator's draws come from a key that the
+compiled function takes as an input, made from two words of the generator on each call
+(fresh numbers per call, ``fg.random``'s Threefry, as ``torch.compile`` draws other numbers
+than eager PyTorch). ``functional_call(..., rng=key)`` sets that key too.
 """
 
 from __future__ import annotations
 
+import math
+import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,58 +31,75 @@ from ..primitives.checks import as_int
 from . import distributions as _draws
 from . import keys as _keys
 
-__all__ = ["Generator", "default_generator", "manual_seed", "rand", "randn", "randint", "randperm", "normal",
-           "bernoulli", "multinomial", "rand_like", "randn_like"]
+__all__ = ["Generator", "default_generator", "manual_seed", "initial_seed", "seed", "get_rng_state", "set_rng_state",
+           "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
+           "bernoulli_mask", "uniform_draw", "random_seed"]
 
 
 class Generator:
-    """``torch.Generator``: ``manual_seed(seed)``, ``initial_seed()``, ``get_state()`` /
-    ``set_state(state)``; pass it as ``generator=`` to the draws."""
+    """``torch.Generator`` on the CPU: ``manual_seed(seed)``, ``seed()``, ``initial_seed()``,
+    ``get_state()`` / ``set_state(state)``; pass it as ``generator=`` to the draws. Unseeded,
+    it starts from PyTorch's default seed, as ``torch.Generator()`` does."""
 
-    def __init__(self, device: Any = None, seed: int = 0) -> None:
-        self._seed = seed
-        self.key = _keys.PRNGKey(seed)
+    def __init__(self, device: Any = None, seed: int | None = None) -> None:
+        self.engine = random_state.TorchGenerator()
+        if seed is not None:
+            self.manual_seed(seed)
 
     @property
     def key(self) -> Any:
-        """The current key (the next draw splits it)."""
-        return self._key
-
-    @key.setter
-    def key(self, value: Any) -> None:
-        self._key = value
+        """The key draws take instead of the engine's words (the default generator's, under
+        ``fg.compile`` or ``functional_call(rng=)``), or None."""
+        return None
 
     def manual_seed(self, seed: int) -> Generator:
-        """Seed the generator; returns it."""
-        self._seed = int(seed)
-        self.key = _keys.PRNGKey(seed)
+        """Seed the generator as ``torch.Generator.manual_seed`` does; returns it."""
+        self.engine.manual_seed(_checked_seed(seed))
         return self
 
+    def seed(self) -> int:
+        """Seed the generator from the operating system's entropy; returns the seed."""
+        value = int.from_bytes(os.urandom(8), "little")
+        self.engine.manual_seed(value)
+        return value
+
     def initial_seed(self) -> int:
-        """The seed it was given."""
-        return self._seed
+        """The seed it was last given."""
+        return self.engine.seed
 
     def get_state(self) -> Any:
-        """The generator's state (its key)."""
-        return self.key
+        """The state as a uint8 array in PyTorch's layout (``torch.Generator.get_state``)."""
+        return ops.asarray(self.engine.get_state())
 
     def set_state(self, state: Any) -> Generator:
-        """Restore a state get_state() gave."""
-        self.key = _keys.key_data(state)
+        """Restore a state ``get_state()`` (or PyTorch's) gave; returns the generator."""
+        data = state.numpy() if isinstance(state, ArrayBase) else np.asarray(state)
+        try:
+            self.engine.set_state(data)
+        except ValueError as exc:
+            raise ArgumentValueError(f"Generator.{exc}") from None
         return self
 
     def next_key(self) -> Any:
-        """A fresh key for one draw (the generator moves on); inside ``fg.vmap``, one per
-        member or the same for all, as its ``randomness`` says."""
-        self.key, sub = _keys.split(self.key)
+        """A fresh ``fg.random`` key for one draw: the generator's key split where it has one
+        (inside ``fg.vmap``, one per member or the same for all, as its ``randomness``
+        says), else made of two of its words."""
+        if self.key is None:
+            return ops.asarray(self.engine.words(2).astype(np.uint32))
+        self.key, sub = _keys.split(self.key)  # type: ignore[misc]
         return _per_member(sub)
 
     def __repr__(self) -> str:
-        return f"<fg.Generator seed={self._seed}>"
+        return f"<fg.Generator initial_seed={self.engine.seed}>"
 
 
 class _DefaultGenerator(Generator):
-    """The global generator: its key lives in ``random_state``, where ``fg.compile`` finds it."""
+    """The global generator: its engine is the one ``nn.init`` draws from, and its key (set
+    while ``fg.compile`` traces, or by ``functional_call(rng=)``) lives in ``random_state``,
+    where ``fg.compile`` finds it."""
+
+    def __init__(self) -> None:
+        self.engine = random_state.generator()
 
     @property
     def key(self) -> Any:
@@ -90,16 +113,45 @@ class _DefaultGenerator(Generator):
 default_generator = _DefaultGenerator()
 
 
-def manual_seed(seed: int) -> Generator:
-    """Seed the global generators: ``fg.random``'s default one (``fg.rand``, ``Dropout``) and
-    the one ``nn.init`` draws from. Returns the default generator (as PyTorch does)."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
+def _checked_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ArgumentTypeError(f"manual_seed: the seed must be an int, got {seed!r}")
+    seed = int(seed)
     if not -(1 << 63) <= seed < 1 << 64:
         raise ArgumentValueError(f"manual_seed: the seed must be in [-2**63, 2**64) (PyTorch's range), got {seed}")
-    seed %= 1 << 64  # a negative seed, as PyTorch maps it
-    random_state.manual_seed(seed)
+    return seed % (1 << 64)  # a negative seed, as PyTorch maps it
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the global generator (``fg.rand``, ``Dropout``, ``nn.init``, ``DataLoader``) as
+    ``torch.manual_seed`` seeds PyTorch's. Returns it (as PyTorch does)."""
     return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the global generator from the operating system's entropy (``torch.seed``)."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The global generator's seed (``torch.initial_seed``)."""
+    return default_generator.initial_seed()
+
+
+def random_seed(generator: Generator | None = None) -> int:
+    """``torch.empty((), dtype=torch.int64).random_(generator=)``: a 64-bit word modulo 2**63
+    (the seeds a ``DataLoader`` pass and a ``RandomSampler`` take)."""
+    return _source(generator).engine.random_int64()
+
+
+def get_rng_state() -> Any:
+    """The global generator's state, a uint8 array in PyTorch's layout (``torch.get_rng_state``)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Any) -> None:
+    """Restore the global generator's state (``torch.set_rng_state``; PyTorch's states load too)."""
+    default_generator.set_state(new_state)
 
 
 def _size(size: tuple[Any, ...], op: str) -> tuple[int, ...]:
@@ -107,11 +159,47 @@ def _size(size: tuple[Any, ...], op: str) -> tuple[int, ...]:
     return _keys.draw_shape(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size, op, "")
 
 
-def _key(generator: Generator | None) -> Any:
-    """The key of one draw from ``generator`` (the default one unless given)."""
-    if generator is not None and not isinstance(generator, Generator):
+def _source(generator: Generator | None) -> Generator:
+    """The generator a draw takes its numbers from (the default one unless given)."""
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):
         raise ArgumentTypeError(f"generator must be an fg.Generator, got {type(generator).__name__} {generator!r}")
-    return (generator if generator is not None else default_generator).next_key()
+    return generator
+
+
+def _draw(generator: Generator | None, shape: tuple[int, ...], from_engine: Callable[[Any, tuple[int, ...]], Any],
+          from_key: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+    """One draw of ``shape``: ``from_engine(engine, shape)`` (PyTorch's numbers, a NumPy
+    array), or ``from_key(key, shape)`` where the generator has a key. Inside ``fg.vmap`` with
+    ``randomness="different"`` the engine draws for every member at once, the members' axes
+    first (as ``torch.func.vmap`` draws), each handed to its vmap as its batch."""
+    source = _source(generator)
+    if source.key is not None:
+        return from_key(source.next_key(), shape)
+    return _engine_draw(source, shape, from_engine)
+
+
+def _engine_draw(source: Generator, shape: tuple[int, ...], from_engine: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+    """``_draw``'s engine half."""
+    sizes, boxes = [], []
+    for name, randomness, size, box, _mapped in random_state.vmap_draws():
+        if randomness == "error":
+            raise _vmap_draw_error(name)
+        if randomness == "different":
+            sizes.append(size)
+            boxes.append(box)
+    x = ops.asarray(from_engine(source.engine, (*sizes, *shape)))
+    for box in boxes:
+        x = box(x)
+    return x
+
+
+def _vmap_draw_error(name: str) -> ArgumentValueError:
+    return ArgumentValueError(
+        f"fg.vmap({name}): a draw from a random generator (fg.rand, fg.randn, Dropout, ...) inside vmap; "
+        "say whether the members draw different numbers or the same: fg.vmap(f, randomness='different') "
+        "or randomness='same' (as torch.func.vmap), or draw from explicit keys with fg.random")
 
 
 def _per_member(key: Any) -> Any:
@@ -122,10 +210,7 @@ def _per_member(key: Any) -> Any:
         if mapped(key):  # the generator's key already differs per member (the user mapped over keys)
             continue
         if randomness == "error":
-            raise ArgumentValueError(
-                f"fg.vmap({name}): a draw from a random generator (fg.rand, fg.randn, Dropout, ...) inside vmap; "
-                "say whether the members draw different numbers or the same: fg.vmap(f, randomness='different') "
-                "or randomness='same' (as torch.func.vmap), or draw from explicit keys with fg.random")
+            raise _vmap_draw_error(name)
         if randomness == "different":
             key = box(_keys.split(key, size))
     return key
@@ -139,18 +224,26 @@ def _finish(x: Any, dtype: Any, device: Any, requires_grad: bool) -> Any:
     return x.requires_grad_() if requires_grad else x
 
 
+def _float(dtype: Any) -> Any:
+    return as_dtype(dtype) if dtype is not None else _dt.default_float
+
+
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Any:
     """Uniform values in [0, 1) (``torch.rand``)."""
-    d = as_dtype(dtype) if dtype is not None else _dt.default_float
-    return _finish(_keys.uniform(_key(generator), _size(size, "rand"), d), None, device, requires_grad)
+    d = _float(dtype)
+    x = _draw(generator, _size(size, "rand"), lambda e, s: e.uniform(0.0, 1.0, s, d.np),
+              lambda k, s: _keys.uniform(k, s, d))
+    return _finish(x, None, device, requires_grad)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Any:
     """Standard normal values (``torch.randn``)."""
-    d = as_dtype(dtype) if dtype is not None else _dt.default_float
-    return _finish(_draws.normal(_key(generator), _size(size, "randn"), d), None, device, requires_grad)
+    d = _float(dtype)
+    x = _draw(generator, _size(size, "randn"), lambda e, s: e.normal(0.0, 1.0, s, d.np),
+              lambda k, s: _draws.normal(k, s, d))
+    return _finish(x, None, device, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
@@ -160,21 +253,30 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    low, high = as_int("randint", low, "low", minimum=None), as_int("randint", high, "high", minimum=None)
     if high <= low:
         raise ArgumentValueError(f"randint: high ({high}) must be greater than low ({low})")
-    out = _draws.randint(_key(generator), _size((size,), "randint"),
-                        low, high, int64)
+    out = _draw(generator, _size((size,), "randint"), lambda e, s: e.randint(low, high, s),
+                lambda k, s: _draws.randint(k, s, low, high, int64))
     return _finish(out, dtype, device, False)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Any:
     """A random permutation of ``range(n)`` (``torch.randperm``)."""
-    return _finish(_draws.permutation(_key(generator), int(n)), dtype, device, False)
+    n = as_int("randperm", n, "n", minimum=0)
+
+    def from_engine(engine: Any, shape: tuple[int, ...]) -> np.ndarray:
+        return np.stack([engine.permutation(n) for _ in range(math.prod(shape[:-1]))]).reshape(shape)
+
+    return _finish(_draw(generator, (n,), from_engine, lambda k, s: _draws.permutation(k, n)), dtype, device, False)
 
 
-def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None) -> Any:
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
+           dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
     """Normal values of mean ``mean`` and standard deviation ``std`` (arrays broadcast; with
-    numbers, ``size`` gives the shape), as ``torch.normal``."""
+    numbers, ``size`` gives the shape), as ``torch.normal``: with numbers, ``normal_(mean,
+    std)``; with an array ``mean`` and a number ``std``, ``normal_(0, std)`` plus ``mean``;
+    else standard values times ``std`` plus ``mean``."""
     arrays = [v for v in (mean, std) if isinstance(v, ArrayBase)]
     if size is None:
         if not arrays:
@@ -182,23 +284,50 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
         shape = ops.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     else:
         shape = _size((size,) if not isinstance(size, (tuple, list)) else (size,), "normal")
-    dtype = arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else _dt.default_float
+    d = as_dtype(dtype) if dtype is not None else \
+        arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else _dt.default_float
     _require("normal", std, lambda v: v >= 0, "std must be at least 0")
-    return _draws.normal(_key(generator), shape, dtype) * std + mean
+    scaled = not isinstance(std, ArrayBase)  # (the engine's normal_ takes a number std itself)
+    center = 0.0 if isinstance(mean, ArrayBase) or not scaled else mean
+    x = _draw(generator, shape, lambda e, s: e.normal(center, std if scaled else 1.0, s, d.np),
+              lambda k, s: _draws.normal(k, s, d) * (std if scaled else 1.0) + center)
+    if not scaled:
+        x = x * std
+    return _finish(x + mean if center is not mean else x, None, device, requires_grad)
 
 
 def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
-    """0 or 1 with probability ``p`` per element, in ``p``'s dtype (``torch.bernoulli``)."""
+    """0 or 1 with probability ``p`` per element, in ``p``'s dtype (``torch.bernoulli``: a
+    uniform in float64 for float64 ``p``, else in float32, below ``p``)."""
     p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=_dt.default_float)
     _require("bernoulli", p, lambda v: (v >= 0) & (v <= 1), "p must be in [0, 1]")
-    return _draws.bernoulli(_key(generator), p, tuple(p.shape)).astype(p.dtype)
+    source = _source(generator)
+    if source.key is not None:
+        return _draws.bernoulli(source.next_key(), p, tuple(p.shape)).astype(p.dtype)
+    work = np.float64 if p.dtype == np.float64 else np.float32
+    u = _engine_draw(source, tuple(p.shape), lambda e, s: e.unit(math.prod(s), work).astype(work).reshape(s))
+    return (u < p.astype(work)).astype(p.dtype)
+
+
+def bernoulli_mask(p: float, shape: tuple[int, ...], generator: Generator | None = None) -> Any:
+    """``empty(shape).bernoulli_(p)`` as bools (dropout's mask): a float64 uniform below
+    ``p``, from the default generator (its key under ``fg.compile``)."""
+    return _draw(generator, shape, lambda e, s: e.bernoulli(p, s), lambda k, s: _draws.bernoulli(k, p, s))
+
+
+def uniform_draw(count: int, low: float, high: float) -> Any:
+    """``count`` float64 values of ``uniform_real_distribution<double>(low, high)`` from the
+    default generator's engine, as PyTorch's CPU kernels draw one value at a time."""
+    u = default_generator.engine.unit(count, np.float64)
+    return u * (float(high) - float(low)) + float(low)
 
 
 def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Any:
     """Indices drawn with weights ``probs`` (one row, or a batch of rows), as
-    ``torch.multinomial``: with replacement from the categorical distribution, without it
-    by Gumbel top-k."""
+    ``torch.multinomial``: without replacement (or one sample) the largest ``probs / q`` for
+    exponential ``q``; with replacement, each uniform's place in the normalized cumulative
+    weights."""
     probs = probs if isinstance(probs, ArrayBase) else ops.asarray(probs, dtype=_dt.default_float)
     if probs.ndim not in (1, 2):
         raise ShapeError(f"multinomial: probs must be 1-D or 2-D, got shape {tuple(probs.shape)}")
@@ -208,9 +337,29 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
     _require("multinomial", probs, lambda v: np.sum(v, axis=-1) > 0, "every row of probs must have a positive sum")
     if not replacement and num_samples > n:
         raise ArgumentValueError(f"multinomial: {num_samples} samples without replacement from {n} categories")
+    source = _source(generator)
+    if source.key is not None:
+        return _multinomial_from_key(probs, num_samples, replacement, source.next_key())
+    rows = tuple(probs.shape[:-1])
+    if not replacement or num_samples == 1:
+        q = _engine_draw(source, tuple(probs.shape), lambda e, s: e.exponential(1.0, s, probs.dtype.np))
+        ranked = probs / q
+        if num_samples == 1:
+            return ops.argmax(ranked, axis=-1, keepdims=True)
+        return ops.argsort(ranked, axis=-1, descending=True, stable=True)[..., :num_samples]
+    cumulative = ops.cumsum(probs, axis=-1)
+    cumulative = ops.concatenate([(cumulative / cumulative[..., -1:])[..., :-1], ops.ones((*rows, 1), probs.dtype)],
+                                 axis=-1)
+    u = _engine_draw(source, (*rows, num_samples), lambda e, s: e.unit(math.prod(s), np.float64).reshape(s))
+    below = cumulative.astype(_dt.float64)[..., None, :] < u[..., :, None]  # (its first bucket at least u)
+    return ops.sum(below.astype(int64), axis=-1)
+
+
+def _multinomial_from_key(probs: Any, num_samples: int, replacement: bool, key: Any) -> Any:
+    """``multinomial`` from a key (under ``fg.compile``): with replacement from the
+    categorical distribution, without it by Gumbel top-k."""
     with np.errstate(divide="ignore"):  # a zero weight is a logit of -inf, never drawn
         logits = ops.log(probs / ops.sum(probs, axis=-1, keepdims=True))
-    key = _key(generator)
     if replacement:
         return _draws.categorical(key, logits[..., None, :], shape=(*probs.shape[:-1], num_samples))
     noisy = logits + _draws.gumbel(key, tuple(probs.shape), logits.dtype)

@@ -28,7 +28,7 @@ from ..array import ArrayBase
 from ..backends import process_group
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..primitives.checks import as_int
-from ..random.generator import Generator, manual_seed, multinomial, randperm
+from ..random.generator import Generator, manual_seed, multinomial, random_seed, randperm
 from ..random.generator import randint as _randint
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split", "Sampler",
@@ -156,8 +156,9 @@ class RandomSampler(Sampler):
                  generator: Generator | None = None) -> None:
         self.data_source, self.replacement, self.generator = data_source, replacement, generator
         self._num_samples = num_samples
-        if not replacement and num_samples is not None and num_samples > len(data_source):
-            raise ArgumentValueError("RandomSampler: num_samples larger than the dataset needs replacement=True")
+        if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(num_samples, int)
+                                        or num_samples <= 0):
+            raise ArgumentValueError(f"RandomSampler: num_samples must be a positive int, got {num_samples!r}")
 
     @property
     def num_samples(self) -> int:
@@ -165,10 +166,16 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
+        """PyTorch's order: without a generator of its own, a new one seeded from the global
+        generator when the pass starts; whole permutations, then part of one more."""
         n = len(self.data_source)
+        generator = self.generator if self.generator is not None else Generator().manual_seed(random_seed())
         if self.replacement:
-            return iter(_randint(0, n, (self.num_samples,), generator=self.generator).tolist())
-        return iter(randperm(n, generator=self.generator).tolist()[:self.num_samples])
+            yield from _randint(0, n, (self.num_samples,), generator=generator).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from randperm(n, generator=generator).tolist()
+        yield from randperm(n, generator=generator).tolist()[:self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -181,7 +188,7 @@ class SubsetRandomSampler(Sampler):
         self.indices, self.generator = list(indices), generator
 
     def __iter__(self) -> Iterator[int]:
-        return iter([self.indices[i] for i in randperm(len(self.indices), generator=self.generator).tolist()])
+        yield from (self.indices[i] for i in randperm(len(self.indices), generator=self.generator).tolist())
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -404,13 +411,16 @@ class DataLoader:
         return len(self.batch_sampler) if self.batch_sampler is not None else len(self.sampler)  # type: ignore
 
     def __iter__(self) -> Iterator[Any]:
+        # each pass takes the workers' base seed first, as PyTorch's iterators do; the
+        # sampler draws when the first batch is asked for
+        base_seed = random_seed(self.generator)
         if self._iterable:
             return self._iterate_stream()
         batches = iter(self.batch_sampler) if self.batch_sampler is not None else ([i] for i in self.sampler)  # type: ignore[union-attr]
         if self.num_workers == 0:
             return (self.collate_fn([self.dataset[i] for i in batch]) if self.batch_sampler is not None
                     else self.collate_fn(self.dataset[batch[0]]) for batch in batches)
-        return self._iterate_workers(batches)
+        return self._iterate_workers(batches, base_seed)
 
     def _iterate_stream(self) -> Iterator[Any]:
         items = iter(self.dataset)
@@ -423,10 +433,9 @@ class DataLoader:
                 return
             yield self.collate_fn(batch)
 
-    def _iterate_workers(self, batches: Iterator[list[int]]) -> Iterator[Any]:
+    def _iterate_workers(self, batches: Iterator[list[int]], seed: int) -> Iterator[Any]:
         pool = self._pool
         if pool is None:
-            seed = int(_randint(0, 2**31 - 1, (), generator=self.generator).item())
             pool = ProcessPoolExecutor(self.num_workers, mp_context=_worker_context(),
                                        initializer=_start_worker,
                                        initargs=(self.dataset, self.collate_fn, self.num_workers, seed,

@@ -29,6 +29,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ... import tree as _tree
 from ...array import Array, ArrayBase, wrap_kernel_output
 from ...backends import random_state as random_state
@@ -212,13 +214,14 @@ class Compiled:
         nums = {n for n, _ in static if isinstance(n, int)}
         amp = dict(static).get("autocast")
 
-        key = random_state.default_key()  # the default generator's: an input, and its new value an output
-        keyed = key is not None
+        # The default generator's key: an input, and its new value an output (dropped below
+        # where the function draws nothing). Outside ``functional_call(rng=)`` there is none:
+        # each call then passes a fresh key made from the generator's words.
+        previous = random_state.default_key()
+        key = previous if previous is not None else asarray(np.zeros(2, np.uint32))
 
-        def flat_fun(*dynamic: Any) -> Any:
-            if keyed:
-                random_state.set_default_key(dynamic[0])
-                dynamic = dynamic[1:]
+        def flat_fun(key: Any, *dynamic: Any) -> Any:
+            random_state.set_default_key(key)
             leaves = list(arrays)
             for i, d in zip(positions, dynamic):
                 leaves[i] = d
@@ -227,21 +230,18 @@ class Compiled:
             with autocast_like(amp):
                 out = self.fun(*full, **{**dyn_kwargs, **{k: kwargs[k] for k in kwargs if k in self.static_argnames}})
             out = _tree.map(lambda o: asarray(o) if isinstance(o, _SCALARS) else o, out)  # numbers: as arrays
-            return (out, random_state.default_key()) if keyed else out
+            return out, random_state.default_key()
 
-        inputs = [key] * keyed + [arrays[i] for i in positions]
-        avals = [key.aval] * keyed + [ShapedArray((), arrays[i].dtype, arrays[i].device, weak=True) if i in weak
+        inputs = [key] + [arrays[i] for i in positions]
+        avals = [key.aval] + [ShapedArray((), arrays[i].dtype, arrays[i].device, weak=True) if i in weak
                                       else arrays[i].aval for i in positions]
         token = USER_TRANSFORM.set("compile")  # errors while tracing name fg.compile
         try:
             traced, _ = make_program(flat_fun, avals, _tree.flatten(tuple(inputs))[1])
         finally:
             USER_TRANSFORM.reset(token)
-            if keyed:
-                random_state.set_default_key(key)
-        out_tree = traced.out_tree
-        if keyed:
-            traced, keyed, out_tree = _thread_key(traced)
+            random_state.set_default_key(previous)
+        traced, keyed, out_tree = _thread_key(traced)
         opened, lifted = lift_consts(traced, [_lifted(c) for c in traced.consts])
         self._traces += 1
         cacheable = not any(isinstance(c, Tracer) for c in lifted)  # an enclosing transform's value: this call's own
@@ -310,11 +310,15 @@ class Compiled:
         return wrap_outputs(lowered, raw, list(args), device)
 
     def _call_entry(self, entry: _Entry, dynamic: Any, donated: tuple[int, ...] = ()) -> list[Any]:
-        if entry.keyed:  # the default generator's key in, its new value out
+        if entry.keyed:  # the default generator's key in (a fresh one unless it has its own), its new value out
             params = {"donated": donated} if donated else {}
-            outs = list(_bind(compiled_call_p, *entry.lifted, random_state.default_key(), *dynamic,
+            key = random_state.default_key()
+            fresh = asarray(random_state.generator().words(2).astype(np.uint32)) if key is None else None
+            outs = list(_bind(compiled_call_p, *entry.lifted, key if fresh is None else fresh, *dynamic,
                               name=self.__name__, program=entry.program, **params))
-            random_state.set_default_key(outs.pop())
+            new_key = outs.pop()
+            if fresh is None:
+                random_state.set_default_key(new_key)
             return outs
         if not entry.lifted and not len(dynamic):  # no array in: the program reads constants alone
             return entry.program.eval_flat([])
