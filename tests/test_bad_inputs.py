@@ -237,6 +237,8 @@ def test_impossible_section_counts_are_refused_up_front() -> None:
     x = fg.arange(3)
     with pytest.raises(fg.ArgumentValueError, match="array_split"):
         fg.array_split(x, 10 ** 20)
+    with pytest.raises(fg.ArgumentValueError, match="split: 100000000000000000000 sections"):
+        fg.hsplit(fg.zeros(0), 10 ** 20)  # an empty axis divides evenly into any count
     with pytest.raises(fg.ArgumentValueError, match="at least 1"):
         fg.array_split(x, -1)
     assert [a.tolist() for a in fg.array_split(x, 5)] == [[0], [1], [2], [], []]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.nn.functional as F
+from funcgrad.backends import cc
 from funcgrad.utils import data as fd
 from tests.backends import compile_backend
 
@@ -65,6 +66,26 @@ def test_normal_arrays_take_pytorchs_box_muller_under_both_backends(backend: str
             _same(torch.empty(1000).normal_(0.3, 0.02), fg.normal(0.3, 0.02, (1000,)))
             _same(torch.randn(4096), fg.randn(4096))
             _same(torch.normal(-1.0, 2.5, (33,), dtype=torch.float64), fg.normal(-1.0, 2.5, (33,), dtype=fg.float64))
+
+
+def test_without_a_compiler_the_draws_are_still_pytorchs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C library's functions one ctypes call at a time, the AVX2 kernel's in NumPy."""
+    angles = np.linspace(-1.5, 1.5, 301)
+    native = [cc.libm("tan", angles.astype(np.float32)), cc.libm("log", angles + 2.0)]
+    cauchy = fg.random.cauchy(fg.random.key(3), (64,)).numpy()
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setattr(cc, "_LOADED", {})
+    monkeypatch.setattr(cc, "_FAILED", {})
+    cc.toolchain.cache_clear()
+    try:
+        _seed(2)
+        _same(torch.normal(0.5, 2.0, (40,), dtype=torch.float64), fg.normal(0.5, 2.0, (40,), dtype=fg.float64))
+        _same(torch.randn(100), fg.randn(100))
+        _same(native[0], cc.libm("tan", angles.astype(np.float32)))
+        _same(native[1], cc.libm("log", angles + 2.0))
+        _same(cauchy, fg.random.cauchy(fg.random.key(3), (64,)))
+    finally:
+        cc.toolchain.cache_clear()
 
 
 @settings(max_examples=15, deadline=None)

@@ -667,18 +667,20 @@ def libm(name: str, x: np.ndarray) -> np.ndarray | None:
     """``x`` (float32 or float64) through the C library's scalar function ``name`` (``tan``,
     ``log``; its ``f`` form for float32), as code that calls it (XLA, PyTorch's scalar
     kernels) computes it, NumPy's own SIMD versions differing in the last bit: a native loop
-    under the C backend (this source declares no vector variants, so none is substituted),
-    else one ctypes call per element. None where the library cannot be found."""
+    wherever a compiler can build one, whatever the backend (this source declares no vector
+    variants, so none is substituted), else one ctypes call per element. None where the
+    library cannot be found."""
     c_name = name + "f" if x.dtype == np.float32 else name
     x = np.ascontiguousarray(x)
-    if config.compile_backend == "c":
-        try:
-            address = kernel(f"#define T {C_TYPES[x.dtype.name]}\n#define F {c_name}\n" + _LIBM_SOURCE, "fg_kernel")
-            out = np.empty_like(x)
-            run(address, [x.reshape(-1)], [out.reshape(-1)], [x.size])
-            return out
-        except NativeBuildError:
-            pass
+    try:
+        address = kernel(f"#define T {C_TYPES[x.dtype.name]}\n#define F {c_name}\n" + _LIBM_SOURCE, "fg_kernel")
+        caller()
+    except NativeBuildError:
+        pass
+    else:
+        out = np.empty_like(x)
+        run(address, [x.reshape(-1)], [out.reshape(-1)], [x.size])
+        return out
     function = _libm_function(c_name)
     if function is None:
         return None

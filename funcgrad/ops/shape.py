@@ -238,6 +238,9 @@ def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
         if k <= 0 or n % k:
             raise ShapeError(f"split: axis {ax} of size {n} does not divide into {k} equal sections "
                              "(use array_split or chunk for unequal pieces)")
+        if k > n + _MAX_EMPTY_PIECES:  # (an empty axis divides into any count: one object per piece)
+            raise ArgumentValueError(f"split: {k} sections of an axis of {n} elements: at most "
+                                     f"{n + _MAX_EMPTY_PIECES} (the pieces past the elements are empty)")
         bounds = [i * (n // k) for i in builtins.range(k + 1)]
     else:
         points = [builtins.min(builtins.max(int(p) + (n if int(p) < 0 else 0), 0), n) for p in indices_or_sections]

@@ -1,0 +1,173 @@
+"""PyTorch's CPU arithmetic, where funcgrad gives PyTorch's numbers bit for bit: the
+Box-Muller transform of its ``normal_`` (its AVX2 kernel's polynomial ``log``, ``sin`` and
+``cos`` step for step, or the C library's functions as its scalar kernel calls them).
+PyTorch's compiler fuses a product with the sum it feeds into one fused multiply-add; so
+do these, emulated exactly in NumPy: a float32 product is exact in float64, and a float64
+one is carried by Veltkamp's split. (Its ``erfinv``, which ``trunc_normal_`` maps uniforms
+through, is left out: its vectorized and scalar paths give different bits for the same
+input, so an array's values depend on where its elements fall.)"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any
+
+import numpy as np
+
+from . import cc
+
+__all__ = ["fused_multiply_add", "normal_fill"]
+
+
+def fused_multiply_add(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
+    """``x * y + z`` rounded once, as a fused multiply-add (float64; NumPy has none): the
+    exact product as a sum of two doubles (Veltkamp's split), then the sum of the three."""
+    p = x * y
+    c = 134217729.0 * x
+    xh = c - (c - x)
+    cy = 134217729.0 * np.float64(y)
+    yh = cy - (cy - y)
+    xl, yl = x - xh, y - yh
+    e = ((xh * yh - p) + xh * yl + xl * yh) + xl * yl
+    s = p + z
+    b = s - p
+    return s + (((p - (s - b)) + (z - b)) + e)  # type: ignore[no-any-return]
+
+
+# normal_fill_16 over blocks of 16 uniforms in place, as PyTorch's scalar CPU kernel: the C
+# library's log, cos and sin (no vector variants: this source leaves out the prelude that
+# declares them), the last multiply-add fused as its compiler fuses it.
+_NORMAL_SOURCE = """#include <stdint.h>
+#include <math.h>
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    T *d = (T *)p[2];
+    const T mean = ((const T *)p[0])[0], sd = ((const T *)p[1])[0];
+    for (int64_t b = lo; b < hi; b++) {
+        T *x = d + 16 * b;
+        for (int j = 0; j < 8; j++) {
+            const T u1 = 1 - x[j], u2 = x[j + 8];
+            const T radius = sqrt(-2 * LOG(u1));
+            const T theta = (T)(2.0 * 3.14159265358979323846 * u2);
+            x[j] = FMA(radius * COS(theta), sd, mean);
+            x[j + 8] = FMA(radius * SIN(theta), sd, mean);
+        }
+    }
+}
+"""
+
+
+def normal_fill(data: np.ndarray, mean: float, std: float) -> None:
+    """PyTorch's ``normal_fill_16`` over ``data`` (blocks of 16 uniforms, float32 or float64),
+    in place. Where PyTorch runs its AVX2 kernel (float32 on an x86 CPU with AVX2), its
+    approximations of ``log``, ``sin`` and ``cos`` step for step in float32 (``_log_avx``,
+    ``_sincos_avx``); elsewhere the C library's functions, as its scalar kernel calls them:
+    one native loop where a compiler can build it, else each function through ``cc.libm``."""
+    work = data.dtype.type
+    blocks = data.reshape(-1, 2, 8)
+    if work is np.float32 and _PYTORCH_AVX2:
+        radius = np.sqrt(np.float32(-2) * _log_avx(np.float32(1) - blocks[:, 0]))
+        sin, cos = _sincos_avx(np.float32(2.0 * np.pi) * blocks[:, 1])
+        m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
+        blocks[:, 0] = ((radius * cos).astype(np.float64) * s + m).astype(np.float32)
+        blocks[:, 1] = ((radius * sin).astype(np.float64) * s + m).astype(np.float32)
+        return
+    native = _normal_kernel(work is np.float64)
+    if native is not None:
+        cc.run(native, [np.array([mean], work), np.array([std], work)], [data], [data.size // 16])
+        return
+    u1, u2 = work(1) - blocks[:, 0], blocks[:, 1]
+    with np.errstate(all="ignore"):
+        theta = (2.0 * np.pi * u2.astype(np.float64)).astype(work)
+        radius = np.sqrt(work(-2) * _c_library("log", u1))
+        cos, sin = _c_library("cos", theta), _c_library("sin", theta)
+    if work is np.float64:
+        blocks[:, 0] = fused_multiply_add(radius * cos, std, mean)
+        blocks[:, 1] = fused_multiply_add(radius * sin, std, mean)
+        return
+    m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
+    blocks[:, 0] = ((radius * cos).astype(np.float64) * s + m).astype(np.float32)
+    blocks[:, 1] = ((radius * sin).astype(np.float64) * s + m).astype(np.float32)
+
+
+def _c_library(name: str, x: np.ndarray) -> np.ndarray:
+    """The C library's ``name`` of ``x`` (``cc.libm``; NumPy's where there is none)."""
+    out = cc.libm(name, x)
+    return out if out is not None else getattr(np, name)(x)  # type: ignore[no-any-return]
+
+
+def _pytorch_avx2() -> bool:
+    """Whether PyTorch's CPU kernels on this machine are its AVX2 or AVX-512 builds (an x86
+    CPU with AVX2, unless ``ATEN_CPU_CAPABILITY=default`` holds them back)."""
+    if platform.machine().lower() not in ("x86_64", "amd64") or \
+            os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "default":
+        return False
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and " avx2" in line for line in info)
+    except OSError:
+        return False
+
+
+_PYTORCH_AVX2 = _pytorch_avx2()
+_F = np.float32
+_LOG_POLY = tuple(_F(c) for c in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
+                                  1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
+                                  3.3333331174E-1))
+
+
+def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
+    """``a * b + c`` of float32 values rounded once (the product is exact in float64)."""
+    return (np.float64(a) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)  # type: ignore[no-any-return]
+
+
+def _log_avx(x: np.ndarray) -> np.ndarray:
+    """Cephes' float ``log`` as PyTorch's ``avx_mathfun`` evaluates it, for ``x`` in (0, 1]:
+    the exponent apart, the mantissa in [sqrt(1/2), sqrt(2)) - 1, a degree-9 polynomial; each
+    product that feeds a sum fused with it, as its compiler fuses them."""
+    bits = np.maximum(x, _F(1.17549435e-38)).view(np.int32)
+    e = ((bits >> 23) - 127).astype(np.float32) + _F(1)
+    m = ((bits & ~0x7F800000) | 0x3F000000).view(np.float32)
+    low = m < _F(0.707106781186547524)
+    e = e - np.where(low, _F(1), _F(0))
+    m = (m - _F(1)) + np.where(low, m, _F(0))
+    z = m * m
+    y: Any = _LOG_POLY[0]
+    for c in _LOG_POLY[1:]:
+        y = _fma32(y, m, c)
+    y = _fma32(y * m, z, e * _F(-2.12194440e-4))
+    y = _fma32(-z, _F(0.5), y)
+    return _fma32(e, _F(0.693359375), m + y)
+
+
+def _sincos_avx(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Cephes' float ``sin`` and ``cos`` as ``avx_mathfun``'s ``sincos256_ps``, for ``x >= 0``:
+    the octant from ``x * 4/pi``, the reduction in three parts, one polynomial for each
+    (products fused with the sums they feed, as in ``_log_avx``)."""
+    j = (x * _F(1.27323954473516)).astype(np.int32)
+    j = (j + 1) & ~1
+    y = j.astype(np.float32)
+    for part in (-0.78515625, -2.4187564849853515625e-4, -3.77489497744594108e-8):
+        x = _fma32(y, _F(part), x)
+    z = x * x
+    c = _fma32(_fma32(_F(2.443315711809948E-005), z, _F(-1.388731625493765E-003)), z, _F(4.166664568298827E-002))
+    c = _fma32(c * z, z, -(z * _F(0.5))) + _F(1)
+    s = _fma32(_fma32(_F(-1.9515295891E-4), z, _F(8.3321608736E-3)), z, _F(-1.6666654611E-1))
+    s = _fma32(s * z, x, x)
+    first = (j & 2) == 0  # (the sine's polynomial is s in these octants, c in the others)
+    sin_part, cos_part = np.where(first, s, _F(0)), np.where(first, _F(0), c)
+    sin = (cos_part + sin_part).view(np.int32) ^ ((j & 4) << 29)
+    cos = ((c - cos_part) + (s - sin_part)).view(np.int32) ^ ((~(j - 2) & 4) << 29)
+    return sin.view(np.float32), cos.view(np.float32)
+
+
+def _normal_kernel(double: bool) -> int | None:
+    """The native ``normal_fill`` loop's address where a compiler can build it, else None."""
+    try:
+        names = ("double", "log", "cos", "sin", "fma") if double else ("float", "logf", "cosf", "sinf", "fmaf")
+        source = "".join(f"#define {m} {f}\n" for m, f in zip(("T", "LOG", "COS", "SIN", "FMA"), names))
+        address = cc.kernel(source + _NORMAL_SOURCE, "fg_kernel")
+        cc.caller()
+        return address
+    except cc.NativeBuildError:
+        return None
