@@ -38,6 +38,7 @@ from .backends.cc import EAGER_MIN
 from .backends.device import CPU, Device
 from .backends.device import device as _as_device
 from .errors import (
+    ArgumentTypeError,
     ArgumentValueError,
     DeviceMismatchError,
     DTypeError,
@@ -600,10 +601,28 @@ class ArrayBase:
         return _ops.round(self, ndigits)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """NumPy's functions (``np.mean(x)``, ``np.concatenate([x, y])``) work on funcgrad arrays'
-        values and return NumPy arrays, as its ufuncs (``np.exp(x)``) do: NumPy computes, and
-        nothing it returns has derivatives. ``fg.*`` keeps arrays in funcgrad."""
+        """NumPy's functions (``np.mean(x)``, ``np.concatenate([x, y])``) of plain arrays work
+        on their values and return NumPy arrays: NumPy computes. Where a derivative is being
+        taken (a traced value, an array that requires grad or came from one), they run
+        funcgrad's function of the same name instead (``np.sum(x)`` is ``fg.sum(x)``), as
+        autograd's boxes do: NumPy's would read the values and drop the derivative."""
+        if _differentiated(args, kwargs):
+            return numpy_counterpart(func)(*args, **kwargs)
         return func(*_as_numpy(args), **_as_numpy(kwargs))
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """A NumPy ufunc (``np.exp(x)``) as ``__array_function__``: on the values of plain
+        arrays, funcgrad's function of the same name where a derivative is being taken, and
+        where a NumPy operand meets a funcgrad one (``np.float64(2) * x``: the reflected
+        operator's result)."""
+        mixed = any(not isinstance(v, ArrayBase) for v in inputs)  # (a NumPy operand: an operator's case,
+        if (not mixed or "out" in kwargs) and not _differentiated(inputs, kwargs):  # as x.__rmul__ would be)
+            return getattr(ufunc, method)(*_as_numpy(inputs), **_as_numpy(kwargs))
+        if method != "__call__" or kwargs.pop("out", None) is not None:
+            raise ArgumentTypeError(f"numpy.{ufunc.__name__}.{method} of an array whose derivative is being taken: "
+                                    f"only a plain call runs as funcgrad's (fg.{ufunc.__name__}), and funcgrad "
+                                    "arrays take no out=")
+        return numpy_counterpart(ufunc)(*inputs, **kwargs)
 
     def __array_namespace__(self, api_version: str | None = None) -> Any:
         if api_version not in (None, "2023.12", "2022.12", "2021.12"):
@@ -767,6 +786,39 @@ def _variance_keywords(axis: Any, keepdims: bool, ddof: int | None, dim: Any, ke
         ddof = (correction if correction is not None else int(unbiased if unbiased is not None else True)) \
             if pytorch else 0
     return axis, keepdims, ddof
+
+
+def _differentiated(*values: Any) -> bool:
+    """Whether any funcgrad value in ``values`` (lists, tuples and dicts walked) is traced
+    or carries the tape's record (requires grad, or came from an array that does)."""
+    for value in values:
+        if isinstance(value, ArrayBase):
+            if value.__class__ is not Array or value._autograd is not None:  # (a tracer; a Parameter)
+                return True
+        elif isinstance(value, (list, tuple)):
+            if _differentiated(*value):
+                return True
+        elif isinstance(value, dict) and _differentiated(*value.values()):
+            return True
+    return False
+
+
+def numpy_counterpart(func: Any) -> Any:
+    """funcgrad's function named as NumPy's ``func`` (``numpy.linalg.solve``: ``fg.linalg.solve``),
+    or ``ArgumentTypeError`` where there is none."""
+    package = sys.modules["funcgrad"]  # (loaded: it loaded this module)
+    module = getattr(func, "__module__", None) or "numpy"
+    namespace: Any = package
+    for part in module.split(".")[1:]:
+        if part.startswith("_"):
+            break
+        namespace = getattr(namespace, part, None)
+    target = getattr(namespace, func.__name__, None) if namespace is not None else None
+    if not callable(target):
+        raise ArgumentTypeError(f"{module}.{func.__name__} of an array whose derivative is being taken: funcgrad has "
+                                f"no function of that name, and NumPy's would drop the derivative; use fg.* "
+                                "functions there")
+    return target
 
 
 def _as_numpy(value: Any) -> Any:

@@ -27,7 +27,18 @@ __all__ = [
     "promote", "PYTHON_DTYPES", "python_result",
     "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
     "default_float", "default_complex", "default_int", "set_default_float", "set_default_dtype", "get_default_dtype",
+    "set_converter",
 ]
+
+
+# ``DType.__call__``'s conversion (``ops.asarray``, or ``astype`` of an array): the ops layer
+# above sets it with ``set_converter``
+_CONVERT: list[Any] = [None]
+
+
+def set_converter(convert: Any) -> None:
+    """Install ``convert(value, dtype)``, what calling a dtype (``fg.int64(x)``) runs."""
+    _CONVERT[0] = convert
 
 
 class DType:
@@ -45,6 +56,11 @@ class DType:
     def dtype(self) -> np.dtype:
         """The NumPy dtype; lets ``np.dtype(fg.float32)`` work."""
         return self.np
+
+    def __call__(self, value: Any) -> Any:
+        """``fg.int64(x)``: ``x`` as an array of this dtype (NumPy's and JAX's scalar types
+        convert so), differentiable where a cast is."""
+        return _CONVERT[0](value, self)
 
     @property
     def is_floating(self) -> bool:

@@ -292,7 +292,8 @@ def test_one_kernel_serves_every_shape_of_a_pattern() -> None:
 def test_eager_native_kernels_give_numpys_bits(g_shape, params, dtype) -> None:
     """Eager kernels with a native loop (a convolution's input gradient, ``windows_add``;
     float32 ``erf``) against their NumPy paths: windows_add bit for bit (the same additions
-    in the same order), erf within 1 ulp of SciPy's."""
+    in the same order), erf within 4 ulp of SciPy's (glibc's vector ``erff``: 1 ulp in its
+    AVX2 version, 4 in its AVX-512 one)."""
     from funcgrad.primitives import shape as shape_module
 
     g = np.random.default_rng(0).standard_normal(g_shape).astype(dtype)
@@ -305,7 +306,7 @@ def test_eager_native_kernels_give_numpys_bits(g_shape, params, dtype) -> None:
     with compile_backend("c"):
         fast = fg.erf(x).numpy()
     with compile_backend("numpy"):
-        assert _ulps(fast, fg.erf(x).numpy()) <= 1
+        assert _ulps(fast, fg.erf(x).numpy()) <= 4
 
 
 def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:

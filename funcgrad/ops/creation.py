@@ -405,3 +405,11 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
 def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
     dt = _resolve(dtype, _dt.default_float, "tri")
     return create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))
+
+
+def _convert(value: Any, dtype: Any) -> Any:
+    """``fg.int64(x)``: an array (a traced one included) cast, anything else ``asarray``'d."""
+    return value.astype(dtype) if isinstance(value, ArrayBase) else asarray(value, dtype=dtype)
+
+
+_dt.set_converter(_convert)

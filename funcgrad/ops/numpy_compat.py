@@ -8,6 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..errors import ArgumentValueError, ShapeError
 from ..primitives.checks import as_int, normalize_axis
@@ -19,10 +21,14 @@ from .elementwise import (
     arctan2,
     as_operand,
     equal,
+    isfinite,
     isinf,
     isnan,
     less,
+    less_equal,
     logaddexp,
+    logical_and,
+    logical_or,
     maximum,
     minimum,
     remainder,
@@ -50,7 +56,8 @@ from .shape import (
 __all__ = ["diag", "append", "mod", "fmod", "diff", "gradient", "kron", "cross", "select", "rot90", "rollaxis",
            "flipud", "fliplr", "hsplit", "vsplit", "dsplit", "row_stack", "column_stack", "dstack", "atleast_3d",
            "partition", "nan_to_num", "sinc", "logaddexp2", "fabs", "fmin", "fmax", "radians", "degrees",
-           "deg2rad", "rad2deg", "real", "imag", "conj", "angle", "ndim", "size", "permute"]
+           "deg2rad", "rad2deg", "real", "imag", "conj", "conjugate", "angle", "ndim", "size", "permute", "isclose",
+           "allclose", "real_if_close"]
 # (``shape`` too, as ``fg.shape``: funcgrad/__init__.py takes it, since in this package the name is a module's)
 
 
@@ -327,6 +334,36 @@ def conj(x: Any) -> Any:
     """The complex conjugate (of a real array: ``x`` itself)."""
     x = as_operand(x)
     return bind(conj_p, x) if x.dtype.kind == "c" else returned_as_is(x)
+
+
+conjugate = conj  # NumPy's other name
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    """Where ``|a - b| <= atol + rtol * |b|`` (NumPy's test, not symmetric in ``a`` and ``b``);
+    equal infinities are close, NaN only to NaN with ``equal_nan``."""
+    a, b = as_operand(a), as_operand(b)
+    with np.errstate(invalid="ignore", over="ignore"):  # (inf - inf, as NumPy's isclose, silently)
+        distance = abs(a - b)
+    near = logical_and(logical_and(isfinite(a), isfinite(b)), less_equal(distance, atol + rtol * abs(b)))
+    close = logical_or(near, logical_and(equal(a, b), isinf(a)))  # (the same infinity)
+    return logical_or(close, logical_and(isnan(a), isnan(b))) if equal_nan else close
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    """Whether every pair is ``isclose``, as a 0-d bool array (JAX's form: it stays traceable,
+    and ``if``/``assert`` read it as NumPy's bool)."""
+    return isclose(a, b, rtol, atol, equal_nan).all()
+
+
+def real_if_close(a: Any, tol: float = 100) -> Any:
+    """The real part where every imaginary part is within ``tol`` machine epsilons of 0 (a
+    choice of result dtype made on the values, so ``a`` must be concrete), else ``a``."""
+    a = as_operand(a)
+    if a.dtype.kind != "c":
+        return returned_as_is(a)
+    limit = tol * _dt.finfo(a.dtype).eps if tol > 1 else tol
+    return real(a) if bool((abs(imag(a)) <= limit).all()) else returned_as_is(a)
 
 
 def angle(x: Any, deg: bool = False) -> Any:

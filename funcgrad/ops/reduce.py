@@ -11,7 +11,7 @@ from ..primitives.checks import normalize_axes, normalize_axis
 from ..primitives.core import bind
 from ..primitives.elementwise import imag_p, real_p
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
-from .elementwise import as_operand, cast_to, sqrt, square, subtract, where
+from .elementwise import as_operand, cast_to, greater, sqrt, square, subtract, where
 from .shape import pad, reshape
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
@@ -133,7 +133,12 @@ def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
 
 
 def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
-    return sqrt(var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims))
+    """Standard deviation, ``sqrt(var)``. Where the values are all equal its derivative is
+    0, PyTorch's and autograd's subgradient (the square root's would give 0 * inf, NaN):
+    the root is taken of positive variances only."""
+    v = var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims)
+    positive = greater(v, 0)
+    return where(positive, sqrt(where(positive, v, 1.0)), v * 0.0)  # (0 stays 0, NaN stays NaN)
 
 
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:

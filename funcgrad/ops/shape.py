@@ -251,12 +251,15 @@ def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
 _MAX_EMPTY_PIECES = 2 ** 16
 
 
-def array_split(x: Any, sections: int, /, axis: int = 0) -> list[Any]:
-    """NumPy ``array_split``: ``sections`` nearly equal views; sections past the axis's
-    length are empty. A count that could not be made at all (``10**20``: one Python object
-    per piece) is refused up front rather than exhausting memory."""
+def array_split(x: Any, sections: Any, /, axis: int = 0) -> list[Any]:
+    """NumPy ``array_split``: ``sections`` nearly equal views (or, given split points, the
+    pieces between them, as ``split``); sections past the axis's length are empty. A count
+    that could not be made at all (``10**20``: one Python object per piece) is refused up
+    front rather than exhausting memory."""
     x = as_operand(x)
     n = x.shape[normalize_axis("array_split", axis, x.ndim)]
+    if isinstance(sections, (list, tuple)) or (hasattr(sections, "ndim") and sections.ndim == 1):
+        return split(x, [as_int("array_split", p, "a split point", minimum=None) for p in sections], axis)
     sections = as_int("array_split", sections, "the number of sections", minimum=1)
     if sections > n + _MAX_EMPTY_PIECES:
         raise ArgumentValueError(f"array_split: {sections} sections of an axis of {n} elements: at most "

@@ -61,10 +61,17 @@ def _add_scaled(primals: Any, tangents: Any, scale: float) -> Any:
     return _tree.map(lambda p, t: p + scale * t if _is_float(p) else p, primals, tangents)
 
 
+def _as_arrays(tree: Any) -> Any:
+    """NumPy values among ``f``'s results as arrays (NumPy's functions of plain arrays, which
+    the finite differences evaluate, return NumPy's)."""
+    return _tree.map(lambda v: ops.asarray(v) if isinstance(v, (np.ndarray, np.generic, float, complex)) else v,
+                     tree)
+
+
 def numerical_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], eps: float) -> Any:
     """Central difference of ``f`` at ``primals`` along ``tangents`` (non-float leaves fixed)."""
-    plus = f(*_add_scaled(tuple(primals), tuple(tangents), eps))
-    minus = f(*_add_scaled(tuple(primals), tuple(tangents), -eps))
+    plus = _as_arrays(f(*_add_scaled(tuple(primals), tuple(tangents), eps)))
+    minus = _as_arrays(f(*_add_scaled(tuple(primals), tuple(tangents), -eps)))
     return _tree.map(lambda a, b: (a - b) / (2 * eps) if _is_float(a) else None, plus, minus)
 
 
@@ -122,7 +129,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int = 2, mode
 def _check(f: Callable[..., Any], args: tuple[Any, ...], order: int, modes: tuple[str, ...], atol: float,
            rtol: float, eps: float, rng: np.random.Generator) -> None:
     tangents = _zero_nonfloat(_random_like(args, rng), args)
-    out_ref = f(*args)
+    out_ref = _as_arrays(f(*args))
     num = numerical_jvp(f, args, tangents, eps)
     jv = None
     if "fwd" in modes:

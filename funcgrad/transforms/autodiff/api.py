@@ -194,10 +194,11 @@ def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = Fals
             raise ArgumentTypeError(f"grad: the function returned a Python {type(value).__name__} ({value!r}), not a "
                                     "funcgrad array, so its result does not depend on the arguments through fg.* "
                                     "operations (compute it with fg.* functions; a constant's gradient is zero)")
-        if not isinstance(value, ArrayBase) or value.shape != ():
+        if not isinstance(value, ArrayBase) or value.size != 1:  # (one element of any shape, as
+            # PyTorch's backward() and autograd's grad take it; JAX asks for shape ())
             shape = fmt_shape(tuple(value.shape)) if isinstance(value, ArrayBase) else type(value).__name__
             raise ShapeError(
-                f"grad: the function must return a scalar (shape ()), but it returned shape {shape}. "
+                f"grad: the function must return a scalar (one element), but it returned shape {shape}. "
                 "For a non-scalar output use fg.vjp (a cotangent per output), fg.jacrev (the full Jacobian), "
                 "or reduce it first, e.g. return loss.sum().")
         if holomorphic:
@@ -256,6 +257,8 @@ def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
 
     def wrapper(*args: Any) -> Any:
         nums = _argnums(argnums, len(args), "jacrev")
+        args = tuple(as_array(a) if n in nums and isinstance(a, (int, float, complex)) else a
+                     for n, a in enumerate(args))  # (a number differentiated: a 0-d array)
         diff = tuple(args[n] for n in nums)
         out, f_vjp = vjp(with_args(f, args, nums), *diff)
         out_flat, out_tree = _tree.flatten(out)
