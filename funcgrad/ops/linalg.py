@@ -14,8 +14,8 @@ from ..primitives.decompositions import svd_p
 from ..primitives.elementwise import conj_p
 from ..primitives.linalg import cholesky_p, einsum_p, matmul_p, solve_p
 from .creation import eye
-from .elementwise import abs, as_operand, cast_to, multiply, power, promote, sqrt, square
-from .reduce import count_nonzero, max, min, sum
+from .elementwise import abs, as_operand, cast_to, multiply, power, promote, square
+from .reduce import count_nonzero, max, min, root_of_squares, sum
 from .shape import broadcast_to, expand_dims, matrix_transpose, moveaxis, reshape
 
 __all__ = ["matmul", "dot", "vdot", "vecdot", "inner", "outer", "einsum", "tensordot", "norm", "vector_norm",
@@ -192,8 +192,8 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
     if x.dtype.kind != "f":
         x = cast_to(x, _dt.default_float)
     ax = normalize_axes("vector_norm", axis, x.ndim)
-    if ord == 2:
-        return sqrt(sum(square(x), ax, keepdims=keepdims))
+    if ord == 2:  # (derivative 0 at a zero vector, as PyTorch's and autograd's)
+        return root_of_squares(sum(square(x), ax, keepdims=keepdims))
     if ord == 1:
         return sum(abs(x), ax, keepdims=keepdims)
     if ord == float("inf"):

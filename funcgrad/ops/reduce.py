@@ -132,13 +132,18 @@ def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, k
     return total / 0.0  # no degrees of freedom left: inf, or NaN for 0/0 (NumPy and PyTorch)
 
 
-def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
-    """Standard deviation, ``sqrt(var)``. Where the values are all equal its derivative is
-    0, PyTorch's and autograd's subgradient (the square root's would give 0 * inf, NaN):
-    the root is taken of positive variances only."""
-    v = var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims)
+def root_of_squares(v: Any) -> Any:
+    """``sqrt(v)`` of a sum of squares (a variance, a squared norm), with derivative 0 where
+    ``v`` is 0: PyTorch's and autograd's subgradient for ``std`` and 2-norms, where the
+    square root's own would give 0 * inf, NaN. The root is taken of positive values only."""
     positive = greater(v, 0)
     return where(positive, sqrt(where(positive, v, 1.0)), v * 0.0)  # (0 stays 0, NaN stays NaN)
+
+
+def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
+    """Standard deviation, ``sqrt(var)``; its derivative where the values are all equal is 0
+    (``root_of_squares``)."""
+    return root_of_squares(var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims))
 
 
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
