@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import functional, init, parallel, utils
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention
 from .conv import (
                    AdaptiveAvgPool1d,
@@ -25,6 +26,7 @@ from .conv3d import (
                    MaxUnpool3d,
 )
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .fractional import FractionalMaxPool2d, FractionalMaxPool3d
 from .layers import (
                    CELU,
                    ELU,
@@ -106,6 +108,7 @@ from .loss import (
                    HuberLoss,
                    KLDivLoss,
                    L1Loss,
+                   LinearCrossEntropyLoss,
                    MarginRankingLoss,
                    MSELoss,
                    MultiLabelMarginLoss,
@@ -124,7 +127,7 @@ from .module import Module, functional_call
 from .norm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .parallel import DataParallel
 from .parameter import Parameter
-from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .resize import (
                    AdaptiveMaxPool1d,
                    AdaptiveMaxPool2d,
@@ -192,4 +195,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LazyBatchNorm3d", "UninitializedParameter", "Conv3d", "ConvTranspose3d", "AvgPool3d",
            "MaxPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d", "MaxUnpool1d", "LPPool3d",
            "LazyConv3d", "LazyConvTranspose3d", "EmbeddingBag", "CTCLoss", "NLLLoss2d",
-           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
+           "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "RNNBase", "RNNCellBase",
+           "FractionalMaxPool2d", "FractionalMaxPool3d", "LinearCrossEntropyLoss", "AdaptiveLogSoftmaxWithLoss"]

@@ -48,6 +48,7 @@ from .conv3d import (
     max_unpool3d,
 )
 from .conv_transpose import conv_transpose1d, conv_transpose2d, fold, unfold
+from .fractional import fractional_max_pool2d, fractional_max_pool3d  # noqa: E402
 from .norm import batch_norm as _batch_norm_stats
 from .norm import instance_norm_stats as _instance_norm_stats
 from .parameter import Parameter
@@ -69,7 +70,7 @@ __all__ = ["conv2d", "max_pool2d", "max_unpool2d", "avg_pool2d", "adaptive_avg_p
            "feature_alpha_dropout", "local_response_norm", "multi_margin_loss", "multilabel_margin_loss",
            "triplet_margin_with_distance_loss", "lp_pool1d", "lp_pool2d", "lp_pool3d", "conv3d", "conv_transpose3d",
            "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_unpool3d", "max_unpool1d",
-           "embedding_bag", "ctc_loss"]
+           "embedding_bag", "ctc_loss", "linear_cross_entropy", "fractional_max_pool2d", "fractional_max_pool3d"]
 
 
 def linear(x: Any, weight: Any, bias: Any = None) -> Any:
@@ -541,6 +542,34 @@ def nll_loss(log_probs: Any, target: Any, weight: Any = None, ignore_index: int 
     if reduction == "mean":
         return ops.sum(loss) / ops.sum(w)
     return _reduce(loss, reduction, "nll_loss")
+
+
+def linear_cross_entropy(input: Any, linear_weight: Any, target: Any, *, linear_bias: Any = None, weight: Any = None,
+                         reduction: str = "mean", ignore_index: int | None = None, label_smoothing: float = 0.0,
+                         options: Any = None) -> Any:
+    """``cross_entropy`` of ``input @ linear_weight.T`` (PyTorch's): ``input`` (N, in) or (in,),
+    ``linear_weight`` (C, *out_features, in), the logits (N, C, *out_features). ``options``
+    (PyTorch's chunking strategy) is accepted; the logits are computed whole."""
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"linear_cross_entropy: expected an input with 1 or 2 dimensions, got "
+                         f"{_fmt_shape(tuple(input.shape))}")
+    if linear_weight.ndim < 2 or linear_weight.shape[-1] != input.shape[-1]:
+        raise ShapeError(f"linear_cross_entropy: linear_weight {_fmt_shape(tuple(linear_weight.shape))} must be "
+                         f"(C, *out_features, {input.shape[-1]}) for an input of {_fmt_shape(tuple(input.shape))}")
+    classes, extra = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *extra):
+        raise ShapeError(f"linear_cross_entropy: linear_bias must have shape {(classes, *extra)}, got "
+                         f"{_fmt_shape(tuple(linear_bias.shape))}")
+    if extra and input.ndim == 1:
+        raise ShapeError(f"linear_cross_entropy: out_features {extra} need a batched input (N, {input.shape[-1]}), "
+                         f"got {_fmt_shape(tuple(input.shape))}")
+    logits_shape = (*input.shape[:-1], classes, *extra)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise ArgumentValueError("linear_cross_entropy: ignore_index cannot be given with class-probability targets")
+    flat_bias = None if linear_bias is None else ops.reshape(linear_bias, (-1,))
+    logits = ops.reshape(linear(input, ops.reshape(linear_weight, (-1, input.shape[-1])), flat_bias), logits_shape)
+    return cross_entropy(logits, target, weight, -100 if ignore_index is None else ignore_index, reduction,
+                         label_smoothing)
 
 
 def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",

@@ -49,13 +49,18 @@ class Linear(Module):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(ops.zeros((out_features, in_features), dtype, device=device))
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if bias:
             self.bias = Parameter(ops.zeros((out_features,), dtype, device=device))
-            bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
-            init.uniform_(self.bias, -bound, bound)
         else:
             self.bias = None  # type: ignore[assignment]  # (no bias: PyTorch's attribute is None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the weight and bias again (PyTorch's initialisation, from the global generator)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, x: Any) -> Any:
         """``y = x @ W.T + b`` with W of shape (out_features, in_features); PyTorch's init"""

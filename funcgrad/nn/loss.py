@@ -6,13 +6,15 @@ import warnings
 from typing import Any
 
 from . import functional as F
+from .layers import Linear
 from .module import Module
 
 __all__ = ["SoftMarginLoss", "HingeEmbeddingLoss",
            "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss",
            "HuberLoss", "KLDivLoss", "MarginRankingLoss", "TripletMarginLoss", "CosineEmbeddingLoss",
            "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "CosineSimilarity", "PairwiseDistance",
-           "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d", "CTCLoss"]
+           "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d", "CTCLoss",
+           "LinearCrossEntropyLoss"]
 
 
 class _Loss(Module):
@@ -300,3 +302,37 @@ class CTCLoss(_Loss):
         """The loss of each target's alignments to its inputs."""
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(Module):
+    """``F.linear_cross_entropy`` with its own ``Linear`` layer (``linear``, from
+    ``in_features`` to ``num_classes * prod(out_features)``, PyTorch's flat layout and
+    initialisation) and the class ``weight`` as a buffer."""
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features: Any = (), bias: bool = False,
+                 device: Any = None, dtype: Any = None, reduction: str = "mean", weight: Any = None,
+                 ignore_index: int | None = None, label_smoothing: float = 0.0, options: Any = None) -> None:
+        super().__init__()
+        self.in_features, self.num_classes, self.out_features = in_features, num_classes, tuple(out_features)
+        self.reduction, self.ignore_index, self.label_smoothing = reduction, ignore_index, label_smoothing
+        self.options = options
+        size = num_classes
+        for d in self.out_features:
+            size *= d
+        self.linear = Linear(in_features, size, bias=bias, device=device, dtype=dtype)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Any, target: Any) -> Any:
+        """The cross-entropy of the layer's logits of ``input`` against ``target``."""
+        shape = (self.num_classes, *self.out_features)
+        weight = self.linear.weight.reshape((*shape, self.in_features))
+        bias = None if self.linear.bias is None else self.linear.bias.reshape(shape)
+        return F.linear_cross_entropy(input, weight, target, linear_bias=bias, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
+        return (f"in_features={self.in_features}, num_classes={self.num_classes}, out_features={self.out_features}, "
+                f"bias={self.linear.bias is not None}, reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

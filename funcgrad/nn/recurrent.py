@@ -20,7 +20,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 
 def _lstm_step(gates: Any, state: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -45,8 +45,10 @@ def _activation(nonlinearity: str) -> Any:
     return ops.tanh if nonlinearity == "tanh" else F.relu
 
 
-class _Recurrent(Module):
-    """The layers' shared machinery; subclasses say how many gates a cell has and how it steps."""
+class RNNBase(Module):
+    """The recurrent layers' shared machinery (``torch.nn.RNNBase``, for ``isinstance``):
+    subclasses say how many gates a cell has and how it steps. Construct a layer through
+    ``RNN``, ``LSTM`` or ``GRU``."""
 
     mode = ""
     gates = 1
@@ -164,6 +166,7 @@ class _Recurrent(Module):
         raise NotImplementedError
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         s = f"{self.input_size}, {self.hidden_size}"
         for name, default in (("proj_size", 0), ("num_layers", 1), ("bias", True), ("batch_first", False),
                               ("dropout", 0.0), ("bidirectional", False)):
@@ -173,7 +176,7 @@ class _Recurrent(Module):
         return s
 
 
-class LSTM(_Recurrent):
+class LSTM(RNNBase):
     """Multi-layer LSTM; returns ``(output, (h_n, c_n))``. Gate order i, f, g, o (PyTorch's).
 
     ``bidirectional=True`` adds a second LSTM per layer that reads the sequence backwards
@@ -196,7 +199,7 @@ class LSTM(_Recurrent):
         return h, c
 
 
-class GRU(_Recurrent):
+class GRU(RNNBase):
     """Multi-layer GRU; returns ``(output, h_n)``. Gate order r, z, n (PyTorch's)."""
 
     gates = 3
@@ -211,7 +214,7 @@ class GRU(_Recurrent):
         return _gru_step(pre, F.linear(state, w_hh, b_hh), state)
 
 
-class RNN(_Recurrent):
+class RNN(RNNBase):
     """Multi-layer Elman RNN, ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or relu);
     returns ``(output, h_n)``."""
 
@@ -227,7 +230,11 @@ class RNN(_Recurrent):
         return self._act(pre + F.linear(state, w_hh, b_hh))
 
 
-class _Cell(Module):
+class RNNCellBase(Module):
+    """The cells' shared parameters (``torch.nn.RNNCellBase``): ``gates`` blocks of
+    ``hidden_size`` rows in ``weight_ih``, ``weight_hh`` and the biases, drawn as PyTorch
+    draws them. Construct a cell through ``RNNCell``, ``LSTMCell`` or ``GRUCell``."""
+
     gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
@@ -252,10 +259,11 @@ class _Cell(Module):
         return ops.zeros((*x.shape[:-1], self.hidden_size), x.dtype, device=x.device)
 
     def extra_repr(self) -> str:
+        """The constructor arguments shown in the module's repr."""
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
 
 
-class RNNCell(_Cell):
+class RNNCell(RNNCellBase):
     """One step of an Elman RNN: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)`` (or relu)."""
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
@@ -275,7 +283,7 @@ class RNNCell(_Cell):
         return s if self.nonlinearity == "tanh" else f"{s}, nonlinearity={self.nonlinearity}"
 
 
-class LSTMCell(_Cell):
+class LSTMCell(RNNCellBase):
     """One step of an LSTM: ``(h', c')`` from ``x`` and ``(h, c)``."""
 
     gates = 4
@@ -287,7 +295,7 @@ class LSTMCell(_Cell):
         return _lstm_step(gates, state)
 
 
-class GRUCell(_Cell):
+class GRUCell(RNNCellBase):
     """One step of a GRU: ``h'`` from ``x`` and ``h``."""
 
     gates = 3
