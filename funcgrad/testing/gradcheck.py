@@ -106,14 +106,18 @@ def _scalar_close(name: str, got: float, want: float, atol: float, rtol: float) 
         raise AssertionError(f"{name}: {got!r} != {want!r} (atol={atol}, rtol={rtol})")
 
 
-def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int = 2, modes: Sequence[str] = ("fwd", "rev"),
-                atol: float | None = None, rtol: float | None = None, eps: float | None = None,
-                seed: int = 0, dtype: Any = "float64") -> None:
+def check_grads(f: Callable[..., Any], args: Sequence[Any] | None = None, order: int = 2,
+                modes: Sequence[str] = ("fwd", "rev"), atol: float | None = None, rtol: float | None = None,
+                eps: float | None = None, seed: int = 0, dtype: Any = "float64") -> Any:
     """Check ``f``'s derivatives at ``args`` up to ``order``; raise ``AssertionError`` if any is wrong.
 
     Float arguments are cast to ``dtype`` (float64 by default); integer and bool
-    arguments stay fixed. ``f`` takes positional arguments and returns a pytree.
+    arguments stay fixed. ``f`` takes positional arguments and returns a pytree. Without
+    ``args``, autograd's form: ``check_grads(f, modes=["rev"])(*args)`` checks at the
+    arguments of that call.
     """
+    if args is None:
+        return lambda *call_args: check_grads(f, call_args, order, modes, atol, rtol, eps, seed, dtype)
     for m in modes:
         if m not in ("fwd", "rev"):
             raise ValueError(f"check_grads: unknown mode {m!r}; use 'fwd' and/or 'rev'")

@@ -175,12 +175,13 @@ def with_args(f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...
 
 
 def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
-                   holomorphic: bool = False) -> Callable[..., Any]:
+                   holomorphic: bool = False, *, argnum: Any = None) -> Callable[..., Any]:
     """``f(*args)`` and its gradient with respect to ``args[argnums]`` (scalar output).
     A real output of complex arguments gives dL/dx - i dL/dy (JAX's convention: conjugate it
     for a descent direction); ``holomorphic=True`` differentiates a complex output of complex
-    arguments, giving f'(z)."""
+    arguments, giving f'(z). ``argnum`` is autograd's name for ``argnums``."""
     require_callable("value_and_grad", f)
+    argnums = _one_argnums("value_and_grad", argnums, argnum)
     require_argnums("value_and_grad", argnums)
 
     @functools.wraps(f)
@@ -227,11 +228,22 @@ def _check_holomorphic(value: Any, flat: list[Any]) -> None:
             raise DTypeError(f"grad with holomorphic=True needs complex arguments, but one is {x.dtype}")
 
 
+def _one_argnums(op: str, argnums: Any, argnum: Any) -> Any:
+    """``argnums``, or autograd's ``argnum`` in its place (not both)."""
+    if argnum is None:
+        return argnums
+    if argnums != 0:
+        raise ArgumentTypeError(f"{op}: give argnums or autograd's argnum, not both")
+    return argnum
+
+
 def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
-         holomorphic: bool = False) -> Callable[..., Any]:
+         holomorphic: bool = False, *, argnum: Any = None) -> Callable[..., Any]:
     """The gradient of scalar-valued ``f`` with respect to ``args[argnums]`` (see
-    ``value_and_grad`` for complex arguments and ``holomorphic``)."""
+    ``value_and_grad`` for complex arguments and ``holomorphic``; ``argnum`` is autograd's
+    name for ``argnums``)."""
     require_callable("grad", f)
+    argnums = _one_argnums("grad", argnums, argnum)
     require_argnums("grad", argnums)
     vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
