@@ -73,3 +73,24 @@ def test_documentation_site_builds_strictly(tmp_path: pathlib.Path) -> None:
     assert done.returncode == 0, done.stderr[-5000:]
     api = (tmp_path / "site" / "api" / "functions" / "index.html").read_text()
     assert 'id="funcgrad.ops.creation.asarray"' in api and 'id="funcgrad.ops.elementwise.exp"' in api
+    for page, wanted, foreign in API_PAGES:
+        names = {anchor.rsplit(".", 1)[-1] for anchor in re.findall(r'id="(funcgrad\.[\w.]+)"',
+                 (tmp_path / "site" / "api" / page / "index.html").read_text())}
+        assert set(wanted) <= names, (page, sorted(set(wanted) - names))
+        assert not names & set(foreign), (page, sorted(names & set(foreign)))
+
+
+# The API reference, page by page: the names of the page's topic it must render, and names
+# its modules only import (primitives, errors, the array class), which must stay off it.
+IMPORTED_ONLY = ["stop_gradient_p", "ArgumentTypeError", "ArgumentValueError", "ShapeError", "ArrayBase", "CPU",
+                 "broadcast_to_p", "concatenate_p", "bind", "Primitive"]
+API_PAGES = [
+    ("transforms", ["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "vmap", "checkpoint",
+                    "compile", "custom_vjp", "custom_jvp", "trace", "make_jaxpr", "cond", "scan", "no_grad"],
+     IMPORTED_ONLY + ["Array", "tree"]),
+    ("functions", ["asarray", "zeros", "exp", "sum", "reshape", "where", "matmul", "isclose", "allclose"],
+     IMPORTED_ONLY + ["Array", "Device"]),
+    ("random", ["key", "split", "normal", "uniform", "Generator", "manual_seed"], IMPORTED_ONLY),
+    ("nn", ["Linear", "LSTM", "FractionalMaxPool2d", "AdaptiveLogSoftmaxWithLoss"], IMPORTED_ONLY),
+    ("testing", ["check_grads", "numerical_jvp"], IMPORTED_ONLY),
+]

@@ -3,8 +3,11 @@ classes, has a docstring whose first line summarizes it: the test walks the publ
 
 from __future__ import annotations
 
+import doctest
 import inspect
 import sys
+
+import pytest
 
 import funcgrad as fg
 
@@ -61,3 +64,16 @@ def test_every_public_function_class_and_array_method_has_a_summary() -> None:
 def test_summaries_are_sentences() -> None:
     short = sorted(name for name, obj in _public() if _own_doc(obj) and len(_own_doc(obj).splitlines()[0]) < 8)
     assert not short, short
+
+
+@pytest.mark.parametrize("name", ["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap",
+                                  "compile", "checkpoint", "custom_vjp", "custom_jvp"])
+def test_the_transforms_docstring_examples_run(name: str) -> None:
+    """The examples in the API reference's transforms page (Google-style docstrings) run."""
+    obj = getattr(fg, name)
+    tests = doctest.DocTestFinder(recurse=False).find(obj, name, globs={"fg": fg})
+    assert tests and tests[0].examples, f"fg.{name} has no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0, f"fg.{name}: {runner.failures} failing example(s)"

@@ -31,7 +31,7 @@ from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_trans
 from .grad_mode import no_grad_active
 
 __all__ = ["ProgramCache", "Var", "Literal", "Eqn", "Program", "TraceInterpreter", "TraceTracer", "trace",
-           "make_program"]
+           "make_jaxpr", "make_program"]
 
 
 class Var:
@@ -392,9 +392,17 @@ def make_program(f: Callable[..., Any], flat_avals: list[ShapedArray], in_tree: 
 
 def make_jaxpr(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
                return_shape: bool = False) -> Callable[..., Any]:
-    """JAX's ``make_jaxpr``: ``make_jaxpr(f)(*args)`` is ``f``'s program at these arguments'
-    shapes and dtypes (``fg.trace``), with the arguments ``static_argnums`` names taken as
-    constants; ``return_shape=True`` also gives the outputs' abstract values, as a pytree."""
+    """JAX's ``make_jaxpr``: ``f``'s program at the shapes and dtypes of the arguments it is
+    called with (``fg.trace``).
+
+    Args:
+        f: the function.
+        static_argnums: arguments taken as constants.
+        return_shape: also give the outputs' abstract values, as a pytree.
+
+    Returns:
+        A function of ``f``'s arguments returning the ``Program`` (and the shapes).
+    """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     def traced(*args: Any) -> Any:
@@ -415,7 +423,17 @@ def make_jaxpr(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
 
 
 def trace(f: Callable[..., Any]) -> Callable[..., Program]:
-    """``fg.trace(f)(*args)`` -> the ``Program`` of ``f`` at these argument shapes and dtypes."""
+    """``f``'s program (the IR) at the shapes and dtypes of the arguments it is called with.
+
+    Args:
+        f: the function.
+
+    Returns:
+        A function of ``f``'s arguments returning the ``Program`` (print it to read it).
+
+    Example:
+        >>> print(fg.trace(lambda x: fg.sin(x) * 2.0)(fg.ones(3)))  # doctest: +SKIP
+    """
 
     def traced(*args: Any) -> Program:
         flat, in_tree = _tree.flatten(args)

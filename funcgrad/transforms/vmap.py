@@ -130,20 +130,31 @@ class BatchInterpreter(Interpreter):
 
 def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
          axis_size: int | None = None, randomness: str = "error") -> Callable[..., Any]:
-    """``f`` mapped over an axis of its arguments (JAX's ``vmap``).
+    """``f`` mapped over an axis of its arguments (JAX's ``vmap``): one call computes what a
+    loop over the batch would, as whole-array operations.
 
-    ``in_axes``: an int, ``None`` (not mapped) or a tuple with one entry per positional
-    argument, each an int, ``None`` or a pytree matching (a prefix of) that argument.
-    Keyword arguments are mapped over their axis 0. ``out_axes``: where the batch axis goes
-    in each output (the same forms, matching the output). ``axis_size``: the batch size,
-    needed only when no argument is mapped. Negative axes count from the end. ``axis_name``
-    (any hashable, usually a string): the name collectives inside ``f`` use for this batch
-    (``fg.lax.psum(x, "i")`` sums ``x`` over the members, ``fg.lax.axis_index("i")`` is each
-    member's position); nested vmaps bind one name each, the innermost winning.
-    ``randomness`` (``torch.func.vmap``'s): what a draw from a random generator (``fg.rand``,
-    ``Dropout``) inside ``f`` does: ``"error"`` (refused, naming the choice), ``"different"``
-    (each member draws its own numbers) or ``"same"`` (every member draws the same). Draws
-    from explicit keys (``fg.random``) follow their keys, as in JAX.
+    Args:
+        f: the function.
+        in_axes: an int, ``None`` (not mapped) or a tuple with one entry per positional
+            argument, each an int, ``None`` or a pytree matching (a prefix of) that argument.
+            Keyword arguments are mapped over their axis 0. Negative axes count from the end.
+        out_axes: where the batch axis goes in each output (the same forms, matching the output).
+        axis_name: any hashable (usually a string): the name collectives inside ``f`` use for
+            this batch (``fg.lax.psum(x, "i")`` sums ``x`` over the members,
+            ``fg.lax.axis_index("i")`` is each member's position); nested vmaps bind one name
+            each, the innermost winning.
+        axis_size: the batch size, needed only when no argument is mapped.
+        randomness: ``torch.func.vmap``'s choice for a draw from a random generator
+            (``fg.rand``, ``Dropout``) inside ``f``: ``"error"`` (refused, naming the choice),
+            ``"different"`` (each member draws its own numbers) or ``"same"``. Draws from
+            explicit keys (``fg.random``) follow their keys, as in JAX.
+
+    Returns:
+        The batched function.
+
+    Example:
+        >>> fg.vmap(lambda row: fg.sum(row * row))(fg.ones((3, 2))).tolist()
+        [2.0, 2.0, 2.0]
     """
     if not callable(f):
         raise ArgumentTypeError(f"fg.vmap: expected a function, got {type(f).__name__}")

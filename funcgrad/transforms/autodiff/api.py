@@ -52,8 +52,22 @@ def _split_aux(out: Any, has_aux: bool, fn_name: str) -> tuple[Any, Any]:
 
 
 def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
-    """``(out, f_vjp)`` or ``(out, f_vjp, aux)``: ``f_vjp(cotangent)`` returns one cotangent per primal.
-    ``f_vjp`` may be called any number of times."""
+    """Reverse mode: ``f``'s output at ``primals`` and a function pulling cotangents back.
+
+    Args:
+        f: the function, of arrays and pytrees of arrays.
+        *primals: the point, one value per positional argument of ``f``.
+        has_aux: ``f`` returns ``(out, aux)``; ``aux`` is passed through undifferentiated.
+
+    Returns:
+        ``(out, f_vjp)``, or ``(out, f_vjp, aux)``: ``f_vjp(cotangent)`` (a cotangent shaped
+        as ``out``) returns one cotangent per primal, and may be called any number of times.
+
+    Example:
+        >>> out, f_vjp = fg.vjp(lambda x: x * x, fg.asarray([1.0, 2.0]))
+        >>> f_vjp(fg.ones(2))[0].tolist()
+        [2.0, 4.0]
+    """
     require_callable("vjp", f)
     return _vjp(f, primals, has_aux)
 
@@ -120,7 +134,21 @@ def _strip(aux: Any, interp: Any) -> Any:
 
 
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False) -> Any:
-    """``(out, tangent_out)``: the directional derivative of ``f`` at ``primals`` along ``tangents``."""
+    """Forward mode: the directional derivative of ``f`` at ``primals`` along ``tangents``.
+
+    Args:
+        f: the function.
+        primals: a tuple or list, one value per positional argument of ``f``.
+        tangents: the direction, shaped as ``primals``.
+        has_aux: ``f`` returns ``(out, aux)``.
+
+    Returns:
+        ``(out, tangent_out)``, or ``(out, tangent_out, aux)``.
+
+    Example:
+        >>> fg.jvp(lambda x: x * x, (fg.asarray(3.0),), (fg.asarray(1.0),))[1].item()
+        6.0
+    """
     require_callable("jvp", f)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("jvp: primals and tangents must be tuples or lists (one entry per argument)")
@@ -176,10 +204,26 @@ def with_args(f: Callable[..., Any], args: tuple[Any, ...], nums: tuple[int, ...
 
 def value_and_grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
                    holomorphic: bool = False, *, argnum: Any = None) -> Callable[..., Any]:
-    """``f(*args)`` and its gradient with respect to ``args[argnums]`` (scalar output).
-    A real output of complex arguments gives dL/dx - i dL/dy (JAX's convention: conjugate it
-    for a descent direction); ``holomorphic=True`` differentiates a complex output of complex
-    arguments, giving f'(z). ``argnum`` is autograd's name for ``argnums``."""
+    """``f``'s value and its gradient, in one pass.
+
+    Args:
+        f: a function with one output element (a scalar, or any shape of size 1).
+        argnums: the positional argument (an int) or arguments (a tuple) to differentiate.
+        has_aux: ``f`` returns ``(out, aux)``; the result is then ``((out, aux), grad)``.
+        holomorphic: differentiate a complex output of complex arguments, giving f'(z). A
+            real output of complex arguments gives dL/dx - i dL/dy (JAX's convention:
+            conjugate it for a descent direction).
+        argnum: autograd's name for ``argnums``.
+
+    Returns:
+        A function of ``f``'s arguments returning ``(value, gradient)``; the gradient has the
+        structure of the differentiated argument (a tuple of them for a tuple ``argnums``).
+
+    Example:
+        >>> value, g = fg.value_and_grad(lambda x: fg.sum(x * x))(fg.asarray([1.0, 2.0]))
+        >>> value.item(), g.tolist()
+        (5.0, [2.0, 4.0])
+    """
     require_callable("value_and_grad", f)
     argnums = _one_argnums("value_and_grad", argnums, argnum)
     require_argnums("value_and_grad", argnums)
@@ -239,9 +283,22 @@ def _one_argnums(op: str, argnums: Any, argnum: Any) -> Any:
 
 def grad(f: Callable[..., Any], argnums: Any = 0, has_aux: bool = False,
          holomorphic: bool = False, *, argnum: Any = None) -> Callable[..., Any]:
-    """The gradient of scalar-valued ``f`` with respect to ``args[argnums]`` (see
-    ``value_and_grad`` for complex arguments and ``holomorphic``; ``argnum`` is autograd's
-    name for ``argnums``)."""
+    """The gradient of ``f``, a function with one output element.
+
+    Args:
+        f: the function.
+        argnums: the positional argument (an int) or arguments (a tuple) to differentiate.
+        has_aux: ``f`` returns ``(out, aux)``; the result is then ``(grad, aux)``.
+        holomorphic: as in ``value_and_grad``.
+        argnum: autograd's name for ``argnums``.
+
+    Returns:
+        A function of ``f``'s arguments returning the gradient, shaped as the argument.
+
+    Example:
+        >>> fg.grad(lambda x: fg.sum(fg.sin(x)))(fg.zeros(2)).tolist()
+        [1.0, 1.0]
+    """
     require_callable("grad", f)
     argnums = _one_argnums("grad", argnums, argnum)
     require_argnums("grad", argnums)
@@ -262,8 +319,20 @@ def _std_basis(x: Any) -> Any:
 
 def jacrev(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     """The Jacobian by reverse mode: the VJP of every output element at once (``vmap`` over
-    the rows of the identity). Result shape: ``out.shape + arg.shape`` (pytrees: outputs
-    outside, arguments inside)."""
+    the rows of the identity); best for few outputs.
+
+    Args:
+        f: the function.
+        argnums: the positional argument or arguments to differentiate.
+
+    Returns:
+        A function returning the Jacobian, of shape ``out.shape + arg.shape`` (pytrees:
+        outputs outside, arguments inside).
+
+    Example:
+        >>> fg.jacrev(lambda x: x * x)(fg.asarray([1.0, 2.0])).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
+    """
     require_callable("jacrev", f)
     require_argnums("jacrev", argnums)
 
@@ -304,7 +373,19 @@ def _empty(o: Any, x: Any) -> Any:
 
 def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
     """The Jacobian by forward mode: the JVP along every input element at once (``vmap``
-    over the identity's rows). Result shape: ``out.shape + arg.shape``."""
+    over the identity's rows); best for few inputs.
+
+    Args:
+        f: the function.
+        argnums: the positional argument or arguments to differentiate.
+
+    Returns:
+        A function returning the Jacobian, of shape ``out.shape + arg.shape``.
+
+    Example:
+        >>> fg.jacfwd(lambda x: x * x)(fg.asarray([1.0, 2.0])).tolist()
+        [[2.0, 0.0], [0.0, 4.0]]
+    """
     require_callable("jacfwd", f)
     require_argnums("jacfwd", argnums)
 
@@ -347,7 +428,19 @@ def jacfwd(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
 
 
 def hessian(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
-    """Second derivatives: ``jacfwd(jacrev(f))``."""
+    """Second derivatives, ``jacfwd(jacrev(f))``.
+
+    Args:
+        f: the function, with one output element.
+        argnums: the positional argument or arguments to differentiate.
+
+    Returns:
+        A function returning the Hessian, of shape ``arg.shape + arg.shape``.
+
+    Example:
+        >>> fg.hessian(lambda x: fg.sum(x ** 3))(fg.asarray([1.0, 2.0])).tolist()
+        [[6.0, 0.0], [0.0, 12.0]]
+    """
     require_callable("hessian", f)
     require_argnums("hessian", argnums)
     return user_transform("hessian", jacfwd(jacrev(f, argnums), argnums))

@@ -160,7 +160,22 @@ checkpoint_p.batch = _batch
 
 
 def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool = True) -> Callable[..., Any]:
-    """``f`` with its intermediates recomputed, not kept, for the backward pass."""
+    """``f`` with its intermediates recomputed, not kept, for the backward pass.
+
+    Args:
+        f: the function.
+        policy: which equations' outputs may be kept: ``None`` (none), a name of
+            ``checkpoint_policies`` or a callable of an equation.
+        prevent_cse: accepted for JAX's signature (the recomputation is never merged away).
+
+    Returns:
+        A function computing what ``f`` computes, differentiable as it is.
+
+    Example:
+        >>> f = fg.checkpoint(lambda x: fg.sin(fg.sin(x)))
+        >>> round(fg.grad(f)(fg.asarray(0.0)).item(), 6)
+        1.0
+    """
     require_callable("checkpoint", f)
     if policy is not None and not isinstance(policy, str) and not callable(policy):
         raise ArgumentTypeError(f"fg.checkpoint: policy must be None, one of {sorted(_NAMED)} or a callable of an "

@@ -145,7 +145,20 @@ class _CustomRule:
 
 
 class custom_vjp(_CustomRule):
-    """``f = fg.custom_vjp(f); f.defvjp(fwd, bwd)``."""
+    """A function with its own reverse-mode rule: ``f = fg.custom_vjp(f); f.defvjp(fwd, bwd)``,
+    ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g) -> one cotangent per argument``.
+
+    Args:
+        fun: the function.
+        nondiff_argnums: positional arguments that are not differentiated (passed to
+            ``bwd`` first).
+
+    Example:
+        >>> f = fg.custom_vjp(lambda x: x * 2.0)
+        >>> _ = f.defvjp(lambda x: (x * 2.0, None), lambda res, g: (g * 10.0,))
+        >>> fg.grad(f)(fg.asarray(1.0)).item()
+        10.0
+    """
 
     primitive = custom_vjp_p
     kind, define = "custom_vjp", "defvjp(fwd, bwd)"
@@ -209,7 +222,19 @@ custom_vjp_p.jvp = _no_forward_mode
 
 
 class custom_jvp(_CustomRule):
-    """``f = fg.custom_jvp(f); f.defjvp(rule)`` with ``rule(primals, tangents) -> (out, t_out)``."""
+    """A function with its own forward-mode rule: ``f = fg.custom_jvp(f); f.defjvp(rule)``,
+    ``rule(primals, tangents) -> (out, tangent_out)``; reverse mode transposes it.
+
+    Args:
+        fun: the function.
+        nondiff_argnums: positional arguments that are not differentiated.
+
+    Example:
+        >>> f = fg.custom_jvp(lambda x: x * 2.0)
+        >>> _ = f.defjvp(lambda p, t: (p[0] * 2.0, t[0] * 10.0))
+        >>> fg.grad(f)(fg.asarray(1.0)).item()
+        10.0
+    """
 
     primitive = custom_jvp_p
     kind, define = "custom_jvp", "defjvp(rule)"

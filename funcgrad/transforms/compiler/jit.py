@@ -458,9 +458,29 @@ def _as_tuple(what: str, value: Any, kind: type) -> tuple[Any, ...]:
 def compile(fun: Callable[..., Any] | None = None, *, static_argnums: Sequence[int] | int = (),
             static_argnames: Sequence[str] | str = (), donate_argnums: Sequence[int] | int = (),
             donate_argnames: Sequence[str] | str = ()) -> Any:
-    """``fg.compile(f)``, ``@fg.compile`` or ``@fg.compile(static_argnames=...)``. Donated
-    arguments (``donate_argnums``/``donate_argnames``) hand their arrays' memory to the call,
-    which may write its results into it; the arrays are unusable afterwards."""
+    """``f`` traced once per signature (shapes, dtypes, devices, pytree structure, static
+    values) into one program, optimized and run natively (``fg.jit`` is the same).
+
+    Used as ``fg.compile(f)``, ``@fg.compile`` or ``@fg.compile(static_argnames=...)``; an
+    ``nn.Module`` compiles its ``forward``.
+
+    Args:
+        fun: the function (or module).
+        static_argnums: positional arguments taken as constants (hashed by value: each
+            new value traces again).
+        static_argnames: keyword arguments taken as constants.
+        donate_argnums: positional arguments whose arrays' memory the call may write its
+            results into; the arrays are unusable afterwards.
+        donate_argnames: keyword arguments donated so.
+
+    Returns:
+        A ``Compiled`` function, called as ``f`` is.
+
+    Example:
+        >>> f = fg.compile(lambda x, n: x * n, static_argnums=1)
+        >>> f(fg.ones(2), 3).tolist()
+        [3.0, 3.0]
+    """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
                    donate_argnames=donate_argnames)
     if fun is None:
