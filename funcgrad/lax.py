@@ -35,7 +35,8 @@ __all__ = [
     "axis_index", "axis_size", "cond", "switch", "while_loop", "fori_loop", "scan", "map", "stop_gradient",
     "add", "sub", "mul", "div", "neg", "exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic",
     "sqrt", "rsqrt", "abs", "sign", "floor", "ceil", "round", "max", "min", "pow", "integer_pow", "square",
-    "reciprocal", "erf", "atan2", "select", "clamp", "convert_element_type", "reshape", "transpose", "squeeze",
+    "reciprocal", "erf", "lgamma", "digamma", "polygamma",
+    "atan2", "select", "clamp", "convert_element_type", "reshape", "transpose", "squeeze",
     "expand_dims", "concatenate", "broadcast", "dot", "iota", "full", "cumsum", "cumprod", "sort",
 ]
 
@@ -168,6 +169,7 @@ sin, cos, tan, tanh = ops.sin, ops.cos, ops.tan, ops.tanh
 logistic, sqrt, rsqrt, abs, sign = ops.sigmoid, ops.sqrt, ops.rsqrt, ops.abs, ops.sign  # noqa: A001
 floor, ceil, round, square, reciprocal = ops.floor, ops.ceil, ops.round, ops.square, ops.reciprocal  # noqa: A001
 max, min, pow, erf, atan2 = ops.maximum, ops.minimum, ops.power, ops.erf, ops.atan2  # noqa: A001
+lgamma, digamma, polygamma = ops.lgamma, ops.digamma, ops.polygamma
 reshape, transpose, squeeze, expand_dims = ops.reshape, ops.transpose, ops.squeeze, ops.expand_dims
 cumsum, cumprod, sort = ops.cumsum, ops.cumprod, ops.sort
 

@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 import funcgrad as fg
-from funcgrad.primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE
+from funcgrad.primitives.elementwise import BINARY_TABLE, COMPARISON_TABLE, UNARY_TABLE, polygamma_series
 
 
 @dataclass
@@ -80,9 +80,10 @@ def arrays(draw: Any, dtype: Any, shape: Any, lo: float = -3.0, hi: float = 3.0)
 
 _UNARY_DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "log1p": (-0.9, 5), "sqrt": (0, 5),
                  "rsqrt": (0.1, 5), "arcsin": (-0.99, 0.99), "arccos": (-0.99, 0.99), "arctanh": (-0.99, 0.99),
-                 "arccosh": (1.01, 5), "reciprocal": (0.1, 5), "tan": (-1.2, 1.2)}
+                 "arccosh": (1.01, 5), "reciprocal": (0.1, 5), "tan": (-1.2, 1.2), "lgamma": (0.2, 6)}
 _UNARY_REF = {"expm1": np.expm1, "rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
               "erf": lambda x: np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype),
+              "lgamma": lambda x: np.vectorize(math.lgamma, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype),
               "round": np.round, "relu": lambda x: np.maximum(x, x.dtype.type(0)),
               "gelu": lambda x: _in_float64(x, lambda v: v * _phi(v)),
               "gelu_grad": lambda x: _in_float64(x, lambda v: _phi(v) + v * np.exp(-v * v / 2) / math.sqrt(2 * math.pi))}
@@ -938,6 +939,15 @@ def _full_case(draw: Any) -> Case:
                 lambda like, shape, value, dtype: np.full(shape, value, dtype.np))
 
 
+def _polygamma_case(draw: Any) -> Case:
+    """psi^(n) for n = 0..2, against the recurrence and asymptotic series in float64 (SciPy's,
+    which the kernel calls, is not the reference it is checked by)."""
+    dtype = draw(st.sampled_from(FLOATS))
+    x = arrays(draw, dtype, draw(SHAPES), 0.3, 6)
+    return Case([x], {"n": draw(st.integers(0, 2))},
+                lambda v, n: polygamma_series(v.astype(np.float64), n).astype(v.dtype), rtol_for(dtype))
+
+
 def _iota_case(draw: Any) -> Case:
     dtype = draw(st.sampled_from([fg.int64, fg.int32, fg.float32]))
     return Case([_float_array(draw)], {"n": draw(st.integers(0, 6)), "dtype": dtype},
@@ -951,7 +961,7 @@ CASES.update({n: _comparison(n) for n in COMPARISON_TABLE})
 CASES.update({
     "all_reduce": _all_reduce, "psum": _named_reduction, "pmax": _named_reduction, "pmin": _named_reduction,
     "all_gather": _all_gather, "psum_scatter": _psum_scatter, "ppermute": _ppermute, "all_to_all": _all_to_all,
-    "axis_index": _axis_index, "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
+    "axis_index": _axis_index, "polygamma": _polygamma_case, "select": _select, "integer_pow": _integer_pow, "convert_element_type": _convert, "copy": _copy,
     "reduce_sum": _reduction("sum"), "reduce_prod": _reduction("prod"),
     "reduce_max": _reduction("max", nonempty=True), "reduce_min": _reduction("min", nonempty=True),
     "reduce_any": _reduction("any", "b"), "reduce_all": _reduction("all", "b"),

@@ -1,7 +1,7 @@
-"""Six more real scripts ported by their imports: pytorch/examples' time-sequence prediction
-(an LSTM trained by L-BFGS) and five of autograd's examples (logistic regression, the
-Rosenbrock function under SciPy's optimizer, a Gaussian process, a character RNN and an
-LSTM). Each port is its original with the imports changed (and, in ``rnn.py``, the
+"""Seven more real scripts ported by their imports: pytorch/examples' time-sequence
+prediction (an LSTM trained by L-BFGS) and six of autograd's examples (logistic regression,
+the Rosenbrock function under SciPy's optimizer, a Gaussian process, a negative binomial's
+maximum likelihood by Newton's method, a character RNN and an LSTM). Each port is its original with the imports changed (and, in ``rnn.py``, the
 documented ``x.at[...].set(...)`` for an assignment into an array); swapping the imports
 back gives code the original library runs, and the two agree from the same seed, with no
 randomness shared by hand: after ``torch.manual_seed(0)`` and ``fg.manual_seed(0)`` the
@@ -11,6 +11,7 @@ guide starts NumPy code (``FUNCGRAD_ENABLE_X64=1``)."""
 from __future__ import annotations
 
 import pathlib
+import re
 import runpy
 import sys
 import types
@@ -33,6 +34,7 @@ AUTOGRAD_NAMES = {
     "from funcgrad.testing import check_grads": "from autograd.test_util import check_grads",
     "from funcgrad.misc.optimizers import adam": "from autograd.misc.optimizers import adam",
     "from funcgrad.scipy.special import logsumexp": "from autograd.scipy.special import logsumexp",
+    "from funcgrad.scipy.special import gammaln": "from autograd.scipy.special import gammaln",
     "import funcgrad.scipy.stats.multivariate_normal as mvn": "import autograd.scipy.stats.multivariate_normal as mvn",
     "from funcgrad.linalg import solve": "from autograd.numpy.linalg import solve",
 }
@@ -171,6 +173,18 @@ def test_gaussian_process_port_optimizes_as_autograd(x64) -> None:
         results.append((float(fitted.fun), np.asarray(fitted.x), np.asarray(mean), np.asarray(cov)))
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
+
+
+def test_negative_binomial_port_fits_as_autograd(x64, capsys, monkeypatch) -> None:
+    """Newton's method with ``grad`` and ``grad(grad(...))`` of ``gammaln`` (digamma and
+    trigamma): the same fitted parameters as autograd's."""
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    ours, theirs = _run_both(AUTOGRAD / "negative_binomial_maxlike.py", capsys)
+    fits = [[float(v) for v in re.findall(r"[rp]=([0-9.e+-]+)", out)] for out in (ours, theirs)]
+    assert len(fits[0]) == 2
+    np.testing.assert_allclose(fits[0], fits[1], rtol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["rnn", "lstm"])

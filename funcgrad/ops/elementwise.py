@@ -24,6 +24,7 @@ from ..primitives.elementwise import (
     COMPARISON,
     UNARY,
     UNARY_TABLE,
+    bind_polygamma,
     conj_p,
     convert_element_type_p,
     imag_p,
@@ -43,7 +44,8 @@ __all__ = [
     "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "signbit",
     "negative", "positive", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
     "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
-    "arctanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sigmoid", "erf", "abs", "absolute",
+    "arctanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sigmoid", "erf", "lgamma", "digamma", "polygamma",
+    "abs", "absolute",
     "sign", "square", "reciprocal", "floor", "ceil", "trunc", "round", "where", "clip", "integer_pow",
 ]
 
@@ -297,7 +299,23 @@ sin, cos, tan, arcsin, arccos, arctan, sinh, cosh, tanh, arcsinh, arccosh, arcta
     _unary_fn(n, floating=True) for n in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
                                           "arcsinh", "arccosh", "arctanh"))
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
-sigmoid, erf, reciprocal = (_unary_fn(n, floating=True) for n in ("sigmoid", "erf", "reciprocal"))
+sigmoid, erf, reciprocal, lgamma = (_unary_fn(n, floating=True) for n in ("sigmoid", "erf", "reciprocal", "lgamma"))
+
+
+def polygamma(n: int, x: Any, /) -> Any:
+    """The ``n``-th derivative of the digamma function at ``x`` (``torch.polygamma``, SciPy's
+    ``polygamma``); differentiable to any order (its derivative is order ``n + 1``)."""
+    n = as_int("polygamma", n, "n")
+    x = as_operand(x)
+    if x.dtype.kind != "f":
+        require_kind("polygamma", x.dtype, "iub", "a real array")
+        x = cast_to(x, _dt.default_float)
+    return bind_polygamma(x, n)
+
+
+def digamma(x: Any, /) -> Any:
+    """``d/dx log Gamma(x)`` (``torch.digamma``, SciPy's ``digamma`` and ``psi``)."""
+    return polygamma(0, x)
 abs = absolute = _unary_fn("abs")
 sign, square = _unary_fn("sign"), _unary_fn("square")
 floor, ceil, trunc = (_unary_fn(n, int_identity=True) for n in ("floor", "ceil", "trunc"))  # integers: unchanged

@@ -27,7 +27,7 @@ from .core import REGISTRY, Primitive, ShapedArray, annotate
 from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p", "in_float32",
-           "integer_pow_p", "real_p", "imag_p", "conj_p"]
+           "integer_pow_p", "real_p", "imag_p", "conj_p", "polygamma_p", "bind_polygamma"]
 
 _LOW_PRECISION = ("float16", "bfloat16")
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
@@ -128,6 +128,77 @@ def _relu(xp: Any, x: Any) -> Any:
     return xp.maximum(x, x.dtype.type(0))  # a zero of x's own dtype (bfloat16 would promote a Python 0)
 
 
+def _scipy_special(xp: Any) -> Any:
+    """SciPy's (or CuPy's) special functions, or None where SciPy is not installed."""
+    if xp is not np:
+        from cupyx.scipy import special as cupy_special
+
+        return cupy_special
+    try:
+        from scipy import special
+    except ImportError:  # scipy is optional: the kernels below fall back to their own series
+        return None
+    return special
+
+
+def _lgamma(xp: Any, x: Any) -> Any:
+    """``log|Gamma(x)|`` (SciPy's ``gammaln``; the C library's ``lgamma`` without SciPy)."""
+    special = _scipy_special(xp)
+    if special is not None:
+        return special.gammaln(x)
+    return np.asarray(np.frompyfunc(math.lgamma, 1, 1)(x), dtype=object).astype(x.dtype)
+
+
+def _polygamma(xp: Any, x: Any, n: int = 0) -> Any:
+    """The ``n``-th derivative of the digamma function (SciPy's ``polygamma``, ``digamma`` for
+    ``n = 0``); without SciPy, the recurrence up to ``x >= 10`` and the asymptotic series."""
+    special = _scipy_special(xp)
+    if special is not None:
+        return (special.digamma(x) if n == 0 else special.polygamma(n, x)).astype(x.dtype)
+    return polygamma_series(np.asarray(x, np.float64), n).astype(x.dtype)
+
+
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
+
+
+def polygamma_series(x: np.ndarray, n: int) -> np.ndarray:
+    """psi^(n)(x) for x > 0: psi^(n)(x) = psi^(n)(x + 1) + (-1)^(n+1) n! / x^(n+1) up to
+    x >= 10, then the asymptotic expansion in Bernoulli numbers."""
+    sign = -1.0 if n % 2 == 0 else 1.0  # (-1)^(n+1)
+    with np.errstate(all="ignore"):
+        shift = np.zeros_like(x)
+        y = x.copy()
+        while True:
+            small = y < 10
+            if not small.any():
+                break
+            shift = shift + np.where(small, sign * math.factorial(n) / y ** (n + 1), 0.0)
+            y = np.where(small, y + 1, y)
+        if n == 0:
+            tail = np.log(y) - 0.5 / y
+            for k, b in enumerate(_BERNOULLI, start=1):
+                tail = tail - b / (2 * k * y ** (2 * k))
+        else:
+            tail = math.factorial(n - 1) / y ** n + math.factorial(n) / (2 * y ** (n + 1))
+            for k, b in enumerate(_BERNOULLI, start=1):
+                tail = tail + b * math.factorial(2 * k + n - 1) / (math.factorial(2 * k) * y ** (2 * k + n))
+            tail = tail * sign
+        return np.where(x > 0, tail + shift, np.nan)
+
+
+# psi^(n) as a primitive with the order as a parameter: its derivative is the next order
+polygamma_p = Primitive("polygamma", lambda x, n=0: elementwise("polygamma", x, kinds="f"),
+                        kernel=in_float32(_polygamma), differentiable=True, domain=POSITIVE, arity=(1, 1),
+                        autocast="widen")
+defbroadcasting(polygamma_p)
+defelementwise(polygamma_p, lambda t, ans, x, n=0: t * bind_polygamma(x, n + 1), saves="args")
+
+
+def bind_polygamma(x: Any, n: int) -> Any:
+    """``psi^(n)(x)`` (``lgamma``'s derivative is ``n = 0``)."""
+    return polygamma_p.bind(x, n=int(n))
+
+
 # One row per unary primitive, all keeping their input dtype: its kernel, the dtype kinds
 # it accepts, its derivative d(x, ans) (one function serves both modes: t * d and g * d;
 # None: no derivative), what d reads (what the backward pass keeps), and where the
@@ -158,6 +229,7 @@ UNARY_TABLE: dict[str, tuple[Any, str, Any, str | None, Domain | None]] = {
     "arctanh": ("arctanh", "fc", lambda x, a: lax.reciprocal(1.0 - x * x), "args", _UNIT),
     "sigmoid": (in_float32(_sigmoid), "f", lambda x, a: a * (1.0 - a), "ans", None),
     "erf": (in_float32(_erf), "f", lambda x, a: _TWO_OVER_SQRT_PI * lax.exp(-(x * x)), "args", None),
+    "lgamma": (in_float32(_lgamma), "f", lambda x, a: bind_polygamma(x, 0), "args", POSITIVE),
     "gelu": (in_float32(_gelu), "f", lambda x, a: lax.gelu_grad(x), "args", None),
     # d/dx (Phi + x phi) = phi (2 - x^2)
     "gelu_grad": (in_float32(_gelu_grad), "f", lambda x, a: lax.exp(-0.5 * (x * x)) * (_INV_SQRT_2PI * (2.0 - x * x)),

@@ -1,6 +1,7 @@
 """``fg.scipy.special``: ``logsumexp``, ``expit``, ``logit``, ``erf``, ``erfc``, ``xlogy``,
-``xlog1py``, ``softmax`` and ``log_softmax`` with SciPy's signatures (as ``jax.scipy.special``
-and ``autograd.scipy.special``), built from funcgrad's differentiable functions."""
+``xlog1py``, ``softmax``, ``log_softmax``, ``gammaln``, ``digamma`` (``psi``) and
+``polygamma`` with SciPy's signatures (as ``jax.scipy.special`` and
+``autograd.scipy.special``), built from funcgrad's differentiable functions."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from typing import Any
 from .. import ops
 from ..transforms import stop_gradient
 
-__all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "xlog1py", "softmax", "log_softmax"]
+__all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "xlog1py", "softmax", "log_softmax", "gammaln",
+           "digamma", "psi", "polygamma"]
+
+gammaln = ops.lgamma  # log|Gamma(x)|, whose derivative is digamma's
+digamma = psi = ops.digamma
+
+
+def polygamma(n: Any, x: Any) -> Any:
+    """The ``n``-th derivative of ``digamma`` at ``x`` (SciPy's argument order)."""
+    return ops.polygamma(n, x)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
