@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 import funcgrad as fg
 from funcgrad.backends import ArrayModuleBackend, Device
 from funcgrad.primitives.core import ShapedArray
+from funcgrad.primitives.elementwise import polygamma_series
 
 from . import test_gpu
 from .primitive_cases import CASES, assert_matches
@@ -142,6 +143,9 @@ def _cupyx() -> dict[str, types.ModuleType]:
     scipy = types.ModuleType("cupyx.scipy")
     special = types.ModuleType("cupyx.scipy.special")
     special.erf = _erf  # type: ignore[attr-defined]
+    special.gammaln = lambda x: np.asarray(np.frompyfunc(math.lgamma, 1, 1)(x), dtype=object).astype(x.dtype)  # type: ignore[attr-defined]
+    special.digamma = lambda x: polygamma_series(np.asarray(x, np.float64), 0).astype(x.dtype)  # type: ignore[attr-defined]
+    special.polygamma = lambda n, x: polygamma_series(np.asarray(x, np.float64), int(n)).astype(x.dtype)  # type: ignore[attr-defined]
     cupyx.scipy, scipy.special = scipy, special  # type: ignore[attr-defined]
     return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
 

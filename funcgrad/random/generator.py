@@ -168,8 +168,8 @@ def _source(generator: Generator | None) -> Generator:
     return generator
 
 
-def _draw(generator: Generator | None, shape: tuple[int, ...], from_engine: Callable[[Any, tuple[int, ...]], Any],
-          from_key: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+def _draw(op: str, generator: Generator | None, shape: tuple[int, ...],
+          from_engine: Callable[[Any, tuple[int, ...]], Any], from_key: Callable[[Any, tuple[int, ...]], Any]) -> Any:
     """One draw of ``shape``: ``from_engine(engine, shape)`` (PyTorch's numbers, a NumPy
     array), or ``from_key(key, shape)`` where the generator has a key. Inside ``fg.vmap`` with
     ``randomness="different"`` the engine draws for every member at once, the members' axes
@@ -177,10 +177,11 @@ def _draw(generator: Generator | None, shape: tuple[int, ...], from_engine: Call
     source = _source(generator)
     if source.key is not None:
         return from_key(source.next_key(), shape)
-    return _engine_draw(source, shape, from_engine)
+    return _engine_draw(op, source, shape, from_engine)
 
 
-def _engine_draw(source: Generator, shape: tuple[int, ...], from_engine: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+def _engine_draw(op: str, source: Generator, shape: tuple[int, ...],
+                 from_engine: Callable[[Any, tuple[int, ...]], Any]) -> Any:
     """``_draw``'s engine half."""
     sizes, boxes = [], []
     for name, randomness, size, box, _mapped in random_state.vmap_draws():
@@ -189,10 +190,17 @@ def _engine_draw(source: Generator, shape: tuple[int, ...], from_engine: Callabl
         if randomness == "different":
             sizes.append(size)
             boxes.append(box)
-    x = ops.asarray(from_engine(source.engine, (*sizes, *shape)))
+    full = (*sizes, *shape)
+    if math.prod(full) > _MAX_DRAW:
+        raise ArgumentValueError(f"{op}: a draw of shape {full} is {math.prod(full)} values, more than any array "
+                                 f"can hold ({_MAX_DRAW})")
+    x = ops.asarray(from_engine(source.engine, full))
     for box in boxes:
         x = box(x)
     return x
+
+
+_MAX_DRAW = np.iinfo(np.intp).max // 8  # (values: their bytes must fit an address)
 
 
 def _vmap_draw_error(name: str) -> ArgumentValueError:
@@ -232,7 +240,7 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
          requires_grad: bool = False) -> Any:
     """Uniform values in [0, 1) (``torch.rand``)."""
     d = _float(dtype)
-    x = _draw(generator, _size(size, "rand"), lambda e, s: e.uniform(0.0, 1.0, s, d.np),
+    x = _draw("rand", generator, _size(size, "rand"), lambda e, s: e.uniform(0.0, 1.0, s, d.np),
               lambda k, s: _keys.uniform(k, s, d))
     return _finish(x, None, device, requires_grad)
 
@@ -241,7 +249,7 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
           requires_grad: bool = False) -> Any:
     """Standard normal values (``torch.randn``)."""
     d = _float(dtype)
-    x = _draw(generator, _size(size, "randn"), lambda e, s: e.normal(0.0, 1.0, s, d.np),
+    x = _draw("randn", generator, _size(size, "randn"), lambda e, s: e.normal(0.0, 1.0, s, d.np),
               lambda k, s: _draws.normal(k, s, d))
     return _finish(x, None, device, requires_grad)
 
@@ -256,7 +264,7 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
     low, high = as_int("randint", low, "low", minimum=None), as_int("randint", high, "high", minimum=None)
     if high <= low:
         raise ArgumentValueError(f"randint: high ({high}) must be greater than low ({low})")
-    out = _draw(generator, _size((size,), "randint"), lambda e, s: e.randint(low, high, s),
+    out = _draw("randint", generator, _size((size,), "randint"), lambda e, s: e.randint(low, high, s),
                 lambda k, s: _draws.randint(k, s, low, high, int64))
     return _finish(out, dtype, device, False)
 
@@ -268,7 +276,8 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, d
     def from_engine(engine: Any, shape: tuple[int, ...]) -> np.ndarray:
         return np.stack([engine.permutation(n) for _ in range(math.prod(shape[:-1]))]).reshape(shape)
 
-    return _finish(_draw(generator, (n,), from_engine, lambda k, s: _draws.permutation(k, n)), dtype, device, False)
+    out = _draw("randperm", generator, (n,), from_engine, lambda k, s: _draws.permutation(k, n))
+    return _finish(out, dtype, device, False)
 
 
 def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None,
@@ -288,12 +297,13 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
         arrays[0].dtype if arrays and arrays[0].dtype.kind == "f" else _dt.default_float
     _require("normal", std, lambda v: v >= 0, "std must be at least 0")
     scaled = not isinstance(std, ArrayBase)  # (the engine's normal_ takes a number std itself)
-    center = 0.0 if isinstance(mean, ArrayBase) or not scaled else mean
-    x = _draw(generator, shape, lambda e, s: e.normal(center, std if scaled else 1.0, s, d.np),
+    added = isinstance(mean, ArrayBase) or not scaled  # (else normal_ takes the number mean too)
+    center = 0.0 if added else mean
+    x = _draw("normal", generator, shape, lambda e, s: e.normal(center, std if scaled else 1.0, s, d.np),
               lambda k, s: _draws.normal(k, s, d) * (std if scaled else 1.0) + center)
     if not scaled:
         x = x * std
-    return _finish(x + mean if center is not mean else x, None, device, requires_grad)
+    return _finish(x + mean if added else x, None, device, requires_grad)
 
 
 def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
@@ -305,14 +315,15 @@ def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
     if source.key is not None:
         return _draws.bernoulli(source.next_key(), p, tuple(p.shape)).astype(p.dtype)
     work = np.float64 if p.dtype == np.float64 else np.float32
-    u = _engine_draw(source, tuple(p.shape), lambda e, s: e.unit(math.prod(s), work).astype(work).reshape(s))
+    u = _engine_draw("bernoulli", source, tuple(p.shape),
+                     lambda e, s: e.unit(math.prod(s), work).astype(work).reshape(s))
     return (u < p.astype(work)).astype(p.dtype)
 
 
 def bernoulli_mask(p: float, shape: tuple[int, ...], generator: Generator | None = None) -> Any:
     """``empty(shape).bernoulli_(p)`` as bools (dropout's mask): a float64 uniform below
     ``p``, from the default generator (its key under ``fg.compile``)."""
-    return _draw(generator, shape, lambda e, s: e.bernoulli(p, s), lambda k, s: _draws.bernoulli(k, p, s))
+    return _draw("dropout", generator, shape, lambda e, s: e.bernoulli(p, s), lambda k, s: _draws.bernoulli(k, p, s))
 
 
 def uniform_draw(count: int, low: float, high: float) -> Any:
@@ -342,7 +353,7 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
         return _multinomial_from_key(probs, num_samples, replacement, source.next_key())
     rows = tuple(probs.shape[:-1])
     if not replacement or num_samples == 1:
-        q = _engine_draw(source, tuple(probs.shape), lambda e, s: e.exponential(1.0, s, probs.dtype.np))
+        q = _engine_draw("multinomial", source, tuple(probs.shape), lambda e, s: e.exponential(1.0, s, probs.dtype.np))
         ranked = probs / q
         if num_samples == 1:
             return ops.argmax(ranked, axis=-1, keepdims=True)
@@ -350,7 +361,8 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
     cumulative = ops.cumsum(probs, axis=-1)
     cumulative = ops.concatenate([(cumulative / cumulative[..., -1:])[..., :-1], ops.ones((*rows, 1), probs.dtype)],
                                  axis=-1)
-    u = _engine_draw(source, (*rows, num_samples), lambda e, s: e.unit(math.prod(s), np.float64).reshape(s))
+    u = _engine_draw("multinomial", source, (*rows, num_samples),
+                     lambda e, s: e.unit(math.prod(s), np.float64).reshape(s))
     below = cumulative.astype(_dt.float64)[..., None, :] < u[..., :, None]  # (its first bucket at least u)
     return ops.sum(below.astype(int64), axis=-1)
 
