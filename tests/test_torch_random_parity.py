@@ -69,7 +69,8 @@ def test_normal_arrays_take_pytorchs_box_muller_under_both_backends(backend: str
 
 
 def test_without_a_compiler_the_draws_are_still_pytorchs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The C library's functions one ctypes call at a time, the AVX2 kernel's in NumPy."""
+    """The C library's functions one ctypes call at a time, the AVX2 kernel's in NumPy,
+    randperm's swaps in Python."""
     angles = np.linspace(-1.5, 1.5, 301)
     native = [cc.libm("tan", angles.astype(np.float32)), cc.libm("log", angles + 2.0)]
     cauchy = fg.random.cauchy(fg.random.key(3), (64,)).numpy()
@@ -81,6 +82,7 @@ def test_without_a_compiler_the_draws_are_still_pytorchs(monkeypatch: pytest.Mon
         _seed(2)
         _same(torch.normal(0.5, 2.0, (40,), dtype=torch.float64), fg.normal(0.5, 2.0, (40,), dtype=fg.float64))
         _same(torch.randn(100), fg.randn(100))
+        _same(torch.randperm(50), fg.randperm(50))
         _same(native[0], cc.libm("tan", angles.astype(np.float32)))
         _same(native[1], cc.libm("log", angles + 2.0))
         _same(cauchy, fg.random.cauchy(fg.random.key(3), (64,)))

@@ -163,11 +163,8 @@ class TorchGenerator:
 
     def permutation(self, n: int) -> np.ndarray:
         """``torch.randperm(n)``'s order: a swap per position, with the word modulo what is left."""
-        order = np.arange(n)
-        words = self.words(max(n - 1, 0))
-        for i in range(n - 1):
-            j = i + int(words[i]) % (n - i)
-            order[i], order[j] = order[j], order[i]
+        order = np.arange(n, dtype=np.int64)
+        torch_math.permutation_swaps(order, self.words(max(n - 1, 0)))
         return order
 
 

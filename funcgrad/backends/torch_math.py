@@ -17,7 +17,7 @@ import numpy as np
 
 from . import cc
 
-__all__ = ["fused_multiply_add", "normal_fill"]
+__all__ = ["fused_multiply_add", "normal_fill", "permutation_swaps"]
 
 
 def fused_multiply_add(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
@@ -66,6 +66,10 @@ def normal_fill(data: np.ndarray, mean: float, std: float) -> None:
     work = data.dtype.type
     blocks = data.reshape(-1, 2, 8)
     if work is np.float32 and _PYTORCH_AVX2:
+        native = _avx_normal_kernel()
+        if native is not None:
+            cc.run(native, [np.array([mean, std], np.float32)], [data], [data.size // 16])
+            return
         radius = np.sqrt(np.float32(-2) * _log_avx(np.float32(1) - blocks[:, 0]))
         sin, cos = _sincos_avx(np.float32(2.0 * np.pi) * blocks[:, 1])
         m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
@@ -171,3 +175,102 @@ def _normal_kernel(double: bool) -> int | None:
         return address
     except cc.NativeBuildError:
         return None
+
+
+# The AVX2 kernel's Box-Muller as one native loop, each operation as ``_log_avx`` and
+# ``_sincos_avx`` do it (the fused ones with fmaf, the others rounded alone: the build
+# never contracts), on one float at a time, so the loop gives their bits.
+_AVX_NORMAL_SOURCE = """#include <stdint.h>
+#include <string.h>
+#include <math.h>
+static inline int32_t bits(float x) { int32_t i; memcpy(&i, &x, 4); return i; }
+static inline float from_bits(int32_t i) { float x; memcpy(&x, &i, 4); return x; }
+static inline float log_avx(float x) {
+    int32_t b = bits(x > 1.17549435e-38f ? x : 1.17549435e-38f);  /* (x in (0, 1]: never NaN) */
+    float e = (float)((b >> 23) - 127) + 1.0f;
+    float m = from_bits((b & ~0x7F800000) | 0x3F000000);
+    int low = m < 0.707106781186547524f;
+    e = e - (low ? 1.0f : 0.0f);
+    m = (m - 1.0f) + (low ? m : 0.0f);
+    float z = m * m;
+    float y = 7.0376836292E-2f;
+    y = fmaf(y, m, -1.1514610310E-1f); y = fmaf(y, m, 1.1676998740E-1f); y = fmaf(y, m, -1.2420140846E-1f);
+    y = fmaf(y, m, 1.4249322787E-1f); y = fmaf(y, m, -1.6668057665E-1f); y = fmaf(y, m, 2.0000714765E-1f);
+    y = fmaf(y, m, -2.4999993993E-1f); y = fmaf(y, m, 3.3333331174E-1f);
+    y = fmaf(y * m, z, e * -2.12194440e-4f);
+    y = fmaf(-z, 0.5f, y);
+    return fmaf(e, 0.693359375f, m + y);
+}
+static inline void sincos_avx(float x, float *sin_out, float *cos_out) {
+    int32_t j = (int32_t)(x * 1.27323954473516f);
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    x = fmaf(y, -0.78515625f, x); x = fmaf(y, -2.4187564849853515625e-4f, x);
+    x = fmaf(y, -3.77489497744594108e-8f, x);
+    float z = x * x;
+    float c = fmaf(fmaf(2.443315711809948E-005f, z, -1.388731625493765E-003f), z, 4.166664568298827E-002f);
+    c = fmaf(c * z, z, -(z * 0.5f)) + 1.0f;
+    float s = fmaf(fmaf(-1.9515295891E-4f, z, 8.3321608736E-3f), z, -1.6666654611E-1f);
+    s = fmaf(s * z, x, x);
+    int first = (j & 2) == 0;
+    float sin_part = first ? s : 0.0f, cos_part = first ? 0.0f : c;
+    *sin_out = from_bits(bits(cos_part + sin_part) ^ ((j & 4) << 29));
+    *cos_out = from_bits(bits((c - cos_part) + (s - sin_part)) ^ ((~(j - 2) & 4) << 29));
+}
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const float mean = ((const float *)p[0])[0], sd = ((const float *)p[0])[1];
+    float *d = (float *)p[1];
+    for (int64_t b = lo; b < hi; b++) {
+        float *x = d + 16 * b;
+        #pragma omp simd
+        for (int k = 0; k < 8; k++) {
+            const float radius = sqrtf(-2.0f * log_avx(1.0f - x[k]));
+            float sn, cs;
+            sincos_avx((float)(2.0 * 3.14159265358979323846) * x[k + 8], &sn, &cs);
+            x[k] = fmaf(radius * cs, sd, mean);
+            x[k + 8] = fmaf(radius * sn, sd, mean);
+        }
+    }
+}
+"""
+
+
+def _avx_normal_kernel() -> int | None:
+    """The AVX2 Box-Muller's native loop where a compiler can build it, else None."""
+    try:
+        address = cc.kernel(_AVX_NORMAL_SOURCE, "fg_kernel")
+        cc.caller()
+        return address
+    except cc.NativeBuildError:
+        return None
+
+
+_PERMUTATION_SOURCE = """#include <stdint.h>
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const uint64_t *words = (const uint64_t *)p[0];
+    int64_t *order = (int64_t *)p[1];
+    const int64_t count = n[0] + 1;
+    for (int64_t i = 0; i < count - 1; i++) {
+        const int64_t j = i + (int64_t)(words[i] % (uint64_t)(count - i));
+        const int64_t t = order[i]; order[i] = order[j]; order[j] = t;
+    }
+}
+"""
+
+
+def permutation_swaps(order: np.ndarray, words: np.ndarray) -> None:
+    """``randperm``'s swaps in place: position ``i`` trades with ``i + words[i] % (n - i)``
+    (one native loop where a compiler can build it)."""
+    n = order.size
+    if n > 1:
+        try:
+            address = cc.kernel(_PERMUTATION_SOURCE, "fg_kernel")
+            cc.caller()
+        except cc.NativeBuildError:
+            address = None
+        if address is not None:
+            cc.run(address, [np.ascontiguousarray(words, np.uint64)], [order], [n - 1])
+            return
+    for i in range(n - 1):
+        j = i + int(words[i]) % (n - i)
+        order[i], order[j] = order[j], order[i]
