@@ -1,9 +1,12 @@
-"""fg.random against NumPy's default generator, jax.random and torch.
+"""fg.random against NumPy's default generator, jax.random and torch; and the PyTorch-style
+draws (``fg.rand``, ``fg.randn``: PyTorch's own generator and transforms) against torch's.
 
     normal(key, (1_000_000,)) float32, uniform(key, (1_000_000,)) float32
+    fg.rand / fg.randn (1_000_000) float32, fg.randperm(100_000)
 
 Contenders run interleaved in one process; the ratios are paired (each round's ratio, then
-the median) against NumPy's ``default_rng().standard_normal`` / ``random``.
+the median) against NumPy's ``default_rng().standard_normal`` / ``random``, and the
+PyTorch-style draws against ``torch.rand`` / ``randn`` / ``randperm``.
 
     python benchmarks/bench_random.py [--rounds 7]
 """
@@ -45,6 +48,18 @@ def contenders() -> dict:
     return run
 
 
+def torch_style() -> dict:
+    """The same draws from a PyTorch generator: funcgrad's and torch's (None without torch)."""
+    torch = optional("torch")
+    if torch is None:
+        return {}
+    gen, fgen = torch.Generator().manual_seed(0), fg.Generator().manual_seed(0)
+    return {"torch|randn": lambda: torch.randn(N, generator=gen), "funcgrad|randn": lambda: fg.randn(N, generator=fgen),
+            "torch|rand": lambda: torch.rand(N, generator=gen), "funcgrad|rand": lambda: fg.rand(N, generator=fgen),
+            "torch|randperm": lambda: torch.randperm(N // 10, generator=gen),
+            "funcgrad|randperm": lambda: fg.randperm(N // 10, generator=fgen)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=7)
@@ -57,6 +72,15 @@ def main() -> None:
         fw, what = key.split("|")
         ratio = f"{paired_ratio(samples, key, 'numpy|' + what):6.2f}x numpy" if fw != "numpy" else ""
         print(f"  {what:8s} {fw:10s} {med[key] * 1e3:8.2f} {best[key] * 1e3:8.2f}  {ratio}")
+    run = torch_style()
+    if run:
+        samples = interleaved_samples(run, args.rounds, 5, pause=0.25)
+        med, best = median_and_best(samples)
+        print("PyTorch's generator: fg.rand/randn (1e6 float32), randperm (1e5) (median ms, best ms, paired ratio)")
+        for key in run:
+            fw, what = key.split("|")
+            ratio = f"{paired_ratio(samples, key, 'torch|' + what):6.2f}x torch" if fw != "torch" else ""
+            print(f"  {what:8s} {fw:10s} {med[key] * 1e3:8.2f} {best[key] * 1e3:8.2f}  {ratio}")
 
 
 if __name__ == "__main__":

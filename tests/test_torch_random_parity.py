@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import funcgrad as fg
 import funcgrad.nn.functional as F
 from funcgrad.backends import cc
+from funcgrad.random import xla_math
 from funcgrad.utils import data as fd
 from tests.backends import compile_backend
 
@@ -70,15 +71,18 @@ def test_normal_arrays_take_pytorchs_box_muller_under_both_backends(backend: str
 
 def test_without_a_compiler_the_draws_are_still_pytorchs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The C library's functions one ctypes call at a time, the AVX2 kernel's in NumPy,
-    randperm's swaps in Python."""
+    randperm's swaps in Python, erfinv (fg.random.normal) as array operations."""
     angles = np.linspace(-1.5, 1.5, 301)
     native = [cc.libm("tan", angles.astype(np.float32)), cc.libm("log", angles + 2.0)]
     cauchy = fg.random.cauchy(fg.random.key(3), (64,)).numpy()
+    normal = fg.random.normal(fg.random.key(3), (300,)).numpy()  # (erfinv's native loop)
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(cc, "_LOADED", {})
     monkeypatch.setattr(cc, "_FAILED", {})
     cc.toolchain.cache_clear()
+    xla_math._native_erfinv32.cache_clear()
     try:
+        _same(normal, fg.random.normal(fg.random.key(3), (300,)))  # (the same steps as array operations)
         _seed(2)
         _same(torch.normal(0.5, 2.0, (40,), dtype=torch.float64), fg.normal(0.5, 2.0, (40,), dtype=fg.float64))
         _same(torch.randn(100), fg.randn(100))
@@ -88,6 +92,7 @@ def test_without_a_compiler_the_draws_are_still_pytorchs(monkeypatch: pytest.Mon
         _same(cauchy, fg.random.cauchy(fg.random.key(3), (64,)))
     finally:
         cc.toolchain.cache_clear()
+        xla_math._native_erfinv32.cache_clear()
 
 
 @settings(max_examples=15, deadline=None)
