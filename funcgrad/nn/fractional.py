@@ -20,6 +20,7 @@ import numpy as np
 from .. import ops
 from ..dtypes import int64
 from ..errors import ArgumentValueError, ShapeError
+from ..primitives.checks import as_int
 from ..primitives.core import fmt_shape
 from ..random.generator import rand
 from .module import Module
@@ -50,12 +51,15 @@ def _fractional_max_pool(x: Any, kernel_size: Any, output_size: Any, output_rati
     batched = x.ndim == dims + 2
     x = x if batched else ops.expand_dims(x, 0)
     n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
-    kernel = tuple(int(k) for k in _tuple(kernel_size, dims))
+    kernel = tuple(as_int(op, k, "kernel_size") for k in _tuple(kernel_size, dims))
     if output_size is None:
         if output_ratio is None:
             raise ArgumentValueError(f"{op}: give output_size or output_ratio")
-        output_size = [int(s * r) for s, r in zip(spatial, _tuple(output_ratio, dims))]
-    out = tuple(int(o) for o in _tuple(output_size, dims))
+        ratios = _tuple(output_ratio, dims)
+        if not all(isinstance(r, (int, float)) and not isinstance(r, bool) for r in ratios):
+            raise ArgumentValueError(f"{op}: output_ratio must be numbers, got {output_ratio!r}")
+        output_size = [int(s * r) for s, r in zip(spatial, ratios)]
+    out = tuple(as_int(op, o, "output_size") for o in _tuple(output_size, dims))
     if len(kernel) != dims or len(out) != dims or min(kernel) < 1 or min(out) < 1:
         raise ArgumentValueError(f"{op}: kernel_size {kernel_size!r} and output size {out} need {dims} positive sizes")
     for axis, (s, o, k) in enumerate(zip(spatial, out, kernel)):
