@@ -256,7 +256,7 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
     return strong
 
 
-def can_cast(from_: Any, to: Any, /) -> bool:
+def can_cast(from_: Any, /, to: Any) -> bool:
     """Array API ``can_cast``: whether ``from_`` promotes to ``to`` without loss."""
     src = as_dtype(from_.dtype if hasattr(from_, "shape") else from_, op="can_cast")
     dst = as_dtype(to, op="can_cast")

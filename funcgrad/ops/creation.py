@@ -20,7 +20,7 @@ from ..array import Array, ArrayBase, wrap_kernel_output
 from ..backends.device import CPU, Device
 from ..backends.device import device as _as_device
 from ..errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
-from ..primitives.checks import as_int, as_shape
+from ..primitives.checks import as_int, as_shape, normalize_axis
 from ..primitives.core import bind
 from ..primitives.shape import broadcast_to_p, concatenate_p, expand_dims_p
 
@@ -297,20 +297,23 @@ def _backend_like(x: Array, fill: str) -> Array:
     return wrap_kernel_output(getattr(x._device.backend.xp, fill)(data.shape, data.dtype), x._device)
 
 
-def _like(x: Any, dtype: Any, device: Any) -> tuple[tuple[int, ...], Any, Any]:
+def _like(x: Any, dtype: Any, device: Any, shape: Any = None) -> tuple[tuple[int, ...], Any, Any]:
+    """``x``'s shape (or NumPy's ``shape=``), dtype and device, each unless given."""
     x = x if isinstance(x, ArrayBase) else asarray(x)
-    return tuple(x.shape), (x.dtype if dtype is None else dtype), (x.device if device is None else device)
+    size = tuple(x.shape) if shape is None else as_shape("like", shape)
+    return size, (x.dtype if dtype is None else dtype), (x.device if device is None else device)
 
 
 def _like_fn(fill: str, make: Any) -> Any:
     """``zeros_like`` / ``ones_like``: a concrete array's shape, dtype and device straight
     from its backend, anything else through ``zeros`` / ``ones``."""
 
-    def like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
-        if x.__class__ is Array and dtype is None and device is None:
+    def like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False,
+             shape: Any = None) -> Array:
+        if x.__class__ is Array and dtype is None and device is None and shape is None:
             return _backend_like(x, fill)
-        shape, dt, dev = _like(x, dtype, device)
-        return make(shape, dt, device=dev)  # type: ignore[no-any-return]
+        size, dt, dev = _like(x, dtype, device, shape)
+        return make(size, dt, device=dev)  # type: ignore[no-any-return]
 
     like.__name__ = like.__qualname__ = f"{fill}_like"
     return _grad_leaf(like)
@@ -320,15 +323,16 @@ zeros_like, ones_like = _like_fn("zeros", zeros), _like_fn("ones", ones)
 
 
 @_grad_leaf
-def empty_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False) -> Array:
-    return zeros_like(x, dtype, device=device)
+def empty_like(x: Any, /, dtype: Any = None, *, device: Any = None, requires_grad: bool = False,
+               shape: Any = None) -> Array:
+    return zeros_like(x, dtype, device=device, shape=shape)
 
 
 @_grad_leaf
 def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = None,
-              requires_grad: bool = False) -> Array:
-    shape, dt, dev = _like(x, dtype, device)
-    return full(shape, fill_value, dt, device=dev)
+              requires_grad: bool = False, shape: Any = None) -> Array:
+    size, dt, dev = _like(x, dtype, device, shape)
+    return full(size, fill_value, dt, device=dev)
 
 
 @_grad_leaf
@@ -379,8 +383,17 @@ def _device_of(*values: Any) -> Any:
 
 @_grad_leaf
 def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device: Any = None,
-             endpoint: bool = True, requires_grad: bool = False) -> Array:
-    """``num`` evenly spaced values; array (or traced) endpoints keep their derivatives."""
+             endpoint: bool = True, requires_grad: bool = False, retstep: bool = False, axis: int = 0) -> Any:
+    """``num`` evenly spaced values; array (or traced) endpoints keep their derivatives.
+    NumPy's ``retstep`` also gives the spacing; ``axis`` places the samples' axis among
+    array endpoints' axes."""
+    if retstep or axis != 0:
+        values = linspace(start, stop, num, dtype, device=device, endpoint=endpoint, requires_grad=requires_grad)
+        if axis != 0 and values.ndim > 1:  # (the samples' axis 0 moved to ``axis``)
+            at = normalize_axis("linspace", axis, values.ndim)
+            values = values.permute(*range(1, at + 1), 0, *range(at + 1, values.ndim))
+        div = (num - 1 if endpoint else num) or 1
+        return (values, (stop - start) / div) if retstep else values
     num = as_int("linspace", num, "num (the number of samples)")
     if any(isinstance(v, ArrayBase) and not _is_constant(v) for v in (start, stop)):
         dt = _dt.as_dtype(dtype, op="linspace") if dtype is not None else _dt.result_type(start, stop, 0.0)
@@ -393,18 +406,20 @@ def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device:
 
 
 @_grad_leaf
-def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None, device: Any = None,
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None,
         requires_grad: bool = False) -> Array:
+    """The identity (``N`` rows, ``M`` columns, ones on diagonal ``k``)."""
     dt = _resolve(dtype, _dt.default_float, "eye")
-    n_rows = as_int("eye", n_rows, "n_rows")
-    n_cols = None if n_cols is None else as_int("eye", n_cols, "n_cols")
+    n_rows = as_int("eye", N, "N (the rows)")
+    n_cols = None if M is None else as_int("eye", M, "M (the columns)")
     k = as_int("eye", k, "k (the diagonal)", minimum=None)
     return create(device, lambda xp: xp.eye(n_rows, n_cols, k=k, dtype=dt.np))
 
 
-def tri(n: int, m: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None) -> Array:
+    """Ones at and below diagonal ``k`` of an ``N`` x ``M`` array."""
     dt = _resolve(dtype, _dt.default_float, "tri")
-    return create(device, lambda xp: xp.tri(n, m, k, dtype=dt.np))
+    return create(device, lambda xp: xp.tri(N, M, k, dtype=dt.np))
 
 
 def _convert(value: Any, dtype: Any) -> Any:

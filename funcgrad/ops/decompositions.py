@@ -110,9 +110,10 @@ def eigh(x: Any, /, UPLO: str | None = None, *, symmetrize_input: bool = True) -
     return EighResult(w, v)
 
 
-def eigvalsh(x: Any, /) -> Any:
-    """The eigenvalues of symmetric matrices, ascending (the input symmetrised, as ``eigh``)."""
-    return eigh(x).eigenvalues
+def eigvalsh(x: Any, /, UPLO: str | None = None) -> Any:  # noqa: N803
+    """The eigenvalues of symmetric matrices, ascending (the input symmetrised, as ``eigh``;
+    ``UPLO`` is accepted as NumPy's and checked)."""
+    return eigh(x, UPLO).eigenvalues
 
 
 def svd(x: Any, /, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
@@ -156,9 +157,10 @@ def det(x: Any, /) -> Any:
     return bind(det_p, _matrices("det", x, square=True, complex_ok=True))
 
 
-def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
+def pinv(x: Any, /, rcond: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
     """The Moore-Penrose pseudo-inverse; singular values below ``rtol`` times the largest
-    count as zero (default: ``max(m, n) * eps``; ``rcond`` is NumPy's name)."""
+    count as zero (default: ``max(m, n) * eps``; ``rcond`` is NumPy's name). ``hermitian`` (NumPy's) is
+    accepted: the SVD serves any matrix."""
     if rcond is not None and rtol is not None:
         raise TypeError("linalg.pinv: give rtol or rcond (NumPy's name), not both")
     tol = rtol if rtol is not None else rcond
@@ -172,9 +174,10 @@ def pinv(x: Any, /, *, rtol: Any = None, rcond: Any = None) -> Any:
     return bind(pinv_p, x, rtol=None if tol is None else float(tol))
 
 
-def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:
+def matrix_rank(x: Any, /, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
     """How many singular values exceed ``rtol`` times the largest (default ``max(m, n) * eps``),
-    or the absolute ``tol`` (NumPy's)."""
+    or the absolute ``tol`` (NumPy's). ``hermitian`` is accepted,
+    as ``pinv``'s."""
     x = _matrices("matrix_rank", x, complex_ok=True)
     s = svdvals(x)
     if tol is not None:  # (a tolerance per matrix stands beside that matrix's singular values)
@@ -186,7 +189,7 @@ def matrix_rank(x: Any, /, *, rtol: Any = None, tol: Any = None) -> Any:
     return sum(s > cutoff, axis=-1)
 
 
-def matrix_power(x: Any, n: int, /) -> Any:
+def matrix_power(x: Any, /, n: int) -> Any:
     """``x`` multiplied by itself ``n`` times (by repeated squaring); ``n = 0`` gives the
     identity, a negative ``n`` powers of the inverse."""
     x = _matrices("matrix_power", x, square=True, complex_ok=True)

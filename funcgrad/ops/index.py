@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..array import Array, ArrayBase, concrete_value
-from ..errors import ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
+from ..errors import ArgumentValueError, ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
 from ..primitives.checks import normalize_axis
 from ..primitives.core import bind, current_interpreter, fmt_shape
 from ..primitives.index import gather_p, scatter_p
@@ -248,8 +248,12 @@ def nonzero(x: Any, /) -> tuple[Any, ...]:
     return tuple(create(x.device, lambda xp, i=i: xp.asarray(i, dtype=np.int64)) for i in idx)
 
 
-def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
-    """``np.take``: gather along one axis (the flattened array when ``axis`` is ``None``)."""
+def take(x: Any, /, indices: Any, axis: int | None = None, mode: str | None = None) -> Any:
+    """``np.take``: gather along one axis (the flattened array when ``axis`` is ``None``).
+    Indices out of bounds raise (NumPy's ``mode="raise"``, the only ``mode`` funcgrad has)."""
+    if mode not in (None, "raise"):
+        raise ArgumentValueError(f"take: mode={mode!r}: funcgrad raises on indices out of bounds (mode='raise'); "
+                                 "clip or wrap them first (fg.clip, %)")
     x = as_operand(x)
     if axis is None:
         x, axis = x.reshape(-1), 0
@@ -261,7 +265,7 @@ def take(x: Any, indices: Any, /, axis: int | None = None) -> Any:
     return _gather(x, entries)
 
 
-def take_along_axis(x: Any, indices: Any, /, axis: int = -1) -> Any:
+def take_along_axis(x: Any, /, indices: Any, axis: int = -1) -> Any:
     x = as_operand(x)
     idx = _index_array(indices)
     if idx.ndim != x.ndim:

@@ -64,7 +64,7 @@ def matmul(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: 
     return bind(matmul_p, a, b)
 
 
-def dot(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``np.dot``: scalars multiply, 1-D/2-D are matmul, N-D contracts a's last axis with b's second-to-last."""
     a, b = _accumulating("dot", (as_operand(a), as_operand(b)), precision, preferred_element_type)
     if a.ndim == 0 or b.ndim == 0:
@@ -104,7 +104,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     return sum(multiply(x1, x2), axis, dtype=x1.dtype)
 
 
-def outer(a: Any, b: Any, /) -> Any:
+def outer(a: Any, b: Any) -> Any:
     """Outer product of the flattened inputs: a broadcast multiply, no matmul."""
     return multiply(expand_dims(reshape(a, (-1,)), 1), reshape(b, (-1,)))
 
@@ -156,7 +156,7 @@ def _sublists(first: Any, rest: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     return subscripts, tuple(operands)
 
 
-def tensordot(a: Any, b: Any, /, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``np.tensordot``, as one einsum."""
     a, b = _accumulating("tensordot", (a, b), precision, preferred_element_type)
     a, b = promote("tensordot", (a, b))
@@ -250,7 +250,7 @@ def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -
     raise ShapeError(f"norm: axis must name one or two axes, got {axis!r}")
 
 
-def solve(a: Any, b: Any, /) -> Any:
+def solve(a: Any, b: Any) -> Any:
     """Solve ``a @ x = b``; ``b`` is a vector only when it is 1-D (NumPy 2 rules)."""
     a, b = _float_pair("linalg.solve", a, b)
     return bind(solve_p, a, b)

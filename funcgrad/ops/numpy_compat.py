@@ -40,6 +40,7 @@ from .elementwise import (
 from .linalg import outer
 from .shape import (
     atleast_1d,
+    broadcast_to,
     concatenate,
     diagonal,
     flip,
@@ -96,11 +97,20 @@ def fmod(x1: Any, x2: Any) -> Any:
         else out
 
 
-def diff(a: Any, n: int = 1, axis: int = -1) -> Any:
-    """The ``n``-th difference along ``axis``."""
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """The ``n``-th difference along ``axis``; NumPy's ``prepend`` / ``append`` join values
+    (a number spans the other axes) before and after first."""
     a = returned_as_is(as_operand(a))
     n = as_int("diff", n, "n", minimum=0)
     axis = normalize_axis("diff", axis, a.ndim)
+    if prepend is not None or append is not None:
+        def edge(v: Any) -> Any:
+            v = as_operand(v)
+            if v.ndim == 0:
+                v = broadcast_to(v, tuple(1 if d == axis else s for d, s in enumerate(a.shape)))
+            return v
+        parts = ([] if prepend is None else [edge(prepend)]) + [a] + ([] if append is None else [edge(append)])
+        a = concatenate(parts, axis=axis)
     for _ in range(min(n, a.shape[axis])):  # (past the axis's length the result stays empty)
         length = a.shape[axis]
         head = tuple(slice(1, length) if d == axis else slice(None) for d in range(a.ndim))
@@ -221,9 +231,9 @@ def dsplit(a: Any, indices_or_sections: Any) -> list[Any]:
     return split(a, indices_or_sections, 2)
 
 
-def row_stack(arrays: Sequence[Any]) -> Any:
+def row_stack(tup: Sequence[Any], *, dtype: Any = None) -> Any:
     """``vstack``."""
-    return vstack(arrays)
+    return vstack(tup, dtype=dtype)
 
 
 def column_stack(arrays: Sequence[Any]) -> Any:
@@ -248,7 +258,7 @@ def dstack(arrays: Sequence[Any]) -> Any:
     return concatenate([atleast_3d(a) for a in arrays], axis=2)
 
 
-def partition(a: Any, kth: int, axis: int = -1) -> Any:
+def partition(a: Any, kth: int, axis: int = -1, kind: str = "introselect", order: Any = None) -> Any:
     """Entries around the ``kth`` smallest: it in its sorted place, smaller ones before it,
     larger ones after (a full sort satisfies NumPy's contract, and is what this returns)."""
     a = as_operand(a)

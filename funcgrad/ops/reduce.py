@@ -7,12 +7,13 @@ import builtins
 from typing import Any
 
 from .. import dtypes as _dt
+from ..errors import ArgumentValueError
 from ..primitives.checks import normalize_axes, normalize_axis
 from ..primitives.core import bind
 from ..primitives.elementwise import imag_p, real_p
 from ..primitives.reduce import REDUCTIONS, argmax_p, argmin_p, cumprod_p, cumsum_p, logsumexp_p
-from .elementwise import as_operand, cast_to, greater, sqrt, square, subtract, where
-from .shape import pad, reshape
+from .elementwise import as_operand, cast_to, greater, maximum, minimum, sqrt, square, subtract, where
+from .shape import broadcast_to, pad, reshape
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "mean", "var", "std", "any", "all", "argmax", "argmin",
            "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "logsumexp", "count_nonzero"]
@@ -37,29 +38,49 @@ def _reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
     return bind(prim, x, **params)
 
 
-def sum(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
-    return _reduce("reduce_sum", _accumulator(as_operand(x), dtype), axis, keepdims)
+def _masked(x: Any, mask: Any, fill: Any) -> Any:
+    """NumPy's ``where=`` of a reduction: ``x`` where ``mask``, the reduction's identity
+    ``fill`` elsewhere (``mask`` broadcast to ``x``)."""
+    return x if mask is None else _select(as_operand(mask), x, fill)
 
 
-def prod(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None) -> Any:
-    return _reduce("reduce_prod", _accumulator(as_operand(x), dtype), axis, keepdims)
+def sum(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None, initial: Any = None,
+        where: Any = None) -> Any:
+    """The sum (along ``axis``); NumPy's ``initial`` (added) and ``where`` (a mask) too."""
+    out = _reduce("reduce_sum", _masked(_accumulator(as_operand(x), dtype), where, 0), axis, keepdims)
+    return out if initial is None else out + initial
 
 
-def max(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
+def prod(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None, initial: Any = None,
+         where: Any = None) -> Any:
+    """The product (along ``axis``); NumPy's ``initial`` (a factor) and ``where`` (a mask) too."""
+    out = _reduce("reduce_prod", _masked(_accumulator(as_operand(x), dtype), where, 1), axis, keepdims)
+    return out if initial is None else out * initial
+
+
+def _extreme(name: str, op: str, x: Any, axis: Any, keepdims: bool, initial: Any, mask: Any) -> Any:
+    x = as_operand(x)
+    if mask is not None:
+        if initial is None:
+            raise ArgumentValueError(f"{op}: a where= mask needs initial= (the value of a window it leaves empty), "
+                                     "as in NumPy")
+        x = _masked(x, mask, initial)
+    out = _lexicographic(name, x, axis, keepdims) if x.dtype.kind == "c" else _reduce(name, x, axis, keepdims)
+    if initial is None:
+        return out
+    return (maximum if name == "reduce_max" else minimum)(out, initial)
+
+
+def max(x: Any, /, axis: Any = None, *, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
     """The largest element (along ``axis``); complex numbers in NumPy's order (by real part,
-    then imaginary part)."""
-    x = as_operand(x)
-    if x.dtype.kind == "c":
-        return _lexicographic("reduce_max", x, axis, keepdims)
-    return _reduce("reduce_max", x, axis, keepdims)
+    then imaginary part); NumPy's ``initial`` (a lower bound) and ``where`` (a mask) too."""
+    return _extreme("reduce_max", "max", x, axis, keepdims, initial, where)
 
 
-def min(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    """The smallest element (along ``axis``); complex numbers in NumPy's order."""
-    x = as_operand(x)
-    if x.dtype.kind == "c":
-        return _lexicographic("reduce_min", x, axis, keepdims)
-    return _reduce("reduce_min", x, axis, keepdims)
+def min(x: Any, /, axis: Any = None, *, keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """The smallest element (along ``axis``); complex numbers in NumPy's order; NumPy's
+    ``initial`` (an upper bound) and ``where`` (a mask) too."""
+    return _extreme("reduce_min", "min", x, axis, keepdims, initial, where)
 
 
 def _lexicographic(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
@@ -76,12 +97,14 @@ def _lexicographic(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
 amax, amin = max, min
 
 
-def any(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_any", cast_to(as_operand(x), _dt.bool_), axis, keepdims)
+def any(x: Any, /, axis: Any = None, *, keepdims: bool = False, where: Any = None) -> Any:
+    """Whether any element (along ``axis``) is true; NumPy's ``where`` mask too."""
+    return _reduce("reduce_any", _masked(cast_to(as_operand(x), _dt.bool_), where, False), axis, keepdims)
 
 
-def all(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return _reduce("reduce_all", cast_to(as_operand(x), _dt.bool_), axis, keepdims)
+def all(x: Any, /, axis: Any = None, *, keepdims: bool = False, where: Any = None) -> Any:
+    """Whether every element (along ``axis``) is true; NumPy's ``where`` mask too."""
+    return _reduce("reduce_all", _masked(cast_to(as_operand(x), _dt.bool_), where, True), axis, keepdims)
 
 
 def count_nonzero(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -96,6 +119,9 @@ def argmin(x: Any, /, axis: int | None = None, *, keepdims: bool = False) -> Any
     return bind(argmin_p, as_operand(x), axis=axis, keepdims=bool(keepdims))
 
 
+_select = where  # (the reductions' own parameter is called where, as NumPy's)
+
+
 def _count(x: Any, axes: tuple[int, ...]) -> int:
     n = 1
     for a in axes:
@@ -107,25 +133,43 @@ def _floating(x: Any) -> Any:
     return x if x.dtype.kind in "fc" else cast_to(x, _dt.default_float)
 
 
-def mean(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
-    """Arithmetic mean; integer input gives float32 (as JAX and PyTorch, not NumPy's float64)."""
-    x = _floating(as_operand(x))
+def mean(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None, where: Any = None) -> Any:
+    """Arithmetic mean; integer input gives float32 (as JAX and PyTorch, not NumPy's float64);
+    NumPy's ``dtype`` (computed in it) and ``where`` (the mean of the masked elements) too."""
+    x = _floating(as_operand(x) if dtype is None else cast_to(as_operand(x), _dt.as_dtype(dtype, op="mean")))
     axes = normalize_axes("mean", axis, x.ndim)
+    if where is not None:
+        total = bind(REDUCTIONS["reduce_sum"], _masked(x, where, 0), axes=axes, keepdims=bool(keepdims))
+        return total / _kept(where, x, axes, keepdims)
     n = _count(x, axes)
     total = bind(REDUCTIONS["reduce_sum"], x, axes=axes, keepdims=bool(keepdims))
     return total / n if n else total * float("nan")
 
 
-def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
-    """Variance with NumPy's ``ddof`` (the array API's ``correction`` is accepted too)."""
+_mean = mean  # (var's own parameter is called mean, as NumPy's)
+
+
+def _kept(mask: Any, x: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """How many elements a ``where=`` mask keeps along ``axes`` (the mask broadcast to ``x``)."""
+    kept = cast_to(broadcast_to(cast_to(as_operand(mask), _dt.bool_), tuple(x.shape)), x.dtype)
+    return bind(REDUCTIONS["reduce_sum"], kept, axes=axes, keepdims=bool(keepdims))
+
+
+def var(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False,
+        dtype: Any = None, where: Any = None, mean: Any = None) -> Any:
+    """Variance with NumPy's ``ddof`` (the array API's ``correction`` is accepted too), and
+    NumPy's ``dtype``, ``where`` (of the masked elements) and ``mean`` (the mean, given)."""
     if correction is not None:
         ddof = correction
-    x = _floating(as_operand(x))
+    x = _floating(as_operand(x) if dtype is None else cast_to(as_operand(x), _dt.as_dtype(dtype, op="var")))
     axes = normalize_axes("var", axis, x.ndim)
-    centered = subtract(x, mean(x, axes, keepdims=True))
+    center = _mean(x, axes, keepdims=True, where=where) if mean is None else as_operand(mean)
+    centered = subtract(x, center)
     squares = (square(centered) if x.dtype.kind != "c"  # complex: |x - m|^2, real
                else square(bind(real_p, centered)) + square(bind(imag_p, centered)))
-    total = bind(REDUCTIONS["reduce_sum"], squares, axes=axes, keepdims=bool(keepdims))
+    total = bind(REDUCTIONS["reduce_sum"], _masked(squares, where, 0), axes=axes, keepdims=bool(keepdims))
+    if where is not None:
+        return total / (_kept(where, x, axes, keepdims) - ddof)
     dof = _count(x, axes) - ddof
     if dof > 0:
         return total / dof
@@ -140,10 +184,12 @@ def root_of_squares(v: Any) -> Any:
     return where(positive, sqrt(where(positive, v, 1.0)), v * 0.0)  # (0 stays 0, NaN stays NaN)
 
 
-def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False) -> Any:
-    """Standard deviation, ``sqrt(var)``; its derivative where the values are all equal is 0
-    (``root_of_squares``)."""
-    return root_of_squares(var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims))
+def std(x: Any, /, axis: Any = None, *, ddof: int = 0, correction: Any = None, keepdims: bool = False,
+        dtype: Any = None, where: Any = None, mean: Any = None) -> Any:
+    """Standard deviation, ``sqrt(var)`` (``var``'s parameters); its derivative where the
+    values are all equal is 0 (``root_of_squares``)."""
+    return root_of_squares(var(x, axis, ddof=ddof, correction=correction, keepdims=keepdims, dtype=dtype,
+                               where=where, mean=mean))
 
 
 def logsumexp(x: Any, /, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -181,6 +227,11 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, inc
     return out
 
 
-def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None) -> Any:
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """Array API 2024.12 ``cumulative_prod`` (``include_initial``: a leading 1)."""
     x = as_operand(x)
-    return cumprod(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
+    out = cumprod(x, axis if axis is not None or x.ndim != 1 else 0, dtype=dtype)
+    if include_initial:
+        ax = normalize_axis("cumulative_prod", axis if axis is not None else 0, out.ndim)
+        out = pad(out, [(1, 0) if i == ax else (0, 0) for i in builtins.range(out.ndim)], constant_values=1)
+    return out

@@ -118,9 +118,10 @@ def unique_values(x: Any, /) -> Any:
 
 
 def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
-           axis: int | None = None, *, equal_nan: bool = True) -> Any:
+           axis: int | None = None, *, equal_nan: bool = True, sorted: bool = True) -> Any:  # noqa: A002
     """NumPy's ``unique``: of the flattened array, or the unique slices along ``axis``; NaNs
-    collapse to one unless ``equal_nan=False``."""
+    collapse to one unless ``equal_nan=False``; always sorted (NumPy's ``sorted=False``
+    allows any order, and sorted is one)."""
     if axis is None:
         values, first, inverse, counts = _unique("unique", ar, equal_nan=equal_nan)
     else:  # the unique slices along ``axis``, gathered from their first occurrences
@@ -134,12 +135,12 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
     return (values, *extra) if extra else values
 
 
-def searchsorted(x1: Any, x2: Any, /, side: str = "left", sorter: Any = None) -> Any:
-    """Where each value of ``x2`` would be inserted in the sorted 1-D ``x1`` to keep it sorted
+def searchsorted(x1: Any, /, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    """Where each value of ``v`` would be inserted in the sorted 1-D ``x1`` to keep it sorted
     (``side="left"``: before equal values; ``"right"``: after). ``sorter`` sorts ``x1`` first."""
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
-    x1, x2 = promote("searchsorted", (x1, x2))
+    x1, v = promote("searchsorted", (x1, v))
     if sorter is not None:
         x1 = take(x1, sorter)
-    return bind(searchsorted_p, x1, x2, side=side)
+    return bind(searchsorted_p, x1, v, side=side)

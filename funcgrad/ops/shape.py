@@ -30,7 +30,7 @@ from ..primitives.shape import (
     transpose_p,
 )
 from .creation import asarray, tri
-from .elementwise import as_operand, promote, returned_as_is, where
+from .elementwise import as_operand, astype, promote, returned_as_is, where
 from .index import take, take_along_axis
 
 __all__ = ["broadcast_shapes", "topk", "cat",
@@ -174,11 +174,15 @@ def slice_axis(x: Any, axis: int, start: int, stop: int, step: int = 1) -> Any:
     return bind(slice_p, x, index=index)
 
 
-def concatenate(arrays: Sequence[Any], /, axis: int | None = 0) -> Any:
+def concatenate(arrays: Sequence[Any], /, axis: int | None = 0, *, dtype: Any = None) -> Any:
+    """Join arrays along an existing ``axis`` (``None``: flattened first); NumPy's ``dtype``
+    casts them first."""
     if isinstance(arrays, ArrayBase) or not isinstance(arrays, (list, tuple)):
         raise ArgumentTypeError(f"concatenate: expected a list or tuple of arrays, got {type(arrays).__name__}")
     if not arrays:
         raise ArgumentValueError("concatenate: needs at least one array, got an empty sequence")
+    if dtype is not None:
+        arrays = [astype(as_operand(a), dtype) for a in arrays]
     arrays = promote("concatenate", tuple(arrays))
     if axis is None:
         arrays = tuple(ravel(a) for a in arrays)
@@ -193,11 +197,12 @@ def concatenate(arrays: Sequence[Any], /, axis: int | None = 0) -> Any:
 concat = concatenate
 
 
-def stack(arrays: Sequence[Any], /, axis: int = 0, *, dim: int | None = None) -> Any:
-    """Join same-shape arrays along a new ``axis`` (``dim``: PyTorch's name)."""
+def stack(arrays: Sequence[Any], /, axis: int = 0, *, dim: int | None = None, dtype: Any = None) -> Any:
+    """Join same-shape arrays along a new ``axis`` (``dim``: PyTorch's name; ``dtype``:
+    NumPy's, a cast first)."""
     if dim is not None:
         axis = dim
-    arrays = [as_operand(a) for a in arrays]
+    arrays = [as_operand(a) if dtype is None else astype(as_operand(a), dtype) for a in arrays]
     if not arrays:
         raise ValueError("stack: need at least one array")
     shapes = {tuple(a.shape) for a in arrays}
@@ -207,13 +212,15 @@ def stack(arrays: Sequence[Any], /, axis: int = 0, *, dim: int | None = None) ->
     return concatenate([expand_dims(a, ax) for a in arrays], axis=ax)
 
 
-def hstack(arrays: Sequence[Any]) -> Any:
-    arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+def hstack(tup: Sequence[Any], *, dtype: Any = None) -> Any:
+    """Join along the second axis (the first for 1-D arrays)."""
+    arrays = [atleast_1d(a) for a in tup]
+    return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1, dtype=dtype)
 
 
-def vstack(arrays: Sequence[Any]) -> Any:
-    return concatenate([atleast_2d(a) for a in arrays], axis=0)
+def vstack(tup: Sequence[Any], *, dtype: Any = None) -> Any:
+    """Join along the first axis, 1-D arrays as rows."""
+    return concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
 
 
 def atleast_1d(x: Any) -> Any:
@@ -226,7 +233,7 @@ def atleast_2d(x: Any) -> Any:
     return reshape(x, (1,) * (2 - x.ndim) + tuple(x.shape)) if x.ndim < 2 else returned_as_is(x)
 
 
-def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
+def split(x: Any, /, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     """NumPy ``split``: ``n`` equal sections, or split points. Every piece is a view."""
     x = as_operand(x)
     if x.ndim == 0:
@@ -251,13 +258,14 @@ def split(x: Any, indices_or_sections: Any, /, axis: int = 0) -> list[Any]:
 _MAX_EMPTY_PIECES = 2 ** 16
 
 
-def array_split(x: Any, sections: Any, /, axis: int = 0) -> list[Any]:
+def array_split(x: Any, /, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     """NumPy ``array_split``: ``sections`` nearly equal views (or, given split points, the
     pieces between them, as ``split``); sections past the axis's length are empty. A count
     that could not be made at all (``10**20``: one Python object per piece) is refused up
     front rather than exhausting memory."""
     x = as_operand(x)
     n = x.shape[normalize_axis("array_split", axis, x.ndim)]
+    sections = indices_or_sections
     if isinstance(sections, (list, tuple)) or (hasattr(sections, "ndim") and sections.ndim == 1):
         return split(x, [as_int("array_split", p, "a split point", minimum=None) for p in sections], axis)
     sections = as_int("array_split", sections, "the number of sections", minimum=1)
@@ -351,14 +359,26 @@ def repeat(x: Any, /, repeats: Any, axis: int | None = None) -> Any:
     return take(x, np.repeat(np.arange(x.shape[ax]), counts), axis=ax)
 
 
-def sort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
+def sort(x: Any, /, axis: int = -1, kind: str | None = None, order: Any = None, *, descending: bool = False,
+         stable: bool = True) -> Any:
+    """Sorted along ``axis``, stably (every NumPy ``kind`` sorts so; ``order`` is for
+    structured arrays, which funcgrad has not)."""
+    _no_fields("sort", order)
     x = as_operand(x)
     return bind(sort_p, x, axis=normalize_axis("sort", axis, x.ndim), descending=bool(descending))
 
 
-def argsort(x: Any, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> Any:
+def argsort(x: Any, /, axis: int = -1, kind: str | None = None, order: Any = None, *, descending: bool = False,
+            stable: bool = True) -> Any:
+    """The indices that sort ``x`` along ``axis``, stably (any NumPy ``kind``)."""
+    _no_fields("argsort", order)
     x = as_operand(x)
     return bind(argsort_p, x, axis=normalize_axis("argsort", axis, x.ndim), descending=bool(descending))
+
+
+def _no_fields(op: str, order: Any) -> None:
+    if order is not None:
+        raise ArgumentValueError(f"{op}: order= names fields of a structured array; funcgrad arrays have none")
 
 
 def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
@@ -422,8 +442,10 @@ def roll(x: Any, /, shift: Any, *, axis: Any = None) -> Any:
     return returned_as_is(x)
 
 
-def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
-    """Array API ``meshgrid`` from views: each output is a broadcast (stride-0) view."""
+def meshgrid(*arrays: Any, indexing: str = "xy", sparse: bool = False, copy: bool = True) -> list[Any]:
+    """Array API ``meshgrid`` from views: each output is a broadcast (stride-0) view;
+    NumPy's ``sparse`` leaves each unbroadcast (its own axis only), and ``copy`` changes
+    nothing (funcgrad arrays are never written)."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = tuple(a if isinstance(a, ArrayBase) else asarray(a) for a in arrays)
@@ -438,7 +460,7 @@ def meshgrid(*arrays: Any, indexing: str = "xy") -> list[Any]:
             axis = 1 - i
         shape = [1] * n
         shape[axis] = a.shape[0]
-        out.append(broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
+        out.append(reshape(a, tuple(shape)) if sparse else broadcast_to(reshape(a, tuple(shape)), tuple(sizes)))
     return out
 
 

@@ -264,6 +264,8 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
     low, high = as_int("randint", low, "low", minimum=None), as_int("randint", high, "high", minimum=None)
     if high <= low:
         raise ArgumentValueError(f"randint: high ({high}) must be greater than low ({low})")
+    if low < -(1 << 63) or high > 1 << 63:
+        raise ArgumentValueError(f"randint: the range [{low}, {high}) must lie in int64's, as PyTorch's does")
     out = _draw("randint", generator, _size((size,), "randint"), lambda e, s: e.randint(low, high, s),
                 lambda k, s: _draws.randint(k, s, low, high, int64))
     return _finish(out, dtype, device, False)
