@@ -12,6 +12,8 @@ import funcgrad as fg
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+SWITCHES = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "compile_backend", "enable_x64",
+            "cpu_heap_cache")
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -21,7 +23,8 @@ def test_code_examples_run(path: pathlib.Path, capsys: pytest.CaptureFixture[str
     blocks = BLOCK.findall(path.read_text())
     namespace: dict[str, object] = {"__name__": f"docs_{path.stem}"}
     registered = dict(core.REGISTRY)
-    backend, fg.config.compile_backend = fg.config.compile_backend, "c"  # (a user's default: native loops)
+    switches = {name: getattr(fg.config, name) for name in SWITCHES}  # (pages set some: compile.md's write guard)
+    fg.config.compile_backend = "c"  # (a user's default: native loops)
     try:
         for i, code in enumerate(blocks):
             try:
@@ -31,7 +34,8 @@ def test_code_examples_run(path: pathlib.Path, capsys: pytest.CaptureFixture[str
     finally:  # examples may register demo primitives; keep the registry as the library defines it
         core.REGISTRY.clear()
         core.REGISTRY.update(registered)
-        fg.config.compile_backend = backend
+        for name, value in switches.items():  # (the suite's own settings back, whatever the page set)
+            setattr(fg.config, name, value)
 
 
 def test_readme_has_the_two_commands() -> None:
