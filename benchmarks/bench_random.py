@@ -60,27 +60,26 @@ def torch_style() -> dict:
             "funcgrad|randperm": lambda: fg.randperm(N // 10, generator=fgen)}
 
 
+def report(title: str, run: dict, rounds: int, base: str) -> None:
+    """Interleaved samples of ``run``, each contender's ratio paired against ``base``'s."""
+    samples = interleaved_samples(run, rounds, 5, pause=0.25)
+    med, best = median_and_best(samples)
+    print(title)
+    for key in run:
+        fw, what = key.split("|")
+        ratio = f"{paired_ratio(samples, key, base + '|' + what):6.2f}x {base}" if fw != base else ""
+        print(f"  {what:8s} {fw:10s} {med[key] * 1e3:8.2f} {best[key] * 1e3:8.2f}  {ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    run = contenders()
-    samples = interleaved_samples(run, args.rounds, 5, pause=0.25)
-    med, best = median_and_best(samples)
-    print("1e6 float32 values (median ms, best ms, paired ratio to NumPy)")
-    for key in run:
-        fw, what = key.split("|")
-        ratio = f"{paired_ratio(samples, key, 'numpy|' + what):6.2f}x numpy" if fw != "numpy" else ""
-        print(f"  {what:8s} {fw:10s} {med[key] * 1e3:8.2f} {best[key] * 1e3:8.2f}  {ratio}")
+    report("1e6 float32 values (median ms, best ms, paired ratio to NumPy)", contenders(), args.rounds, "numpy")
     run = torch_style()
     if run:
-        samples = interleaved_samples(run, args.rounds, 5, pause=0.25)
-        med, best = median_and_best(samples)
-        print("PyTorch's generator: fg.rand/randn (1e6 float32), randperm (1e5) (median ms, best ms, paired ratio)")
-        for key in run:
-            fw, what = key.split("|")
-            ratio = f"{paired_ratio(samples, key, 'torch|' + what):6.2f}x torch" if fw != "torch" else ""
-            print(f"  {what:8s} {fw:10s} {med[key] * 1e3:8.2f} {best[key] * 1e3:8.2f}  {ratio}")
+        report("PyTorch's generator: fg.rand/randn (1e6 float32), randperm (1e5) (median ms, best ms, paired ratio)",
+               run, args.rounds, "torch")
 
 
 if __name__ == "__main__":

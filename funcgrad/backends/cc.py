@@ -52,7 +52,8 @@ from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
            "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
-           "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas", "libm"]
+           "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas", "libm",
+           "plain_kernel"]
 
 
 class NativeBuildError(FuncgradError, RuntimeError):
@@ -663,6 +664,18 @@ def _libm_function(name: str) -> Any:
     return function
 
 
+def plain_kernel(source: str) -> int | None:
+    """The address of ``fg_kernel`` of C ``source`` as it is (no ``PRELUDE``: nothing declares
+    vector variants of the C library's functions, so none is substituted for the scalar
+    ones), with the extension ``run`` calls it through; None where no compiler can build it."""
+    try:
+        address = kernel(source, "fg_kernel")
+        caller()
+    except NativeBuildError:
+        return None
+    return address
+
+
 def libm(name: str, x: np.ndarray) -> np.ndarray | None:
     """``x`` (float32 or float64) through the C library's scalar function ``name`` (``tan``,
     ``log``; its ``f`` form for float32), as code that calls it (XLA, PyTorch's scalar
@@ -672,12 +685,8 @@ def libm(name: str, x: np.ndarray) -> np.ndarray | None:
     library cannot be found."""
     c_name = name + "f" if x.dtype == np.float32 else name
     x = np.ascontiguousarray(x)
-    try:
-        address = kernel(f"#define T {C_TYPES[x.dtype.name]}\n#define F {c_name}\n" + _LIBM_SOURCE, "fg_kernel")
-        caller()
-    except NativeBuildError:
-        pass
-    else:
+    address = plain_kernel(f"#define T {C_TYPES[x.dtype.name]}\n#define F {c_name}\n" + _LIBM_SOURCE)
+    if address is not None:
         out = np.empty_like(x)
         run(address, [x.reshape(-1)], [out.reshape(-1)], [x.size])
         return out

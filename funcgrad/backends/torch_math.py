@@ -35,11 +35,7 @@ def fused_multiply_add(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
     library's ``fma`` in a native loop where a compiler can build one; else the exact
     product as a sum of two doubles (Veltkamp's split), then the sum of the three (which
     can miss by an ulp where the product falls exactly halfway and ``z`` is far smaller)."""
-    try:
-        address = cc.kernel(_FMA_SOURCE, "fg_kernel")
-        cc.caller()
-    except cc.NativeBuildError:
-        address = None
+    address = cc.plain_kernel(_FMA_SOURCE)
     if address is not None:
         a = np.ascontiguousarray(x, np.float64)
         operands = [a.reshape(-1)] + [np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.float64), a.shape))
@@ -191,14 +187,9 @@ def _sincos_avx(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _normal_kernel(double: bool) -> int | None:
     """The native ``normal_fill`` loop's address where a compiler can build it, else None."""
-    try:
-        names = ("double", "log", "cos", "sin", "fma") if double else ("float", "logf", "cosf", "sinf", "fmaf")
-        source = "".join(f"#define {m} {f}\n" for m, f in zip(("T", "LOG", "COS", "SIN", "FMA"), names))
-        address = cc.kernel(source + _NORMAL_SOURCE, "fg_kernel")
-        cc.caller()
-        return address
-    except cc.NativeBuildError:
-        return None
+    names = ("double", "log", "cos", "sin", "fma") if double else ("float", "logf", "cosf", "sinf", "fmaf")
+    source = "".join(f"#define {m} {f}\n" for m, f in zip(("T", "LOG", "COS", "SIN", "FMA"), names))
+    return cc.plain_kernel(source + _NORMAL_SOURCE)
 
 
 # The AVX2 kernel's Box-Muller as one native loop, each operation as ``_log_avx`` and
@@ -261,12 +252,7 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 
 def _avx_normal_kernel() -> int | None:
     """The AVX2 Box-Muller's native loop where a compiler can build it, else None."""
-    try:
-        address = cc.kernel(_AVX_NORMAL_SOURCE, "fg_kernel")
-        cc.caller()
-        return address
-    except cc.NativeBuildError:
-        return None
+    return cc.plain_kernel(_AVX_NORMAL_SOURCE)
 
 
 _PERMUTATION_SOURCE = """#include <stdint.h>
@@ -287,11 +273,7 @@ def permutation_swaps(order: np.ndarray, words: np.ndarray) -> None:
     (one native loop where a compiler can build it)."""
     n = order.size
     if n > 1:
-        try:
-            address = cc.kernel(_PERMUTATION_SOURCE, "fg_kernel")
-            cc.caller()
-        except cc.NativeBuildError:
-            address = None
+        address = cc.plain_kernel(_PERMUTATION_SOURCE)
         if address is not None:
             cc.run(address, [np.ascontiguousarray(words, np.uint64)], [order], [n - 1])
             return
