@@ -267,26 +267,29 @@ def _sizes(op: str, size: tuple[Any, ...], dtype: Any) -> tuple[Any, Any]:
 
 
 @_grad_leaf
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Array:
+def zeros(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Array:
     """Zeros of a shape: ``zeros((3, 4))``, NumPy's ``zeros((3, 4), dtype)`` or PyTorch's
     ``zeros(3, 4, dtype=...)``; the default float unless ``dtype`` says otherwise."""
-    shape, dtype = _sizes("zeros", size, dtype)
+    shape, dtype = _sizes("zeros", size if shape is None else (shape, *size), dtype)
     dt, sh = _resolve(dtype, _dt.default_float, "zeros"), _shape(shape, "zeros")
     return create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
 
 
 @_grad_leaf
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Array:
+def ones(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Array:
     """Ones of a shape, in the forms ``zeros`` takes."""
-    shape, dtype = _sizes("ones", size, dtype)
+    shape, dtype = _sizes("ones", size if shape is None else (shape, *size), dtype)
     dt, sh = _resolve(dtype, _dt.default_float, "ones"), _shape(shape, "ones")
     return create(device, lambda xp: xp.ones(sh, dtype=dt.np))
 
 
 @_grad_leaf
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Array:
+def empty(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Array:
     """Uninitialised in NumPy; here zeros, since an array can never be written later."""
-    shape, dtype = _sizes("empty", size, dtype)
+    shape, dtype = _sizes("empty", size if shape is None else (shape, *size), dtype)
     return zeros(shape, dtype=dtype, device=device)
 
 
