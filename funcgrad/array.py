@@ -615,8 +615,8 @@ class ArrayBase:
         arrays, funcgrad's function of the same name where a derivative is being taken, and
         where a NumPy operand meets a funcgrad one (``np.float64(2) * x``: the reflected
         operator's result)."""
-        mixed = any(not isinstance(v, ArrayBase) for v in inputs)  # (a NumPy operand: an operator's case,
-        if (not mixed or "out" in kwargs) and not _differentiated(inputs, kwargs):  # as x.__rmul__ would be)
+        mixed = any(not isinstance(v, ArrayBase) for v in inputs)  # (a NumPy operand: x.__rmul__'s case)
+        if (not mixed or "out" in kwargs) and not _differentiated(inputs, kwargs):
             return getattr(ufunc, method)(*_as_numpy(inputs), **_as_numpy(kwargs))
         if method != "__call__" or kwargs.pop("out", None) is not None:
             raise ArgumentTypeError(f"numpy.{ufunc.__name__}.{method} of an array whose derivative is being taken: "

@@ -87,6 +87,11 @@ class TorchGenerator:
         """``n`` 32-bit words (as uint64), as ``random()`` draws them."""
         return self._bits.random_raw(n)  # type: ignore[no-any-return]
 
+    def key_data(self) -> np.ndarray:
+        """Two words as an ``fg.random`` key's data: the key a draw takes where the stream
+        cannot be run (inside ``fg.compile``)."""
+        return self.words(2).astype(np.uint32)  # type: ignore[no-any-return]
+
     def words64(self, n: int) -> np.ndarray:
         """``n`` 64-bit words, as ``random64()`` draws them (two words, the first high)."""
         words = self.words(2 * n)

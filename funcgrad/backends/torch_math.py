@@ -61,8 +61,8 @@ def fused_multiply_add(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
 _NORMAL_SOURCE = """#include <stdint.h>
 #include <math.h>
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
-    T *d = (T *)p[2];
-    const T mean = ((const T *)p[0])[0], sd = ((const T *)p[1])[0];
+    const T mean = ((const T *)p[0])[0], sd = ((const T *)p[0])[1];
+    T *d = (T *)p[1];
     for (int64_t b = lo; b < hi; b++) {
         T *x = d + 16 * b;
         for (int j = 0; j < 8; j++) {
@@ -84,34 +84,23 @@ def normal_fill(data: np.ndarray, mean: float, std: float) -> None:
     ``_sincos_avx``); elsewhere the C library's functions, as its scalar kernel calls them:
     one native loop where a compiler can build it, else each function through ``cc.libm``."""
     work = data.dtype.type
-    blocks = data.reshape(-1, 2, 8)
-    if work is np.float32 and _PYTORCH_AVX2:
-        native = _avx_normal_kernel()
-        if native is not None:
-            cc.run(native, [np.array([mean, std], np.float32)], [data], [data.size // 16])
-            return
-        radius = np.sqrt(np.float32(-2) * _log_avx(np.float32(1) - blocks[:, 0]))
-        sin, cos = _sincos_avx(np.float32(2.0 * np.pi) * blocks[:, 1])
-        m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
-        blocks[:, 0] = ((radius * cos).astype(np.float64) * s + m).astype(np.float32)
-        blocks[:, 1] = ((radius * sin).astype(np.float64) * s + m).astype(np.float32)
-        return
-    native = _normal_kernel(work is np.float64)
+    avx = work is np.float32 and _PYTORCH_AVX2
+    native = _avx_normal_kernel() if avx else _normal_kernel(work is np.float64)
     if native is not None:
-        cc.run(native, [np.array([mean], work), np.array([std], work)], [data], [data.size // 16])
+        cc.run(native, [np.array([mean, std], work)], [data], [data.size // 16])
         return
-    u1, u2 = work(1) - blocks[:, 0], blocks[:, 1]
+    blocks = data.reshape(-1, 2, 8)
     with np.errstate(all="ignore"):
-        theta = (2.0 * np.pi * u2.astype(np.float64)).astype(work)
-        radius = np.sqrt(work(-2) * _c_library("log", u1))
-        cos, sin = _c_library("cos", theta), _c_library("sin", theta)
-    if work is np.float64:
-        blocks[:, 0] = fused_multiply_add(radius * cos, std, mean)
-        blocks[:, 1] = fused_multiply_add(radius * sin, std, mean)
-        return
-    m, s = float(np.float32(mean)), float(np.float32(std))  # (a float32 fused multiply-add, exact in float64)
-    blocks[:, 0] = ((radius * cos).astype(np.float64) * s + m).astype(np.float32)
-    blocks[:, 1] = ((radius * sin).astype(np.float64) * s + m).astype(np.float32)
+        if avx:
+            radius = np.sqrt(work(-2) * _log_avx(work(1) - blocks[:, 0]))
+            sin, cos = _sincos_avx(work(2.0 * np.pi) * blocks[:, 1])
+        else:
+            theta = (2.0 * np.pi * blocks[:, 1].astype(np.float64)).astype(work)
+            radius = np.sqrt(work(-2) * _c_library("log", work(1) - blocks[:, 0]))
+            cos, sin = _c_library("cos", theta), _c_library("sin", theta)
+    fused = fused_multiply_add if work is np.float64 else _fma32
+    blocks[:, 0] = fused(radius * cos, work(std), work(mean))
+    blocks[:, 1] = fused(radius * sin, work(std), work(mean))
 
 
 def _c_library(name: str, x: np.ndarray) -> np.ndarray:

@@ -1082,8 +1082,7 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
     for t in range(1, t_max):
         prev1 = ops.concatenate([low, alpha[:, :-1]], axis=1)
         prev2 = ops.where(skip_mask, ops.concatenate([low, low, alpha[:, :-2]], axis=1), very_low)
-        top = ops.maximum(ops.maximum(alpha, prev1), prev2)
-        step = top + ops.log(ops.exp(alpha - top) + ops.exp(prev1 - top) + ops.exp(prev2 - top)) + picked[t]
+        step = ops.logsumexp(ops.stack([alpha, prev1, prev2]), axis=0) + picked[t]
         alpha = ops.where(ops.asarray((t < in_len)[:, None] & reachable, device=lp.device), step, alpha)
     last = ops.take_along_axis(alpha, ops.asarray(np.stack([2 * tgt_len, np.maximum(2 * tgt_len - 1, 0)], 1),
                                                   device=lp.device), axis=1)

@@ -85,7 +85,7 @@ class Generator:
         (inside ``fg.vmap``, one per member or the same for all, as its ``randomness``
         says), else made of two of its words."""
         if self.key is None:
-            return ops.asarray(self.engine.words(2).astype(np.uint32))
+            return ops.asarray(self.engine.key_data())
         self.key, sub = _keys.split(self.key)  # type: ignore[misc]
         return _per_member(sub)
 

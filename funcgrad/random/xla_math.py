@@ -274,7 +274,6 @@ def lgamma(x: Any) -> Any:
     return ops.where(ops.isinf(x), ops.abs(x), ops.where(reflect, reflection, log_y))
 
 
-
 def _libm(name: str, x: Any, otherwise: Callable[[Any], Any]) -> Any:
     """``x`` through the C library's ``name`` where it is a concrete float32 or float64
     array (``cc.libm``), else ``otherwise(x)``."""

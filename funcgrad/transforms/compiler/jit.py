@@ -313,7 +313,7 @@ class Compiled:
         if entry.keyed:  # the default generator's key in (a fresh one unless it has its own), its new value out
             params = {"donated": donated} if donated else {}
             key = random_state.default_key()
-            fresh = asarray(random_state.generator().words(2).astype(np.uint32)) if key is None else None
+            fresh = asarray(random_state.generator().key_data()) if key is None else None
             outs = list(_bind(compiled_call_p, *entry.lifted, key if fresh is None else fresh, *dynamic,
                               name=self.__name__, program=entry.program, **params))
             new_key = outs.pop()
