@@ -3,6 +3,10 @@ data order and generator state after the same seed, bit for bit, against torch 2
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -93,6 +97,31 @@ def test_without_a_compiler_the_draws_are_still_pytorchs(monkeypatch: pytest.Mon
     finally:
         cc.toolchain.cache_clear()
         xla_math._native_erfinv32.cache_clear()
+
+
+_DEFAULT_BUILD_CHECK = """
+import numpy as np, torch, funcgrad as fg
+for seed in range(12):
+    for t, f in [(torch.float32, fg.float32), (torch.float64, fg.float64)]:
+        for n in (5, 40):
+            torch.manual_seed(seed); fg.manual_seed(seed)
+            weight = fg.nn.Parameter(fg.zeros(n, dtype=f))
+            pairs = [(torch.empty(n, dtype=t).uniform_(-0.37, 1.3), fg.nn.init.uniform_(weight, -0.37, 1.3)),
+                     (torch.normal(0.25, 3.0, (n,), dtype=t), fg.normal(0.25, 3.0, (n,), dtype=f)),
+                     (torch.randn(n, dtype=t), fg.randn(n, dtype=f))]
+            for want, got in pairs:
+                assert want.numpy().tobytes() == got.detach().numpy().tobytes(), (seed, t, n, want, got)
+"""
+
+
+def test_pytorchs_default_build_rounds_its_serial_kernels_twice() -> None:
+    """Under ATEN_CPU_CAPABILITY=default (PyTorch's build for CPUs without AVX2, no fused
+    multiply-add) uniform_ and a short normal_ round after the product and after the sum,
+    and the draws still equal PyTorch's."""
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    done = subprocess.run([sys.executable, "-c", _DEFAULT_BUILD_CHECK], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 @settings(max_examples=15, deadline=None)

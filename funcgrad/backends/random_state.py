@@ -111,10 +111,12 @@ class TorchGenerator:
         n = math.prod(shape)
         x = self.unit(n, dtype)
         if dtype == np.float64:
-            return torch_math.fused_multiply_add(x, float(b) - float(a), float(a)).reshape(shape)
+            return torch_math.scale_shift(x, float(b) - float(a), float(a), dtype).reshape(shape)
         low = np.float32(a)
         span = np.float32(np.float32(b) - low)
-        return (x * np.float64(span) + np.float64(low)).astype(dtype).reshape(shape)
+        if dtype == np.float32:
+            return torch_math.scale_shift(x, float(span), float(low), dtype).reshape(shape)
+        return (x * np.float64(span) + np.float64(low)).astype(dtype).reshape(shape)  # (16-bit: one rounding)
 
     def randint(self, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
         """``torch.randint(low, high, shape)``: a word (two, from a range of 2**32 on) modulo
@@ -144,7 +146,7 @@ class TorchGenerator:
         n = math.prod(shape)
         if n < 16:
             values = np.array([self._one_normal() for _ in range(n)], np.float64)
-            return torch_math.fused_multiply_add(values, float(std), float(mean)).astype(dtype).reshape(shape)
+            return torch_math.scale_shift(values, float(std), float(mean), np.float64).astype(dtype).reshape(shape)
         work = np.dtype(np.float64 if dtype == np.float64 else np.float32)
         data = self.unit(n, dtype).astype(work)
         blocks = n // 16

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import cc
 
-__all__ = ["fused_multiply_add", "normal_fill", "permutation_swaps"]
+__all__ = ["fused_multiply_add", "scale_shift", "normal_fill", "permutation_swaps"]
 
 
 _FMA_SOURCE = """#include <stdint.h>
@@ -53,6 +53,23 @@ def fused_multiply_add(x: np.ndarray, y: Any, z: Any) -> np.ndarray:
     s = p + z
     b = s - p
     return s + (((p - (s - b)) + (z - b)) + e)  # type: ignore[no-any-return]
+
+
+def scale_shift(x: np.ndarray, scale: float, shift: float, dtype: Any) -> np.ndarray:
+    """``x * scale + shift`` in ``dtype`` (float32 or float64; ``x`` float64, exact in
+    ``dtype``) as PyTorch's serial kernels (``uniform_``, a short ``normal_``) compute it:
+    rounded once, as a fused multiply-add, where its compiler contracts the two (its AVX2
+    build, and off x86); rounded after each step in its default x86 build, which has no
+    fused multiply-add (``ATEN_CPU_CAPABILITY=default``, or a CPU without AVX2)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        if _SERIAL_FUSED:
+            return fused_multiply_add(x, scale, shift)
+        return x * float(scale) + float(shift)  # type: ignore[no-any-return]
+    s, b = np.float32(scale), np.float32(shift)
+    if _SERIAL_FUSED:
+        return _fma32(x, s, b)
+    return x.astype(np.float32) * s + b  # type: ignore[no-any-return]
 
 
 # normal_fill_16 over blocks of 16 uniforms in place, as PyTorch's scalar CPU kernel: the C
@@ -123,6 +140,7 @@ def _pytorch_avx2() -> bool:
 
 
 _PYTORCH_AVX2 = _pytorch_avx2()
+_SERIAL_FUSED = _PYTORCH_AVX2 or platform.machine().lower() not in ("x86_64", "amd64")
 _F = np.float32
 _LOG_POLY = tuple(_F(c) for c in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
                                   1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
