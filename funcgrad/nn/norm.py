@@ -64,7 +64,7 @@ def instance_norm_stats(x: Any, running_mean: Any, running_var: Any, weight: Any
         raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
     flat = ops.reshape(x, (1, n * c) + tuple(x.shape[2:]))
     out, mean, var = batch_norm(flat, ops.tile(running_mean, n), ops.tile(running_var, n), None, None,
-                                       use_input_stats, momentum, eps)
+                                use_input_stats, momentum, eps)
     shape = (1, c) + (1,) * (x.ndim - 2)
     out = ops.reshape(out, tuple(x.shape))
     if weight is not None:
@@ -76,7 +76,6 @@ def instance_norm_stats(x: Any, running_mean: Any, running_var: Any, weight: Any
     else:
         mean, var = running_mean, running_var
     return out, mean, var
-
 
 
 class _BatchNorm(Module):
