@@ -194,3 +194,82 @@ def test_random_draws_give_the_same_numbers_on_the_gpu() -> None:
     x = fg.ones(8).to("gpu")
     dropped = fg.nn.functional.dropout(x, 0.5)
     assert dropped.device is x.device
+
+
+def test_layers_that_read_values_on_the_host_take_gpu_arrays() -> None:
+    """rrelu's slopes, ctc_loss's lengths and targets and the adaptive softmax's target check
+    read values on the host: GPU arrays give the CPU's results (the same draws after the
+    same seed)."""
+    F = fg.nn.functional
+    x = fg.asarray(np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32))
+    fg.manual_seed(3)
+    want = F.rrelu(x, training=True)
+    fg.manual_seed(3)
+    got = F.rrelu(x.to("gpu"), training=True)
+    assert got.device.kind == "gpu"
+    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-6)
+
+    log_probs = F.log_softmax(fg.asarray(np.random.default_rng(2).standard_normal((12, 2, 5))), dim=2)
+    targets, lengths, target_lengths = fg.asarray([[1, 2, 2], [3, 1, 0]]), fg.asarray([12, 10]), fg.asarray([3, 2])
+    want = F.ctc_loss(log_probs, targets, lengths, target_lengths)
+    got = F.ctc_loss(*(v.to("gpu") for v in (log_probs, targets, lengths, target_lengths)))
+    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-9)
+
+    fg.manual_seed(0)
+    softmax = fg.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 7])
+    target = fg.asarray([0, 5, 9, 3])
+    want = softmax(x, target).loss
+    softmax.to("gpu")
+    np.testing.assert_allclose(softmax(x.to("gpu"), target.to("gpu")).loss.to("cpu").numpy(), want.numpy(), rtol=1e-5)
+
+
+def test_draws_shaped_by_gpu_arrays_land_on_the_gpu() -> None:
+    """normal with an array mean or std, bernoulli and multinomial draw PyTorch's numbers
+    from the CPU generator and place them on their arrays' device: the CPU's values."""
+    draws = [lambda on: fg.normal(fg.zeros(5).to(on), 1.0), lambda on: fg.normal(0.5, fg.ones(5).to(on)),
+             lambda on: fg.bernoulli(fg.full((6,), 0.5).to(on)),
+             lambda on: fg.multinomial(fg.asarray([0.2, 0.5, 0.3]).to(on), 2),
+             lambda on: fg.multinomial(fg.asarray([0.2, 0.5, 0.3]).to(on), 4, replacement=True)]
+    for draw in draws:
+        fg.manual_seed(1)
+        want = draw("cpu")
+        fg.manual_seed(1)
+        got = draw("gpu")
+        assert got.device.kind == "gpu"
+        np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_new_layers_on_the_gpu_match_the_cpu() -> None:
+    """Layers that draw or keep statistics, built and run on the GPU after the same seed:
+    the CPU's parameters and outputs."""
+    nn = fg.nn
+    x = fg.asarray(np.random.default_rng(4).standard_normal((2, 3, 9, 9)).astype(np.float32))
+    makers = [lambda on: nn.FractionalMaxPool2d(2, output_size=(5, 4)),
+              lambda on: nn.InstanceNorm2d(3, affine=True, track_running_stats=True, device=on),
+              lambda on: nn.Conv2d(3, 2, 3, device=on)]
+    for make in makers:
+        outs = []
+        for on in ("cpu", "gpu"):
+            fg.manual_seed(7)
+            layer = make(on)
+            outs.append(layer(x.to(on)))
+            outs.append(layer(x.to(on)))  # (a second call: new windows, updated statistics)
+        for want, got in zip(outs[:2], outs[2:]):
+            assert got.device.kind == "gpu"
+            np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    fg.manual_seed(2)
+    bag = nn.EmbeddingBag(10, 3, mode="max")
+    want = bag(fg.asarray([[1, 2], [4, 9]]))
+    bag.to("gpu")
+    np.testing.assert_allclose(bag(fg.asarray([[1, 2], [4, 9]]).to("gpu")).to("cpu").numpy(), want.numpy())
+
+
+def test_compiled_draws_on_the_gpu() -> None:
+    """A compiled function that draws (dropout) takes its fresh key on its arrays' device:
+    masks on the GPU, new ones each call."""
+    drop = fg.compile(lambda v: fg.nn.functional.dropout(v, 0.5))
+    x = fg.ones(64).to("gpu")
+    first, second = drop(x), drop(x)
+    assert first.device.kind == second.device.kind == "gpu"
+    assert set(first.to("cpu").tolist()) <= {0.0, 2.0}
+    assert first.to("cpu").tolist() != second.to("cpu").tolist()

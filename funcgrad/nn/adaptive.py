@@ -76,7 +76,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
                              f"{fmt_shape(tuple(input.shape))}")
         x, t = (input, target) if batched else (ops.expand_dims(input, 0), ops.expand_dims(target, 0))
         if t.__class__ is Array and t.size:
-            values = t.numpy()
+            values = t._host()
             if values.min() < 0 or values.max() >= self.n_classes:
                 raise ArgumentValueError(f"AdaptiveLogSoftmaxWithLoss: Target values should be in "
                                          f"[0, {self.n_classes - 1}], but values in range [{values.min()}, "

@@ -33,12 +33,14 @@ def _tuple(value: Any, dims: int) -> tuple[Any, ...]:
 
 
 def _starts(u: Any, size: int, out: int, kernel: int, dtype: Any) -> Any:
-    """Each plane's window starts along one axis, (planes, out), from its uniforms ``u``."""
-    last = ops.full((*u.shape, 1), size - kernel, dtype=int64)
+    """Each plane's window starts along one axis, (planes, out), from its uniforms ``u`` (on
+    their device)."""
+    last = ops.full((*u.shape, 1), size - kernel, dtype=int64, device=u.device)
     if out == 1:
         return last
-    alpha = np.divide(np.asarray(size - kernel, dtype.np), np.asarray(out - 1, dtype.np))  # (in the input's dtype)
-    steps = ops.arange(out - 1, dtype=dtype)
+    # (in the input's dtype, as a number: it is exact there, and meets arrays on any device)
+    alpha = float(np.divide(np.asarray(size - kernel, dtype.np), np.asarray(out - 1, dtype.np)))
+    steps = ops.arange(out - 1, dtype=dtype, device=u.device)
     u = ops.expand_dims(u, -1)
     scaled = ((steps + u) * alpha).astype(int64) - (u * alpha).astype(int64)
     return ops.concatenate([scaled, last], axis=-1)
@@ -75,11 +77,11 @@ def _fractional_max_pool(x: Any, kernel_size: Any, output_size: Any, output_rati
     order = (1, 0) if dims == 2 else (0, 1, 2)
     starts = [_starts(samples[..., order[a]], spatial[a], out[a], kernel[a], x.dtype) for a in range(dims)]
     # the flat plane index of every tap of every window: (N, C, *out, *kernel)
-    flat = ops.zeros((n, c) + (1,) * (2 * dims), dtype=int64)
+    flat = ops.zeros((n, c) + (1,) * (2 * dims), dtype=int64, device=x.device)
     for a in range(dims):
         stride = math.prod(spatial[a + 1:])
         start = ops.reshape(starts[a], (n, c) + tuple(out[a] if b == a else 1 for b in range(dims)) + (1,) * dims)
-        tap = ops.reshape(ops.arange(kernel[a], dtype=int64), (1, 1) + (1,) * dims +
+        tap = ops.reshape(ops.arange(kernel[a], dtype=int64, device=x.device), (1, 1) + (1,) * dims +
                           tuple(kernel[a] if b == a else 1 for b in range(dims)))
         flat = flat + (start + tap) * stride
     taps = math.prod(kernel)

@@ -845,7 +845,7 @@ def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: 
         # PyTorch's: a slope per value at most 0, in order, each a float64 uniform in the
         # bounds as the input's dtype holds them; the rest keep a slope of 1
         work = np.float64 if input.dtype == np.float64 else np.float32
-        negative = input.numpy() <= 0
+        negative = input._host() <= 0
         slope = np.ones(negative.shape, work)
         slope[negative] = uniform_draw(int(negative.sum()), float(work(lower)), float(work(upper))).astype(work)
         return input * ops.asarray(slope.astype(input.dtype.np), device=input.device)
@@ -1052,11 +1052,9 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
     unbatched = log_probs.ndim == 2
     lp = ops.expand_dims(log_probs, 1) if unbatched else log_probs
     t_max, n, _ = lp.shape
-    in_len = np.asarray(ops.asarray(input_lengths).numpy() if isinstance(input_lengths, ArrayBase) else input_lengths,
-                        np.int64).reshape(n)
-    tgt_len = np.asarray(ops.asarray(target_lengths).numpy() if isinstance(target_lengths, ArrayBase)
-                         else target_lengths, np.int64).reshape(n)
-    raw = np.asarray(targets.numpy() if isinstance(targets, ArrayBase) else targets, np.int64)
+    in_len, tgt_len, raw = (np.asarray(v._host() if isinstance(v, ArrayBase) else v, np.int64)
+                            for v in (input_lengths, target_lengths, targets))
+    in_len, tgt_len = in_len.reshape(n), tgt_len.reshape(n)
     if raw.ndim == 2 or (unbatched and raw.ndim == 1 and raw.shape[0] >= tgt_len.sum() and n == 1):
         labels = [raw.reshape(n, -1)[i, :tgt_len[i]] for i in range(n)]
     else:

@@ -154,7 +154,8 @@ def _polygamma(xp: Any, x: Any, n: int = 0) -> Any:
     ``n = 0``); without SciPy, the recurrence up to ``x >= 10`` and the asymptotic series."""
     special = _scipy_special(xp)
     if special is not None:
-        return (special.digamma(x) if n == 0 else special.polygamma(n, x)).astype(x.dtype)
+        # (the order as an array: CuPy's polygamma compares it elementwise)
+        return (special.digamma(x) if n == 0 else special.polygamma(xp.asarray(n), x)).astype(x.dtype)
     return polygamma_series(np.asarray(x, np.float64), n).astype(x.dtype)
 
 

@@ -169,20 +169,23 @@ def _source(generator: Generator | None) -> Generator:
 
 
 def _draw(op: str, generator: Generator | None, shape: tuple[int, ...],
-          from_engine: Callable[[Any, tuple[int, ...]], Any], from_key: Callable[[Any, tuple[int, ...]], Any]) -> Any:
+          from_engine: Callable[[Any, tuple[int, ...]], Any], from_key: Callable[[Any, tuple[int, ...]], Any],
+          device: Any = None) -> Any:
     """One draw of ``shape``: ``from_engine(engine, shape)`` (PyTorch's numbers, a NumPy
-    array), or ``from_key(key, shape)`` where the generator has a key. Inside ``fg.vmap`` with
+    array), or ``from_key(key, shape)`` where the generator has a key; on ``device`` where
+    given (the device of the arrays it will meet). Inside ``fg.vmap`` with
     ``randomness="different"`` the engine draws for every member at once, the members' axes
     first (as ``torch.func.vmap`` draws), each handed to its vmap as its batch."""
     source = _source(generator)
     if source.key is not None:
-        return from_key(source.next_key(), shape)
-    return _engine_draw(op, source, shape, from_engine)
+        x = from_key(source.next_key(), shape)
+        return x if device is None or x.device is device else x.to(device)
+    return _engine_draw(op, source, shape, from_engine, device)
 
 
 def _engine_draw(op: str, source: Generator, shape: tuple[int, ...],
-                 from_engine: Callable[[Any, tuple[int, ...]], Any]) -> Any:
-    """``_draw``'s engine half."""
+                 from_engine: Callable[[Any, tuple[int, ...]], Any], device: Any = None) -> Any:
+    """``_draw``'s engine half (the engine's numbers moved to ``device`` where given)."""
     sizes, boxes = [], []
     for name, randomness, size, box, _mapped in random_state.vmap_draws():
         if randomness == "error":
@@ -194,7 +197,7 @@ def _engine_draw(op: str, source: Generator, shape: tuple[int, ...],
     if math.prod(full) > _MAX_DRAW:
         raise ArgumentValueError(f"{op}: a draw of shape {full} is {math.prod(full)} values, more than any array "
                                  f"can hold ({_MAX_DRAW})")
-    x = ops.asarray(from_engine(source.engine, full))
+    x = ops.asarray(from_engine(source.engine, full), device=device)
     for box in boxes:
         x = box(x)
     return x
@@ -302,7 +305,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
     added = isinstance(mean, ArrayBase) or not scaled  # (else normal_ takes the number mean too)
     center = 0.0 if added else mean
     x = _draw("normal", generator, shape, lambda e, s: e.normal(center, std if scaled else 1.0, s, d.np),
-              lambda k, s: _draws.normal(k, s, d) * (std if scaled else 1.0) + center)
+              lambda k, s: _draws.normal(k, s, d) * (std if scaled else 1.0) + center,
+              arrays[0].device if arrays else None)
     if not scaled:
         x = x * std
     return _finish(x + mean if added else x, None, device, requires_grad)
@@ -318,7 +322,7 @@ def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
         return _draws.bernoulli(source.next_key(), p, tuple(p.shape)).astype(p.dtype)
     work = np.float64 if p.dtype == np.float64 else np.float32
     u = _engine_draw("bernoulli", source, tuple(p.shape),
-                     lambda e, s: e.unit(math.prod(s), work).astype(work).reshape(s))
+                     lambda e, s: e.unit(math.prod(s), work).astype(work).reshape(s), p.device)
     return (u < p.astype(work)).astype(p.dtype)
 
 
@@ -355,16 +359,17 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
         return _multinomial_from_key(probs, num_samples, replacement, source.next_key())
     rows = tuple(probs.shape[:-1])
     if not replacement or num_samples == 1:
-        q = _engine_draw("multinomial", source, tuple(probs.shape), lambda e, s: e.exponential(1.0, s, probs.dtype.np))
+        q = _engine_draw("multinomial", source, tuple(probs.shape), lambda e, s: e.exponential(1.0, s, probs.dtype.np),
+                         probs.device)
         ranked = probs / q
         if num_samples == 1:
             return ops.argmax(ranked, axis=-1, keepdims=True)
         return ops.argsort(ranked, axis=-1, descending=True, stable=True)[..., :num_samples]
     cumulative = ops.cumsum(probs, axis=-1)
-    cumulative = ops.concatenate([(cumulative / cumulative[..., -1:])[..., :-1], ops.ones((*rows, 1), probs.dtype)],
-                                 axis=-1)
+    last = ops.ones((*rows, 1), probs.dtype, device=probs.device)
+    cumulative = ops.concatenate([(cumulative / cumulative[..., -1:])[..., :-1], last], axis=-1)
     u = _engine_draw("multinomial", source, (*rows, num_samples),
-                     lambda e, s: e.unit(math.prod(s), np.float64).reshape(s))
+                     lambda e, s: e.unit(math.prod(s), np.float64).reshape(s), probs.device)
     below = cumulative.astype(_dt.float64)[..., None, :] < u[..., :, None]  # (its first bucket at least u)
     return ops.sum(below.astype(int64), axis=-1)
 
@@ -384,7 +389,7 @@ def _require(op: str, value: Any, holds: Any, what: str) -> None:
     """``ArgumentValueError`` unless ``holds`` is true of every element of ``value`` (a number
     or a concrete array; traced values have none to check, as in PyTorch's compiled code)."""
     if isinstance(value, (int, float)) or value.__class__ is Array:
-        values = np.asarray(value.numpy() if value.__class__ is Array else value)
+        values = np.asarray(value._host() if value.__class__ is Array else value)
         if values.size and not np.all(holds(values)):
             raise ArgumentValueError(f"{op}: {what}, got {value!r}")
 

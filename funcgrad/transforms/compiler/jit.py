@@ -216,9 +216,11 @@ class Compiled:
 
         # The default generator's key: an input, and its new value an output (dropped below
         # where the function draws nothing). Outside ``functional_call(rng=)`` there is none:
-        # each call then passes a fresh key made from the generator's words.
+        # each call then passes a fresh key made from the generator's words, on the device of
+        # its first array (so that draws meet the arrays there).
         previous = random_state.default_key()
-        key = previous if previous is not None else asarray(np.zeros(2, np.uint32))
+        key = previous if previous is not None else \
+            asarray(np.zeros(2, np.uint32), device=_key_device([arrays[i] for i in positions]))
 
         def flat_fun(key: Any, *dynamic: Any) -> Any:
             random_state.set_default_key(key)
@@ -313,7 +315,7 @@ class Compiled:
         if entry.keyed:  # the default generator's key in (a fresh one unless it has its own), its new value out
             params = {"donated": donated} if donated else {}
             key = random_state.default_key()
-            fresh = asarray(random_state.generator().key_data()) if key is None else None
+            fresh = asarray(random_state.generator().key_data(), device=_key_device(dynamic)) if key is None else None
             outs = list(_bind(compiled_call_p, *entry.lifted, key if fresh is None else fresh, *dynamic,
                               name=self.__name__, program=entry.program, **params))
             new_key = outs.pop()
@@ -453,6 +455,11 @@ def _as_tuple(what: str, value: Any, kind: type) -> tuple[Any, ...]:
         if not isinstance(v, kind) or isinstance(v, bool):
             raise ArgumentTypeError(f"compile: {what} must be {kind.__name__}s, got {v!r}")
     return values
+
+
+def _key_device(arrays: Sequence[Any]) -> Any:
+    """Where a compiled call's fresh key lives: its first array's device (the CPU without one)."""
+    return arrays[0].device if len(arrays) else None
 
 
 def compile(fun: Callable[..., Any] | None = None, *, static_argnums: Sequence[int] | int = (),
