@@ -84,7 +84,7 @@ def _menu(ns: Any, z: Any) -> list[Any]:
 UNARY = ["exp_tanh", "sin", "neg", "abs", "sqrt", "square", "log1p_sq", "relu", "flip", "sum_bcast", "slice_cat"]
 BINARY = ["add", "sub", "mul", "maximum", "where"]
 # every float elementwise primitive of the registry, by its fg.* function (compiled against eager only:
-# outside their domains they give NaN, the same NaN both ways)
+# outside their domains they give NaN both ways; NaN's sign bit is unspecified, see _binary)
 REGISTRY_UNARY = [n for n in UNARY_TABLE if hasattr(fg, n) and "f" in UNARY_TABLE[n][1]]
 REGISTRY_BINARY = [n for n in BINARY_TABLE if hasattr(fg, n) and "f" in BINARY_TABLE[n][1]]
 CALLS = ["cond", "switch", "while", "fori", "scan_pass", "scan_acc", "checkpoint", "ident_vjp", "square_vjp",
@@ -109,6 +109,8 @@ def _unary(ns: Any, op: str, a: Any) -> Any:
 def _binary(ns: Any, op: str, a: Any, b: Any) -> Any:
     xp = ns.xp
     if op in REGISTRY_BINARY and op not in BINARY:
+        if op == "copysign":  # the sign of a NaN is unspecified (IEEE 754, 6.3): NumPy's arcsin(2) is -NaN
+            b = xp.where(xp.isnan(b), 1.0, b)  # on x86, the C library's +NaN, so copysign reads it from numbers
         return getattr(xp, op)(a, b)
     return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "maximum": lambda: xp.maximum(a, b),
             "where": lambda: xp.where(a > b, a, b * 0.5)}[op]()
