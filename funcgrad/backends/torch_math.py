@@ -72,25 +72,35 @@ def scale_shift(x: np.ndarray, scale: float, shift: float, dtype: Any) -> np.nda
     return x.astype(np.float32) * s + b  # type: ignore[no-any-return]
 
 
-# normal_fill_16 over blocks of 16 uniforms in place, as PyTorch's scalar CPU kernel: the C
-# library's log, cos and sin (no vector variants: this source leaves out the prelude that
-# declares them), the last multiply-add fused as its compiler fuses it.
-_NORMAL_SOURCE = """#include <stdint.h>
-#include <math.h>
+# normal_fill_16 over blocks of 16 uniforms in place, one loop for both of PyTorch's
+# kernels: the definitions before it say how each computes ``log``, the angle, ``sin`` and
+# ``cos`` and the last fused multiply-add (``_normal_kernel``).
+_NORMAL_LOOP = """
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const T mean = ((const T *)p[0])[0], sd = ((const T *)p[0])[1];
     T *d = (T *)p[1];
     for (int64_t b = lo; b < hi; b++) {
         T *x = d + 16 * b;
-        for (int j = 0; j < 8; j++) {
-            const T u1 = 1 - x[j], u2 = x[j + 8];
-            const T radius = sqrt(-2 * LOG(u1));
-            const T theta = (T)(2.0 * 3.14159265358979323846 * u2);
-            x[j] = FMA(radius * COS(theta), sd, mean);
-            x[j + 8] = FMA(radius * SIN(theta), sd, mean);
+        LOOP_HINT
+        for (int k = 0; k < 8; k++) {
+            const T radius = SQRT(-2 * LOG(1 - x[k]));
+            T sn, cs;
+            SINCOS(THETA(x[k + 8]), &sn, &cs);
+            x[k] = FMA(radius * cs, sd, mean);
+            x[k + 8] = FMA(radius * sn, sd, mean);
         }
     }
 }
+"""
+
+# PyTorch's scalar kernel: the C library's functions (no vector variants: this source leaves
+# out the prelude that declares them), the angle rounded once from double, the last
+# multiply-add fused as its compiler fuses it.
+_LIBM_DEFINITIONS = """#include <stdint.h>
+#include <math.h>
+#define LOOP_HINT
+#define THETA(u) ((T)(2.0 * 3.14159265358979323846 * (u)))
+#define SINCOS(t, s, c) (*(s) = SIN(t), *(c) = COS(t))
 """
 
 
@@ -102,7 +112,7 @@ def normal_fill(data: np.ndarray, mean: float, std: float) -> None:
     one native loop where a compiler can build it, else each function through ``cc.libm``."""
     work = data.dtype.type
     avx = work is np.float32 and _PYTORCH_AVX2
-    native = _avx_normal_kernel() if avx else _normal_kernel(work is np.float64)
+    native = _normal_kernel("avx" if avx else "double" if work is np.float64 else "float")
     if native is not None:
         cc.run(native, [np.array([mean, std], work)], [data], [data.size // 16])
         return
@@ -192,17 +202,21 @@ def _sincos_avx(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sin.view(np.float32), cos.view(np.float32)
 
 
-def _normal_kernel(double: bool) -> int | None:
-    """The native ``normal_fill`` loop's address where a compiler can build it, else None."""
-    names = ("double", "log", "cos", "sin", "fma") if double else ("float", "logf", "cosf", "sinf", "fmaf")
-    source = "".join(f"#define {m} {f}\n" for m, f in zip(("T", "LOG", "COS", "SIN", "FMA"), names))
-    return cc.plain_kernel(source + _NORMAL_SOURCE)
+def _normal_kernel(kind: str) -> int | None:
+    """The native ``normal_fill`` loop's address (``kind``: "float" or "double" with the C
+    library's functions, "avx" with the AVX2 kernel's) where a compiler can build it, else None."""
+    if kind == "avx":
+        return cc.plain_kernel(_AVX_DEFINITIONS + _NORMAL_LOOP)
+    names = ("double", "log", "cos", "sin", "fma", "sqrt") if kind == "double" else \
+        ("float", "logf", "cosf", "sinf", "fmaf", "sqrtf")
+    source = "".join(f"#define {m} {f}\n" for m, f in zip(("T", "LOG", "COS", "SIN", "FMA", "SQRT"), names))
+    return cc.plain_kernel(_LIBM_DEFINITIONS + source + _NORMAL_LOOP)
 
 
-# The AVX2 kernel's Box-Muller as one native loop, each operation as ``_log_avx`` and
+# The AVX2 kernel's functions for ``_NORMAL_LOOP``, each operation as ``_log_avx`` and
 # ``_sincos_avx`` do it (the fused ones with fmaf, the others rounded alone: the build
 # never contracts), on one float at a time, so the loop gives their bits.
-_AVX_NORMAL_SOURCE = """#include <stdint.h>
+_AVX_DEFINITIONS = """#include <stdint.h>
 #include <string.h>
 #include <math.h>
 static inline int32_t bits(float x) { int32_t i; memcpy(&i, &x, 4); return i; }
@@ -239,27 +253,14 @@ static inline void sincos_avx(float x, float *sin_out, float *cos_out) {
     *sin_out = from_bits(bits(cos_part + sin_part) ^ ((j & 4) << 29));
     *cos_out = from_bits(bits((c - cos_part) + (s - sin_part)) ^ ((~(j - 2) & 4) << 29));
 }
-void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
-    const float mean = ((const float *)p[0])[0], sd = ((const float *)p[0])[1];
-    float *d = (float *)p[1];
-    for (int64_t b = lo; b < hi; b++) {
-        float *x = d + 16 * b;
-        #pragma omp simd
-        for (int k = 0; k < 8; k++) {
-            const float radius = sqrtf(-2.0f * log_avx(1.0f - x[k]));
-            float sn, cs;
-            sincos_avx((float)(2.0 * 3.14159265358979323846) * x[k + 8], &sn, &cs);
-            x[k] = fmaf(radius * cs, sd, mean);
-            x[k + 8] = fmaf(radius * sn, sd, mean);
-        }
-    }
-}
+#define T float
+#define LOOP_HINT _Pragma("omp simd")
+#define SQRT sqrtf
+#define LOG log_avx
+#define THETA(u) ((float)(2.0 * 3.14159265358979323846) * (u))
+#define SINCOS sincos_avx
+#define FMA fmaf
 """
-
-
-def _avx_normal_kernel() -> int | None:
-    """The AVX2 Box-Muller's native loop where a compiler can build it, else None."""
-    return cc.plain_kernel(_AVX_NORMAL_SOURCE)
 
 
 _PERMUTATION_SOURCE = """#include <stdint.h>
