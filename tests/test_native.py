@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from typing import Any
@@ -517,7 +518,7 @@ def test_float32_tanh_is_within_2_ulp_of_the_correctly_rounded_value() -> None:
 _PLUS_ONE = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const double *restrict a = (const double *)p[0];
     double *restrict y = (double *)p[1];
-    for (int64_t i = lo; i < hi; i++) y[i] = a[i] + 1;
+    for (int64_t i = lo; i < hi; i++) y[i] += a[i] + 1;  /* (a step run twice adds twice) */
 }
 """
 
@@ -525,8 +526,8 @@ _PLUS_ONE = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 5000), threads=st.integers(1, 9), data=st.data())
 def test_a_split_call_runs_every_step_of_its_range_once(n: int, threads: int, data: Any) -> None:
-    """``call(threads, ...)`` splits ``[lo, hi)`` into pieces on its own threads: together
-    they cover the range exactly, whatever its length and the thread count."""
+    """``call(threads, ...)`` shares ``[lo, hi)`` out in chunks over its own threads:
+    together they run each step exactly once, whatever its length and the thread count."""
     lo = data.draw(st.integers(0, n))
     hi = data.draw(st.integers(lo, n))
     try:
@@ -538,6 +539,32 @@ def test_a_split_call_runs_every_step_of_its_range_once(n: int, threads: int, da
     want = np.zeros(n)
     want[lo:hi] = x[lo:hi] + 1
     np.testing.assert_array_equal(out, want)
+
+
+def test_split_calls_from_several_python_threads_each_run_their_range_once() -> None:
+    """Calls made at once from several Python threads: one shares its loop over the
+    extension's threads, the others (finding them busy) run theirs alone; each run of 100
+    calls gives every array its steps exactly once."""
+    try:
+        address = cc.loop_kernel(_PLUS_ONE)
+    except cc.NativeBuildError:
+        pytest.skip("no C compiler")
+    n = 1 << 16
+    x = np.arange(n, dtype=np.float64)
+    outs = [np.zeros(n) for _ in range(4)]
+    meta = cc.sizes_and_bytes(1, 1, [n], [x.nbytes, x.nbytes])
+
+    def calls(out: np.ndarray) -> None:
+        for _ in range(100):
+            cc.caller()(2, address, meta, 0, n, x, out)
+
+    workers = [threading.Thread(target=calls, args=(out,)) for out in outs]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for out in outs:
+        np.testing.assert_array_equal(out, 100 * (x + 1))
 
 
 def test_eager_native_loops_split_over_compile_threads() -> None:
