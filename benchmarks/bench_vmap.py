@@ -174,7 +174,7 @@ def main() -> None:
            base="vmap(grad)")
     report("jacrev of tanh(W @ x), 256 -> 256", jacobian_contenders(), args.rounds, 20, base="fg.jacrev (vmap)")
     report("batch normalisation, (256, 512) float32: named-axis pmean against reductions",
-           normalisation_contenders(), args.rounds, 20, base="reductions over axis 0")
+           normalisation_contenders(), args.rounds, 120, base="reductions over axis 0")
 
 
 if __name__ == "__main__":

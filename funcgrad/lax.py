@@ -74,6 +74,8 @@ def _leaves(fn: Callable[[Any], Any], x: Any) -> Any:
 
 def _over(op: str, prim: Any, x: Any, axis_name: Any, **params: Any) -> Any:
     """``prim`` over each named axis in turn (the last first), on every leaf of ``x``."""
+    if isinstance(x, ArrayBase) and not isinstance(axis_name, (tuple, list)):  # (one array over one axis)
+        return bind(prim, x, **_axis(op, axis_name), **params)
     axes = [_axis(op, n) for n in _names(op, axis_name)]
 
     def leaf(v: Any) -> Any:
@@ -93,7 +95,8 @@ def psum(x: Any, axis_name: Any) -> Any:
 def pmean(x: Any, axis_name: Any) -> Any:
     """The mean over the members of ``axis_name`` of each leaf of ``x``, in every member."""
     n = axis_size(axis_name)
-    return _leaves(lambda v: v / n, psum(x, axis_name))
+    total = psum(x, axis_name)
+    return total / n if isinstance(total, ArrayBase) else _tree.map(lambda v: v / n, total)
 
 
 def pmax(x: Any, axis_name: Any) -> Any:

@@ -26,8 +26,7 @@ any other:
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -38,7 +37,7 @@ from ..errors import ArgumentValueError, FuncgradError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
 from .batching import to_front
-from .core import REGISTRY, Primitive, ShapedArray, bind, fmt_shape
+from .core import REGISTRY, Primitive, ShapedArray, aval_of, bind, fmt_shape
 from .elementwise import BINARY
 
 __all__ = ["UnboundAxisError", "axis_binding", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p",
@@ -59,15 +58,21 @@ def bound_axes() -> tuple[tuple[Any, int, Any], ...]:
     return _BOUND.get()
 
 
-@contextlib.contextmanager
-def binding(name: Any, size: int, group: Any = None) -> Iterator[None]:
+class binding:
     """Axis ``name`` of ``size`` members bound while the block runs: a vmap's batch, or with
-    ``group`` (a process group of ``size`` ranks) a mesh axis of ``fg.shard_map``."""
-    token = _BOUND.set((*_BOUND.get(), (name, size, group)))
-    try:
-        yield
-    finally:
-        _BOUND.reset(token)
+    ``group`` (a process group of ``size`` ranks) a mesh axis of ``fg.shard_map``. (A class,
+    not a generator: every named vmap call enters one.)"""
+
+    __slots__ = ("axis", "token")
+
+    def __init__(self, name: Any, size: int, group: Any = None) -> None:
+        self.axis = (name, size, group)
+
+    def __enter__(self) -> None:
+        self.token = _BOUND.set((*_BOUND.get(), self.axis))
+
+    def __exit__(self, *exc: Any) -> None:
+        _BOUND.reset(self.token)
 
 
 def axis_binding(op: str, name: Any) -> tuple[int, Any]:
@@ -115,8 +120,12 @@ def _collective(name: str, rule: Any, axis_batch: Any, vectorized: Any = None, *
             raise UnboundAxisError(f"{name}: no transform binds axis {axis_name!r} (of {size} members) here")
         return ONE_MEMBER[name](xp, *raw, **params)  # type: ignore[operator]
 
-    prim = Primitive(name, rule, kernel=kernel,
-                     axis_batch=lambda args, dims, group=None, **p: axis_batch(args, dims, **p), **kw)
+    def batched(args: Sequence[Any], dims: Sequence[int | None], group: Any = None, **params: Any) -> Any:
+        if rule is not _same:  # (the shape rule's checks, on what one member sees; psum's has none)
+            rule(*(aval_of(a) if d is None else _member_aval(a, d) for a, d in zip(args, dims)), **params)
+        return axis_batch(args, dims, **params)
+
+    prim = Primitive(name, rule, kernel=kernel, axis_batch=batched, **kw)
 
     def other_axis(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
         """Another vmap's batch: the collective of each of its members (batch axis first)."""
@@ -126,6 +135,12 @@ def _collective(name: str, rule: Any, axis_batch: Any, vectorized: Any = None, *
 
     prim.batch = other_axis
     return prim
+
+
+def _member_aval(x: Any, d: int) -> ShapedArray:
+    """What one member of a batch sees of ``x``, mapped along axis ``d``."""
+    shape = tuple(x.shape)
+    return ShapedArray(shape[:d] + shape[d + 1:], x.dtype, x.device)
 
 
 # ---- psum, pmax, pmin ------------------------------------------------------------------------

@@ -67,6 +67,12 @@ def defbroadcasting(prim: Primitive) -> None:
     """An elementwise primitive: one batch axis in front of every mapped operand."""
 
     def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
+        if len(args) == 2:  # (the usual case, decided without lists: both batch-first, or one is unmapped
+            # and of lower rank than the other, so that it broadcasts against the members)
+            (a, b), (da, db) = args, dims
+            if (da == 0 and (db is None and getattr(b, "ndim", 0) < a.ndim or db == 0 and a.ndim == b.ndim)) \
+                    or (db == 0 and da is None and getattr(a, "ndim", 0) < b.ndim):
+                return bind(prim, a, b, **params), 0
         shapes = [getattr(a, "shape", ()) for a in args]  # (a Python number has none)
         mapped = [d for d in dims if d is not None]
         if len(mapped) == 1 and len(shapes) - shapes.count(()) == 1:

@@ -15,12 +15,11 @@ context variable instead of numbered levels).
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from ..array import Array, ArrayBase, Size, concrete_value
@@ -128,15 +127,22 @@ class Interpreter:
         return f"<{self.name} interpreter>"
 
 
-@contextlib.contextmanager
-def new_interpreter(interp: Interpreter) -> Iterator[Interpreter]:
-    """Make ``interp`` current for the body; close it afterwards (its tracers become leaks)."""
-    token = current_interpreter.set(interp)
-    try:
-        yield interp
-    finally:
-        current_interpreter.reset(token)
-        interp.active = False
+class new_interpreter:
+    """Make ``interp`` current for the body; close it afterwards (its tracers become leaks).
+    (A class, not a generator: every transform call enters one.)"""
+
+    __slots__ = ("interp", "token")
+
+    def __init__(self, interp: Interpreter) -> None:
+        self.interp = interp
+
+    def __enter__(self) -> Interpreter:
+        self.token = current_interpreter.set(self.interp)
+        return self.interp
+
+    def __exit__(self, *exc: Any) -> None:
+        current_interpreter.reset(self.token)
+        self.interp.active = False
 
 
 class Tracer(ArrayBase):

@@ -24,7 +24,7 @@ from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
 from ..primitives.axes import binding
 from ..primitives.checks import as_int
-from ..primitives.core import ShapedArray, aval_of, current_interpreter
+from ..primitives.core import ShapedArray, bind, current_interpreter
 from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]
@@ -80,24 +80,22 @@ class BatchInterpreter(Interpreter):
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
             return self._collective(prim, args, params)
-        vals, dims, mapped = [], [], False
-        for a in args:
+        vals: Any = None  # (built once an operand is mapped: an operation of unmapped ones passes through)
+        for i, a in enumerate(args):
             if a.__class__ is BatchTracer and a._interp is self:
-                vals.append(a.val)
-                dims.append(a.bdim)
-                mapped = True
-            else:
-                if isinstance(a, Tracer):
-                    check_tracer(self, a)
-                vals.append(a)
-                dims.append(None)  # type: ignore[arg-type]
+                if vals is None:
+                    vals, dims = list(args), [None] * len(args)
+                vals[i] = a.val
+                dims[i] = a.bdim
+            elif isinstance(a, Tracer):
+                check_tracer(self, a)
         token = _set_interpreter(self.parent)
         try:
-            if not mapped:
-                return prim.bind(*vals, **params)
+            if vals is None:
+                return bind(prim, *args, **params)
             if prim.batch is None:
                 raise NotImplementedError(f"fg.vmap: primitive {prim.name!r} has no batching rule")
-            if self.axis_name is None:
+            if self.axis_name is None or prim.impl is None:  # (only a call-like primitive's rule maps a sub-program)
                 out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
             else:
                 named = _RULE_AXIS.set(self.axis_name)
@@ -114,12 +112,16 @@ class BatchInterpreter(Interpreter):
     def _collective(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """A collective over this batch's named axis: its ``axis_batch`` rule, whether or not
         its operand differs between members (``psum(1.0, "i")`` is the batch's size)."""
-        vals = [a.val if a.__class__ is BatchTracer and a._interp is self else a for a in args]
-        dims = [a.bdim if a.__class__ is BatchTracer and a._interp is self else None for a in args]
+        vals, dims = [], []
         for a in args:
-            if isinstance(a, Tracer) and not (a.__class__ is BatchTracer and a._interp is self):
-                check_tracer(self, a)
-        prim.abstract_eval(*(a.aval if isinstance(a, Tracer) else aval_of(a) for a in args), **params)  # (its checks)
+            if a.__class__ is BatchTracer and a._interp is self:
+                vals.append(a.val)
+                dims.append(a.bdim)
+            else:
+                if isinstance(a, Tracer):
+                    check_tracer(self, a)
+                vals.append(a)
+                dims.append(None)
         token = _set_interpreter(self.parent)
         try:
             out, out_dim = prim.axis_batch(tuple(vals), tuple(dims), **params)
@@ -169,21 +171,25 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
 
     @functools.wraps(f)
     def batched(*args: Any, **kwargs: Any) -> Any:
-        bound = axis_name if axis_name is not None else _RULE_AXIS.get()
-        rule_axis = _RULE_AXIS.set(None)
+        rule_axis = _RULE_AXIS.get()
+        if rule_axis is None:  # (no rule is mapping a sub-program: the usual call)
+            return run(axis_name, *args, **kwargs)
+        token = _RULE_AXIS.set(None)
         try:
-            return run(bound, *args, **kwargs)
+            return run(axis_name if axis_name is not None else rule_axis, *args, **kwargs)
         finally:
-            _RULE_AXIS.reset(rule_axis)
+            _RULE_AXIS.reset(token)
 
     def run(axis_name: Any, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
-            axes, leaves, tree = [in_axes] * len(args), list(args), None  # (arrays over one axis: no tree to walk)
+            leaves, tree = list(args), None  # (arrays over one axis: no tree to walk)
+            axes = [_normalize(name, "in_axes", in_axes, x.ndim) for x in leaves]
         else:
             axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
             leaves, tree = _tree.flatten((args, kwargs))
-        leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
-        axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
+            leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
+            axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None
+                    for x, ax in zip(leaves, axes)]
         n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
         with new_interpreter(BatchInterpreter(n, axis_name)) as interp, \
                 (binding(axis_name, n) if axis_name is not None else contextlib.nullcontext()):
