@@ -94,9 +94,11 @@ def psum(x: Any, axis_name: Any) -> Any:
 
 def pmean(x: Any, axis_name: Any) -> Any:
     """The mean over the members of ``axis_name`` of each leaf of ``x``, in every member."""
+    if isinstance(x, ArrayBase) and not isinstance(axis_name, (tuple, list)):  # (one array over one axis)
+        axis = _axis("pmean", axis_name)
+        return bind(_axes.psum_p, x, **axis) / axis["size"]
     n = axis_size(axis_name)
-    total = psum(x, axis_name)
-    return total / n if isinstance(total, ArrayBase) else _tree.map(lambda v: v / n, total)
+    return _tree.map(lambda v: v / n, psum(x, axis_name))
 
 
 def pmax(x: Any, axis_name: Any) -> Any:

@@ -67,6 +67,8 @@ def defbroadcasting(prim: Primitive) -> None:
     """An elementwise primitive: one batch axis in front of every mapped operand."""
 
     def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
+        if len(args) == 1:  # (one operand, mapped: its axis stays where it is)
+            return bind(prim, args[0], **params), dims[0]  # type: ignore[return-value]
         if len(args) == 2:  # (the usual case, decided without lists: both batch-first, or one is unmapped
             # and of lower rank than the other, so that it broadcasts against the members)
             (a, b), (da, db) = args, dims

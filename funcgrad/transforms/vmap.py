@@ -181,16 +181,21 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
             _RULE_AXIS.reset(token)
 
     def run(axis_name: Any, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
-            leaves, tree = list(args), None  # (arrays over one axis: no tree to walk)
-            axes = [_normalize(name, "in_axes", in_axes, x.ndim) for x in leaves]
+        if len(args) == 1 and not kwargs and in_axes.__class__ is int and isinstance(args[0], ArrayBase) \
+                and 0 <= in_axes < args[0].ndim and axis_size is None:  # (one array over one axis: the usual call)
+            leaves, axes, tree = args, (in_axes,), None
+            n = args[0].shape[in_axes]
         else:
-            axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
-            leaves, tree = _tree.flatten((args, kwargs))
-            leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
-            axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None
-                    for x, ax in zip(leaves, axes)]
-        n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
+            if not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
+                leaves, tree = list(args), None  # (arrays over one axis: no tree to walk)
+                axes = [_normalize(name, "in_axes", in_axes, x.ndim) for x in leaves]
+            else:
+                axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
+                leaves, tree = _tree.flatten((args, kwargs))
+                leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
+                axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None
+                        for x, ax in zip(leaves, axes)]
+            n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
         with new_interpreter(BatchInterpreter(n, axis_name)) as interp, \
                 (binding(axis_name, n) if axis_name is not None else contextlib.nullcontext()):
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
@@ -293,6 +298,8 @@ def _describe_sizes(leaves: list[Any], axes: list[Any], args: tuple[Any, ...], k
 
 
 def _unbox(name: str, interp: BatchInterpreter, out: Any, ax: Any, n: int) -> Any:
+    if out.__class__ is BatchTracer and out._interp is interp and ax == out.bdim:  # (already where it goes)
+        return out.val
     if isinstance(out, BatchTracer) and out._interp is interp:
         if ax is None:
             raise ArgumentValueError(f"fg.vmap({name}): out_axes is None for an output that depends on the "
