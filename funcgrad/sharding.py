@@ -154,10 +154,12 @@ def _summed_over(axes: list[dict[str, Any]]) -> Callable[[Any], Any]:
     return copies  # type: ignore[no-any-return]
 
 
+@functools.lru_cache(maxsize=None)
 def shared_over(count: int) -> Callable[[Any], Any]:
     """Identity forward; each rank an equal share of the cotangent backward: a value the
     same on ``count`` ranks is one value, counted once (``shard_map``'s replicated results;
-    FSDP's gathered parameters, whose gradient is the mean over ranks)."""
+    FSDP's gathered parameters, whose gradient is the mean over ranks). One function per
+    count, made once: each new one would be traced again at its first call."""
     @custom_vjp
     def once(y: Any) -> Any:
         return y

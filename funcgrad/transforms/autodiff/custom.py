@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ... import tree as _tree
+from ...config import config
 from ...errors import DTypeError, ShapeError
 from ...ops import zeros, zeros_like
 from ...primitives.ad import VJPRule
@@ -106,16 +107,29 @@ custom_jvp_p = Primitive("custom_jvp_call", _abstract, impl=_impl, multiple_resu
 
 
 def _prepare(fun: Callable[..., Any], rule: Any, nondiff: tuple[int, ...], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The call's bundle and its flat array arguments. The function's output structure and
+    types come from tracing it once per structure, types and static arguments of its inputs
+    (and 64-bit mode): the call checks its output against them, and a rule called every step
+    (FSDP's gathered parameters) is not traced again each time."""
     static, dynamic = _split(args, nondiff)
     flat, in_tree = _tree.flatten(tuple(dynamic))
     flat = [as_array(x) for x in flat]
+    in_avals = [x.aval for x in flat]
+    key = (static, in_tree, tuple(in_avals), config.enable_x64)
+    call = rule._calls.get(key)
+    if call is None:
+        def probe(*d: Any) -> Any:
+            return fun(*_merge(static, d, nondiff))
 
-    def probe(*d: Any) -> Any:
-        return fun(*_merge(static, d, nondiff))
-
-    program, _ = make_program(probe, [x.aval for x in flat], in_tree)  # output structure and types
-    call = _Call(fun, rule, static, nondiff, in_tree, program.out_tree, program.out_avals, [x.aval for x in flat])
+        program, _ = make_program(probe, in_avals, in_tree)  # output structure and types
+        call = _Call(fun, rule, static, nondiff, in_tree, program.out_tree, program.out_avals, in_avals)
+        if len(rule._calls) >= _CALLS_KEPT:
+            rule._calls.clear()
+        rule._calls[key] = call
     return call, flat
+
+
+_CALLS_KEPT = 64  # traced input signatures a custom rule keeps
 
 
 class _CustomRule:
@@ -132,6 +146,7 @@ class _CustomRule:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.nondiff = tuple(nondiff_argnums)
+        self._calls: dict[Any, _Call] = {}  # (static arguments, input structure and types) -> the call
 
     def _defined(self) -> bool:
         raise NotImplementedError
