@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import gc
 
@@ -323,6 +324,50 @@ def test_custom_vjp_and_custom_jvp() -> None:
     check_grads(lambda v: softplus(v) * v, [X], order=2)
     with pytest.raises(TypeError, match="nondiff_argnums.*hashable"):
         fg.custom_vjp(lambda x, s: x, nondiff_argnums=(1,)).defvjp(lambda x, s: (x, None), lambda s, r, g: (g,))(X, [1])
+
+
+def test_a_custom_rule_traces_its_function_once_per_input_signature() -> None:
+    """Called every step (FSDP's gathered parameters), a custom rule traces its function for
+    the output's structure and types once per input structure, types, static arguments and
+    64-bit mode, then only runs it; its gradients stay the rule's."""
+    calls = []
+
+    @fg.custom_vjp
+    def double(x):
+        calls.append(isinstance(x, fg.Array))  # (False while traced)
+        return x * 2.0
+
+    double.defvjp(lambda x: (x * 2.0, None), lambda res, g: (g * 10.0,))
+    for _ in range(3):
+        assert double(fg.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert calls == [False, True, True, True]
+    double(fg.ones(4))
+    double(fg.ones(3, dtype=fg.float64))
+    assert calls.count(False) == 3
+    assert fg.grad(lambda v: double(v).sum())(fg.ones(3)).tolist() == [10.0, 10.0, 10.0]
+
+    @fg.custom_vjp
+    def plus_zeros(x):
+        calls.append(isinstance(x, fg.Array))
+        return x + fg.zeros(3)  # (float64 zeros in 64-bit mode: the same input, another output type)
+
+    plus_zeros.defvjp(lambda x: (x + fg.zeros(3), None), lambda res, g: (g,))
+    x32 = fg.ones(3, dtype=fg.float32)
+    assert plus_zeros(x32).dtype == fg.float32
+    before = calls.count(False)
+    with _x64():
+        assert plus_zeros(x32).dtype == fg.float64
+    assert calls.count(False) == before + 1
+
+
+@contextlib.contextmanager
+def _x64():
+    kept = fg.config.enable_x64
+    fg.config.update("enable_x64", True)
+    try:
+        yield
+    finally:
+        fg.config.update("enable_x64", kept)
 
 
 def test_program_printing_and_evaluation() -> None:
