@@ -154,7 +154,7 @@ def _summed_over(axes: list[dict[str, Any]]) -> Callable[[Any], Any]:
     return copies  # type: ignore[no-any-return]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def shared_over(count: int) -> Callable[[Any], Any]:
     """Identity forward; each rank an equal share of the cotangent backward: a value the
     same on ``count`` ranks is one value, counted once (``shard_map``'s replicated results;

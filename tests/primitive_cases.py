@@ -1109,3 +1109,90 @@ def _select_and_scatter_add_case(draw: Any) -> Case:
 
 
 CASES.update({"select_and_gather": _select_and_gather_case, "select_and_scatter_add": _select_and_scatter_add_case})
+
+
+# ---- convolution ------------------------------------------------------------------------------
+
+def _conv_geometry(draw: Any) -> dict[str, Any]:
+    """A convolution's sizes: images, groups and channels, kernel, strides, dilations, and an
+    input whose windows fit (with a remainder the strides skip)."""
+    n, groups = draw(st.integers(0, 2)), draw(st.integers(1, 2))
+    cg, og = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    sizes = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    strides = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    dilations = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    out = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    hw = tuple((o - 1) * s + d * (k - 1) + 1 + draw(st.integers(0, s - 1))
+               for o, s, d, k in zip(out, strides, dilations, sizes))
+    return {"n": n, "c": cg * groups, "o": og * groups, "cg": cg, "hw": hw, "out": out, "dtype": draw(
+        st.sampled_from(FLOATS)), "params": {"strides": strides, "dilations": dilations, "groups": groups},
+        "sizes": sizes}
+
+
+def _conv_windows(x: np.ndarray, sizes: Any, strides: Any, dilations: Any, out: Any) -> np.ndarray:
+    """(N, C, KH, KW, OH, OW) in float64: every window's taps, by plain indexing."""
+    n, c = x.shape[:2]
+    win = np.zeros((n, c, *sizes, *out))
+    for a in range(sizes[0]):
+        for b in range(sizes[1]):
+            for i in range(out[0]):
+                for j in range(out[1]):
+                    win[:, :, a, b, i, j] = x[:, :, i * strides[0] + a * dilations[0], j * strides[1] + b * dilations[1]]
+    return win
+
+
+def _conv_case(draw: Any) -> Case:
+    geo = _conv_geometry(draw)
+    x = arrays(draw, geo["dtype"], (geo["n"], geo["c"], *geo["hw"]))
+    w = arrays(draw, geo["dtype"], (geo["o"], geo["cg"], *geo["sizes"]))
+
+    def ref(x: Any, w: Any, *, strides: Any, dilations: Any, groups: int) -> Any:
+        win = _conv_windows(x.astype(np.float64), w.shape[2:], strides, dilations, geo["out"])
+        n, o = x.shape[0], w.shape[0]
+        win = win.reshape(n, groups, w.shape[1], *win.shape[2:])
+        y = np.einsum("ngcabij,gocab->ngoij", win, w.astype(np.float64).reshape(groups, o // groups, *w.shape[1:]))
+        return y.reshape(n, o, *geo["out"]).astype(x.dtype)
+
+    return Case([x, w], geo["params"], ref, rtol_for(geo["dtype"]) * 10)
+
+
+def _conv_input_grad_case(draw: Any) -> Case:
+    geo = _conv_geometry(draw)
+    g = arrays(draw, geo["dtype"], (geo["n"], geo["o"], *geo["out"]))
+    w = arrays(draw, geo["dtype"], (geo["o"], geo["cg"], *geo["sizes"]))
+
+    def ref(g: Any, w: Any, *, strides: Any, dilations: Any, groups: int, shape: Any) -> Any:
+        n, o = g.shape[:2]
+        gg = g.astype(np.float64).reshape(n, groups, o // groups, *g.shape[2:])
+        taps = np.einsum("ngoij,gocab->ngcabij", gg, w.astype(np.float64).reshape(groups, o // groups, *w.shape[1:]))
+        taps = taps.reshape(n, groups * w.shape[1], *taps.shape[3:])
+        out = np.zeros((n, taps.shape[1], *shape))
+        for a in range(w.shape[2]):
+            for b in range(w.shape[3]):
+                for i in range(g.shape[2]):
+                    for j in range(g.shape[3]):
+                        out[:, :, i * strides[0] + a * dilations[0], j * strides[1] + b * dilations[1]] += \
+                            taps[:, :, a, b, i, j]
+        return out.astype(g.dtype)
+
+    return Case([g, w], {**geo["params"], "shape": geo["hw"]}, ref, rtol_for(geo["dtype"]) * 10)
+
+
+def _conv_weight_grad_case(draw: Any) -> Case:
+    geo = _conv_geometry(draw)
+    x = arrays(draw, geo["dtype"], (geo["n"], geo["c"], *geo["hw"]))
+    g = arrays(draw, geo["dtype"], (geo["n"], geo["o"], *geo["out"]))
+
+    def ref(x: Any, g: Any, *, strides: Any, dilations: Any, groups: int, sizes: Any) -> Any:
+        win = _conv_windows(x.astype(np.float64), sizes, strides, dilations, g.shape[2:])
+        n, o = g.shape[:2]
+        cg = x.shape[1] // groups
+        win = win.reshape(n, groups, cg, *win.shape[2:])
+        gg = g.astype(np.float64).reshape(n, groups, o // groups, *g.shape[2:])
+        return np.einsum("ngcabij,ngoij->gocab", win, gg).reshape(o, cg, *sizes).astype(x.dtype)
+
+    return Case([x, g], {**geo["params"], "sizes": geo["sizes"]}, ref, rtol_for(geo["dtype"]) * 10)
+
+
+CASES.update({"conv": _conv_case, "conv_input_grad": _conv_input_grad_case,
+              "conv_weight_grad": _conv_weight_grad_case})

@@ -1,4 +1,4 @@
-"""fg.nn convolution and pooling: PyTorch's geometry, padding modes, indices and unpooling, views then one copy."""
+"""fg.nn convolution and pooling: PyTorch's geometry, padding modes, indices and unpooling; the convolution primitives' native and NumPy kernels."""
 
 from __future__ import annotations
 
@@ -242,7 +242,9 @@ def test_pooling_padding_must_leave_every_window_some_input() -> None:
         nn.AvgPool2d(5)(fg.zeros((1, 1, 4, 4)))
 
 
-def test_conv_and_pool_are_views_then_one_copy() -> None:
+def test_conv2d_is_one_conv_primitive() -> None:
+    """Without padding or bias, ``conv2d`` binds ``conv`` alone (no window copy the size of
+    the batch: the native kernel lays out one image's windows at a time)."""
     from funcgrad.primitives.core import current_interpreter
 
     x = fg.ones((1, 2, 6, 6))
@@ -262,7 +264,7 @@ def test_conv_and_pool_are_views_then_one_copy() -> None:
         nn.functional.conv2d(x, fg.ones((3, 2, 3, 3)))
     finally:
         current_interpreter.reset(token)
-    assert "windows" in names and names.count("matmul") == 1
+    assert names == ["conv"]
     pooled = nn.functional.max_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2)
     assert pooled.tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
 
@@ -273,3 +275,42 @@ def test_adaptive_avg_pool_matches_pytorch(size) -> None:
     tm, fm = torch.nn.AdaptiveAvgPool2d(size), nn.AdaptiveAvgPool2d(size)
     assert repr(fm) == repr(tm)
     _compare(tm, fm, [RNG.standard_normal((2, 3, 7, 6)).astype(np.float32)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_the_native_convolution_kernels_compute_what_numpy_does(data) -> None:
+    """``conv``, ``conv_input_grad`` and ``conv_weight_grad`` as native loops over chunks of
+    images (im2col per chunk, one BLAS product) against the NumPy kernels (the whole batch's
+    windows, batched products), any geometry, zero images included."""
+    from funcgrad.backends import cc
+    from funcgrad.primitives.convolution import conv_input_grad_p, conv_p, conv_weight_grad_p, out_size
+
+    if cc.blas() is None:
+        pytest.skip("no BLAS found for native programs")
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    n, c, o = data.draw(st.integers(0, 5)), data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    k = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    s = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
+    d = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)))
+    hw = (data.draw(st.integers(1, 12)), data.draw(st.integers(1, 12)))
+    out = out_size(hw, k, s, d)
+    assume(min(out) >= 1)
+    params = {"strides": s, "dilations": d, "groups": 1}
+    x = fg.asarray(RNG.standard_normal((n, c, *hw)).astype(dtype))
+    w = fg.asarray(RNG.standard_normal((o, c, *k)).astype(dtype))
+    g = fg.asarray(RNG.standard_normal((n, o, *out)).astype(dtype))
+    runs = {}
+    kept = fg.config.compile_backend
+    try:
+        for backend in ("c", "numpy"):
+            fg.config.compile_backend = backend
+            runs[backend] = [fg.bind(conv_p, x, w, **params).numpy(),
+                             fg.bind(conv_input_grad_p, g, w, shape=hw, **params).numpy(),
+                             fg.bind(conv_weight_grad_p, x, g, sizes=k, **params).numpy()]
+    finally:
+        fg.config.compile_backend = kept
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for native, plain in zip(runs["c"], runs["numpy"]):
+        assert native.shape == plain.shape and native.dtype == plain.dtype
+        np.testing.assert_allclose(native, plain, rtol=tol, atol=tol)

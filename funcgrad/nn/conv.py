@@ -14,6 +14,7 @@ from .. import ops
 from ..dtypes import int64
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.checks import as_int
+from ..primitives.convolution import conv_p, out_size
 from ..primitives.core import bind, fmt_shape
 from ..primitives.pooling import select_and_gather_p
 from ..primitives.shape import windows_p
@@ -122,21 +123,17 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
                          f"{fmt_shape(tuple(getattr(weight, 'shape', ())))}")
     x = same_dtype("conv2d", x, weight, bias)
     groups = as_int("conv2d", groups, "groups", minimum=1)
-    n, c = x.shape[0], x.shape[1]
+    c = x.shape[1]
     o, cg, kh, kw = weight.shape
     if c != cg * groups or o % groups:
         raise ShapeError(f"conv2d: input with {c} channels does not fit weight {fmt_shape(tuple(weight.shape))} "
                          f"with groups={groups}")
     stride, dilation = pair(stride, "conv2d", "stride", 1), pair(dilation, "conv2d", "dilation", 1)
-    p = patches(pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation)), (kh, kw), stride, dilation)
-    oh, ow = p.shape[2], p.shape[3]
-    # (N, G, C/G, OH, OW, KH, KW) -> (N, G, C/G*KH*KW, OH*OW): the one copy (im2col), per image
-    # and channels first, so the copy reads rows of OW neighbours, the product comes out in
-    # (N, O, OH, OW) order, and the input's gradient is added back along rows too
-    cols = ops.reshape(ops.transpose(ops.reshape(p, (n, groups, cg, oh, ow, kh, kw)), (0, 1, 2, 5, 6, 3, 4)),
-                       (n, groups, cg * kh * kw, oh * ow))
-    w = ops.reshape(weight, (1, groups, o // groups, cg * kh * kw))
-    out = ops.reshape(ops.matmul(w, cols), (n, o, oh, ow))              # (N, G, O/G, OH*OW)
+    padded = pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation))
+    if min(out_size(tuple(padded.shape[2:]), (kh, kw), stride, dilation)) < 1:
+        raise ShapeError(f"conv2d: an input of shape {fmt_shape(tuple(x.shape))} padded by {padding} is smaller "
+                         f"than the kernel {(kh, kw)}" + (f" with dilation {dilation}" if dilation != (1, 1) else ""))
+    out = bind(conv_p, padded, weight, strides=stride, dilations=dilation, groups=groups)
     return out if bias is None else out + ops.reshape(bias, (1, o, 1, 1))
 
 

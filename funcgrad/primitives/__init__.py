@@ -13,6 +13,7 @@ from ..errors import RegistryError
 from . import (  # noqa: F401  (registers them)
     axes,
     collective,
+    convolution,
     decompositions,
     elementwise,
     fft,
