@@ -277,14 +277,16 @@ def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int,
     if not (cc.eager_native(xp) and groups == 1 and a.dtype == b.dtype and a.dtype.name in ("float32", "float64")):
         return None
     gemms = cc.blas()
-    address = _kernel(cc.C_TYPES[a.dtype.name]) if gemms is not None else None
+    if gemms is None:
+        return None
+    address = _kernel(cc.C_TYPES[a.dtype.name])
     if address is None:
         return None
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     out = np.empty(out_shape, a.dtype)
     images = a.shape[0]
-    o, (oh, ow) = (out_shape[1] if mode == 0 else b.shape[1] if mode == 2 else a.shape[1]), \
-        out_size(hw, sizes, strides, dilations)
+    o = out_shape[1] if mode == 0 else b.shape[1] if mode == 2 else a.shape[1]  # (the output channels)
+    oh, ow = out_size(hw, sizes, strides, dilations)
     gemm = gemms[0] if a.dtype == np.float32 else gemms[1]
     chunk = max(1, min(images, _CHUNK_BYTES // max(1, c * sizes[0] * sizes[1] * oh * ow * a.itemsize)))
     cc.run(address, [a, b], [out], [images, gemm, mode, c, *hw, o, *sizes, oh, ow, *strides, *dilations, chunk])

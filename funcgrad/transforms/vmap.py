@@ -81,6 +81,7 @@ class BatchInterpreter(Interpreter):
         if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
             return self._collective(prim, args, params)
         vals: Any = None  # (built once an operand is mapped: an operation of unmapped ones passes through)
+        dims: list[Any] = []
         for i, a in enumerate(args):
             if a.__class__ is BatchTracer and a._interp is self:
                 if vals is None:
@@ -112,7 +113,8 @@ class BatchInterpreter(Interpreter):
     def _collective(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """A collective over this batch's named axis: its ``axis_batch`` rule, whether or not
         its operand differs between members (``psum(1.0, "i")`` is the batch's size)."""
-        vals, dims = [], []
+        vals: list[Any] = []
+        dims: list[Any] = []
         for a in args:
             if a.__class__ is BatchTracer and a._interp is self:
                 vals.append(a.val)
@@ -181,9 +183,11 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
             _RULE_AXIS.reset(token)
 
     def run(axis_name: Any, *args: Any, **kwargs: Any) -> Any:
+        leaves: list[Any]
+        axes: list[Any]
         if len(args) == 1 and not kwargs and in_axes.__class__ is int and isinstance(args[0], ArrayBase) \
                 and 0 <= in_axes < args[0].ndim and axis_size is None:  # (one array over one axis: the usual call)
-            leaves, axes, tree = args, (in_axes,), None
+            leaves, axes, tree = [args[0]], [in_axes], None
             n = args[0].shape[in_axes]
         else:
             if not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
