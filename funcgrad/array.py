@@ -1470,6 +1470,13 @@ Array._evaluate = staticmethod(evaluate)
 _explain_in_place_habits()
 
 
+def _zero_d(raw: list[Any]) -> list[Any]:
+    """The Python numbers among a kernel's operands as 0-d arrays of the floating dtype of
+    its arrays, as NumPy takes them (weakly); others as they are (the native loop declines)."""
+    floats = [a.dtype for a in raw if a.__class__ is np.ndarray and a.dtype in (np.float32, np.float64)]
+    return [np.asarray(a, floats[0]) if floats and a.__class__ in (int, float) else a for a in raw]
+
+
 def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     """The eager evaluation itself, with no tape (the tape calls this for its forward pass)."""
     device = None
@@ -1496,9 +1503,10 @@ def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) ->
     if has_scalars:
         raw = _exact_scalars(args, raw)
     try:
-        if prim.native_eager is not None and not has_scalars and device.kind == "cpu" and \
-                any(a.size >= EAGER_MIN for a in raw):
-            out = prim.native_eager(*raw)
+        if prim.native_eager is not None and device.kind == "cpu" and \
+                any(getattr(a, "size", 0) >= EAGER_MIN for a in raw):
+            # (a scalar as a 0-d operand: NumPy's where broadcasting one takes 6x its plain loop)
+            out = prim.native_eager(*_zero_d(raw) if has_scalars else raw)
             if out is not None:
                 return wrap_kernel_output(out, device)
         out = (prim._kernels.get(device) or prim.kernel_for(device))(*raw, **params)

@@ -121,3 +121,31 @@ def test_max_pool_of_half_precision_and_integers_selects_the_same_elements(backe
         got = F.max_pool2d(low, 3, 2, 1)
         want = F.max_pool2d(low.astype(fg.float32), 3, 2, 1).astype(getattr(fg, dtype))
     np.testing.assert_array_equal(got.astype(fg.float32).numpy(), want.astype(fg.float32).numpy())
+
+
+def test_the_native_pooling_and_convolution_loops_build_where_a_compiler_is_found() -> None:
+    """Where a compiler is found, the kernels run their native loops: a build failure would
+    fall back to NumPy silently, with the same values (the prelude every kernel is built
+    with once defined a macro of a pooling function's name)."""
+    import numpy as np
+
+    from funcgrad.backends import cc
+    from funcgrad.primitives import convolution, pooling
+
+    try:
+        cc.toolchain()
+    except cc.NativeBuildError:
+        pytest.skip("no C compiler")
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    geometry = dict(sizes=(2, 2), steps=(2, 2), padding=(0, 0), dilations=(1, 1), shape=(3, 3))
+    kept = fg.config.compile_backend
+    fg.config.compile_backend = "c"
+    try:
+        for which in ("gather", "scatter_add"):
+            first = x if which == "gather" else x[..., :3, :3].copy()
+            assert pooling._native(np, which, first, x, **geometry) is not None, which
+        if cc.blas() is not None:
+            w = np.ones((4, 3, 3, 3), np.float32)
+            assert convolution._native(np, 0, (x, w), (2, 4, 4, 4), 1, 3, (6, 6), (3, 3), (1, 1), (1, 1)) is not None
+    finally:
+        fg.config.compile_backend = kept

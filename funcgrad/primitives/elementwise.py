@@ -344,7 +344,7 @@ C_EXPR = {
     "hypot": "hypot({0}, {1})", "copysign": "copysign({0}, {1})",
     "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}", "gt": "{0} > {1}",
     "ge": "{0} >= {1}", "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
-    "select": "{0} ? {1} : {2}", "convert_element_type": "({out})({0})",
+    "select": "fg_where({0}, {1}, {2})", "convert_element_type": "({out})({0})",
 }
 
 
@@ -412,6 +412,10 @@ def _abs_vjp(g: Any, ans: Any, x: Any) -> Any:
 
 defjvp(UNARY["abs"], _abs_jvp)
 defvjp(UNARY["abs"], _abs_vjp, saves="args")
+# relu's tangent and cotangent pass where the result is positive and are zero elsewhere, as
+# PyTorch's threshold_backward (an infinite cotangent at a negative input gives 0, not NaN):
+# a select, two passes where a mask converted and multiplied took three
+defelementwise(UNARY["relu"], lambda t, ans, x: lax.select(lax.gt(ans, 0), t, 0.0), saves="ans")
 BINARY: dict[str, Primitive] = {name: _binary(name, *row) for name, row in BINARY_TABLE.items()}
 COMPARISON: dict[str, Primitive] = {
     name: Primitive(name, _shape_rule(name, kinds, bool_), kernel=kernel, differentiable=False, arity=(arity, arity))

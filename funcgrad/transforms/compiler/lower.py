@@ -592,6 +592,7 @@ def _kept(w: _Writer, eqns: list[Any], end: int) -> list[Var]:
 # C that CUDA lacks, for the fused kernels' ``fg_`` calls (``elementwise.C_EXPR``): max and
 # min return a NaN operand, as NumPy's do; relu keeps NaN.
 CUDA_HELPERS = """
+template <typename A, typename B> __device__ auto fg_where(bool c, A a, B b) -> decltype(a + b) { return c ? a : b; }
 template <typename T> __device__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> __device__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
 template <typename T> __device__ T fg_relu(T x) { return (x > T(0) || x != x) ? x : T(0); }
