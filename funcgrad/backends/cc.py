@@ -221,20 +221,15 @@ PRELUDE = """#include <stdint.h>
 #define rsqrt(x) (1 / sqrt(x))
 /* a select by a bool as a blend of the values' bits: gcc vectorizes no ternary whose
    condition is a byte and whose values are wider (it ran a lane at a time, 6x slower) */
-static inline float fg_sel_f(bool c, float a, float b) {
-    uint32_t x, y, m = -(uint32_t)c;
-    __builtin_memcpy(&x, &a, 4); __builtin_memcpy(&y, &b, 4);
-    x = (x & m) | (y & ~m);
-    __builtin_memcpy(&a, &x, 4);
-    return a;
+#define FG_SEL(name, T, U) static inline T name(bool c, T a, T b) { \
+    U x, y, m = -(U)c; \
+    __builtin_memcpy(&x, &a, sizeof(T)); __builtin_memcpy(&y, &b, sizeof(T)); \
+    x = (x & m) | (y & ~m); \
+    __builtin_memcpy(&a, &x, sizeof(T)); \
+    return a; \
 }
-static inline double fg_sel_d(bool c, double a, double b) {
-    uint64_t x, y, m = -(uint64_t)c;
-    __builtin_memcpy(&x, &a, 8); __builtin_memcpy(&y, &b, 8);
-    x = (x & m) | (y & ~m);
-    __builtin_memcpy(&a, &x, 8);
-    return a;
-}
+FG_SEL(fg_sel_f, float, uint32_t)
+FG_SEL(fg_sel_d, double, uint64_t)
 static inline int32_t fg_sel_i(bool c, int32_t a, int32_t b) { int32_t m = -(int32_t)c; return (a & m) | (b & ~m); }
 static inline int64_t fg_sel_l(bool c, int64_t a, int64_t b) { int64_t m = -(int64_t)c; return (a & m) | (b & ~m); }
 #define fg_where(c, a, b) \
