@@ -77,3 +77,17 @@ def test_the_transforms_docstring_examples_run(name: str) -> None:
     for test in tests:
         runner.run(test)
     assert runner.failures == 0, f"fg.{name}: {runner.failures} failing example(s)"
+
+
+@pytest.mark.parametrize("name", ["key", "split", "fold_in", "bits", "uniform", "normal", "randint", "permutation",
+                                  "choice", "bernoulli", "categorical"])
+def test_the_random_docstring_examples_run(name: str) -> None:
+    """``fg.random``'s JAX-style functions show JAX's own bits in their examples, and the
+    examples run."""
+    obj = getattr(fg.random, name)
+    tests = doctest.DocTestFinder(recurse=False).find(obj, name, globs={"fg": fg})
+    assert tests and tests[0].examples, f"fg.random.{name} has no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in tests:
+        runner.run(test)
+    assert runner.failures == 0, f"fg.random.{name}: {runner.failures} failing example(s)"

@@ -35,7 +35,20 @@ __all__ = ["normal", "truncated_normal", "exponential", "gumbel", "laplace", "lo
 
 def normal(k: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Standard normal values: ``sqrt(2) * erfinv(u)`` for ``u`` uniform in ``(-1, 1)``, as
-    ``jax.random.normal`` (``docs/random.md`` says how closely the values agree)."""
+    ``jax.random.normal``, bit for bit (``docs/random.md``).
+
+    Args:
+        k: a key.
+        shape: the result's shape.
+        dtype: any float dtype (float32 by default, float64 in 64-bit mode).
+
+    Returns:
+        Floats of ``shape``.
+
+    Example:
+        >>> fg.random.normal(fg.random.key(0), (3,)).tolist()
+        [1.622642159461975, 2.0252647399902344, -0.4335944354534149]
+    """
     shape, d = draw_shape(shape, "normal"), float_dtype(dtype, "normal")
     lo = -1.0 + float(ml_dtypes.finfo(d.np).epsneg)  # (the float after -1)
     u = uniform(k, shape, d, minval=lo, maxval=1.0)
@@ -90,7 +103,21 @@ def cauchy(k: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 
 def bernoulli(k: Any, p: Any = 0.5, shape: Any = None) -> Any:
-    """``True`` with probability ``p``: a uniform value in ``p``'s dtype below ``p``."""
+    """``True`` with probability ``p``: a uniform value in ``p``'s dtype below ``p``, as
+    ``jax.random.bernoulli``.
+
+    Args:
+        k: a key.
+        p: the probability (a number, or an array broadcasting to ``shape``).
+        shape: the result's shape (``p``'s by default).
+
+    Returns:
+        Booleans of ``shape``.
+
+    Example:
+        >>> fg.random.bernoulli(fg.random.key(0), 0.5, (8,)).tolist()
+        [False, False, True, True, False, True, True, False]
+    """
     device = words_of(k, "bernoulli").device
     p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=_dt.default_float, device=device)
     if p.dtype.kind != "f":
@@ -109,7 +136,22 @@ def rademacher(k: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 def randint(k: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Integers in ``[minval, maxval)``, as ``jax.random.randint``: twice the dtype's bits of
-    randomness reduced modulo the span (int32 by default, int64 in 64-bit mode)."""
+    randomness reduced modulo the span.
+
+    Args:
+        k: a key.
+        shape: the result's shape.
+        minval: the lowest value (a number or an array broadcasting to ``shape``).
+        maxval: one more than the highest value.
+        dtype: an integer dtype (int32 by default, int64 in 64-bit mode).
+
+    Returns:
+        Integers of ``shape``.
+
+    Example:
+        >>> fg.random.randint(fg.random.key(0), (5,), 0, 10).tolist()
+        [9, 0, 2, 3, 1]
+    """
     shape = draw_shape(shape, "randint")
     d = int_default() if dtype is None else as_dtype(dtype, op="fg.random.randint")
     if d.kind not in "iu":
@@ -150,8 +192,21 @@ def _pair(k: Any, op: str) -> tuple[Any, Any]:
 
 
 def permutation(k: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
-    """A random permutation of ``range(x)`` (an int), or of ``x`` along ``axis`` (each
-    vector along it on its own when ``independent``), as ``jax.random.permutation``."""
+    """A random permutation, as ``jax.random.permutation``.
+
+    Args:
+        k: a key.
+        x: an int (a permutation of ``range(x)``) or an array to shuffle along ``axis``.
+        axis: the axis of ``x`` to shuffle.
+        independent: shuffle each vector along ``axis`` on its own.
+
+    Returns:
+        The permuted integers or array.
+
+    Example:
+        >>> fg.random.permutation(fg.random.key(0), 5).tolist()
+        [0, 1, 4, 3, 2]
+    """
     values, n, axis = _population("permutation", "x", x, axis)
     if values is None:
         return _shuffle(k, ops.arange(n, dtype=int_default(), device=words_of(k, "permutation").device), 0)
@@ -188,8 +243,23 @@ def _shuffle(k: Any, x: Any, axis: int) -> Any:
 
 
 def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None, axis: int = 0) -> Any:
-    """Values drawn from ``a`` (an int: ``range(a)``) along ``axis``, uniformly or with
-    probabilities ``p``, with or without replacement, as ``jax.random.choice``."""
+    """Values drawn from ``a`` along ``axis``, as ``jax.random.choice``.
+
+    Args:
+        k: a key.
+        a: an int (``range(a)``) or an array to draw from.
+        shape: how many draws, as a shape.
+        replace: draw with replacement.
+        p: the probabilities of ``a``'s entries (uniform if not given).
+        axis: the axis of ``a`` to draw along.
+
+    Returns:
+        The drawn values.
+
+    Example:
+        >>> fg.random.choice(fg.random.key(0), 5, (3,), replace=False).tolist()
+        [0, 1, 4]
+    """
     shape = draw_shape(shape, "choice")
     values, n, axis = _population("choice", "a", a, axis)
     count = math.prod(shape)
@@ -231,8 +301,23 @@ def choice(k: Any, a: Any, shape: Any = (), replace: bool = True, p: Any = None,
 
 def categorical(k: Any, logits: Any, axis: int = -1, shape: Any = None, replace: bool = True) -> Any:
     """Class indices drawn with probabilities ``softmax(logits)`` along ``axis``: Gumbel-max,
-    or Gumbel top-k without replacement, as ``jax.random.categorical``. ``shape``: the
-    result's shape, ending in the logits' other axes (a broadcast of them)."""
+    or Gumbel top-k without replacement, as ``jax.random.categorical``.
+
+    Args:
+        k: a key.
+        logits: unnormalized log-probabilities.
+        axis: the axis of the classes.
+        shape: the result's shape, ending in the logits' other axes (a broadcast of them).
+        replace: draw with replacement.
+
+    Returns:
+        Integer class indices.
+
+    Example:
+        >>> logits = fg.log(fg.asarray([0.1, 0.2, 0.7]))
+        >>> fg.random.categorical(fg.random.key(0), logits, shape=(6,)).tolist()
+        [1, 2, 2, 1, 2, 2]
+    """
     logits = ops.asarray(logits) if not isinstance(logits, ArrayBase) else logits
     if logits.dtype.kind != "f":
         logits = logits.astype(_dt.default_float)

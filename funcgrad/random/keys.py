@@ -112,7 +112,19 @@ def _seed_words(seed: int) -> tuple[int, int]:
 
 
 def key(seed: int) -> Key:
-    """A typed key from an integer seed (``jax.random.key``)."""
+    """A typed key from an integer seed (``jax.random.key``): JAX's two words for every seed,
+    negative and 2**32 or more included (its x64 rule in 64-bit mode).
+
+    Args:
+        seed: a Python or NumPy integer.
+
+    Returns:
+        A ``Key`` of shape ``()``; ``key_data`` gives its uint32 words.
+
+    Example:
+        >>> fg.random.key_data(fg.random.key(0)).tolist()
+        [0, 0]
+    """
     return Key(ops.asarray(np.array(_seed_words(seed), np.uint32)))
 
 
@@ -166,7 +178,20 @@ def _counters(n: int, like: Any) -> tuple[Any, Any]:
 
 
 def split(k: Any, num: int | Sequence[int] = 2) -> Any:
-    """``num`` new keys (a shape is allowed) from one: ``keys[i]`` is ``fold_in(k, i)``."""
+    """New keys from one, bit for bit ``jax.random.split`` (Threefry-2x32 of a counter).
+
+    Args:
+        k: a key (typed, or JAX's raw uint32[2] form).
+        num: how many keys, or a shape of them.
+
+    Returns:
+        Keys of shape ``num`` (raw keys gain a trailing axis of 2 words).
+
+    Example:
+        >>> first, second = fg.random.split(fg.random.key(0))
+        >>> fg.random.key_data(first).tolist()   # jax.random.split(jax.random.key(0))[0]
+        [1797259609, 2579123966]
+    """
     shape = as_shape("fg.random.split", num)
     k1, k2 = _single(k, "split")
     n = math.prod(shape)
@@ -176,7 +201,19 @@ def split(k: Any, num: int | Sequence[int] = 2) -> Any:
 
 
 def fold_in(k: Any, data: Any) -> Any:
-    """A new key from ``k`` and an integer (a step number, a rank): ``split`` without the others."""
+    """A new key from ``k`` and an integer (a step number, a rank), as ``jax.random.fold_in``.
+
+    Args:
+        k: a key.
+        data: an integer below 2**32, or a uint32-convertible array.
+
+    Returns:
+        A key of ``k``'s kind.
+
+    Example:
+        >>> fg.random.key_data(fg.random.fold_in(fg.random.key(0), 7)).tolist()
+        [2716826189, 292468403]
+    """
     k1, k2 = _single(k, "fold_in")
     if isinstance(data, ArrayBase):
         word = lax.convert(data, uint32)
@@ -223,8 +260,20 @@ UINT = {8: uint8, 16: uint16, 32: uint32, 64: uint64}
 # ---- bits and uniform values -------------------------------------------------------------------
 
 def bits(k: Any, shape: Any = (), dtype: Any = None) -> Any:
-    """Uniform random bits: unsigned integers of ``shape`` (uint8 to uint64; uint32 by
-    default, uint64 in 64-bit mode), as ``jax.random.bits``."""
+    """Uniform random bits, as ``jax.random.bits``.
+
+    Args:
+        k: a key.
+        shape: the result's shape.
+        dtype: uint8 to uint64 (uint32 by default, uint64 in 64-bit mode).
+
+    Returns:
+        Unsigned integers of ``shape``.
+
+    Example:
+        >>> fg.random.bits(fg.random.key(0), (3,)).tolist()
+        [4070199207, 4202968722, 1427181096]
+    """
     shape = draw_shape(shape, "bits")
     d = (uint64 if _x64() else uint32) if dtype is None else as_dtype(dtype, op="fg.random.bits")
     if d.kind != "u":
@@ -249,8 +298,23 @@ def random_bits(k: Any, width: int, shape: tuple[int, ...], op: str) -> Any:
 
 def uniform(k: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform values in ``[minval, maxval)``, bit for bit ``jax.random.uniform``: random
-    mantissa bits under an exponent of 1, minus 1, scaled (every float dtype; bfloat16 from
-    8 random bits, as JAX)."""
+    mantissa bits under an exponent of 1, minus 1, scaled (bfloat16 from 8 random bits, as
+    JAX).
+
+    Args:
+        k: a key.
+        shape: the result's shape.
+        dtype: any float dtype (float32 by default, float64 in 64-bit mode).
+        minval: the lower bound (a number or an array broadcasting to ``shape``).
+        maxval: the upper bound.
+
+    Returns:
+        Floats of ``shape``.
+
+    Example:
+        >>> fg.random.uniform(fg.random.key(0), (3,)).tolist()
+        [0.9476670026779175, 0.9785798788070679, 0.33229148387908936]
+    """
     shape, d = draw_shape(shape, "uniform"), float_dtype(dtype, "uniform")
     info = ml_dtypes.finfo(d.np)
     width = d.itemsize * 8
