@@ -91,3 +91,20 @@ def test_the_random_docstring_examples_run(name: str) -> None:
     for test in tests:
         runner.run(test)
     assert runner.failures == 0, f"fg.random.{name}: {runner.failures} failing example(s)"
+
+
+@pytest.mark.parametrize("name", ["manual_seed", "rand", "randn", "randint", "randperm"])
+def test_the_generator_docstring_examples_run(name: str) -> None:
+    """``fg.manual_seed``'s functions show PyTorch's own numbers after the same seed, and the
+    examples run (the global generator is reseeded after)."""
+    obj = getattr(fg, name)
+    tests = doctest.DocTestFinder(recurse=False).find(obj, name, globs={"fg": fg})
+    assert tests and tests[0].examples, f"fg.{name} has no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    state = fg.get_rng_state()
+    try:
+        for test in tests:
+            runner.run(test)
+    finally:
+        fg.set_rng_state(state)
+    assert runner.failures == 0, f"fg.{name}: {runner.failures} failing example(s)"

@@ -124,7 +124,19 @@ def _checked_seed(seed: Any) -> int:
 
 def manual_seed(seed: int) -> Generator:
     """Seed the global generator (``fg.rand``, ``Dropout``, ``nn.init``, ``DataLoader``) as
-    ``torch.manual_seed`` seeds PyTorch's. Returns it (as PyTorch does)."""
+    ``torch.manual_seed`` seeds PyTorch's: the same draws follow, bit for bit.
+
+    Args:
+        seed: an integer (any below 2**64; negative ones as PyTorch takes them).
+
+    Returns:
+        The global generator (as PyTorch returns it).
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.rand(3).tolist()   # torch.manual_seed(0); torch.rand(3)
+        [0.49625658988952637, 0.7682217955589294, 0.08847743272781372]
+    """
     return default_generator.manual_seed(seed)
 
 
@@ -241,7 +253,23 @@ def _float(dtype: Any) -> Any:
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Any:
-    """Uniform values in [0, 1) (``torch.rand``)."""
+    """Uniform values in [0, 1), as ``torch.rand`` draws them after the same seed.
+
+    Args:
+        *size: the shape, as integers or one tuple.
+        generator: an ``fg.Generator`` (the global one by default).
+        dtype: a float dtype (float32 by default).
+        device: where the result lives.
+        requires_grad: make it a leaf of the tape.
+
+    Returns:
+        Floats of ``size``.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.rand(3).tolist()
+        [0.49625658988952637, 0.7682217955589294, 0.08847743272781372]
+    """
     d = _float(dtype)
     x = _draw("rand", generator, _size(size, "rand"), lambda e, s: e.uniform(0.0, 1.0, s, d.np),
               lambda k, s: _keys.uniform(k, s, d))
@@ -250,7 +278,23 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Any:
-    """Standard normal values (``torch.randn``)."""
+    """Standard normal values, as ``torch.randn`` draws them after the same seed.
+
+    Args:
+        *size: the shape, as integers or one tuple.
+        generator: an ``fg.Generator`` (the global one by default).
+        dtype: a float dtype (float32 by default).
+        device: where the result lives.
+        requires_grad: make it a leaf of the tape.
+
+    Returns:
+        Floats of ``size``.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.randn(3).tolist()   # torch.manual_seed(0); torch.randn(3)
+        [1.5409960746765137, -0.293428897857666, -2.1787893772125244]
+    """
     d = _float(dtype)
     x = _draw("randn", generator, _size(size, "randn"), lambda e, s: e.normal(0.0, 1.0, s, d.np),
               lambda k, s: _draws.normal(k, s, d))
@@ -259,7 +303,24 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
 
 def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
             dtype: Any = None, device: Any = None) -> Any:
-    """Integers in ``[low, high)`` (``torch.randint(high, size)`` or ``(low, high, size)``)."""
+    """Integers in ``[low, high)``, as ``torch.randint`` draws them after the same seed.
+
+    Args:
+        low: the lowest value (or ``high``, as ``torch.randint(high, size)``).
+        high: one more than the highest value.
+        size: the shape.
+        generator: an ``fg.Generator`` (the global one by default).
+        dtype: the result's dtype (int64 by default).
+        device: where the result lives.
+
+    Returns:
+        Integers of ``size``.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.randint(0, 10, (5,)).tolist()
+        [4, 9, 3, 0, 3]
+    """
     if isinstance(high, (tuple, list)) and size == ():  # torch.randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -275,7 +336,22 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None) -> Any:
-    """A random permutation of ``range(n)`` (``torch.randperm``)."""
+    """A random permutation of ``range(n)``, as ``torch.randperm`` draws it after the same seed.
+
+    Args:
+        n: how many integers.
+        generator: an ``fg.Generator`` (the global one by default).
+        dtype: the result's dtype (int64 by default).
+        device: where the result lives.
+
+    Returns:
+        The permuted integers.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.randperm(5).tolist()
+        [4, 0, 1, 3, 2]
+    """
     n = as_int("randperm", n, "n", minimum=0)
 
     def from_engine(engine: Any, shape: tuple[int, ...]) -> np.ndarray:
