@@ -79,32 +79,25 @@ def test_the_transforms_docstring_examples_run(name: str) -> None:
     assert runner.failures == 0, f"fg.{name}: {runner.failures} failing example(s)"
 
 
-@pytest.mark.parametrize("name", ["key", "split", "fold_in", "bits", "uniform", "normal", "randint", "permutation",
-                                  "choice", "bernoulli", "categorical"])
-def test_the_random_docstring_examples_run(name: str) -> None:
-    """``fg.random``'s JAX-style functions show JAX's own bits in their examples, and the
-    examples run."""
-    obj = getattr(fg.random, name)
-    tests = doctest.DocTestFinder(recurse=False).find(obj, name, globs={"fg": fg})
-    assert tests and tests[0].examples, f"fg.random.{name} has no example"
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    for test in tests:
-        runner.run(test)
-    assert runner.failures == 0, f"fg.random.{name}: {runner.failures} failing example(s)"
-
-
-@pytest.mark.parametrize("name", ["manual_seed", "rand", "randn", "randint", "randperm"])
-def test_the_generator_docstring_examples_run(name: str) -> None:
-    """``fg.manual_seed``'s functions show PyTorch's own numbers after the same seed, and the
-    examples run (the global generator is reseeded after)."""
-    obj = getattr(fg, name)
-    tests = doctest.DocTestFinder(recurse=False).find(obj, name, globs={"fg": fg})
-    assert tests and tests[0].examples, f"fg.{name} has no example"
+def _examples_run(obj: object, label: str) -> None:
+    tests = doctest.DocTestFinder(recurse=False).find(obj, label, globs={"fg": fg})
+    assert tests and tests[0].examples, f"{label} has no example"
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     state = fg.get_rng_state()
     try:
         for test in tests:
             runner.run(test)
     finally:
-        fg.set_rng_state(state)
-    assert runner.failures == 0, f"fg.{name}: {runner.failures} failing example(s)"
+        fg.set_rng_state(state)  # (the generators' examples reseed the global generator)
+    assert runner.failures == 0, f"{label}: {runner.failures} failing example(s)"
+
+
+@pytest.mark.parametrize("space, name", [
+    *((fg.random, n) for n in ("key", "split", "fold_in", "bits", "uniform", "normal", "randint", "permutation",
+                               "choice", "bernoulli", "categorical")),
+    *((fg, n) for n in ("manual_seed", "rand", "randn", "randint", "randperm")),
+    *((fg.optim, n) for n in ("SGD", "Adam"))])
+def test_the_random_and_optimizer_docstring_examples_run(space: object, name: str) -> None:
+    """``fg.random``'s JAX-style functions show JAX's own bits, ``fg.manual_seed``'s functions
+    PyTorch's numbers after the same seed, the optimizers PyTorch's steps; the examples run."""
+    _examples_run(getattr(space, name), f"{space.__name__}.{name}")

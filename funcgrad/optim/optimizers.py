@@ -28,7 +28,25 @@ class RuleOptimizer(Optimizer):
 
 
 class SGD(RuleOptimizer):
-    """SGD with momentum, dampening, Nesterov momentum and (L2) weight decay."""
+    """SGD with momentum, dampening, Nesterov momentum and (L2) weight decay, PyTorch's rule.
+
+    Args:
+        params: the parameters (``fg.nn.Parameter``s), or parameter groups (dicts).
+        lr: the learning rate.
+        momentum: the momentum factor.
+        dampening: the dampening of the momentum.
+        weight_decay: L2 weight decay, added to the gradient.
+        nesterov: Nesterov momentum.
+        maximize: ascend the objective.
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.asarray([1.0, -2.0]))
+        >>> opt = fg.optim.SGD([w], lr=0.1, momentum=0.9)
+        >>> for _ in range(2):
+        ...     opt.zero_grad(); (w * w).sum().backward(); opt.step()
+        >>> w.tolist()   # torch.optim.SGD's, bit for bit
+        [0.46000000834465027, -0.9200000166893005]
+    """
 
     rule = rules.SGD
 
@@ -39,10 +57,25 @@ class SGD(RuleOptimizer):
 
 
 class Adam(RuleOptimizer):
-    """Adam (L2 weight decay added to the gradient; see AdamW for decoupled decay).
-    ``fused`` (PyTorch's): ``None`` runs each float32 or float64 CPU parameter's step as one
-    native loop where a compiler is found (``optim/fused.py``: the rule's bits), the rule
-    elsewhere; ``True`` insists on the loop; ``False`` runs the rule."""
+    """Adam, PyTorch's rule (L2 weight decay added to the gradient; see AdamW for decoupled
+    decay).
+
+    Args:
+        params: as SGD's (so are ``lr``, ``weight_decay`` and ``maximize``).
+        betas: the decay rates of the running means of the gradient and its square.
+        eps: added to the denominator.
+        amsgrad: keep the largest running mean of the squared gradient.
+        fused: PyTorch's switch. ``None`` runs each float32 or float64 CPU parameter's step
+            as one native loop where a compiler is found (``optim/fused.py``: the rule's
+            bits), the rule elsewhere; ``True`` insists on the loop; ``False`` runs the rule.
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.asarray([1.0, -2.0]))
+        >>> (w * w).sum().backward()
+        >>> fg.optim.Adam([w], lr=0.1).step()   # the first step moves each weight by lr
+        >>> w.tolist()
+        [0.9000000357627869, -1.899999976158142]
+    """
 
     rule = rules.ADAM
     decoupled = False
@@ -63,7 +96,8 @@ class Adam(RuleOptimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam step)."""
+    """Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` before the Adam step),
+    PyTorch's rule; the arguments are Adam's (``weight_decay`` 0.01 by default)."""
 
     rule = rules.ADAMW
     decoupled = True

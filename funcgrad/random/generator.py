@@ -278,17 +278,8 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Any:
-    """Standard normal values, as ``torch.randn`` draws them after the same seed.
-
-    Args:
-        *size: the shape, as integers or one tuple.
-        generator: an ``fg.Generator`` (the global one by default).
-        dtype: a float dtype (float32 by default).
-        device: where the result lives.
-        requires_grad: make it a leaf of the tape.
-
-    Returns:
-        Floats of ``size``.
+    """Standard normal values, as ``torch.randn`` draws them after the same seed; the
+    arguments are ``fg.rand``'s.
 
     Example:
         >>> _ = fg.manual_seed(0)
