@@ -96,8 +96,9 @@ def _examples_run(obj: object, label: str) -> None:
     *((fg.random, n) for n in ("key", "split", "fold_in", "bits", "uniform", "normal", "randint", "permutation",
                                "choice", "bernoulli", "categorical")),
     *((fg, n) for n in ("manual_seed", "rand", "randn", "randint", "randperm")),
-    *((fg.optim, n) for n in ("SGD", "Adam"))])
+    *((fg.optim, n) for n in ("SGD", "Adam")), *((fg.nn, n) for n in ("Linear", "Dropout"))])
 def test_the_random_and_optimizer_docstring_examples_run(space: object, name: str) -> None:
     """``fg.random``'s JAX-style functions show JAX's own bits, ``fg.manual_seed``'s functions
-    PyTorch's numbers after the same seed, the optimizers PyTorch's steps; the examples run."""
+    and the layers PyTorch's numbers after the same seed, the optimizers PyTorch's steps; the
+    examples run."""
     _examples_run(getattr(space, name), f"{space.__name__}.{name}")

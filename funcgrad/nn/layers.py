@@ -42,7 +42,21 @@ class Identity(Module):
 
 class Linear(Module):
     """``y = x @ W.T + b`` with W of shape (out_features, in_features); PyTorch's init
-    (uniform in ±1/sqrt(in_features) for both, via kaiming_uniform(a=sqrt(5)))."""
+    (uniform in ±1/sqrt(in_features) for both, via kaiming_uniform(a=sqrt(5))), drawn from
+    the global generator as PyTorch draws it.
+
+    Args:
+        in_features: the size of each input's last axis.
+        out_features: the size of each output's last axis.
+        bias: learn an additive bias.
+        dtype: the parameters' dtype (float32 by default).
+        device: where the parameters live.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.nn.Linear(3, 2).bias.tolist()   # torch.manual_seed(0); torch.nn.Linear(3, 2).bias
+        [-0.011439144611358643, 0.45777493715286255]
+    """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = None,
                  device: Any = None) -> None:
@@ -327,8 +341,18 @@ class Flatten(Module):
 
 
 class Dropout(Module):
-    """``F.dropout`` in training, the identity in eval mode. ``inplace`` is accepted and
-    computes out of place, like the activations' (arrays are immutable)."""
+    """``F.dropout`` in training, the identity in eval mode: PyTorch's mask after the same
+    seed.
+
+    Args:
+        p: the probability of zeroing an element (the rest are scaled by ``1 / (1 - p)``).
+        inplace: accepted; computes out of place, like the activations' (arrays are immutable).
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.nn.Dropout(0.5)(fg.ones(8)).tolist()   # torch.nn.Dropout's, after torch.manual_seed(0)
+        [0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 2.0, 2.0]
+    """
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
