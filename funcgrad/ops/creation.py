@@ -156,7 +156,24 @@ def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True,
 @_grad_leaf
 def asarray(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool | None = None,
             requires_grad: bool = False) -> Any:
-    """Array API ``asarray``: return ``obj`` itself when it already fits, else convert."""
+    """An array from ``obj`` (the array API's ``asarray``): ``obj`` itself when it already
+    fits, else converted, with NumPy's dtype rules except that Python floats give the
+    default float (float32; float64 in 64-bit mode).
+
+    Args:
+        obj: an array, a NumPy array, a scalar, or nested sequences of them.
+        dtype: the result's dtype (inferred if not given).
+        device: where the result lives.
+        copy: ``True`` always copies, ``False`` never does (an error where it would have to).
+        requires_grad: make it a leaf of the tape (PyTorch's ``tensor(..., requires_grad=True)``).
+
+    Returns:
+        An ``fg.Array``.
+
+    Example:
+        >>> fg.asarray([[1, 2], [3, 4]]).dtype, fg.asarray([0.5, 1.5]).dtype
+        (int64, float32)
+    """
     if isinstance(obj, ArrayBase):
         out = (obj._own() if isinstance(obj, Array) else obj) if dtype is None else obj.astype(dtype, copy=bool(copy))
         if copy and out is obj:
@@ -269,8 +286,22 @@ def _sizes(op: str, size: tuple[Any, ...], dtype: Any) -> tuple[Any, Any]:
 @_grad_leaf
 def zeros(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Array:
-    """Zeros of a shape: ``zeros((3, 4))``, NumPy's ``zeros((3, 4), dtype)`` or PyTorch's
-    ``zeros(3, 4, dtype=...)``; the default float unless ``dtype`` says otherwise."""
+    """Zeros of a shape, in NumPy's form or PyTorch's.
+
+    Args:
+        shape: an int or a tuple (NumPy's and the array API's form).
+        *size: PyTorch's further sizes: ``zeros(3, 4)``.
+        dtype: the dtype (the default float unless given).
+        device: where the result lives.
+        requires_grad: make it a leaf of the tape.
+
+    Returns:
+        An ``fg.Array`` of zeros.
+
+    Example:
+        >>> fg.zeros((2, 3)).shape == fg.zeros(2, 3).shape == (2, 3)
+        True
+    """
     shape, dtype = _sizes("zeros", size if shape is None else (shape, *size), dtype)
     dt, sh = _resolve(dtype, _dt.default_float, "zeros"), _shape(shape, "zeros")
     return create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
@@ -341,7 +372,23 @@ def full_like(x: Any, /, fill_value: Any, dtype: Any = None, *, device: Any = No
 @_grad_leaf
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None, *, device: Any = None,
            requires_grad: bool = False) -> Array:
-    """Like ``np.arange``; float arguments give the default float (float32) by default."""
+    """Evenly spaced values in ``[start, stop)``, as ``np.arange``.
+
+    Args:
+        start: the first value (or ``stop``, when ``stop`` is not given).
+        stop: the end, excluded.
+        step: the spacing.
+        dtype: the dtype (int64 for ints, the default float for floats, unless given).
+        device: where the result lives.
+        requires_grad: make it a leaf of the tape.
+
+    Returns:
+        A 1-D ``fg.Array``.
+
+    Example:
+        >>> fg.arange(5).tolist(), fg.arange(0.0, 1.0, 0.25).tolist()
+        ([0, 1, 2, 3, 4], [0.0, 0.25, 0.5, 0.75])
+    """
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if (v is None and name != "stop") or not (v is None or isinstance(v, (int, float, np.integer, np.floating,
                                                                               ArrayBase))) or isinstance(v, bool):

@@ -335,7 +335,21 @@ def round(x: Any, /, decimals: int = 0) -> Any:
 
 
 def where(condition: Any, x: Any, y: Any, /) -> Any:
-    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast together)."""
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (``np.where`` of three
+    arguments, ``torch.where``); the gradient flows to the chosen side only.
+
+    Args:
+        condition: a bool array.
+        x: the values where it holds (an array or a number).
+        y: the values elsewhere.
+
+    Returns:
+        The three broadcast together.
+
+    Example:
+        >>> fg.where(fg.asarray([True, False]), fg.asarray([1.0, 2.0]), 0.0).tolist()
+        [1.0, 0.0]
+    """
     if condition.__class__ is Array and condition._dtype is _dt.bool_ and x.__class__ is Array and (
         (y.__class__ is Array and y._dtype is x._dtype) or (x._dtype.kind, y.__class__) in _WEAK_FITS
     ):

@@ -46,7 +46,24 @@ def _accumulating(op: str, operands: tuple[Any, ...], precision: Any, preferred_
 
 
 def matmul(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
-    """``a @ b`` with NumPy's rules (1-D operands, broadcast batch axes)."""
+    """``a @ b`` with NumPy's rules: 1-D operands are vectors, leading axes broadcast as
+    batches.
+
+    Args:
+        a: the left operand.
+        b: the right operand.
+        precision: JAX's argument (``"highest"`` or ``lax.Precision.HIGHEST`` accumulate in a
+            wider type).
+        preferred_element_type: JAX's argument: the type the product accumulates and
+            returns in.
+
+    Returns:
+        The product.
+
+    Example:
+        >>> (fg.ones((4, 2, 3)) @ fg.ones((3, 5))).shape
+        (4, 2, 5)
+    """
     if precision is not None or preferred_element_type is not None:
         a, b = _accumulating("matmul", (a, b), precision, preferred_element_type)
     if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype and a._dtype is not _dt.bfloat16:

@@ -46,7 +46,23 @@ def _masked(x: Any, mask: Any, fill: Any) -> Any:
 
 def sum(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None, initial: Any = None,
         where: Any = None) -> Any:
-    """The sum (along ``axis``); NumPy's ``initial`` (added) and ``where`` (a mask) too."""
+    """The sum of the elements, as ``np.sum``.
+
+    Args:
+        x: the array.
+        axis: an axis or a tuple of them (all by default).
+        keepdims: keep the summed axes, of size 1.
+        dtype: the type to sum in (the input's, or int64 for small ints and bools).
+        initial: a value added to the sum (NumPy's).
+        where: a mask of the elements to include (NumPy's).
+
+    Returns:
+        The sum.
+
+    Example:
+        >>> fg.sum(fg.arange(6).reshape(2, 3), axis=0).tolist()
+        [3, 5, 7]
+    """
     out = _reduce("reduce_sum", _masked(_accumulator(as_operand(x), dtype), where, 0), axis, keepdims)
     return out if initial is None else out + initial
 
