@@ -96,7 +96,7 @@ def _examples_run(obj: object, label: str) -> None:
     *((fg.random, n) for n in ("key", "split", "fold_in", "bits", "uniform", "normal", "randint", "permutation",
                                "choice", "bernoulli", "categorical")),
     *((fg, n) for n in ("manual_seed", "rand", "randn", "randint", "randperm", "asarray", "zeros", "arange", "where",
-                        "matmul", "sum")),
+                        "matmul", "sum", "mean", "concatenate", "stack", "einsum", "linspace")),
     *((fg.optim, n) for n in ("SGD", "Adam")), *((fg.nn, n) for n in ("Linear", "Dropout"))])
 def test_the_random_and_optimizer_docstring_examples_run(space: object, name: str) -> None:
     """``fg.random``'s JAX-style functions show JAX's own bits, ``fg.manual_seed``'s functions

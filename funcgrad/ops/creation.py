@@ -434,9 +434,27 @@ def _device_of(*values: Any) -> Any:
 @_grad_leaf
 def linspace(start: Any, stop: Any, num: int = 50, dtype: Any = None, *, device: Any = None,
              endpoint: bool = True, requires_grad: bool = False, retstep: bool = False, axis: int = 0) -> Any:
-    """``num`` evenly spaced values; array (or traced) endpoints keep their derivatives.
-    NumPy's ``retstep`` also gives the spacing; ``axis`` places the samples' axis among
-    array endpoints' axes."""
+    """``num`` evenly spaced values from ``start`` to ``stop``, as ``np.linspace``; array (or
+    traced) endpoints keep their derivatives.
+
+    Args:
+        start: the first value (a number or an array).
+        stop: the last value (included unless ``endpoint`` is false).
+        num: how many values.
+        dtype: the dtype (the default float unless given).
+        device: where the result lives.
+        endpoint: include ``stop``.
+        requires_grad: make it a leaf of the tape.
+        retstep: also return the spacing (NumPy's).
+        axis: where the samples' axis goes among array endpoints' axes (NumPy's).
+
+    Returns:
+        The values (and the spacing, with ``retstep``).
+
+    Example:
+        >>> fg.linspace(0.0, 1.0, 5).tolist()
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+    """
     if retstep or axis != 0:
         values = linspace(start, stop, num, dtype, device=device, endpoint=endpoint, requires_grad=requires_grad)
         if axis != 0 and values.ndim > 1:  # (the samples' axis 0 moved to ``axis``)

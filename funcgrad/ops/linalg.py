@@ -128,9 +128,24 @@ def outer(a: Any, b: Any) -> Any:
 
 def einsum(subscripts: Any, /, *operands: Any, precision: Any = None, preferred_element_type: Any = None,
            optimize: Any = None, out: Any = None) -> Any:
-    """``np.einsum``: subscripts (explicit ``->`` or implicit output, ``...`` supported) and
-    operands, or NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. ``optimize``
-    is accepted (one contraction is computed as a whole); ``out`` must be ``None``."""
+    """A sum of products named by subscripts, as ``np.einsum``.
+
+    Args:
+        subscripts: the subscripts (explicit ``->`` or implicit output, ``...`` supported);
+            or, in NumPy's sublist form, the first operand: ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
+        *operands: the arrays.
+        precision: JAX's argument, as ``matmul``'s.
+        preferred_element_type: JAX's argument, as ``matmul``'s.
+        optimize: accepted (one contraction is computed as a whole).
+        out: must be ``None`` (arrays are immutable).
+
+    Returns:
+        The contraction.
+
+    Example:
+        >>> fg.einsum("ij,jk->ik", fg.ones((2, 3)), fg.ones((3, 4))).shape
+        (2, 4)
+    """
     if out is not None:
         raise ArgumentValueError("einsum: out= would write into an array; funcgrad arrays are immutable, so use "
                                  "the result")

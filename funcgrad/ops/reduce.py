@@ -150,8 +150,23 @@ def _floating(x: Any) -> Any:
 
 
 def mean(x: Any, /, axis: Any = None, *, keepdims: bool = False, dtype: Any = None, where: Any = None) -> Any:
-    """Arithmetic mean; integer input gives float32 (as JAX and PyTorch, not NumPy's float64);
-    NumPy's ``dtype`` (computed in it) and ``where`` (the mean of the masked elements) too."""
+    """The arithmetic mean, as ``np.mean``, except that integer input gives the default float
+    (float32, as JAX and PyTorch; NumPy gives float64).
+
+    Args:
+        x: the array.
+        axis: an axis or a tuple of them (all by default).
+        keepdims: keep the averaged axes, of size 1.
+        dtype: the type to compute in (NumPy's).
+        where: a mask: the mean of the elements it selects (NumPy's).
+
+    Returns:
+        The mean.
+
+    Example:
+        >>> fg.mean(fg.asarray([1, 2, 4])).dtype
+        float32
+    """
     x = _floating(as_operand(x) if dtype is None else cast_to(as_operand(x), _dt.as_dtype(dtype, op="mean")))
     axes = normalize_axes("mean", axis, x.ndim)
     if where is not None:

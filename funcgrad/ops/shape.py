@@ -175,8 +175,20 @@ def slice_axis(x: Any, axis: int, start: int, stop: int, step: int = 1) -> Any:
 
 
 def concatenate(arrays: Sequence[Any], /, axis: int | None = 0, *, dtype: Any = None) -> Any:
-    """Join arrays along an existing ``axis`` (``None``: flattened first); NumPy's ``dtype``
-    casts them first."""
+    """Join arrays along an existing axis, as ``np.concatenate`` (``torch.cat``).
+
+    Args:
+        arrays: a list or tuple of arrays, the same shape but along ``axis``.
+        axis: the axis to join along (``None``: each flattened first).
+        dtype: a dtype to cast them to first (NumPy's).
+
+    Returns:
+        The joined array.
+
+    Example:
+        >>> fg.concatenate([fg.zeros(2), fg.ones(1)]).tolist()
+        [0.0, 0.0, 1.0]
+    """
     if isinstance(arrays, ArrayBase) or not isinstance(arrays, (list, tuple)):
         raise ArgumentTypeError(f"concatenate: expected a list or tuple of arrays, got {type(arrays).__name__}")
     if not arrays:
@@ -198,8 +210,21 @@ concat = concatenate
 
 
 def stack(arrays: Sequence[Any], /, axis: int = 0, *, dim: int | None = None, dtype: Any = None) -> Any:
-    """Join same-shape arrays along a new ``axis`` (``dim``: PyTorch's name; ``dtype``:
-    NumPy's, a cast first)."""
+    """Join same-shape arrays along a new axis, as ``np.stack`` and ``torch.stack``.
+
+    Args:
+        arrays: a list or tuple of arrays of one shape.
+        axis: where the new axis goes.
+        dim: PyTorch's name for ``axis``.
+        dtype: a dtype to cast them to first (NumPy's).
+
+    Returns:
+        The stacked array.
+
+    Example:
+        >>> fg.stack([fg.zeros(2), fg.ones(2)], axis=1).tolist()
+        [[0.0, 1.0], [0.0, 1.0]]
+    """
     if dim is not None:
         axis = dim
     arrays = [as_operand(a) if dtype is None else astype(as_operand(a), dtype) for a in arrays]
