@@ -116,7 +116,25 @@ def patches(x: Any, kernel: tuple[int, int], stride: tuple[int, int], dilation: 
 @unbatched
 def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
-    """PyTorch's conv2d: x (N, C, H, W), weight (O, C/groups, KH, KW)."""
+    """A 2-D convolution (cross-correlation), as ``torch.nn.functional.conv2d``: padding
+    first, then the ``conv`` primitive.
+
+    Args:
+        x: the input, (N, C, H, W) or one unbatched (C, H, W) image.
+        weight: (O, C/groups, KH, KW).
+        bias: (O,), added to each output channel.
+        stride: an int or a pair.
+        padding: an int, a pair, ``"valid"`` or ``"same"``.
+        dilation: an int or a pair.
+        groups: how many groups the channels split into.
+
+    Returns:
+        (N, O, OH, OW).
+
+    Example:
+        >>> fg.nn.functional.conv2d(fg.ones((1, 1, 4, 4)), fg.ones((2, 1, 3, 3)), padding=1).shape
+        (1, 2, 4, 4)
+    """
     check_4d("conv2d", x)
     if getattr(weight, "ndim", None) != 4:
         raise ShapeError(f"conv2d: the weight must be (out_channels, in_channels/groups, KH, KW), got shape "

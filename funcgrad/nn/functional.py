@@ -101,7 +101,20 @@ _RELU = UNARY["relu"]
 
 
 def relu(x: Any) -> Any:
-    """``max(x, 0)``, one primitive: NaN stays NaN and the derivative at 0 is 0, as in PyTorch."""
+    """``max(x, 0)``, one primitive, as ``torch.nn.functional.relu``: NaN stays NaN, and the
+    derivative is 0 at 0 and wherever the result is not positive (PyTorch's
+    ``threshold_backward``).
+
+    Args:
+        x: a real array.
+
+    Returns:
+        The rectified array.
+
+    Example:
+        >>> fg.nn.functional.relu(fg.asarray([-1.0, 0.0, 2.0])).tolist()
+        [0.0, 0.0, 2.0]
+    """
     x = x if isinstance(x, ArrayBase) else ops.asarray(x)
     if x.dtype.kind in "bc":
         raise DTypeError(f"relu: takes a real numeric array, got {x.dtype} (cast it first, e.g. x.astype(fg.float32))")
@@ -109,7 +122,20 @@ def relu(x: Any) -> Any:
 
 
 def gelu(x: Any, approximate: str = "none") -> Any:
-    """GELU: ``x * Phi(x)`` (``approximate=\"tanh\"``: the tanh form)."""
+    """GELU, ``x * Phi(x)`` with Phi the normal distribution function, as PyTorch's.
+
+    Args:
+        x: a float array.
+        approximate: ``"none"`` (the exact form, one native loop where a compiler is found)
+            or ``"tanh"`` (the tanh approximation).
+
+    Returns:
+        The activation.
+
+    Example:
+        >>> round(fg.nn.functional.gelu(fg.asarray([1.0])).item(), 6)   # torch.nn.functional.gelu's
+        0.841345
+    """
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
@@ -371,7 +397,20 @@ def _zero_d_dim(op: str, dim: Any) -> int:
 
 
 def softmax(x: Any, dim: int = -1) -> Any:
-    """``exp(x)`` normalized to sum to 1 along ``dim``."""
+    """``exp(x)`` normalized to sum to 1 along ``dim``: one primitive, a native row loop where
+    a compiler is found.
+
+    Args:
+        x: a float array.
+        dim: the axis to normalize along.
+
+    Returns:
+        The probabilities.
+
+    Example:
+        >>> [round(p, 4) for p in fg.nn.functional.softmax(fg.asarray([0.0, 1.0, 2.0]), dim=0).tolist()]
+        [0.09, 0.2447, 0.6652]
+    """
     if getattr(x, "ndim", None) == 0:
         _zero_d_dim("softmax", dim)
         return ops.exp(log_softmax(x, dim))
