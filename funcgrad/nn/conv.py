@@ -347,7 +347,27 @@ def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
 
 
 class Conv2d(Module):
-    """A 2-D convolution (cross-correlation) over ``(N, C, H, W)`` inputs."""
+    """A 2-D convolution (cross-correlation) over ``(N, C, H, W)`` inputs
+    (``F.conv2d``), with PyTorch's initialisation drawn from the global generator.
+
+    Args:
+        in_channels: C.
+        out_channels: O.
+        kernel_size: an int or a pair.
+        stride: an int or a pair.
+        padding: an int, a pair, ``"valid"`` or ``"same"``.
+        dilation: an int or a pair.
+        groups: how many groups the channels split into.
+        bias: learn a bias per output channel.
+        padding_mode: ``"zeros"``, ``"reflect"``, ``"replicate"`` or ``"circular"``.
+        dtype: the parameters' dtype (float32 by default).
+        device: where the parameters live.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.nn.Conv2d(1, 2, 3).bias.tolist()   # torch.manual_seed(0); torch.nn.Conv2d(1, 2, 3).bias
+        [-0.22598037123680115, -0.14515428245067596]
+    """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros", dtype: Any = None,

@@ -561,7 +561,21 @@ class InstanceNorm3d(_InstanceNorm):
 
 
 class LayerNorm(Module):
-    """Normalized over the last axes, with a learned scale and shift."""
+    """Normalized over the last axes (mean 0, variance 1), then a learned scale and shift
+    (``F.layer_norm``, one primitive).
+
+    Args:
+        normalized_shape: the last axes' sizes (an int or a tuple).
+        eps: added to the variance.
+        elementwise_affine: learn the scale (and the shift, with ``bias``).
+        bias: learn the shift.
+        dtype: the parameters' dtype (float32 by default).
+        device: where the parameters live.
+
+    Example:
+        >>> [round(v, 4) for v in fg.nn.LayerNorm(3)(fg.asarray([[1.0, 2.0, 3.0]]))[0].tolist()]
+        [-1.2247, 0.0, 1.2247]
+    """
 
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, dtype: Any = None, device: Any = None) -> None:
@@ -601,9 +615,26 @@ def _table(owner: str, rows: int, dim: int, padding_idx: int | None, given: Any,
 
 
 class Embedding(Module):
-    """A lookup table of ``num_embeddings`` rows (``F.embedding``, with its ``padding_idx``,
-    ``max_norm``, ``norm_type`` and ``scale_grad_by_freq``). ``from_pretrained`` wraps
-    given rows, frozen by default."""
+    """A lookup table of ``num_embeddings`` rows (``F.embedding``), its rows drawn from the
+    global generator as PyTorch draws them. ``from_pretrained`` wraps given rows, frozen by
+    default.
+
+    Args:
+        num_embeddings: how many rows.
+        embedding_dim: each row's size.
+        padding_idx: a row kept at zero, with no gradient.
+        max_norm: rows looked up are renormalized to at most this norm.
+        norm_type: the p of that norm.
+        scale_grad_by_freq: scale gradients by the inverse frequency of the indices.
+        sparse: must be false (funcgrad's gradients are dense).
+        dtype: the rows' dtype (float32 by default).
+        device: where the rows live.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.nn.Embedding(4, 2).weight[1].tolist()   # torch.nn.Embedding's, after torch.manual_seed(0)
+        [-2.1787893772125244, 0.5684312582015991]
+    """
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  max_norm: float | None = None, norm_type: float = 2.0, scale_grad_by_freq: bool = False,

@@ -83,7 +83,24 @@ class LRScheduler:
 
 
 class StepLR(LRScheduler):
-    """The learning rate times ``gamma`` every ``step_size`` epochs."""
+    """The learning rate times ``gamma`` every ``step_size`` epochs, as PyTorch's.
+
+    Args:
+        optimizer: the optimizer whose groups' ``lr`` it sets.
+        step_size: epochs between decays.
+        gamma: the factor.
+        last_epoch: the epoch to resume after (-1: start).
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.zeros(1))
+        >>> opt = fg.optim.SGD([w], lr=1.0)
+        >>> schedule = fg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+        >>> rates = []
+        >>> for _ in range(5):
+        ...     rates.append(round(opt.param_groups[0]["lr"], 6)); opt.step(); schedule.step()
+        >>> rates
+        [1.0, 1.0, 0.1, 0.1, 0.01]
+    """
 
     def __init__(self, optimizer: _Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
