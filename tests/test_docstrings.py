@@ -98,7 +98,7 @@ def _examples_run(obj: object, label: str) -> None:
     *((fg, n) for n in ("manual_seed", "rand", "randn", "randint", "randperm", "asarray", "zeros", "arange", "where",
                         "matmul", "sum", "mean", "concatenate", "stack", "einsum", "linspace")),
     *((fg.optim, n) for n in ("SGD", "Adam")), *((fg.nn, n) for n in ("Linear", "Dropout", "Conv2d", "LayerNorm", "Embedding")),
-    (fg.optim.lr_scheduler, "StepLR"),
+    (fg.optim.lr_scheduler, "StepLR"), (fg.linalg, "solve"), (fg.linalg, "det"), (fg.fft, "fft"), (fg.fft, "rfft"),
     *((fg.nn.functional, n) for n in ("relu", "gelu", "softmax", "conv2d"))])
 def test_the_random_and_optimizer_docstring_examples_run(space: object, name: str) -> None:
     """``fg.random``'s JAX-style functions show JAX's own bits, ``fg.manual_seed``'s functions

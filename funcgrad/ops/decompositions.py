@@ -153,7 +153,21 @@ def slogdet(x: Any, /) -> SlogdetResult:
 
 def det(x: Any, /) -> Any:
     """The determinant. Its gradient is the cofactor matrix (the adjugate's transpose), at a
-    singular matrix too, as in JAX and PyTorch."""
+    singular matrix too, as in JAX and PyTorch.
+
+    Args:
+        x: square matrices, (..., n, n), real or complex.
+
+    Returns:
+        One determinant per matrix.
+
+    Example:
+        >>> a = fg.asarray([[2.0, 1.0], [1.0, 3.0]])
+        >>> fg.linalg.det(a).item()
+        5.0
+        >>> [[round(v, 4) for v in row] for row in fg.grad(fg.linalg.det)(a).tolist()]   # the cofactors
+        [[3.0, -1.0], [-1.0, 2.0]]
+    """
     return bind(det_p, _matrices("det", x, square=True, complex_ok=True))
 
 

@@ -100,7 +100,21 @@ def _one_axis(op: str, fft_type: str, x: Any, n: Any, axis: int, norm: Any) -> A
 
 
 def fft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The one-dimensional discrete Fourier transform along ``axis`` (cropped or zero-padded to ``n``)."""
+    """The one-dimensional discrete Fourier transform along ``axis``, as ``np.fft.fft``.
+
+    Args:
+        x: the array (real arrays are taken as complex).
+        n: the transform's length (``x`` cropped or zero-padded to it; its own by default).
+        axis: the axis to transform.
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A complex array.
+
+    Example:
+        >>> fg.fft.fft(fg.asarray([1.0, 0.0, 0.0, 0.0])).tolist()
+        [(1+0j), (1+0j), (1+0j), (1+0j)]
+    """
     return _one_axis("fft", "fft", x, n, axis, norm)
 
 
@@ -122,7 +136,13 @@ def ifftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | No
 
 
 def rfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The Fourier transform of a real array: the ``n // 2 + 1`` non-negative frequencies."""
+    """The Fourier transform of a real array: the ``n // 2 + 1`` non-negative frequencies, as
+    ``np.fft.rfft``; the arguments are ``fft``'s.
+
+    Example:
+        >>> fg.fft.rfft(fg.asarray([1.0, 2.0, 3.0, 4.0])).tolist()
+        [(10+0j), (-2+2j), (-2+0j)]
+    """
     return _one_axis("rfft", "rfft", x, n, axis, norm)
 
 

@@ -283,7 +283,21 @@ def norm(x: Any, /, ord: Any = None, axis: Any = None, keepdims: bool = False) -
 
 
 def solve(a: Any, b: Any) -> Any:
-    """Solve ``a @ x = b``; ``b`` is a vector only when it is 1-D (NumPy 2 rules)."""
+    """``x`` with ``a @ x = b``, as ``np.linalg.solve`` (NumPy 2's rules: ``b`` is a vector
+    only when it is 1-D, else a batch of matrices).
+
+    Args:
+        a: square matrices, (..., n, n).
+        b: (n,), or (..., n, k).
+
+    Returns:
+        The solution, ``b``'s shape.
+
+    Example:
+        >>> a = fg.asarray([[2.0, 1.0], [1.0, 3.0]])
+        >>> [round(v, 6) for v in fg.linalg.solve(a, fg.asarray([3.0, 5.0])).tolist()]
+        [0.8, 1.4]
+    """
     a, b = _float_pair("linalg.solve", a, b)
     return bind(solve_p, a, b)
 
