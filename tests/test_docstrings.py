@@ -99,7 +99,8 @@ def _examples_run(obj: object, label: str) -> None:
                         "matmul", "sum", "mean", "concatenate", "stack", "einsum", "linspace")),
     *((fg.optim, n) for n in ("SGD", "Adam")), *((fg.nn, n) for n in ("Linear", "Dropout", "Conv2d", "LayerNorm", "Embedding")),
     (fg.optim.lr_scheduler, "StepLR"), (fg.linalg, "solve"), (fg.linalg, "det"), (fg.fft, "fft"), (fg.fft, "rfft"),
-    *((fg.nn.functional, n) for n in ("relu", "gelu", "softmax", "conv2d"))])
+    *((fg.nn.functional, n) for n in ("relu", "gelu", "softmax", "conv2d", "cross_entropy", "mse_loss")),
+    (fg.nn, "Sequential")])
 def test_the_random_and_optimizer_docstring_examples_run(space: object, name: str) -> None:
     """``fg.random``'s JAX-style functions show JAX's own bits, ``fg.manual_seed``'s functions
     and the layers PyTorch's numbers after the same seed, the optimizers PyTorch's steps; the

@@ -613,8 +613,26 @@ def linear_cross_entropy(input: Any, linear_weight: Any, target: Any, *, linear_
 
 def cross_entropy(input: Any, target: Any, weight: Any = None, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Any:
-    """Softmax cross-entropy over dim 1 of ``(N, C, ...)`` logits: class-index targets
-    (with ``ignore_index``, ``weight``, ``label_smoothing``) or class-probability targets."""
+    """Softmax cross-entropy over dim 1 of ``(N, C, ...)`` logits, as PyTorch's (class-index
+    targets: one fused primitive, the log-softmax and the pick, whose gradient is
+    ``softmax - onehot``).
+
+    Args:
+        input: logits, ``(N, C, ...)`` or one unbatched ``(C,)`` row.
+        target: class indices ``(N, ...)``, or class probabilities of ``input``'s shape.
+        weight: a weight per class.
+        ignore_index: a class index that contributes nothing (nor to the mean's count).
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+        label_smoothing: the share of the target spread evenly over the classes.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> logits, labels = fg.asarray([[2.0, 0.0, -1.0]]), fg.asarray([0])
+        >>> round(fg.nn.functional.cross_entropy(logits, labels).item(), 6)   # PyTorch's
+        0.169846
+    """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     if getattr(input, "ndim", None) == 0:
@@ -669,7 +687,20 @@ def _check_same(op: str, input: Any, target: Any) -> Any:
 
 
 def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Any:
-    """The mean squared error (``reduction``: 'mean', 'sum' or 'none')."""
+    """The mean squared error, as PyTorch's.
+
+    Args:
+        input: the predictions.
+        target: the targets, ``input``'s shape.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``.
+
+    Returns:
+        The loss.
+
+    Example:
+        >>> fg.nn.functional.mse_loss(fg.asarray([1.0, 2.0]), fg.zeros(2)).item()
+        2.5
+    """
     return _reduce(ops.square(input - _check_same("mse_loss", input, target)), reduction, "mse_loss")
 
 

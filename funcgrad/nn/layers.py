@@ -726,7 +726,17 @@ class EmbeddingBag(Module):
 
 
 class Sequential(Module):
-    """Modules applied one after another."""
+    """Modules applied one after another, as PyTorch's (indexing, slicing, ``append``; the
+    parameters named by position).
+
+    Args:
+        *modules: the modules, in order (or one ``OrderedDict`` of named ones).
+
+    Example:
+        >>> model = fg.nn.Sequential(fg.nn.Linear(4, 3), fg.nn.ReLU(), fg.nn.Linear(3, 2))
+        >>> model(fg.ones((5, 4))).shape, [name for name, _ in model.named_parameters()]
+        ((5, 2), ['0.weight', '0.bias', '2.weight', '2.bias'])
+    """
 
     def __init__(self, *modules: Any) -> None:
         super().__init__()
