@@ -98,7 +98,7 @@ def pmean(x: Any, axis_name: Any) -> Any:
         axis = _axis("pmean", axis_name)
         return bind(_axes.psum_p, x, **axis) / axis["size"]
     n = axis_size(axis_name)
-    return _tree.map(lambda v: v / n, psum(x, axis_name))
+    return _leaves(lambda v: v / n, psum(x, axis_name))
 
 
 def pmax(x: Any, axis_name: Any) -> Any:

@@ -314,3 +314,20 @@ def test_the_native_convolution_kernels_compute_what_numpy_does(data) -> None:
     for native, plain in zip(runs["c"], runs["numpy"]):
         assert native.shape == plain.shape and native.dtype == plain.dtype
         np.testing.assert_allclose(native, plain, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["kernel larger than the input", "cotangent of another size", "weight gradient"])
+def test_convolution_kernels_refuse_operands_that_do_not_fit(case) -> None:
+    """Eager evaluation runs the kernels without the shape rule: each checks its operands'
+    geometry itself (the windows and the native loop would read past them), and the shape
+    rule names the problem."""
+    from funcgrad.primitives.convolution import conv_input_grad_p, conv_p, conv_weight_grad_p
+
+    p = {"strides": (1, 1), "dilations": (1, 1), "groups": 1}
+    with pytest.raises(fg.ShapeError, match="does not fit"):
+        if case == "kernel larger than the input":
+            fg.bind(conv_p, fg.ones((1, 1, 2, 2)), fg.ones((1, 1, 3, 3)), **p)
+        elif case == "cotangent of another size":
+            fg.bind(conv_input_grad_p, fg.ones((1, 1, 5, 5)), fg.ones((1, 1, 3, 3)), shape=(4, 4), **p)
+        else:
+            fg.bind(conv_weight_grad_p, fg.ones((1, 1, 4, 4)), fg.ones((1, 1, 5, 5)), sizes=(3, 3), **p)

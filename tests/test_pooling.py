@@ -125,8 +125,8 @@ def test_max_pool_of_half_precision_and_integers_selects_the_same_elements(backe
 
 def test_the_native_pooling_and_convolution_loops_build_where_a_compiler_is_found() -> None:
     """Where a compiler is found, the kernels run their native loops: a build failure would
-    fall back to NumPy silently, with the same values (the prelude every kernel is built
-    with once defined a macro of a pooling function's name)."""
+    fall back to NumPy silently, with the same values (a macro in the prelude every kernel is
+    built with, named as a kernel's own function, would do that)."""
     import numpy as np
 
     from funcgrad.backends import cc

@@ -14,7 +14,7 @@ from .. import ops
 from ..dtypes import int64
 from ..errors import ArgumentValueError, DTypeError, ShapeError
 from ..primitives.checks import as_int
-from ..primitives.convolution import conv_p, out_size
+from ..primitives.convolution import conv_p
 from ..primitives.core import bind, fmt_shape
 from ..primitives.pooling import select_and_gather_p
 from ..primitives.shape import windows_p
@@ -148,9 +148,6 @@ def conv2d(x: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any 
                          f"with groups={groups}")
     stride, dilation = pair(stride, "conv2d", "stride", 1), pair(dilation, "conv2d", "dilation", 1)
     padded = pad_hw(x, _conv_padding(padding, (kh, kw), stride, dilation))
-    if min(out_size(tuple(padded.shape[2:]), (kh, kw), stride, dilation)) < 1:
-        raise ShapeError(f"conv2d: an input of shape {fmt_shape(tuple(x.shape))} padded by {padding} is smaller "
-                         f"than the kernel {(kh, kw)}" + (f" with dilation {dilation}" if dilation != (1, 1) else ""))
     out = bind(conv_p, padded, weight, strides=stride, dilations=dilation, groups=groups)
     return out if bias is None else out + ops.reshape(bias, (1, o, 1, 1))
 

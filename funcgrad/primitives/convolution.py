@@ -125,10 +125,22 @@ def _windows(xp: Any, x: Any, sizes: Pair, strides: Pair, dilations: Pair, out: 
         (sn, sc, sh * dilations[0], sw * dilations[1], sh * strides[0], sw * strides[1]))
 
 
+def _fits(x: tuple[int, ...], w: tuple[int, ...], y: tuple[int, ...], groups: int, strides: Pair,
+          dilations: Pair) -> None:
+    """The kernels' own check (eager evaluation runs them without the shape rule, which names
+    the problem once they raise): ``x`` (N, C, H, W), ``w`` (O, C/groups, KH, KW) and ``y``
+    (N, O, OH, OW) are the shapes of one convolution, so the windows and the native loop
+    read and write only inside the operands."""
+    if not (len(x) == len(w) == len(y) == 4 and x[0] == y[0] and w[0] == y[1] and x[1] == w[1] * groups
+            and y[1] % groups == 0 and min(y[2:]) >= 1 and tuple(y[2:]) == out_size(x[2:], w[2:], strides, dilations)):
+        raise ValueError("the operands do not fit one convolution")
+
+
 def _conv(xp: Any, x: Any, w: Any, *, strides: Pair, dilations: Pair, groups: int) -> Any:
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh, ow = out_size((h, wd), (kh, kw), strides, dilations)
+    _fits(x.shape, w.shape, (n, o, oh, ow), groups, strides, dilations)
     native = _native(xp, 0, (x, w), (n, o, oh, ow), groups, c, (h, wd), (kh, kw), strides, dilations)
     if native is not None:
         return native
@@ -142,6 +154,7 @@ def _input_grad(xp: Any, g: Any, w: Any, *, strides: Pair, dilations: Pair, grou
     n, o, oh, ow = g.shape
     _, cg, kh, kw = w.shape
     c = cg * groups
+    _fits((n, c, *shape), w.shape, g.shape, groups, strides, dilations)
     native = _native(xp, 1, (g, w), (n, c, *shape), groups, c, shape, (kh, kw), strides, dilations)
     if native is not None:
         return native
@@ -161,6 +174,7 @@ def _weight_grad(xp: Any, x: Any, g: Any, *, strides: Pair, dilations: Pair, gro
     n, c, h, wd = x.shape
     _, o, oh, ow = g.shape
     cg = c // groups
+    _fits(x.shape, (o, cg, *sizes), g.shape, groups, strides, dilations)
     native = _native(xp, 2, (x, g), (o, cg, *sizes), groups, c, (h, wd), sizes, strides, dilations)
     if native is not None:
         return native

@@ -414,7 +414,7 @@ defjvp(UNARY["abs"], _abs_jvp)
 defvjp(UNARY["abs"], _abs_vjp, saves="args")
 # relu's tangent and cotangent pass where the result is positive and are zero elsewhere, as
 # PyTorch's threshold_backward (an infinite cotangent at a negative input gives 0, not NaN):
-# a select, two passes where a mask converted and multiplied took three
+# a comparison and a select, two passes
 defelementwise(UNARY["relu"], lambda t, ans, x: lax.select(lax.gt(ans, 0), t, 0.0), saves="ans")
 BINARY: dict[str, Primitive] = {name: _binary(name, *row) for name, row in BINARY_TABLE.items()}
 COMPARISON: dict[str, Primitive] = {

@@ -188,18 +188,16 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
         if len(args) == 1 and not kwargs and in_axes.__class__ is int and isinstance(args[0], ArrayBase) \
                 and 0 <= in_axes < args[0].ndim and axis_size is None:  # (one array over one axis: the usual call)
             leaves, axes, tree = [args[0]], [in_axes], None
-            n = args[0].shape[in_axes]
+        elif not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
+            leaves, tree = list(args), None  # (arrays over one axis: no tree to walk)
+            axes = [_normalize(name, "in_axes", in_axes, x.ndim) for x in leaves]
         else:
-            if not kwargs and in_axes.__class__ is int and all(isinstance(a, ArrayBase) for a in args):
-                leaves, tree = list(args), None  # (arrays over one axis: no tree to walk)
-                axes = [_normalize(name, "in_axes", in_axes, x.ndim) for x in leaves]
-            else:
-                axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
-                leaves, tree = _tree.flatten((args, kwargs))
-                leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
-                axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None
-                        for x, ax in zip(leaves, axes)]
-            n = _batch_size(name, leaves, axes, args, kwargs, axis_size)
+            axes = _arg_axes(name, in_axes, args) + [0] * len(_tree.leaves(kwargs))
+            leaves, tree = _tree.flatten((args, kwargs))
+            leaves = [_batched_operand(name, x) if ax is not None else x for x, ax in zip(leaves, axes)]
+            axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
+        n = leaves[0].shape[axes[0]] if len(leaves) == 1 and axis_size is None and axes[0] is not None else \
+            _batch_size(name, leaves, axes, args, kwargs, axis_size)
         with new_interpreter(BatchInterpreter(n, axis_name)) as interp, \
                 (binding(axis_name, n) if axis_name is not None else contextlib.nullcontext()):
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
