@@ -60,6 +60,10 @@ from .random.generator import (Generator, bernoulli, get_rng_state, initial_seed
                                multinomial, normal, rand, rand_like, randint, randn, randn_like, randperm, seed,
                                set_rng_state)
 
+from .backends.cc import settle_blas_threads as _settle_blas_threads  # noqa: E402
+
+_settle_blas_threads()  # (NumPy's BLAS threads sleep soon after a product: cc.BLAS_THREAD_TIMEOUT)
+
 __version__ = "0.1.0"
 __array_api_version__ = "2023.12"
 

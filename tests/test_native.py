@@ -731,3 +731,30 @@ def test_small_or_plain_eager_operations_keep_numpys_kernels() -> None:
         assert REGISTRY["add"].native_eager(x, x[:1]) is not None
     with compile_backend("numpy"):
         assert REGISTRY["add"].native_eager(x, x[:1]) is None
+
+
+_TIMEOUT_PROBE = """
+import os, numpy as np
+np.dot(np.ones((64, 64)), np.ones((64, 64)))  # (NumPy's BLAS loaded, its threads started, before funcgrad)
+import funcgrad
+from funcgrad.backends import cc
+print(os.environ.get("OPENBLAS_THREAD_TIMEOUT"), [lib.openblas_thread_timeout() for lib in cc._blas_libraries()
+                                                  if hasattr(lib, "openblas_thread_timeout")])
+print(float(np.dot(np.ones((300, 300)), np.ones((300, 300))).sum()))  # (its threads start again)
+"""
+
+
+@pytest.mark.parametrize("user", [None, "25"])
+def test_blas_threads_sleep_soon_after_a_product_unless_the_user_says(user):
+    """Importing funcgrad gives NumPy's already-loaded OpenBLAS the short idle spin
+    (``cc.BLAS_THREAD_TIMEOUT``); a user's OPENBLAS_THREAD_TIMEOUT is kept as it is."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if user is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = user
+    out = subprocess.run([sys.executable, "-c", _TIMEOUT_PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    variable, timeouts = out.stdout.splitlines()[0].split(" ", 1)
+    expected = user or cc.BLAS_THREAD_TIMEOUT
+    assert variable == expected
+    assert timeouts in ("[]", f"[{expected}]")  # (no OpenBLAS found: nothing to settle)
+    assert out.stdout.splitlines()[1] == str(300.0 ** 3)

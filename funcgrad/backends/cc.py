@@ -51,7 +51,7 @@ from ..config import config
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
-           "loop_kernel", "run", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
+           "loop_kernel", "run", "settle_blas_threads", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
            "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas", "libm",
            "plain_kernel"]
 
@@ -662,21 +662,29 @@ _BLAS_FORMS = ("scipy_cblas_{}64_", "cblas_{}64_")  # (ILP64 builds mark their s
 
 
 @functools.lru_cache(maxsize=1)
-def blas() -> tuple[int, ...] | None:
-    """The addresses of the 64-bit-integer CBLAS ``sgemm``, ``dgemm``, ``ssyrk`` and ``dsyrk``
-    of the BLAS library NumPy has loaded, or None where there is none to be found (not
-    Linux, another BLAS): native programs then leave their products to NumPy."""
+def _blas_libraries() -> tuple[Any, ...]:
+    """The BLAS libraries NumPy has loaded (on Linux; none found elsewhere), through ctypes."""
     np.dot(np.ones((2, 2)), np.ones((2, 2)))  # (NumPy loads its BLAS lazily on some builds)
     try:
         with open("/proc/self/maps") as maps:
             paths = dict.fromkeys(line.split()[-1] for line in maps if "blas" in line.lower() and "/" in line)
     except OSError:
-        return None
+        return ()
+    libraries = []
     for path in paths:
         try:
-            library = ctypes.CDLL(path)
+            libraries.append(ctypes.CDLL(path))
         except OSError:
             continue
+    return tuple(libraries)
+
+
+@functools.lru_cache(maxsize=1)
+def blas() -> tuple[int, ...] | None:
+    """The addresses of the 64-bit-integer CBLAS ``sgemm``, ``dgemm``, ``ssyrk`` and ``dsyrk``
+    of the BLAS library NumPy has loaded, or None where there is none to be found (not
+    Linux, another BLAS): native programs then leave their products to NumPy."""
+    for library in _blas_libraries():
         for form in _BLAS_FORMS:
             try:
                 found = [ctypes.cast(getattr(library, form.format(n)), ctypes.c_void_p).value for n in _BLAS_NAMES]
@@ -685,6 +693,36 @@ def blas() -> tuple[int, ...] | None:
             if all(found):
                 return tuple(found)  # type: ignore[arg-type]
     return None
+
+
+# OpenBLAS's threads spin for 2^28 clock ticks (about 0.1 s) after each product before they
+# sleep. funcgrad's own loops (a convolution's windows between its products, the elementwise
+# work of a step) run in that time, and where the machine's two cores share one physical core
+# (a VM's vCPUs on SMT siblings) the spinning thread takes half of it: on a 2-core EPYC VM,
+# MNIST's training step went from 55 to 110 ms for stretches of 10-20 s. 2^20 ticks (about
+# 0.3 ms) keeps the threads awake between back-to-back products (nanoGPT's step measured the
+# same) and lets them sleep through the rest. A user's own OPENBLAS_THREAD_TIMEOUT is kept.
+BLAS_THREAD_TIMEOUT = "20"
+
+
+def settle_blas_threads() -> bool:
+    """Give NumPy's OpenBLAS ``BLAS_THREAD_TIMEOUT`` (log2 of the clock ticks its idle threads
+    spin before sleeping) unless ``OPENBLAS_THREAD_TIMEOUT`` is set: set the variable (so a
+    BLAS loaded later reads it too), have the loaded library read it again and restart its
+    threads with it. True where a loaded OpenBLAS took it."""
+    if "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return False
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = BLAS_THREAD_TIMEOUT
+    settled = False
+    for library in _blas_libraries():
+        try:
+            read_env, shutdown = library.openblas_read_env, library.blas_thread_shutdown_
+        except AttributeError:
+            continue
+        read_env()
+        shutdown()  # (its threads start again at the next threaded call, with the new timeout)
+        settled = True
+    return settled
 
 
 _LIBM_SOURCE = """#include <stdint.h>
