@@ -280,16 +280,19 @@ def test_adaptive_avg_pool_matches_pytorch(size) -> None:
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_the_native_convolution_kernels_compute_what_numpy_does(data) -> None:
-    """``conv``, ``conv_input_grad`` and ``conv_weight_grad`` as native loops over chunks of
-    images (im2col per chunk, one BLAS product) against the NumPy kernels (the whole batch's
-    windows, batched products), any geometry, zero images included."""
+    """``conv``, ``conv_input_grad`` and ``conv_weight_grad`` as native loops (at stride 1
+    direct, else im2col by chunks of images and one BLAS product) against the NumPy kernels
+    (the whole batch's windows, batched products): any geometry, zero images included,
+    channels across the direct loop's vector blocks, and an infinity or NaN in an operand
+    (the direct loops compute columns past each row's windows and zeros around the cotangent,
+    which must not reach a result)."""
     from funcgrad.backends import cc
     from funcgrad.primitives.convolution import conv_input_grad_p, conv_p, conv_weight_grad_p, out_size
 
     if cc.blas() is None:
         pytest.skip("no BLAS found for native programs")
     dtype = data.draw(st.sampled_from([np.float32, np.float64]))
-    n, c, o = data.draw(st.integers(0, 5)), data.draw(st.integers(1, 4)), data.draw(st.integers(1, 4))
+    n, c, o = data.draw(st.integers(0, 5)), data.draw(st.integers(1, 6)), data.draw(st.sampled_from([1, 2, 3, 4, 17, 40]))
     k = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
     s = (data.draw(st.integers(1, 3)), data.draw(st.integers(1, 3)))
     d = (data.draw(st.integers(1, 2)), data.draw(st.integers(1, 2)))
@@ -297,17 +300,22 @@ def test_the_native_convolution_kernels_compute_what_numpy_does(data) -> None:
     out = out_size(hw, k, s, d)
     assume(min(out) >= 1)
     params = {"strides": s, "dilations": d, "groups": 1}
-    x = fg.asarray(RNG.standard_normal((n, c, *hw)).astype(dtype))
-    w = fg.asarray(RNG.standard_normal((o, c, *k)).astype(dtype))
-    g = fg.asarray(RNG.standard_normal((n, o, *out)).astype(dtype))
+    operands = [RNG.standard_normal(shape).astype(dtype) for shape in ((n, c, *hw), (o, c, *k), (n, o, *out))]
+    special = data.draw(st.sampled_from([None, np.inf, -np.inf, np.nan]))
+    if special is not None:
+        target = operands[data.draw(st.integers(0, 2))]
+        if target.size:
+            target.flat[data.draw(st.integers(0, target.size - 1))] = special
+    x, w, g = (fg.asarray(a) for a in operands)
     runs = {}
     kept = fg.config.compile_backend
     try:
         for backend in ("c", "numpy"):
             fg.config.compile_backend = backend
-            runs[backend] = [fg.bind(conv_p, x, w, **params).numpy(),
-                             fg.bind(conv_input_grad_p, g, w, shape=hw, **params).numpy(),
-                             fg.bind(conv_weight_grad_p, x, g, sizes=k, **params).numpy()]
+            with np.errstate(invalid="ignore"):  # (NumPy's products warn of an infinity times 0)
+                runs[backend] = [fg.bind(conv_p, x, w, **params).numpy(),
+                                 fg.bind(conv_input_grad_p, g, w, shape=hw, **params).numpy(),
+                                 fg.bind(conv_weight_grad_p, x, g, sizes=k, **params).numpy()]
     finally:
         fg.config.compile_backend = kept
     tol = 1e-5 if dtype == np.float32 else 1e-12

@@ -51,7 +51,8 @@ from ..config import config
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
-           "loop_kernel", "run", "settle_blas_threads", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work", "EAGER_MIN",
+           "loop_kernel", "run", "settle_blas_threads", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work",
+           "EAGER_MIN",
            "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas", "libm",
            "plain_kernel"]
 

@@ -226,7 +226,8 @@ static void fg_col2im(const T *restrict cols, int64_t ld, T *restrict x, int64_t
                 const T *restrict src = cols;
                 for (int64_t i = 0; i < oh; i++, src += ow) {
                     T *restrict row = plane + i * sh * w;
-                    for (int64_t j = 0; j < ow; j++) row[j * sw] += src[j];
+                    if (sw == 1) for (int64_t j = 0; j < ow; j++) row[j] += src[j];
+                    else for (int64_t j = 0; j < ow; j++) row[j * sw] += src[j];
                 }
             }
 }
@@ -273,30 +274,279 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 """
 _CHUNK_BYTES = 1 << 22  # the windows of a chunk of images: about this many bytes (in the caches)
 
+# Stride 1, direct: no windows are copied. With an image's pixels numbered p = i*W + j (the
+# output's rows W apart, as the input's), output pixel p of channel oc is the sum over input
+# channels ic and taps t = (a, b) of w[oc, ic, t] * x[ic, p + a*DH*W + b*DW]: for each tap a
+# shifted view of the same row of memory. A block of output channels (vectors of them) by a
+# few pixels stays in registers, each step loading one tap's weights for the block (packed
+# (C, KH, KW, O): the output channels contiguous, padded to a multiple of 16) and
+# broadcasting the block's pixels, as a GEMM's micro-kernel does without the packing. The
+# columns j >= OW of each row (the window wraps to the next row) are computed and dropped.
+# The input gradient is the same loop over the cotangent laid out with rows W apart, zeros
+# around it, and the kernel flipped. The images are shared out over threads.
+# n: the images, which kernel, then C, H, W, O, KH, KW, OH, OW, DH, DW and the padded width.
+_DIRECT_C = """#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__AVX512F__)
+#define FG_VBYTES 64
+#else
+#define FG_VBYTES 32
+#endif
+typedef T fg_v __attribute__((vector_size(FG_VBYTES)));
+typedef T fg_vu __attribute__((vector_size(FG_VBYTES), aligned(sizeof(T))));
+#define FG_L ((int64_t)(FG_VBYTES / sizeof(T)))
+#ifdef __clang__
+#pragma clang fp contract(fast)
+#else
+#pragma GCC optimize("fp-contract=fast")
+#endif
 
-@functools.lru_cache(maxsize=4)
-def _kernel(c_type: str) -> int | None:
+/* pixels [p0, p0 + PP) by output channels [oc0, oc0 + OV*FG_L): out[p*cp + oc] */
+#define FG_BLOCK(OV, PP) \\
+static void fg_block_##OV(const T *restrict in, int64_t pitch, int64_t ci, const T *restrict wp, int64_t cp, \\
+                          const int64_t *restrict off, int64_t taps, T *restrict out, int64_t p0, int64_t oc0) { \\
+    fg_v acc[PP][OV]; \\
+    for (int j = 0; j < PP; j++) for (int k = 0; k < OV; k++) acc[j][k] = (fg_v){0}; \\
+    for (int64_t ic = 0; ic < ci; ic++) \\
+        for (int64_t t = 0; t < taps; t++) { \\
+            const T *restrict wr = wp + (ic * taps + t) * cp + oc0, *restrict s = in + ic * pitch + p0 + off[t]; \\
+            fg_v wv[OV]; \\
+            for (int k = 0; k < OV; k++) wv[k] = *(const fg_vu *)(wr + k * FG_L); \\
+            for (int j = 0; j < PP; j++) { \\
+                fg_v xs = s[j] - (fg_v){0}; \\
+                for (int k = 0; k < OV; k++) acc[j][k] += xs * wv[k]; \\
+            } \\
+        } \\
+    for (int j = 0; j < PP; j++) \\
+        for (int k = 0; k < OV; k++) *(fg_vu *)(out + (p0 + j) * cp + oc0 + k * FG_L) = acc[j][k]; \\
+}
+#if FG_VBYTES == 64
+FG_BLOCK(4, 6)
+FG_BLOCK(2, 12)
+FG_BLOCK(1, 12)
+#define FG_PP4 6
+#else
+FG_BLOCK(4, 3)
+FG_BLOCK(2, 6)
+FG_BLOCK(1, 12)
+#define FG_PP4 3
+#endif
+#define FG_PP2 (2 * FG_PP4)
+#define FG_PP1 12
+
+/* the weight gradient's pairs (ic, t) [q0, q0 + PP) by output channels [oc0, oc0 + OV*FG_L),
+   one image: acc[q*cp + oc] += the sum over its windows of x[ic, window + off[t]] * gt[window*cp + oc] */
+#define FG_WBLOCK(OV, PP) \\
+static void fg_wblock_##OV##_##PP(const T *restrict x, const int64_t *restrict at, int64_t w, int64_t oh, int64_t ow, \\
+                                  const T *restrict gt, int64_t cp, T *restrict out, int64_t q0, int64_t oc0) { \\
+    fg_v acc[PP][OV]; \\
+    const T *restrict xs[PP]; \\
+    for (int j = 0; j < PP; j++) { \\
+        xs[j] = x + at[q0 + j]; \\
+        for (int k = 0; k < OV; k++) acc[j][k] = *(const fg_vu *)(out + (q0 + j) * cp + oc0 + k * FG_L); \\
+    } \\
+    for (int64_t i = 0; i < oh; i++) \\
+        for (int64_t jj = 0; jj < ow; jj++) { \\
+            const T *restrict gr = gt + (i * ow + jj) * cp + oc0; \\
+            const int64_t px = i * w + jj; \\
+            fg_v gv[OV]; \\
+            for (int k = 0; k < OV; k++) gv[k] = *(const fg_vu *)(gr + k * FG_L); \\
+            for (int j = 0; j < PP; j++) { \\
+                fg_v xv = xs[j][px] - (fg_v){0}; \\
+                for (int k = 0; k < OV; k++) acc[j][k] += xv * gv[k]; \\
+            } \\
+        } \\
+    for (int j = 0; j < PP; j++) \\
+        for (int k = 0; k < OV; k++) *(fg_vu *)(out + (q0 + j) * cp + oc0 + k * FG_L) = acc[j][k]; \\
+}
+FG_WBLOCK(4, FG_PP4)
+FG_WBLOCK(2, FG_PP2)
+FG_WBLOCK(1, FG_PP1)
+FG_WBLOCK(4, 1)
+FG_WBLOCK(2, 1)
+FG_WBLOCK(1, 1)
+#define FG_GROUP 12  /* pairs a step of the weight gradient's outer loop covers (FG_PP4, FG_PP2 and FG_PP1 divide it) */
+
+#define FG_WTIER(OV, PP) \\
+    for (; oc0 + OV * FG_L <= cp; oc0 += OV * FG_L) { \\
+        int64_t q = q0; \\
+        for (; q + PP <= q1; q += PP) fg_wblock_##OV##_##PP(x, at, w, oh, ow, gt, cp, out, q, oc0); \\
+        for (; q < q1; q++) fg_wblock_##OV##_1(x, at, w, oh, ow, gt, cp, out, q, oc0); \\
+    }
+
+/* pairs [q0, q1) of one image's weight gradient, every output channel */
+static void fg_wgrad(const T *x, const int64_t *at, int64_t w, int64_t oh, int64_t ow, const T *gt, int64_t cp,
+                     T *out, int64_t q0, int64_t q1) {
+    int64_t oc0 = 0;
+    FG_WTIER(4, FG_PP4)
+    FG_WTIER(2, FG_PP2)
+    FG_WTIER(1, FG_PP1)
+}
+
+/* out[p*cp + oc] for p in [0, P): blocks of pixels, the last one ending at P (overlapping
+   the one before it, whose values it writes again); fewer pixels than a block, one by one */
+static void fg_direct(const T *in, int64_t pitch, int64_t ci, const T *wp, int64_t cp, const int64_t *off,
+                      int64_t taps, T *out, int64_t P) {
+    if (P < FG_PP1) {
+        for (int64_t p = 0; p < P; p++)
+            for (int64_t oc = 0; oc < cp; oc++) {
+                T acc = 0;
+                for (int64_t ic = 0; ic < ci; ic++)
+                    for (int64_t t = 0; t < taps; t++)
+                        acc += wp[(ic * taps + t) * cp + oc] * in[ic * pitch + p + off[t]];
+                out[p * cp + oc] = acc;
+            }
+        return;
+    }
+    for (int64_t oc0 = 0; oc0 < cp;) {
+        const int64_t vectors = (cp - oc0) / FG_L;
+        if (vectors >= 4) {
+            for (int64_t p0 = 0; p0 < P; p0 += FG_PP4)
+                fg_block_4(in, pitch, ci, wp, cp, off, taps, out, p0 + FG_PP4 <= P ? p0 : P - FG_PP4, oc0);
+            oc0 += 4 * FG_L;
+        } else if (vectors >= 2) {
+            for (int64_t p0 = 0; p0 < P; p0 += FG_PP2)
+                fg_block_2(in, pitch, ci, wp, cp, off, taps, out, p0 + FG_PP2 <= P ? p0 : P - FG_PP2, oc0);
+            oc0 += 2 * FG_L;
+        } else {
+            for (int64_t p0 = 0; p0 < P; p0 += FG_PP1)
+                fg_block_1(in, pitch, ci, wp, cp, off, taps, out, p0 + FG_PP1 <= P ? p0 : P - FG_PP1, oc0);
+            oc0 += FG_L;
+        }
+    }
+}
+
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const int64_t mode = n[1], c = n[2], h = n[3], w = n[4], o = n[5], kh = n[6], kw = n[7], oh = n[8], ow = n[9];
+    const int64_t dh = n[10], dw = n[11], cp = n[12], taps = kh * kw, hw = h * w;
+    const int64_t shift = (kh - 1) * dh * w + (kw - 1) * dw;
+    int64_t *off = (int64_t *)malloc(taps * sizeof(int64_t));
+    for (int64_t a = 0; a < kh; a++)
+        for (int64_t b = 0; b < kw; b++) off[a * kw + b] = a * dh * w + b * dw;
+    const T *wp = (const T *)p[1];
+    if (mode == 0) {  /* conv: x (N, C, H, W), w packed (C, KH, KW, cp) -> y (N, O, OH, OW) */
+        const int64_t P = (oh - 1) * w + ow;
+        T *wide = (T *)malloc(P * cp * sizeof(T));
+        for (int64_t i = lo; i < hi; i++) {
+            fg_direct((const T *)p[0] + i * c * hw, hw, c, wp, cp, off, taps, wide, P);
+            T *y = (T *)p[2] + i * o * oh * ow;
+            for (int64_t r = 0; r < o; r++)
+                for (int64_t row = 0; row < oh; row++)
+                    for (int64_t col = 0; col < ow; col++)
+                        y[(r * oh + row) * ow + col] = wide[(row * w + col) * cp + r];
+        }
+        free(wide);
+    } else if (mode == 2) {  /* weight gradient, pairs [lo, hi) * FG_GROUP: x, gt (N, OH*OW, cp) -> (C*KH*KW, cp) */
+        const int64_t images = n[13], pairs = c * taps;
+        int64_t *at = (int64_t *)malloc(pairs * sizeof(int64_t));
+        for (int64_t q = 0; q < pairs; q++) at[q] = (q / taps) * hw + off[q % taps];
+        const int64_t q0 = lo * FG_GROUP, q1 = hi * FG_GROUP < pairs ? hi * FG_GROUP : pairs;
+        for (int64_t i = 0; i < images; i++)  /* (image by image: each sum in the images' order) */
+            fg_wgrad((const T *)p[0] + i * c * hw, at, w, oh, ow, (const T *)p[1] + i * oh * ow * cp, cp, (T *)p[2],
+                     q0, q1);
+        free(at);
+    } else if (mode == 3) {  /* the cotangent by windows: g (N, O, OH, OW) -> gt (N, OH*OW, cp), its padding zero */
+        for (int64_t i = lo; i < hi; i++) {
+            const T *g = (const T *)p[0] + i * o * oh * ow;
+            T *gt = (T *)p[2] + i * oh * ow * cp;
+            for (int64_t r = 0; r < o; r++)
+                for (int64_t q = 0; q < oh * ow; q++) gt[q * cp + r] = g[r * oh * ow + q];
+        }
+    } else {  /* input gradient: g (N, O, OH, OW), w flipped and packed (O, KH, KW, cp) -> x (N, C, H, W) */
+        const int64_t pitch = shift + hw;
+        T *pad = (T *)calloc(o * pitch, sizeof(T)), *wide = (T *)malloc(hw * cp * sizeof(T));
+        for (int64_t i = lo; i < hi; i++) {
+            const T *g = (const T *)p[0] + i * o * oh * ow;
+            for (int64_t r = 0; r < o; r++)
+                for (int64_t row = 0; row < oh; row++)
+                    memcpy(pad + r * pitch + shift + row * w, g + (r * oh + row) * ow, ow * sizeof(T));
+            fg_direct(pad, pitch, o, wp, cp, off, taps, wide, hw);
+            T *x = (T *)p[2] + i * c * hw;
+            for (int64_t r = 0; r < c; r++)
+                for (int64_t q = 0; q < hw; q++) x[r * hw + q] = wide[q * cp + r];
+        }
+        free(pad);
+        free(wide);
+    }
+    free(off);
+}
+"""
+_LANES = 16  # the packed weights' output channels are padded to a multiple of this (a vector of floats)
+
+
+@functools.lru_cache(maxsize=8)
+def _kernel(c_type: str, direct: bool) -> int | None:
     try:
-        return cc.loop_kernel(f"#define T {c_type}\n" + _CONV_C)
+        return cc.loop_kernel(f"#define T {c_type}\n" + (_DIRECT_C if direct else _CONV_C))
     except cc.NativeBuildError:
         return None
 
 
+def _direct(mode: int, a: Any, b: Any, out_shape: tuple[int, ...], c: int, hw: Pair, sizes: Pair,
+            dilations: Pair) -> Any:
+    """The stride-1 convolution or one of its gradients by ``_DIRECT_C``, or None where it
+    cannot be built. The input gradient's loop also multiplies the zeros around the cotangent
+    by the weights, so weights that are not all finite take the im2col loop (whose windows
+    hold only the cotangent)."""
+    if mode == 1 and not np.isfinite(b).all():
+        return None
+    address = _kernel(cc.C_TYPES[a.dtype.name], True)
+    if address is None:
+        return None
+    if mode == 2:
+        return _direct_weight_grad(address, a, b, out_shape, c, hw, sizes, dilations)
+    o = b.shape[0]
+    kernel = b if mode == 0 else b[:, :, ::-1, ::-1]  # (the input gradient's is flipped)
+    packed = kernel.transpose(1, 2, 3, 0) if mode == 0 else kernel.transpose(0, 2, 3, 1)  # (input, KH, KW, output)
+    width = packed.shape[-1]
+    padded = -(-width // _LANES) * _LANES
+    wp = np.zeros((*packed.shape[:-1], padded), a.dtype)
+    wp[..., :width] = packed
+    out = np.empty(out_shape, a.dtype)
+    oh, ow = out_size(hw, sizes, (1, 1), dilations)
+    images = a.shape[0]
+    cc.run(address, [a, wp], [out], [images, mode, c, *hw, o, *sizes, oh, ow, *dilations, padded],
+           per_element=2 * b.shape[1 if mode == 0 else 0] * sizes[0] * sizes[1])  # (products per result)
+    return out
+
+
+def _direct_weight_grad(address: int, x: Any, g: Any, out_shape: tuple[int, ...], c: int, hw: Pair, sizes: Pair,
+                        dilations: Pair) -> Any:
+    """The weight gradient: the cotangent laid out window by window (its channels contiguous,
+    padded), then each pair (input channel, tap) by each block of output channels summed over
+    every image's windows, the pairs shared out over threads."""
+    images, o, oh, ow = g.shape
+    padded = -(-o // _LANES) * _LANES
+    meta = [c, *hw, o, *sizes, oh, ow, *dilations, padded, images]
+    gt = np.zeros((images, oh * ow, padded), x.dtype)
+    cc.run(address, [g, g], [gt], [images, 3, *meta], per_element=1)
+    pairs = c * sizes[0] * sizes[1]
+    total = np.zeros((pairs, padded), x.dtype)
+    cc.run(address, [x, gt], [total], [-(-pairs // 12), 2, *meta], per_element=2 * images * oh * ow)
+    return np.ascontiguousarray(total[:, :o].T).reshape(out_shape)
+
+
 def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int, ...], groups: int, c: int,
             hw: Pair, sizes: Pair, strides: Pair, dilations: Pair) -> Any:
-    """The kernel as the native loop over the images (one thread: the BLAS product splits
-    itself), where a compiler and NumPy's BLAS are found, for float32 and float64 without
-    groups; None otherwise."""
+    """The kernel as a native loop over the images, for float32 and float64 without groups
+    where a compiler is found: at stride 1 the convolution and its input gradient direct
+    (``_DIRECT_C``, the images over threads), else im2col by chunks of images and NumPy's
+    BLAS (one thread: the product splits itself); None otherwise."""
     a, b = operands
     if not (cc.eager_native(xp) and groups == 1 and a.dtype == b.dtype and a.dtype.name in ("float32", "float64")):
         return None
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    if strides == (1, 1) and a.shape[0]:
+        out = _direct(mode, a, b, out_shape, c, hw, sizes, dilations)
+        if out is not None:
+            return out
     gemms = cc.blas()
     if gemms is None:
         return None
-    address = _kernel(cc.C_TYPES[a.dtype.name])
+    address = _kernel(cc.C_TYPES[a.dtype.name], False)
     if address is None:
         return None
-    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     out = np.empty(out_shape, a.dtype)
     images = a.shape[0]
     o = out_shape[1] if mode == 0 else b.shape[1] if mode == 2 else a.shape[1]  # (the output channels)
