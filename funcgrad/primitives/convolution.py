@@ -431,10 +431,13 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
         for (int64_t i = lo; i < hi; i++) {
             fg_direct((const T *)p[0] + i * c * hw, hw, c, wp, cp, off, taps, wide, P);
             T *y = (T *)p[2] + i * o * oh * ow;
-            for (int64_t r = 0; r < o; r++)
-                for (int64_t row = 0; row < oh; row++)
-                    for (int64_t col = 0; col < ow; col++)
-                        y[(r * oh + row) * ow + col] = wide[(row * w + col) * cp + r];
+            for (int64_t row = 0; row < oh; row++)  /* (16 pixels at a time: their channels stay in the cache) */
+                for (int64_t c0 = 0; c0 < ow; c0 += 16) {
+                    const int64_t c1 = c0 + 16 < ow ? c0 + 16 : ow;
+                    for (int64_t r = 0; r < o; r++)
+                        for (int64_t col = c0; col < c1; col++)
+                            y[(r * oh + row) * ow + col] = wide[(row * w + col) * cp + r];
+                }
         }
         free(wide);
     } else if (mode == 2) {  /* weight gradient, pairs [lo, hi) * FG_GROUP: x, gt (N, OH*OW, cp) -> (C*KH*KW, cp) */
@@ -450,8 +453,11 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
         for (int64_t i = lo; i < hi; i++) {
             const T *g = (const T *)p[0] + i * o * oh * ow;
             T *gt = (T *)p[2] + i * oh * ow * cp;
-            for (int64_t r = 0; r < o; r++)
-                for (int64_t q = 0; q < oh * ow; q++) gt[q * cp + r] = g[r * oh * ow + q];
+            for (int64_t q0 = 0; q0 < oh * ow; q0 += 16) {
+                const int64_t q1 = q0 + 16 < oh * ow ? q0 + 16 : oh * ow;
+                for (int64_t q = q0; q < q1; q++)
+                    for (int64_t r = 0; r < o; r++) gt[q * cp + r] = g[r * oh * ow + q];
+            }
         }
     } else {  /* input gradient: g (N, O, OH, OW), w flipped and packed (O, KH, KW, cp) -> x (N, C, H, W) */
         const int64_t pitch = shift + hw;
@@ -463,8 +469,11 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
                     memcpy(pad + r * pitch + shift + row * w, g + (r * oh + row) * ow, ow * sizeof(T));
             fg_direct(pad, pitch, o, wp, cp, off, taps, wide, hw);
             T *x = (T *)p[2] + i * c * hw;
-            for (int64_t r = 0; r < c; r++)
-                for (int64_t q = 0; q < hw; q++) x[r * hw + q] = wide[q * cp + r];
+            for (int64_t q0 = 0; q0 < hw; q0 += 16) {
+                const int64_t q1 = q0 + 16 < hw ? q0 + 16 : hw;
+                for (int64_t r = 0; r < c; r++)
+                    for (int64_t q = q0; q < q1; q++) x[r * hw + q] = wide[q * cp + r];
+            }
         }
         free(pad);
         free(wide);
