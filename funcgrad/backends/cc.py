@@ -393,8 +393,10 @@ static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, in
         if (failed) break;
         fg_started++;
     }
-    /* four chunks a thread where the loop has 64 steps for each, else one a thread (at most a step each) */
-    int64_t chunks = (hi - lo >= 256 * (int64_t)threads) ? 4 * (int64_t)threads : threads;
+    /* four chunks a thread where the loop has the steps (on multiples of 64 steps where it has 64 for each), else
+       one a thread: a thread that wakes late (up to a clock tick, 10 ms, on a VM whose other vCPU was idle) finds
+       the others have taken most of its share */
+    int64_t chunks = (hi - lo >= 4 * (int64_t)threads) ? 4 * (int64_t)threads : threads;
     fg_job.kernel = kernel; fg_job.sizes = sizes; fg_job.pointers = pointers; fg_job.lo = lo; fg_job.hi = hi;
     __atomic_store_n(&fg_finished, 0, __ATOMIC_RELAXED);
     uint64_t job = (__atomic_load_n(&fg_claimed, __ATOMIC_RELAXED) >> 32) + 1;
