@@ -758,3 +758,28 @@ def test_blas_threads_sleep_soon_after_a_product_unless_the_user_says(user):
     assert variable == expected
     assert timeouts in ("[]", f"[{expected}]")  # (no OpenBLAS found: nothing to settle)
     assert out.stdout.splitlines()[1] == str(300.0 ** 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_stacked_products_are_numpys_bits(data):
+    """A stack of matrix products runs one BLAS ``gemm`` a product over threads, as
+    ``np.matmul`` calls it: the same bits, any batch shape, either operand read transposed
+    (a view such as ``k.mT``), matrices of one row or column and ``x @ x.mT`` (NumPy's
+    ``gemv``, ``dot`` and ``syrk``) included."""
+    from funcgrad.primitives.linalg import _matmul_kernel
+
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    batch = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=2)))
+    m, k, q = (data.draw(st.integers(1, 40)) for _ in range(3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a = rng.standard_normal((*batch, k, m) if data.draw(st.booleans()) else (*batch, m, k)).astype(dtype)
+    a = a.swapaxes(-1, -2) if a.shape[-2:] != (m, k) else a
+    if data.draw(st.booleans()):
+        b = a.swapaxes(-1, -2)  # (x @ x.mT)
+    else:
+        b = rng.standard_normal((*batch, q, k) if data.draw(st.booleans()) else (*batch, k, q)).astype(dtype)
+        b = b.swapaxes(-1, -2) if b.shape[-2:] != (k, q) else b
+    with compile_backend("c"):
+        got = _matmul_kernel(np, a, b)
+    np.testing.assert_array_equal(got, np.matmul(a, b))
