@@ -83,9 +83,29 @@ def as_tensor(data: object, dtype: object = None, device: object = None) -> Arra
 
 
 def trace(f_or_x: _Any, *args: _Any, **kwargs: _Any) -> _Any:
-    """``fg.trace(f)``: ``f``'s program (the IR; JAX's ``make_jaxpr``); ``fg.trace(x, offset=0,
-    axis1=0, axis2=1, dtype=None)``: NumPy's sum along a diagonal. A function and an array
-    cannot be mistaken for each other, so the name keeps both meanings."""
+    """``f``'s program (the IR, JAX's ``make_jaxpr``), or NumPy's sum along a diagonal.
+
+    A function and an array cannot be mistaken for each other, so the name keeps both
+    meanings.
+
+    Args:
+        f_or_x: a function (then ``fg.trace(f)`` returns a function of ``f``'s arguments
+            giving its ``Program`` at their shapes and dtypes), or an array.
+        *args: for an array, NumPy's ``offset``, ``axis1`` and ``axis2``.
+        **kwargs: for an array, those and ``dtype``.
+
+    Returns:
+        The tracing function, or the sums along the diagonal.
+
+    Example:
+        >>> print(fg.trace(lambda x: fg.sin(x) * 2)(fg.ones(3)))
+        { lambda a:f32[3]; let
+            b:f32[3] = sin a
+            c:f32[3] = mul b 2
+          in (c,) }
+        >>> fg.trace(fg.eye(3)).item()
+        3.0
+    """
     if callable(f_or_x) and not isinstance(f_or_x, ArrayBase):
         return _trace_program(f_or_x, *args, **kwargs)
     offset, axis1, axis2 = (list(args) + [0, 0, 1][len(args):])[:3]

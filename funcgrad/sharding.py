@@ -81,9 +81,22 @@ class Mesh:
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[Any]) -> Mesh:
-    """The process group's ranks as a mesh of ``axis_shapes`` named ``axis_names`` (rank
-    ``r`` at the row-major position ``r``). Every rank must call it, in the same order as
-    the other collectives. Without a process group the mesh has one rank."""
+    """The process group's ranks as a mesh with named axes (JAX's ``jax.make_mesh``).
+
+    Rank ``r`` sits at the row-major position ``r``. Every rank must call it, in the same
+    order as the other collectives. Without a process group the mesh has one rank.
+
+    Args:
+        axis_shapes: the size of each axis; their product is the number of ranks.
+        axis_names: a distinct name (any hashable) for each axis.
+
+    Returns:
+        The ``fg.sharding.Mesh``.
+
+    Example:
+        >>> fg.make_mesh((1,), ("data",))
+        Mesh('data': 1)
+    """
     shape, names = tuple(int(s) for s in axis_shapes), tuple(axis_names)
     if len(shape) != len(names) or len(set(names)) != len(names) or any(s < 1 for s in shape):
         raise ArgumentValueError(f"fg.make_mesh: axis shapes {shape} and names {names} must pair up one to one, "
@@ -179,10 +192,31 @@ def _bound(mesh: Mesh) -> Iterator[None]:
 def shard_map(f: Callable[..., Any], *, mesh: Mesh, in_specs: Any, out_specs: Any,
               check_vma: bool = True) -> Callable[..., Any]:
     """``f`` on each rank's blocks of its arguments, with ``mesh``'s axes bound for the
-    ``fg.lax`` collectives inside it (JAX's ``shard_map``; each process passes its own
-    blocks and gets its own blocks back). ``in_specs``/``out_specs``: a ``PartitionSpec``
-    per argument/output (a pytree prefix), saying which mesh axes split it; the rest
-    replicate it. ``check_vma`` is accepted for JAX's signature; replication is not checked."""
+    ``fg.lax`` collectives inside it (JAX's ``shard_map``).
+
+    Each process passes its own blocks and gets its own blocks back. The gradient of a
+    replicated input is summed over the ranks that used it, as in JAX; on a mesh of one
+    rank the call is the plain one.
+
+    Args:
+        f: the function of the blocks.
+        mesh: the ``fg.sharding.Mesh`` (``fg.make_mesh``).
+        in_specs: a ``PartitionSpec`` per argument (a pytree prefix), naming the mesh axes
+            that split each dimension; axes it does not name replicate the argument.
+        out_specs: the same for the outputs.
+        check_vma: accepted for JAX's signature; replication is not checked.
+
+    Returns:
+        The mapped function.
+
+    Example:
+        >>> from funcgrad.sharding import PartitionSpec as P
+        >>> mesh = fg.make_mesh((1,), ("data",))
+        >>> f = fg.shard_map(lambda w, x: fg.lax.psum((w * x).sum(), "data"), mesh=mesh,
+        ...                  in_specs=(P(), P("data")), out_specs=P())
+        >>> f(fg.asarray([0.5, -1.0, 2.0]), fg.arange(3.0)).item()
+        3.0
+    """
     if not isinstance(mesh, Mesh):
         raise ArgumentTypeError(f"fg.shard_map: mesh must be an fg.sharding.Mesh (fg.make_mesh), got "
                                 f"{type(mesh).__name__}")

@@ -100,7 +100,9 @@ def _examples_run(obj: object, label: str) -> None:
     *((fg.optim, n) for n in ("SGD", "Adam")), *((fg.nn, n) for n in ("Linear", "Dropout", "Conv2d", "LayerNorm", "Embedding")),
     (fg.optim.lr_scheduler, "StepLR"), (fg.linalg, "solve"), (fg.linalg, "det"), (fg.fft, "fft"), (fg.fft, "rfft"),
     *((fg.nn.functional, n) for n in ("relu", "gelu", "softmax", "conv2d", "cross_entropy", "mse_loss")),
-    (fg.nn, "Sequential")])
+    (fg.nn, "Sequential"),
+    *((fg, n) for n in ("switch", "cond", "while_loop", "scan", "fori_loop", "stop_gradient", "no_grad",
+                        "enable_grad", "make_jaxpr", "trace", "make_mesh", "shard_map"))])
 def test_the_random_and_optimizer_docstring_examples_run(space: object, name: str) -> None:
     """``fg.random``'s JAX-style functions show JAX's own bits, ``fg.manual_seed``'s functions
     and the layers PyTorch's numbers after the same seed, the optimizers PyTorch's steps; the

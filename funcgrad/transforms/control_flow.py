@@ -145,7 +145,21 @@ cond_p = Primitive("cond", _cond_abstract, impl=_cond_impl, multiple_results=Tru
 
 def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
     """``branches[index](*operands)``, the index clamped into range (JAX's ``lax.switch``).
-    Every branch must return the same structure of shapes and dtypes."""
+
+    Args:
+        index: an integer (a Python int or an integer array of one element; traced inside
+            ``fg.compile``, where the branch is picked when the program runs).
+        branches: the functions to pick from; each must return the same structure of shapes
+            and dtypes.
+        *operands: the arguments every branch is called with.
+
+    Returns:
+        What the picked branch returns.
+
+    Example:
+        >>> fg.switch(1, [lambda x: x + 1, lambda x: x * 10], fg.asarray(2.0)).item()
+        20.0
+    """
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise ArgumentTypeError("fg.switch: branches must be a non-empty sequence of functions")
@@ -192,8 +206,22 @@ def _uniform(traced: list[Any], k: int, const_avals: list[Any], operand_avals: l
 
 def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any], *operands: Any) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)`` (JAX's ``lax.cond``).
-    A traced ``pred`` picks a branch when the program runs; both must return the same
-    structure of shapes and dtypes."""
+
+    Args:
+        pred: a bool, or a boolean array of one element. Traced (inside ``fg.compile``), it
+            picks a branch when the program runs.
+        true_fun: the function called where ``pred`` holds.
+        false_fun: the function called otherwise; both must return the same structure of
+            shapes and dtypes.
+        *operands: the arguments the branch is called with.
+
+    Returns:
+        What the branch returns. Derivatives go through the branch taken.
+
+    Example:
+        >>> fg.grad(lambda x: fg.cond(x > 0, lambda v: v * v, lambda v: -v, x))(3.0).item()
+        6.0
+    """
     if not callable(true_fun) or not callable(false_fun):
         raise ArgumentTypeError("fg.cond: true_fun and false_fun must be functions")
     if not isinstance(pred, Tracer):
@@ -318,8 +346,23 @@ while_p = Primitive("while", _while_abstract, impl=_while_impl, multiple_results
 
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
     """``val = init_val; while cond_fun(val): val = body_fun(val)`` (JAX's ``lax.while_loop``).
-    ``body_fun`` must return what it is given: the same structure, shapes and dtypes.
-    Differentiable in forward mode; reverse mode raises (use ``fori_loop`` or ``scan``)."""
+
+    Args:
+        cond_fun: the loop's condition, a function of the value to a bool (or a boolean
+            array of one element).
+        body_fun: one step: it must return what it is given, the same structure, shapes and
+            dtypes.
+        init_val: the first value (a pytree of arrays and numbers).
+
+    Returns:
+        The value once ``cond_fun`` no longer holds. Differentiable in forward mode;
+        reverse mode raises (the number of steps is not known: use ``fori_loop`` or
+        ``scan``).
+
+    Example:
+        >>> fg.while_loop(lambda v: v < 100, lambda v: v * 2, fg.asarray(3)).item()
+        192
+    """
     if not callable(cond_fun) or not callable(body_fun):
         raise ArgumentTypeError("fg.while_loop: cond_fun and body_fun must be functions")
     if not _tracing():  # eager: the Python loop itself (the tape records through it)
@@ -536,11 +579,28 @@ scan_p = Primitive("scan", _scan_abstract, impl=_scan_impl, multiple_results=Tru
 
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None,
          reverse: bool = False, unroll: int = 1) -> tuple[Any, Any]:
-    """``carry = init; for x in xs: carry, y = f(carry, x)``; returns ``(carry, stacked ys)``
-    (JAX's ``lax.scan``). ``xs`` is a pytree of arrays scanned along their axis 0 (or
-    ``None``, with ``length``); ``reverse`` runs from the end. ``f`` must return a carry of
-    the same structure, shapes and dtypes as ``init``. ``unroll`` is accepted for JAX
-    compatibility: the loop runs one step at a time."""
+    """``carry = init; for x in xs: carry, y = f(carry, x)``, the ``y`` stacked (JAX's
+    ``lax.scan``).
+
+    Args:
+        f: one step, a function of ``(carry, x)`` to ``(carry, y)``; the carry it returns
+            must have the structure, shapes and dtypes of ``init``.
+        init: the first carry (a pytree of arrays and numbers).
+        xs: a pytree of arrays scanned along their axis 0, or ``None`` (then ``length``
+            steps, each given ``None``).
+        length: the number of steps where ``xs`` is ``None`` (else it must match).
+        reverse: run from the last ``x`` to the first (the ``y`` keep ``xs``'s order).
+        unroll: accepted for JAX's signature; the loop runs one step at a time.
+
+    Returns:
+        ``(carry, ys)``: the last carry and the steps' ``y`` stacked along a new axis 0.
+        Differentiable in both modes, and one loop in ``fg.compile``.
+
+    Example:
+        >>> carry, ys = fg.scan(lambda c, x: (c + x, c * x), fg.asarray(0.0), fg.arange(1.0, 5.0))
+        >>> carry.item(), ys.tolist()
+        (10.0, [0.0, 2.0, 9.0, 24.0])
+    """
     return _scan(f, init, xs, length, reverse, unroll)
 
 
@@ -827,8 +887,23 @@ scan_p.batch = _scan_batch
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any) -> Any:
     """``val = init_val; for i in range(lower, upper): val = body_fun(i, val)`` (JAX's
-    ``lax.fori_loop``). With Python-int bounds it is a ``scan`` (reverse mode works);
-    with traced bounds, a ``while_loop``."""
+    ``lax.fori_loop``).
+
+    Args:
+        lower: the first ``i`` (a Python int, or an integer array traced in ``fg.compile``).
+        upper: one past the last ``i``.
+        body_fun: one step, a function of ``(i, val)`` returning a value of ``val``'s
+            structure, shapes and dtypes.
+        init_val: the first value.
+
+    Returns:
+        The last value. With Python-int bounds the loop is a ``scan`` (reverse mode
+        works); with traced bounds, a ``while_loop`` (forward mode only).
+
+    Example:
+        >>> fg.grad(lambda x: fg.fori_loop(0, 3, lambda i, v: v * x, 1.0))(2.0).item()
+        12.0
+    """
     if not callable(body_fun):
         raise ArgumentTypeError("fg.fori_loop: body_fun must be a function")
     static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)

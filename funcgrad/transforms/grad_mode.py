@@ -61,9 +61,20 @@ def no_grad_active(interp: Any) -> bool:
 
 
 class no_grad(GradMode):
-    """``fg.no_grad(f)`` or ``with fg.no_grad(): ...``: what is computed inside is a
-    constant to every derivative taken *around* it (derivatives taken entirely
-    inside still work). Also usable as ``@fg.no_grad()``."""
+    """What is computed inside is a constant to every derivative taken around it (PyTorch's
+    ``torch.no_grad``): the tape records nothing, and ``fg.grad`` of a function that uses
+    the block sees its results as constants. Derivatives taken entirely inside still work.
+
+    Use it as ``with fg.no_grad():``, as a decorator (``@fg.no_grad()``), or as
+    ``fg.no_grad(f)``.
+
+    Example:
+        >>> x = fg.ones(3, requires_grad=True)
+        >>> with fg.no_grad():
+        ...     y = x * 2
+        >>> y.requires_grad
+        False
+    """
 
     def __enter__(self) -> no_grad:
         entry = current_interpreter.get()
@@ -77,7 +88,17 @@ class no_grad(GradMode):
 
 
 class enable_grad(GradMode):
-    """``with fg.enable_grad():`` records again inside a ``no_grad`` block (also a decorator)."""
+    """Derivatives are taken again inside a ``no_grad`` block (PyTorch's
+    ``torch.enable_grad``); also a decorator.
+
+    Example:
+        >>> x = fg.ones(3, requires_grad=True)
+        >>> with fg.no_grad():
+        ...     with fg.enable_grad():
+        ...         y = x * 2
+        >>> y.requires_grad
+        True
+    """
 
     def __enter__(self) -> enable_grad:
         self._tokens.append((NO_GRAD_SCOPE.set(None), TAPE_OFF.set(False)))

@@ -402,6 +402,13 @@ def make_jaxpr(f: Callable[..., Any], static_argnums: int | Sequence[int] = (),
 
     Returns:
         A function of ``f``'s arguments returning the ``Program`` (and the shapes).
+
+    Example:
+        >>> print(fg.make_jaxpr(lambda x: fg.sin(x) * 2)(fg.ones(3)))
+        { lambda a:f32[3]; let
+            b:f32[3] = sin a
+            c:f32[3] = mul b 2
+          in (c,) }
     """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 

@@ -447,8 +447,19 @@ def hessian(f: Callable[..., Any], argnums: Any = 0) -> Callable[..., Any]:
 
 
 def stop_gradient(x: Any) -> Any:
-    """``x`` (an array, a number, or a pytree of them) as a constant to every enclosing
-    derivative (a view: no copy)."""
+    """``x`` as a constant to every enclosing derivative (JAX's ``lax.stop_gradient``,
+    PyTorch's ``detach``).
+
+    Args:
+        x: an array, a number, or a pytree of them.
+
+    Returns:
+        The same values (a view: no copy), through which no derivative flows.
+
+    Example:
+        >>> fg.grad(lambda x: x * fg.stop_gradient(x))(3.0).item()
+        3.0
+    """
 
     def leaf(a: Any) -> Any:
         if isinstance(a, ArrayBase):
