@@ -108,3 +108,14 @@ def test_the_random_and_optimizer_docstring_examples_run(space: object, name: st
     and the layers PyTorch's numbers after the same seed, the optimizers PyTorch's steps; the
     examples run."""
     _examples_run(getattr(space, name), f"{space.__name__}.{name}")
+
+
+def test_the_elementwise_functions_docstring_examples_run() -> None:
+    """Every elementwise function's generated docstring (``ops._EXAMPLES``: values checked
+    against NumPy's and SciPy's when written) has its example, and it runs."""
+    from funcgrad.ops import _EXAMPLES
+
+    for name in _EXAMPLES:
+        doc = getattr(fg, name).__doc__
+        assert "Args:" in doc and "Returns:" in doc, name
+        _examples_run(getattr(fg, name), f"fg.{name}")
