@@ -190,7 +190,7 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     operands = [x, np.ascontiguousarray(arrays[0])] if grad else [x]
     out = np.empty_like(x)
     m = math.prod(x.shape[a] for a in axes)
-    cc.run(address, operands, [out], [x.size // m, m], per_element=12 if grad else 8)  # (three or four passes a row)
+    cc.run(address, operands, [out], [x.size // m, m], per_element=4)
     return out
 
 
