@@ -110,12 +110,13 @@ def test_the_random_and_optimizer_docstring_examples_run(space: object, name: st
     _examples_run(getattr(space, name), f"{space.__name__}.{name}")
 
 
-def test_the_elementwise_functions_docstring_examples_run() -> None:
-    """Every elementwise function's generated docstring (``ops._EXAMPLES``: values checked
-    against NumPy's and SciPy's when written) has its example, and it runs."""
-    from funcgrad.ops import _EXAMPLES
+def test_the_generated_reference_sections_run() -> None:
+    """Every docstring ``ops.reference_docs`` makes (the elementwise functions and the array
+    functions of a one-line summary; values checked against NumPy's and SciPy's when
+    written) has its sections, and its example runs."""
+    from funcgrad.ops.reference_docs import ELEMENTWISE, FUNCTIONS
 
-    for name in _EXAMPLES:
+    for name in [*ELEMENTWISE, *FUNCTIONS]:
         doc = getattr(fg, name).__doc__
         assert "Args:" in doc and "Returns:" in doc, name
         _examples_run(getattr(fg, name), f"fg.{name}")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
+import inspect
 import sys
 import types
-from typing import Any
 
 from ..array import provide
 from ..errors import named_errors
+from .reference_docs import ELEMENTWISE, FUNCTIONS, elementwise_doc, function_doc
 from .creation import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .index import *  # noqa: F403
@@ -109,125 +109,12 @@ _SUMMARIES = {
     "inner": "The inner product over the last axes.", "vdot": "The dot product of two flattened arrays.",
 }
 
-# The elementwise functions' examples, each call with what it prints (checked against NumPy's
-# and SciPy's functions when written; tests/test_docstrings.py runs them).
-_EXAMPLES = {
-    'abs': ('fg.abs(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[1.5, 0.0, 2.5]'),
-    'absolute': ('fg.absolute(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[1.5, 0.0, 2.5]'),
-    'add': ('fg.add(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()', '[[-5.0, -11.0], [9.0, 3.0]]'),
-        'subtract': ('fg.subtract(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                     '[[-9.0, -3.0], [5.0, 11.0]]'),
-        'multiply': ('fg.multiply(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                     '[[-14.0, 28.0], [14.0, -28.0]]'),
-        'divide': ('fg.divide(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                   '[[-3.5, 1.75], [3.5, -1.75]]'),
-        'true_divide': ('fg.true_divide(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                        '[[-3.5, 1.75], [3.5, -1.75]]'),
-        'floor_divide': ('fg.floor_divide(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                         '[[-4.0, 1.0], [3.0, -2.0]]'),
-        'remainder': ('fg.remainder(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                      '[[1.0, -3.0], [1.0, -1.0]]'),
-        'maximum': ('fg.maximum(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                    '[[2.0, -4.0], [7.0, 7.0]]'),
-        'minimum': ('fg.minimum(fg.asarray([[-7.0], [7.0]]), fg.asarray([2.0, -4.0])).tolist()',
-                    '[[-7.0, -7.0], [2.0, -4.0]]'),
-    'arctan2': ('fg.arctan2(fg.asarray([1.0, 3.0], dtype=fg.float64), 4.0).round(4).tolist()', '[0.245, 0.6435]'),
-    'atan2': ('fg.atan2(fg.asarray([1.0, 3.0], dtype=fg.float64), 4.0).round(4).tolist()', '[0.245, 0.6435]'),
-    'hypot': ('fg.hypot(fg.asarray([1.0, 3.0], dtype=fg.float64), 4.0).round(4).tolist()', '[4.1231, 5.0]'),
-    'copysign': ('fg.copysign(fg.asarray([1.0, 2.0]), fg.asarray([-1.0, 0.0])).tolist()', '[-1.0, 2.0]'),
-    'logaddexp': ('fg.logaddexp(fg.asarray([1.0, 3.0], dtype=fg.float64), 4.0).round(4).tolist()', '[4.0486, 4.3133]'),
-    'nextafter': ('(fg.nextafter(fg.asarray([1.0]), fg.asarray([2.0])) - 1.0).tolist()', '[1.1920928955078125e-07]'),
-    'bitwise_and': ('fg.bitwise_and(fg.asarray([12, 10]), fg.asarray([2, 1])).tolist()', '[0, 0]'),
-    'bitwise_or': ('fg.bitwise_or(fg.asarray([12, 10]), fg.asarray([2, 1])).tolist()', '[14, 11]'),
-    'bitwise_xor': ('fg.bitwise_xor(fg.asarray([12, 10]), fg.asarray([2, 1])).tolist()', '[14, 11]'),
-    'bitwise_invert': ('fg.bitwise_invert(fg.asarray([0, 5])).tolist()', '[-1, -6]'),
-    'bitwise_left_shift': ('fg.bitwise_left_shift(fg.asarray([12, 10]), fg.asarray([2, 1])).tolist()', '[48, 20]'),
-    'bitwise_right_shift': ('fg.bitwise_right_shift(fg.asarray([12, 10]), fg.asarray([2, 1])).tolist()', '[3, 5]'),
-    'equal': ('fg.equal(fg.asarray([1, 2, 3]), 2).tolist()', '[False, True, False]'),
-    'not_equal': ('fg.not_equal(fg.asarray([1, 2, 3]), 2).tolist()', '[True, False, True]'),
-    'less': ('fg.less(fg.asarray([1, 2, 3]), 2).tolist()', '[True, False, False]'),
-    'less_equal': ('fg.less_equal(fg.asarray([1, 2, 3]), 2).tolist()', '[True, True, False]'),
-    'greater': ('fg.greater(fg.asarray([1, 2, 3]), 2).tolist()', '[False, False, True]'),
-    'greater_equal': ('fg.greater_equal(fg.asarray([1, 2, 3]), 2).tolist()', '[False, True, True]'),
-        'logical_and': ('fg.logical_and(fg.asarray([True, True, False]), fg.asarray([True, False, False])).tolist()',
-                        '[True, False, False]'),
-        'logical_or': ('fg.logical_or(fg.asarray([True, True, False]), fg.asarray([True, False, False])).tolist()',
-                       '[True, True, False]'),
-        'logical_xor': ('fg.logical_xor(fg.asarray([True, True, False]), fg.asarray([True, False, False])).tolist()',
-                        '[False, True, False]'),
-    'logical_not': ('fg.logical_not(fg.asarray([True, False])).tolist()', '[False, True]'),
-    'isnan': ('fg.isnan(fg.asarray([-0.0, 1.0, fg.inf, fg.nan])).tolist()', '[False, False, False, True]'),
-    'isinf': ('fg.isinf(fg.asarray([-0.0, 1.0, fg.inf, fg.nan])).tolist()', '[False, False, True, False]'),
-    'isfinite': ('fg.isfinite(fg.asarray([-0.0, 1.0, fg.inf, fg.nan])).tolist()', '[True, True, False, False]'),
-    'signbit': ('fg.signbit(fg.asarray([-0.0, 1.0, fg.inf, fg.nan])).tolist()', '[True, False, False, False]'),
-    'negative': ('fg.negative(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[1.5, -0.0, -2.5]'),
-    'positive': ('fg.positive(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[-1.5, 0.0, 2.5]'),
-    'exp': ('fg.exp(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[1.6487, 2.7183]'),
-    'exp2': ('fg.exp2(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[1.4142, 2.0]'),
-    'expm1': ('fg.expm1(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.6487, 1.7183]'),
-    'log': ('fg.log(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[-0.6931, 0.0]'),
-    'log2': ('fg.log2(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[-1.0, 0.0]'),
-    'log10': ('fg.log10(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[-0.301, 0.0]'),
-    'log1p': ('fg.log1p(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4055, 0.6931]'),
-    'sqrt': ('fg.sqrt(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.7071, 1.0]'),
-    'rsqrt': ('fg.rsqrt(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[1.4142, 1.0]'),
-    'sin': ('fg.sin(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4794, 0.8415]'),
-    'cos': ('fg.cos(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.8776, 0.5403]'),
-    'tan': ('fg.tan(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.5463, 1.5574]'),
-    'arcsin': ('fg.arcsin(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.5236, 1.5708]'),
-    'asin': ('fg.asin(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.5236, 1.5708]'),
-    'arccos': ('fg.arccos(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[1.0472, 0.0]'),
-    'acos': ('fg.acos(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[1.0472, 0.0]'),
-    'arctan': ('fg.arctan(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4636, 0.7854]'),
-    'atan': ('fg.atan(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4636, 0.7854]'),
-    'sinh': ('fg.sinh(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.5211, 1.1752]'),
-    'cosh': ('fg.cosh(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[1.1276, 1.5431]'),
-    'tanh': ('fg.tanh(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4621, 0.7616]'),
-    'arcsinh': ('fg.arcsinh(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4812, 0.8814]'),
-    'asinh': ('fg.asinh(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.4812, 0.8814]'),
-    'arccosh': ('fg.arccosh(fg.asarray([1.0, 2.0], dtype=fg.float64)).round(4).tolist()', '[0.0, 1.317]'),
-    'acosh': ('fg.acosh(fg.asarray([1.0, 2.0], dtype=fg.float64)).round(4).tolist()', '[0.0, 1.317]'),
-    'arctanh': ('fg.arctanh(fg.asarray([0.0, 0.5], dtype=fg.float64)).round(4).tolist()', '[0.0, 0.5493]'),
-    'atanh': ('fg.atanh(fg.asarray([0.0, 0.5], dtype=fg.float64)).round(4).tolist()', '[0.0, 0.5493]'),
-    'sigmoid': ('fg.sigmoid(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.6225, 0.7311]'),
-    'erf': ('fg.erf(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.5205, 0.8427]'),
-    'lgamma': ('fg.lgamma(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[0.5724, 0.0]'),
-    'reciprocal': ('fg.reciprocal(fg.asarray([0.5, 1.0], dtype=fg.float64)).round(4).tolist()', '[2.0, 1.0]'),
-    'sign': ('fg.sign(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[-1.0, 0.0, 1.0]'),
-    'square': ('fg.square(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[2.25, 0.0, 6.25]'),
-    'floor': ('fg.floor(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[-2.0, 0.0, 2.0]'),
-    'ceil': ('fg.ceil(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[-1.0, 0.0, 3.0]'),
-    'trunc': ('fg.trunc(fg.asarray([-1.5, 0.0, 2.5])).tolist()', '[-1.0, 0.0, 2.0]'),
-    'integer_pow': ('fg.integer_pow(fg.asarray([1.0, 2.0, 3.0]), 3).tolist()', '[1.0, 8.0, 27.0]'),
-}
-_BOOLEAN = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
-            "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "signbit"}
-
-
-def _elementwise_doc(name: str, summary: str, fn: Any) -> str:
-    """An elementwise function's Google-style docstring: its summary, its operands, its
-    result and its example (``_EXAMPLES``)."""
-    binary = fn.__code__.co_argcount == 2 and name != "integer_pow"
-    if binary:
-        summary = re.sub(r"\bx2\b", "y", re.sub(r"\bx1\b", "x", summary))
-        args = "x: an array or a Python number.\n    y: another, broadcast against ``x``; the two promote to one dtype."
-    elif name == "integer_pow":
-        args = "x: an array.\n    y: the exponent, a Python int."
-    else:
-        args = "x: an array or a Python number."
-    kind = "A bool array" if name in _BOOLEAN else "An array"
-    shape = "the operands' broadcast shape" if binary else "``x``'s shape"
-    call, shown = _EXAMPLES[name]
-    return (f"{summary}\n\nArgs:\n    {args}\n\nReturns:\n    {kind} of {shape}.\n\n"
-            f"Example:\n    >>> {call}\n    {shown}\n")
-
-
 _module = sys.modules[__name__]
 for _name, _summary in _SUMMARIES.items():
     _fn = getattr(_module, _name, None)
     if _fn is not None and not (_fn.__doc__ or "").strip():
         try:
-            _fn.__doc__ = _elementwise_doc(_name, _summary, _fn) if _name in _EXAMPLES else _summary
+            _fn.__doc__ = elementwise_doc(_name, _summary, _fn) if _name in ELEMENTWISE else _summary
         except AttributeError:  # (a builtin: it has its own)
             pass
 # Arrays' operators and methods call the functions themselves: no wrapper on their hot path.
@@ -241,3 +128,9 @@ for _name in __all__:
     _fn = getattr(_module, _name)
     if callable(_fn) and not isinstance(_fn, type) and _name not in elementwise.__all__:
         setattr(_module, _name, named_errors(_name, _fn))
+
+# The array functions' reference sections (``reference_docs``), on the functions users call.
+for _name in FUNCTIONS:
+    _fn = getattr(_module, _name)
+    _parameters = [(p.name, p.kind is p.VAR_POSITIONAL) for p in inspect.signature(_fn).parameters.values()]
+    _fn.__doc__ = function_doc(_name, _fn.__doc__ or "", _parameters)

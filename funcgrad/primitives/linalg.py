@@ -114,7 +114,9 @@ def _stacked(a: Any, b: Any) -> Any:
     if min(m, k, q) < 2 or not math.prod(batch):
         return None
     gemms = cc.blas()
-    address = _stacked_kernel(cc.C_TYPES[a.dtype.name]) if gemms is not None else None
+    if gemms is None:
+        return None
+    address = _stacked_kernel(cc.C_TYPES[a.dtype.name])
     if address is None:
         return None
     (ra, ta), (rb, tb) = _as_read(a), _as_read(b)
