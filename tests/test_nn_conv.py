@@ -339,3 +339,34 @@ def test_convolution_kernels_refuse_operands_that_do_not_fit(case) -> None:
             fg.bind(conv_input_grad_p, fg.ones((1, 1, 5, 5)), fg.ones((1, 1, 3, 3)), shape=(4, 4), **p)
         else:
             fg.bind(conv_weight_grad_p, fg.ones((1, 1, 4, 4)), fg.ones((1, 1, 5, 5)), sizes=(3, 3), **p)
+
+
+@pytest.mark.parametrize("c, o, hw", [(32, 64, (26, 26)), (3, 20, (33, 17)), (64, 32, (12, 12))])
+def test_the_direct_convolution_at_a_real_layers_size(c, o, hw) -> None:
+    """The direct loops over whole blocks of pixels and channels (MNIST's second layer among
+    them), where the small geometries of the property above take only the short paths: the
+    three kernels against the NumPy ones, and the operands left as they were."""
+    from funcgrad.backends import cc
+    from funcgrad.primitives.convolution import conv_input_grad_p, conv_p, conv_weight_grad_p, out_size
+
+    if cc.blas() is None:
+        pytest.skip("no BLAS found for native programs")
+    out = out_size(hw, (3, 3), (1, 1), (1, 1))
+    operands = [RNG.standard_normal(shape).astype(np.float32) for shape in ((8, c, *hw), (o, c, 3, 3), (8, o, *out))]
+    kept = [a.copy() for a in operands]
+    x, w, g = (fg.asarray(a) for a in operands)
+    params = {"strides": (1, 1), "dilations": (1, 1), "groups": 1}
+    runs = {}
+    before = fg.config.compile_backend
+    try:
+        for backend in ("c", "numpy"):
+            fg.config.compile_backend = backend
+            runs[backend] = [fg.bind(conv_p, x, w, **params).numpy(),
+                             fg.bind(conv_input_grad_p, g, w, shape=hw, **params).numpy(),
+                             fg.bind(conv_weight_grad_p, x, g, sizes=(3, 3), **params).numpy()]
+    finally:
+        fg.config.compile_backend = before
+    for native, plain in zip(runs["c"], runs["numpy"]):
+        np.testing.assert_allclose(native, plain, rtol=1e-4, atol=1e-4 * float(np.abs(plain).max()))
+    for a, b in zip(operands, kept):
+        np.testing.assert_array_equal(a, b)
