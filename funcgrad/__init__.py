@@ -98,11 +98,11 @@ def trace(f_or_x: _Any, *args: _Any, **kwargs: _Any) -> _Any:
         The tracing function, or the sums along the diagonal.
 
     Example:
-        >>> print(fg.trace(lambda x: fg.sin(x) * 2)(fg.ones(3)))
-        { lambda a:f32[3]; let
-            b:f32[3] = sin a
-            c:f32[3] = mul b 2
-          in (c,) }
+        >>> print(fg.trace(lambda x, y: fg.exp(x) + y)(fg.ones(2), fg.ones(2)))
+        { lambda a:f32[2]; b:f32[2]; let
+            c:f32[2] = exp a
+            d:f32[2] = add c b
+          in (d,) }
         >>> fg.trace(fg.eye(3)).item()
         3.0
     """
