@@ -120,3 +120,19 @@ def test_the_generated_reference_sections_run() -> None:
         doc = getattr(fg, name).__doc__
         assert "Args:" in doc and "Returns:" in doc, name
         _examples_run(getattr(fg, name), f"fg.{name}")
+
+
+def test_the_layers_generated_reference_sections_run() -> None:
+    """Every layer and loss ``nn.reference_docs`` documents has its example (values checked
+    against PyTorch's modules when written), and it runs; a module whose constructor names
+    its parameters lists each of them."""
+    import inspect
+
+    from funcgrad.nn.reference_docs import MODULES
+
+    for name in MODULES:
+        cls = getattr(fg.nn, name)
+        named = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
+        if named and not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in named):
+            assert all(f"    {p.name}: " in cls.__doc__ for p in named), name
+        _examples_run(cls, f"fg.nn.{name}")

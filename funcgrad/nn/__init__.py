@@ -197,3 +197,10 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LazyConv3d", "LazyConvTranspose3d", "EmbeddingBag", "CTCLoss", "NLLLoss2d",
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "RNNBase", "RNNCellBase",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "LinearCrossEntropyLoss", "AdaptiveLogSoftmaxWithLoss"]
+
+# The reference sections of the layers and losses whose docstrings carry a summary alone.
+from . import reference_docs as _reference_docs  # noqa: E402
+
+for _name in _reference_docs.MODULES:
+    globals()[_name].__doc__ = _reference_docs.module_doc(globals()[_name])
+del _name
