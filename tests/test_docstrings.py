@@ -123,13 +123,15 @@ def test_the_generated_reference_sections_run() -> None:
 
 
 def test_the_layers_generated_reference_sections_run() -> None:
-    """Every layer and loss ``nn.reference_docs`` documents has its example (values checked
-    against PyTorch's modules when written), and it runs; a module whose constructor names
+    """Every layer, loss and functional form ``nn.reference_docs`` documents has its example
+    (values checked against PyTorch's when written), and it runs; a module whose constructor names
     its parameters lists each of them."""
     import inspect
 
-    from funcgrad.nn.reference_docs import MODULES
+    from funcgrad.nn.reference_docs import FUNCTIONAL, MODULES
 
+    for name in FUNCTIONAL:
+        _examples_run(getattr(fg.nn.functional, name), f"fg.nn.functional.{name}")
     for name in MODULES:
         cls = getattr(fg.nn, name)
         named = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]

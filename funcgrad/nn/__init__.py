@@ -198,9 +198,11 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "functional_cal
            "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "RNNBase", "RNNCellBase",
            "FractionalMaxPool2d", "FractionalMaxPool3d", "LinearCrossEntropyLoss", "AdaptiveLogSoftmaxWithLoss"]
 
-# The reference sections of the layers and losses whose docstrings carry a summary alone.
+# The reference sections of the layers, losses and functional forms whose docstrings carry a summary alone.
 from . import reference_docs as _reference_docs  # noqa: E402
 
 for _name in _reference_docs.MODULES:
     globals()[_name].__doc__ = _reference_docs.module_doc(globals()[_name])
+for _name in _reference_docs.FUNCTIONAL:
+    getattr(functional, _name).__doc__ = _reference_docs.functional_doc(_name, getattr(functional, _name))
 del _name

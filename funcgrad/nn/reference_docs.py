@@ -1,15 +1,16 @@
-"""The API reference's sections for ``fg.nn``'s layers and losses whose docstrings carry a
-summary alone: Google-style ``Args`` (the constructor's parameters) and a runnable
-``Example``. The examples' values were checked against PyTorch's modules when written
-(the losses and the activations with a parameter, to the digits shown); the others show
-shapes or values that follow from the definition. ``tests/test_docstrings.py`` runs them."""
+"""The API reference's sections for ``fg.nn``'s layers and losses, and ``fg.nn.functional``'s
+functions, whose docstrings carry a summary alone: Google-style ``Args`` (the constructor's
+or the function's parameters) and a runnable ``Example``. The examples' values were
+checked against PyTorch's when written (the losses and the functions with a parameter, to
+the digits shown); the others show shapes or values that follow from the definition.
+``tests/test_docstrings.py`` runs them."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
-__all__ = ["MODULES", "module_doc"]
+__all__ = ["FUNCTIONAL", "MODULES", "functional_doc", "module_doc"]
 
 # Each module's example call, what it prints, and the descriptions of its constructor's
 # parameters that ``COMMON`` does not give (or gives otherwise).
@@ -263,6 +264,267 @@ MODULES: dict[str, tuple[str, str, dict[str, str]]] = {
         }),
 }
 
+# Each functional form's example call, what it prints, and what its parameters mean.
+FUNCTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
+    'linear': (
+        'fg.nn.functional.linear(fg.asarray([[1.0, 2.0]]), fg.asarray([[1.0, 1.0], [0.0, 1.0]]), '
+        'fg.asarray([0.5, 0.0])).tolist()',
+        '[[3.5, 2.0]]',
+        {
+            'x': 'the input, features last.',
+            'weight': "(out_features, in_features), PyTorch's layout.",
+            'bias': '(out_features,), or ``None``.',
+        }),
+    'dropout': (
+        'fg.nn.functional.dropout(fg.ones(4), 0.5, training=False).tolist()',
+        '[1.0, 1.0, 1.0, 1.0]',
+        {
+            'x': 'the input.',
+            'p': 'the probability of zeroing an element.',
+            'training': 'drop (else the input is returned as it is).',
+        }),
+    'layer_norm': (
+        'fg.nn.functional.layer_norm(fg.asarray([[1.0, 3.0]]), (2,)).round(4).tolist()',
+        '[[-1.0, 1.0]]',
+        {
+            'x': 'the input.',
+            'normalized_shape': 'the trailing shape normalized over.',
+            'weight': 'a scale of that shape, or ``None``.',
+            'bias': 'a shift of that shape, or ``None``.',
+            'eps': 'added to the variance.',
+        }),
+    'max_pool2d': (
+        'fg.nn.functional.max_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()',
+        '[[[[5.0, 7.0], [13.0, 15.0]]]]',
+        {
+            'x': '(N, C, H, W) or (C, H, W).',
+            'kernel_size': "the window's size.",
+            'stride': "the step between windows (the window's size by default).",
+            'padding': '-inf added on each side.',
+            'dilation': "the spacing of a window's taps.",
+            'ceil_mode': 'keep a last window that starts inside the input.',
+            'return_indices': "also return each maximum's flat index in its plane.",
+        }),
+    'embedding': (
+        'fg.nn.functional.embedding(fg.asarray([2, 0]), fg.arange(6.0).reshape(3, 2)).tolist()',
+        '[[4.0, 5.0], [0.0, 1.0]]',
+        {
+            'indices': 'integer indices, any shape.',
+            'weight': 'the table, one row per index.',
+            'padding_idx': 'an index whose row gets no gradient.',
+            'max_norm': "rows whose norm exceeds it are renormalized (PyTorch's).",
+            'norm_type': "the norm's order for ``max_norm``.",
+            'scale_grad_by_freq': "scale each row's gradient by the inverse of its count in the batch.",
+            'sparse': 'accepted; gradients are dense.',
+        }),
+    'log_softmax': (
+        'fg.nn.functional.log_softmax(fg.asarray([0.0, 0.0], dtype=fg.float64), dim=-1).round(4).tolist()',
+        '[-0.6931, -0.6931]',
+        {
+            'x': 'the logits.',
+            'dim': 'the axis to normalize along.',
+        }),
+    'nll_loss': (
+        'round(fg.nn.functional.nll_loss(fg.asarray([[-0.1, -2.0], [-3.0, -0.2]]), fg.asarray([0, 1])).item(), 4)',
+        '0.15',
+        {
+            'log_probs': '(N, C) log-probabilities (or (N, C, ...)).',
+            'target': '(N,) class indices.',
+            'weight': 'a weight per class.',
+            'ignore_index': 'a label whose examples add nothing.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'binary_cross_entropy': (
+        'round(fg.nn.functional.binary_cross_entropy(fg.asarray([0.8, 0.4]), fg.asarray([1.0, 0.0])).item(), 4)',
+        '0.367',
+        {
+            'input': 'probabilities.',
+            'target': 'the targets, in [0, 1].',
+            'weight': 'a weight per element (broadcast).',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'binary_cross_entropy_with_logits': (
+        'round(fg.nn.functional.binary_cross_entropy_with_logits(fg.asarray([2.0, -1.0]), fg.asarray([1.0, '
+        '0.0])).item(), 4)',
+        '0.2201',
+        {
+            'input': 'logits.',
+            'target': 'the targets, in [0, 1].',
+            'weight': 'a weight per element (broadcast).',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+            'pos_weight': 'a weight of the positive term, per class.',
+        }),
+    'pad': (
+        'fg.nn.functional.pad(fg.asarray([[1, 2]]), (1, 2)).tolist()',
+        '[[0, 1, 2, 0, 0]]',
+        {
+            'input': 'the array.',
+            'pad': '(before, after) amounts for the last axis, then the one before it, and so on.',
+            'mode': "``'constant'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.",
+            'value': "the constant for ``mode='constant'`` (0 by default).",
+        }),
+    'one_hot': (
+        'fg.nn.functional.one_hot(fg.asarray([0, 2]), 3).tolist()',
+        '[[1, 0, 0], [0, 0, 1]]',
+        {
+            'x': 'integer class indices.',
+            'num_classes': 'the classes (the largest index + 1 by default).',
+        }),
+    'silu': (
+        'fg.nn.functional.silu(fg.asarray([-1.0, 0.0, 2.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.2689, 0.0, 1.7616]',
+        {
+            'x': 'the input.',
+        }),
+    'leaky_relu': (
+        'fg.nn.functional.leaky_relu(fg.asarray([-1.0, 0.0, 2.0], dtype=fg.float64), 0.1).tolist()',
+        '[-0.1, 0.0, 2.0]',
+        {
+            'x': 'the input.',
+            'negative_slope': 'the slope below 0.',
+        }),
+    'elu': (
+        'fg.nn.functional.elu(fg.asarray([-1.0, 0.0, 2.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.6321, 0.0, 2.0]',
+        {
+            'x': 'the input.',
+            'alpha': 'the scale of the negative part.',
+        }),
+    'softplus': (
+        'fg.nn.functional.softplus(fg.asarray([-1.0, 0.0, 2.0], dtype=fg.float64)).round(4).tolist()',
+        '[0.3133, 0.6931, 2.1269]',
+        {
+            'x': 'the input.',
+            'beta': 'the sharpness.',
+            'threshold': 'above ``beta * x`` of this, ``x`` itself.',
+        }),
+    'normalize': (
+        'fg.nn.functional.normalize(fg.asarray([[3.0, 4.0]], dtype=fg.float64)).tolist()',
+        '[[0.6, 0.8]]',
+        {
+            'x': 'the input.',
+            'p': "the norm's order.",
+            'dim': 'the axis the vectors lie along.',
+            'eps': 'a floor under the norm.',
+        }),
+    'cosine_similarity': (
+        'round(fg.nn.functional.cosine_similarity(fg.asarray([[1.0, 0.0]]), fg.asarray([[1.0, 1.0]])).item(), 4)',
+        '0.7071',
+        {
+            'x1': 'an array.',
+            'x2': 'another, broadcast against ``x1``.',
+            'dim': 'the axis the vectors lie along.',
+            'eps': 'a floor under the product of the norms.',
+        }),
+    'l1_loss': (
+        'fg.nn.functional.l1_loss(fg.asarray([1.0, 2.0]), fg.asarray([1.0, 4.0])).item()',
+        '1.0',
+        {
+            'input': 'the predictions.',
+            'target': 'the targets.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'smooth_l1_loss': (
+        'fg.nn.functional.smooth_l1_loss(fg.asarray([1.0, 2.0]), fg.asarray([1.5, 4.0])).item()',
+        '0.8125',
+        {
+            'input': 'the predictions.',
+            'target': 'the targets.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+            'beta': 'where the loss turns from squared to absolute.',
+        }),
+    'huber_loss': (
+        'fg.nn.functional.huber_loss(fg.asarray([1.0, 2.0]), fg.asarray([1.5, 4.0])).item()',
+        '0.8125',
+        {
+            'input': 'the predictions.',
+            'target': 'the targets.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+            'delta': 'where the loss turns from squared to linear.',
+        }),
+    'kl_div': (
+        'round(fg.nn.functional.kl_div(fg.asarray([[-0.5, -1.0]]), fg.asarray([[0.6, 0.4]]), '
+        "reduction='batchmean').item(), 4)",
+        '0.027',
+        {
+            'input': 'log-probabilities.',
+            'target': 'probabilities (or log-probabilities with ``log_target``).',
+            'reduction': "``'mean'``, ``'sum'``, ``'batchmean'`` (PyTorch's correct one) or ``'none'``.",
+            'log_target': 'the target is given as log-probabilities.',
+        }),
+    'scaled_dot_product_attention': (
+        'fg.nn.functional.scaled_dot_product_attention(*[fg.ones((2, 4, 5, 8))] * 3, is_causal=True).shape',
+        '(2, 4, 5, 8)',
+        {
+            'query': '(..., L, E).',
+            'key': '(..., S, E).',
+            'value': '(..., S, Ev).',
+            'attn_mask': 'a bool mask (True: attend) or a float one added to the scores.',
+            'dropout_p': 'dropout of the attention weights.',
+            'is_causal': 'a causal mask.',
+            'scale': "the scores' factor (``1 / sqrt(E)`` by default).",
+            'enable_gqa': 'keys and values with fewer heads, shared by groups of query heads.',
+        }),
+    'pixel_shuffle': (
+        'fg.nn.functional.pixel_shuffle(fg.ones((1, 8, 3, 3)), 2).shape',
+        '(1, 2, 6, 6)',
+        {
+            'x': '(*, C * r * r, H, W).',
+            'upscale_factor': '``r``.',
+        }),
+    'glu': (
+        'fg.nn.functional.glu(fg.asarray([1.0, 2.0, 0.0, 0.0])).tolist()',
+        '[0.5, 1.0]',
+        {
+            'x': 'the input.',
+            'dim': 'the axis split in halves.',
+        }),
+    'hardtanh': (
+        'fg.nn.functional.hardtanh(fg.asarray([-2.0, 0.5, 2.0])).tolist()',
+        '[-1.0, 0.5, 1.0]',
+        {
+            'x': 'the input.',
+            'min_val': 'the lower bound.',
+            'max_val': 'the upper bound.',
+        }),
+    'relu6': (
+        'fg.nn.functional.relu6(fg.asarray([-1.0, 3.0, 8.0])).tolist()',
+        '[0.0, 3.0, 6.0]',
+        {
+            'x': 'the input.',
+        }),
+    'logsigmoid': (
+        'fg.nn.functional.logsigmoid(fg.asarray([-1.0, 0.0, 2.0], dtype=fg.float64)).round(4).tolist()',
+        '[-1.3133, -0.6931, -0.1269]',
+        {
+            'x': 'the input.',
+        }),
+    'adaptive_avg_pool2d': (
+        'fg.nn.functional.adaptive_avg_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()',
+        '[[[[2.5, 4.5], [10.5, 12.5]]]]',
+        {
+            'x': '(N, C, H, W) or (C, H, W).',
+            'output_size': "the output's height and width (``None`` keeps an axis).",
+        }),
+    'softmin': (
+        'fg.nn.functional.softmin(fg.asarray([0.0, 0.0]), dim=0).tolist()',
+        '[0.5, 0.5]',
+        {
+            'x': 'the input.',
+            'dim': 'the axis the probabilities sum to 1 along.',
+        }),
+    'group_norm': (
+        'fg.nn.functional.group_norm(fg.ones((1, 4, 3)), 2).shape',
+        '(1, 4, 3)',
+        {
+            'x': '(N, C, ...).',
+            'num_groups': 'how many groups the channels are split into.',
+            'weight': 'a per-channel scale, or ``None``.',
+            'bias': 'a per-channel shift, or ``None``.',
+            'eps': 'added to the variance.',
+        }),
+}
+
 # What the usual constructor parameters mean, for every module that takes them.
 COMMON = {
     'num_features': 'the number of channels ``C``.',
@@ -317,3 +579,10 @@ def module_doc(cls: Any) -> str:
         args = "\n".join(f"    {p.name}: {extra.get(p.name) or COMMON[p.name]}" for p in params)
         doc += f"\n\nArgs:\n{args}"
     return f"{doc}\n\nExample:\n    >>> {call}\n    {shown}\n"
+
+
+def functional_doc(name: str, fn: Any) -> str:
+    """``fn``'s docstring: its own text, then its parameters and its example (``FUNCTIONAL``)."""
+    call, shown, described = FUNCTIONAL[name]
+    args = "\n".join(f"    {p}: {described[p]}" for p in inspect.signature(fn).parameters)
+    return f"{inspect.cleandoc(fn.__doc__ or '')}\n\nArgs:\n{args}\n\nExample:\n    >>> {call}\n    {shown}\n"
