@@ -138,3 +138,16 @@ def test_the_layers_generated_reference_sections_run() -> None:
         if named and not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in named):
             assert all(f"    {p.name}: " in cls.__doc__ for p in named), name
         _examples_run(cls, f"fg.nn.{name}")
+
+
+def test_the_optimizers_generated_reference_sections_run() -> None:
+    """Every optimizer ``optim.reference_docs`` documents lists its parameters, and its
+    example (one step, PyTorch's numbers when written) runs."""
+    import inspect
+
+    from funcgrad.optim.reference_docs import OPTIMIZERS
+
+    for name in OPTIMIZERS:
+        cls = getattr(fg.optim, name)
+        assert all(f"    {p}: " in cls.__doc__ for p in inspect.signature(cls.__init__).parameters if p != "self")
+        _examples_run(cls, f"fg.optim.{name}")

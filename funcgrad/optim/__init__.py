@@ -23,3 +23,10 @@ from .optimizers import SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAda
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler", "GradientTransformation", "sgd", "adam",
            "adamw", "rmsprop", "Adagrad", "Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "LBFGS", "adagrad", "adamax",
            "nadam", "radam", "adadelta", "rprop"]
+
+# The reference sections of the optimizers whose docstrings carry a summary alone.
+from . import reference_docs as _reference_docs  # noqa: E402
+
+for _cls in (AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Rprop):
+    _cls.__doc__ = _reference_docs.optimizer_doc(_cls)
+del _cls
