@@ -717,8 +717,8 @@ def blas() -> tuple[int, ...] | None:
 
 
 # OpenBLAS's threads spin for 2^28 clock ticks (about 0.1 s) after each product before they
-# sleep. funcgrad's own loops (a convolution's windows between its products, the elementwise
-# work of a step) run in that time, and where the machine's two cores share one physical core
+# sleep. funcgrad's own loops (the elementwise work of a step, a convolution's loops between
+# products) run in that time, and where the machine's two cores share one physical core
 # (a VM's vCPUs on SMT siblings) the spinning thread takes half of it: on a 2-core EPYC VM,
 # MNIST's training step went from 55 to 110 ms for stretches of 10-20 s. 2^20 ticks (about
 # 0.3 ms) keeps the threads awake between back-to-back products (nanoGPT's step measured the
