@@ -136,25 +136,27 @@ def _centered_and_scale(xp: Any, x: Any, axes: tuple[int, ...], eps: float) -> t
     return c, 1.0 / xp.sqrt(r)
 
 
-# Per row of n values: the mean, then the variance of the differences (both accumulated in
-# double), then the result; a row at a time, so x is read from the caches after the first
-# pass. ``GRAD`` also takes g: the sums of g and g * y, then r (g - mean(g) - y mean(g y)).
+# Per row of n values: the mean, then the variance of the differences, then the result; a
+# row at a time, so x is read from the caches after the first pass. The sums are in the
+# input's precision, vectorized (float32 for float32, as PyTorch's kernel: accumulated in
+# double the forward took 108 us for nanoGPT's (1024, 128) where it takes 43, within
+# 7e-7). ``GRAD`` also takes g: the sums of g and g * y, then r (g - mean(g) - y mean(g y)).
 _LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
     const {t} *restrict x = (const {t} *)p[0];
     {inputs}
     {t} *restrict out = ({t} *)p[{out}];
     const int64_t m = n[1];
-    const double eps = {eps};
+    const {t} eps = ({t}){eps};
     for (int64_t row = lo; row < hi; row++) {{
         const {t} *restrict xr = x + row * m;
         {t} *restrict o = out + row * m;
-        double s = 0, v = 0;
+        {t} s = 0, v = 0;
         #pragma omp simd reduction(+:s)
         for (int64_t i = 0; i < m; i++) s += xr[i];
-        const double mean = s / m;
+        const {t} mean = s / m;
         #pragma omp simd reduction(+:v)
-        for (int64_t i = 0; i < m; i++) {{ double d = xr[i] - mean; v += d * d; }}
-        const double r = 1 / sqrt(v / m + eps);
+        for (int64_t i = 0; i < m; i++) {{ {t} d = xr[i] - mean; v += d * d; }}
+        const {t} r = 1 / sqrt(v / m + eps);
         {body}
     }}
 }}
@@ -162,10 +164,10 @@ _LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char
 _FORWARD_BODY = """#pragma omp simd
         for (int64_t i = 0; i < m; i++) o[i] = ({t})((xr[i] - mean) * r);"""
 _BACKWARD_BODY = """const {t} *restrict gr = g + row * m;
-        double sg = 0, sgy = 0;
+        {t} sg = 0, sgy = 0;
         #pragma omp simd reduction(+:sg, sgy)
         for (int64_t i = 0; i < m; i++) {{ sg += gr[i]; sgy += gr[i] * ((xr[i] - mean) * r); }}
-        const double mg = sg / m, mgy = sgy / m;
+        const {t} mg = sg / m, mgy = sgy / m;
         #pragma omp simd
         for (int64_t i = 0; i < m; i++) o[i] = ({t})(r * (gr[i] - mg - (xr[i] - mean) * r * mgy));"""
 
