@@ -10,6 +10,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..ops.reference_docs import sections
+
 __all__ = ["FUNCTIONAL", "MODULES", "functional_doc", "module_doc"]
 
 # Each module's example call, what it prints, and the descriptions of its constructor's
@@ -574,15 +576,13 @@ def module_doc(cls: Any) -> str:
     them: the activations' pass theirs on to the functional form) and its example."""
     call, shown, extra = MODULES[cls.__name__]
     params = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
-    doc = inspect.cleandoc(cls.__doc__ or "")
-    if params and not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        args = "\n".join(f"    {p.name}: {extra.get(p.name) or COMMON[p.name]}" for p in params)
-        doc += f"\n\nArgs:\n{args}"
-    return f"{doc}\n\nExample:\n    >>> {call}\n    {shown}\n"
+    named = not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+    args = [(p.name, extra.get(p.name) or COMMON[p.name]) for p in params] if named else []
+    return sections(cls.__doc__ or "", args, [f">>> {call}", shown])
 
 
 def functional_doc(name: str, fn: Any) -> str:
     """``fn``'s docstring: its own text, then its parameters and its example (``FUNCTIONAL``)."""
     call, shown, described = FUNCTIONAL[name]
-    args = "\n".join(f"    {p}: {described[p]}" for p in inspect.signature(fn).parameters)
-    return f"{inspect.cleandoc(fn.__doc__ or '')}\n\nArgs:\n{args}\n\nExample:\n    >>> {call}\n    {shown}\n"
+    args = [(p, described[p]) for p in inspect.signature(fn).parameters]
+    return sections(fn.__doc__ or "", args, [f">>> {call}", shown])

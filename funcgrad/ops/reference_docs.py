@@ -10,7 +10,7 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["ELEMENTWISE", "FUNCTIONS", "elementwise_doc", "function_doc"]
+__all__ = ["ELEMENTWISE", "FUNCTIONS", "elementwise_doc", "function_doc", "sections"]
 
 # Each elementwise function's example: the call and what it prints.
 ELEMENTWISE = {
@@ -558,22 +558,33 @@ COMMON = {
 }
 
 
+def sections(text: str, args: list[tuple[str, str]], example: list[str], returns: str | None = None) -> str:
+    """A Google-style docstring: ``text``, then ``Args`` (each name with its description;
+    none, no section), ``Returns`` where given, and the ``Example``'s doctest lines."""
+    doc = inspect.cleandoc(text)
+    if args:
+        doc += "\n\nArgs:\n" + "\n".join(f"    {name}: {description}" for name, description in args)
+    if returns is not None:
+        doc += f"\n\nReturns:\n    {returns}"
+    return doc + "\n\nExample:\n" + "".join(f"    {line}\n" for line in example)
+
+
 def elementwise_doc(name: str, summary: str, fn: Any) -> str:
     """An elementwise function's docstring: its summary, its operands, its result and its
     example (``ELEMENTWISE``)."""
     binary = fn.__code__.co_argcount == 2 and name != "integer_pow"
     if binary:
         summary = re.sub(r"\bx2\b", "y", re.sub(r"\bx1\b", "x", summary))
-        args = "x: an array or a Python number.\n    y: another, broadcast against ``x``; the two promote to one dtype."
+        args = [("x", "an array or a Python number."),
+                ("y", "another, broadcast against ``x``; the two promote to one dtype.")]
     elif name == "integer_pow":
-        args = "x: an array.\n    y: the exponent, a Python int."
+        args = [("x", "an array."), ("y", "the exponent, a Python int.")]
     else:
-        args = "x: an array or a Python number."
+        args = [("x", "an array or a Python number.")]
     kind = "A bool array" if name in _BOOLEAN else "An array"
     shape = "the operands' broadcast shape" if binary else "``x``'s shape"
     call, shown = ELEMENTWISE[name]
-    return (f"{summary}\n\nArgs:\n    {args}\n\nReturns:\n    {kind} of {shape}.\n\n"
-            f"Example:\n    >>> {call}\n    {shown}\n")
+    return sections(summary, args, [f">>> {call}", shown], f"{kind} of {shape}.")
 
 
 def function_doc(name: str, doc: str, parameters: list[tuple[str, bool]]) -> str:
@@ -581,6 +592,5 @@ def function_doc(name: str, doc: str, parameters: list[tuple[str, bool]]) -> str
     name and whether it gathers the remaining positional arguments), its result and its
     example (``FUNCTIONS``)."""
     returns, call, shown, extra = FUNCTIONS[name]
-    args = "\n".join(f"    {'*' * star}{p}: {extra.get(p) or COMMON[p]}" for p, star in parameters)
-    return (f"{inspect.cleandoc(doc)}\n\nArgs:\n{args}\n\nReturns:\n    {returns}\n\n"
-            f"Example:\n    >>> {call}\n    {shown}\n")
+    args = [(f"{'*' * star}{p}", extra.get(p) or COMMON[p]) for p, star in parameters]
+    return sections(doc, args, [f">>> {call}", shown], returns)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ..ops.reference_docs import sections
+
 __all__ = ["OPTIMIZERS", "optimizer_doc"]
 
 # Each optimizer's options in the example, and the weights after its first step from
@@ -66,10 +68,7 @@ def optimizer_doc(cls: Any) -> str:
     options, after = OPTIMIZERS[cls.__name__]
     params = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     own = OWN.get(cls.__name__, {})
-    args = "\n".join(f"    {p}: {own.get(p) or PARAMETERS[p]}" for p in params)
-    example = ("    >>> w = fg.nn.Parameter(fg.asarray([1.0, -2.0], dtype=fg.float64))\n"
-               "    >>> (w * w).sum().backward()\n"
-               f"    >>> fg.optim.{cls.__name__}([w], {options}).step()\n"
-               "    >>> [round(v, 4) for v in w.tolist()]\n"
-               f"    {after}\n")
-    return f"{inspect.cleandoc(cls.__doc__ or '')}\n\nArgs:\n{args}\n\nExample:\n{example}"
+    example = [">>> w = fg.nn.Parameter(fg.asarray([1.0, -2.0], dtype=fg.float64))", ">>> (w * w).sum().backward()",
+               f">>> fg.optim.{cls.__name__}([w], {options}).step()", ">>> [round(v, 4) for v in w.tolist()]",
+               str(after)]
+    return sections(cls.__doc__ or "", [(p, own.get(p) or PARAMETERS[p]) for p in params], example)

@@ -368,7 +368,7 @@ FG_WBLOCK(1, FG_PP1)
 FG_WBLOCK(4, 1)
 FG_WBLOCK(2, 1)
 FG_WBLOCK(1, 1)
-#define FG_GROUP 12  /* pairs a step of the weight gradient's outer loop covers */
+#define FG_GROUP FG_PAIR_GROUP  /* pairs a step of the weight gradient's outer loop covers */
 
 #define FG_WTIER(OV, PP) \\
     for (; oc0 + OV * FG_L <= cp; oc0 += OV * FG_L) { \\
@@ -484,12 +484,14 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 }
 """
 _LANES = 16  # the packed weights' output channels are padded to a multiple of this (a vector of floats)
+_PAIR_GROUP = 12  # the weight gradient's (channel, tap) pairs a step of its loop takes (FG_GROUP)
 
 
 @functools.lru_cache(maxsize=8)
 def _kernel(c_type: str, direct: bool) -> int | None:
     try:
-        return cc.loop_kernel(f"#define T {c_type}\n" + (_DIRECT_C if direct else _CONV_C))
+        source = _DIRECT_C.replace("FG_PAIR_GROUP", str(_PAIR_GROUP)) if direct else _CONV_C
+        return cc.loop_kernel(f"#define T {c_type}\n" + source)
     except cc.NativeBuildError:
         return None
 
@@ -531,19 +533,19 @@ def _direct_weight_grad(address: int, x: Any, g: Any, out_shape: tuple[int, ...]
     padded = -(-o // _LANES) * _LANES
     meta = [c, *hw, o, *sizes, oh, ow, *dilations, padded, images]
     gt = np.zeros((images, oh * ow, padded), x.dtype)
-    cc.run(address, [g, g], [gt], [images, 3, *meta], per_element=1)
+    cc.run(address, [g, g], [gt], [images, 3, *meta], per_element=1)  # (the layout reads one operand, given twice)
     pairs = c * sizes[0] * sizes[1]
     total = np.zeros((pairs, padded), x.dtype)
-    cc.run(address, [x, gt], [total], [-(-pairs // 12), 2, *meta], per_element=2 * images * oh * ow)
+    cc.run(address, [x, gt], [total], [-(-pairs // _PAIR_GROUP), 2, *meta], per_element=2 * images * oh * ow)
     return np.ascontiguousarray(total[:, :o].T).reshape(out_shape)
 
 
 def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int, ...], groups: int, c: int,
             hw: Pair, sizes: Pair, strides: Pair, dilations: Pair) -> Any:
     """The kernel as a native loop over the images, for float32 and float64 without groups
-    where a compiler is found: at stride 1 the convolution and its input gradient direct
-    (``_DIRECT_C``, the images over threads), else im2col by chunks of images and NumPy's
-    BLAS (one thread: the product splits itself); None otherwise."""
+    where a compiler is found: at stride 1 direct (``_DIRECT_C``, over threads), else im2col
+    by chunks of images and NumPy's BLAS (one thread: the product splits itself); None
+    otherwise."""
     a, b = operands
     if not (cc.eager_native(xp) and groups == 1 and a.dtype == b.dtype and a.dtype.name in ("float32", "float64")):
         return None
