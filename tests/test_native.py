@@ -766,20 +766,32 @@ def test_stacked_products_are_numpys_bits(data):
     """A stack of matrix products runs one BLAS ``gemm`` a product over threads, as
     ``np.matmul`` calls it: the same bits, any batch shape, either operand read transposed
     (a view such as ``k.mT``), matrices of one row or column and ``x @ x.mT`` (NumPy's
-    ``gemv``, ``dot`` and ``syrk``) included."""
+    ``gemv``, ``dot`` and ``syrk``) included, and operands that are views into larger arrays
+    (read where they lie)."""
     from funcgrad.primitives.linalg import _matmul_kernel
 
     dtype = data.draw(st.sampled_from([np.float32, np.float64]))
     batch = tuple(data.draw(st.lists(st.integers(1, 5), min_size=1, max_size=2)))
     m, k, q = (data.draw(st.integers(1, 40)) for _ in range(3))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    a = rng.standard_normal((*batch, k, m) if data.draw(st.booleans()) else (*batch, m, k)).astype(dtype)
-    a = a.swapaxes(-1, -2) if a.shape[-2:] != (m, k) else a
-    if data.draw(st.booleans()):
-        b = a.swapaxes(-1, -2)  # (x @ x.mT)
-    else:
-        b = rng.standard_normal((*batch, q, k) if data.draw(st.booleans()) else (*batch, k, q)).astype(dtype)
-        b = b.swapaxes(-1, -2) if b.shape[-2:] != (k, q) else b
+
+    def operand(rows, cols):
+        """(*batch, rows, cols): contiguous, a transposed view, or a view into a larger array
+        (a head of a fused projection: its rows further apart, its batch axes permuted)."""
+        transposed, wider, permuted = (data.draw(st.booleans()) for _ in range(3))
+        inner = (cols, rows) if transposed else (rows, cols)
+        pad = data.draw(st.integers(1, 9)) if wider else 0
+        full = rng.standard_normal((*batch[::-1], inner[0], inner[1] + pad) if permuted else
+                                   (*batch, inner[0], inner[1] + pad)).astype(dtype)
+        x = full[..., :inner[1]]
+        x = np.moveaxis(x, range(len(batch)), range(len(batch))[::-1]) if permuted else x
+        return x.swapaxes(-1, -2) if transposed else x
+
+    a = operand(m, k)
+    b = a.swapaxes(-1, -2) if data.draw(st.booleans()) else operand(k, q)  # (x @ x.mT)
+    before = a.copy(), b.copy()
     with compile_backend("c"):
         got = _matmul_kernel(np, a, b)
     np.testing.assert_array_equal(got, np.matmul(a, b))
+    np.testing.assert_array_equal(a, before[0])
+    np.testing.assert_array_equal(b, before[1])

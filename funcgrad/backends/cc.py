@@ -505,6 +505,8 @@ def caller() -> Callable[..., None]:
 
 # the C type of each dtype a kernel reads or writes
 C_TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int32": "int32_t", "int64": "int64_t"}
+# the same, keyed by NumPy's dtype (a kernel's check: ``dtype.name`` costs 2 us, a lookup 0.06)
+C_TYPE_OF = {np.dtype(name): c for name, c in C_TYPES.items()}
 
 
 def sizes_and_bytes(n_in: int, n_out: int, sizes: Any, nbytes: Any) -> np.ndarray:

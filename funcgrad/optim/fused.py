@@ -15,6 +15,7 @@ rule runs, or, when ``fused=True`` was asked for, a ``FuncgradError`` says why n
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -64,9 +65,10 @@ def _body(first: bool, decoupled: bool, decay: bool, maximize: bool, amsgrad: bo
     return "\n        ".join(lines)
 
 
+@functools.cache  # (a step asks for it once a parameter: formatting the C each time costs)
 def _kernel(dtype: np.dtype, first: bool, decoupled: bool, decay: bool, maximize: bool, amsgrad: bool,
             running: bool) -> int:
-    t = cc.C_TYPES[dtype.name]
+    t = cc.C_TYPE_OF[dtype]
     reads = [] if first else [f"const {t} *restrict m_in = (const {t} *)p[3];",
                               f"const {t} *restrict v_in = (const {t} *)p[4];"]
     if running:
@@ -159,6 +161,21 @@ _ADADELTA_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char *
 """
 
 
+@functools.cache
+def _adadelta_kernel(dtype: np.dtype, first: bool, maximize: bool, decay: bool) -> int:
+    t = cc.C_TYPE_OF[dtype]
+    lines = ["g = -g;"] if maximize else []
+    if decay:
+        lines.append("g = g + k[0] * w;")
+    return cc.loop_kernel(_ADADELTA_C.format(
+        t=t, out=3 if first else 5, decay=" ".join(lines),
+        reads="" if first else (f"const {t} *restrict square_avg_in = (const {t} *)p[3];\n    "
+                                f"const {t} *restrict acc_delta_in = (const {t} *)p[4];"),
+        square_avg="k[2] * (g * g)" if first else "k[1] * square_avg_in[i] + k[2] * (g * g)",
+        acc_plus_eps="k[3]" if first else "acc_delta_in[i] + k[3]",
+        acc_delta="k[2] * (delta * delta)" if first else "k[1] * acc_delta_in[i] + k[2] * (delta * delta)"))
+
+
 def adadelta_step(p: Any, g: Any, state: dict[str, Any], h: dict[str, Any]) -> Any:
     """The parameter's new value after one Adadelta step, its state updated as the rule
     updates it; None where the native loop cannot run (then the rule runs)."""
@@ -166,18 +183,8 @@ def adadelta_step(p: Any, g: Any, state: dict[str, Any], h: dict[str, Any]) -> A
     if _unfusable(p, g, state, ("square_avg", "acc_delta")) is not None:
         return None
     dtype = p._data.dtype
-    t = cc.C_TYPES[dtype.name]
-    decay = ["g = -g;"] if h["maximize"] else []
-    if h["weight_decay"]:
-        decay.append("g = g + k[0] * w;")
     try:
-        address = cc.loop_kernel(_ADADELTA_C.format(
-            t=t, out=3 if first else 5, decay=" ".join(decay),
-            reads="" if first else (f"const {t} *restrict square_avg_in = (const {t} *)p[3];\n    "
-                                    f"const {t} *restrict acc_delta_in = (const {t} *)p[4];"),
-            square_avg="k[2] * (g * g)" if first else "k[1] * square_avg_in[i] + k[2] * (g * g)",
-            acc_plus_eps="k[3]" if first else "acc_delta_in[i] + k[3]",
-            acc_delta="k[2] * (delta * delta)" if first else "k[1] * acc_delta_in[i] + k[2] * (delta * delta)"))
+        address = _adadelta_kernel(dtype, first, bool(h["maximize"]), bool(h["weight_decay"]))
     except cc.NativeBuildError:
         return None
     rho = h["rho"]

@@ -504,7 +504,7 @@ def _direct(mode: int, a: Any, b: Any, out_shape: tuple[int, ...], c: int, hw: P
     hold only the cotangent)."""
     if mode == 1 and not np.isfinite(b).all():
         return None
-    address = _kernel(cc.C_TYPES[a.dtype.name], True)
+    address = _kernel(cc.C_TYPE_OF[a.dtype], True)
     if address is None:
         return None
     if mode == 2:
@@ -547,7 +547,7 @@ def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int,
     by chunks of images and NumPy's BLAS (one thread: the product splits itself); None
     otherwise."""
     a, b = operands
-    if not (cc.eager_native(xp) and groups == 1 and a.dtype == b.dtype and a.dtype.name in ("float32", "float64")):
+    if not (cc.eager_native(xp) and groups == 1 and a.dtype == b.dtype and a.dtype in (np.float32, np.float64)):
         return None
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     if strides == (1, 1) and a.shape[0]:
@@ -557,7 +557,7 @@ def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int,
     gemms = cc.blas()
     if gemms is None:
         return None
-    address = _kernel(cc.C_TYPES[a.dtype.name], False)
+    address = _kernel(cc.C_TYPE_OF[a.dtype], False)
     if address is None:
         return None
     out = np.empty(out_shape, a.dtype)

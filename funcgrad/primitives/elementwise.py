@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..backends import cc
@@ -29,7 +30,7 @@ from .domains import DISTINCT, NONZERO, POSITIVE, Domain
 __all__ = ["UNARY", "BINARY", "COMPARISON", "select_p", "convert_element_type_p", "copy_p", "in_float32",
            "integer_pow_p", "real_p", "imag_p", "conj_p", "polygamma_p", "bind_polygamma"]
 
-_LOW_PRECISION = ("float16", "bfloat16")
+_LOW_PRECISION = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
 _LN2, _LN10, _TWO_OVER_SQRT_PI = math.log(2.0), math.log(10.0), 2.0 / math.sqrt(math.pi)
 _SQRT_HALF, _INV_SQRT_2PI = math.sqrt(0.5), 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -40,7 +41,7 @@ def in_float32(fn: Any) -> Any:
 
     def kernel(xp: Any, *arrays: Any, **params: Any) -> Any:
         dtype = arrays[-1].dtype
-        if dtype.name in _LOW_PRECISION:
+        if dtype in _LOW_PRECISION:
             return fn(xp, *(a.astype(np.float32) for a in arrays), **params).astype(dtype)
         return fn(xp, *arrays, **params)
 

@@ -184,7 +184,7 @@ def _native_add_rows(xp: Any, out: Any, index: Any, values: Any) -> bool:
     through ``_add_rows`` and 2.8 ms through ``np.add.at``. False (nothing done) where no
     compiler can be used, or the index has an entry out of range (``np.add.at`` raises)."""
     picked = _rows_of(xp, index)
-    if not (cc.eager_native(xp) and picked is not None and picked.size and out.dtype.name in ("float32", "float64")
+    if not (cc.eager_native(xp) and picked is not None and picked.size and out.dtype in (np.float32, np.float64)
             and out.flags.c_contiguous):
         return False
     n = out.shape[0]
@@ -193,7 +193,7 @@ def _native_add_rows(xp: Any, out: Any, index: Any, values: Any) -> bool:
         return False
     rows = np.where(rows < 0, rows + n, rows)
     try:
-        address = cc.loop_kernel(_ADD_ROWS_C.format(t=cc.C_TYPES[out.dtype.name]))
+        address = cc.loop_kernel(_ADD_ROWS_C.format(t=cc.C_TYPE_OF[out.dtype]))
     except cc.NativeBuildError:
         return False
     m = out.size // n if n else 0

@@ -57,7 +57,7 @@ def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
             (b.flags.c_contiguous or b.flags.f_contiguous) and (out is None or out.flags.c_contiguous):
         return xp.dot(a, b, out=out)
     if out is None and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and a.dtype == b.dtype and \
-            a.dtype.char in "fd" and cc.eager_native(xp):
+            a.dtype in (np.float32, np.float64) and cc.eager_native(xp):
         stacked = _stacked(a, b)
         if stacked is not None:
             return stacked
@@ -67,19 +67,30 @@ def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
 # A stack of products (attention's scores and their gradients: 64 products of 64x32 by
 # 32x64), one BLAS ``gemm`` a product as ``np.matmul`` calls it (the same bits), with the
 # products shared out over threads. NumPy's loop calls them one after another: 270 us
-# where PyTorch's batched product takes 120. n: the products, gemm's address, then M, K, N
-# and whether each operand is read transposed.
+# where PyTorch's batched product takes 120. An operand is read where it lies, as a view
+# into a larger array (the heads of a fused qkv projection: rows 384 apart), through
+# gemm's leading dimension and each product's offset, not copied first.
+# n: the products, gemm's address, M, K, N; per operand whether it is read transposed and
+# its leading dimension; the batch's rank, its sizes and each operand's strides in it.
 _STACKED_C = """#include <stdint.h>
 typedef void (*fg_gemm_f)(int, int, int, int64_t, int64_t, int64_t, T, const T *, int64_t, const T *, int64_t, T,
                           T *, int64_t);
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const fg_gemm_f gemm = (fg_gemm_f)(intptr_t)n[1];
-    const int64_t m = n[2], k = n[3], q = n[4], ta = n[5], tb = n[6];
+    const int64_t m = n[2], k = n[3], q = n[4], ta = n[5], lda = n[6], tb = n[7], ldb = n[8], rank = n[9];
+    const int64_t *dims = n + 10, *sa = dims + rank, *sb = sa + rank;
     const T *a = (const T *)p[0], *b = (const T *)p[1];
     T *c = (T *)p[2];
-    for (int64_t i = lo; i < hi; i++)
-        gemm(101, ta ? 112 : 111, tb ? 112 : 111, m, q, k, 1, a + i * m * k, ta ? m : k, b + i * k * q, tb ? k : q, 0,
-             c + i * m * q, q);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t rest = i, oa = 0, ob = 0;
+        for (int64_t d = rank - 1; d >= 0; d--) {
+            const int64_t at = rest % dims[d];
+            rest /= dims[d];
+            oa += at * sa[d];
+            ob += at * sb[d];
+        }
+        gemm(101, ta ? 112 : 111, tb ? 112 : 111, m, q, k, 1, a + oa, lda, b + ob, ldb, 0, c + i * m * q, q);
+    }
 }
 """
 
@@ -92,16 +103,24 @@ def _stacked_kernel(c_type: str) -> int | None:
         return None
 
 
-def _as_read(x: Any) -> tuple[Any, int]:
-    """``x``'s matrices as BLAS reads them: C-contiguous as they are (0), or the C-contiguous
-    array whose matrices are their transposes (1, a transposed view such as ``k.mT``), else
-    a C-contiguous copy."""
-    if x.flags.c_contiguous:
-        return x, 0
-    t = x.swapaxes(-1, -2)
-    if t.flags.c_contiguous:
-        return t, 1
-    return np.ascontiguousarray(x), 0
+def _as_read(x: Any) -> tuple[Any, int, int, list[int]]:
+    """``x``'s matrices as BLAS reads them where they lie: the contiguous run of memory
+    from its first element to its last, whether each matrix is read transposed (a view
+    such as ``k.mT``), its leading dimension and the batch's strides (in elements). A
+    matrix whose rows and columns are both strided, or negative strides, read a
+    C-contiguous copy."""
+    size = x.itemsize
+    rows, cols = x.shape[-2:]
+    strides = [s // size for s in x.strides]
+    if all(s >= 0 and s % size == 0 for s in x.strides):
+        sr, sc = strides[-2:]
+        read = (0, sr) if sc == 1 and sr >= cols else (1, sc) if sr == 1 and sc >= rows else None
+        if read is not None:
+            span = 1 + sum((n - 1) * s for n, s in zip(x.shape, strides))
+            flat = np.lib.stride_tricks.as_strided(x, (span,), (size,))
+            return flat, read[0], read[1], strides[:-2]
+    x = np.ascontiguousarray(x)
+    return x, 0, cols, [s // size for s in x.strides[:-2]]
 
 
 def _stacked(a: Any, b: Any) -> Any:
@@ -116,15 +135,16 @@ def _stacked(a: Any, b: Any) -> Any:
     gemms = cc.blas()
     if gemms is None:
         return None
-    address = _stacked_kernel(cc.C_TYPES[a.dtype.name])
+    address = _stacked_kernel(cc.C_TYPE_OF[a.dtype])
     if address is None:
         return None
-    (ra, ta), (rb, tb) = _as_read(a), _as_read(b)
+    (ra, ta, lda, sa), (rb, tb, ldb, sb) = _as_read(a), _as_read(b)
     if ta != tb and ra.ctypes.data == rb.ctypes.data:
         return None
     out = np.empty((*batch, m, q), a.dtype)
     gemm = gemms[0] if a.dtype == np.float32 else gemms[1]
-    cc.run(address, [ra, rb], [out], [math.prod(batch), gemm, m, k, q, ta, tb], per_element=2 * k)
+    cc.run(address, [ra, rb], [out], [math.prod(batch), gemm, m, k, q, ta, lda, tb, ldb, len(batch), *batch, *sa, *sb],
+           per_element=2 * k)
     return out
 
 

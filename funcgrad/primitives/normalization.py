@@ -82,7 +82,7 @@ def _native_softmax(xp: Any, x: Any) -> Any:
     if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64):
         return None
     try:
-        address = cc.loop_kernel(_SOFTMAX_C.format(t=cc.C_TYPES[x.dtype.name]))
+        address = cc.loop_kernel(_SOFTMAX_C.format(t=cc.C_TYPE_OF[x.dtype]))
     except cc.NativeBuildError:
         return None
     x = np.ascontiguousarray(x)
@@ -178,7 +178,7 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     x = arrays[-1]
     if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64):
         return None
-    t = cc.C_TYPES[x.dtype.name]
+    t = cc.C_TYPE_OF[x.dtype]
     grad = len(arrays) == 2
     code = _LAYER_NORM_C.format(
         t=t, eps=repr(float(eps)), out=len(arrays),

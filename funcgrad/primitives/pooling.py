@@ -254,10 +254,10 @@ def _native(xp: Any, which: str, first: Any, x: Any, sizes: Pair, steps: Pair, p
             shape: Pair) -> Any:
     """The kernel as one C loop over the batches (split over threads), where a compiler can
     build it and the dtypes are C's; None otherwise."""
-    if not (cc.eager_native(xp) and x.dtype.name in cc.C_TYPES and first.dtype.name in cc.C_TYPES
+    if not (cc.eager_native(xp) and x.dtype in cc.C_TYPE_OF and first.dtype in cc.C_TYPE_OF
             and x.dtype.kind != "b" and x.size and first.size):
         return None
-    t, v = cc.C_TYPES[x.dtype.name], cc.C_TYPES[first.dtype.name]
+    t, v = cc.C_TYPE_OF[x.dtype], cc.C_TYPE_OF[first.dtype]
     mode = "max" if which == "gather" and first is x else which
     start, fast, rest = _MODES[mode]
     geometry = dict(kh=sizes[0], kw=sizes[1], sh=steps[0], sw=steps[1], ph=padding[0], pw=padding[1],

@@ -453,7 +453,7 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
         g = np.ascontiguousarray(g)
     strides = [st // item for st in g.strides]  # g read where it lies: a transposed gradient is not copied
     counts, spatial, lead = g.shape[n - k:n], shape[n - k:], g.shape[:n - k]
-    ctype = cc.C_TYPES[g.dtype.name]
+    ctype = cc.C_TYPE_OF[g.dtype]
     taps = [f"t{d}" for d in range(k)]
     at = [f"p{d}" for d in range(k)]
     position = " + ".join(f"({p} * {steps[d]} + {t} * {dilations[d]}) * {int(np.prod(spatial[d + 1:]))}"
