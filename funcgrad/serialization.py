@@ -124,9 +124,26 @@ class _Writer:
                         "tuples and dicts only; save module.state_dict() / optimizer.state_dict())")
 
 
-def save(obj: Any, f: Any) -> None:
+def save(obj: Any, f: Any = None, *, arr: Any = None, allow_pickle: bool = True) -> None:
     """Write ``obj`` (arrays and nested containers of them) to ``f`` as a safetensors file:
-    a path, or a binary file object (``io.BytesIO``, an open file), as ``torch.save`` takes."""
+    a path, or a binary file object (``io.BytesIO``, an open file), as ``torch.save`` takes.
+
+    NumPy's call, the file first and one array second (``fg.save(path, x)`` or
+    ``fg.save(path, arr=x)``), writes NumPy's ``.npy`` format as ``np.save`` does (``.npy``
+    added to a path without it), which ``np.load`` and ``fg.load`` read. ``allow_pickle`` is
+    accepted for it; funcgrad arrays hold numbers, so nothing is pickled either way."""
+    if arr is not None or (f is not None and _is_file(obj) and not _is_file(f)):
+        if arr is not None and f is not None:
+            raise ArgumentTypeError("fg.save: give the array as the second argument or as arr=, not both")
+        value = f if arr is None else arr
+        host = value.numpy() if isinstance(value, ArrayBase) else np.asarray(value)
+        if host.dtype.hasobject:
+            raise ArgumentTypeError(f"fg.save: {type(value).__name__} holds Python objects; funcgrad saves numbers")
+        np.save(obj, host, allow_pickle=False)
+        return
+    if f is None:
+        raise ArgumentTypeError("fg.save: missing the file: fg.save(obj, f) (PyTorch's order) or fg.save(file, arr) "
+                                "(NumPy's)")
     writer = _Writer()
     tree = writer.encode(obj, [])
     crc = 0
@@ -303,14 +320,18 @@ def _read_arrays(stream: Any, entries: list[Any], crc: int | None, where: str) -
 
 
 def load(f: Any, *, device: Any = None, map_location: Any = None, weights_only: bool = True,
-         mmap: bool | None = None) -> Any:
-    """Read a safetensors file (what ``fg.save`` wrote, or any other) from a path or a binary
-    file object. Never unpickles: a pickle or torch file is refused with a clear error, and so
-    is every malformed or hostile file (``FormatError``), before anything is allocated.
+         mmap: bool | None = None, mmap_mode: str | None = None, allow_pickle: bool = False,
+         fix_imports: bool = True, encoding: str = "ASCII", max_header_size: int = 10000) -> Any:
+    """Read a safetensors file (what ``fg.save`` wrote, or any other), or a NumPy ``.npy``
+    file (as an array), from a path or a binary file object. Never unpickles: a pickle or
+    torch file is refused with a clear error, and so is every malformed or hostile file
+    (``FormatError``), before anything is allocated.
     ``map_location`` is ``device``'s PyTorch name (a device or its name). ``weights_only``
     and ``mmap`` are accepted for PyTorch's calls: funcgrad reads arrays, numbers and
     containers only, whatever ``weights_only`` says (``False`` does not make it unpickle),
-    and reads the file into memory."""
+    and reads the file into memory. NumPy's ``mmap_mode``, ``allow_pickle``,
+    ``fix_imports`` and ``encoding`` are accepted likewise (they concern pickles and maps,
+    which funcgrad does not make); ``max_header_size`` bounds a ``.npy`` header, as NumPy's."""
     if not isinstance(weights_only, bool):
         raise ArgumentTypeError(f"fg.load: weights_only must be a bool, got {weights_only!r}")
     if map_location is not None:
@@ -322,9 +343,40 @@ def load(f: Any, *, device: Any = None, map_location: Any = None, weights_only: 
         device = map_location
     if _target("fg.load", f, "read"):
         stream = f if f.seekable() else io.BytesIO(f.read())
-        return _load(stream, repr(f), device)
+        return _load(stream, repr(f), device, max_header_size)
     with open(f, "rb") as stream:
-        return _load(stream, repr(str(f)), device)
+        return _load(stream, repr(str(f)), device, max_header_size)
+
+
+def _is_file(f: Any) -> bool:
+    """A path or a binary file object: what ``fg.save`` writes to."""
+    return isinstance(f, (str, bytes, os.PathLike)) or (hasattr(f, "write") and not isinstance(f, ArrayBase))
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _load_npy(stream: Any, where: str, size: int, device: Any, max_header_size: int) -> Any:
+    """A ``.npy`` file as an array: its header read with NumPy's parser (bounded by
+    ``max_header_size``), its shape and dtype checked against the bytes the file holds before
+    anything is allocated, object dtypes (pickles) refused."""
+    start = stream.tell()
+    try:
+        version = np.lib.format.read_magic(stream)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0
+        shape, fortran, dtype = read_header(stream, max_header_size=max_header_size)
+    except (ValueError, SyntaxError, TypeError) as exc:
+        raise _refuse(where, f"malformed .npy header ({exc})") from None
+    if dtype.hasobject:
+        raise _refuse(where, "a .npy file of Python objects (a pickle); funcgrad never unpickles")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes != size - (stream.tell() - start):
+        raise _refuse(where, f"a .npy header for {nbytes} bytes of data where the file holds "
+                             f"{size - (stream.tell() - start)}")
+    data = np.frombuffer(stream.read(nbytes), dtype)
+    host = data.reshape(shape[::-1]).T if fortran else data.reshape(shape)
+    return asarray(np.ascontiguousarray(host).astype(dtype.newbyteorder("="), copy=False), device=device)
 
 
 def _target(op: str, f: Any, method: str) -> bool:
@@ -342,11 +394,14 @@ def _target(op: str, f: Any, method: str) -> bool:
                             f"{type(f).__name__} {f!r}")
 
 
-def _load(stream: Any, where: str, device: Any) -> Any:
+def _load(stream: Any, where: str, device: Any, max_header_size: int = 10000) -> Any:
     start = stream.tell()
     size = stream.seek(0, os.SEEK_END) - start
     stream.seek(start)
     raw_len = stream.read(8)
+    if raw_len[:6] == _NPY_MAGIC:
+        stream.seek(start)
+        return _load_npy(stream, where, size, device, max_header_size)
     header_len = struct.unpack("<Q", raw_len)[0] if len(raw_len) == 8 else None
     if header_len is None or header_len > min(_MAX_HEADER, size - 8):
         if raw_len[:1] == b"\x80" or raw_len[:2] == b"PK":

@@ -133,23 +133,40 @@ def _stacked(obj: Any, dt: _dt.DType | None, device: Any, op: str) -> Any:
 
 
 @_grad_leaf
-def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True,
+def array(obj: Any, dtype: Any = None, *, device: Any = None, copy: bool = True, ndmin: int = 0, ndmax: int = 0,
           requires_grad: bool = False) -> Array:
     """A new array holding a copy of ``obj`` (nested lists, scalars, NumPy or funcgrad arrays).
-    A sequence holding arrays or traced values stacks them, keeping their derivatives."""
+    A sequence holding arrays or traced values stacks them, keeping their derivatives.
+    NumPy's ``ndmin`` prepends axes of size one up to that many; ``ndmax`` bounds the axes
+    read from nested sequences (deeper ones would be NumPy's object arrays, which funcgrad
+    has not: an error says so).
+
+    Example:
+        >>> fg.array([1, 2], ndmin=3).shape
+        (1, 1, 2)
+    """
+    out = _array(obj, dtype, device, copy)
+    if ndmax and isinstance(obj, (list, tuple)) and out.ndim > ndmax:
+        raise ArgumentValueError(f"array: the data has {out.ndim} levels of nesting, more than ndmax={ndmax} (NumPy "
+                                 f"would keep the deeper ones as Python objects; funcgrad arrays hold numbers)")
+    if out.ndim < ndmin:
+        out = out.reshape((1,) * (ndmin - out.ndim) + tuple(out.shape))
+    return out
+
+
+def _array(obj: Any, dtype: Any, device: Any, copy: bool) -> Any:
     dt = None if dtype is None else _dt.as_dtype(dtype, op="array")
     if isinstance(obj, (list, tuple)) and _holds_arrays(obj):
         out = _stacked(obj, dt, None if device is None else _as_device(device), "array")
         return out.to(device) if device is not None and isinstance(out, Array) else out
     if isinstance(obj, ArrayBase) and not isinstance(obj, Array):  # a traced value: a copy that keeps its derivative
-        return obj.astype(dt if dt is not None else obj.dtype)  # type: ignore[return-value]  # (a tracer, as an Array)
+        return obj.astype(dt if dt is not None else obj.dtype)
     if isinstance(obj, Array):
         out = obj.astype(dt, copy=copy) if dt is not None else (obj.astype(obj.dtype) if copy else obj._own())
         return out.to(device) if device is not None else out
     dev = _as_device(device)
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
-        obj = from_dlpack(obj)
-        return array(obj, dt, device=device, copy=copy)
+        return _array(from_dlpack(obj), dt, device, copy)
     return _place(_host_array(obj, dt, "array"), dev)
 
 

@@ -45,13 +45,19 @@ def _accumulating(op: str, operands: tuple[Any, ...], precision: Any, preferred_
     return tuple(as_operand(x).astype(d) for x in operands)
 
 
-def matmul(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
+def matmul(a: Any, b: Any, /, *, axes: Any = None, axis: Any = None, keepdims: bool = False, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
     """``a @ b`` with NumPy's rules: 1-D operands are vectors, leading axes broadcast as
     batches.
 
     Args:
         a: the left operand.
         b: the right operand.
+        axes: NumPy's generalized-ufunc argument: per operand and for the result, the axes
+            that hold its matrix (one axis for a vector), as ``[(i, j), (k, l), (m, n)]``.
+        axis: NumPy's argument; a product has no single shared axis, so, as in NumPy, it is
+            an error to give it.
+        keepdims: likewise NumPy's, and an error when true.
         precision: JAX's argument (``"highest"`` or ``lax.Precision.HIGHEST`` accumulate in a
             wider type).
         preferred_element_type: JAX's argument: the type the product accumulates and
@@ -64,6 +70,8 @@ def matmul(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: 
         >>> (fg.ones((4, 2, 3)) @ fg.ones((3, 5))).shape
         (4, 2, 5)
     """
+    if axes is not None or axis is not None or keepdims:
+        return _matmul_on_axes(a, b, axes, axis, keepdims, precision, preferred_element_type)
     if precision is not None or preferred_element_type is not None:
         a, b = _accumulating("matmul", (a, b), precision, preferred_element_type)
     if a.__class__ is Array and b.__class__ is Array and a._dtype is b._dtype and a._dtype is not _dt.bfloat16:
@@ -79,6 +87,41 @@ def matmul(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: 
         wide = bind(matmul_p, a.astype(_dt.float32), b.astype(_dt.float32))
         return wide.astype(_dt.bfloat16)
     return bind(matmul_p, a, b)
+
+
+def _core_axes(op: str, entry: Any, count: int, ndim: int, which: str) -> tuple[int, ...]:
+    """One entry of a generalized ufunc's ``axes``: ``count`` distinct axes of an array of
+    ``ndim`` (an int where ``count`` is 1)."""
+    picked = (entry,) if isinstance(entry, int) and not isinstance(entry, bool) else tuple(entry)
+    if len(picked) != count or not all(isinstance(i, int) and not isinstance(i, bool) for i in picked):
+        raise ArgumentValueError(f"{op}: axes entry {entry!r} for {which} must name {count} axis(es)")
+    normalize_axes(op, picked, ndim)  # (checked: in range, no repeats)
+    return tuple(i % ndim for i in picked)  # (in the order given: the matrix's rows, then its columns)
+
+
+def _matmul_on_axes(a: Any, b: Any, axes: Any, axis: Any, keepdims: bool, precision: Any,
+                    preferred_element_type: Any) -> Any:
+    """``np.matmul(a, b, axes=...)``: each operand's matrix axes moved last, the product,
+    and its matrix axes moved where the result's entry puts them."""
+    if axis is not None:
+        raise ArgumentTypeError("matmul: axis can only be used with a single shared core dimension, not with the "
+                                "three of its signature (n?,k),(k,m?)->(n?,m?); use axes")
+    if keepdims:
+        raise ArgumentTypeError("matmul: keepdims is not supported: its result keeps its matrix axes")
+    a, b = as_operand(a), as_operand(b)
+    if not isinstance(axes, (list, tuple)) or len(axes) not in (2, 3):
+        raise ArgumentValueError(f"matmul: axes must be a list of 2 or 3 entries (the operands', then the "
+                                 f"result's), got {axes!r}")
+    cores = [builtins.min(x.ndim, 2) for x in (a, b)]
+    moved = [moveaxis(x, _core_axes("matmul", entry, c, x.ndim, f"operand {i}"), tuple(range(-c, 0)))
+             for i, (x, entry, c) in enumerate(zip((a, b), axes, cores))]
+    out = matmul(*moved, precision=precision, preferred_element_type=preferred_element_type)
+    core = (a.ndim > 1) + (b.ndim > 1)
+    if len(axes) == 2:
+        if core:
+            raise ArgumentValueError("matmul: axes needs a third entry for the result's matrix axes")
+        return out
+    return moveaxis(out, tuple(range(-core, 0)), _core_axes("matmul", axes[2], core, out.ndim, "the result"))
 
 
 def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
@@ -106,9 +149,23 @@ def inner(a: Any, b: Any, /, *, precision: Any = None, preferred_element_type: A
     return tensordot(a, b, axes=([a.ndim - 1], [b.ndim - 1]))
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-    """Array API ``vecdot``: ``sum(conj(x1) * x2)`` along ``axis`` (broadcasting the rest)."""
+def vecdot(x1: Any, x2: Any, /, *, axis: int | None = None, axes: Any = None, keepdims: bool = False) -> Any:
+    """Array API ``vecdot``: ``sum(conj(x1) * x2)`` along ``axis`` (-1 by default;
+    broadcasting the rest). NumPy's ``axes=[i, j]`` names each operand's axis instead (the
+    rest broadcast as they stand once it is moved last), and ``keepdims`` keeps the summed
+    axis, of size one: at ``axis``, or last under ``axes``."""
     x1, x2 = promote("vecdot", (as_operand(x1), as_operand(x2)))
+    if axes is not None:
+        if axis is not None:
+            raise ArgumentTypeError("vecdot: give axis or axes, not both")
+        if not isinstance(axes, (list, tuple)) or len(axes) not in (2, 3) or (len(axes) == 3 and tuple(axes[2])):
+            raise ArgumentValueError(f"vecdot: axes must be [axis of x1, axis of x2] (and () for the result), "
+                                     f"got {axes!r}")
+        x1, x2 = (moveaxis(x, _core_axes("vecdot", entry, 1, x.ndim, f"operand {i}"), -1)
+                  for i, (x, entry) in enumerate(zip((x1, x2), axes)))
+        out = vecdot(x1, x2)
+        return expand_dims(out, -1) if keepdims else out
+    axis = -1 if axis is None else axis
     for x in (x1, x2):
         if not -x.ndim <= axis < x.ndim:
             raise ShapeError(f"vecdot: axis {axis} is out of range for shapes {fmt_shape(tuple(x1.shape))} and "
@@ -118,7 +175,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
                          f"(shapes {fmt_shape(tuple(x1.shape))} and {fmt_shape(tuple(x2.shape))}); they must be equal")
     if x1.dtype.kind == "c":
         x1 = bind(conj_p, x1)
-    return sum(multiply(x1, x2), axis, dtype=x1.dtype)
+    return sum(multiply(x1, x2), axis, keepdims=keepdims, dtype=x1.dtype)
 
 
 def outer(a: Any, b: Any) -> Any:
