@@ -203,6 +203,24 @@ class _Row:
     allocated: int = 0
     flops: int = 0
 
+    # PyTorch's names for a row's totals, in microseconds as there
+    @property
+    def self_cpu_time_total(self) -> float:
+        return self.self_ns / 1e3
+
+    @property
+    def cpu_time_total(self) -> float:
+        return self.total_ns / 1e3
+
+    @property
+    def cpu_time(self) -> float:
+        """The average per call."""
+        return self.total_ns / 1e3 / max(self.count, 1)
+
+    @property
+    def self_cpu_memory_usage(self) -> int:
+        return self.allocated
+
 
 class EventList(list):  # type: ignore[type-arg]
     """A list of events (or of ``key_averages`` rows), with PyTorch's ``table``."""

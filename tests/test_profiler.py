@@ -61,6 +61,9 @@ def test_the_table_is_pytorchs() -> None:
     rows = {r.key: r for r in prof.key_averages()}
     # (6 forward, and the second layer's input cotangent, a linear of the weight's transpose, 3 times)
     assert rows["linear"].count == 9 and rows["LinearBackward"].count == 6 and rows["relu"].count == 3
+    linear = rows["linear"]  # (PyTorch's names for the totals, in microseconds)
+    assert linear.self_cpu_time_total == linear.self_ns / 1e3 and linear.cpu_time_total == linear.total_ns / 1e3
+    assert linear.cpu_time == linear.cpu_time_total / 9 and linear.self_cpu_memory_usage == linear.allocated
     grouped = prof.key_averages(group_by_input_shape=True)
     assert len([r for r in grouped if r.key == "linear"]) == 3  # two layers, and the cotangent's
     assert "Input Shapes" in grouped.table(row_limit=3)
