@@ -178,6 +178,33 @@ def test_a_later_sum_moves_up_to_end_the_loop_and_splits_over_threads() -> None:
             assert got.numpy().tobytes() == want.numpy().tobytes()
 
 
+def test_a_linears_bias_joins_the_native_loop_that_reads_it() -> None:
+    """``linear(x, w, b)`` read by the next native loop (a GELU, a residual add) lowers as the
+    product and an ``add`` of the bias inside that loop, with eager's bits, forward and
+    backward; a linear whose result goes to another product keeps its own bias add."""
+    rng = np.random.default_rng(5)
+    x, r = (fg.asarray(rng.standard_normal((4, 16, 32)).astype(np.float32)) for _ in range(2))
+    w1, w2 = (fg.asarray(rng.standard_normal((32, 32)).astype(np.float32)) for _ in range(2))
+    b1, b2 = (fg.asarray(rng.standard_normal(32).astype(np.float32)) for _ in range(2))
+    F = fg.nn.functional
+
+    def f(x, r, w1, b1, w2, b2):
+        h = F.gelu(F.linear(x, w1, b1))
+        return (r + F.linear(F.linear(h, w2, b2), w1, b1)).sum()
+
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        source = compiled.lower(x, r, w1, b1, w2, b2).source
+        assert "native: add gelu" in source and "native: add add" in source
+        assert source.count("# linear") == 3 and sum("# linear" in ln and ln.count(",") == 2
+                                                     for ln in source.splitlines()) == 1  # (the inner one keeps b2)
+        args = (x, r, w1, b1, w2, b2)
+        assert compiled(*args).numpy().tobytes() == f(*args).numpy().tobytes()
+        got, want = fg.grad(compiled, argnums=(0, 2, 3))(*args), fg.grad(f, argnums=(0, 2, 3))(*args)
+        for g, e in zip(got, want):
+            assert g.numpy().tobytes() == e.numpy().tobytes()
+
+
 def test_an_expensive_loop_leaves_its_leading_sum_to_numpy_and_splits() -> None:
     """A run of transcendental functions large enough for two threads is not ended by a sum
     over leading axes (which would keep it on one): the loop splits, the sum runs after it,

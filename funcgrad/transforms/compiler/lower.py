@@ -271,7 +271,7 @@ def lower(program: Program, donated: frozenset[int] = frozenset(), threads: int 
     with fewer threads, then with none. ``name``: what it is, in errors."""
     threads = config.compile_threads if threads is None else threads
     if threads and native.use_native():  # (sums that can end a native loop, moved up to it)
-        eqns = native.schedule(program.eqns)
+        eqns = native.schedule(native.split_biases(program.eqns))
         if eqns != program.eqns:
             program = Program(program.invars, program.constvars, program.consts, eqns, program.outvars,
                               program.in_tree, program.out_tree)

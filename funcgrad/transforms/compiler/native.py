@@ -32,9 +32,11 @@ from typing import Any
 from ...backends import cc
 from ...backends.cc import C_TYPES, MAX_OPERANDS, NativeBuildError, loop_kernel, sizes_and_bytes
 from ...config import config
-from ..ir import Var
+from ...primitives.elementwise import BINARY
+from ...primitives.linalg import linear_p
+from ..ir import Eqn, Var
 
-__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "schedule", "use_native"]
+__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "schedule", "split_biases", "use_native"]
 
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 
@@ -110,6 +112,29 @@ def fused_reduction(eqn: Any, run: list[Any]) -> bool:
     # work units an element); on two threads a run saves half its work: more only above four.
     size, per_element = math.prod(x.aval.shape), cc.work(e.prim.c_expr for e in run if e.prim.c_expr)
     return per_element <= 4 or cc.threads_for(size, size, per_element) == 1
+
+
+def split_biases(eqns: list[Any]) -> list[Any]:
+    """The equations, each ``linear`` with a bias whose result the next equation reads in a
+    native loop of its shape written as the product, then an ``add`` of the bias: the add
+    joins that loop (a GELU's, a residual's), where the linear kernel's own bias add was a
+    pass over the result of its own. The bits are the same: the product, then one
+    addition an element."""
+    out = list(eqns)
+    i = 0
+    while i < len(out) - 1:
+        eqn, after = out[i], out[i + 1]
+        if eqn.prim is linear_p and len(eqn.inputs) == 3 and c_fusable(after) and \
+                any(a is eqn.outputs[0] for a in after.inputs) and \
+                after.outputs[0].aval.shape == eqn.outputs[0].aval.shape:
+            (y,), product = eqn.outputs, Var(eqn.outputs[0].aval)
+            add = BINARY["add"]
+            if c_fusable(Eqn(add, [product, eqn.inputs[2]], [y], {})):
+                out[i:i + 1] = [Eqn(linear_p, eqn.inputs[:2], [product], eqn.params), Eqn(add, [product, eqn.inputs[2]],
+                                                                                            [y], {})]
+                i += 1
+        i += 1
+    return out
 
 
 def schedule(eqns: list[Any]) -> list[Any]:
