@@ -542,6 +542,527 @@ FUNCTIONS: dict[str, tuple[str, str, str, dict[str, str]]] = {
         'fg.count_nonzero(fg.asarray([[0, 1], [2, 3]]), axis=1).tolist()',
         '[1, 2]',
         {}),
+    'amax': (
+        'The maxima.',
+        'fg.amax(fg.asarray([[1, 5], [7, 2]]), axis=0).tolist()',
+        '[7, 5]',
+        {
+            'initial': "a value the maximum starts from (NumPy's; needed where ``where`` leaves a row empty).",
+            'where': "a bool mask of the elements to include (NumPy's).",
+        }),
+    'amin': (
+        'The minima.',
+        'fg.amin(fg.asarray([[1, 5], [7, 2]]), axis=1).tolist()',
+        '[1, 2]',
+        {
+            'initial': "a value the minimum starts from (NumPy's; needed where ``where`` leaves a row empty).",
+            'where': "a bool mask of the elements to include (NumPy's).",
+        }),
+    'angle': (
+        'Real angles, in radians (degrees with ``deg``).',
+        'fg.angle(fg.asarray([1j, -1.0 + 0j]), deg=True).tolist()',
+        '[90.0, 180.0]',
+        {
+            'deg': 'return degrees instead of radians.',
+        }),
+    'append': (
+        'A new array.',
+        'fg.append(fg.asarray([1, 2]), fg.asarray([[3, 4]])).tolist()',
+        '[1, 2, 3, 4]',
+        {
+            'arr': 'the array.',
+            'values': 'what follows it (of a matching shape along ``axis``).',
+            'axis': 'the axis to join along (both flattened by default).',
+        }),
+    'array_split': (
+        'A list of views.',
+        '[p.tolist() for p in fg.array_split(fg.arange(5), 3)]',
+        '[[0, 1], [2, 3], [4]]',
+        {
+            'indices_or_sections': 'a number of parts (they may differ in size by one) or the indices to split at.',
+            'axis': 'the axis to split.',
+        }),
+    'atleast_1d': (
+        '``x`` itself, or a view with the new axes.',
+        'fg.atleast_1d(fg.asarray(3.0)).shape',
+        '(1,)',
+        {}),
+    'atleast_2d': (
+        '``x`` itself, or a view with the new axes.',
+        'fg.atleast_2d(fg.ones(3)).shape',
+        '(1, 3)',
+        {}),
+    'atleast_3d': (
+        '``x`` itself, or a view with the new axes.',
+        'fg.atleast_3d(fg.ones((2, 3))).shape',
+        '(2, 3, 1)',
+        {}),
+    'broadcast_arrays': (
+        'A list of views of one shape.',
+        '[a.shape for a in fg.broadcast_arrays(fg.ones((2, 1)), fg.ones(3))]',
+        '[(2, 3), (2, 3)]',
+        {
+            'arrays': 'the arrays.',
+        }),
+    'broadcast_shapes': (
+        'A tuple of ints.',
+        'fg.broadcast_shapes((2, 1), (3,))',
+        '(2, 3)',
+        {
+            'shapes': 'the shapes, tuples of ints.',
+        }),
+    'column_stack': (
+        'A 2-D array.',
+        'fg.column_stack([fg.asarray([1, 2]), fg.asarray([3, 4])]).tolist()',
+        '[[1, 3], [2, 4]]',
+        {
+            'arrays': 'a sequence of arrays with the same number of rows.',
+        }),
+    'conj': (
+        "An array of ``x``'s shape and dtype.",
+        'fg.conj(fg.asarray([1 + 2j])).tolist()',
+        '[(1-2j)]',
+        {}),
+    'conjugate': (
+        "An array of ``x``'s shape and dtype.",
+        'fg.conjugate(fg.asarray([1 + 2j])).tolist()',
+        '[(1-2j)]',
+        {}),
+    'cross': (
+        'The cross products.',
+        'fg.cross(fg.asarray([1.0, 0.0, 0.0]), fg.asarray([0.0, 1.0, 0.0])).tolist()',
+        '[0.0, 0.0, 1.0]',
+        {
+            'a': 'the first vectors.',
+            'b': 'the second vectors (broadcast against ``a``).',
+            'axisa': 'the axis of ``a`` that holds the vectors.',
+            'axisb': 'that of ``b``.',
+            'axisc': "where the result's vectors go.",
+            'axis': 'one axis for all three (overrides the others).',
+        }),
+    'cumprod': (
+        "An array of ``x``'s shape (flattened when ``axis`` is None).",
+        'fg.cumprod(fg.asarray([1, 2, 3, 4])).tolist()',
+        '[1, 2, 6, 24]',
+        {
+            'axis': 'the axis (the flattened array by default).',
+        }),
+    'cumulative_prod': (
+        "An array of ``x``'s shape (one longer along ``axis`` with ``include_initial``).",
+        'fg.cumulative_prod(fg.asarray([1, 2, 3]), include_initial=True).tolist()',
+        '[1, 1, 2, 6]',
+        {
+            'axis': 'the axis (needed for more than one axis).',
+            'include_initial': 'start with the product of nothing, 1.',
+        }),
+    'cumulative_sum': (
+        "An array of ``x``'s shape (one longer along ``axis`` with ``include_initial``).",
+        'fg.cumulative_sum(fg.asarray([1, 2, 3]), include_initial=True).tolist()',
+        '[0, 1, 3, 6]',
+        {
+            'axis': 'the axis (needed for more than one axis).',
+            'include_initial': 'start with the sum of nothing, 0.',
+        }),
+    'deg2rad': (
+        "Floats of ``x``'s shape.",
+        'fg.deg2rad(fg.asarray([180.0], dtype=fg.float64)).tolist()',
+        '[3.141592653589793]',
+        {}),
+    'degrees': (
+        "Floats of ``x``'s shape.",
+        'fg.degrees(fg.asarray([3.141592653589793], dtype=fg.float64)).tolist()',
+        '[180.0]',
+        {}),
+    'radians': (
+        "Floats of ``x``'s shape.",
+        'fg.radians(fg.asarray([90.0], dtype=fg.float64)).tolist()',
+        '[1.5707963267948966]',
+        {}),
+    'rad2deg': (
+        "Floats of ``x``'s shape.",
+        'fg.rad2deg(fg.asarray([1.5707963267948966], dtype=fg.float64)).tolist()',
+        '[90.0]',
+        {}),
+    'diagonal': (
+        'A view.',
+        'fg.diagonal(fg.arange(9).reshape(3, 3), 1).tolist()',
+        '[1, 5]',
+        {
+            'offset': 'the diagonal: 0 the main one, above it positive, below negative.',
+            'axis1': 'the axis of its rows.',
+            'axis2': 'the axis of its columns.',
+        }),
+    'digamma': (
+        "Floats of ``x``'s shape.",
+        'fg.digamma(fg.asarray([1.0, 2.0], dtype=fg.float64)).round(6).tolist()',
+        '[-0.577216, 0.422784]',
+        {}),
+    'polygamma': (
+        "Floats of ``x``'s shape.",
+        'fg.polygamma(1, fg.asarray([1.0], dtype=fg.float64)).round(6).tolist()',
+        '[1.644934]',
+        {
+            'n': 'the order of the derivative, an int of at least 0 (0: the digamma function).',
+        }),
+    'dsplit': (
+        'A list of views.',
+        '[p.shape for p in fg.dsplit(fg.ones((1, 2, 4)), 2)]',
+        '[(1, 2, 2), (1, 2, 2)]',
+        {
+            'a': 'an array of at least three axes.',
+            'indices_or_sections': 'a number of equal parts or the indices to split at.',
+        }),
+    'hsplit': (
+        'A list of views.',
+        '[p.tolist() for p in fg.hsplit(fg.arange(4).reshape(2, 2), 2)]',
+        '[[[0], [2]], [[1], [3]]]',
+        {
+            'a': 'the array.',
+            'indices_or_sections': 'a number of equal parts or the indices to split at.',
+        }),
+    'vsplit': (
+        'A list of views.',
+        '[p.tolist() for p in fg.vsplit(fg.arange(4).reshape(2, 2), 2)]',
+        '[[[0, 1]], [[2, 3]]]',
+        {
+            'a': 'an array of at least two axes.',
+            'indices_or_sections': 'a number of equal parts or the indices to split at.',
+        }),
+    'dstack': (
+        'A new array of at least three axes.',
+        'fg.dstack([fg.ones((2, 2)), fg.zeros((2, 2))]).shape',
+        '(2, 2, 2)',
+        {
+            'arrays': 'a sequence of arrays.',
+        }),
+    'hstack': (
+        'A new array.',
+        'fg.hstack([fg.asarray([1, 2]), fg.asarray([3])]).tolist()',
+        '[1, 2, 3]',
+        {
+            'tup': 'a sequence of arrays.',
+        }),
+    'vstack': (
+        'A new array.',
+        'fg.vstack([fg.asarray([1, 2]), fg.asarray([3, 4])]).tolist()',
+        '[[1, 2], [3, 4]]',
+        {
+            'tup': 'a sequence of arrays.',
+        }),
+    'row_stack': (
+        'A new array.',
+        'fg.row_stack([fg.asarray([1, 2]), fg.asarray([3, 4])]).tolist()',
+        '[[1, 2], [3, 4]]',
+        {
+            'tup': 'a sequence of arrays.',
+        }),
+    'empty': (
+        'Zeros of ``shape``.',
+        'fg.empty((2, 3)).shape',
+        '(2, 3)',
+        {}),
+    'empty_like': (
+        "Zeros of ``x``'s shape.",
+        'fg.empty_like(fg.ones((2, 3)), dtype=fg.int32).dtype',
+        'int32',
+        {
+            'shape': "the shape instead of ``x``'s (NumPy's).",
+        }),
+    'fabs': (
+        "Floats of ``x``'s shape.",
+        'fg.fabs(fg.asarray([-1.5, 2.0])).tolist()',
+        '[1.5, 2.0]',
+        {}),
+    'fmax': (
+        'An array of the broadcast shape.',
+        'fg.fmax(fg.asarray([1.0, float("nan")]), fg.asarray([float("nan"), 2.0])).tolist()',
+        '[1.0, 2.0]',
+        {
+            'x1': 'an array.',
+            'x2': 'another, broadcast against it.',
+        }),
+    'fmin': (
+        'An array of the broadcast shape.',
+        'fg.fmin(fg.asarray([1.0, float("nan")]), fg.asarray([float("nan"), 2.0])).tolist()',
+        '[1.0, 2.0]',
+        {
+            'x1': 'an array.',
+            'x2': 'another, broadcast against it.',
+        }),
+    'fmod': (
+        'An array of the broadcast shape.',
+        'fg.fmod(fg.asarray([-7.0, 7.0]), 3.0).tolist()',
+        '[-1.0, 1.0]',
+        {
+            'x1': 'the dividends.',
+            'x2': 'the divisors.',
+        }),
+    'mod': (
+        'An array of the broadcast shape.',
+        'fg.mod(fg.asarray([-7.0, 7.0]), 3.0).tolist()',
+        '[2.0, 1.0]',
+        {
+            'x1': 'the dividends.',
+            'x2': 'the divisors.',
+        }),
+    'logaddexp2': (
+        'An array of the broadcast shape.',
+        'fg.logaddexp2(fg.asarray([1.0, 3.0]), 3.0).tolist()',
+        '[3.321928024291992, 4.0]',
+        {
+            'x1': 'an array.',
+            'x2': 'another, broadcast against it.',
+        }),
+    'pow': (
+        'An array of the broadcast shape.',
+        'fg.pow(fg.asarray([1.0, 2.0, 3.0]), 2).tolist()',
+        '[1.0, 4.0, 9.0]',
+        {
+            'y': 'the exponents (a Python int: repeated multiplication).',
+        }),
+    'power': (
+        'An array of the broadcast shape.',
+        'fg.power(fg.asarray([4.0, 9.0]), 0.5).tolist()',
+        '[2.0, 3.0]',
+        {
+            'y': 'the exponents (a Python int: repeated multiplication).',
+        }),
+    'real': (
+        "The real parts, of the parts' dtype.",
+        'fg.real(fg.asarray([1 + 2j])).tolist()',
+        '[1.0]',
+        {}),
+    'imag': (
+        "The imaginary parts, of the parts' dtype.",
+        'fg.imag(fg.asarray([1 + 2j])).tolist()',
+        '[2.0]',
+        {}),
+    'sinc': (
+        "Floats of ``x``'s shape.",
+        'fg.sinc(fg.asarray([0.0, 0.5], dtype=fg.float64)).round(6).tolist()',
+        '[1.0, 0.63662]',
+        {}),
+    'fliplr': (
+        'A view.',
+        'fg.fliplr(fg.arange(4).reshape(2, 2)).tolist()',
+        '[[1, 0], [3, 2]]',
+        {
+            'm': 'an array of at least two axes.',
+        }),
+    'flipud': (
+        'A view.',
+        'fg.flipud(fg.arange(4).reshape(2, 2)).tolist()',
+        '[[2, 3], [0, 1]]',
+        {
+            'm': 'an array of at least one axis.',
+        }),
+    'rot90': (
+        'A view.',
+        'fg.rot90(fg.arange(4).reshape(2, 2)).tolist()',
+        '[[1, 3], [0, 2]]',
+        {
+            'm': 'an array of at least two axes.',
+            'k': 'how many quarter turns (negative: the other way).',
+            'axes': 'the plane to turn in.',
+        }),
+    'gradient': (
+        'One array (one axis) or a list of them, one per axis.',
+        'fg.gradient(fg.asarray([1.0, 2.0, 4.0, 7.0])).tolist()',
+        '[1.0, 1.5, 2.5, 3.0]',
+        {
+            'f': 'the sampled values.',
+            'varargs': 'the spacing: one number, one per axis, or coordinate arrays (1 by default).',
+            'edge_order': 'the accuracy at the ends: 1 or 2.',
+        }),
+    'inner': (
+        'The products.',
+        'fg.inner(fg.asarray([1.0, 2.0]), fg.asarray([3.0, 4.0])).tolist()',
+        '11.0',
+        {
+            'a': 'an array.',
+            'b': 'another, with the same last axis.',
+            'precision': "JAX's argument (accepted).",
+            'preferred_element_type': "JAX's argument: the dtype to accumulate and return in.",
+        }),
+    'vdot': (
+        'A 0-d array.',
+        'fg.vdot(fg.asarray([1j, 2.0]), fg.asarray([1j, 3.0])).tolist()',
+        '(7+0j)',
+        {
+            'a': 'an array (conjugated when complex).',
+            'b': 'another of as many elements.',
+            'precision': "JAX's argument (accepted).",
+            'preferred_element_type': "JAX's argument: the dtype to accumulate and return in.",
+        }),
+    'vecdot': (
+        'The products, without ``axis`` (of size one with ``keepdims``).',
+        'fg.vecdot(fg.asarray([[1.0, 2.0], [3.0, 4.0]]), fg.asarray([1.0, 1.0])).tolist()',
+        '[3.0, 7.0]',
+        {
+            'x1': 'the first vectors (conjugated when complex).',
+            'x2': 'the second, broadcast against them.',
+            'axis': 'the axis summed over (-1 by default).',
+            'axes': "NumPy's form: ``[axis of x1, axis of x2]``.",
+            'keepdims': 'keep the summed axis, of size 1.',
+        }),
+    'inv': (
+        'The inverse matrices.',
+        'fg.inv(fg.asarray([[2.0, 0.0], [0.0, 4.0]])).tolist()',
+        '[[0.5, 0.0], [0.0, 0.25]]',
+        {
+            'a': 'a square matrix or a stack of them.',
+        }),
+    'matrix_norm': (
+        'The norms (of shape ``x.shape[:-2]``).',
+        'fg.matrix_norm(fg.asarray([[3.0, 0.0], [0.0, 4.0]])).tolist()',
+        '5.0',
+        {
+            'ord': "``'fro'``, ``'nuc'``, 1, -1, 2, -2, inf or -inf, as NumPy's.",
+        }),
+    'vector_norm': (
+        'The norms.',
+        'fg.vector_norm(fg.asarray([3.0, 4.0])).tolist()',
+        '5.0',
+        {
+            'ord': 'the p of the p-norm (inf, -inf and 0 too).',
+        }),
+    'matrix_transpose': (
+        'A view.',
+        'fg.matrix_transpose(fg.ones((5, 2, 3))).shape',
+        '(5, 3, 2)',
+        {}),
+    'permute_dims': (
+        'A view.',
+        'fg.permute_dims(fg.ones((2, 3, 4)), (2, 0, 1)).shape',
+        '(4, 2, 3)',
+        {
+            'axes': 'the new order of the axes.',
+        }),
+    'rollaxis': (
+        'A view.',
+        'fg.rollaxis(fg.ones((2, 3, 4)), 2).shape',
+        '(4, 2, 3)',
+        {
+            'a': 'the array.',
+            'axis': 'the axis to move.',
+            'start': 'the position it moves in front of.',
+        }),
+    'meshgrid': (
+        'A list of arrays, one per input.',
+        '[g.tolist() for g in fg.meshgrid(fg.asarray([1, 2]), fg.asarray([3, 4, 5]))]',
+        '[[[1, 2], [1, 2], [1, 2]], [[3, 3], [4, 4], [5, 5]]]',
+        {
+            'arrays': 'the 1-D coordinate arrays.',
+            'indexing': "``'xy'`` (the first two axes swapped, NumPy's default) or ``'ij'``.",
+            'sparse': 'keep each output of size 1 along the other axes.',
+        }),
+    'nan_to_num': (
+        "An array of ``x``'s shape.",
+        'fg.nan_to_num(fg.asarray([float("nan"), float("inf"), 1.0]), posinf=9.0).tolist()',
+        '[0.0, 9.0, 1.0]',
+        {
+            'nan': 'what a NaN becomes.',
+            'posinf': 'what +inf becomes (the largest finite value by default).',
+            'neginf': 'what -inf becomes (the most negative finite value by default).',
+        }),
+    'nonzero': (
+        'A tuple of int64 arrays, one per axis.',
+        '[i.tolist() for i in fg.nonzero(fg.asarray([[0, 1], [2, 0]]))]',
+        '[[0, 1], [1, 0]]',
+        {}),
+    'partition': (
+        "An array of ``a``'s shape.",
+        'fg.partition(fg.asarray([3, 1, 2, 5, 4]), 2)[2].item()',
+        '3',
+        {
+            'a': 'the array.',
+            'kth': 'the position (or positions) that gets its sorted value.',
+            'axis': 'the axis to partition along.',
+            'kind': "NumPy's (only ``'introselect'``).",
+            'order': "NumPy's (structured arrays only: must be None).",
+        }),
+    'searchsorted': (
+        "int64 indices of ``v``'s shape.",
+        'fg.searchsorted(fg.asarray([1, 3, 5]), fg.asarray([0, 3, 6])).tolist()',
+        '[0, 1, 3]',
+        {
+            'x1': 'a sorted 1-D array (or one sorted by ``sorter``).',
+            'v': 'the values to place.',
+            'side': "``'left'`` (the first place) or ``'right'`` (after equal values).",
+            'sorter': 'indices that sort ``x1``.',
+        }),
+    'tri': (
+        'An ``N`` x ``M`` array.',
+        'fg.tri(3, k=-1).tolist()',
+        '[[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]',
+        {
+            'N': 'rows.',
+            'M': 'columns (``N`` by default).',
+            'k': 'the diagonal at and below which the ones go.',
+        }),
+    'unique': (
+        'The sorted unique values; with any ``return_*``, a tuple of them and the asked-for arrays.',
+        '[a.tolist() for a in fg.unique(fg.asarray([3, 1, 3, 2]), return_counts=True)]',
+        '[[1, 2, 3], [1, 1, 2]]',
+        {
+            'ar': 'the array.',
+            'return_index': 'also the first index of each value.',
+            'return_inverse': 'also the indices into the result that rebuild ``ar``.',
+            'return_counts': 'also how often each value occurs.',
+            'axis': 'unique slices along this axis (the flattened array by default).',
+            'equal_nan': 'count all NaNs as one value.',
+            'sorted': "NumPy's (the values come out sorted either way).",
+        }),
+    'unique_values': (
+        'A 1-D array.',
+        'fg.unique_values(fg.asarray([3, 1, 3, 2])).tolist()',
+        '[1, 2, 3]',
+        {}),
+    'unique_counts': (
+        'A named tuple ``(values, counts)``.',
+        'fg.unique_counts(fg.asarray([3, 1, 3])).counts.tolist()',
+        '[1, 2]',
+        {}),
+    'unique_inverse': (
+        "A named tuple ``(values, inverse_indices)``, the indices of ``x``'s shape.",
+        'fg.unique_inverse(fg.asarray([3, 1, 3])).inverse_indices.tolist()',
+        '[1, 0, 1]',
+        {}),
+    'unique_all': (
+        'A named tuple ``(values, indices, inverse_indices, counts)``.',
+        'fg.unique_all(fg.asarray([3, 1, 3])).indices.tolist()',
+        '[1, 0]',
+        {}),
+    'unstack': (
+        'A tuple of views.',
+        '[a.tolist() for a in fg.unstack(fg.arange(4).reshape(2, 2), axis=1)]',
+        '[[0, 2], [1, 3]]',
+        {
+            'axis': 'the axis to take the slices along.',
+        }),
+    'real_if_close': (
+        'The real parts, or ``a`` as it is.',
+        'fg.real_if_close(fg.asarray([1.0 + 1e-20j])).tolist()',
+        '[1.0]',
+        {
+            'a': 'the array.',
+            'tol': 'the tolerance, in machine epsilons of the dtype (or absolute when below 1).',
+        }),
+    'ndim': (
+        'An int.',
+        'fg.ndim(fg.ones((2, 3)))',
+        '2',
+        {
+            'a': 'an array, a number or nested sequences.',
+        }),
+    'size': (
+        'An int.',
+        'fg.size(fg.ones((2, 3)), axis=1)',
+        '3',
+        {
+            'a': 'an array, a number or nested sequences.',
+            'axis': 'count along this axis only.',
+        }),
 }
 
 # What the usual parameters mean, for every function that takes them.
