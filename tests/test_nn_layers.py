@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -328,6 +330,18 @@ def test_shaping_modules_match_pytorch(make, shape) -> None:
     """The padding modules, shrinkage activations, Softmax2d, RMSNorm, Unflatten and
     ChannelShuffle: repr, values, input gradients, parameter gradients and state_dict names."""
     _matches_pytorch(make, shape, np.random.default_rng(1))
+
+
+@needs_torch
+def test_shrinkage_keeps_pytorchs_bits_at_the_edges() -> None:
+    """Hardshrink and Softshrink give PyTorch's bits for NaN, infinities, signed zeros and
+    values on the threshold (Softshrink's zeros are ``x * 0``: -0 for a negative x)."""
+    x = np.array([-2.0, -0.5, -0.25, -0.0, 0.0, 0.25, 0.5, np.nan, np.inf, -np.inf], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no invalid-value warning from an infinity times 0)
+        for name in ("hardshrink", "softshrink"):
+            got = getattr(F, name)(fg.asarray(x)).numpy()
+            assert got.tobytes() == getattr(torch.nn.functional, name)(torch.tensor(x)).numpy().tobytes(), name
 
 
 @needs_torch

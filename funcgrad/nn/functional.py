@@ -855,13 +855,15 @@ def pad(input: Any, pad: Any, mode: str = "constant", value: float | None = None
 
 
 def hardshrink(input: Any, lambd: float = 0.5) -> Any:
-    """``x`` where ``|x| > lambd``, else 0."""
-    return ops.where(ops.abs(input) > lambd, input, ops.zeros_like(input))
+    """``x`` where ``|x| > lambd``, else 0 (NaN stays NaN, as in PyTorch)."""
+    return ops.where((input >= -lambd) & (input <= lambd), ops.zeros_like(input), input)
 
 
 def softshrink(input: Any, lambd: float = 0.5) -> Any:
-    """``x`` moved towards 0 by ``lambd``, and 0 within ``lambd`` of it."""
-    return ops.where(input > lambd, input - lambd, ops.where(input < -lambd, input + lambd, ops.zeros_like(input)))
+    """``x`` moved towards 0 by ``lambd``, and 0 within ``lambd`` of it: ``x * 0`` as
+    PyTorch's kernel writes it (-0 for a negative ``x``, NaN for NaN)."""
+    return ops.where(input > lambd, input - lambd,
+                     ops.where(input < -lambd, input + lambd, ops.clip(input, -lambd, lambd) * 0.0))
 
 
 def tanhshrink(input: Any) -> Any:

@@ -525,6 +525,506 @@ FUNCTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
             'bias': 'a per-channel shift, or ``None``.',
             'eps': 'added to the variance.',
         }),
+    'celu': (
+        'fg.nn.functional.celu(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64), 2.0).round(4).tolist()',
+        '[-1.2642, -0.235, 0.0, 0.5, 3.0]',
+        {
+            'x': 'the input.',
+            'alpha': "the negative side's scale: ``alpha (exp(x / alpha) - 1)``.",
+        }),
+    'hardshrink': (
+        'fg.nn.functional.hardshrink(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64), 0.5).tolist()',
+        '[-2.0, 0.0, 0.0, 0.0, 3.0]',
+        {
+            'input': 'the input.',
+            'lambd': 'values within ``[-lambd, lambd]`` become 0.',
+        }),
+    'softshrink': (
+        'fg.nn.functional.softshrink(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64), 0.5).tolist()',
+        '[-1.5, -0.0, 0.0, 0.0, 2.5]',
+        {
+            'input': 'the input.',
+            'lambd': 'values within ``[-lambd, lambd]`` become 0; the rest move ``lambd`` towards 0.',
+        }),
+    'tanhshrink': (
+        'fg.nn.functional.tanhshrink(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-1.036, -0.0051, 0.0, 0.0379, 2.0049]',
+        {
+            'input': 'the input.',
+        }),
+    'hardsigmoid': (
+        'fg.nn.functional.hardsigmoid(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[0.1667, 0.4583, 0.5, 0.5833, 1.0]',
+        {
+            'x': 'the input.',
+        }),
+    'hardswish': (
+        'fg.nn.functional.hardswish(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.3333, -0.1146, 0.0, 0.2917, 3.0]',
+        {
+            'x': 'the input.',
+        }),
+    'mish': (
+        'fg.nn.functional.mish(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.2525, -0.1299, 0.0, 0.3752, 2.9865]',
+        {
+            'x': 'the input.',
+        }),
+    'selu': (
+        'fg.nn.functional.selu(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-1.5202, -0.3889, 0.0, 0.5254, 3.1521]',
+        {
+            'x': 'the input.',
+        }),
+    'softsign': (
+        'fg.nn.functional.softsign(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.6667, -0.2, 0.0, 0.3333, 0.75]',
+        {
+            'x': 'the input.',
+        }),
+    'threshold': (
+        ('fg.nn.functional.threshold(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64), 0.25, '
+         '-1.0).tolist()'),
+        '[-1.0, -1.0, -1.0, 0.5, 3.0]',
+        {
+            'x': 'the input.',
+            'threshold': 'values at or below it are replaced.',
+            'value': 'what replaces them.',
+        }),
+    'prelu': (
+        ('fg.nn.functional.prelu(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64), fg.asarray([0.25], '
+         'dtype=fg.float64)).tolist()'),
+        '[-0.5, -0.0625, 0.0, 0.5, 3.0]',
+        {
+            'x': 'the input, channels on axis 1 (when it has two axes or more).',
+            'weight': "the negative side's slope: one, or one per channel.",
+        }),
+    'rrelu': (
+        'fg.nn.functional.rrelu(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.4583, -0.0573, 0.0, 0.5, 3.0]',
+        {
+            'input': 'the input.',
+            'lower': "the random negative slope's lower bound.",
+            'upper': 'its upper bound.',
+            'training': 'draw a slope per element (else their mean, ``(lower + upper) / 2``).',
+        }),
+    'adaptive_avg_pool1d': (
+        'fg.nn.functional.adaptive_avg_pool1d(fg.arange(8.0).reshape(1, 1, 8), 3).round(4).tolist()',
+        '[[[1.0, 3.5, 6.0]]]',
+        {
+            'x': '(N, C, L) or (C, L).',
+            'output_size': 'the length out.',
+        }),
+    'adaptive_avg_pool3d': (
+        'fg.nn.functional.adaptive_avg_pool3d(fg.arange(8.0).reshape(1, 2, 2, 2), 1).tolist()',
+        '[[[[3.5]]]]',
+        {
+            'x': '(N, C, D, H, W) or (C, D, H, W).',
+            'output_size': 'the size out (an int or a triple).',
+        }),
+    'adaptive_max_pool1d': (
+        'fg.nn.functional.adaptive_max_pool1d(fg.arange(8.0).reshape(1, 1, 8), 3).tolist()',
+        '[[[2.0, 5.0, 7.0]]]',
+        {
+            'x': '(N, C, L) or (C, L).',
+            'output_size': 'the length out.',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'adaptive_max_pool2d': (
+        'fg.nn.functional.adaptive_max_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()',
+        '[[[[5.0, 7.0], [13.0, 15.0]]]]',
+        {
+            'x': '(N, C, H, W) or (C, H, W).',
+            'output_size': 'the size out (an int or a pair).',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'adaptive_max_pool3d': (
+        'fg.nn.functional.adaptive_max_pool3d(fg.arange(8.0).reshape(1, 2, 2, 2), 1).tolist()',
+        '[[[[7.0]]]]',
+        {
+            'x': '(N, C, D, H, W) or (C, D, H, W).',
+            'output_size': 'the size out (an int or a triple).',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'avg_pool1d': (
+        'fg.nn.functional.avg_pool1d(fg.arange(8.0).reshape(1, 1, 8), 2).tolist()',
+        '[[[0.5, 2.5, 4.5, 6.5]]]',
+        {
+            'x': '(N, C, L) or (C, L).',
+            'kernel_size': "the window's length.",
+            'stride': 'the step between windows (the window by default).',
+            'padding': 'zeros added on each side.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'count_include_pad': "average over the padding's zeros too.",
+        }),
+    'avg_pool2d': (
+        'fg.nn.functional.avg_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()',
+        '[[[[2.5, 4.5], [10.5, 12.5]]]]',
+        {
+            'x': '(N, C, H, W) or (C, H, W).',
+            'kernel_size': "the window's size (an int or a pair).",
+            'stride': 'the step between windows (the window by default).',
+            'padding': 'zeros added on each side.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'count_include_pad': "average over the padding's zeros too.",
+            'divisor_override': "divide by this instead of the window's size.",
+        }),
+    'avg_pool3d': (
+        'fg.nn.functional.avg_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), 2).tolist()',
+        '[[[[[3.5]]]]]',
+        {
+            'x': '(N, C, D, H, W) or (C, D, H, W).',
+            'kernel_size': "the window's size (an int or a triple).",
+            'stride': 'the step between windows (the window by default).',
+            'padding': 'zeros added on each side.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'count_include_pad': "average over the padding's zeros too.",
+            'divisor_override': "divide by this instead of the window's size.",
+        }),
+    'max_pool1d': (
+        'fg.nn.functional.max_pool1d(fg.arange(8.0).reshape(1, 1, 8), 3, stride=2).tolist()',
+        '[[[2.0, 4.0, 6.0]]]',
+        {
+            'x': '(N, C, L) or (C, L).',
+            'kernel_size': "the window's length.",
+            'stride': 'the step between windows (the window by default).',
+            'padding': '-inf added on each side.',
+            'dilation': "the spacing of the window's taps.",
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'max_pool3d': (
+        'fg.nn.functional.max_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), 2).tolist()',
+        '[[[[[7.0]]]]]',
+        {
+            'x': '(N, C, D, H, W) or (C, D, H, W).',
+            'kernel_size': "the window's size (an int or a triple).",
+            'stride': 'the step between windows (the window by default).',
+            'padding': '-inf added on each side.',
+            'dilation': "the spacing of the window's taps.",
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'lp_pool1d': (
+        'fg.nn.functional.lp_pool1d(fg.arange(8.0).reshape(1, 1, 8), 2.0, 2).round(4).tolist()',
+        '[[[1.0, 3.605600118637085, 6.40310001373291, 9.219499588012695]]]',
+        {
+            'input': '(N, C, L) or (C, L).',
+            'norm_type': 'the p of the p-norm over each window.',
+            'kernel_size': "the window's length.",
+            'stride': 'the step between windows (the window by default).',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'lp_pool2d': (
+        'fg.nn.functional.lp_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 1.0, 2).tolist()',
+        '[[[[10.0, 18.0], [42.0, 50.0]]]]',
+        {
+            'input': '(N, C, H, W) or (C, H, W).',
+            'norm_type': 'the p of the p-norm over each window.',
+            'kernel_size': "the window's size (an int or a pair).",
+            'stride': 'the step between windows (the window by default).',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'pixel_unshuffle': (
+        'fg.nn.functional.pixel_unshuffle(fg.ones((1, 1, 4, 4)), 2).shape',
+        '(1, 4, 2, 2)',
+        {
+            'x': '(N, C, H, W).',
+            'downscale_factor': 'r: each r x r block of pixels becomes r*r channels.',
+        }),
+    'channel_shuffle': (
+        'fg.nn.functional.channel_shuffle(fg.arange(4.0).reshape(1, 4, 1, 1), 2).flatten().tolist()',
+        '[0.0, 2.0, 1.0, 3.0]',
+        {
+            'input': '(N, C, ...).',
+            'groups': 'the channels, as a (groups, C / groups) grid, read by columns.',
+        }),
+    'pairwise_distance': (
+        'fg.nn.functional.pairwise_distance(fg.asarray([[0.0, 0.0]]), fg.asarray([[3.0, 4.0]])).round(4).tolist()',
+        '[5.0]',
+        {
+            'x1': 'the first vectors, features last.',
+            'x2': 'the second, broadcast against them.',
+            'p': 'the norm.',
+            'eps': "added to the differences (PyTorch's).",
+            'keepdim': 'keep the reduced axis.',
+        }),
+    'hinge_embedding_loss': (
+        'fg.nn.functional.hinge_embedding_loss(fg.asarray([0.5, 2.0]), fg.asarray([1.0, -1.0])).tolist()',
+        '0.25',
+        {
+            'input': 'the distances.',
+            'target': '1 (similar: the loss is the distance) or -1 (dissimilar: ``max(0, margin - distance)``).',
+            'margin': 'the margin.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'soft_margin_loss': (
+        ('fg.nn.functional.soft_margin_loss(fg.asarray([0.5, -2.0], dtype=fg.float64), fg.asarray([1.0, -1.0], '
+         'dtype=fg.float64)).round(4).tolist()'),
+        '0.3005',
+        {
+            'input': 'the scores.',
+            'target': '1 or -1 each.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'margin_ranking_loss': (
+        ('fg.nn.functional.margin_ranking_loss(fg.asarray([1.0, 2.0]), fg.asarray([2.0, 1.0]), fg.asarray([1.0, '
+         '1.0]), margin=0.5).tolist()'),
+        '0.75',
+        {
+            'input1': 'the first scores.',
+            'input2': 'the second.',
+            'target': '1 where the first should rank higher, -1 where the second.',
+            'margin': 'the margin.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'cosine_embedding_loss': (
+        ('fg.nn.functional.cosine_embedding_loss(fg.asarray([[1.0, 0.0]]), fg.asarray([[0.0, 1.0]]), '
+         'fg.asarray([1.0])).tolist()'),
+        '1.0',
+        {
+            'input1': 'the first vectors.',
+            'input2': 'the second.',
+            'target': '1 (should align) or -1 (should not) per pair.',
+            'margin': 'for -1 pairs: the cosine above which they cost.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'poisson_nll_loss': (
+        ('fg.nn.functional.poisson_nll_loss(fg.asarray([0.0, 1.0], dtype=fg.float64), fg.asarray([1.0, 2.0], '
+         'dtype=fg.float64)).round(4).tolist()'),
+        '0.8591',
+        {
+            'input': "the rates' logarithms (with ``log_input``) or the rates.",
+            'target': 'the counts.',
+            'log_input': '``input`` holds log rates.',
+            'full': "add Stirling's approximation of ``log(target!)``.",
+            'eps': 'added to the rates before the log (without ``log_input``).',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'gaussian_nll_loss': (
+        ('fg.nn.functional.gaussian_nll_loss(fg.asarray([0.0, 1.0], dtype=fg.float64), fg.asarray([1.0, 1.0], '
+         'dtype=fg.float64), fg.asarray([1.0, 2.0], dtype=fg.float64)).round(4).tolist()'),
+        '0.4233',
+        {
+            'input': 'the means.',
+            'target': 'the observations.',
+            'var': 'the variances (broadcast against them).',
+            'full': 'add the constant ``log(2 pi) / 2``.',
+            'eps': 'the least variance.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'multi_margin_loss': (
+        ('fg.nn.functional.multi_margin_loss(fg.asarray([[0.1, 0.8, 0.3]], dtype=fg.float64), '
+         'fg.asarray([1])).round(4).tolist()'),
+        '0.2667',
+        {
+            'input': '(N, C) scores.',
+            'target': '(N,) class indices.',
+            'p': '1 or 2: the hinge, or its square.',
+            'margin': 'the margin.',
+            'weight': 'a per-class weight, or ``None``.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'multilabel_margin_loss': (
+        ('fg.nn.functional.multilabel_margin_loss(fg.asarray([[0.1, 0.2, 0.4, 0.8]], dtype=fg.float64), '
+         'fg.asarray([[3, 0, -1, 1]])).round(4).tolist()'),
+        '0.85',
+        {
+            'input': '(N, C) scores.',
+            'target': "(N, C) each row's classes, ended by -1.",
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'multilabel_soft_margin_loss': (
+        ('fg.nn.functional.multilabel_soft_margin_loss(fg.asarray([[0.0, 2.0]], dtype=fg.float64), '
+         'fg.asarray([[0.0, 1.0]], dtype=fg.float64)).round(4).tolist()'),
+        '0.41',
+        {
+            'input': '(N, C) scores.',
+            'target': '(N, C) of 0 and 1.',
+            'weight': 'a per-class weight, or ``None``.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'triplet_margin_loss': (
+        ('fg.nn.functional.triplet_margin_loss(fg.asarray([[0.0, 0.0]]), fg.asarray([[1.0, 0.0]]), '
+         'fg.asarray([[3.0, 0.0]])).round(4).tolist()'),
+        '0.0',
+        {
+            'anchor': 'the anchors, features last.',
+            'positive': 'what each should be near.',
+            'negative': 'what each should be far from.',
+            'margin': 'the margin.',
+            'p': 'the norm of the distances.',
+            'eps': "added to the differences (PyTorch's).",
+            'swap': 'use the positive-negative distance where it is smaller (the distance swap).',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'local_response_norm': (
+        'fg.nn.functional.local_response_norm(fg.ones((1, 3, 1, 1)), 2).round(4).flatten().tolist()',
+        '[1.0, 0.9998999834060669, 0.9998999834060669]',
+        {
+            'input': '(N, C, ...).',
+            'size': 'the neighbouring channels normalized over.',
+            'alpha': 'the scale of their mean square.',
+            'beta': 'its exponent.',
+            'k': 'the additive constant.',
+        }),
+    'rms_norm': (
+        'fg.nn.functional.rms_norm(fg.asarray([[3.0, 4.0]], dtype=fg.float64), (2,)).round(4).tolist()',
+        '[[0.8485, 1.1314]]',
+        {
+            'input': 'the input.',
+            'normalized_shape': 'the trailing shape normalized over.',
+            'weight': 'a scale of that shape, or ``None``.',
+            'eps': "added to the mean square (the dtype's epsilon by default).",
+        }),
+    'dropout1d': (
+        'fg.nn.functional.dropout1d(fg.ones((1, 2, 3)), 0.5, training=False).tolist()',
+        '[[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]',
+        {
+            'x': '(N, C, L) or (C, L).',
+            'p': 'the probability of zeroing a channel.',
+            'training': 'drop (else the input is returned as it is).',
+        }),
+    'dropout2d': (
+        'fg.nn.functional.dropout2d(fg.ones((1, 2, 1, 1)), 0.5, training=False).flatten().tolist()',
+        '[1.0, 1.0]',
+        {
+            'x': '(N, C, H, W) or (C, H, W).',
+            'p': 'the probability of zeroing a channel.',
+            'training': 'drop (else the input is returned as it is).',
+        }),
+    'dropout3d': (
+        'fg.nn.functional.dropout3d(fg.ones((1, 2, 1, 1, 1)), 0.5, training=False).flatten().tolist()',
+        '[1.0, 1.0]',
+        {
+            'x': '(N, C, D, H, W) or (C, D, H, W).',
+            'p': 'the probability of zeroing a channel.',
+            'training': 'drop (else the input is returned as it is).',
+        }),
+    'alpha_dropout': (
+        'fg.nn.functional.alpha_dropout(fg.ones(3), 0.5).tolist()',
+        '[1.0, 1.0, 1.0]',
+        {
+            'input': 'the input.',
+            'p': 'the probability of dropping an element.',
+            'training': ("drop, keeping SELU's mean and variance (else the input as it is; off by default, as "
+                         "PyTorch's)."),
+        }),
+    'feature_alpha_dropout': (
+        'fg.nn.functional.feature_alpha_dropout(fg.ones((1, 2, 1)), 0.5).flatten().tolist()',
+        '[1.0, 1.0]',
+        {
+            'input': '(N, C, ...).',
+            'p': 'the probability of dropping a channel.',
+            'training': ("drop, keeping SELU's mean and variance (else the input as it is; off by default, as "
+                         "PyTorch's)."),
+        }),
+    'bilinear': (
+        'fg.nn.functional.bilinear(fg.asarray([[1.0, 2.0]]), fg.asarray([[3.0]]), fg.ones((1, 2, 1))).tolist()',
+        '[[9.0]]',
+        {
+            'x1': '(N, in1) inputs.',
+            'x2': '(N, in2) inputs.',
+            'weight': '(out, in1, in2): ``y[n, o] = x1[n] @ weight[o] @ x2[n]``.',
+            'bias': '(out,), or ``None``.',
+        }),
+    'unfold': (
+        'fg.nn.functional.unfold(fg.arange(16.0).reshape(1, 1, 4, 4), 2, stride=2).shape',
+        '(1, 4, 4)',
+        {
+            'x': '(N, C, H, W).',
+            'kernel_size': "the window's size.",
+            'dilation': "the spacing of the window's taps.",
+            'padding': 'zeros added on each side.',
+            'stride': 'the step between windows.',
+        }),
+    'fold': (
+        'fg.nn.functional.fold(fg.ones((1, 4, 4)), (4, 4), 2, stride=2).shape',
+        '(1, 1, 4, 4)',
+        {
+            'x': '(N, C * kernel taps, windows): what ``unfold`` makes.',
+            'output_size': 'the spatial size out.',
+            'kernel_size': "the window's size.",
+            'dilation': "the spacing of the window's taps.",
+            'padding': 'the padding removed from each side.',
+            'stride': 'the step between windows.',
+        }),
+    'conv1d': (
+        'fg.nn.functional.conv1d(fg.arange(5.0).reshape(1, 1, 5), fg.asarray([[[1.0, -1.0]]])).tolist()',
+        '[[[-1.0, -1.0, -1.0, -1.0]]]',
+        {
+            'x': '(N, C_in, L) or (C_in, L).',
+            'weight': '(C_out, C_in / groups, k).',
+            'bias': '(C_out,), or ``None``.',
+            'stride': 'the step between windows.',
+            'padding': "zeros added on each side (or ``'same'`` / ``'valid'``).",
+            'dilation': "the spacing of the kernel's taps.",
+            'groups': 'the channels split into this many independent groups.',
+        }),
+    'conv3d': (
+        'fg.nn.functional.conv3d(fg.ones((1, 1, 2, 2, 2)), fg.ones((1, 1, 2, 2, 2))).flatten().tolist()',
+        '[8.0]',
+        {
+            'x': '(N, C_in, D, H, W) or (C_in, D, H, W).',
+            'weight': '(C_out, C_in / groups, kD, kH, kW).',
+            'bias': '(C_out,), or ``None``.',
+            'stride': 'the step between windows.',
+            'padding': "zeros added on each side (or ``'same'`` / ``'valid'``).",
+            'dilation': "the spacing of the kernel's taps.",
+            'groups': 'the channels split into this many independent groups.',
+        }),
+    'conv_transpose1d': (
+        'fg.nn.functional.conv_transpose1d(fg.asarray([[[1.0, 2.0]]]), fg.asarray([[[1.0, 1.0]]])).tolist()',
+        '[[[1.0, 3.0, 2.0]]]',
+        {
+            'x': '(N, C_in, L) or (C_in, L).',
+            'weight': '(C_in, C_out / groups, k).',
+            'bias': '(C_out,), or ``None``.',
+            'stride': "the step between the input's positions in the output.",
+            'padding': 'removed from each side of the output.',
+            'output_padding': "added to one side of the output's size.",
+            'groups': 'the channels split into this many independent groups.',
+            'dilation': "the spacing of the kernel's taps.",
+        }),
+    'conv_transpose2d': (
+        'fg.nn.functional.conv_transpose2d(fg.ones((1, 1, 2, 2)), fg.ones((1, 1, 2, 2)), stride=2).shape',
+        '(1, 1, 4, 4)',
+        {
+            'x': '(N, C_in, H, W) or (C_in, H, W).',
+            'weight': '(C_in, C_out / groups, kH, kW).',
+            'bias': '(C_out,), or ``None``.',
+            'stride': "the step between the input's positions in the output.",
+            'padding': 'removed from each side of the output.',
+            'output_padding': "added to one side of the output's size.",
+            'groups': 'the channels split into this many independent groups.',
+            'dilation': "the spacing of the kernel's taps.",
+        }),
+    'conv_transpose3d': (
+        'fg.nn.functional.conv_transpose3d(fg.ones((1, 1, 1, 1, 1)), fg.ones((1, 1, 2, 2, 2))).shape',
+        '(1, 1, 2, 2, 2)',
+        {
+            'x': '(N, C_in, D, H, W) or (C_in, D, H, W).',
+            'weight': '(C_in, C_out / groups, kD, kH, kW).',
+            'bias': '(C_out,), or ``None``.',
+            'stride': "the step between the input's positions in the output.",
+            'padding': 'removed from each side of the output.',
+            'output_padding': "added to one side of the output's size.",
+            'groups': 'the channels split into this many independent groups.',
+            'dilation': "the spacing of the kernel's taps.",
+        }),
+    'interpolate': (
+        'fg.nn.functional.interpolate(fg.asarray([[[1.0, 2.0]]]), scale_factor=2, mode="linear").tolist()',
+        '[[[1.0, 1.25, 1.75, 2.0]]]',
+        {
+            'x': '(N, C, ...) with 1 to 3 spatial axes.',
+            'size': 'the spatial size out.',
+            'scale_factor': 'or the factor each spatial size is multiplied by.',
+            'mode': ("``'nearest'``, ``'nearest-exact'``, ``'linear'``, ``'bilinear'``, ``'bicubic'``, "
+                     "``'trilinear'`` or ``'area'``."),
+            'align_corners': "for the linear modes: the corners' pixels line up (PyTorch's).",
+            'recompute_scale_factor': "PyTorch's: compute the scale from the size out.",
+            'antialias': "PyTorch's (bilinear and bicubic downsampling).",
+        }),
 }
 
 # What the usual constructor parameters mean, for every module that takes them.
