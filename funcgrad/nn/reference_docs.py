@@ -264,6 +264,488 @@ MODULES: dict[str, tuple[str, str, dict[str, str]]] = {
         {
             'upscale_factor': 'the factor by which height and width grow (channels shrink by its square).',
         }),
+    'CELU': (
+        'fg.nn.CELU(2.0)(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-1.2642, -0.235, 0.0, 0.5, 3.0]',
+        {}),
+    'SELU': (
+        'fg.nn.SELU()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-1.5202, -0.3889, 0.0, 0.5254, 3.1521]',
+        {}),
+    'GLU': (
+        'fg.nn.GLU()(fg.asarray([[1.0, 2.0, 0.0, 100.0]])).tolist()',
+        '[[0.5, 2.0]]',
+        {}),
+    'Hardsigmoid': (
+        'fg.nn.Hardsigmoid()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[0.1667, 0.4583, 0.5, 0.5833, 1.0]',
+        {}),
+    'Hardswish': (
+        'fg.nn.Hardswish()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.3333, -0.1146, 0.0, 0.2917, 3.0]',
+        {}),
+    'LogSigmoid': (
+        'fg.nn.LogSigmoid()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-2.1269, -0.8259, -0.6931, -0.4741, -0.0486]',
+        {}),
+    'Mish': (
+        'fg.nn.Mish()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.2525, -0.1299, 0.0, 0.3752, 2.9865]',
+        {}),
+    'Softplus': (
+        'fg.nn.Softplus()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[0.1269, 0.5759, 0.6931, 0.9741, 3.0486]',
+        {}),
+    'Softsign': (
+        'fg.nn.Softsign()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.6667, -0.2, 0.0, 0.3333, 0.75]',
+        {}),
+    'Hardshrink': (
+        'fg.nn.Hardshrink()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).tolist()',
+        '[-2.0, 0.0, 0.0, 0.0, 3.0]',
+        {
+            'lambd': 'values within ``[-lambd, lambd]`` become 0.',
+        }),
+    'Softshrink': (
+        'fg.nn.Softshrink(0.25)(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).tolist()',
+        '[-1.75, -0.0, 0.0, 0.25, 2.75]',
+        {
+            'lambd': 'values within ``[-lambd, lambd]`` become 0; the rest move ``lambd`` towards 0.',
+        }),
+    'Tanhshrink': (
+        'fg.nn.Tanhshrink()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-1.036, -0.0051, 0.0, 0.0379, 2.0049]',
+        {}),
+    'Threshold': (
+        'fg.nn.Threshold(0.25, -1.0)(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).tolist()',
+        '[-1.0, -1.0, -1.0, 0.5, 3.0]',
+        {
+            'threshold': 'values at or below it are replaced.',
+            'value': 'what replaces them.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'RReLU': (
+        'fg.nn.RReLU().eval()(fg.asarray([-2.0, -0.25, 0.0, 0.5, 3.0], dtype=fg.float64)).round(4).tolist()',
+        '[-0.4583, -0.0573, 0.0, 0.5, 3.0]',
+        {
+            'lower': "the random negative slope's lower bound.",
+            'upper': 'its upper bound.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'Softmin': (
+        'fg.nn.Softmin(dim=0)(fg.asarray([0.0, 1.0], dtype=fg.float64)).round(4).tolist()',
+        '[0.7311, 0.2689]',
+        {
+            'dim': 'the axis the result sums to one along.',
+        }),
+    'Softmax2d': (
+        'fg.nn.Softmax2d()(fg.zeros((1, 2, 1, 1))).flatten().tolist()',
+        '[0.5, 0.5]',
+        {}),
+    'AdaptiveAvgPool1d': (
+        'fg.nn.AdaptiveAvgPool1d(2)(fg.arange(8.0).reshape(1, 1, 8)).tolist()',
+        '[[[1.5, 5.5]]]',
+        {
+            'output_size': 'the length out.',
+        }),
+    'AdaptiveAvgPool3d': (
+        'fg.nn.AdaptiveAvgPool3d(1)(fg.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()',
+        '[3.5]',
+        {
+            'output_size': 'the size out (an int or a triple).',
+        }),
+    'AdaptiveMaxPool1d': (
+        'fg.nn.AdaptiveMaxPool1d(2)(fg.arange(8.0).reshape(1, 1, 8)).tolist()',
+        '[[[3.0, 7.0]]]',
+        {
+            'output_size': 'the length out.',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'AdaptiveMaxPool2d': (
+        'fg.nn.AdaptiveMaxPool2d(1)(fg.arange(16.0).reshape(1, 1, 4, 4)).flatten().tolist()',
+        '[15.0]',
+        {
+            'output_size': 'the size out (an int or a pair).',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'AdaptiveMaxPool3d': (
+        'fg.nn.AdaptiveMaxPool3d(1)(fg.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()',
+        '[7.0]',
+        {
+            'output_size': 'the size out (an int or a triple).',
+            'return_indices': 'also return where each maximum was.',
+        }),
+    'AvgPool1d': (
+        'fg.nn.AvgPool1d(2)(fg.arange(8.0).reshape(1, 1, 8)).tolist()',
+        '[[[0.5, 2.5, 4.5, 6.5]]]',
+        {
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'count_include_pad': "average over the padding's zeros too.",
+        }),
+    'AvgPool3d': (
+        'fg.nn.AvgPool3d(2)(fg.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()',
+        '[3.5]',
+        {
+            'ceil_mode': 'a last partial window where the step leaves one.',
+            'count_include_pad': "average over the padding's zeros too.",
+            'divisor_override': "divide by this instead of the window's size.",
+        }),
+    'MaxPool1d': (
+        'fg.nn.MaxPool1d(2)(fg.arange(8.0).reshape(1, 1, 8)).tolist()',
+        '[[[1.0, 3.0, 5.0, 7.0]]]',
+        {
+            'return_indices': 'also return where each maximum was.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'MaxPool3d': (
+        'fg.nn.MaxPool3d(2)(fg.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()',
+        '[7.0]',
+        {
+            'return_indices': 'also return where each maximum was.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'LPPool1d': (
+        'fg.nn.LPPool1d(1.0, 2)(fg.arange(8.0).reshape(1, 1, 8)).tolist()',
+        '[[[1.0, 5.0, 9.0, 13.0]]]',
+        {
+            'norm_type': 'the p of the p-norm over each window.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'LPPool2d': (
+        'fg.nn.LPPool2d(1.0, 2)(fg.arange(16.0).reshape(1, 1, 4, 4)).tolist()',
+        '[[[[10.0, 18.0], [42.0, 50.0]]]]',
+        {
+            'norm_type': 'the p of the p-norm over each window.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'LPPool3d': (
+        'fg.nn.LPPool3d(1.0, 2)(fg.arange(8.0).reshape(1, 1, 2, 2, 2)).flatten().tolist()',
+        '[28.0]',
+        {
+            'norm_type': 'the p of the p-norm over each window.',
+            'ceil_mode': 'a last partial window where the step leaves one.',
+        }),
+    'ZeroPad1d': (
+        'fg.nn.ZeroPad1d((1, 0))(fg.ones((1, 2))).tolist()',
+        '[[0.0, 1.0, 1.0]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ZeroPad2d': (
+        'fg.nn.ZeroPad2d(1)(fg.ones((1, 1, 1))).tolist()',
+        '[[[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ZeroPad3d': (
+        'fg.nn.ZeroPad3d(1)(fg.ones((1, 1, 1, 1))).shape',
+        '(1, 3, 3, 3)',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ConstantPad1d': (
+        'fg.nn.ConstantPad1d((1, 2), 9.0)(fg.ones((1, 2))).tolist()',
+        '[[9.0, 1.0, 1.0, 9.0, 9.0]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+            'value': 'the value padded with.',
+        }),
+    'ConstantPad2d': (
+        'fg.nn.ConstantPad2d((1, 0, 0, 1), 9.0)(fg.ones((1, 1, 1))).tolist()',
+        '[[[9.0, 1.0], [9.0, 9.0]]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+            'value': 'the value padded with.',
+        }),
+    'ConstantPad3d': (
+        'fg.nn.ConstantPad3d(1, 9.0)(fg.ones((1, 1, 1, 1))).shape',
+        '(1, 3, 3, 3)',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+            'value': 'the value padded with.',
+        }),
+    'ReflectionPad1d': (
+        'fg.nn.ReflectionPad1d(2)(fg.arange(4.0).reshape(1, 4)).tolist()',
+        '[[2.0, 1.0, 0.0, 1.0, 2.0, 3.0, 2.0, 1.0]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ReflectionPad2d': (
+        'fg.nn.ReflectionPad2d(1)(fg.arange(4.0).reshape(1, 2, 2)).tolist()',
+        '[[[3.0, 2.0, 3.0, 2.0], [1.0, 0.0, 1.0, 0.0], [3.0, 2.0, 3.0, 2.0], [1.0, 0.0, 1.0, 0.0]]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ReflectionPad3d': (
+        'fg.nn.ReflectionPad3d(1)(fg.ones((1, 2, 2, 2))).shape',
+        '(1, 4, 4, 4)',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ReplicationPad1d': (
+        'fg.nn.ReplicationPad1d(2)(fg.arange(3.0).reshape(1, 3)).tolist()',
+        '[[0.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ReplicationPad2d': (
+        'fg.nn.ReplicationPad2d(1)(fg.arange(4.0).reshape(1, 2, 2)).tolist()',
+        '[[[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [2.0, 2.0, 3.0, 3.0], [2.0, 2.0, 3.0, 3.0]]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'ReplicationPad3d': (
+        'fg.nn.ReplicationPad3d(1)(fg.ones((1, 2, 2, 2))).shape',
+        '(1, 4, 4, 4)',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'CircularPad1d': (
+        'fg.nn.CircularPad1d(2)(fg.arange(3.0).reshape(1, 3)).tolist()',
+        '[[1.0, 2.0, 0.0, 1.0, 2.0, 0.0, 1.0]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'CircularPad2d': (
+        'fg.nn.CircularPad2d(1)(fg.arange(4.0).reshape(1, 2, 2)).tolist()',
+        '[[[3.0, 2.0, 3.0, 2.0], [1.0, 0.0, 1.0, 0.0], [3.0, 2.0, 3.0, 2.0], [1.0, 0.0, 1.0, 0.0]]]',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'CircularPad3d': (
+        'fg.nn.CircularPad3d(1)(fg.ones((1, 2, 2, 2))).shape',
+        '(1, 4, 4, 4)',
+        {
+            'padding': 'the padding: an int for every side, or one per side (left, right, then top, bottom, ...).',
+        }),
+    'PixelUnshuffle': (
+        'fg.nn.PixelUnshuffle(2)(fg.ones((1, 1, 4, 4))).shape',
+        '(1, 4, 2, 2)',
+        {
+            'downscale_factor': 'r: each r x r block of pixels becomes r*r channels.',
+        }),
+    'ChannelShuffle': (
+        'fg.nn.ChannelShuffle(2)(fg.arange(4.0).reshape(1, 4, 1, 1)).flatten().tolist()',
+        '[0.0, 2.0, 1.0, 3.0]',
+        {
+            'groups': 'the channels, as a (groups, C / groups) grid, read by columns.',
+        }),
+    'Unfold': (
+        'fg.nn.Unfold(2, stride=2)(fg.arange(16.0).reshape(1, 1, 4, 4)).shape',
+        '(1, 4, 4)',
+        {
+            'kernel_size': "the window's size.",
+        }),
+    'Fold': (
+        'fg.nn.Fold((4, 4), 2, stride=2)(fg.ones((1, 4, 4))).shape',
+        '(1, 1, 4, 4)',
+        {
+            'output_size': 'the spatial size out.',
+        }),
+    'HingeEmbeddingLoss': (
+        'fg.nn.HingeEmbeddingLoss()(fg.asarray([0.5, 2.0]), fg.asarray([1.0, -1.0])).tolist()',
+        '0.25',
+        {
+            'margin': 'the margin for dissimilar pairs.',
+        }),
+    'SoftMarginLoss': (
+        ('fg.nn.SoftMarginLoss()(fg.asarray([0.5, -2.0], dtype=fg.float64), fg.asarray([1.0, -1.0], '
+         'dtype=fg.float64)).round(4).tolist()'),
+        '0.3005',
+        {}),
+    'MarginRankingLoss': (
+        ('fg.nn.MarginRankingLoss(0.5)(fg.asarray([1.0, 2.0]), fg.asarray([2.0, 1.0]), fg.asarray([1.0, '
+         '1.0])).tolist()'),
+        '0.75',
+        {
+            'margin': 'the margin.',
+        }),
+    'CosineEmbeddingLoss': (
+        ('fg.nn.CosineEmbeddingLoss()(fg.asarray([[1.0, 0.0]]), fg.asarray([[0.0, 1.0]]), '
+         'fg.asarray([1.0])).tolist()'),
+        '1.0',
+        {
+            'margin': 'for -1 pairs: the cosine above which they cost.',
+        }),
+    'PoissonNLLLoss': (
+        ('fg.nn.PoissonNLLLoss()(fg.asarray([0.0, 1.0], dtype=fg.float64), fg.asarray([1.0, 2.0], '
+         'dtype=fg.float64)).round(4).tolist()'),
+        '0.8591',
+        {
+            'log_input': 'the input holds log rates.',
+            'full': "add Stirling's approximation of ``log(target!)``.",
+            'eps': 'added to the rates before the log (without ``log_input``).',
+        }),
+    'GaussianNLLLoss': (
+        ('fg.nn.GaussianNLLLoss()(fg.asarray([0.0, 1.0], dtype=fg.float64), fg.asarray([1.0, 1.0], '
+         'dtype=fg.float64), fg.asarray([1.0, 2.0], dtype=fg.float64)).round(4).tolist()'),
+        '0.4233',
+        {
+            'full': 'add the constant ``log(2 pi) / 2``.',
+            'eps': 'the least variance.',
+        }),
+    'MultiMarginLoss': (
+        ('fg.nn.MultiMarginLoss()(fg.asarray([[0.1, 0.8, 0.3]], dtype=fg.float64), '
+         'fg.asarray([1])).round(4).tolist()'),
+        '0.2667',
+        {
+            'p': '1 or 2: the hinge, or its square.',
+            'margin': 'the margin.',
+            'weight': 'a per-class weight, or ``None``.',
+        }),
+    'MultiLabelMarginLoss': (
+        ('fg.nn.MultiLabelMarginLoss()(fg.asarray([[0.1, 0.2, 0.4, 0.8]], dtype=fg.float64), fg.asarray([[3, 0, '
+         '-1, 1]])).round(4).tolist()'),
+        '0.85',
+        {}),
+    'MultiLabelSoftMarginLoss': (
+        ('fg.nn.MultiLabelSoftMarginLoss()(fg.asarray([[0.0, 2.0]], dtype=fg.float64), fg.asarray([[0.0, 1.0]], '
+         'dtype=fg.float64)).round(4).tolist()'),
+        '0.41',
+        {
+            'weight': 'a per-class weight, or ``None``.',
+        }),
+    'TripletMarginLoss': (
+        ('fg.nn.TripletMarginLoss()(fg.asarray([[0.0, 0.0]]), fg.asarray([[1.0, 0.0]]), fg.asarray([[3.0, '
+         '0.0]])).round(4).tolist()'),
+        '0.0',
+        {
+            'margin': 'the margin.',
+            'p': 'the norm of the distances.',
+            'eps': "added to the differences (PyTorch's).",
+            'swap': 'use the positive-negative distance where it is smaller (the distance swap).',
+        }),
+    'LocalResponseNorm': (
+        'fg.nn.LocalResponseNorm(2)(fg.ones((1, 3, 1, 1))).round(4).flatten().tolist()',
+        '[1.0, 0.9998999834060669, 0.9998999834060669]',
+        {
+            'size': 'the neighbouring channels normalized over.',
+            'alpha': 'the scale of their mean square.',
+            'beta': 'its exponent.',
+            'k': 'the additive constant.',
+        }),
+    'Dropout1d': (
+        'fg.nn.Dropout1d().eval()(fg.ones((1, 2, 3))).tolist()',
+        '[[[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]]',
+        {
+            'p': 'the probability of zeroing a channel.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'Dropout2d': (
+        'fg.nn.Dropout2d().eval()(fg.ones((1, 2, 1, 1))).flatten().tolist()',
+        '[1.0, 1.0]',
+        {
+            'p': 'the probability of zeroing a channel.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'Dropout3d': (
+        'fg.nn.Dropout3d().eval()(fg.ones((1, 2, 1, 1, 1))).flatten().tolist()',
+        '[1.0, 1.0]',
+        {
+            'p': 'the probability of zeroing a channel.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'AlphaDropout': (
+        'fg.nn.AlphaDropout().eval()(fg.ones(3)).tolist()',
+        '[1.0, 1.0, 1.0]',
+        {
+            'p': 'the probability of dropping an element.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'FeatureAlphaDropout': (
+        'fg.nn.FeatureAlphaDropout().eval()(fg.ones((1, 2, 1))).flatten().tolist()',
+        '[1.0, 1.0]',
+        {
+            'p': 'the probability of dropping a channel.',
+            'inplace': "PyTorch's (arrays are immutable: a new array either way).",
+        }),
+    'UpsamplingNearest2d': (
+        'fg.nn.UpsamplingNearest2d(scale_factor=2)(fg.ones((1, 1, 2, 2))).shape',
+        '(1, 1, 4, 4)',
+        {
+            'size': 'the spatial size out.',
+            'scale_factor': 'or the factor each spatial size is multiplied by.',
+        }),
+    'UpsamplingBilinear2d': (
+        'fg.nn.UpsamplingBilinear2d(scale_factor=2)(fg.arange(2.0).reshape(1, 1, 1, 2)).flatten().round(4).tolist()',
+        '[0.0, 0.33329999446868896, 0.666700005531311, 1.0, 0.0, 0.33329999446868896, 0.666700005531311, 1.0]',
+        {
+            'size': 'the spatial size out.',
+            'scale_factor': 'or the factor each spatial size is multiplied by.',
+        }),
+    'Upsample': (
+        'fg.nn.Upsample(scale_factor=2, mode="linear")(fg.asarray([[[1.0, 2.0]]])).tolist()',
+        '[[[1.0, 1.25, 1.75, 2.0]]]',
+        {
+            'size': 'the spatial size out.',
+            'scale_factor': 'or the factor each spatial size is multiplied by.',
+            'mode': ("``'nearest'``, ``'nearest-exact'``, ``'linear'``, ``'bilinear'``, ``'bicubic'``, "
+                     "``'trilinear'`` or ``'area'``."),
+            'align_corners': "for the linear modes: the corners' pixels line up (PyTorch's).",
+            'recompute_scale_factor': "PyTorch's: compute the scale from the size out.",
+        }),
+    'Bilinear': (
+        'fg.nn.Bilinear(2, 3, 4)(fg.ones((5, 2)), fg.ones((5, 3))).shape',
+        '(5, 4)',
+        {
+            'in1_features': "the first input's features.",
+            'in2_features': "the second's.",
+            'out_features': 'the features out.',
+        }),
+    'MaxUnpool1d': (
+        ('fg.nn.MaxUnpool1d(2)(*fg.nn.MaxPool1d(2, return_indices=True)(fg.asarray([[[1.0, 3.0, 2.0, '
+         '0.0]]]))).tolist()'),
+        '[[[0.0, 3.0, 2.0, 0.0]]]',
+        {}),
+    'MaxUnpool2d': (
+        ('fg.nn.MaxUnpool2d(2)(*fg.nn.MaxPool2d(2, return_indices=True)(fg.arange(4.0).reshape(1, 1, 2, '
+         '2))).flatten().tolist()'),
+        '[0.0, 0.0, 0.0, 3.0]',
+        {}),
+    'Conv3d': (
+        'fg.nn.Conv3d(2, 4, 3)(fg.ones((1, 2, 5, 5, 5))).shape',
+        '(1, 4, 3, 3, 3)',
+        {}),
+    'ConvTranspose1d': (
+        'fg.nn.ConvTranspose1d(2, 4, 3, stride=2)(fg.ones((1, 2, 5))).shape',
+        '(1, 4, 11)',
+        {
+            'output_padding': "added to one side of the output's size.",
+        }),
+    'ConvTranspose3d': (
+        'fg.nn.ConvTranspose3d(2, 4, 3)(fg.ones((1, 2, 2, 2, 2))).shape',
+        '(1, 4, 4, 4, 4)',
+        {
+            'output_padding': "added to one side of the output's size.",
+        }),
+    'InstanceNorm1d': (
+        'fg.nn.InstanceNorm1d(1)(fg.asarray([[[1.0, 3.0]]])).tolist()',
+        '[[[-0.9999949932098389, 0.9999949932098389]]]',
+        {}),
+    'InstanceNorm2d': (
+        'fg.nn.InstanceNorm2d(1)(fg.asarray([[[[1.0, 3.0]]]])).tolist()',
+        '[[[[-0.9999949932098389, 0.9999949932098389]]]]',
+        {}),
+    'InstanceNorm3d': (
+        'fg.nn.InstanceNorm3d(1)(fg.asarray([[[[[1.0, 3.0]]]]])).tolist()',
+        '[[[[[-0.9999949932098389, 0.9999949932098389]]]]]',
+        {}),
+    'BatchNorm3d': (
+        'fg.nn.BatchNorm3d(1)(fg.asarray([[[[[1.0]]]], [[[[3.0]]]]])).flatten().tolist()',
+        '[-0.9999949932098389, 0.9999949932098389]',
+        {}),
+    'RNNCell': (
+        'fg.nn.RNNCell(3, 5)(fg.ones((2, 3))).shape',
+        '(2, 5)',
+        {}),
+    'LSTMCell': (
+        '[h.shape for h in fg.nn.LSTMCell(3, 5)(fg.ones((2, 3)))]',
+        '[(2, 5), (2, 5)]',
+        {}),
+    'GRUCell': (
+        'fg.nn.GRUCell(3, 5)(fg.ones((2, 3))).shape',
+        '(2, 5)',
+        {}),
 }
 
 # Each functional form's example call, what it prints, and what its parameters mean.

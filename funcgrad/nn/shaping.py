@@ -150,7 +150,7 @@ def _padding(name: str, dims: int, mode: str, zero: bool = False) -> type:
     doc = f"PyTorch's ``{name}``: ``F.pad`` of the last {dims} axes, mode {mode!r}{' with zeros' if zero else ''}."
     namespace: dict[str, Any] = {"dims": dims, "mode": mode, "constant": mode == "constant" and not zero,
                                  "__doc__": doc}
-    if zero:
+    if not namespace["constant"]:  # (only ConstantPad* takes a value, as in PyTorch)
         namespace["__init__"] = lambda self, padding: _Pad.__init__(self, padding, 0.0)
     cls = type(name, (_Pad,), namespace)
     cls.__module__ = __name__
