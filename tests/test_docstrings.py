@@ -140,6 +140,19 @@ def test_the_layers_generated_reference_sections_run() -> None:
         _examples_run(cls, f"fg.nn.{name}")
 
 
+def test_the_random_generated_reference_sections_run() -> None:
+    """Every ``fg.random`` function ``random.reference_docs`` documents lists each of its
+    parameters, and its example (JAX's values for the same key, when written) runs."""
+    import inspect
+
+    from funcgrad.random.reference_docs import RANDOM
+
+    for name in RANDOM:
+        fn = getattr(fg.random, name)
+        assert all(f"    {p}: " in fn.__doc__ for p in inspect.signature(fn).parameters), name
+        _examples_run(fn, f"fg.random.{name}")
+
+
 def test_the_optimizers_generated_reference_sections_run() -> None:
     """Every optimizer ``optim.reference_docs`` documents lists its parameters, and its
     example (one step, PyTorch's numbers when written) runs."""

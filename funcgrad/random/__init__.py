@@ -36,3 +36,10 @@ __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_
            "exponential", "laplace", "logistic", "cauchy", "rademacher", "gamma", "loggamma", "beta", "dirichlet", "t",
            "poisson", "multivariate_normal", "orthogonal", "Generator",
            "default_generator"]
+
+# The reference sections of the functions whose docstrings carry a summary alone.
+from . import reference_docs as _reference_docs  # noqa: E402
+
+for _name in _reference_docs.RANDOM:
+    globals()[_name].__doc__ = _reference_docs.random_doc(_name, globals()[_name])
+del _name
