@@ -164,3 +164,16 @@ def test_the_optimizers_generated_reference_sections_run() -> None:
         cls = getattr(fg.optim, name)
         assert all(f"    {p}: " in cls.__doc__ for p in inspect.signature(cls.__init__).parameters if p != "self")
         _examples_run(cls, f"fg.optim.{name}")
+
+
+def test_the_schedulers_generated_reference_sections_run() -> None:
+    """Every learning-rate scheduler ``optim.reference_docs`` documents lists its parameters,
+    and its example (the rates it sets, PyTorch's when written) runs."""
+    import inspect
+
+    from funcgrad.optim.reference_docs import SCHEDULERS
+
+    for name in SCHEDULERS:
+        cls = getattr(fg.optim.lr_scheduler, name)
+        assert all(f"    {p}: " in cls.__doc__ for p in inspect.signature(cls.__init__).parameters if p != "self")
+        _examples_run(cls, f"fg.optim.lr_scheduler.{name}")
