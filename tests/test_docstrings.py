@@ -122,6 +122,18 @@ def test_the_generated_reference_sections_run() -> None:
         _examples_run(getattr(fg, name), f"fg.{name}")
 
 
+def test_the_linalg_reference_sections_run() -> None:
+    """Every ``fg.linalg`` function has its sections (values checked against ``numpy.linalg``
+    when written), and its example runs; the functions ``fg`` also has are the same objects."""
+    for name in fg.linalg.__all__:
+        fn = getattr(fg.linalg, name)
+        if isinstance(fn, type):
+            continue
+        assert "Args:" in fn.__doc__ and "Example:" in fn.__doc__, name
+        _examples_run(fn, f"fg.linalg.{name}")
+    assert fg.linalg.inv is fg.inv and fg.linalg.cholesky is fg.cholesky
+
+
 def test_the_layers_generated_reference_sections_run() -> None:
     """Every layer, loss and functional form ``nn.reference_docs`` documents has its example
     (values checked against PyTorch's when written), and it runs; a module whose constructor names

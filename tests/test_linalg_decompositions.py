@@ -47,6 +47,10 @@ def test_values_match_numpy() -> None:
     for n in (-2, 0, 1, 5):
         np.testing.assert_allclose(L.matrix_power(fg.asarray(sq), n).numpy(), np.linalg.matrix_power(sq, n),
                                    rtol=1e-9, atol=1e-12)
+    for m in (np.array([[1, 1], [0, 1]]), np.array([[True, False], [True, True]])):  # (NumPy keeps their dtype)
+        for n in (0, 3):
+            got, want = L.matrix_power(fg.asarray(m), n), np.linalg.matrix_power(m, n)
+            assert got.dtype.name == want.dtype.name and got.tolist() == want.tolist()
     chain = [RNG.standard_normal(s) for s in ((3,), (3, 4), (4, 2), (2,))]
     np.testing.assert_allclose(L.multi_dot([fg.asarray(c) for c in chain]).numpy(), np.linalg.multi_dot(chain))
     np.testing.assert_allclose(L.trace(fg.asarray(a), offset=1).numpy(), np.trace(a, offset=1, axis1=-2, axis2=-1))

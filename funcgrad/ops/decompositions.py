@@ -205,9 +205,15 @@ def matrix_rank(x: Any, /, tol: Any = None, hermitian: bool = False, *, rtol: An
 
 def matrix_power(x: Any, /, n: int) -> Any:
     """``x`` multiplied by itself ``n`` times (by repeated squaring); ``n = 0`` gives the
-    identity, a negative ``n`` powers of the inverse."""
-    x = _matrices("matrix_power", x, square=True, complex_ok=True)
+    identity, a negative ``n`` powers of the inverse. Integer and bool matrices keep their
+    dtype for ``n >= 0``, as NumPy's."""
     n = as_int("linalg.matrix_power", n, "n", minimum=None)
+    x = as_operand(x)
+    if n < 0 or x.dtype.kind not in "iub":
+        x = _matrices("matrix_power", x, square=True, complex_ok=True)
+    elif x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"linalg.matrix_power: expected a stack of square matrices (..., n, n), got shape "
+                         f"{fmt_shape(tuple(x.shape))}")
     if n == 0:
         return broadcast_to(eye(x.shape[-1], dtype=x.dtype, device=x.device), tuple(x.shape))
     if n < 0:

@@ -10,7 +10,7 @@ import inspect
 import re
 from typing import Any
 
-__all__ = ["ELEMENTWISE", "FUNCTIONS", "elementwise_doc", "function_doc", "sections"]
+__all__ = ["ELEMENTWISE", "FUNCTIONS", "LINALG", "elementwise_doc", "function_doc", "linalg_doc", "sections"]
 
 # Each elementwise function's example: the call and what it prints.
 ELEMENTWISE = {
@@ -1063,7 +1063,159 @@ FUNCTIONS: dict[str, tuple[str, str, str, dict[str, str]]] = {
             'a': 'an array, a number or nested sequences.',
             'axis': 'count along this axis only.',
         }),
+    'cholesky': (
+        'The lower factors (the upper ones with ``upper``).',
+        'fg.cholesky(fg.asarray([[4.0, 2.0], [2.0, 5.0]])).tolist()',
+        '[[2.0, 0.0], [1.0, 2.0]]',
+        {
+            'a': 'a symmetric (Hermitian) positive-definite matrix or a stack of them.',
+            'upper': "the upper factor ``U`` with ``a = U.mH @ U`` (PyTorch's and SciPy's).",
+        }),
 }
+
+# ``fg.linalg``'s own functions (the array API's and ``numpy.linalg``'s forms): each one's
+# result, example call, what it prints, and what each parameter means (checked against
+# ``numpy.linalg`` when written).
+LINALG: dict[str, tuple[str, str, str, dict[str, str]]] = {
+    'cross': (
+        'The cross products.',
+        'fg.linalg.cross(fg.asarray([1.0, 0.0, 0.0]), fg.asarray([0.0, 1.0, 0.0])).tolist()',
+        '[0.0, 0.0, 1.0]',
+        {
+            'x1': 'the first vectors.',
+            'x2': 'the second, broadcast against them.',
+            'axis': 'the axis holding the vectors (of size 3).',
+        }),
+    'diagonal': (
+        'A view.',
+        'fg.linalg.diagonal(fg.arange(9).reshape(3, 3), offset=1).tolist()',
+        '[1, 5]',
+        {
+            'x': 'a matrix or a stack of them.',
+            'offset': 'the diagonal: 0 the main one, above it positive, below negative.',
+        }),
+    'eig': (
+        'A named tuple ``(eigenvalues, eigenvectors)``, complex.',
+        'fg.linalg.eig(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64)).eigenvalues.tolist()',
+        '[(3+0j), (1+0j)]',
+        {
+            'x': 'a square matrix or a stack of them.',
+        }),
+    'eigvals': (
+        'The eigenvalues, complex.',
+        'fg.linalg.eigvals(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64)).tolist()',
+        '[(3+0j), (1+0j)]',
+        {
+            'x': 'a square matrix or a stack of them.',
+        }),
+    'eigh': (
+        'A named tuple ``(eigenvalues, eigenvectors)``, the values ascending.',
+        'fg.linalg.eigh(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64)).eigenvalues.round(6).tolist()',
+        '[1.0, 3.0]',
+        {
+            'x': 'a symmetric (Hermitian) matrix or a stack of them.',
+            'UPLO': "NumPy's: read only the lower (``'L'``) or upper (``'U'``) triangle.",
+            'symmetrize_input': 'use ``(x + x.mH) / 2`` (without ``UPLO``).',
+        }),
+    'eigvalsh': (
+        'The eigenvalues, ascending.',
+        'fg.linalg.eigvalsh(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64)).round(6).tolist()',
+        '[1.0, 3.0]',
+        {
+            'x': 'a symmetric (Hermitian) matrix or a stack of them.',
+            'UPLO': "NumPy's: read only the lower (``'L'``) or upper (``'U'``) triangle.",
+        }),
+    'matrix_power': (
+        'The powers.',
+        'fg.linalg.matrix_power(fg.asarray([[1, 1], [0, 1]]), 3).tolist()',
+        '[[1, 3], [0, 1]]',
+        {
+            'x': 'a square matrix or a stack of them.',
+            'n': 'the power, an int (negative: of the inverse).',
+        }),
+    'matrix_rank': (
+        'The ranks, int64.',
+        'fg.linalg.matrix_rank(fg.asarray([[1.0, 2.0], [2.0, 4.0]])).tolist()',
+        '1',
+        {
+            'x': 'a matrix or a stack of them.',
+            'tol': "NumPy's absolute threshold for a singular value.",
+            'hermitian': 'the matrices are symmetric (Hermitian).',
+            'rtol': 'the relative threshold.',
+        }),
+    'matrix_transpose': (
+        'A view.',
+        'fg.linalg.matrix_transpose(fg.ones((5, 2, 3))).shape',
+        '(5, 3, 2)',
+        {
+            'x': 'a matrix or a stack of them.',
+        }),
+    'multi_dot': (
+        'The product.',
+        'fg.linalg.multi_dot([fg.ones((2, 3)), fg.ones((3, 4)), fg.ones(4)]).tolist()',
+        '[12.0, 12.0]',
+        {
+            'arrays': 'the matrices, in order (the first and the last may be vectors).',
+        }),
+    'pinv': (
+        'The pseudo-inverses.',
+        'fg.linalg.pinv(fg.asarray([[1.0, 0.0], [0.0, 0.0]])).tolist()',
+        '[[1.0, 0.0], [0.0, 0.0]]',
+        {
+            'x': 'a matrix or a stack of them.',
+            'rcond': "NumPy's name for ``rtol``.",
+            'hermitian': 'the matrices are symmetric (Hermitian).',
+            'rtol': 'singular values below this times the largest count as zero.',
+        }),
+    'qr': (
+        'A named tuple ``(Q, R)``.',
+        'fg.linalg.qr(fg.asarray([[3.0, 0.0], [4.0, 5.0]], dtype=fg.float64)).R.round(6).tolist()',
+        '[[-5.0, -4.0], [0.0, 3.0]]',
+        {
+            'x': 'a matrix or a stack of them.',
+            'mode': "``'reduced'``, ``'complete'`` or ``'r'``.",
+        }),
+    'slogdet': (
+        'A named tuple ``(sign, logabsdet)``.',
+        '[round(v.item(), 6) for v in fg.linalg.slogdet(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64))]',
+        '[1.0, 1.098612]',
+        {
+            'x': 'a square matrix or a stack of them.',
+        }),
+    'svd': (
+        'A named tuple ``(U, S, Vh)`` (``S`` alone without ``compute_uv``).',
+        'fg.linalg.svd(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64), compute_uv=False).round(6).tolist()',
+        '[3.0, 1.0]',
+        {
+            'x': 'a matrix or a stack of them.',
+            'full_matrices': '``U`` and ``Vh`` square (else reduced).',
+            'compute_uv': 'also the vectors (else the values alone).',
+            'hermitian': 'the matrices are symmetric (Hermitian).',
+        }),
+    'svdvals': (
+        'The singular values, descending.',
+        'fg.linalg.svdvals(fg.asarray([[2.0, 1.0], [1.0, 2.0]], dtype=fg.float64)).round(6).tolist()',
+        '[3.0, 1.0]',
+        {
+            'x': 'a matrix or a stack of them.',
+        }),
+    'trace': (
+        'The sums.',
+        'fg.linalg.trace(fg.arange(9).reshape(3, 3), offset=1).tolist()',
+        '6',
+        {
+            'x': 'a matrix or a stack of them.',
+            'offset': 'the diagonal: 0 the main one, above it positive, below negative.',
+            'dtype': "the result's dtype.",
+        }),
+}
+
+
+def linalg_doc(name: str, doc: str, parameters: list[str]) -> str:
+    """An ``fg.linalg`` function's docstring: its own text, each parameter, its result and its
+    example (``LINALG``)."""
+    returns, call, shown, described = LINALG[name]
+    return sections(doc, [(p, described[p]) for p in parameters], [f">>> {call}", shown], returns)
 
 # What the usual parameters mean, for every function that takes them.
 COMMON = {
