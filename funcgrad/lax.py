@@ -16,6 +16,7 @@ control flow (``cond``, ``switch``, ``while_loop``, ``fori_loop``, ``scan``, ``m
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from . import ops
 from . import tree as _tree
 from .array import ArrayBase
 from .errors import ArgumentValueError
+from .ops.reference_docs import sections
 from .primitives import axes as _axes
 from .primitives.axes import UnboundAxisError
 from .primitives.core import bind
@@ -216,3 +218,190 @@ def iota(dtype: Any, size: int) -> Any:
 
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
     return ops.full(tuple(shape), fill_value, dtype=dtype)
+
+
+# ---- the reference sections ------------------------------------------------------------------
+
+# The summaries of the functions that wrap one primitive.
+_SUMMARIES = {
+    'clamp': "``x`` limited to ``[min, max]`` elementwise (``jax.lax.clamp``'s argument order).",
+    'concatenate': 'Arrays joined along ``dimension`` (``jax.lax.concatenate``).',
+    'convert_element_type': '``x`` in another dtype (``jax.lax.convert_element_type``).',
+    'dot': 'The product of vectors and matrices (``jax.lax.dot``): ``a @ b`` for ranks 1 and 2.',
+    'full': 'An array of ``fill_value`` everywhere (``jax.lax.full``).',
+    'integer_pow': '``x ** y`` for a Python int ``y``, by repeated multiplication (``jax.lax.integer_pow``).',
+    'iota': '``0, 1, ..., size - 1`` in ``dtype`` (``jax.lax.iota``).',
+}
+
+# Each function's example (the values ``jax.lax`` gives, checked when written) and what each
+# of its parameters means.
+_REFERENCE: dict[str, tuple[str, str, dict[str, str]]] = {
+    'psum': (
+        'fg.vmap(lambda v: fg.lax.psum(v, "i"), axis_name="i")(fg.arange(4.0)).tolist()',
+        '[6.0, 6.0, 6.0, 6.0]',
+        {
+            'x': 'the value (an array, or a pytree of arrays).',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+        }),
+    'pmean': (
+        'fg.vmap(lambda v: fg.lax.pmean(v, "i"), axis_name="i")(fg.arange(4.0)).tolist()',
+        '[1.5, 1.5, 1.5, 1.5]',
+        {
+            'x': 'the value (an array, or a pytree of arrays).',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+        }),
+    'pmax': (
+        'fg.vmap(lambda v: fg.lax.pmax(v, "i"), axis_name="i")(fg.arange(4.0)).tolist()',
+        '[3.0, 3.0, 3.0, 3.0]',
+        {
+            'x': 'the value (an array, or a pytree of arrays).',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+        }),
+    'pmin': (
+        'fg.vmap(lambda v: fg.lax.pmin(v, "i"), axis_name="i")(fg.arange(4.0)).tolist()',
+        '[0.0, 0.0, 0.0, 0.0]',
+        {
+            'x': 'the value (an array, or a pytree of arrays).',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+        }),
+    'axis_index': (
+        'fg.vmap(lambda v: fg.lax.axis_index("i") * v, axis_name="i")(fg.arange(4.0)).tolist()',
+        '[0.0, 1.0, 4.0, 9.0]',
+        {
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+        }),
+    'axis_size': (
+        'fg.vmap(lambda v: v * fg.lax.axis_size("i"), axis_name="i")(fg.arange(3.0)).tolist()',
+        '[0.0, 3.0, 6.0]',
+        {
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+        }),
+    'all_gather': (
+        'fg.vmap(lambda v: fg.lax.all_gather(v, "i"), axis_name="i")(fg.arange(2.0)).tolist()',
+        '[[0.0, 1.0], [0.0, 1.0]]',
+        {
+            'x': 'the value.',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+            'axis': 'where the new axis of members goes.',
+            'tiled': 'concatenate along ``axis`` instead of stacking.',
+        }),
+    'ppermute': (
+        ('fg.vmap(lambda v: fg.lax.ppermute(v, "i", [(0, 1), (1, 2), (2, 3), (3, 0)]), '
+         'axis_name="i")(fg.arange(4.0)).tolist()'),
+        '[3.0, 0.0, 1.0, 2.0]',
+        {
+            'x': 'the value (an array, or a pytree of arrays).',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+            'perm': 'pairs ``(source, target)`` of member positions; each appears at most once on each side.',
+        }),
+    'psum_scatter': (
+        'fg.vmap(lambda v: fg.lax.psum_scatter(v, "i"), axis_name="i")(fg.arange(4.0).reshape(2, 2)).tolist()',
+        '[2.0, 4.0]',
+        {
+            'x': ('the value; axis ``scatter_dimension`` has one block per member (or is split evenly with '
+                  '``tiled``).'),
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+            'scatter_dimension': 'the axis cut among the members.',
+            'tiled': 'keep the axis (of size divided by the members) instead of removing it.',
+        }),
+    'all_to_all': (
+        'fg.vmap(lambda v: fg.lax.all_to_all(v, "i", 0, 0), axis_name="i")(fg.arange(4.0).reshape(2, 2)).tolist()',
+        '[[0.0, 2.0], [1.0, 3.0]]',
+        {
+            'x': 'the value.',
+            'axis_name': ('the name of a mapped axis (``fg.vmap(..., axis_name=)``, a mesh axis under '
+                          '``fg.shard_map``), or a tuple of them.'),
+            'split_axis': 'the axis cut in one block per member.',
+            'concat_axis': 'the axis the received blocks are joined along.',
+            'tiled': ('split and join within existing axes (else the split axis has one entry per member and '
+                      'goes away).'),
+        }),
+    'broadcast': (
+        'fg.lax.broadcast(fg.asarray([1.0, 2.0]), (2,)).tolist()',
+        '[[1.0, 2.0], [1.0, 2.0]]',
+        {
+            'x': 'the array.',
+            'sizes': 'the new leading axes.',
+        }),
+    'clamp': (
+        'fg.lax.clamp(0.0, fg.asarray([-1.0, 0.5, 2.0]), 1.0).tolist()',
+        '[0.0, 0.5, 1.0]',
+        {
+            'min': "the lower bound (a scalar or of ``x``'s shape).",
+            'x': 'the array.',
+            'max': 'the upper bound.',
+        }),
+    'concatenate': (
+        'fg.lax.concatenate([fg.ones(2), fg.zeros(1)], 0).tolist()',
+        '[1.0, 1.0, 0.0]',
+        {
+            'operands': 'arrays of one dtype, the same shape but along ``dimension``.',
+            'dimension': 'the axis to join along.',
+        }),
+    'convert_element_type': (
+        'fg.lax.convert_element_type(fg.asarray([1.7, -1.7]), fg.int32).tolist()',
+        '[1, -1]',
+        {
+            'x': 'the array.',
+            'new_dtype': 'the dtype (floats to ints round towards zero).',
+        }),
+    'dot': (
+        'fg.lax.dot(fg.asarray([[1.0, 2.0]]), fg.asarray([[3.0], [4.0]])).tolist()',
+        '[[11.0]]',
+        {
+            'a': 'a vector or matrix.',
+            'b': 'another.',
+        }),
+    'full': (
+        'fg.lax.full((2,), 7.0).tolist()',
+        '[7.0, 7.0]',
+        {
+            'shape': 'the shape.',
+            'fill_value': 'the value.',
+            'dtype': "the dtype (the value's by default).",
+        }),
+    'integer_pow': (
+        'fg.lax.integer_pow(fg.asarray([2.0, 3.0]), 3).tolist()',
+        '[8.0, 27.0]',
+        {
+            'x': 'the array.',
+            'y': 'the exponent, a Python int (repeated multiplication).',
+        }),
+    'iota': (
+        'fg.lax.iota(fg.int32, 4).tolist()',
+        '[0, 1, 2, 3]',
+        {
+            'dtype': 'the dtype.',
+            'size': 'how many: ``0, 1, ..., size - 1``.',
+        }),
+    'map': (
+        'fg.lax.map(lambda r: r.sum(), fg.arange(6.0).reshape(3, 2)).tolist()',
+        '[1.0, 5.0, 9.0]',
+        {
+            'f': 'a function of one member.',
+            'xs': 'arrays (or a pytree of them) sharing a leading axis.',
+        }),
+    'select': (
+        'fg.lax.select(fg.asarray([True, False]), fg.ones(2), fg.zeros(2)).tolist()',
+        '[1.0, 0.0]',
+        {
+            'pred': "a bool array of the operands' shape (or a scalar).",
+            'on_true': 'the values where it holds.',
+            'on_false': 'the values where not.',
+        }),
+}
+
+for _name, (_call, _shown, _described) in _REFERENCE.items():
+    _fn = globals()[_name]
+    _fn.__doc__ = sections(_SUMMARIES.get(_name) or _fn.__doc__ or "",
+                           [(p, _described[p]) for p in inspect.signature(_fn).parameters], [f">>> {_call}", _shown])
+del _name, _call, _shown, _described, _fn

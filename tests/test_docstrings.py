@@ -122,6 +122,19 @@ def test_the_generated_reference_sections_run() -> None:
         _examples_run(getattr(fg, name), f"fg.{name}")
 
 
+def test_the_lax_reference_sections_run() -> None:
+    """``fg.lax``'s collectives and primitive wrappers list their parameters, and their
+    examples (``jax.lax``'s values, under ``jax.vmap`` for the collectives) run."""
+    import inspect
+
+    from funcgrad.lax import _REFERENCE
+
+    for name in _REFERENCE:
+        fn = getattr(fg.lax, name)
+        assert all(f"    {p}: " in fn.__doc__ for p in inspect.signature(fn).parameters), name
+        _examples_run(fn, f"fg.lax.{name}")
+
+
 def test_the_linalg_reference_sections_run() -> None:
     """Every ``fg.linalg`` function has its sections (values checked against ``numpy.linalg``
     when written), and its example runs; the functions ``fg`` also has are the same objects."""
