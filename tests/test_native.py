@@ -787,6 +787,28 @@ def test_blas_threads_sleep_soon_after_a_product_unless_the_user_says(user):
     assert out.stdout.splitlines()[1] == str(300.0 ** 3)
 
 
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_linear_kernels_bias_add_is_numpys_bits(data):
+    """``linear``'s bias, added by the native row loop, gives the bits of NumPy's
+    ``out += b`` after the same product, for any leading shape, either float dtype, and a
+    transposed input."""
+    from funcgrad.primitives.linalg import _linear
+
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    lead = tuple(data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+    k, q = data.draw(st.integers(1, 20)), data.draw(st.integers(1, 20))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = rng.standard_normal((*lead, k)).astype(dtype)
+    if len(lead) == 1 and data.draw(st.booleans()):
+        x = np.ascontiguousarray(x.T).T  # (a transposed view)
+    w, b = rng.standard_normal((q, k)).astype(dtype), rng.standard_normal(q).astype(dtype)
+    with compile_backend("numpy"):
+        want = _linear(np, x, w, b)
+    with compile_backend("c"):
+        assert _linear(np, x, w, b).tobytes() == want.tobytes()
+
+
 @settings(max_examples=40, deadline=None)
 @given(data=st.data())
 def test_stacked_products_are_numpys_bits(data):

@@ -230,13 +230,51 @@ def _linear_rule(x: ShapedArray, w: ShapedArray, *bias: ShapedArray) -> ShapedAr
     return ShapedArray(x.shape[:-1] + (w.shape[0],), x.dtype, common_device("linear", (x, w, *bias)))
 
 
+# The bias added to each row of a product's fresh result, in place: NumPy's ``out += b``
+# took 95 us on a (1024, 512) float32 result here, this loop 38, with the same bits (one
+# addition an element). (PyTorch's ``addmm`` has MKL add it inside the product; OpenBLAS's
+# ``gemm`` with beta 1 leaves its small-matrix kernels and ran slower than the two passes.)
+_ADD_BIAS_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const T *restrict b = (const T *)p[0];
+    T *restrict c = (T *)p[1];
+    const int64_t q = n[1];
+    for (int64_t i = lo; i < hi; i++) {
+        T *restrict row = c + i * q;
+        #pragma omp simd
+        for (int64_t j = 0; j < q; j++) row[j] += b[j];
+    }
+}
+"""
+
+
+@functools.lru_cache(maxsize=4)
+def _add_bias_kernel(c_type: str) -> int | None:
+    try:
+        return cc.loop_kernel(f"#define T {c_type}\n" + _ADD_BIAS_C)
+    except cc.NativeBuildError:
+        return None
+
+
+def _add_bias(xp: Any, out: Any, b: Any) -> None:
+    """``out += b`` over ``out``'s rows: the native loop for C-ordered float arrays, else NumPy's."""
+    if cc.eager_native(xp) and out.flags.c_contiguous and b.flags.c_contiguous and out.dtype == b.dtype and \
+            out.dtype in (np.float32, np.float64) and out.size:
+        address = _add_bias_kernel(cc.C_TYPE_OF[out.dtype])
+        if address is not None:
+            q = b.shape[0]
+            cc.caller()(1, address, cc.sizes_and_bytes(1, 1, [out.size // q, q], [b.nbytes, out.nbytes]), 0,
+                        out.size // q, b, out)
+            return
+    out += b
+
+
 def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
     if x.ndim > 2 and x.flags.c_contiguous:  # every leading axis a batch of rows: one 2-d product (one
         out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(*x.shape[:-1], w.shape[0])  # GEMM, not one each)
     else:
         out = xp.matmul(x, w.T)
     if b is not None:
-        out += b  # the matmul's output is fresh memory: adding in place saves an allocation
+        _add_bias(xp, out, b)  # (the product's output is fresh memory: added in place, no allocation)
     return out
 
 
