@@ -1196,3 +1196,27 @@ def _conv_weight_grad_case(draw: Any) -> Case:
 
 CASES.update({"conv": _conv_case, "conv_input_grad": _conv_input_grad_case,
               "conv_weight_grad": _conv_weight_grad_case})
+
+
+def _attention_case(draw: Any) -> Case:
+    """Queries, keys and values of any leading axes (the same for all three), causal or not."""
+    dtype = draw(st.sampled_from(FLOATS))
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    length, source, width, features = (draw(st.integers(1, 5)) for _ in range(4))
+    q = arrays(draw, dtype, (*lead, length, width), -2, 2)
+    k = arrays(draw, dtype, (*lead, source, width), -2, 2)
+    v = arrays(draw, dtype, (*lead, source, features), -2, 2)
+
+    def ref(q: Any, k: Any, v: Any, scale: float, causal: bool) -> Any:
+        s = np.matmul(q.astype(np.float64) * scale, np.swapaxes(k.astype(np.float64), -1, -2))
+        if causal:
+            s = np.where(np.arange(s.shape[-1])[None, :] <= np.arange(s.shape[-2])[:, None], s, -np.inf)
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        return np.matmul(p, v.astype(np.float64)).astype(q.dtype)
+
+    params = {"scale": draw(st.sampled_from([0.5, 1.0])), "causal": draw(st.booleans())}
+    return Case([q, k, v], params, ref, rtol_for(dtype) * 10)
+
+
+CASES.update({"attention": _attention_case})

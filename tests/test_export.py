@@ -28,6 +28,8 @@ def _models():
         "mlp": (lambda x: F.log_softmax(mlp(x), dim=-1), (fg.randn(5, 64),)),
         "cnn": (lambda x: cnn(x), (fg.randn(2, 1, 8, 8),)),
         "attention": (lambda q: attention(q, q, q, need_weights=False)[0], (fg.randn(2, 6, 16),)),
+        "causal attention": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                             (fg.randn(2, 3, 6, 4), fg.randn(2, 3, 7, 4), fg.randn(2, 3, 7, 5))),
         "control flow": (lambda v: fg.scan(lambda c, x: (c * 0.5 + x, fg.tanh(c)), v[0], v)[1]
                          + fg.cond(v.sum() > 0, lambda u: u * 2, lambda u: -u, v), (fg.randn(4, 3),)),
         "loops": (lambda v: fg.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 1.5), (0, v))[1]
@@ -155,9 +157,10 @@ def test_a_file_of_another_kind_is_refused(tmp_path) -> None:
         fg.load_exported(tmp_path / "short")
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "attention"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "attention", "causal attention"])
 def test_onnx_files_run_in_onnxruntime_and_agree(name: str, tmp_path) -> None:
-    """The digits MLP and CNN and an attention block, as ONNX run by onnxruntime."""
+    """The digits MLP and CNN, an attention block and a causal ``scaled_dot_product_attention``,
+    as ONNX run by onnxruntime."""
     pytest.importorskip("onnx", reason="the onnx extra is not installed (pip install 'funcgrad[onnx]')")
     ort = pytest.importorskip("onnxruntime", reason="the onnx extra is not installed (pip install 'funcgrad[onnx]')")
     f, args = _models()[name]

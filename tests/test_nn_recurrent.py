@@ -272,3 +272,36 @@ def test_scaled_dot_product_attention_matches_pytorch(kwargs) -> None:
     (fout ** 2).sum().backward()
     for f, t in ((fq, tq), (fk, tk), (fv, tv)):
         np.testing.assert_allclose(f.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_attention_primitive_reads_projection_heads_where_they_lie_and_composes() -> None:
+    """``scaled_dot_product_attention`` without a mask or dropout is the ``attention``
+    primitive: heads that are views into a fused qkv projection (rows three widths apart)
+    give the bits of their contiguous copies, and it composes with ``compile``, ``vmap`` and
+    ``grad`` as the composite it replaces does (a mask still takes the composite)."""
+    F = fg.nn.functional
+    batch, length, heads, width = 3, 10, 2, 4
+    qkv = fg.asarray(RNG.standard_normal((batch, length, 3 * heads * width)).astype(np.float32))
+
+    def attend(t):
+        q, k, v = (x.reshape(batch, length, heads, width).transpose(1, 2)
+                   for x in t.split(heads * width, 2))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    views = [x.reshape(batch, length, heads, width).transpose(1, 2) for x in qkv.split(heads * width, 2)]
+    copies = [fg.asarray(np.ascontiguousarray(x.numpy())) for x in views]
+    out = attend(qkv)
+    assert out.numpy().tobytes() == F.scaled_dot_product_attention(*copies, is_causal=True).numpy().tobytes()
+    jaxpr = str(fg.make_jaxpr(attend)(qkv))
+    assert "attention" in jaxpr and "softmax" not in jaxpr
+    np.testing.assert_allclose(fg.compile(attend)(qkv).numpy(), out.numpy(), rtol=1e-6, atol=1e-6)
+    loss = lambda t: (attend(t) ** 2).sum()  # noqa: E731
+    np.testing.assert_allclose(fg.compile(fg.grad(loss))(qkv).numpy(), fg.grad(loss)(qkv).numpy(), rtol=1e-5,
+                               atol=1e-6)
+    q, k, v = copies
+    member = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True)  # noqa: E731
+    mapped = fg.vmap(member, in_axes=(0, None, 0))(q, k[0], v)
+    for i in range(batch):
+        np.testing.assert_allclose(mapped[i].numpy(), member(q[i], k[0], v[i]).numpy(), rtol=1e-6, atol=1e-6)
+    masked = F.scaled_dot_product_attention(q, k, v, attn_mask=fg.ones((length, length), dtype=fg.bool_))
+    np.testing.assert_allclose(masked.numpy(), F.scaled_dot_product_attention(q, k, v).numpy(), rtol=1e-6, atol=1e-6)

@@ -14,6 +14,7 @@ from .. import random as _random
 from ..array import Array as _Array
 from ..array import ArrayBase
 from ..errors import ArgumentValueError, ConcretizationError, DTypeError, ShapeError, named_errors
+from ..primitives.attention import attention_p
 from ..primitives.checks import normalize_axis
 from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
@@ -183,6 +184,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         groups = query.shape[-3] // key.shape[-3]
         key, value = (ops.repeat(t, groups, axis=-3) for t in (key, value))
+    if attn_mask is None and dropout_p == 0.0 and _one_attention(query, key, value):
+        return bind(attention_p, query, key, value, scale=float(scale), causal=bool(is_causal))[0]
     # the scale on the queries (fewer elements than the scores), and a boolean mask made an
     # additive one of 0 and -inf (the size of the mask, not of the scores): a sum's gradient
     # passes through where a select's is another select
@@ -197,6 +200,15 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return ops.matmul(weights, value)
+
+
+def _one_attention(query: Any, key: Any, value: Any) -> bool:
+    """Whether the ``attention`` primitive computes this call: float32 or float64 arrays of
+    one dtype with the same leading axes (no broadcasting between them)."""
+    return all(isinstance(t, ArrayBase) for t in (query, key, value)) and query.ndim >= 2 and \
+        query.dtype is key.dtype is value.dtype and query.dtype in (_dtypes.float32, _dtypes.float64) and \
+        tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2]) and \
+        query.shape[-1] == key.shape[-1] and key.shape[-2] == value.shape[-2]
 
 
 def _channel_dropout(x: Any, p: float, training: bool, spatial: int, op: str) -> Any:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from ..errors import RegistryError
 from . import (  # noqa: F401  (registers them)
+    attention,
     axes,
     collective,
     convolution,
