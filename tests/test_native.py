@@ -348,6 +348,19 @@ def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
         np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))
 
 
+def test_layer_norm_gradient_of_a_nearly_constant_row_stays_exact() -> None:
+    """The native backward pass sums in double: for a row of nearly equal float32 values (r in
+    the hundreds) and a constant cotangent, the gradient is 0, where a float32 mean left 5e-4
+    (a hypothesis draw found it)."""
+    from funcgrad.primitives import normalization
+
+    g, x = np.array([1.0, 1.0], np.float32), np.array([-0.7, -0.6875], np.float32)
+    with compile_backend("c"):
+        assert normalization._native_layer_norm(np, (g, x), (0,), 1e-5) is not None
+        got = normalization._layer_norm_grad(np, g, x, axes=(0,), eps=1e-5)
+    np.testing.assert_allclose(got, [0.0, 0.0], atol=1e-6)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) -> None:
     """GELU, layer normalization, softmax and their derivatives run as native loops in eager

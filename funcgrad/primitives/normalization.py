@@ -137,10 +137,13 @@ def _centered_and_scale(xp: Any, x: Any, axes: tuple[int, ...], eps: float) -> t
 
 
 # Per row of n values: the mean, then the variance of the differences, then the result; a
-# row at a time, so x is read from the caches after the first pass. The sums are in the
-# input's precision, vectorized (float32 for float32, as PyTorch's kernel: accumulated in
-# double the forward took 108 us for nanoGPT's (1024, 128) where it takes 43, within
-# 7e-7). ``GRAD`` also takes g: the sums of g and g * y, then r (g - mean(g) - y mean(g y)).
+# row at a time, so x is read from the caches after the first pass. The forward pass sums
+# in the input's precision, vectorized (float32 for float32, as PyTorch's kernel:
+# accumulated in double it took 108 us for nanoGPT's (1024, 128) where it takes 43, within
+# 7e-7). The backward pass (``GRAD``: g too, the sums of g and g * y, then
+# r (g - mean(g) - y mean(g y))) sums in double: its result carries r^2 times the error of
+# the mean, and for a row of nearly equal values (r in the hundreds) a float32 mean left
+# 5e-4 where the gradient is 0.
 _LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
     const {t} *restrict x = (const {t} *)p[0];
     {inputs}
@@ -150,13 +153,13 @@ _LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char
     for (int64_t row = lo; row < hi; row++) {{
         const {t} *restrict xr = x + row * m;
         {t} *restrict o = out + row * m;
-        {t} s = 0, v = 0;
+        {a} s = 0, v = 0;
         #pragma omp simd reduction(+:s)
         for (int64_t i = 0; i < m; i++) s += xr[i];
-        const {t} mean = s / m;
+        const {a} mean = s / m;
         #pragma omp simd reduction(+:v)
-        for (int64_t i = 0; i < m; i++) {{ {t} d = xr[i] - mean; v += d * d; }}
-        const {t} r = 1 / sqrt(v / m + eps);
+        for (int64_t i = 0; i < m; i++) {{ {a} d = xr[i] - mean; v += d * d; }}
+        const {a} r = 1 / sqrt(v / m + eps);
         {body}
     }}
 }}
@@ -164,10 +167,10 @@ _LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char
 _FORWARD_BODY = """#pragma omp simd
         for (int64_t i = 0; i < m; i++) o[i] = ({t})((xr[i] - mean) * r);"""
 _BACKWARD_BODY = """const {t} *restrict gr = g + row * m;
-        {t} sg = 0, sgy = 0;
+        double sg = 0, sgy = 0;
         #pragma omp simd reduction(+:sg, sgy)
         for (int64_t i = 0; i < m; i++) {{ sg += gr[i]; sgy += gr[i] * ((xr[i] - mean) * r); }}
-        const {t} mg = sg / m, mgy = sgy / m;
+        const double mg = sg / m, mgy = sgy / m;
         #pragma omp simd
         for (int64_t i = 0; i < m; i++) o[i] = ({t})(r * (gr[i] - mg - (xr[i] - mean) * r * mgy));"""
 
@@ -181,7 +184,7 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     t = cc.C_TYPE_OF[x.dtype]
     grad = len(arrays) == 2
     code = _LAYER_NORM_C.format(
-        t=t, eps=repr(float(eps)), out=len(arrays),
+        t=t, a="double" if grad else t, eps=repr(float(eps)), out=len(arrays),
         inputs=f"const {t} *restrict g = (const {t} *)p[1];" if grad else "",
         body=(_BACKWARD_BODY if grad else _FORWARD_BODY).format(t=t))
     try:
