@@ -348,16 +348,18 @@ def test_native_windows_add_reads_a_transposed_gradient_where_it_lies() -> None:
         np.testing.assert_array_equal(native, shape_module._windows_add(np, g, **params))
 
 
-def test_layer_norm_gradient_of_a_nearly_constant_row_stays_exact() -> None:
-    """The native backward pass sums in double: for a row of nearly equal float32 values (r in
+@pytest.mark.parametrize("backend", ["c", "numpy"])
+def test_layer_norm_gradient_of_a_nearly_constant_row_stays_exact(backend: str) -> None:
+    """Both kernels take the mean in double: for a row of nearly equal float32 values (r in
     the hundreds) and a constant cotangent, the gradient is 0, where a float32 mean left 5e-4
-    (a hypothesis draw found it)."""
+    (a hypothesis draw found it, on each backend in turn)."""
     from funcgrad.primitives import normalization
 
     g, x = np.array([1.0, 1.0], np.float32), np.array([-0.7, -0.6875], np.float32)
-    with compile_backend("c"):
-        assert normalization._native_layer_norm(np, (g, x), (0,), 1e-5) is not None
+    with compile_backend(backend):
+        assert (normalization._native_layer_norm(np, (g, x), (0,), 1e-5) is not None) == (backend == "c")
         got = normalization._layer_norm_grad(np, g, x, axes=(0,), eps=1e-5)
+    assert got.dtype == np.float32
     np.testing.assert_allclose(got, [0.0, 0.0], atol=1e-6)
 
 
