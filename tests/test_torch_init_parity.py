@@ -6,6 +6,9 @@ normals of 16 or more depend on the CPU's vector units)."""
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -110,3 +113,46 @@ def test_lazy_modules_and_stand_ins_leave_the_stream_where_it_was() -> None:
     lazy = nn.LazyLinear(4)
     lazy(fg.ones((1, 6)))
     np.testing.assert_array_equal(lazy.weight.numpy(), direct)
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:mean is more than 2 std")
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**63 - 1), n=st.integers(0, 200), dtype=st.sampled_from(["float32", "float64"]),
+       mean=st.floats(-2, 2), std=st.floats(0.2, 3), a=st.floats(-4, 4), width=st.floats(0.05, 6))
+def test_trunc_normal_draws_pytorchs_values(seed, n, dtype, mean, std, a, width) -> None:
+    """Both of PyTorch's samplers (normal values redrawn where out of range when [a, b] holds
+    more than 0.3 of the mass, uniform candidates accepted by their density elsewhere): its
+    values, and the stream left where PyTorch leaves it."""
+    b = a + width
+    torch.manual_seed(seed)
+    want = torch.nn.init.trunc_normal_(torch.empty(n, dtype=getattr(torch, dtype)), mean, std, a, b).numpy()
+    after = torch.rand(3, dtype=torch.float64).numpy()
+    fg.manual_seed(seed)
+    got = nn.init.trunc_normal_(nn.Parameter(fg.zeros((n,), dtype=getattr(fg, dtype))), mean, std, a, b).numpy()
+    assert ((got >= np.float32(a)) & (got <= np.float32(b))).all() if dtype == "float32" else ((got >= a) & (got <= b)).all()
+    if dtype == "float64" or n < 16:
+        np.testing.assert_array_equal(got, want)
+    else:  # (the normal sampler's float32 blocks of 16: within a few ulp, as normal_'s)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(fg.rand(3, dtype=fg.float64).numpy(), after)
+
+
+@needs_torch
+def test_trunc_normal_of_a_vision_transformers_weights_is_pytorchs() -> None:
+    """timm's ViT initialisation, ``trunc_normal_(w, std=0.02)`` (bounds +-2 absolute, so the
+    normal sampler), and a range far in the tail (the density sampler), in float32."""
+    for shape, args in (((192, 64), (0.0, 0.02)), ((3, 4, 5), (0.0, 1.0, 1.5, 3.0)), ((50,), (0.0, 1.0, 20.0, 21.0))):
+        torch.manual_seed(4)
+        want = torch.nn.init.trunc_normal_(torch.empty(shape), *args).numpy()
+        fg.manual_seed(4)
+        with pytest.warns(UserWarning, match="more than 2 std") if args[-2:] == (20.0, 21.0) else _no_warning():
+            got = nn.init.trunc_normal_(nn.Parameter(fg.zeros(shape)), *args).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+@contextlib.contextmanager
+def _no_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield

@@ -4,10 +4,7 @@ Box-Muller transform of its ``normal_`` (its AVX2 kernel's polynomial ``log``, `
 PyTorch's compiler fuses a product with the sum it feeds into one fused multiply-add
 where its build has one (its AVX2 build, not its default x86 one: ``scale_shift``); so do
 these, emulated exactly in NumPy where no compiler builds C's: a float32 product is exact
-in float64, and a float64 one is carried by Veltkamp's split. (Its ``erfinv``, which
-``trunc_normal_`` maps uniforms through, is left out: its vectorized and scalar paths give
-different bits for the same input, so an array's values depend on where its elements
-fall.)"""
+in float64, and a float64 one is carried by Veltkamp's split."""
 
 from __future__ import annotations
 

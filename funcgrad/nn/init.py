@@ -107,19 +107,55 @@ def kaiming_normal_(param: Any, a: float = 0.0, mode: str = "fan_in", nonlineari
 
 
 def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0) -> Any:
-    """Normal(mean, std) values redrawn until they lie in [a, b] (PyTorch's distribution;
-    its bounds are absolute, not in units of std)."""
-    lo, hi = (a - mean) / std, (b - mean) / std
-    mass = 0.5 * (math.erf(hi / math.sqrt(2)) - math.erf(lo / math.sqrt(2)))
-    if not mass > 1e-4:
-        raise ValueError(f"trunc_normal_: [{a}, {b}] holds too little of Normal({mean}, {std}) to sample from")
+    """Normal(mean, std) values cut to [a, b] (absolute bounds, not in units of std), drawn
+    as PyTorch draws them, so the same seed gives PyTorch's values. Where [a, b] holds more
+    than 0.3 of the distribution: normal values, the whole array drawn again and the ones
+    outside [a, b] replaced, until none is. Elsewhere: uniform candidates in [a, b], each
+    kept where the log of a uniform lies below its log density relative to the peak, the
+    rejected ones drawn again (candidates, then acceptance uniforms, whole arrays each
+    round). Each step rounds in the parameter's dtype, as PyTorch's in-place operations do."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+    shape, dtype = tuple(param.shape), param.dtype.np
+    if math.prod(shape) == 0:
+        return param
     rng = generator()
-    values = rng.normal(mean, std, tuple(param.shape), np.float64)
-    outside = (values < a) | (values > b)
-    while outside.any():  # each round keeps a fraction `mass` of what it redraws
-        values[outside] = rng.normal(mean, std, (int(outside.sum()),), np.float64)
-        outside = (values < a) | (values > b)
-    return _set(param, np.asarray(values))
+    work = np.dtype(np.float64 if dtype == np.float64 else np.float32)  # (half precision: in float32, as below)
+
+    def cdf(z: float) -> float:
+        return (1.0 + math.erf(z / math.sqrt(2.0))) / 2.0
+
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = float(np.asarray(a, dtype)), float(np.asarray(b, dtype))
+        values = rng.normal(mean, std, shape, dtype)
+        outside = (values < lo) | (values > hi)
+        while outside.any():
+            values = np.where(outside, rng.normal(mean, std, shape, dtype), values)
+            outside = (values < lo) | (values > hi)
+        return _set(param, values)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def step(v: np.ndarray, op: Any, c: float) -> np.ndarray:  # (one in-place step of PyTorch's)
+        return op(v.astype(work), work.type(c)).astype(dtype)
+
+    def log_density(v: np.ndarray) -> np.ndarray:
+        z = step(step(v, np.subtract, mean), np.divide, std)
+        square = (z.astype(work) * z).astype(dtype)
+        return step(step(square, np.multiply, -0.5), np.subtract, log_peak)
+
+    def rejected(bound: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            return np.log(rng.uniform(0.0, 1.0, shape, dtype).astype(work)).astype(dtype) > bound
+
+    values = rng.uniform(a, b, shape, dtype)
+    pending = rejected(log_density(values))
+    while pending.any():
+        candidates = rng.uniform(a, b, shape, dtype)
+        values = np.where(pending, candidates, values)
+        pending = np.where(pending, rejected(log_density(candidates)), pending)
+    return _set(param, values)
 
 
 def eye_(param: Any) -> Any:
