@@ -156,3 +156,20 @@ def _no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 37, 100])
+def test_sixteen_bit_draws_are_pytorchs(dtype, n) -> None:
+    """16-bit uniforms are float32's rounded; normals come in whole blocks of 16, the last
+    block's values ending the array: PyTorch's values and its stream after them."""
+    draws = {"uniform_": (-0.3, 2.5), "normal_": (0.5, 2.0), "trunc_normal_": (0.0, 1.0, -2.0, 2.0)}
+    for name, args in draws.items():
+        torch.manual_seed(n)
+        want = getattr(torch.nn.init, name)(torch.empty(n, dtype=getattr(torch, dtype)), *args).float().numpy()
+        after = torch.rand(2, dtype=getattr(torch, dtype)).float().numpy()
+        fg.manual_seed(n)
+        got = getattr(nn.init, name)(nn.Parameter(fg.zeros((n,), dtype=getattr(fg, dtype))), *args).numpy()
+        np.testing.assert_array_equal(got.astype(np.float32), want, err_msg=name)
+        np.testing.assert_array_equal(fg.rand(2, dtype=getattr(fg, dtype)).numpy().astype(np.float32), after)

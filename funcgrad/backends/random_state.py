@@ -102,8 +102,7 @@ class TorchGenerator:
         dtype = np.dtype(dtype)
         if dtype == np.float64:
             return (self.words64(n) & np.uint64((1 << 53) - 1)).astype(np.float64) * 2.0 ** -53
-        digits = {np.dtype(np.float16): 11}.get(dtype, 8 if dtype.name == "bfloat16" else 24)
-        return (self.words(n) & np.uint64((1 << digits) - 1)).astype(np.float64) * 2.0 ** -digits
+        return (self.words(n) & np.uint64((1 << 24) - 1)).astype(np.float64) * 2.0 ** -24  # (16-bit: float32's)
 
     def uniform(self, a: float, b: float, shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
         """PyTorch's ``uniform_(a, b)`` of a new array of ``shape`` and ``dtype``."""
@@ -114,9 +113,8 @@ class TorchGenerator:
             return torch_math.scale_shift(x, float(b) - float(a), float(a), dtype).reshape(shape)
         low = np.float32(a)
         span = np.float32(np.float32(b) - low)
-        if dtype == np.float32:
-            return torch_math.scale_shift(x, float(span), float(low), dtype).reshape(shape)
-        return (x * np.float64(span) + np.float64(low)).astype(dtype).reshape(shape)  # (16-bit: one rounding)
+        out = torch_math.scale_shift(x, float(span), float(low), np.float32)
+        return (out if dtype == np.float32 else out.astype(dtype)).reshape(shape)  # (16-bit: float32's, rounded)
 
     def randint(self, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
         """``torch.randint(low, high, shape)``: a word (two, from a range of 2**32 on) modulo
@@ -141,13 +139,18 @@ class TorchGenerator:
 
     def normal(self, mean: float, std: float, shape: tuple[int, ...], dtype: Any = np.float32) -> np.ndarray:
         """PyTorch's ``normal_(mean, std)``: 16 at a time from 16 uniforms (the last 16 drawn
-        again when 16 does not divide the size); fewer than 16, one pair at a time in double."""
+        again when 16 does not divide the size; for 16-bit dtypes, a last whole block whose
+        values end the array); fewer than 16, one pair at a time in double."""
         dtype = np.dtype(dtype)
         n = math.prod(shape)
         if n < 16:
             values = np.array([self._one_normal() for _ in range(n)], np.float64)
             return torch_math.scale_shift(values, float(std), float(mean), np.float64).astype(dtype).reshape(shape)
         work = np.dtype(np.float64 if dtype == np.float64 else np.float32)
+        if dtype.itemsize == 2 and n % 16:  # (16-bit: whole blocks of 16, the last block's values at the end)
+            data = self.unit(-(-n // 16) * 16, dtype).astype(work)
+            torch_math.normal_fill(data, mean, std)
+            return np.concatenate([data[:n - 16], data[-16:]]).astype(dtype).reshape(shape)
         data = self.unit(n, dtype).astype(work)
         blocks = n // 16
         torch_math.normal_fill(data[:blocks * 16], mean, std)
