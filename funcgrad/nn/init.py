@@ -121,7 +121,7 @@ def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2
     if math.prod(shape) == 0:
         return param
     rng = generator()
-    work = np.dtype(np.float64 if dtype == np.float64 else np.float32)  # (half precision: in float32, as below)
+    work = np.dtype(np.float64 if dtype == np.float64 else np.float32)  # (16-bit steps: float32, rounded back)
 
     def cdf(z: float) -> float:
         return (1.0 + math.erf(z / math.sqrt(2.0))) / 2.0
