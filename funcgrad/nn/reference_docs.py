@@ -14,6 +14,28 @@ from ..ops.reference_docs import sections
 
 __all__ = ["FUNCTIONAL", "MODULES", "functional_doc", "module_doc"]
 
+# The parameters Upsample and interpolate share.
+_RESIZE = {
+    'size': 'the spatial size out.',
+    'scale_factor': 'or the factor each spatial size is multiplied by.',
+    'mode': ("``'nearest'``, ``'nearest-exact'``, ``'linear'``, ``'bilinear'``, ``'bicubic'``, "
+             "``'trilinear'`` or ``'area'``."),
+    'align_corners': "for the linear modes: the corners' pixels line up (PyTorch's).",
+    'recompute_scale_factor': "PyTorch's: compute the scale from the size out.",
+}
+
+
+# The parameters the transposed convolutions share (after x and weight).
+_TRANSPOSED = {
+    'bias': '(C_out,), or ``None``.',
+    'stride': "the step between the input's positions in the output.",
+    'padding': 'removed from each side of the output.',
+    'output_padding': "added to one side of the output's size.",
+    'groups': 'the channels split into this many independent groups.',
+    'dilation': "the spacing of the kernel's taps.",
+}
+
+
 # Each module's example call, what it prints, and the descriptions of its constructor's
 # parameters that ``COMMON`` does not give (or gives otherwise).
 MODULES: dict[str, tuple[str, str, dict[str, str]]] = {
@@ -677,12 +699,7 @@ MODULES: dict[str, tuple[str, str, dict[str, str]]] = {
         'fg.nn.Upsample(scale_factor=2, mode="linear")(fg.asarray([[[1.0, 2.0]]])).tolist()',
         '[[[1.0, 1.25, 1.75, 2.0]]]',
         {
-            'size': 'the spatial size out.',
-            'scale_factor': 'or the factor each spatial size is multiplied by.',
-            'mode': ("``'nearest'``, ``'nearest-exact'``, ``'linear'``, ``'bilinear'``, ``'bicubic'``, "
-                     "``'trilinear'`` or ``'area'``."),
-            'align_corners': "for the linear modes: the corners' pixels line up (PyTorch's).",
-            'recompute_scale_factor': "PyTorch's: compute the scale from the size out.",
+            **_RESIZE,
         }),
     'Bilinear': (
         'fg.nn.Bilinear(2, 3, 4)(fg.ones((5, 2)), fg.ones((5, 3))).shape',
@@ -1461,12 +1478,7 @@ FUNCTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
         {
             'x': '(N, C_in, L) or (C_in, L).',
             'weight': '(C_in, C_out / groups, k).',
-            'bias': '(C_out,), or ``None``.',
-            'stride': "the step between the input's positions in the output.",
-            'padding': 'removed from each side of the output.',
-            'output_padding': "added to one side of the output's size.",
-            'groups': 'the channels split into this many independent groups.',
-            'dilation': "the spacing of the kernel's taps.",
+            **_TRANSPOSED,
         }),
     'conv_transpose2d': (
         'fg.nn.functional.conv_transpose2d(fg.ones((1, 1, 2, 2)), fg.ones((1, 1, 2, 2)), stride=2).shape',
@@ -1474,12 +1486,7 @@ FUNCTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
         {
             'x': '(N, C_in, H, W) or (C_in, H, W).',
             'weight': '(C_in, C_out / groups, kH, kW).',
-            'bias': '(C_out,), or ``None``.',
-            'stride': "the step between the input's positions in the output.",
-            'padding': 'removed from each side of the output.',
-            'output_padding': "added to one side of the output's size.",
-            'groups': 'the channels split into this many independent groups.',
-            'dilation': "the spacing of the kernel's taps.",
+            **_TRANSPOSED,
         }),
     'conv_transpose3d': (
         'fg.nn.functional.conv_transpose3d(fg.ones((1, 1, 1, 1, 1)), fg.ones((1, 1, 2, 2, 2))).shape',
@@ -1487,24 +1494,14 @@ FUNCTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
         {
             'x': '(N, C_in, D, H, W) or (C_in, D, H, W).',
             'weight': '(C_in, C_out / groups, kD, kH, kW).',
-            'bias': '(C_out,), or ``None``.',
-            'stride': "the step between the input's positions in the output.",
-            'padding': 'removed from each side of the output.',
-            'output_padding': "added to one side of the output's size.",
-            'groups': 'the channels split into this many independent groups.',
-            'dilation': "the spacing of the kernel's taps.",
+            **_TRANSPOSED,
         }),
     'interpolate': (
         'fg.nn.functional.interpolate(fg.asarray([[[1.0, 2.0]]]), scale_factor=2, mode="linear").tolist()',
         '[[[1.0, 1.25, 1.75, 2.0]]]',
         {
             'x': '(N, C, ...) with 1 to 3 spatial axes.',
-            'size': 'the spatial size out.',
-            'scale_factor': 'or the factor each spatial size is multiplied by.',
-            'mode': ("``'nearest'``, ``'nearest-exact'``, ``'linear'``, ``'bilinear'``, ``'bicubic'``, "
-                     "``'trilinear'`` or ``'area'``."),
-            'align_corners': "for the linear modes: the corners' pixels line up (PyTorch's).",
-            'recompute_scale_factor': "PyTorch's: compute the scale from the size out.",
+            **_RESIZE,
             'antialias': "PyTorch's (bilinear and bicubic downsampling).",
         }),
 }
