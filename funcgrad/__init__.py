@@ -72,13 +72,42 @@ bool_ = bool
 
 def tensor(data: object, dtype: object = None, device: object = None,
            requires_grad: _builtins.bool = False) -> Array:
-    """``torch.tensor``: a new array holding ``data`` (``fg.array``)."""
+    """``torch.tensor``: a new array holding ``data`` (``fg.array``).
+
+    Args:
+        data: a number, nested sequences, a NumPy array or an array.
+        dtype: the result's dtype (inferred by default: int64 for Python ints, the default
+            float dtype for Python floats).
+        device: where the array lives.
+        requires_grad: record operations on it for ``.backward()``.
+
+    Returns:
+        A new array.
+
+    Example:
+        >>> fg.tensor([1, 2]).dtype, fg.tensor([1.5], requires_grad=True).requires_grad
+        (int64, True)
+    """
     return array(data, dtype=dtype, device=device, requires_grad=requires_grad)  # noqa: F405
 
 
 def as_tensor(data: object, dtype: object = None, device: object = None) -> Array:
     """``torch.as_tensor``: ``data`` as an array (``fg.asarray``: an array comes back as itself,
-    other data is copied, since a funcgrad array's values never change)."""
+    other data is copied, since a funcgrad array's values never change).
+
+    Args:
+        data: a number, nested sequences, a NumPy array or an array.
+        dtype: the result's dtype (``data``'s, or inferred, by default).
+        device: where the array lives.
+
+    Returns:
+        ``data`` itself where it is already an array of that dtype and device, else a new array.
+
+    Example:
+        >>> x = fg.ones(2)
+        >>> fg.as_tensor(x) is x, fg.as_tensor([1.0, 2.0]).dtype
+        (True, float32)
+    """
     return asarray(data, dtype=dtype, device=device)  # noqa: F405
 
 

@@ -139,7 +139,17 @@ def set_default_dtype(dtype: Any) -> None:
 
 
 def get_default_dtype() -> DType:
-    """The default float dtype (PyTorch's ``torch.get_default_dtype``)."""
+    """The default float dtype (PyTorch's ``torch.get_default_dtype``): what Python floats and
+    the creation functions without a dtype give.
+
+    Returns:
+        ``fg.float32``, or ``fg.float64`` after ``set_default_dtype(fg.float64)`` or with
+        64-bit mode on.
+
+    Example:
+        >>> fg.get_default_dtype()
+        float32
+    """
     return default_float
 
 
@@ -236,7 +246,19 @@ def weak_result(dtype: DType, scalar: Any) -> DType:
 
 
 def result_type(*arrays_and_dtypes: Any) -> DType:
-    """Array API ``result_type``: promote arrays, dtypes and (weak) Python scalars."""
+    """Array API ``result_type``: promote arrays, dtypes and (weak) Python scalars. A Python
+    number takes the arrays' dtype where its kind fits (JAX's weak types).
+
+    Args:
+        *arrays_and_dtypes: arrays, dtypes and Python numbers.
+
+    Returns:
+        The dtype an operation on them computes in.
+
+    Example:
+        >>> fg.result_type(fg.int8, fg.uint8), fg.result_type(fg.ones(2, dtype=fg.int32), 2.0)
+        (int16, float32)
+    """
     strong: DType | None = None
     weak: list[Any] = []
     for item in arrays_and_dtypes:
@@ -257,14 +279,41 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
 
 
 def can_cast(from_: Any, /, to: Any) -> bool:
-    """Array API ``can_cast``: whether ``from_`` promotes to ``to`` without loss."""
+    """Array API ``can_cast``: whether ``from_`` promotes to ``to`` without loss. Kinds do
+    not mix: an integer dtype never casts to a float one (NumPy's and the standard's rule).
+
+    Args:
+        from_: a dtype or an array.
+        to: the dtype to cast to.
+
+    Returns:
+        A Python bool.
+
+    Example:
+        >>> fg.can_cast(fg.int8, fg.int32), fg.can_cast(fg.float64, fg.float32), fg.can_cast(fg.int32, fg.float32)
+        (True, False, False)
+    """
     src = as_dtype(from_.dtype if hasattr(from_, "shape") else from_, op="can_cast")
     dst = as_dtype(to, op="can_cast")
     return promote(src, dst) is dst
 
 
 def isdtype(dtype: Any, kind: Any) -> bool:
-    """Array API ``isdtype``."""
+    """Array API ``isdtype``: whether ``dtype`` is of ``kind``.
+
+    Args:
+        dtype: a dtype.
+        kind: a dtype, a kind name (``'bool'``, ``'signed integer'``, ``'unsigned integer'``,
+            ``'integral'``, ``'real floating'``, ``'complex floating'``, ``'numeric'``) or a tuple
+            of them (any matches).
+
+    Returns:
+        A Python bool.
+
+    Example:
+        >>> fg.isdtype(fg.float32, "real floating"), fg.isdtype(fg.int8, ("bool", "unsigned integer"))
+        (True, False)
+    """
     d = as_dtype(dtype, op="isdtype")
     if isinstance(kind, tuple):
         return any(isdtype(d, k) for k in kind)

@@ -146,3 +146,8 @@ def test_truthiness_and_item_of_many_elements(x: fg.Array) -> None:
         x.item()
     with pytest.raises(TypeError, match="len"):
         len(fg.array(1.0))
+
+
+def test_scatter_names_an_unknown_mode() -> None:
+    with pytest.raises(fg.errors.ArgumentValueError, match=r"scatter: unknown mode 'mul'; expected one of set, add"):
+        fg.scatter(fg.ones(4), fg.asarray([1, 1]), 3.0, "mul")

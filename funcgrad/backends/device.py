@@ -117,5 +117,13 @@ def device(spec: Any = "cpu") -> Device:
 
 
 def devices() -> list[Device]:
-    """The devices usable in this process: the CPU, then every GPU CuPy can see."""
+    """The devices usable in this process: the CPU, then every GPU CuPy can see.
+
+    Returns:
+        A list of ``Device``, the CPU first.
+
+    Example:
+        >>> fg.devices()[0]
+        cpu
+    """
     return [CPU] + [device(f"gpu:{i}") for i in range(gpu_count())]

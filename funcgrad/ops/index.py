@@ -18,7 +18,7 @@ from ..array import Array, ArrayBase, concrete_value
 from ..errors import ArgumentValueError, ConcretizationError, DeviceMismatchError, DTypeError, ShapeError
 from ..primitives.checks import normalize_axis
 from ..primitives.core import bind, current_interpreter, fmt_shape
-from ..primitives.index import gather_p, scatter_p
+from ..primitives.index import SCATTER_MODES, gather_p, scatter_p
 from ..primitives.shape import expand_dims_p, slice_p, squeeze_p
 from .creation import asarray, create
 from .elementwise import as_operand, cast_to
@@ -218,6 +218,8 @@ def scatter(x: Any, index: Any, values: Any, mode: str) -> Any:
     """``x.at[index].<mode>(values)``: a new array; ``x`` is unchanged.
     ``add``/``multiply``/``min``/``max`` apply every duplicate index; ``set`` with
     duplicates keeps one of the values (which one is unspecified, as in JAX)."""
+    if mode not in SCATTER_MODES:
+        raise ArgumentValueError(f"scatter: unknown mode {mode!r}; expected one of {', '.join(SCATTER_MODES)}")
     x = as_operand(x)
     entries = normalize_index(x, index)
     if any(e is None for e in entries):

@@ -388,7 +388,18 @@ def angle(x: Any, deg: bool = False) -> Any:
 
 
 def shape(a: Any) -> tuple[int, ...]:
-    """NumPy's ``shape``: the shape of an array, a traced value, a number or nested sequences."""
+    """NumPy's ``shape``: the shape of an array, a traced value, a number or nested sequences.
+
+    Args:
+        a: an array, a traced value, a Python number or nested sequences.
+
+    Returns:
+        A tuple of ints.
+
+    Example:
+        >>> fg.shape([[1, 2, 3], [4, 5, 6]]), fg.shape(3.0)
+        ((2, 3), ())
+    """
     return tuple(a.shape) if hasattr(a, "shape") else tuple(asarray(a).shape)
 
 

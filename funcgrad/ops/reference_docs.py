@@ -1071,6 +1071,47 @@ FUNCTIONS: dict[str, tuple[str, str, str, dict[str, str]]] = {
             'a': 'a symmetric (Hermitian) positive-definite matrix or a stack of them.',
             'upper': "the upper factor ``U`` with ``a = U.mH @ U`` (PyTorch's and SciPy's).",
         }),
+    'astype': (
+        'An array of ``dtype``; floats cast to integers round toward zero, as NumPy casts them.',
+        'fg.astype(fg.asarray([1.7, -2.5]), fg.int32).tolist()',
+        '[1, -2]',
+        {
+            'dtype': 'the dtype to cast to.',
+            'copy': '``False``: return ``x`` itself when it already has ``dtype``.',
+            'device': 'where the result lives (``x``\'s device by default).',
+        }),
+    'from_numpy': (
+        "An array over ``a``'s memory, of its shape and dtype.",
+        'fg.from_numpy(fg.arange(3.0).numpy()).tolist()',
+        '[0.0, 1.0, 2.0]',
+        {
+            'a': 'a NumPy array.',
+        }),
+    'getitem': (
+        'An array: a view for basic indices (ints, slices, ``None``, ``...``), a copy for advanced ones.',
+        'fg.getitem(fg.arange(6).reshape(2, 3), (slice(None), 1)).tolist()',
+        '[1, 4]',
+        {
+            'index': 'what ``x[...]`` takes: ints, slices, ``None``, ``...``, int or bool arrays, or a tuple of them.',
+        }),
+    'select': (
+        "An array of the choices' broadcast shape and promoted dtype.",
+        'fg.select([fg.arange(6) < 2, fg.arange(6) > 3], [fg.arange(6), fg.arange(6) * 10], default=-1).tolist()',
+        '[0, 1, -1, -1, 40, 50]',
+        {
+            'condlist': 'bool arrays, one per choice; the first that holds picks.',
+            'choicelist': 'the arrays to pick from, as many as conditions.',
+            'default': 'where no condition holds.',
+        }),
+    'scatter': (
+        "A new array of ``x``'s shape and dtype.",
+        'fg.scatter(fg.zeros(4), fg.asarray([1, 1, 3]), 5.0, "add").tolist()',
+        '[0.0, 10.0, 0.0, 5.0]',
+        {
+            'index': "what ``x[...]`` takes; repeated entries each apply, but for ``'set'``.",
+            'values': "broadcast to the indexed positions' shape.",
+            'mode': "``'set'``, ``'add'``, ``'multiply'``, ``'min'`` or ``'max'`` (JAX's ``.at[...]`` methods).",
+        }),
 }
 
 # ``fg.linalg``'s own functions (the array API's and ``numpy.linalg``'s forms): each one's

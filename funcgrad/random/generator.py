@@ -146,7 +146,16 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
-    """The global generator's seed (``torch.initial_seed``)."""
+    """The global generator's seed (``torch.initial_seed``).
+
+    Returns:
+        The seed of the last ``fg.manual_seed`` (or ``fg.seed``), a Python int.
+
+    Example:
+        >>> _ = fg.manual_seed(5)
+        >>> fg.initial_seed()
+        5
+    """
     return default_generator.initial_seed()
 
 
@@ -357,7 +366,25 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
     """Normal values of mean ``mean`` and standard deviation ``std`` (arrays broadcast; with
     numbers, ``size`` gives the shape), as ``torch.normal``: with numbers, ``normal_(mean,
     std)``; with an array ``mean`` and a number ``std``, ``normal_(0, std)`` plus ``mean``;
-    else standard values times ``std`` plus ``mean``."""
+    else standard values times ``std`` plus ``mean``.
+
+    Args:
+        mean: the mean, a number or an array.
+        std: the standard deviation, a number or an array.
+        size: the shape, where ``mean`` and ``std`` are both numbers.
+        generator: a ``fg.Generator`` (the global one by default).
+        dtype: the result's dtype (the default float dtype by default).
+        device: where the result lives.
+        requires_grad: record operations on it for ``.backward()``.
+
+    Returns:
+        An array of ``size``, or of the broadcast shape of ``mean`` and ``std``.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.normal(fg.asarray([0.0, 10.0], dtype=fg.float64), 0.5).round(4).tolist()  # torch's after its seed 0
+        [0.7705, 9.8533]
+    """
     arrays = [v for v in (mean, std) if isinstance(v, ArrayBase)]
     if size is None:
         if not arrays:
@@ -381,7 +408,20 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
 
 def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
     """0 or 1 with probability ``p`` per element, in ``p``'s dtype (``torch.bernoulli``: a
-    uniform in float64 for float64 ``p``, else in float32, below ``p``)."""
+    uniform in float64 for float64 ``p``, else in float32, below ``p``).
+
+    Args:
+        p: the probabilities, in [0, 1] (an array, or values ``asarray`` takes).
+        generator: a ``fg.Generator`` (the global one by default).
+
+    Returns:
+        An array of ``p``'s shape and dtype.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.bernoulli(fg.asarray([0.2, 0.5, 0.9, 0.5], dtype=fg.float64)).tolist()  # torch's after its seed 0
+        [0.0, 0.0, 1.0, 0.0]
+    """
     p = p if isinstance(p, ArrayBase) else ops.asarray(p, dtype=_dt.default_float)
     _require("bernoulli", p, lambda v: (v >= 0) & (v <= 1), "p must be in [0, 1]")
     source = _source(generator)
@@ -411,7 +451,22 @@ def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
     """Indices drawn with weights ``probs`` (one row, or a batch of rows), as
     ``torch.multinomial``: without replacement (or one sample) the largest ``probs / q`` for
     exponential ``q``; with replacement, each uniform's place in the normalized cumulative
-    weights."""
+    weights.
+
+    Args:
+        probs: non-negative weights (they need not sum to 1), one row or a batch of rows.
+        num_samples: how many indices a row draws.
+        replacement: draw with replacement; without, ``num_samples`` is at most a row's length.
+        generator: a ``fg.Generator`` (the global one by default).
+
+    Returns:
+        An int64 array of shape ``(num_samples,)``, or ``(rows, num_samples)``.
+
+    Example:
+        >>> _ = fg.manual_seed(1)
+        >>> fg.multinomial(fg.asarray([0.2, 0.3, 0.5]), 6, replacement=True).tolist()  # torch's after its seed 1
+        [0, 1, 1, 0, 2, 0]
+    """
     probs = probs if isinstance(probs, ArrayBase) else ops.asarray(probs, dtype=_dt.default_float)
     if probs.ndim not in (1, 2):
         raise ShapeError(f"multinomial: probs must be 1-D or 2-D, got shape {tuple(probs.shape)}")
@@ -462,10 +517,38 @@ def _require(op: str, value: Any, holds: Any, what: str) -> None:
 
 
 def rand_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
-    """Uniform values in [0, 1) of ``x``'s shape, dtype and device."""
+    """Uniform values in [0, 1) of ``x``'s shape, dtype and device (``torch.rand_like``).
+
+    Args:
+        x: the array whose shape, dtype and device the result takes.
+        generator: a ``fg.Generator`` (the global one by default).
+        dtype: another dtype for the result.
+
+    Returns:
+        A new array like ``x``.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.rand_like(fg.zeros(3, dtype=fg.float64)).round(4).tolist()  # torch's after its seed 0
+        [0.9701, 0.7078, 0.4594]
+    """
     return rand(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)
 
 
 def randn_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
-    """Standard normal values of ``x``'s shape, dtype and device."""
+    """Standard normal values of ``x``'s shape, dtype and device (``torch.randn_like``).
+
+    Args:
+        x: the array whose shape, dtype and device the result takes.
+        generator: a ``fg.Generator`` (the global one by default).
+        dtype: another dtype for the result.
+
+    Returns:
+        A new array like ``x``.
+
+    Example:
+        >>> _ = fg.manual_seed(0)
+        >>> fg.randn_like(fg.zeros(3, dtype=fg.float64)).round(4).tolist()  # torch's after its seed 0
+        [1.541, -0.2934, -2.1788]
+    """
     return randn(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)

@@ -48,7 +48,18 @@ class GradMode:
 
 
 def is_grad_enabled() -> bool:
-    """Whether the tape records now (not inside ``no_grad`` or a rule's own computation)."""
+    """Whether the tape records now (not inside ``no_grad`` or a rule's own computation),
+    as ``torch.is_grad_enabled``.
+
+    Returns:
+        A Python bool.
+
+    Example:
+        >>> with fg.no_grad():
+        ...     inside = fg.is_grad_enabled()
+        >>> fg.is_grad_enabled(), inside
+        (True, False)
+    """
     return not TAPE_OFF.get() and NO_GRAD_SCOPE.get() is None
 
 
