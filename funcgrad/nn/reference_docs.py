@@ -1504,6 +1504,173 @@ FUNCTIONAL: dict[str, tuple[str, str, dict[str, str]]] = {
             **_RESIZE,
             'antialias': "PyTorch's (bilinear and bicubic downsampling).",
         }),
+    'batch_norm': (
+        'fg.nn.functional.batch_norm(fg.asarray([[1.0, 2.0], [3.0, 6.0]]), fg.asarray([1.0, 2.0]), '
+        'fg.asarray([4.0, 1.0])).round(4).tolist()',
+        '[[0.0, 0.0], [1.0, 4.0]]',
+        {
+            'input': '(N, C, ...): normalized per channel (axis 1).',
+            'running_mean': 'the per-channel means used out of training (or ``None``).',
+            'running_var': 'the per-channel variances used out of training (or ``None``).',
+            'weight': 'a per-channel scale (or ``None``).',
+            'bias': 'a per-channel shift (or ``None``).',
+            'training': "normalize with the batch's statistics (the running ones must then be ``None`` or "
+                        "``Parameter`` holders, which are updated).",
+            'momentum': "the running statistics' update factor.",
+            'eps': 'added to the variance.',
+        }),
+    'instance_norm': (
+        'fg.nn.functional.instance_norm(fg.asarray([[[1.0, 3.0], [2.0, 6.0]]])).round(4).tolist()',
+        '[[[-1.0, 1.0], [-1.0, 1.0]]]',
+        {
+            'x': '(N, C, ...): each sample and channel normalized over the spatial axes.',
+            'running_mean': 'per-channel means, used where ``use_input_stats`` is ``False``.',
+            'running_var': 'per-channel variances, used where ``use_input_stats`` is ``False``.',
+            'weight': 'a per-channel scale (or ``None``).',
+            'bias': 'a per-channel shift (or ``None``).',
+            'use_input_stats': "normalize with each instance's own statistics.",
+            'momentum': "the running statistics' update factor.",
+            'eps': 'added to the variance.',
+        }),
+    'embedding_bag': (
+        'fg.nn.functional.embedding_bag(fg.asarray([0, 2, 1]), fg.asarray([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0]]), '
+        'fg.asarray([0, 2])).tolist()',
+        '[[2.0, 1.5], [0.0, 1.0]]',
+        {
+            'input': 'indices: a 2-d array (a bag a row), or 1-d with ``offsets``.',
+            'weight': 'the embedding table (num_embeddings, dim).',
+            'offsets': "where each bag starts in a 1-d ``input``.",
+            'max_norm': 'renormalize the rows looked up to at most this norm.',
+            'norm_type': "the norm ``max_norm`` uses.",
+            'scale_grad_by_freq': "scale the gradient by the inverse of each index's count in the batch.",
+            'mode': "``'sum'``, ``'mean'`` or ``'max'``.",
+            'sparse': "PyTorch's sparse gradients (accepted; the gradient is dense).",
+            'per_sample_weights': "a weight per index (``mode='sum'``).",
+            'include_last_offset': "``offsets`` has one more entry, the end of the last bag.",
+            'padding_idx': 'an index that contributes nothing.',
+        }),
+    'ctc_loss': (
+        'round(fg.nn.functional.ctc_loss(fg.nn.functional.log_softmax(fg.asarray([[[0.0, 1.0, 2.0]], '
+        '[[2.0, 1.0, 0.0]], [[0.0, 0.0, 0.0]]]), dim=2), fg.asarray([[1, 2]]), fg.asarray([3]), '
+        'fg.asarray([2])).item(), 4)',
+        '1.1703',
+        {
+            'log_probs': '(T, N, C) log-probabilities, or (T, C).',
+            'targets': '(N, S) label sequences, or their concatenation (1-d).',
+            'input_lengths': "each sample's input length.",
+            'target_lengths': "each sample's target length.",
+            'blank': 'the blank label.',
+            'reduction': "``'mean'`` (each loss divided by its target's length, then the mean), ``'sum'`` or "
+                         "``'none'``.",
+            'zero_infinity': 'infinite losses (impossible alignments) and their gradients become zero.',
+        }),
+    'linear_cross_entropy': (
+        'round(fg.nn.functional.linear_cross_entropy(fg.asarray([[1.0, 2.0]]), fg.asarray([[1.0, 0.0], [0.0, 1.0]]), '
+        'fg.asarray([1])).item(), 4)',
+        '0.3133',
+        {
+            'input': '(N, in) or (in,) features.',
+            'linear_weight': '(classes, in): the logits are ``input @ linear_weight.T``.',
+            'target': 'class indices.',
+            'linear_bias': "the logits' bias (or ``None``).",
+            'weight': 'a weight per class.',
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+            'ignore_index': 'a target index that contributes nothing.',
+            'label_smoothing': 'the share of the target spread over all classes.',
+            'options': "PyTorch's backend options (accepted, unused).",
+        }),
+    'lp_pool3d': (
+        'fg.nn.functional.lp_pool3d(fg.asarray([[[[[3.0, 4.0]]]]]), 2, (1, 1, 2)).tolist()',
+        '[[[[[5.0]]]]]',
+        {
+            'input': '(N, C, D, H, W) or (C, D, H, W).',
+            'norm_type': 'the power ``p`` of the norm.',
+            'kernel_size': "the window's size (an int or a triple).",
+            'stride': 'the step between windows (the kernel size by default).',
+            'ceil_mode': 'a last partial window where the input does not divide evenly.',
+        }),
+    'max_unpool1d': (
+        'fg.nn.functional.max_unpool1d(fg.asarray([[[5.0, 3.0]]]), fg.asarray([[[1, 3]]]), 2).tolist()',
+        '[[[0.0, 5.0, 0.0, 3.0]]]',
+        {
+            'input': "(N, C, L) or (C, L): ``max_pool1d``'s values.",
+            'indices': "where each came from (``max_pool1d(..., return_indices=True)``).",
+            'kernel_size': "the pooling window's size.",
+            'stride': "the pooling's stride (the kernel size by default).",
+            'padding': "the pooling's padding.",
+            'output_size': 'the size out, where the pooling was not exact.',
+        }),
+    'max_unpool2d': (
+        'fg.nn.functional.max_unpool2d(fg.asarray([[[[5.0]]]]), fg.asarray([[[[2]]]]), 2).tolist()',
+        '[[[[0.0, 0.0], [5.0, 0.0]]]]',
+        {
+            'x': "(N, C, H, W) or (C, H, W): ``max_pool2d``'s values.",
+            'indices': "where each came from, a flat index into each plane.",
+            'kernel_size': "the pooling window's size.",
+            'stride': "the pooling's stride (the kernel size by default).",
+            'padding': "the pooling's padding.",
+            'output_size': 'the size out, where the pooling was not exact.',
+        }),
+    'max_unpool3d': (
+        'fg.nn.functional.max_unpool3d(fg.asarray([[[[[5.0]]]]]), fg.asarray([[[[[7]]]]]), 2).tolist()',
+        '[[[[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 5.0]]]]]',
+        {
+            'x': "(N, C, D, H, W) or (C, D, H, W): ``max_pool3d``'s values.",
+            'indices': "where each came from, a flat index into each volume.",
+            'kernel_size': "the pooling window's size.",
+            'stride': "the pooling's stride (the kernel size by default).",
+            'padding': "the pooling's padding.",
+            'output_size': 'the size out, where the pooling was not exact.',
+        }),
+    'triplet_margin_with_distance_loss': (
+        'fg.nn.functional.triplet_margin_with_distance_loss(fg.asarray([[0.0, 0.0]]), fg.asarray([[3.0, 4.0]]), '
+        'fg.asarray([[1.0, 0.0]]), distance_function=lambda a, b: (a - b).abs().sum(-1)).item()',
+        '7.0',
+        {
+            'anchor': '(N, D) or (D,).',
+            'positive': "examples like the anchor's.",
+            'negative': "examples unlike the anchor's.",
+            'distance_function': 'a function of two batches giving their distances (``pairwise_distance`` by default).',
+            'margin': 'how much farther the negative should be.',
+            'swap': "use the positive-negative distance where it is smaller (the distance swap).",
+            'reduction': "``'mean'``, ``'sum'`` or ``'none'``.",
+        }),
+    'upsample': (
+        'fg.nn.functional.upsample(fg.asarray([[[1.0, 2.0]]]), scale_factor=2).tolist()',
+        '[[[1.0, 1.0, 2.0, 2.0]]]',
+        {
+            'x': '(N, C, ...) with 1 to 3 spatial axes.',
+            'size': 'the spatial size out.',
+            'scale_factor': 'or the factor each spatial size is multiplied by.',
+            'mode': "as ``interpolate``'s (``'nearest'`` by default).",
+            'align_corners': "for the linear modes: the corners' pixels line up (PyTorch's).",
+        }),
+    'fractional_max_pool2d': (
+        'fg.nn.functional.fractional_max_pool2d(fg.arange(16.0).reshape(1, 1, 4, 4), 2, output_size=2, '
+        '_random_samples=fg.asarray([[[0.5, 0.5]]])).tolist()',
+        '[[[[5.0, 7.0], [13.0, 15.0]]]]',
+        {
+            'input': '(N, C, H, W) or (C, H, W).',
+            'kernel_size': "the window's size.",
+            'output_size': 'the size out (or give ``output_ratio``).',
+            'output_ratio': "the size out as a fraction of the input's.",
+            'return_indices': "also return where each maximum came from (for ``max_unpool2d``).",
+            '_random_samples': "(N, C, 2) uniforms placing the windows (PyTorch's; drawn from the global "
+                               "generator by default).",
+        }),
+    'fractional_max_pool3d': (
+        'fg.nn.functional.fractional_max_pool3d(fg.arange(8.0).reshape(1, 1, 2, 2, 2), 1, output_size=1, '
+        '_random_samples=fg.asarray([[[0.5, 0.5, 0.5]]])).tolist()',
+        '[[[[[7.0]]]]]',
+        {
+            'input': '(N, C, T, H, W) or (C, T, H, W).',
+            'kernel_size': "the window's size.",
+            'output_size': 'the size out (or give ``output_ratio``).',
+            'output_ratio': "the size out as a fraction of the input's.",
+            'return_indices': "also return where each maximum came from (for ``max_unpool3d``).",
+            '_random_samples': "(N, C, 3) uniforms placing the windows (PyTorch's; drawn from the global "
+                               "generator by default).",
+        }),
 }
 
 # What the usual constructor parameters mean, for every module that takes them.
