@@ -763,6 +763,208 @@ MODULES: dict[str, tuple[str, str, dict[str, str]]] = {
         'fg.nn.GRUCell(3, 5)(fg.ones((2, 3))).shape',
         '(2, 5)',
         {}),
+    'LazyConv1d': (
+        '(lambda m: (m(fg.ones((2, 3, 8))).shape, m.weight.shape))(fg.nn.LazyConv1d(4, 3))',
+        '((2, 4, 6), (4, 3, 3))',
+        {}),
+    'LazyConv2d': (
+        '(lambda m: (m(fg.ones((2, 3, 8, 8))).shape, m.weight.shape))(fg.nn.LazyConv2d(4, 3))',
+        '((2, 4, 6, 6), (4, 3, 3, 3))',
+        {}),
+    'LazyConv3d': (
+        '(lambda m: (m(fg.ones((2, 3, 5, 5, 5))).shape, m.weight.shape))(fg.nn.LazyConv3d(4, 3))',
+        '((2, 4, 3, 3, 3), (4, 3, 3, 3, 3))',
+        {}),
+    'LazyConvTranspose1d': (
+        '(lambda m: (m(fg.ones((2, 3, 8))).shape, m.weight.shape))(fg.nn.LazyConvTranspose1d(4, 3))',
+        '((2, 4, 10), (3, 4, 3))',
+        {}),
+    'LazyConvTranspose2d': (
+        '(lambda m: (m(fg.ones((2, 3, 8, 8))).shape, m.weight.shape))(fg.nn.LazyConvTranspose2d(4, 3))',
+        '((2, 4, 10, 10), (3, 4, 3, 3))',
+        {}),
+    'LazyConvTranspose3d': (
+        '(lambda m: (m(fg.ones((2, 3, 5, 5, 5))).shape, m.weight.shape))(fg.nn.LazyConvTranspose3d(4, 3))',
+        '((2, 4, 7, 7, 7), (3, 4, 3, 3, 3))',
+        {}),
+    'LazyBatchNorm1d': (
+        '(lambda m: (m(fg.ones((2, 3, 8))).shape, m.weight.shape))(fg.nn.LazyBatchNorm1d())',
+        '((2, 3, 8), (3,))',
+        {}),
+    'LazyBatchNorm2d': (
+        '(lambda m: (m(fg.ones((2, 3, 8, 8))).shape, m.weight.shape))(fg.nn.LazyBatchNorm2d())',
+        '((2, 3, 8, 8), (3,))',
+        {}),
+    'LazyBatchNorm3d': (
+        '(lambda m: (m(fg.ones((2, 3, 5, 5, 5))).shape, m.weight.shape))(fg.nn.LazyBatchNorm3d())',
+        '((2, 3, 5, 5, 5), (3,))',
+        {}),
+    'LazyInstanceNorm1d': (
+        '(lambda m: (m(fg.ones((2, 3, 8))).shape, m.weight.shape))(fg.nn.LazyInstanceNorm1d(affine=True))',
+        '((2, 3, 8), (3,))',
+        {}),
+    'LazyInstanceNorm2d': (
+        '(lambda m: (m(fg.ones((2, 3, 8, 8))).shape, m.weight.shape))(fg.nn.LazyInstanceNorm2d(affine=True))',
+        '((2, 3, 8, 8), (3,))',
+        {}),
+    'LazyInstanceNorm3d': (
+        '(lambda m: (m(fg.ones((2, 3, 5, 5, 5))).shape, m.weight.shape))(fg.nn.LazyInstanceNorm3d(affine=True))',
+        '((2, 3, 5, 5, 5), (3,))',
+        {}),
+    'LazyLinear': (
+        '(lambda m: (m(fg.ones((2, 3))).shape, m.weight.shape))(fg.nn.LazyLinear(4))',
+        '((2, 4), (4, 3))',
+        {
+            'out_features': "the output's features (the input's come from the first call).",
+        }),
+    'CTCLoss': (
+        'round(fg.nn.CTCLoss()(fg.nn.functional.log_softmax(fg.asarray([[[0.0, 1.0, 2.0]], [[2.0, 1.0, 0.0]], '
+        '[[0.0, 0.0, 0.0]]]), dim=2), fg.asarray([[1, 2]]), fg.asarray([3]), fg.asarray([2])).item(), 4)',
+        '1.1703',
+        {
+            'blank': 'the blank label.',
+            'reduction': "``'mean'`` (each loss divided by its target's length, then the mean), ``'sum'`` or "
+                         "``'none'``.",
+            'zero_infinity': 'infinite losses (impossible alignments) and their gradients become zero.',
+        }),
+    'EmbeddingBag': (
+        'fg.nn.EmbeddingBag(3, 2, _weight=fg.asarray([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0]]), '
+        'mode="sum")(fg.asarray([[0, 2], [1, 1]])).tolist()',
+        '[[4.0, 3.0], [0.0, 2.0]]',
+        {
+            'num_embeddings': "the table's rows.",
+            'embedding_dim': "each row's size.",
+            'max_norm': 'renormalize the rows looked up to at most this norm.',
+            'norm_type': "the norm ``max_norm`` uses.",
+            'scale_grad_by_freq': "scale the gradient by the inverse of each index's count in the batch.",
+            'mode': "``'sum'``, ``'mean'`` or ``'max'``.",
+            'sparse': "PyTorch's sparse gradients (accepted; the gradient is dense).",
+            '_weight': 'an initial table (drawn from a standard normal by default).',
+            'include_last_offset': "``offsets`` has one more entry, the end of the last bag.",
+            'padding_idx': 'an index that contributes nothing.',
+        }),
+    'FractionalMaxPool2d': (
+        'fg.nn.FractionalMaxPool2d(2, output_size=2, _random_samples=fg.asarray([[[0.5, 0.5]]]))'
+        '(fg.arange(16.0).reshape(1, 1, 4, 4)).tolist()',
+        '[[[[5.0, 7.0], [13.0, 15.0]]]]',
+        {
+            'output_size': 'the size out (or give ``output_ratio``).',
+            'output_ratio': "the size out as a fraction of the input's.",
+            'return_indices': "also return where each maximum came from (for ``MaxUnpool2d``).",
+            '_random_samples': "(N, C, 2) uniforms placing the windows (drawn from the global generator by default).",
+        }),
+    'FractionalMaxPool3d': (
+        'fg.nn.FractionalMaxPool3d(1, output_size=1, _random_samples=fg.asarray([[[0.5, 0.5, 0.5]]]))'
+        '(fg.arange(8.0).reshape(1, 1, 2, 2, 2)).tolist()',
+        '[[[[[7.0]]]]]',
+        {
+            'output_size': 'the size out (or give ``output_ratio``).',
+            'output_ratio': "the size out as a fraction of the input's.",
+            'return_indices': "also return where each maximum came from (for ``MaxUnpool3d``).",
+            '_random_samples': "(N, C, 3) uniforms placing the windows (drawn from the global generator by default).",
+        }),
+    'MaxUnpool3d': (
+        'fg.nn.MaxUnpool3d(2)(fg.asarray([[[[[5.0]]]]]), fg.asarray([[[[[7]]]]])).tolist()',
+        '[[[[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 5.0]]]]]',
+        {
+            'kernel_size': "the pooling window's size.",
+            'stride': "the pooling's stride (the kernel size by default).",
+            'padding': "the pooling's padding.",
+        }),
+    'LinearCrossEntropyLoss': (
+        'fg.nn.LinearCrossEntropyLoss(4, 3).linear.weight.shape',
+        '(3, 4)',
+        {
+            'in_features': "the features' size.",
+            'num_classes': 'the classes (the rows of the weight).',
+            'out_features': "further output axes after the classes' (the linear layer's width is their product "
+                            "times ``num_classes``).",
+            'bias': "add a learned bias to the logits.",
+            'weight': 'a weight per class.',
+            'ignore_index': 'a target index that contributes nothing.',
+            'label_smoothing': 'the share of the target spread over all classes.',
+            'options': "PyTorch's backend options (accepted, unused).",
+        }),
+    'NLLLoss2d': (
+        'round(fg.nn.NLLLoss2d()(fg.log(fg.full((1, 2, 1, 1), 0.5)), fg.asarray([[[1]]])).item(), 4)',
+        '0.6931',
+        {
+            'weight': 'a weight per class.',
+            'ignore_index': 'a target index that contributes nothing.',
+        }),
+    'TripletMarginWithDistanceLoss': (
+        'fg.nn.TripletMarginWithDistanceLoss(distance_function=lambda a, b: (a - b).abs().sum(-1))'
+        '(fg.asarray([[0.0, 0.0]]), fg.asarray([[3.0, 4.0]]), fg.asarray([[1.0, 0.0]])).item()',
+        '7.0',
+        {
+            'distance_function': 'a function of two batches giving their distances (``pairwise_distance`` by default).',
+            'margin': 'how much farther the negative should be.',
+            'swap': "use the positive-negative distance where it is smaller (the distance swap).",
+        }),
+    'Transformer': (
+        'fg.nn.Transformer(8, 2, 1, 1, 16)(fg.ones((5, 1, 8)), fg.ones((3, 1, 8))).shape',
+        '(3, 1, 8)',
+        {
+            'num_encoder_layers': 'the encoder layers.',
+            'num_decoder_layers': 'the decoder layers.',
+            'custom_encoder': 'an encoder to use instead of the stack of layers.',
+            'custom_decoder': 'a decoder to use instead of the stack of layers.',
+            'bias': 'learned biases in the linear layers and layer norms.',
+        }),
+    'TransformerEncoder': (
+        'fg.nn.TransformerEncoder(fg.nn.TransformerEncoderLayer(8, 2, 16), 2)(fg.ones((5, 1, 8))).shape',
+        '(5, 1, 8)',
+        {
+            'encoder_layer': 'the layer copied ``num_layers`` times.',
+            'num_layers': 'the copies.',
+            'norm': 'a layer norm after the stack (or ``None``).',
+            'enable_nested_tensor': "PyTorch's nested-tensor fast path (accepted, unused).",
+            'mask_check': "PyTorch's mask check for that path (accepted, unused).",
+        }),
+    'TransformerDecoder': (
+        'fg.nn.TransformerDecoder(fg.nn.TransformerDecoderLayer(8, 2, 16), 2)(fg.ones((3, 1, 8)), '
+        'fg.ones((5, 1, 8))).shape',
+        '(3, 1, 8)',
+        {
+            'decoder_layer': 'the layer copied ``num_layers`` times.',
+            'num_layers': 'the copies.',
+            'norm': 'a layer norm after the stack (or ``None``).',
+        }),
+    'TransformerDecoderLayer': (
+        'fg.nn.TransformerDecoderLayer(8, 2, 16)(fg.ones((3, 1, 8)), fg.ones((5, 1, 8))).shape',
+        '(3, 1, 8)',
+        {
+            'bias': 'learned biases in the linear layers and layer norms.',
+        }),
+    'AdaptiveLogSoftmaxWithLoss': (
+        'fg.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4])(fg.ones((2, 8)), fg.asarray([1, 7])).output.shape',
+        '(2,)',
+        {
+            'in_features': "the features' size.",
+            'n_classes': 'the classes.',
+            'cutoffs': 'increasing class boundaries: the head holds the classes below the first, a cluster each range.',
+            'div_value': "how much smaller each cluster's projection is than the one before.",
+            'head_bias': "a bias in the head's linear layer.",
+        }),
+    'ParameterDict': (
+        'fg.nn.ParameterDict({"w": fg.nn.Parameter(fg.ones(2))})["w"].tolist()',
+        '[1.0, 1.0]',
+        {
+            'parameters': 'a mapping (or pairs) of names to parameters.',
+        }),
+    'ParameterList': (
+        'len(fg.nn.ParameterList([fg.nn.Parameter(fg.ones(2)), fg.nn.Parameter(fg.zeros(3))]))',
+        '2',
+        {
+            'values': 'the parameters, in order.',
+        }),
+    'SyncBatchNorm': (
+        'fg.nn.SyncBatchNorm(3)(fg.ones((2, 3, 4))).shape',
+        '(2, 3, 4)',
+        {
+            'process_group': "the ranks whose statistics are combined (the default process group; one "
+                             "process: ``BatchNorm``'s).",
+        }),
 }
 
 # Each functional form's example call, what it prints, and what its parameters mean.
