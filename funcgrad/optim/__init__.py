@@ -29,6 +29,8 @@ from . import reference_docs as _reference_docs  # noqa: E402
 
 for _cls in (AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Rprop):
     _cls.__doc__ = _reference_docs.optimizer_doc(_cls)
+for _name in _reference_docs.RULES:
+    globals()[_name].__doc__ = _reference_docs.rule_doc(_name, globals()[_name])
 for _name in _reference_docs.SCHEDULERS:
     _cls = getattr(lr_scheduler, _name)
     _cls.__doc__ = _reference_docs.scheduler_doc(_cls)

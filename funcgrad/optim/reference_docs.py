@@ -10,7 +10,7 @@ from typing import Any
 
 from ..ops.reference_docs import sections
 
-__all__ = ["OPTIMIZERS", "SCHEDULERS", "optimizer_doc", "scheduler_doc"]
+__all__ = ["OPTIMIZERS", "RULES", "SCHEDULERS", "optimizer_doc", "rule_doc", "scheduler_doc"]
 
 # Each optimizer's options in the example, and the weights after its first step from
 # ``[1, -2]`` with the gradient of ``(w * w).sum()``.
@@ -23,6 +23,13 @@ OPTIMIZERS: dict[str, tuple[str, list[float]]] = {
     'NAdam': ('lr=0.1', [0.8944, -1.8944]),
     'RAdam': ('lr=0.1', [0.8, -1.6]),
     'Rprop': ('lr=0.1', [0.9, -1.9]),
+}
+
+# The pure rules (``fg.optim.adam``...) and their classes: each example's update is the
+# class's first step above (SGD's and Adam's, which document themselves, given here).
+RULES: dict[str, tuple[str, tuple[str, list[float]]]] = {
+    'sgd': ('SGD', ('lr=0.1', [0.8, -1.6])), 'adam': ('Adam', ('lr=0.1', [0.9, -1.9])),
+    **{cls.lower(): (cls, step) for cls, step in OPTIMIZERS.items()},
 }
 
 # What the optimizers' parameters mean.
@@ -51,6 +58,8 @@ PARAMETERS = {
     'decoupled_weight_decay': 'decay the weights directly (as AdamW) instead of through the gradient.',
     'etas': "the step size's factors (decrease, increase) when the gradient's sign flips or stays.",
     'step_sizes': "the step size's bounds (min, max).",
+    'dampening': "the share of each new gradient held back from the momentum buffer.",
+    'nesterov': "Nesterov's momentum.",
     'max_iter': 'the iterations of one ``step``.',
     'max_eval': 'the function evaluations of one ``step`` (1.25 ``max_iter`` by default).',
     'tolerance_grad': "stop when the gradient's largest element falls below it.",
@@ -72,6 +81,21 @@ def optimizer_doc(cls: Any) -> str:
                f">>> fg.optim.{cls.__name__}([w], {options}).step()", ">>> [round(v, 4) for v in w.tolist()]",
                str(after)]
     return sections(cls.__doc__ or "", [(p, own.get(p) or PARAMETERS[p]) for p in params], example)
+
+
+def rule_doc(name: str, fn: Any) -> str:
+    """The pure rule ``fn``'s docstring: its own text, its hyperparameters (its class's), what
+    it returns, and its first update from the class's example weights and gradient."""
+    cls, (options, after) = RULES[name]
+    own = OWN.get(cls, {})
+    params = [(p, own.get(p) or PARAMETERS[p]) for p in inspect.signature(fn).parameters]
+    example = [f">>> init, update = fg.optim.{name}({options})", ">>> w = fg.asarray([1.0, -2.0], dtype=fg.float64)",
+               ">>> w, state = update(2 * w, init(w), w)  # (the gradient of (w * w).sum())",
+               ">>> [round(v, 4) for v in w.tolist()]", str(after)]
+    returns = ("``(init, update)``: ``init(params)`` makes the state (a dict per leaf), "
+               "``update(grads, state, params)`` returns the new parameters and state (optax's form, "
+               f"``fg.optim.{cls}``'s step as a pure function).")
+    return sections(fn.__doc__ or "", params, example, returns)
 
 
 # Each scheduler's options in its example, the epochs it runs (or the metrics
