@@ -660,18 +660,25 @@ _ADD_ZERO = _unit(0, True)
 
 def _sum(eqn: Any, ctx: Any) -> Any:
     """``x + 0`` is ``x``; and ``x + u``, where ``u`` is zeros with values added at an index
-    (a slice's or an indexing's gradient), is ``x`` with the values added there. So the
-    gradients of a split's pieces add into one buffer, rather than each into zeros of its
-    own that are then summed (three ``full``s, three ``scatter``s and two ``add``s of the
-    whole array become one ``full`` and three ``scatter``s)."""
+    (an indexing's gradient) or values padded with zeros (a slice's), is ``x`` with the
+    values added there. So the gradients of a split's pieces add into one buffer, rather
+    than each into zeros of its own that are then summed (three ``full``s or ``pad``s and
+    two ``add``s of the whole array become one ``full`` and three ``scatter``s)."""
     same = _ADD_ZERO(eqn, ctx)
     if same is not None:
         return same
-    scatter, full = REGISTRY["scatter"], REGISTRY["full"]
+    scatter, full, pad = REGISTRY["scatter"], REGISTRY["full"], REGISTRY["pad"]
     out = eqn.outputs[0]
     a, b = eqn.inputs
     for x, u in ((a, b), (b, a)):
         update = ctx.producer(u)
+        if update is not None and update.prim is pad and update.params["mode"] == "constant" \
+                and not isinstance(update.params["value"], bool) and update.params["value"] == 0 \
+                and ctx.same_type(x, out) and ctx.same_type(u, out):
+            g = update.inputs[0]  # (the region as a scatter's slice template: ("s", start, stop, step) an axis)
+            template = tuple(("s", lo, lo + n, 1) if n else ("s", 0, 0, 1)
+                             for (lo, _), n in zip(update.params["pad_width"], g.aval.shape))
+            return ctx.equation(scatter, [x, g], eqn, {"template": template, "mode": "add"})
         if update is None or update.prim is not scatter or update.params["mode"] != "add" \
                 or not (ctx.same_type(x, out) and ctx.same_type(u, out)):
             continue

@@ -247,7 +247,16 @@ def _static_slice(params: dict[str, Any], x: Any, out: Any) -> Any:
 
 
 slice_p = Primitive("slice", None, view=_slice, native=_native_slice, static_view=_static_slice)
-deflinear(slice_p, lambda g, ans, x, *, index: _scatter_into_zeros(x, g, _slice_template(index)))
+def _slice_transpose(g: Any, ans: Any, x: Any, *, index: tuple[tuple[int, int, int], ...]) -> Any:
+    """``g`` put back where the slice took it, zeros elsewhere: a constant pad where every
+    step is 1 (each element written once, JAX's transpose of a slice), else a scatter."""
+    if all(step == 1 for _, _, step in index):
+        widths = tuple((start, n - start - m) for (start, _, _), n, m in zip(index, x.shape, g.shape))
+        return bind(pad_p, g, pad_width=widths, mode="constant", value=0)
+    return _scatter_into_zeros(x, g, _slice_template(index))
+
+
+deflinear(slice_p, _slice_transpose)
 defvectorized(slice_p, lambda x, *, index: {"index": ((0, x.shape[0], 1), *index)})
 
 
@@ -545,8 +554,14 @@ def _pad_rule(x: ShapedArray, *, pad_width: tuple[tuple[int, int], ...], mode: s
 
 
 def _pad(xp: Any, x: Any, *, pad_width: Any, mode: str, value: Any) -> Any:
-    if mode == "constant":
-        return xp.pad(x, pad_width, mode="constant", constant_values=value)
+    if mode == "constant":  # (the borders filled and the centre copied: each element written once)
+        out = xp.empty(tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pad_width)), x.dtype)
+        for axis, (lo, hi) in enumerate(pad_width):
+            before = (slice(None),) * axis
+            out[(*before, slice(0, lo))] = value
+            out[(*before, slice(out.shape[axis] - hi, out.shape[axis]))] = value
+        out[tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, pad_width))] = x
+        return out
     return xp.pad(x, pad_width, mode=mode)
 
 
