@@ -134,7 +134,17 @@ config.follow("enable_x64", lambda enabled: set_default_float(float64 if enabled
 
 def set_default_dtype(dtype: Any) -> None:
     """PyTorch's ``torch.set_default_dtype``: the dtype (float32 or float64) Python floats,
-    creation functions and integer-to-float operations give from now on."""
+    creation functions and integer-to-float operations give from now on.
+
+    Args:
+        dtype: ``fg.float32`` or ``fg.float64``.
+
+    Example:
+        >>> fg.set_default_dtype(fg.float64)
+        >>> fg.asarray([1.5]).dtype
+        float64
+        >>> fg.set_default_dtype(fg.float32)
+    """
     set_default_float(as_dtype(dtype, op="set_default_dtype"))
 
 

@@ -131,7 +131,16 @@ def save(obj: Any, f: Any = None, *, arr: Any = None, allow_pickle: bool = True)
     NumPy's call, the file first and one array second (``fg.save(path, x)`` or
     ``fg.save(path, arr=x)``), writes NumPy's ``.npy`` format as ``np.save`` does (``.npy``
     added to a path without it), which ``np.load`` and ``fg.load`` read. ``allow_pickle`` is
-    accepted for it; funcgrad arrays hold numbers, so nothing is pickled either way."""
+    accepted for it; funcgrad arrays hold numbers, so nothing is pickled either way.
+
+    Example:
+        >>> import io
+        >>> buffer = io.BytesIO()
+        >>> fg.save({"w": fg.ones(2), "steps": [fg.asarray(3)]}, buffer)
+        >>> _ = buffer.seek(0)
+        >>> fg.load(buffer)["w"].tolist()
+        [1.0, 1.0]
+    """
     if arr is not None or (f is not None and _is_file(obj) and not _is_file(f)):
         if arr is not None and f is not None:
             raise ArgumentTypeError("fg.save: give the array as the second argument or as arr=, not both")
