@@ -162,10 +162,13 @@ def _no_warning():
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("n", [1, 5, 16, 17, 37, 100])
 def test_sixteen_bit_draws_are_pytorchs(dtype, n) -> None:
-    """16-bit uniforms are float32's rounded; normals come in whole blocks of 16, the last
-    block's values ending the array: PyTorch's values and its stream after them."""
-    draws = {"uniform_": (-0.3, 2.5), "normal_": (0.5, 2.0), "trunc_normal_": (0.0, 1.0, -2.0, 2.0)}
-    for name, args in draws.items():
+    """16-bit uniforms are float32's rounded (one that rounds up to the upper bound becomes
+    the lower); normals come in whole blocks of 16, the last block's values ending the
+    array; trunc_normal_'s normal sampler, and its density sampler for a standard normal:
+    PyTorch's values and its stream after them."""
+    draws = [("uniform_", (-0.3, 2.5)), ("uniform_", (1.5, 3.0)), ("normal_", (0.5, 2.0)),
+             ("trunc_normal_", (0.0, 1.0, -2.0, 2.0)), ("trunc_normal_", (0.0, 1.0, 1.5, 3.0))]
+    for name, args in draws:
         torch.manual_seed(n)
         want = getattr(torch.nn.init, name)(torch.empty(n, dtype=getattr(torch, dtype)), *args).float().numpy()
         after = torch.rand(2, dtype=getattr(torch, dtype)).float().numpy()

@@ -114,7 +114,11 @@ class TorchGenerator:
         low = np.float32(a)
         span = np.float32(np.float32(b) - low)
         out = torch_math.scale_shift(x, float(span), float(low), np.float32)
-        return (out if dtype == np.float32 else out.astype(dtype)).reshape(shape)  # (16-bit: float32's, rounded)
+        if dtype == np.float32:
+            return out.reshape(shape)
+        out = out.astype(dtype)  # (16-bit: float32's, rounded; one that rounds up to b becomes a, as PyTorch's)
+        out[out == np.asarray(b, dtype)] = np.asarray(a, dtype)
+        return out.reshape(shape)
 
     def randint(self, low: int, high: int, shape: tuple[int, ...]) -> np.ndarray:
         """``torch.randint(low, high, shape)``: a word (two, from a range of 2**32 on) modulo

@@ -146,8 +146,10 @@ def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2
         return step(step(square, np.multiply, -0.5), np.subtract, log_peak)
 
     def rejected(bound: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            return np.log(rng.uniform(0.0, 1.0, shape, dtype).astype(work)).astype(dtype) > bound
+        u = rng.uniform(0.0, 1.0, shape, dtype)
+        with np.errstate(divide="ignore"):  # (16-bit: the float32 log correctly rounded, as PyTorch's there)
+            log = np.log(u.astype(np.float64 if np.dtype(dtype).itemsize == 2 else work)).astype(work)
+        return log.astype(dtype) > bound
 
     values = rng.uniform(a, b, shape, dtype)
     pending = rejected(log_density(values))
