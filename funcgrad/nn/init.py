@@ -117,7 +117,7 @@ def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
-    shape, dtype = tuple(param.shape), param.dtype.np
+    shape, dtype = tuple(param.shape), np.dtype(param.dtype.np)
     if math.prod(shape) == 0:
         return param
     rng = generator()
@@ -148,7 +148,7 @@ def trunc_normal_(param: Any, mean: float = 0.0, std: float = 1.0, a: float = -2
     def rejected(bound: np.ndarray) -> np.ndarray:
         u = rng.uniform(0.0, 1.0, shape, dtype)
         with np.errstate(divide="ignore"):  # (16-bit: the float32 log correctly rounded, as PyTorch's there)
-            log = np.log(u.astype(np.float64 if np.dtype(dtype).itemsize == 2 else work)).astype(work)
+            log = np.log(u.astype(np.float64 if dtype.itemsize == 2 else work)).astype(work)
         return log.astype(dtype) > bound
 
     values = rng.uniform(a, b, shape, dtype)

@@ -662,8 +662,8 @@ def _sum(eqn: Any, ctx: Any) -> Any:
     """``x + 0`` is ``x``; and ``x + u``, where ``u`` is zeros with values added at an index
     (an indexing's gradient) or values padded with zeros (a slice's), is ``x`` with the
     values added there. So the gradients of a split's pieces add into one buffer, rather
-    than each into zeros of its own that are then summed (three ``full``s or ``pad``s and
-    two ``add``s of the whole array become one ``full`` and three ``scatter``s)."""
+    than each into zeros of its own that are then summed (three padded pieces and two
+    ``add``s of the whole array become one padded piece and two ``scatter``s into it)."""
     same = _ADD_ZERO(eqn, ctx)
     if same is not None:
         return same

@@ -27,6 +27,7 @@ from ..array import Array, ArrayBase
 from ..backends import random_state as random_state
 from ..dtypes import as_dtype, int64
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ..ops.reference_docs import sections
 from ..primitives.checks import as_int
 from . import distributions as _draws
 from . import keys as _keys
@@ -540,38 +541,23 @@ def _require(op: str, value: Any, holds: Any, what: str) -> None:
 
 
 def rand_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
-    """Uniform values in [0, 1) of ``x``'s shape, dtype and device (``torch.rand_like``).
-
-    Args:
-        x: the array whose shape, dtype and device the result takes.
-        generator: a ``fg.Generator`` (the global one by default).
-        dtype: another dtype for the result.
-
-    Returns:
-        A new array like ``x``.
-
-    Example:
-        >>> _ = fg.manual_seed(0)
-        >>> fg.rand_like(fg.zeros(3, dtype=fg.float64)).round(4).tolist()  # torch's after its seed 0
-        [0.9701, 0.7078, 0.4594]
-    """
+    """Uniform values in [0, 1) of ``x``'s shape, dtype and device (``torch.rand_like``)."""
     return rand(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)
 
 
 def randn_like(x: Any, *, generator: Generator | None = None, dtype: Any = None) -> Any:
-    """Standard normal values of ``x``'s shape, dtype and device (``torch.randn_like``).
-
-    Args:
-        x: the array whose shape, dtype and device the result takes.
-        generator: a ``fg.Generator`` (the global one by default).
-        dtype: another dtype for the result.
-
-    Returns:
-        A new array like ``x``.
-
-    Example:
-        >>> _ = fg.manual_seed(0)
-        >>> fg.randn_like(fg.zeros(3, dtype=fg.float64)).round(4).tolist()  # torch's after its seed 0
-        [1.541, -0.2934, -2.1788]
-    """
+    """Standard normal values of ``x``'s shape, dtype and device (``torch.randn_like``)."""
     return randn(*x.shape, generator=generator, dtype=dtype or x.dtype, device=x.device)
+
+
+# The two ``*_like`` draws' reference sections: the same parameters, each its own example
+# (torch's values after its seed 0).
+for _fn, _shown in ((rand_like, "[0.9701, 0.7078, 0.4594]"), (randn_like, "[1.541, -0.2934, -2.1788]")):
+    _fn.__doc__ = sections(
+        _fn.__doc__ or "",
+        [("x", "the array whose shape, dtype and device the result takes."),
+         ("generator", "a ``fg.Generator`` (the global one by default)."), ("dtype", "another dtype for the result.")],
+        [">>> _ = fg.manual_seed(0)",
+         f">>> fg.{_fn.__name__}(fg.zeros(3, dtype=fg.float64)).round(4).tolist()  # torch's after its seed 0", _shown],
+        "A new array like ``x``.")
+del _fn, _shown
