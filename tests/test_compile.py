@@ -384,6 +384,33 @@ def test_constant_folding_and_common_subexpressions() -> None:
     assert _names(fg.compile(f).lower(x).program) == ["sin", "mul", "add"]
 
 
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_a_gradients_own_constants_fold_so_a_layers_backward_is_one_run(backend: str) -> None:
+    """``maximum(h, 0)``'s gradient rule makes its ones and halves with ``full`` on the
+    operand's type (JAX's tie split). ``full`` reads no values (``Primitive.reads_values``),
+    so they fold into constants whatever ``h`` is, and nothing sits between the rule's
+    comparisons, selects, the product with the cotangent and the bias gradient's sum: on the
+    C backend one native loop a layer. Ties at 0 keep the half, as eagerly."""
+    rng = np.random.default_rng(3)
+    x = fg.asarray(rng.standard_normal((16, 8)).astype(np.float32))
+    w1, w2 = (fg.asarray(rng.standard_normal(s).astype(np.float32)) for s in ((8, 12), (12, 4)))
+    b = fg.asarray(np.where(np.arange(12) % 3 == 0, -1e9, 0.0).astype(np.float32))  # some units off
+    x = x.at[0].set(0.0)  # a row of ties: h is exactly 0 at units with b = 0
+
+    def loss(w1, b, w2):
+        return (fg.maximum(x @ w1 + b, 0.0) @ w2).sum()
+
+    with compile_backend(backend):
+        compiled = fg.compile(fg.grad(loss, argnums=(0, 1, 2)))
+        lowered = compiled.lower(w1, b, w2)
+        assert "full" not in _names(lowered.program)
+        if backend == "c":
+            loops = [line for line in lowered.source.splitlines() if "# native loop:" in line]
+            assert loops[-1].split("# native loop: ")[1] == "gt eq select select mul reduce_sum"
+        for got, want in zip(compiled(w1, b, w2), fg.grad(loss, argnums=(0, 1, 2))(w1, b, w2)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_dead_code_is_dropped_with_its_constants() -> None:
     c = _arr(3)
     program = _program(lambda x: (fg.exp(x + c), x * 2.0)[1], _arr(3))

@@ -126,6 +126,8 @@ class Primitive:
         differentiable: ``False`` for comparisons, argmax, integer-valued ops...
         effectful: it does something besides computing its results (``fg.debug.callback``),
             so passes keep it even when nothing reads them.
+        reads_values: ``False`` where its result depends on its inputs' types and devices
+            alone (``full``, ``iota``): constant folding computes a small one without them.
         jvp, vjp: the derivative rules (``primitives.ad``: ``defjvp``, ``defvjp``).
         batch: the batching rule ``vmap`` will fill in.
         c_expr: for an elementwise primitive, its value as a C expression of ``{0}``,
@@ -201,6 +203,7 @@ class Primitive:
         impl: Callable[..., Any] | None = None,
         native: Any = None,
         effectful: bool = False,
+        reads_values: bool = True,
         aliases: str | None = None,
         c_expr: str | None = None,
         autocast: str | None = None,
@@ -234,6 +237,7 @@ class Primitive:
         self.multiple_results = multiple_results
         self.differentiable = differentiable
         self.effectful = effectful
+        self.reads_values = reads_values
         self.domain = domain if domain is not None else (REAL if differentiable else None)
         if aliases is None:
             aliases = OPERAND if view is not None else ANY if impl is not None else FRESH

@@ -664,8 +664,8 @@ def _iota(xp: Any, like: Any, *, n: int, dtype: DType) -> Any:
 
 
 full_p = Primitive("full", lambda like, *, shape, value, dtype: ShapedArray(shape, dtype, like.device), kernel=_full,
-                   differentiable=False)
+                   differentiable=False, reads_values=False)
 defunbatched(full_p)
 iota_p = Primitive("iota", lambda like, *, n, dtype: ShapedArray((n,), dtype, like.device), kernel=_iota,
-                   differentiable=False)
+                   differentiable=False, reads_values=False)
 defunbatched(iota_p)

@@ -8,7 +8,8 @@ They run in ``pipeline.PASSES`` order before a program is lowered, and each can 
   that number everywhere, ``-(-x)``, a transpose of a transpose, a reshape of a reshape,
   ``x ** 2`` as ``x * x``), applied only where the result keeps the output's shape and
   dtype; it runs again after constant folding;
-* ``fold_constants``: an equation whose inputs are all constants is evaluated once, now;
+* ``fold_constants``: an equation whose inputs are all constants is evaluated once, now
+  (as is a small one that reads its inputs' types alone: ``full(x, (), 1.0)``);
 * ``eliminate_common_subexpressions``: two equations with the same primitive, inputs and
   parameters compute the same value (primitives are pure), so the second reads the first;
 * ``eliminate_dead_code``: equations no output depends on are dropped.
@@ -19,8 +20,10 @@ left as they are.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from ...array import wrap_kernel_output
 from ...primitives.core import bind, current_interpreter
 from ..core import Tracer
 from ..ir import Eqn, Literal, Program, Var
@@ -132,22 +135,39 @@ def simplify(program: Program) -> Program:
     return rw.result()
 
 
+FOLD_TYPED = 1  # elements: the largest result of a primitive reading types alone that is folded (a
+# constant is memory the compiled program holds; a derivative's 0-d ones are what matter)
+
+
+def _stand_in(v: Var) -> Any:
+    """A 0-d value of ``v``'s dtype and device, for a primitive that reads no values."""
+    device = v.aval.device
+    return wrap_kernel_output(device.backend.xp.zeros((), v.aval.dtype.np), device)
+
+
 def fold_constants(program: Program) -> Program:
     """Equations of constants and literals alone run now, eagerly (whatever transform is
     optimising the program); their results become constants. A constant that is an enclosing
     transform's value (a tracer) is not folded: it has no value yet. Nor is a collective
-    (over ranks or a named axis: its value is not its inputs' alone) or an effect."""
+    (over ranks or a named axis: its value is not its inputs' alone) or an effect. A
+    primitive that reads only its inputs' types (``Primitive.reads_values``) folds whatever
+    its inputs, where its result is small: the 0-d ones and halves a derivative rule makes
+    then fold into the constants they multiply, and no longer sit between a native run's
+    equations."""
     rw = _Rewrite(program)
     value = {id(v): c for v, c in zip(program.constvars, program.consts) if not isinstance(c, Tracer)}
     constvars, consts = list(program.constvars), list(program.consts)
     for eqn in program.eqns:
         ins = [rw.atom(a) for a in eqn.inputs]
+        known = value
+        if not eqn.prim.reads_values and all(math.prod(o.aval.shape) <= FOLD_TYPED for o in eqn.outputs):
+            known = {**value, **{id(a): _stand_in(a) for a in ins if isinstance(a, Var) and id(a) not in value}}
         foldable = eqn.prim.impl is None and not eqn.prim.effectful and eqn.prim.axis_batch is None
-        if foldable and ins and all(isinstance(a, Literal) or id(a) in value for a in ins) \
+        if foldable and ins and all(isinstance(a, Literal) or id(a) in known for a in ins) \
                 and any(isinstance(a, Var) for a in ins):
             token = current_interpreter.set(None)  # (under vmap's batching rule the current one is a trace)
             try:
-                outs = bind(eqn.prim, *[a.value if isinstance(a, Literal) else value[id(a)] for a in ins],
+                outs = bind(eqn.prim, *[a.value if isinstance(a, Literal) else known[id(a)] for a in ins],
                             **eqn.params)
             finally:
                 current_interpreter.reset(token)
