@@ -339,3 +339,19 @@ def test_det_and_its_derivatives_equal_jax(jax64) -> None:
     a = rng.standard_normal((3, 3))
     np.testing.assert_allclose(fg.hessian(fg.linalg.det)(fg.asarray(a)).numpy(), jax64.hessian(jdet)(a), rtol=1e-9,
                                atol=1e-12)
+
+
+def test_lists_and_tuples_of_arrays_are_keyed_by_their_structure() -> None:
+    """A call on lists or tuples of arrays (a model's parameters) finds its program without
+    flattening a pytree; a list and a tuple, or lists of other lengths, are other signatures,
+    and an array that requires grad still reaches the tape."""
+    scaled = fg.compile(lambda ps, x: [p * x for p in ps])
+    a, b, x = fg.asarray([1.0, 2.0]), fg.asarray([3.0, 4.0]), fg.asarray([2.0, 0.5])
+    assert [v.tolist() for v in scaled([a, b], x)] == [[2.0, 1.0], [6.0, 2.0]]
+    assert [v.tolist() for v in scaled([a, b], x)] == [[2.0, 1.0], [6.0, 2.0]] and scaled._traces == 1
+    assert [v.tolist() for v in scaled((a, b), x)] == [[2.0, 1.0], [6.0, 2.0]] and scaled._traces == 2
+    assert [v.tolist() for v in scaled([a], x)] == [[2.0, 1.0]] and scaled._traces == 3
+    assert [v.tolist() for v in scaled([a, b, a], x)][2] == [2.0, 1.0] and scaled._traces == 4
+    w = fg.asarray([1.0, -1.0], requires_grad=True)
+    sum(v.sum() for v in scaled([w, b], x)).backward()
+    assert w.grad.tolist() == [2.0, 0.5] and scaled._traces == 4

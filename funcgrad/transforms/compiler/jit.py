@@ -68,6 +68,28 @@ def _describe(leaf: Any) -> Any:
     return ("static", _hashed("compile", f"a {type(leaf).__name__} among the arguments", leaf))
 
 
+def _array_leaves(args: tuple[Any, ...]) -> tuple[Any, Any]:
+    """The arrays of a call whose arguments are arrays and lists or tuples of arrays (a
+    model's parameters, a batch), in pytree order, and the key's part for the structure;
+    ``(None, None)`` for any other call (it takes the general path, through ``tree``)."""
+    leaves: list[Array] = []
+    structure = []
+    for a in args:
+        cls = a.__class__
+        if cls is Array:
+            leaves.append(a)
+            structure.append(None)
+        elif cls is list or cls is tuple:
+            for b in a:
+                if b.__class__ is not Array:
+                    return None, None
+            leaves.extend(a)
+            structure.append((cls, len(a)))
+        else:
+            return None, None
+    return leaves, tuple(structure)
+
+
 def _show(part: Any) -> str:
     if isinstance(part, tuple) and len(part) == 3 and isinstance(part[0], tuple):
         return ShapedArray(part[0], part[1], part[2]).str_short()
@@ -267,6 +289,7 @@ class Compiled:
             # the common call, arrays alone: its signature without flattening a pytree
             key: Any = None
             device: Any = None
+            arrays: Any = args  # (the program's inputs: the pytree's leaves, in order)
             if len(args) == 1 and args[0].__class__ is Array:  # (one and two arrays spelled out: the key is
                 a = args[0]                                    # most of a small call's cost)
                 device, plain = a._device, a._autograd is None
@@ -276,10 +299,12 @@ class Compiled:
                 device, plain = a._device, a._autograd is None and b._autograd is None and b._device is a._device
                 key = (autocast_state(), a._data.shape, a._data.dtype, device, b._data.shape, b._data.dtype,
                        b._device)
-            elif all(a.__class__ is Array for a in args):
-                device = args[0]._device if args else None
-                plain = all(a._autograd is None and a._device is device for a in args)
-                key = (autocast_state(), *[(a._data.shape, a._data.dtype, a._device) for a in args])
+            else:
+                arrays, structure = _array_leaves(args)
+                if arrays is not None:
+                    device = arrays[0]._device if arrays else None
+                    plain = all(a._autograd is None and a._device is device for a in arrays)
+                    key = (autocast_state(), structure, *[(a._data.shape, a._data.dtype, a._device) for a in arrays])
             if key is not None:
                 entry = self._flat.get(key)
                 if entry is None:
@@ -291,16 +316,17 @@ class Compiled:
                 if entry.direct and plain and current_interpreter.get() is None and observer.get() is None \
                         and not config.write_guard:
                     if entry.one_new:  # (once lowered: one new array out, the lowered code on the data)
-                        return wrap_kernel_output(entry.lowered.fn([a._data for a in args], device.stats)[0], device)
-                    out = self._direct(entry, args, device)
+                        return wrap_kernel_output(entry.lowered.fn([a._data for a in arrays], device.stats)[0],
+                                                  device)
+                    out = self._direct(entry, arrays, device)
                     return out[0] if entry.one_output else _tree.unflatten(entry.out_tree, out)
-                return _tree.unflatten(entry.out_tree, self._call_entry(entry, args))
+                return _tree.unflatten(entry.out_tree, self._call_entry(entry, arrays))
         if self.donate_argnums or self.donate_argnames:
             return self._call_donating(args, kwargs)
         entry, dynamic, _ = self._entry(args, kwargs)
         return _tree.unflatten(entry.out_tree, self._call_entry(entry, dynamic))
 
-    def _direct(self, entry: _Entry, args: tuple[Array, ...], device: Any) -> list[Any]:
+    def _direct(self, entry: _Entry, args: Sequence[Array], device: Any) -> list[Any]:
         """The call's lowered program run on the arrays' data, as ``compiled_call``'s eager
         evaluation would run it, without the primitive's dispatch (a compiled ``(1,)`` add is
         mostly that), for plain arrays on one device with nothing around the call."""
