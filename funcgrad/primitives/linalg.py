@@ -46,15 +46,22 @@ def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
     return ShapedArray(shape, a.dtype, common_device("matmul", (a, b)))
 
 
+_DOT_MOST = 1 << 22  # multiply-adds: the largest product of two matrices ``np.dot`` computes
+
+
 def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
-    """``np.matmul``, the hottest kernel of a training loop; a product of two matrices that
-    BLAS reads as they lie (each C or Fortran ordered, a BLAS dtype) goes to ``np.dot``,
-    which calls the same ``gemm`` with less around it (3.1 against 2.2 us for 8x32 @ 32x32
-    here) and so gives the same bits; a stack of them, ``_stacked``'s native loop.
+    """``np.matmul``, the hottest kernel of a training loop. A small product of two
+    matrices that BLAS reads as they lie (each C or Fortran ordered, a BLAS dtype) goes to
+    ``np.dot``, which calls the same ``gemm`` with less around it (3.1 against 2.2 us for
+    8x32 @ 32x32 here, 3.0 against 0.8 for 8x32.T @ 32x32) and so gives the same bits; a
+    large one stays with ``np.matmul``, as NumPy's ``@``: ``np.dot`` is slower there with a
+    transposed first operand (a weight gradient ``x.T @ dy``: 784x128 @ 128x512 1.05-1.07x
+    in float32, 1.02-1.32x in float64). A stack of them, ``_stacked``'s native loop.
     bfloat16 has no matmul loop of its own, so fg.matmul runs it in float32 with explicit
     casts."""
     if a.ndim == 2 == b.ndim and a.dtype.char in "fdFD" and (a.flags.c_contiguous or a.flags.f_contiguous) and \
-            (b.flags.c_contiguous or b.flags.f_contiguous) and (out is None or out.flags.c_contiguous):
+            (b.flags.c_contiguous or b.flags.f_contiguous) and (out is None or out.flags.c_contiguous) and \
+            a.shape[0] * a.shape[1] * b.shape[1] <= _DOT_MOST:
         return xp.dot(a, b, out=out)
     if out is None and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and a.dtype == b.dtype and \
             a.dtype in (np.float32, np.float64) and cc.eager_native(xp):
