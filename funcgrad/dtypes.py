@@ -344,7 +344,21 @@ def isdtype(dtype: Any, kind: Any) -> bool:
 
 
 class finfo:
-    """Machine limits of a floating dtype (array API ``finfo``)."""
+    """Machine limits of a floating dtype (array API ``finfo``, ``torch.finfo``); a complex
+    dtype gives its parts'.
+
+    Args:
+        dtype: a floating or complex dtype, or an array of one.
+
+    Attributes:
+        bits, eps, max, min, smallest_normal, resolution: NumPy's (ml_dtypes' for bfloat16).
+
+    Example:
+        >>> fg.finfo(fg.float32).eps, fg.finfo(fg.bfloat16).eps
+        (1.1920928955078125e-07, 0.0078125)
+        >>> fg.finfo(fg.float16)
+        finfo(dtype=float16, eps=0.0009765625, min=-65504.0, max=65504.0)
+    """
 
     def __init__(self, dtype: Any) -> None:
         if hasattr(dtype, "shape"):
@@ -366,7 +380,20 @@ class finfo:
 
 
 class iinfo:
-    """Limits of an integer dtype (array API ``iinfo``)."""
+    """Limits of an integer dtype (array API ``iinfo``, ``torch.iinfo``).
+
+    Args:
+        dtype: an integer dtype, or an array of one.
+
+    Attributes:
+        bits, min, max: as ints.
+
+    Example:
+        >>> fg.iinfo(fg.int8)
+        iinfo(dtype=int8, min=-128, max=127)
+        >>> fg.iinfo(fg.uint16).max
+        65535
+    """
 
     def __init__(self, dtype: Any) -> None:
         if hasattr(dtype, "shape"):

@@ -54,7 +54,20 @@ class ExportError(FuncgradError, TypeError):
 
 
 class Exported:
-    """A traced, optimised program with its signature: ``exported(*args)`` runs it."""
+    """A traced, optimised program with its signature (what ``fg.export`` makes):
+    ``exported(*args)`` runs it on arguments of the shapes and dtypes it was traced at;
+    ``save`` writes it, ``to_onnx`` writes an ONNX model, ``to`` moves its constants.
+
+    Example:
+        >>> e = fg.export(lambda x: (x * x).sum(), fg.ones(3))
+        >>> print(e)
+        { lambda a:f32[3]; let
+            b:f32[3] = mul a a
+            c:f32[] = reduce_sum[axes=(0,) keepdims=False] b
+          in (c,) }
+        >>> e(fg.asarray([1.0, 2.0, 3.0])).item()
+        14.0
+    """
 
     def __init__(self, program: Program, in_tree: Any, out_tree: Any) -> None:
         self.program, self.in_tree, self.out_tree = program, in_tree, out_tree
@@ -113,7 +126,25 @@ class Exported:
 
 
 def export(f: Any, *example_args: Any) -> Exported:
-    """``f`` traced at ``example_args``' shapes and dtypes and optimised, as an ``Exported``."""
+    """``f`` traced at ``example_args``' shapes and dtypes and optimised, as an ``Exported``
+    (``torch.export.export``, ``jax.export``): a program that runs without ``f``'s Python,
+    saves to a file without pickling (``Exported.save``, ``fg.load_exported``) and writes
+    an ONNX model (``Exported.to_onnx``).
+
+    Args:
+        f: the function, of arrays (and pytrees of them).
+        *example_args: arguments of the shapes and dtypes the program takes.
+
+    Returns:
+        The ``Exported`` program.
+
+    Example:
+        >>> e = fg.export(lambda w, x: fg.tanh(x @ w), fg.ones((3, 2)), fg.ones((4, 3)))
+        >>> e.in_avals
+        [ShapedArray(f32[3,2], cpu), ShapedArray(f32[4,3], cpu)]
+        >>> e(fg.ones((3, 2)), fg.ones((4, 3))).shape
+        (4, 2)
+    """
     flat, in_tree = _tree.flatten(example_args)
     flat = [x if isinstance(x, ArrayBase) else asarray(x) for x in flat]
     program, _ = make_program(f, [ShapedArray(tuple(x.shape), x.dtype, x.device) for x in flat], in_tree)
@@ -124,7 +155,23 @@ def export(f: Any, *example_args: Any) -> Exported:
 
 def load_exported(path: str | os.PathLike[str], device: Any = None) -> Exported:
     """Read a file ``Exported.save`` wrote, its constants onto ``device`` (the CPU by
-    default); every part is checked, nothing is unpickled."""
+    default); every part is checked, nothing is unpickled.
+
+    Args:
+        path: the file.
+        device: where the program's constants go.
+
+    Returns:
+        The ``Exported`` program. A malformed or hostile file raises ``FormatError``.
+
+    Example:
+        >>> import os, tempfile
+        >>> e = fg.export(lambda x: x * 2.0, fg.ones(3))
+        >>> path = os.path.join(tempfile.mkdtemp(), "double.fgx")
+        >>> e.save(path)
+        >>> fg.load_exported(path)(fg.ones(3)).tolist()
+        [2.0, 2.0, 2.0]
+    """
     try:
         with open(path, "rb") as f:
             exported = _decode_file(f, os.fstat(f.fileno()).st_size)

@@ -340,7 +340,19 @@ def load(f: Any, *, device: Any = None, map_location: Any = None, weights_only: 
     containers only, whatever ``weights_only`` says (``False`` does not make it unpickle),
     and reads the file into memory. NumPy's ``mmap_mode``, ``allow_pickle``,
     ``fix_imports`` and ``encoding`` are accepted likewise (they concern pickles and maps,
-    which funcgrad does not make); ``max_header_size`` bounds a ``.npy`` header, as NumPy's."""
+    which funcgrad does not make); ``max_header_size`` bounds a ``.npy`` header, as NumPy's.
+
+    Returns:
+        What was saved: an array, or the containers of arrays and numbers.
+
+    Example:
+        >>> import io
+        >>> buffer = io.BytesIO()
+        >>> fg.save({"w": fg.ones(2), "step": 3}, buffer)
+        >>> state = fg.load(io.BytesIO(buffer.getvalue()))
+        >>> state["w"].tolist(), state["step"]
+        ([1.0, 1.0], 3)
+    """
     if not isinstance(weights_only, bool):
         raise ArgumentTypeError(f"fg.load: weights_only must be a bool, got {weights_only!r}")
     if map_location is not None:

@@ -86,9 +86,22 @@ _ALIASES = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 
 
 def device(spec: Any = "cpu") -> Device:
-    """Look up a device: ``"cpu"``, ``"gpu"``, ``"gpu:1"``; ``"cuda"`` is an alias of ``"gpu"``.
+    """Look up a device (``torch.device``, ``jax.devices()[i]``).
 
-    Asking for a GPU checks that CuPy and a GPU are present and says which is missing.
+    Args:
+        spec: a name (``"cpu"``, ``"gpu"``, ``"gpu:1"``; ``"cuda"`` is an alias of
+            ``"gpu"``), a ``Device`` (returned as it is), ``None`` (the CPU) or an object
+            that prints as a name (a ``torch.device``).
+
+    Returns:
+        The ``Device``. An unknown name or index raises ``ArgumentValueError``; asking for
+        a GPU checks that CuPy and a GPU are present and says which is missing.
+
+    Example:
+        >>> fg.device("cpu")
+        cpu
+        >>> fg.device(None) is fg.device("cpu"), fg.device("cpu").type
+        (True, 'cpu')
     """
     if isinstance(spec, Device):
         return spec

@@ -219,7 +219,21 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
     array shares the producer's memory: do not write to the source afterwards (funcgrad
     assumes buffers never change). A PyTorch tensor that requires grad comes in detached
     (its autograd history stays in PyTorch); bfloat16, which NumPy's and CuPy's DLPack
-    readers lack, comes in through a 16-bit integer view of the same memory."""
+    readers lack, comes in through a 16-bit integer view of the same memory.
+
+    Args:
+        x: an object with ``__dlpack__`` and ``__dlpack_device__``.
+        device: where the result goes (a copy if that is not where ``x`` lies).
+        copy: ``True`` copies the memory; otherwise it is shared where possible.
+
+    Returns:
+        The array.
+
+    Example:
+        >>> import numpy as np
+        >>> fg.from_dlpack(np.arange(3.0))
+        Array([0., 1., 2.], dtype=float64, device=cpu)
+    """
     if not hasattr(x, "__dlpack_device__"):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ (a DLPack producer), got {type(x).__name__}")
     if getattr(x, "requires_grad", False) and hasattr(x, "detach"):

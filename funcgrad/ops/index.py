@@ -38,8 +38,25 @@ def _index_array(i: Any) -> Any:
 
 
 def normalize_index(x: Any, index: Any) -> list[Any]:
-    """One entry per axis (plus ``None``s): ints, slices, ``None`` or index arrays;
-    ``...`` expanded, boolean masks turned into integer arrays."""
+    """An index of ``x`` as one entry per axis (plus the ``None``s that add axes): ints,
+    slices, ``None`` or integer index arrays, with ``...`` expanded and each boolean mask
+    turned into the integer arrays of its true places (NumPy's rule). What ``x[index]``
+    and ``x.at[index]`` read.
+
+    Args:
+        x: the array indexed.
+        index: what follows the ``[``: an entry or a tuple of them.
+
+    Returns:
+        The entries, in order.
+
+    Example:
+        >>> x = fg.ones((2, 3, 4))
+        >>> fg.normalize_index(x, (..., 0))
+        [slice(None, None, None), slice(None, None, None), 0]
+        >>> fg.normalize_index(x, fg.asarray([True, False]))
+        [Array([0], dtype=int64, device=cpu), slice(None, None, None), slice(None, None, None)]
+    """
     if not isinstance(index, tuple):
         index = (index,)
     entries: list[Any] = []

@@ -43,7 +43,22 @@ __all__ = ["broadcast_shapes", "topk", "cat",
 
 
 def resolve_shape(op: str, shape: Any, size: int) -> tuple[int, ...]:
-    """Normalise a shape argument and fill in one ``-1``."""
+    """A shape argument as a tuple of ints, its one ``-1`` (if any) filled in so that the
+    shape holds ``size`` elements (``reshape``'s and ``view``'s rule).
+
+    Args:
+        op: the operation's name, which errors give.
+        shape: an int or a sequence of ints, at most one of them ``-1``.
+        size: the number of elements the shape must hold.
+
+    Returns:
+        The shape. A second ``-1``, a negative size, or a shape that cannot hold ``size``
+        elements raises ``ShapeError`` naming ``op``.
+
+    Example:
+        >>> fg.resolve_shape("reshape", (2, -1), 6)
+        (2, 3)
+    """
     shape = as_shape(op, shape, allow_unknown=True)
     unknown = [i for i, d in enumerate(shape) if d == -1]
     if len(unknown) > 1 or any(d < -1 for d in shape):

@@ -462,10 +462,28 @@ _get_interpreter = current_interpreter.get
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> Any:
-    """Apply ``prim`` to ``args``: the one way every operation runs.
+    """Apply ``prim`` to ``args``: the one way every operation runs (JAX's
+    ``Primitive.bind``).
 
     The current interpreter processes it; with none, the first argument that can
     evaluate it does (an array: eager evaluation).
+
+    Args:
+        prim: the ``Primitive``.
+        *args: its operands (arrays, tracers, Python numbers).
+        **params: its parameters.
+
+    Returns:
+        Its result (a tuple for a primitive with several).
+
+    Example:
+        >>> add = fg.registry_lookup("add")
+        >>> fg.bind(add, fg.ones(2), fg.ones(2)).tolist()
+        [2.0, 2.0]
+        >>> print(fg.make_jaxpr(lambda x: fg.bind(add, x, x))(fg.ones(2)))
+        { lambda a:f32[2]; let
+            b:f32[2] = add a a
+          in (b,) }
     """
     interpreter = _get_interpreter()
     if interpreter is not None:

@@ -142,7 +142,16 @@ def manual_seed(seed: int) -> Generator:
 
 
 def seed() -> int:
-    """Seed the global generator from the operating system's entropy (``torch.seed``)."""
+    """Seed the global generator from the operating system's entropy (``torch.seed``).
+
+    Returns:
+        The seed chosen (``fg.initial_seed()`` reports it afterwards).
+
+    Example:
+        >>> s = fg.seed()
+        >>> fg.initial_seed() == s
+        True
+    """
     return default_generator.seed()
 
 

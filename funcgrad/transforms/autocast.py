@@ -33,8 +33,24 @@ _KINDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 
 
 class autocast(Interpreter):
-    """``with fg.autocast("cpu", dtype=fg.bfloat16):`` (also a decorator): products in the
-    low dtype, reductions and exp/log in float32, everything else as its inputs are."""
+    """``with fg.autocast("cpu", dtype=fg.bfloat16):`` (also a decorator; PyTorch's
+    ``torch.autocast``): products in the low dtype, reductions and exp/log in float32,
+    everything else as its inputs are (each primitive's ``autocast`` fact says which).
+
+    Args:
+        device_type: ``"cpu"``, or ``"cuda"``/``"gpu"``.
+        dtype: the low dtype (``bfloat16``, the default on the CPU, or ``float16``).
+        enabled: ``False`` turns it off inside the block.
+        cache_enabled: accepted for PyTorch's calls.
+
+    Example:
+        >>> x, w = fg.ones((2, 3)), fg.ones((3, 4))
+        >>> with fg.autocast("cpu", dtype=fg.bfloat16):
+        ...     y = x @ w
+        ...     total = fg.exp(y).sum()
+        >>> y.dtype, total.dtype
+        (bfloat16, float32)
+    """
 
     name = "autocast"
 

@@ -36,7 +36,22 @@ __all__ = ["checkpoint", "checkpoint_policies", "checkpoint_p", "saved_residuals
 
 
 class checkpoint_policies:
-    """Named policies: which equations' outputs the backward pass may keep."""
+    """Named policies for ``fg.checkpoint(f, policy=...)`` (``jax.checkpoint_policies``):
+    each says of an equation of ``f`` whether the backward pass may keep its outputs, or
+    must recompute them.
+
+    Attributes:
+        nothing_saveable: keep nothing (the least memory; ``f``'s forward runs again).
+        dots_saveable: keep the outputs of matrix products (tagged ``"dot"``).
+        everything_saveable: keep everything (as without ``checkpoint``).
+
+    Example:
+        >>> f = lambda w, x: fg.tanh(x @ w).sum()
+        >>> w, x = fg.ones((3, 4)), fg.ones((2, 3))
+        >>> g = fg.checkpoint(f, policy=fg.checkpoint_policies.dots_saveable)
+        >>> fg.saved_residuals(g)(w, x)
+        [('f32[3,4]', 'argument 0'), ('f32[2,3]', 'argument 1'), ('f32[2,4]', 'checkpoint')]
+    """
 
     @staticmethod
     def nothing_saveable(eqn: Eqn) -> bool:
@@ -204,8 +219,24 @@ def checkpoint(f: Callable[..., Any], policy: Any = None, *, prevent_cse: bool =
 
 
 def saved_residuals(f: Callable[..., Any]) -> Callable[..., list[tuple[str, str]]]:
-    """``saved_residuals(f)(*args)``: what reverse mode keeps for ``f``'s backward pass,
-    as ``(type, made by)`` pairs, e.g. ``("f32[256,1024]", "tanh")``. Each array once."""
+    """What reverse mode keeps for ``f``'s backward pass (``jax.ad_checkpoint.
+    saved_residuals``): the arrays its rules save, each once, as ``(type, made by)`` pairs,
+    where "made by" is the primitive, an argument, or a ``checkpoint`` that recomputes.
+
+    Args:
+        f: the function.
+
+    Returns:
+        A function of ``f``'s arguments returning the list of pairs.
+
+    Example:
+        >>> f = lambda w, x: fg.tanh(x @ w).sum()
+        >>> w, x = fg.ones((3, 4)), fg.ones((2, 3))
+        >>> fg.saved_residuals(f)(w, x)
+        [('f32[2,3]', 'argument 1'), ('f32[3,4]', 'argument 0'), ('f32[2,4]', 'tanh')]
+        >>> fg.saved_residuals(fg.checkpoint(f, policy=fg.checkpoint_policies.nothing_saveable))(w, x)
+        [('f32[3,4]', 'argument 0'), ('f32[2,3]', 'argument 1')]
+    """
 
     def inspect(*args: Any) -> list[tuple[str, str]]:
         flat, in_tree = _tree.flatten(args)

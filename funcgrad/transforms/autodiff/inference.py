@@ -33,9 +33,17 @@ _MARK = InferenceMeta(False)  # (shared: it never changes, requires_grad_ refuse
 
 
 class inference_mode(Interpreter):
-    """``with fg.inference_mode():`` (or ``@fg.inference_mode()``): no recording, and the
-    arrays made inside can never be recorded by the tape later; ``mode=False`` does
-    nothing (PyTorch's switch)."""
+    """``with fg.inference_mode():`` (or ``@fg.inference_mode()``; ``torch.inference_mode``):
+    no recording, and the arrays made inside can never be recorded by the tape later;
+    ``mode=False`` does nothing (PyTorch's switch).
+
+    Example:
+        >>> w = fg.ones(3, requires_grad=True)
+        >>> with fg.inference_mode():
+        ...     y = w * 2.0
+        >>> y.requires_grad, y.is_inference()
+        (False, True)
+    """
 
     name = "inference_mode"
 
