@@ -856,7 +856,22 @@ class Size(int):
 
 
 class Array(ArrayBase):
-    """An immutable n-dimensional array: a view over a ``Buffer`` on one device."""
+    """An immutable n-dimensional array: a view over a ``Buffer`` on one device
+    (``fg.Tensor`` is the same class). Views (a transpose, a slice, a reshape that keeps the
+    order) share the buffer with new strides; operations make new arrays; ``x.at[i].set(v)``
+    is the functional update. It carries autograd state for the tape (``requires_grad``,
+    ``grad``, ``backward``) as PyTorch's tensors do.
+
+    Example:
+        >>> x = fg.asarray([[1.0, 2.0], [3.0, 4.0]])
+        >>> x
+        Array([[1., 2.],
+               [3., 4.]], dtype=float32, device=cpu)
+        >>> x.T.buffer is x.buffer, x.T.stride()
+        (True, (1, 2))
+        >>> x.at[0, 1].set(9.0).tolist(), x.tolist()
+        ([[1.0, 9.0], [3.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]])
+    """
 
     __slots__ = ("_data", "_dtype", "_device", "_buf", "_layout", "_autograd", "__weakref__")
 

@@ -58,6 +58,11 @@ class Buffer:
     the user's NumPy array for ``from_numpy``); ``flat`` is a 1-D view of the
     whole block in address order. Both are read-only for users; funcgrad itself
     reads ``_raw_owner`` and ``_raw_flat``.
+
+    Example:
+        >>> x = fg.asarray([[1.0, 2.0], [3.0, 4.0]])
+        >>> x.buffer, x[1].buffer is x.buffer
+        (<Buffer cpu float32 4 elements>, True)
     """
 
     __slots__ = ("_raw_owner", "device", "nbytes", "_flat", "__weakref__")

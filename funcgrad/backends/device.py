@@ -30,7 +30,13 @@ class MemoryStats:
 
 
 class Device:
-    """A place where buffers live and kernels run. Use ``fg.device(...)`` to get one."""
+    """A place where buffers live and kernels run. Use ``fg.device(...)`` to get one.
+
+    Example:
+        >>> d = fg.device("cpu")
+        >>> d, d.type, fg.ones(2).device is d
+        (cpu, 'cpu', True)
+    """
 
     __slots__ = ("kind", "index", "stats", "_backend")
 

@@ -41,12 +41,20 @@ __all__ = [
 
 
 class ShapedArray:
-    """An abstract value: what is known about an array without its data.
+    """An abstract value: what is known about an array without its data (its shape, dtype
+    and device), as a tracer's ``aval`` and a program's variables carry it.
+
     (A slotted class, not a dataclass: the VJP interpreter makes many of these.)
 
     ``weak``: a traced value that stands for a Python number (a number passed to
     ``fg.compile``, ``fori_loop``'s index, arithmetic among them): it promotes as the
-    number would, taking the dtype of the arrays it meets (JAX's weak types)."""
+    number would, taking the dtype of the arrays it meets (JAX's weak types).
+
+    Example:
+        >>> a = fg.ShapedArray((2, 3), fg.float32, fg.device("cpu"))
+        >>> a, a.str_short()
+        (ShapedArray(f32[2,3], cpu), 'f32[2,3]')
+    """
 
     __slots__ = ("shape", "dtype", "device", "weak")
 
@@ -108,7 +116,9 @@ ANY = "any"  # any input, any constant it closes over, or memory it keeps (call-
 
 
 class Primitive:
-    """One operation. Define it in a family module; it registers itself.
+    """One operation, with every fact about it (JAX's ``Primitive`` and its rule tables in
+    one record). Define it in a family module, or your own (``docs/primitives.md``); it
+    registers itself, and ``bind`` applies it.
 
     Attributes:
         name: the name printed in programs and errors.
@@ -187,6 +197,11 @@ class Primitive:
             rule ``(args, dims, **params) -> (out, out_dim)`` of the ``vmap`` that binds
             its ``axis_name``: the collective across that batch's members
             (``primitives/axes.py``). Other vmaps apply ``batch``.
+
+    Example:
+        >>> add = fg.registry_lookup("add")
+        >>> add.name, add.c_expr, add.differentiable, add.aliases
+        ('add', '{0} + {1}', True, 'fresh')
     """
 
     def __init__(

@@ -40,7 +40,13 @@ __all__ = ["Generator", "default_generator", "manual_seed", "initial_seed", "see
 class Generator:
     """``torch.Generator`` on the CPU: ``manual_seed(seed)``, ``seed()``, ``initial_seed()``,
     ``get_state()`` / ``set_state(state)``; pass it as ``generator=`` to the draws. Unseeded,
-    it starts from PyTorch's default seed, as ``torch.Generator()`` does."""
+    it starts from PyTorch's default seed, as ``torch.Generator()`` does.
+
+    Example:
+        >>> g = fg.Generator().manual_seed(0)
+        >>> fg.rand(2, generator=g).tolist()  # torch.rand(2, generator=torch.Generator().manual_seed(0))
+        [0.49625658988952637, 0.7682217955589294]
+    """
 
     def __init__(self, device: Any = None, seed: int | None = None) -> None:
         self.engine = random_state.TorchGenerator()

@@ -84,7 +84,21 @@ class Interpreter:
     rules of the transforms below it) reaches ``process(prim, args, params)``, which must
     return what ``bind(prim, *args, **params)`` would (the same shapes, dtypes and
     devices). ``super().process(...)`` hands the primitive on to the interpreter below,
-    eager evaluation at the bottom."""
+    eager evaluation at the bottom.
+
+    Example:
+        >>> class Count(fg.Interpreter):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.names = []
+        ...     def process(self, prim, args, params):
+        ...         self.names.append(prim.name)
+        ...         return super().process(prim, args, params)
+        >>> with Count() as seen:
+        ...     y = fg.tanh(fg.ones(3) * 2.0).sum()
+        >>> seen.names
+        ['mul', 'tanh', 'reduce_sum']
+    """
 
     name = "transform"
 
@@ -146,7 +160,17 @@ class new_interpreter:
 
 
 class Tracer(ArrayBase):
-    """An abstract array owned by an interpreter. Subclasses define ``aval``."""
+    """An abstract array owned by an interpreter: what a function sees of its arguments
+    under ``grad``, ``vmap``, ``compile``... Subclasses define ``aval``.
+
+    Example:
+        >>> def f(x):
+        ...     print(isinstance(x, fg.Tracer), x.aval)
+        ...     return (x * 2.0).sum()
+        >>> fg.grad(f)(fg.ones(2)).tolist()
+        True ShapedArray(f32[2], cpu)
+        [2.0, 2.0]
+    """
 
     __slots__ = ("_interp",)
     _interp: Interpreter

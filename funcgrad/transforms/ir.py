@@ -119,7 +119,16 @@ MAX_DERIVED = 16  # forms of one kind kept per program (lowerings by donation, b
 
 
 class Program:
-    """A traced function: ``invars``, hoisted ``constvars`` with their ``consts``, ``eqns``, ``outvars``."""
+    """A traced function: ``invars``, hoisted ``constvars`` with their ``consts``, ``eqns``, ``outvars``
+    (JAX's jaxpr): what ``fg.make_jaxpr`` returns and every transform's passes read.
+
+    Example:
+        >>> p = fg.make_jaxpr(lambda x: fg.sin(x) * 2.0)(fg.ones(3))
+        >>> [e.prim.name for e in p.eqns], p.in_avals
+        (['sin', 'mul'], [ShapedArray(f32[3], cpu)])
+        >>> p.eval_flat([fg.zeros(3)])[0].tolist()
+        [0.0, 0.0, 0.0]
+    """
 
     def __init__(self, invars: list[Var], constvars: list[Var], consts: list[Any], eqns: list[Eqn],
                  outvars: list[Any], in_tree: Any = None, out_tree: Any = None) -> None:
