@@ -81,15 +81,34 @@ class BatchInterpreter(Interpreter):
         if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
             return self._collective(prim, args, params)
         vals: Any = None  # (built once an operand is mapped: an operation of unmapped ones passes through)
-        dims: list[Any] = []
-        for i, a in enumerate(args):
+        dims: Any = ()
+        if len(args) == 1:  # (one operand, or two: the usual operations, without the loop below)
+            (a,) = args
             if a.__class__ is BatchTracer and a._interp is self:
-                if vals is None:
-                    vals, dims = list(args), [None] * len(args)
-                vals[i] = a.val
-                dims[i] = a.bdim
+                vals, dims = (a.val,), (a.bdim,)
             elif isinstance(a, Tracer):
                 check_tracer(self, a)
+        elif len(args) == 2:
+            a, b = args
+            a_mapped = a.__class__ is BatchTracer and a._interp is self
+            b_mapped = b.__class__ is BatchTracer and b._interp is self
+            if a_mapped or b_mapped:
+                if not a_mapped and isinstance(a, Tracer) or not b_mapped and isinstance(b, Tracer):
+                    check_tracer(self, a if not a_mapped else b)
+                vals = (a.val if a_mapped else a, b.val if b_mapped else b)
+                dims = (a.bdim if a_mapped else None, b.bdim if b_mapped else None)
+            else:
+                for x in args:
+                    if isinstance(x, Tracer):
+                        check_tracer(self, x)
+        else:
+            mapped = [a.__class__ is BatchTracer and a._interp is self for a in args]
+            for a, m in zip(args, mapped):
+                if not m and isinstance(a, Tracer):
+                    check_tracer(self, a)
+            if any(mapped):
+                vals = tuple(a.val if m else a for a, m in zip(args, mapped))
+                dims = tuple(a.bdim if m else None for a, m in zip(args, mapped))
         token = _set_interpreter(self.parent)
         try:
             if vals is None:
@@ -97,11 +116,11 @@ class BatchInterpreter(Interpreter):
             if prim.batch is None:
                 raise NotImplementedError(f"fg.vmap: primitive {prim.name!r} has no batching rule")
             if self.axis_name is None or prim.impl is None:  # (only a call-like primitive's rule maps a sub-program)
-                out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+                out, out_dims = prim.batch(vals, dims, **params)
             else:
                 named = _RULE_AXIS.set(self.axis_name)
                 try:
-                    out, out_dims = prim.batch(tuple(vals), tuple(dims), **params)
+                    out, out_dims = prim.batch(vals, dims, **params)
                 finally:
                     _RULE_AXIS.reset(named)
         finally:
