@@ -119,19 +119,61 @@ def fft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backwar
 
 
 def ifft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The inverse of ``fft`` along ``axis``."""
+    """The inverse of ``fft`` along ``axis``, as ``np.fft.ifft``.
+
+    Args:
+        x: the array (real arrays are taken as complex).
+        n: the transform's length (``x`` cropped or zero-padded to it; its own by default).
+        axis: the axis to transform.
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A complex array.
+
+    Example:
+        >>> fg.fft.ifft(fg.asarray([4.0, 0.0, 0.0, 0.0])).tolist()
+        [(1+0j), (1+0j), (1+0j), (1+0j)]
+    """
     return _one_axis("ifft", "ifft", x, n, axis, norm)
 
 
 def fftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
          norm: str = "backward") -> Any:
-    """The n-dimensional discrete Fourier transform over ``axes`` (default: all, or the last ``len(s)``)."""
+    """The n-dimensional discrete Fourier transform over ``axes``, as ``np.fft.fftn``.
+
+    Args:
+        x: the array (real arrays are taken as complex).
+        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
+        axes: the axes to transform (all, or the last ``len(s)``, by default).
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A complex array.
+
+    Example:
+        >>> fg.fft.fftn(fg.asarray([[1.0, 2.0], [3.0, 4.0]])).tolist()
+        [[(10+0j), (-2+0j)], [(-4+0j), 0j]]
+    """
     return _transform("fftn", "fft", x, s, axes, norm)
 
 
 def ifftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> Any:
-    """The inverse of ``fftn``."""
+    """The inverse of ``fftn``, as ``np.fft.ifftn``.
+
+    Args:
+        x: the array (real arrays are taken as complex).
+        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
+        axes: the axes to transform (all, or the last ``len(s)``, by default).
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A complex array.
+
+    Example:
+        >>> fg.fft.ifftn(fg.asarray([[4.0, 0.0], [0.0, 0.0]])).tolist()
+        [[(1+0j), (1+0j)], [(1+0j), (1+0j)]]
+    """
     return _transform("ifftn", "ifft", x, s, axes, norm)
 
 
@@ -147,30 +189,103 @@ def rfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backwa
 
 
 def irfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The inverse of ``rfft``: a real array of length ``n`` (default ``2 * (m - 1)``)."""
+    """The inverse of ``rfft``: a real array of length ``n``, as ``np.fft.irfft``.
+
+    Args:
+        x: the array of the non-negative frequencies (``m`` of them).
+        n: the transform's length (``2 * (m - 1)`` by default).
+        axis: the axis to transform.
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A real array.
+
+    Example:
+        >>> fg.fft.irfft(fg.asarray([10 + 0j, -2 + 2j, -2 + 0j])).tolist()
+        [1.0, 2.0, 3.0, 4.0]
+    """
     return _one_axis("irfft", "irfft", x, n, axis, norm)
 
 
 def rfftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> Any:
-    """The n-dimensional transform of a real array, halved along the last of ``axes``."""
+    """The n-dimensional transform of a real array, halved along the last of ``axes``, as
+    ``np.fft.rfftn``.
+
+    Args:
+        x: the array (real).
+        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
+        axes: the axes to transform (all, or the last ``len(s)``, by default).
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A complex array.
+
+    Example:
+        >>> fg.fft.rfftn(fg.asarray([[1.0, 2.0], [3.0, 4.0]])).tolist()
+        [[(10+0j), (-2+0j)], [(-4+0j), 0j]]
+    """
     return _transform("rfftn", "rfft", x, s, axes, norm)
 
 
 def irfftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
            norm: str = "backward") -> Any:
-    """The inverse of ``rfftn``."""
+    """The inverse of ``rfftn``, as ``np.fft.irfftn``.
+
+    Args:
+        x: the array (complex: ``rfftn``'s half spectrum).
+        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
+        axes: the axes to transform (all, or the last ``len(s)``, by default).
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A real array.
+
+    Example:
+        >>> fg.fft.irfftn(fg.asarray([[10 + 0j, -2 + 0j], [-4 + 0j, 0j]])).tolist()
+        [[1.0, 2.0], [3.0, 4.0]]
+    """
     return _transform("irfftn", "irfft", x, s, axes, norm)
 
 
 def hfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The transform of a signal with Hermitian symmetry, given by its first half: a real spectrum."""
+    """The transform of a signal with Hermitian symmetry, given by its first half: a real
+    spectrum, as ``np.fft.hfft``.
+
+    Args:
+        x: the array (the signal's first half, ``m`` values).
+        n: the transform's length (``2 * (m - 1)`` by default).
+        axis: the axis to transform.
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A real array.
+
+    Example:
+        >>> fg.fft.hfft(fg.asarray([1 + 0j, 2 + 0j, 3 + 0j])).tolist()
+        [8.0, -2.0, 0.0, -2.0]
+    """
     x = _as_complex("hfft", as_operand(x))
     return irfft(bind(conj_p, x), n=n, axis=axis, norm=_SWAPPED[_norm("hfft", norm)])
 
 
 def ihfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The inverse of ``hfft``: the first half of a real signal's Hermitian spectrum."""
+    """The inverse of ``hfft``: the first half of a real signal's Hermitian spectrum, as
+    ``np.fft.ihfft``.
+
+    Args:
+        x: the array (real).
+        n: the transform's length (``x`` cropped or zero-padded to it; its own by default).
+        axis: the axis to transform.
+        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
+
+    Returns:
+        A complex array of ``n // 2 + 1`` values.
+
+    Example:
+        >>> fg.fft.ihfft(fg.asarray([1.0, 2.0, 3.0, 4.0])).tolist()
+        [(2.5-0j), (-0.5-0.5j), (-0.5-0j)]
+    """
     return bind(conj_p, rfft(x, n=n, axis=axis, norm=_SWAPPED[_norm("ihfft", norm)]))
 
 
@@ -179,13 +294,43 @@ def _freq_dtype(dtype: Any) -> Any:
 
 
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Any:
-    """The sample frequencies of an ``n``-point ``fft``: ``[0, 1, ..., -1] / (d * n)``."""
+    """The sample frequencies of an ``n``-point ``fft``: ``[0, 1, ..., -1] / (d * n)``, as
+    ``np.fft.fftfreq``.
+
+    Args:
+        n: the transform's length.
+        d: the sample spacing.
+        dtype: the result's dtype (the default float dtype by default).
+        device: where the result goes.
+
+    Returns:
+        A 1-d array.
+
+    Example:
+        >>> fg.fft.fftfreq(4).tolist()
+        [0.0, 0.25, -0.5, -0.25]
+    """
     n = _length("fftfreq", n)
     return asarray(np.fft.fftfreq(n, d), _freq_dtype(dtype), device=device)
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Any:
-    """The sample frequencies of an ``n``-point ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``."""
+    """The sample frequencies of an ``n``-point ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``, as
+    ``np.fft.rfftfreq``.
+
+    Args:
+        n: the transform's length.
+        d: the sample spacing.
+        dtype: the result's dtype (the default float dtype by default).
+        device: where the result goes.
+
+    Returns:
+        A 1-d array.
+
+    Example:
+        >>> fg.fft.rfftfreq(4).tolist()
+        [0.0, 0.25, 0.5]
+    """
     n = _length("rfftfreq", n)
     return asarray(np.fft.rfftfreq(n, d), _freq_dtype(dtype), device=device)
 
@@ -200,10 +345,35 @@ def _shift(op: str, x: Any, axes: Any, sign: int) -> Any:
 
 
 def fftshift(x: Any, /, *, axes: int | Sequence[int] | None = None) -> Any:
-    """The zero frequency moved to the middle (a roll by half of each axis)."""
+    """The zero frequency moved to the middle (a roll by half of each axis), as
+    ``np.fft.fftshift``.
+
+    Args:
+        x: the array.
+        axes: the axes to shift (all by default).
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.fft.fftshift(fg.arange(5)).tolist()
+        [3, 4, 0, 1, 2]
+    """
     return _shift("fftshift", x, axes, 1)
 
 
 def ifftshift(x: Any, /, *, axes: int | Sequence[int] | None = None) -> Any:
-    """The inverse of ``fftshift``."""
+    """The inverse of ``fftshift``, as ``np.fft.ifftshift``.
+
+    Args:
+        x: the array.
+        axes: the axes to shift (all by default).
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.fft.ifftshift(fg.arange(5)).tolist()
+        [2, 3, 4, 0, 1]
+    """
     return _shift("ifftshift", x, axes, -1)

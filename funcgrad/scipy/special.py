@@ -18,13 +18,40 @@ digamma = psi = ops.digamma
 
 
 def polygamma(n: Any, x: Any) -> Any:
-    """The ``n``-th derivative of ``digamma`` at ``x`` (SciPy's argument order)."""
+    """The ``n``-th derivative of ``digamma`` at ``x`` (SciPy's argument order).
+
+    Args:
+        n: the order (a non-negative int).
+        x: an array or a Python number.
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.scipy.special.polygamma(1, fg.asarray([1.0, 2.0], dtype=fg.float64)).round(4).tolist()
+        [1.6449, 0.6449]
+    """
     return ops.polygamma(n, x)
 
 
 def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False) -> Any:
     """``log(sum(b * exp(a)))`` along ``axis`` without overflow; ``return_sign`` also gives the
-    sum's sign (for weights ``b`` that may be negative)."""
+    sum's sign (for weights ``b`` that may be negative), as ``scipy.special.logsumexp``.
+
+    Args:
+        a: the array.
+        axis: the axes summed over (all by default).
+        b: weights of ``exp(a)``, broadcast against ``a``.
+        keepdims: keep the summed axes, of length 1.
+        return_sign: also return the sign of the weighted sum.
+
+    Returns:
+        The array, or ``(array, sign)`` with ``return_sign``.
+
+    Example:
+        >>> fg.scipy.special.logsumexp(fg.asarray([1.0, 2.0, 3.0], dtype=fg.float64)).round(4).item()
+        3.4076
+    """
     if b is None and not return_sign:
         return ops.logsumexp(a, axis=axis, keepdims=keepdims)
     a = ops.asarray(a)
@@ -40,46 +67,141 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
 
 
 def expit(x: Any) -> Any:
-    """The logistic sigmoid, ``1 / (1 + exp(-x))``."""
+    """The logistic sigmoid, ``1 / (1 + exp(-x))``, as ``scipy.special.expit``.
+
+    Args:
+        x: an array or a Python number.
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.scipy.special.expit(fg.asarray([0.0, 2.0], dtype=fg.float64)).round(4).tolist()
+        [0.5, 0.8808]
+    """
     return ops.sigmoid(x)
 
 
 def logit(p: Any) -> Any:
-    """``log(p / (1 - p))``, the inverse of ``expit``."""
+    """``log(p / (1 - p))``, the inverse of ``expit``, as ``scipy.special.logit``.
+
+    Args:
+        p: probabilities (an array or a Python number).
+
+    Returns:
+        An array of ``p``'s shape.
+
+    Example:
+        >>> fg.scipy.special.logit(fg.asarray([0.5, 0.25], dtype=fg.float64)).round(4).tolist()
+        [0.0, -1.0986]
+    """
     p = ops.asarray(p)
     return ops.log(p) - ops.log1p(-p)
 
 
 def erf(x: Any) -> Any:
-    """The error function."""
+    """The error function, as ``scipy.special.erf``.
+
+    Args:
+        x: an array or a Python number.
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.scipy.special.erf(fg.asarray([0.0, 1.0], dtype=fg.float64)).round(4).tolist()
+        [0.0, 0.8427]
+    """
     return ops.erf(x)
 
 
 def erfc(x: Any) -> Any:
-    """``1 - erf(x)``."""
+    """``1 - erf(x)``, as ``scipy.special.erfc``.
+
+    Args:
+        x: an array or a Python number.
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.scipy.special.erfc(fg.asarray([0.0, 1.0], dtype=fg.float64)).round(4).tolist()
+        [1.0, 0.1573]
+    """
     return 1.0 - ops.erf(x)
 
 
 def xlogy(x: Any, y: Any) -> Any:
-    """``x * log(y)``, 0 where ``x`` is 0 (whatever ``y``)."""
+    """``x * log(y)``, 0 where ``x`` is 0 (whatever ``y``), as ``scipy.special.xlogy``; its
+    gradient is finite there too.
+
+    Args:
+        x: an array or a Python number.
+        y: an array or a Python number, broadcast against ``x``.
+
+    Returns:
+        An array of the broadcast shape.
+
+    Example:
+        >>> x, y = fg.asarray([0.0, 2.0], dtype=fg.float64), fg.asarray([0.0, 3.0], dtype=fg.float64)
+        >>> fg.scipy.special.xlogy(x, y).round(4).tolist()
+        [0.0, 2.1972]
+    """
     x, y = ops.asarray(x), ops.asarray(y)
     safe = ops.where(x == 0, 1.0, y)
     return ops.where(x == 0, 0.0, x * ops.log(safe))
 
 
 def xlog1py(x: Any, y: Any) -> Any:
-    """``x * log1p(y)``, 0 where ``x`` is 0 (whatever ``y``)."""
+    """``x * log1p(y)``, 0 where ``x`` is 0 (whatever ``y``), as ``scipy.special.xlog1py``.
+
+    Args:
+        x: an array or a Python number.
+        y: an array or a Python number, broadcast against ``x``.
+
+    Returns:
+        An array of the broadcast shape.
+
+    Example:
+        >>> x, y = fg.asarray([0.0, 2.0], dtype=fg.float64), fg.asarray([-1.0, 3.0], dtype=fg.float64)
+        >>> fg.scipy.special.xlog1py(x, y).round(4).tolist()
+        [0.0, 2.7726]
+    """
     x, y = ops.asarray(x), ops.asarray(y)
     safe = ops.where(x == 0, 0.0, y)
     return ops.where(x == 0, 0.0, x * ops.log1p(safe))
 
 
 def softmax(x: Any, axis: Any = None) -> Any:
-    """``exp(x) / sum(exp(x))`` along ``axis`` (all axes by default, as SciPy's)."""
+    """``exp(x) / sum(exp(x))`` along ``axis`` (all axes by default, as SciPy's).
+
+    Args:
+        x: the array.
+        axis: the axis or axes (all by default).
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.scipy.special.softmax(fg.asarray([[1.0, 2.0], [3.0, 4.0]], dtype=fg.float64)).round(4).tolist()
+        [[0.0321, 0.0871], [0.2369, 0.6439]]
+    """
     return ops.exp(log_softmax(x, axis))
 
 
 def log_softmax(x: Any, axis: Any = None) -> Any:
-    """``x - logsumexp(x)`` along ``axis`` (all axes by default, as SciPy's)."""
+    """``x - logsumexp(x)`` along ``axis`` (all axes by default, as SciPy's).
+
+    Args:
+        x: the array.
+        axis: the axis or axes (all by default).
+
+    Returns:
+        An array of ``x``'s shape.
+
+    Example:
+        >>> fg.scipy.special.log_softmax(fg.asarray([1.0, 2.0], dtype=fg.float64)).round(4).tolist()
+        [-1.3133, -0.3133]
+    """
     x = ops.asarray(x)
     return x - ops.logsumexp(x, axis=axis, keepdims=True)
