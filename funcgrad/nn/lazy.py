@@ -49,7 +49,16 @@ def _take_settings(module: Any, other: Module) -> None:
 
 class UninitializedParameter(Parameter):
     """A parameter whose shape its lazy module learns at its first call; until then it holds
-    no values (an empty array of its dtype). ``materialize`` fills it in place."""
+    no values (an empty array of its dtype). ``materialize`` fills it in place.
+
+    Example:
+        >>> layer = fg.nn.LazyLinear(3)
+        >>> type(layer.weight).__name__, layer.weight.shape
+        ('UninitializedParameter', (0,))
+        >>> _ = layer(fg.ones((2, 5)))
+        >>> type(layer.weight).__name__, layer.weight.shape
+        ('Parameter', (3, 5))
+    """
 
     __slots__ = ()
     cls_to_become = Parameter

@@ -139,7 +139,20 @@ class _BackwardHooks:
 
 
 class Module:
-    """Base class of layers. Subclasses call ``super().__init__()`` and define ``forward``."""
+    """Base class of layers. Subclasses call ``super().__init__()`` and define ``forward``.
+
+    Example:
+        >>> class Affine(fg.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.w = fg.nn.Parameter(fg.ones(2))
+        ...         self.register_buffer("shift", fg.zeros(2))
+        ...     def forward(self, x):
+        ...         return x * self.w + self.shift
+        >>> m = Affine()
+        >>> m(fg.asarray([1.0, 2.0])).tolist(), [n for n, _ in m.named_parameters()], list(m.state_dict())
+        ([1.0, 2.0], ['w'], ['w', 'shift'])
+    """
 
     training: bool
 
@@ -596,7 +609,13 @@ def functional_call(module: Module, params: dict[str, Any], *args: Any, rng: Any
     """Run ``module(*args)`` with ``params`` (dotted names -> arrays, tracers included) in place of
     its parameters and buffers; the module itself is unchanged afterwards. ``rng``: a key
     (``fg.random.key``) that the call's random layers (``Dropout``) draw from instead of the
-    default generator, which it leaves as it was: the functional style's explicit randomness."""
+    default generator, which it leaves as it was: the functional style's explicit randomness.
+
+    Example:
+        >>> m = fg.nn.Linear(2, 1, bias=False)
+        >>> fg.nn.functional_call(m, {"weight": fg.asarray([[2.0, 3.0]])}, fg.ones((1, 2))).tolist()
+        [[5.0]]
+    """
     if not isinstance(params, dict):
         params = dict(params)
     for k, v in params.items():

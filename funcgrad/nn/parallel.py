@@ -288,7 +288,13 @@ class DataParallel(Module):
     device's gradient into the parameters. As in PyTorch, buffer updates (BatchNorm's
     statistics) come from device 0's chunk, and with no GPU (``device_ids`` empty) it is
     the module itself. DistributedDataParallel is faster: one process per device, no
-    gathering on device 0."""
+    gathering on device 0.
+
+    Example:
+        >>> model = fg.nn.DataParallel(fg.nn.Linear(2, 1))  # (no GPU: the module itself on the CPU)
+        >>> model(fg.ones((4, 2))).shape
+        (4, 1)
+    """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0) -> None:
         super().__init__()

@@ -37,7 +37,13 @@ def compiling() -> bool:
 
 
 class Parameter(Array):
-    """``fg.nn.Parameter(data, requires_grad=True)``: shares ``data``'s buffer."""
+    """``fg.nn.Parameter(data, requires_grad=True)``: shares ``data``'s buffer.
+
+    Example:
+        >>> p = fg.nn.Parameter(fg.ones(2))
+        >>> p.requires_grad, isinstance(p, fg.Array)
+        (True, True)
+    """
 
     __slots__ = ()
 

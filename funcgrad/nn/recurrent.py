@@ -48,7 +48,12 @@ def _activation(nonlinearity: str) -> Any:
 class RNNBase(Module):
     """The recurrent layers' shared machinery (``torch.nn.RNNBase``, for ``isinstance``):
     subclasses say how many gates a cell has and how it steps. Construct a layer through
-    ``RNN``, ``LSTM`` or ``GRU``."""
+    ``RNN``, ``LSTM`` or ``GRU``.
+
+    Example:
+        >>> isinstance(fg.nn.LSTM(4, 8), fg.nn.RNNBase), isinstance(fg.nn.GRU(4, 8), fg.nn.RNNBase)
+        (True, True)
+    """
 
     mode = ""
     gates = 1
@@ -233,7 +238,13 @@ class RNN(RNNBase):
 class RNNCellBase(Module):
     """The cells' shared parameters (``torch.nn.RNNCellBase``): ``gates`` blocks of
     ``hidden_size`` rows in ``weight_ih``, ``weight_hh`` and the biases, drawn as PyTorch
-    draws them. Construct a cell through ``RNNCell``, ``LSTMCell`` or ``GRUCell``."""
+    draws them. Construct a cell through ``RNNCell``, ``LSTMCell`` or ``GRUCell``.
+
+    Example:
+        >>> cell = fg.nn.GRUCell(4, 8)
+        >>> isinstance(cell, fg.nn.RNNCellBase), cell.weight_ih.shape  # (three gates)
+        (True, (24, 4))
+    """
 
     gates = 1
 

@@ -24,7 +24,16 @@ __all__ = ["GradientTransformation", "sgd", "adam", "adamw", "rmsprop", "adagrad
 
 
 class GradientTransformation(NamedTuple):
-    """``init(params) -> state`` and ``update(grads, state, params) -> (params, state)``."""
+    """``init(params) -> state`` and ``update(grads, state, params) -> (params, state)``.
+
+    Example:
+        >>> tx = fg.optim.sgd(0.1)
+        >>> params = {"w": fg.asarray([1.0, -1.0])}
+        >>> state = tx.init(params)
+        >>> params, state = tx.update({"w": fg.asarray([2.0, -2.0])}, state, params)
+        >>> params["w"].tolist()
+        [0.800000011920929, -0.800000011920929]
+    """
 
     init: Callable[[Any], Any]
     update: Callable[[Any, Any, Any], tuple[Any, Any]]

@@ -112,7 +112,20 @@ def _strong_wolfe(evaluate: Callable[[float], tuple[float, Any]], t: float, d: A
 class LBFGS(Optimizer):
     """L-BFGS (PyTorch's): quasi-Newton steps from the last ``history_size`` updates;
     ``step(closure)`` re-evaluates the loss (the closure clears the gradients, computes the
-    loss, calls ``backward`` and returns it) up to ``max_eval`` times."""
+    loss, calls ``backward`` and returns it) up to ``max_eval`` times.
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.asarray([3.0, -2.0]))
+        >>> opt = fg.optim.LBFGS([w], line_search_fn="strong_wolfe")
+        >>> def closure():
+        ...     opt.zero_grad()
+        ...     loss = ((w - 1.0) ** 2).sum()
+        ...     loss.backward()
+        ...     return loss
+        >>> _ = opt.step(closure)
+        >>> w.tolist()  # (torch.optim.LBFGS: the same)
+        [1.0000004768371582, 1.0000003576278687]
+    """
 
     def __init__(self, params: Any, lr: float = 1.0, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,

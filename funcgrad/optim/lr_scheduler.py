@@ -41,7 +41,17 @@ def _lambdas(name: str, lr_lambda: Any, n: int) -> list[Callable[[int], float]]:
 
 class LRScheduler:
     """The base of the schedulers: ``step()`` sets each group's ``lr`` from ``get_lr()``;
-    ``state_dict``/``load_state_dict``."""
+    ``state_dict``/``load_state_dict``.
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.ones(1))
+        >>> opt = fg.optim.SGD([w], lr=1.0)
+        >>> scheduler = fg.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+        >>> opt.step()
+        >>> scheduler.step()
+        >>> isinstance(scheduler, fg.optim.lr_scheduler.LRScheduler), scheduler.get_last_lr()
+        (True, [0.5])
+    """
 
     def __init__(self, optimizer: _Optimizer, last_epoch: int = -1) -> None:
         _require_optimizer(type(self).__name__, optimizer)
@@ -441,7 +451,21 @@ class ReduceLROnPlateau:
 
 class SequentialLR:
     """One scheduler after another, switching at each milestone epoch (the next one starts
-    from epoch 0)."""
+    from epoch 0).
+
+    Example:
+        >>> S = fg.optim.lr_scheduler
+        >>> opt = fg.optim.SGD([fg.nn.Parameter(fg.ones(1))], lr=1.0)
+        >>> s = S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.5, total_iters=2), S.ExponentialLR(opt, gamma=0.9)],
+        ...                    milestones=[2])
+        >>> lrs = []
+        >>> for _ in range(5):
+        ...     lrs.append(round(opt.param_groups[0]["lr"], 4))
+        ...     opt.step()
+        ...     s.step()
+        >>> lrs  # (PyTorch's, for the same schedulers)
+        [0.5, 0.5, 1.0, 0.9, 0.81]
+    """
 
     def __init__(self, optimizer: _Optimizer, schedulers: list[LRScheduler], milestones: list[int],
                  last_epoch: int = -1) -> None:
@@ -475,7 +499,20 @@ class SequentialLR:
 
 class ChainedScheduler:
     """Several schedulers stepped together, their factors multiplied: each scales the
-    learning rate the others set, as PyTorch's chained (recursive) schedulers do."""
+    learning rate the others set, as PyTorch's chained (recursive) schedulers do.
+
+    Example:
+        >>> S = fg.optim.lr_scheduler
+        >>> opt = fg.optim.SGD([fg.nn.Parameter(fg.ones(1))], lr=1.0)
+        >>> s = S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=2), S.ExponentialLR(opt, gamma=0.9)])
+        >>> lrs = []
+        >>> for _ in range(4):
+        ...     lrs.append(round(opt.param_groups[0]["lr"], 4))
+        ...     opt.step()
+        ...     s.step()
+        >>> lrs
+        [0.5, 0.45, 0.81, 0.729]
+    """
 
     def __init__(self, schedulers: list[LRScheduler], optimizer: _Optimizer | None = None) -> None:
         self._schedulers = list(schedulers)

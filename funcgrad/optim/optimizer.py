@@ -96,7 +96,16 @@ def _add_scaled_into(p: Parameter, alpha: float, x: Any) -> bool:
 
 class Optimizer:
     """The base of the PyTorch-style optimizers: parameter groups, ``zero_grad``, ``step``, ``state_dict``;
-    a new optimizer defines its update rule (see docs/optim.md)."""
+    a new optimizer defines its update rule (see docs/optim.md).
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.asarray([1.0, -1.0]))
+        >>> opt = fg.optim.SGD([w], lr=0.1)
+        >>> (w * w).sum().backward()
+        >>> opt.step()
+        >>> w.tolist(), isinstance(opt, fg.optim.Optimizer)
+        ([0.800000011920929, -0.800000011920929], True)
+    """
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = dict(defaults)

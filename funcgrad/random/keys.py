@@ -43,7 +43,13 @@ __all__ = ["Key", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_
 class Key:
     """Random keys of shape ``shape``: a uint32 array of shape ``(*shape, 2)`` inside. A
     pytree node (its data is the leaf), so keys pass through ``vmap``, ``compile`` and
-    ``grad`` like arrays; but a key is not a number: arithmetic on it raises."""
+    ``grad`` like arrays; but a key is not a number: arithmetic on it raises.
+
+    Example:
+        >>> k = fg.random.key(0)
+        >>> k, isinstance(k, fg.random.Key), fg.random.split(k).shape
+        (Key(shape=(), data=[0, 0]), True, (2,))
+    """
 
     __slots__ = ("data",)
 
