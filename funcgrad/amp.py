@@ -21,7 +21,20 @@ __all__ = ["autocast", "GradScaler", "is_autocast_enabled", "get_autocast_dtype"
 
 class GradScaler:
     """PyTorch's ``torch.amp.GradScaler``: ``scaler.scale(loss).backward()``,
-    ``scaler.step(optimizer)``, ``scaler.update()``, with PyTorch's defaults."""
+    ``scaler.step(optimizer)``, ``scaler.update()``, with PyTorch's defaults.
+
+    Example:
+        >>> w = fg.nn.Parameter(fg.ones(2))
+        >>> opt = fg.optim.SGD([w], lr=0.1)
+        >>> scaler = fg.amp.GradScaler()
+        >>> scaler.scale((w * w).sum()).backward()
+        >>> w.grad.tolist()  # (scaled by 2 ** 16)
+        [131072.0, 131072.0]
+        >>> scaler.step(opt)  # (unscaled first)
+        >>> scaler.update()
+        >>> w.tolist()
+        [0.800000011920929, 0.800000011920929]
+    """
 
     def __init__(self, device: str = "cpu", init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:

@@ -36,7 +36,14 @@ _ACTIVE: contextvars.ContextVar[profile | None] = contextvars.ContextVar("funcgr
 
 
 class ProfilerActivity:
-    """PyTorch's activity names, accepted by ``profile(activities=...)``."""
+    """PyTorch's activity names, accepted by ``profile(activities=...)``.
+
+    Example:
+        >>> with fg.profiler.profile(activities=[fg.profiler.ProfilerActivity.CPU]) as prof:
+        ...     y = fg.ones(3) * 2.0
+        >>> [e.name for e in prof.events()]
+        ['mul']
+    """
 
     CPU = "cpu"
     CUDA = "cuda"
@@ -44,7 +51,15 @@ class ProfilerActivity:
 
 @dataclass
 class Event:
-    """One timed thing: a primitive, a backward step or a ``record_function`` range."""
+    """One timed thing: a primitive, a backward step or a ``record_function`` range.
+
+    Example:
+        >>> with fg.profiler.profile(record_shapes=True) as prof:
+        ...     y = fg.ones((2, 3)).sum()
+        >>> event = prof.events()[0]
+        >>> event.name, event.input_shapes, event.end_ns >= event.start_ns
+        ('reduce_sum', [[2, 3]], True)
+    """
 
     name: str
     start_ns: int
@@ -70,7 +85,14 @@ class Event:
 
 class profile(Interpreter):
     """``with fg.profiler.profile(record_shapes=True) as prof:`` records what runs inside;
-    ``prof.key_averages().table(...)``, ``prof.export_chrome_trace(path)``, ``prof.events()``."""
+    ``prof.key_averages().table(...)``, ``prof.export_chrome_trace(path)``, ``prof.events()``.
+
+    Example:
+        >>> with fg.profiler.profile() as prof:
+        ...     y = fg.ones(3) + fg.ones(3)
+        >>> [e.name for e in prof.events()]
+        ['add']
+    """
 
     name = "profile"
 
@@ -223,7 +245,15 @@ class _Row:
 
 
 class EventList(list):  # type: ignore[type-arg]
-    """A list of events (or of ``key_averages`` rows), with PyTorch's ``table``."""
+    """A list of events (or of ``key_averages`` rows), with PyTorch's ``table``.
+
+    Example:
+        >>> with fg.profiler.profile() as prof:
+        ...     y = fg.ones(3) + fg.ones(3)
+        >>> events = prof.events()
+        >>> isinstance(events, fg.profiler.EventList), len(events)
+        (True, 1)
+    """
 
     def key_averages(self, group_by_input_shape: bool = False) -> EventList:
         """The events summed by name (and input shapes)."""
@@ -296,7 +326,15 @@ def _bytes(n: int) -> str:
 @contextlib.contextmanager
 def record_function(name: str) -> Iterator[None]:
     """A range of your own in the active profile (``with record_function("forward"): ...``);
-    nothing when no profile is recording."""
+    nothing when no profile is recording.
+
+    Example:
+        >>> with fg.profiler.profile() as prof:
+        ...     with fg.profiler.record_function("mine"):
+        ...         y = fg.ones(3) + fg.ones(3)
+        >>> sorted(e.name for e in prof.events())
+        ['add', 'mine']
+    """
     prof = _ACTIVE.get()
     if prof is None:
         yield

@@ -69,7 +69,13 @@ def _as_arrays(tree: Any) -> Any:
 
 
 def numerical_jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any], eps: float) -> Any:
-    """Central difference of ``f`` at ``primals`` along ``tangents`` (non-float leaves fixed)."""
+    """Central difference of ``f`` at ``primals`` along ``tangents`` (non-float leaves fixed).
+
+    Example:
+        >>> x, t = fg.asarray([3.0], dtype=fg.float64), fg.asarray([1.0], dtype=fg.float64)
+        >>> fg.testing.numerical_jvp(lambda v: v * v, (x,), (t,), 1e-6).round(6).tolist()
+        [6.0]
+    """
     plus = _as_arrays(f(*_add_scaled(tuple(primals), tuple(tangents), eps)))
     minus = _as_arrays(f(*_add_scaled(tuple(primals), tuple(tangents), -eps)))
     return _tree.map(lambda a, b: (a - b) / (2 * eps) if _is_float(a) else None, plus, minus)
@@ -115,6 +121,9 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any] | None = None, order:
     arguments stay fixed. ``f`` takes positional arguments and returns a pytree. Without
     ``args``, autograd's form: ``check_grads(f, modes=["rev"])(*args)`` checks at the
     arguments of that call.
+
+    Example:
+        >>> fg.testing.check_grads(lambda x: fg.sin(x) * x, (fg.asarray([0.5, 1.0]),), order=2)  # (silent: all correct)
     """
     if args is None:
         return lambda *call_args: check_grads(f, call_args, order, modes, atol, rtol, eps, seed, dtype)

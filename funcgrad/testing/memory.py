@@ -19,7 +19,12 @@ def peak_memory(run: Callable[[], Any], device: Any = "cpu") -> tuple[int, int]:
     the measured call. NumPy reports its buffers to ``tracemalloc``, so on the CPU the two
     agree up to Python's own objects: a check that ``fg.memory`` sees the real peak. The
     write guard (``fg.config.write_guard``) is off for the measured call: its copies of the
-    inputs are not the program's memory."""
+    inputs are not the program's memory.
+
+    Example:
+        >>> fg.testing.peak_memory(lambda: fg.ones(1000, dtype=fg.float64) * 2.0)[0]  # (the ones and the product)
+        16000
+    """
     run()
     gc.collect()
     base = memory.allocated(device)

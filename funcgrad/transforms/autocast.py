@@ -146,13 +146,26 @@ def autocast_like(state: tuple[str, Any] | None) -> Any:
 
 
 def is_autocast_enabled(device_type: str = "cpu") -> bool:
-    """Whether an ``autocast`` block for ``device_type`` casts now."""
+    """Whether an ``autocast`` block for ``device_type`` casts now.
+
+    Example:
+        >>> with fg.autocast("cpu"):
+        ...     inside = fg.amp.is_autocast_enabled("cpu")
+        >>> inside, fg.amp.is_autocast_enabled("cpu")
+        (True, False)
+    """
     state = _STATE.get()
     return bool(state is not None and state[0] and state[1] == _KINDS.get(device_type, device_type))
 
 
 def get_autocast_dtype(device_type: str = "cpu") -> Any:
-    """The low dtype the innermost ``autocast`` block for ``device_type`` uses (bfloat16 on the CPU by default)."""
+    """The low dtype the innermost ``autocast`` block for ``device_type`` uses (bfloat16 on the CPU by default).
+
+    Example:
+        >>> with fg.autocast("cpu"):
+        ...     fg.amp.get_autocast_dtype("cpu")
+        bfloat16
+    """
     state = _STATE.get()
     if state is not None and state[1] == _KINDS.get(device_type, device_type):
         return state[2]

@@ -33,7 +33,14 @@ debug_callback_p.batch = lambda args, dims, *, fn: (bind(debug_callback_p, *map(
 
 
 def callback(fn: Callable[..., Any], *args: Any) -> None:
-    """Call ``fn(*args)`` with concrete values whenever the surrounding program runs."""
+    """Call ``fn(*args)`` with concrete values whenever the surrounding program runs.
+
+    Example:
+        >>> seen = []
+        >>> f = fg.compile(lambda x: (fg.debug.callback(lambda v: seen.append(v.tolist()), x), x + 1.0)[1])
+        >>> f(fg.asarray([1.0])).tolist(), seen
+        ([2.0], [[1.0]])
+    """
     if not callable(fn):
         raise ArgumentTypeError(f"fg.debug.callback: fn must be callable, got {type(fn).__name__} {fn!r}")
     if any(isinstance(a, ArrayBase) for a in args):
@@ -43,7 +50,14 @@ def callback(fn: Callable[..., Any], *args: Any) -> None:
 
 
 def print(fmt: str, *args: Any) -> None:  # noqa: A001 - fg.debug.print, as jax.debug.print
-    """``print(fmt.format(*args))`` with the arrays' values when the program runs."""
+    """``print(fmt.format(*args))`` with the arrays' values when the program runs.
+
+    Example:
+        >>> f = fg.compile(lambda x: (fg.debug.print("x = {}", x), x * 2.0)[1])
+        >>> f(fg.asarray([1.0, 2.0])).tolist()
+        x = [1. 2.]
+        [2.0, 4.0]
+    """
     if not isinstance(fmt, str):
         raise ArgumentTypeError(f"fg.debug.print: fmt must be a format string, got {type(fmt).__name__} {fmt!r}; "
                                 "write fg.debug.print('{}', x)")

@@ -28,7 +28,22 @@ __all__ = ["Function", "FunctionCtx"]
 
 
 class FunctionCtx:
-    """The ``ctx`` passed to ``forward`` and ``backward``; any attribute may be set on it."""
+    """The ``ctx`` passed to ``forward`` and ``backward``; any attribute may be set on it.
+
+    Example:
+        >>> class Scale(fg.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x, k):
+        ...         ctx.k = k  # (any attribute)
+        ...         return x * k
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         return g * ctx.k, None
+        >>> x = fg.asarray([1.0, 2.0], requires_grad=True)
+        >>> Scale.apply(x, 3.0).sum().backward()
+        >>> x.grad.tolist()
+        [3.0, 3.0]
+    """
 
     def __init__(self, needs_input_grad: tuple[bool, ...] = ()) -> None:
         self.needs_input_grad = needs_input_grad
@@ -148,7 +163,23 @@ function_p.batch = batch_by_loop(function_p)
 
 
 class Function:
-    """Subclass with ``forward(ctx, ...)`` and ``backward(ctx, *grads)``; call ``MyFn.apply(...)``."""
+    """Subclass with ``forward(ctx, ...)`` and ``backward(ctx, *grads)``; call ``MyFn.apply(...)``.
+
+    Example:
+        >>> class Square(fg.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     def backward(ctx, g):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2.0 * x * g
+        >>> x = fg.asarray([3.0], requires_grad=True)
+        >>> Square.apply(x).sum().backward()
+        >>> x.grad.tolist()
+        [6.0]
+    """
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:

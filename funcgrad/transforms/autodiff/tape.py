@@ -343,7 +343,14 @@ def _seed(output: Any, gradient: Any, where: str) -> Any:
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Any = None) -> None:
-    """``fg.autograd.backward``: accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
+    """``fg.autograd.backward``: accumulate gradients of ``tensors`` into the leaves' ``.grad``.
+
+    Example:
+        >>> x = fg.asarray([2.0], requires_grad=True)
+        >>> fg.autograd.backward((x * x).sum())
+        >>> x.grad.tolist()
+        [4.0]
+    """
     tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
     grads = list(grad_tensors) if isinstance(grad_tensors, (list, tuple)) else [grad_tensors] * len(tensors)
     roots = []
@@ -373,7 +380,13 @@ def _key(x: Any) -> tuple[int, int]:
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
          create_graph: bool = False, allow_unused: bool = False) -> tuple[Any, ...]:
-    """``fg.autograd.grad``: gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``."""
+    """``fg.autograd.grad``: gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    Example:
+        >>> x = fg.asarray([2.0], requires_grad=True)
+        >>> fg.autograd.grad((x ** 3).sum(), x)[0].tolist(), x.grad
+        ([12.0], None)
+    """
     outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
     g_out = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs] * len(outputs)
