@@ -37,7 +37,17 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
 
 
 class Dataset:
-    """A map-style dataset: ``dataset[i]`` is sample ``i`` and ``len(dataset)`` their number."""
+    """A map-style dataset: ``dataset[i]`` is sample ``i`` and ``len(dataset)`` their number.
+
+    Example:
+        >>> class Squares(fg.utils.data.Dataset):
+        ...     def __len__(self):
+        ...         return 4
+        ...     def __getitem__(self, i):
+        ...         return i * i
+        >>> [Squares()[i] for i in range(4)], len(Squares())
+        ([0, 1, 4, 9], 4)
+    """
 
     def __getitem__(self, index: int) -> Any:
         raise NotImplementedError
@@ -50,7 +60,15 @@ class Dataset:
 
 
 class IterableDataset(Dataset):
-    """A dataset read by iterating it (a stream): ``DataLoader`` batches what it yields."""
+    """A dataset read by iterating it (a stream): ``DataLoader`` batches what it yields.
+
+    Example:
+        >>> class Count(fg.utils.data.IterableDataset):
+        ...     def __iter__(self):
+        ...         return iter(range(5))
+        >>> [b.tolist() for b in fg.utils.data.DataLoader(Count(), batch_size=2)]
+        [[0, 1], [2, 3], [4]]
+    """
 
     def __iter__(self) -> Iterator[Any]:
         raise NotImplementedError
@@ -60,7 +78,13 @@ class IterableDataset(Dataset):
 
 
 class TensorDataset(Dataset):
-    """Samples ``(a[i], b[i], ...)`` from arrays of one length (their first axis)."""
+    """Samples ``(a[i], b[i], ...)`` from arrays of one length (their first axis).
+
+    Example:
+        >>> ds = fg.utils.data.TensorDataset(fg.arange(4), fg.arange(4) * 10)
+        >>> len(ds), [v.item() for v in ds[2]]
+        (4, [2, 20])
+    """
 
     def __init__(self, *tensors: Any) -> None:
         if not tensors:
@@ -78,7 +102,13 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices``, in that order."""
+    """The samples of ``dataset`` at ``indices``, in that order.
+
+    Example:
+        >>> ds = fg.utils.data.TensorDataset(fg.arange(4))
+        >>> [s[0].item() for s in fg.utils.data.Subset(ds, [3, 1])]
+        [3, 1]
+    """
 
     def __init__(self, dataset: Dataset, indices: Sequence[int]) -> None:
         self.dataset, self.indices = dataset, [int(i) for i in indices]
@@ -91,7 +121,14 @@ class Subset(Dataset):
 
 
 class ConcatDataset(Dataset):
-    """Datasets one after another."""
+    """Datasets one after another.
+
+    Example:
+        >>> ds = fg.utils.data.TensorDataset(fg.arange(4))
+        >>> both = fg.utils.data.ConcatDataset([ds, ds])
+        >>> len(both), both[5][0].item()
+        (8, 1)
+    """
 
     def __init__(self, datasets: Iterable[Dataset]) -> None:
         self.datasets = list(datasets)
@@ -111,7 +148,13 @@ class ConcatDataset(Dataset):
 
 def random_split(dataset: Dataset, lengths: Sequence[float], generator: Generator | None = None) -> list[Subset]:
     """Non-overlapping random subsets of the given lengths (or fractions of the whole, the
-    remainder spread one by one from the first, as PyTorch does)."""
+    remainder spread one by one from the first, as PyTorch does).
+
+    Example:
+        >>> a, b = fg.utils.data.random_split(range(10), [7, 3], generator=fg.Generator().manual_seed(0))
+        >>> list(a.indices), list(b.indices)  # (torch.utils.data.random_split's, from the same seed)
+        ([4, 1, 7, 5, 3, 9, 0], [8, 6, 2])
+    """
     n = len(dataset)
     if all(0 <= f <= 1 for f in lengths) and math.isclose(sum(lengths), 1.0) and sum(lengths) != n:
         sizes = [int(math.floor(n * f)) for f in lengths]
@@ -127,7 +170,19 @@ def random_split(dataset: Dataset, lengths: Sequence[float], generator: Generato
 
 
 class Sampler:
-    """An order of dataset indices (iterate it)."""
+    """An order of dataset indices (iterate it).
+
+    Example:
+        >>> class Backwards(fg.utils.data.Sampler):
+        ...     def __init__(self, n):
+        ...         self.n = n
+        ...     def __iter__(self):
+        ...         return iter(range(self.n - 1, -1, -1))
+        ...     def __len__(self):
+        ...         return self.n
+        >>> [b.tolist() for b in fg.utils.data.DataLoader(range(4), batch_size=2, sampler=Backwards(4))]
+        [[3, 2], [1, 0]]
+    """
 
     def __iter__(self) -> Iterator[int]:
         raise NotImplementedError
@@ -137,7 +192,12 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """``0, 1, ..., len - 1``."""
+    """``0, 1, ..., len - 1``.
+
+    Example:
+        >>> list(fg.utils.data.SequentialSampler(range(3)))
+        [0, 1, 2]
+    """
 
     def __init__(self, data_source: Any) -> None:
         self.data_source = data_source
@@ -150,7 +210,12 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A random permutation each epoch (or ``num_samples`` draws with replacement)."""
+    """A random permutation each epoch (or ``num_samples`` draws with replacement).
+
+    Example:
+        >>> list(fg.utils.data.RandomSampler(range(5), generator=fg.Generator().manual_seed(0)))  # (PyTorch's order)
+        [4, 0, 1, 3, 2]
+    """
 
     def __init__(self, data_source: Any, replacement: bool = False, num_samples: int | None = None,
                  generator: Generator | None = None) -> None:
@@ -182,7 +247,12 @@ class RandomSampler(Sampler):
 
 
 class SubsetRandomSampler(Sampler):
-    """The given indices in a random order each epoch."""
+    """The given indices in a random order each epoch.
+
+    Example:
+        >>> list(fg.utils.data.SubsetRandomSampler([10, 20, 30], generator=fg.Generator().manual_seed(0)))
+        [30, 10, 20]
+    """
 
     def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
         self.indices, self.generator = list(indices), generator
@@ -195,7 +265,13 @@ class SubsetRandomSampler(Sampler):
 
 
 class WeightedRandomSampler(Sampler):
-    """``num_samples`` indices drawn with probabilities proportional to ``weights``."""
+    """``num_samples`` indices drawn with probabilities proportional to ``weights``.
+
+    Example:
+        >>> g = fg.Generator().manual_seed(0)
+        >>> list(fg.utils.data.WeightedRandomSampler([1.0, 1.0, 0.0], 6, generator=g))  # (PyTorch's draws)
+        [1, 1, 0, 1, 1, 1]
+    """
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
                  generator: Generator | None = None) -> None:
@@ -212,7 +288,13 @@ class WeightedRandomSampler(Sampler):
 class DistributedSampler(Sampler):
     """PyTorch's ``DistributedSampler``: rank ``rank``'s share of the dataset's indices, every
     rank the same number (padded by repeating the first indices, or cut with ``drop_last``),
-    shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch) identically on every rank."""
+    shuffled by ``seed + epoch`` (call ``set_epoch`` each epoch) identically on every rank.
+
+    Example:
+        >>> S = fg.utils.data
+        >>> [list(S.DistributedSampler(range(5), num_replicas=2, rank=r, shuffle=False)) for r in (0, 1)]
+        [[0, 2, 4], [1, 3, 0]]
+    """
 
     def __init__(self, dataset: Any, num_replicas: int | None = None, rank: int | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False) -> None:
@@ -263,7 +345,13 @@ class DistributedSampler(Sampler):
 
 
 class BatchSampler(Sampler):
-    """Batches of ``batch_size`` indices from ``sampler`` (the last one shorter unless ``drop_last``)."""
+    """Batches of ``batch_size`` indices from ``sampler`` (the last one shorter unless ``drop_last``).
+
+    Example:
+        >>> S = fg.utils.data
+        >>> list(S.BatchSampler(range(5), 2, drop_last=False)), list(S.BatchSampler(range(5), 2, drop_last=True))
+        ([[0, 1], [2, 3], [4]], [[0, 1], [2, 3]])
+    """
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
@@ -287,7 +375,14 @@ class BatchSampler(Sampler):
 
 def default_collate(batch: Sequence[Any]) -> Any:
     """A list of samples as one batch: arrays and numbers stacked into funcgrad arrays along a
-    new first axis; tuples, lists and dicts collated field by field; strings kept as lists."""
+    new first axis; tuples, lists and dicts collated field by field; strings kept as lists.
+
+    Example:
+        >>> import numpy as np
+        >>> labels, images = fg.utils.data.default_collate([(1, np.array([1.0, 2.0])), (2, np.array([3.0, 4.0]))])
+        >>> labels.tolist(), images.tolist()
+        ([1, 2], [[1.0, 2.0], [3.0, 4.0]])
+    """
     first = batch[0]
     if isinstance(first, ArrayBase):
         return ops.stack(list(batch))
@@ -313,7 +408,13 @@ def default_convert(sample: Any) -> Any:
     """One sample as ``DataLoader(batch_size=None)`` yields it (PyTorch's ``default_convert``):
     NumPy arrays become funcgrad arrays, copied as ``fg.asarray`` copies (so a later write
     to the dataset's NumPy array never reaches a sample already handed out); tuples, lists
-    and dicts are converted field by field; anything else is left as it is."""
+    and dicts are converted field by field; anything else is left as it is.
+
+    Example:
+        >>> import numpy as np
+        >>> fg.utils.data.default_convert({"a": np.array([1.0, 2.0])})
+        {'a': Array([1., 2.], dtype=float64, device=cpu)}
+    """
     if isinstance(sample, np.ndarray):
         return ops.asarray(sample)
     if isinstance(sample, dict):
@@ -335,7 +436,12 @@ _WORKER: list[Any] = [None]  # in a worker process: (dataset, collate_fn, info)
 
 def get_worker_info() -> _WorkerInfo | None:
     """In a ``DataLoader`` worker process, its id, the number of workers, its seed and its copy
-    of the dataset; ``None`` in the main process."""
+    of the dataset; ``None`` in the main process.
+
+    Example:
+        >>> fg.utils.data.get_worker_info() is None  # (the main process)
+        True
+    """
     return _WORKER[0][2] if _WORKER[0] is not None else None
 
 
@@ -367,7 +473,16 @@ class DataLoader:
     """Batches of a dataset, PyTorch's ``DataLoader``: ``batch_size``, ``shuffle``,
     ``sampler``/``batch_sampler``, ``drop_last``, ``collate_fn``, ``generator``,
     ``num_workers`` (worker processes), ``persistent_workers``, ``worker_init_fn``.
-    (``pin_memory`` is accepted and does nothing: there is no pinned host memory here.)"""
+    (``pin_memory`` is accepted and does nothing: there is no pinned host memory here.)
+
+    Example:
+        >>> ds = fg.utils.data.TensorDataset(fg.arange(4), fg.arange(4) * 10)
+        >>> [(x.tolist(), y.tolist()) for x, y in fg.utils.data.DataLoader(ds, batch_size=2)]
+        [([0, 1], [0, 10]), ([2, 3], [20, 30])]
+        >>> g = fg.Generator().manual_seed(0)
+        >>> [b.tolist() for b in fg.utils.data.DataLoader(range(6), batch_size=2, shuffle=True, generator=g)]
+        [[5, 1], [0, 3], [2, 4]]
+    """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool = False, sampler: Any = None,
                  batch_sampler: Any = None, num_workers: int = 0, collate_fn: Callable[..., Any] | None = None,
