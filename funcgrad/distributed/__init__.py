@@ -40,7 +40,12 @@ __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size",
 
 
 class group:  # noqa: N801  (PyTorch's spelling: dist.group.WORLD)
-    """The process groups: only the whole world exists (``WORLD``, also spelled ``None``)."""
+    """The process groups: only the whole world exists (``WORLD``, also spelled ``None``).
+
+    Example:
+        >>> fg.distributed.group.WORLD is None  # (dist.all_reduce(x, group=dist.group.WORLD) is the default group)
+        True
+    """
 
     WORLD = None
 
@@ -52,13 +57,23 @@ def _world(given: Any, name: str) -> None:
 
 
 class ReduceOp:
-    """PyTorch's reduction names for ``all_reduce`` and ``reduce_scatter``."""
+    """PyTorch's reduction names for ``all_reduce`` and ``reduce_scatter``.
+
+    Example:
+        >>> fg.distributed.ReduceOp.SUM, fg.distributed.ReduceOp.AVG
+        ('sum', 'mean')
+    """
 
     SUM, AVG, MAX, MIN = "sum", "mean", "max", "min"
 
 
 def is_available() -> bool:
-    """Whether an engine is installed (``mpi4py``; the ``distributed`` extra)."""
+    """Whether an engine is installed (``mpi4py``; the ``distributed`` extra).
+
+    Example:
+        >>> if fg.distributed.is_available():  # (mpi4py installed: launch with python -m funcgrad.distributed.run)
+        ...     pass
+    """
     try:
         import mpi4py  # noqa: F401
     except ImportError:
@@ -177,17 +192,33 @@ def _abort_on_uncaught() -> None:
 
 
 def is_initialized() -> bool:
-    """Whether ``init_process_group`` has run (and ``destroy_process_group`` has not)."""
+    """Whether ``init_process_group`` has run (and ``destroy_process_group`` has not).
+
+    Example:
+        >>> rank = fg.distributed.get_rank() if fg.distributed.is_initialized() else 0
+        >>> 0 <= rank < fg.distributed.get_world_size()
+        True
+    """
     return process_group.joined() is not None
 
 
 def get_rank() -> int:
-    """This process's rank in the group (outside one, ``RANK`` or 0)."""
+    """This process's rank in the group (outside one, ``RANK`` or 0).
+
+    Example:
+        >>> 0 <= fg.distributed.get_rank() < fg.distributed.get_world_size()
+        True
+    """
     return process_group.current().rank if is_initialized() else int(os.environ.get("RANK", 0))
 
 
 def get_world_size() -> int:
-    """How many processes the group holds (outside one, ``WORLD_SIZE`` or 1)."""
+    """How many processes the group holds (outside one, ``WORLD_SIZE`` or 1).
+
+    Example:
+        >>> fg.distributed.get_world_size() >= 1
+        True
+    """
     return process_group.current().size if is_initialized() else int(os.environ.get("WORLD_SIZE", 1))
 
 
