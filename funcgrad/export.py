@@ -50,7 +50,16 @@ _MAX_HEADER = 256 * 2 ** 20
 
 
 class ExportError(FuncgradError, TypeError):
-    """A function holds something an exported file cannot record (a Python callable)."""
+    """A function holds something an exported file cannot record (a Python callable).
+
+    Example:
+        >>> from funcgrad.export import ExportError
+        >>> try:
+        ...     fg.export(lambda x: fg.debug.callback(print, x) or x * 2.0, fg.ones(2))
+        ... except ExportError as e:
+        ...     print(str(e)[:47])
+        export: the parameters of debug_callback (fn) h
+    """
 
 
 class Exported:

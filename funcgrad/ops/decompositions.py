@@ -27,21 +27,39 @@ __all__ = ["eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals", "qr", "slogde
 
 
 class EigResult(NamedTuple):
-    """``eig``'s result: the eigenvalues and the eigenvectors as columns (complex)."""
+    """``eig``'s result: the eigenvalues and the eigenvectors as columns (complex).
+
+    Example:
+        >>> r = fg.linalg.eig(fg.asarray([[2.0, 0.0], [0.0, 1.0]]))
+        >>> r.eigenvalues.tolist(), r._fields
+        ([(2+0j), (1+0j)], ('eigenvalues', 'eigenvectors'))
+    """
 
     eigenvalues: Any
     eigenvectors: Any
 
 
 class EighResult(NamedTuple):
-    """``eigh``'s result: ascending eigenvalues and the eigenvectors as columns."""
+    """``eigh``'s result: ascending eigenvalues and the eigenvectors as columns.
+
+    Example:
+        >>> values, vectors = fg.linalg.eigh(fg.asarray([[2.0, 0.0], [0.0, 1.0]]))
+        >>> values.tolist(), vectors.tolist()
+        ([1.0, 2.0], [[0.0, 1.0], [1.0, 0.0]])
+    """
 
     eigenvalues: Any
     eigenvectors: Any
 
 
 class SVDResult(NamedTuple):
-    """``svd``'s result: ``U``, the singular values (descending) and ``Vh``."""
+    """``svd``'s result: ``U``, the singular values (descending) and ``Vh``.
+
+    Example:
+        >>> r = fg.linalg.svd(fg.asarray([[3.0, 0.0], [0.0, 2.0]]))
+        >>> r.S.tolist(), r._fields
+        ([3.0, 2.0], ('U', 'S', 'Vh'))
+    """
 
     U: Any
     S: Any
@@ -49,14 +67,26 @@ class SVDResult(NamedTuple):
 
 
 class QRResult(NamedTuple):
-    """``qr``'s result: orthonormal ``Q`` and upper-triangular ``R``."""
+    """``qr``'s result: orthonormal ``Q`` and upper-triangular ``R``.
+
+    Example:
+        >>> q, r = fg.linalg.qr(fg.asarray([[3.0, 0.0], [4.0, 5.0]], dtype=fg.float64))
+        >>> (q @ r).round(6).tolist()
+        [[3.0, 0.0], [4.0, 5.0]]
+    """
 
     Q: Any
     R: Any
 
 
 class SlogdetResult(NamedTuple):
-    """``slogdet``'s result: the determinant's sign and the log of its absolute value."""
+    """``slogdet``'s result: the determinant's sign and the log of its absolute value.
+
+    Example:
+        >>> sign, logabsdet = fg.linalg.slogdet(fg.asarray([[2.0, 0.0], [0.0, -3.0]], dtype=fg.float64))
+        >>> sign.item(), round(logabsdet.item(), 4)
+        (-1.0, 1.7918)
+    """
 
     sign: Any
     logabsdet: Any
