@@ -760,3 +760,33 @@ def test_collectives_other_than_all_reduce_refuse_traced_values() -> None:
             fg.compile(fn)(x)
     with pytest.raises(fg.ArgumentValueError, match="op must be one of"):
         _ = dist.all_reduce(x, fg.ones(2))
+
+
+DOCSTRING_EXAMPLES = r"""
+import doctest, inspect
+import funcgrad as fg
+import funcgrad.distributed as dist
+from funcgrad.backends.process_group import Work
+dist.init_process_group("mpi")
+rank = dist.get_rank()
+ran = 0
+for name in ["init_process_group", "get_backend", "barrier", *dist.__all__, "Work"]:
+    obj = Work if name == "Work" else getattr(dist, name)
+    if "Example (on two ranks" not in (inspect.getdoc(obj) or ""):
+        continue
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for test in doctest.DocTestFinder(recurse=False).find(obj, f"dist.{name}",
+                                                            globs={"fg": fg, "dist": dist, "rank": rank}):
+        runner.run(test)
+    assert runner.failures == 0, f"dist.{name}: {runner.failures} failing example(s) on rank {rank}"
+    ran += 1
+assert ran >= 20, ran
+dist.destroy_process_group()
+print(f"rank {rank}: ok", flush=True)
+"""
+
+
+def test_the_collectives_docstring_examples_run_on_two_ranks() -> None:
+    """Each ``fg.distributed`` example headed "on two ranks" runs as a doctest in both ranks
+    of a process group (the single-process docstring test leaves them to this one)."""
+    assert_ranks_ok(run_ranks(DOCSTRING_EXAMPLES))

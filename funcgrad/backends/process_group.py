@@ -55,7 +55,13 @@ def leave() -> None:
 
 class Work:
     """An in-flight collective (PyTorch's ``async_op=True`` handle). ``wait()`` returns its
-    result once every rank has taken part; ``is_completed()`` asks without waiting."""
+    result once every rank has taken part; ``is_completed()`` asks without waiting.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> work = dist.all_reduce(fg.ones(2) * (rank + 1), async_op=True)
+        >>> type(work).__name__, work.wait().tolist()
+        ('Work', [3.0, 3.0])
+    """
 
     def __init__(self, done: Callable[[], bool], result: Callable[[], Any], what: str, timeout: float) -> None:
         self._done, self._result, self.what, self.timeout = done, result, what, timeout

@@ -111,7 +111,12 @@ def init_process_group(backend: str = "mpi", init_method: str | None = None, tim
     ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` as in PyTorch (or
     ``init_method="tcp://host:port"``). ``timeout`` (seconds or a ``timedelta``; 30 minutes
     by default) bounds every wait. ``group_name``, ``pg_options`` and ``device_id`` are
-    PyTorch's and change nothing here."""
+    PyTorch's and change nothing here.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> dist.is_initialized(), dist.get_world_size(), dist.get_backend()  # (after init_process_group("mpi"))
+        (True, 2, 'mpi')
+    """
     seconds = _seconds(timeout)
     if store is not None:
         raise ArgumentValueError("init_process_group: store= is not supported; the ranks meet through MPI, or "
@@ -223,18 +228,32 @@ def get_world_size() -> int:
 
 
 def get_backend() -> str:
-    """``"mpi"`` or ``"nccl"``."""
+    """``"mpi"`` or ``"nccl"``.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> dist.get_backend()
+        'mpi'
+    """
     return str(process_group.current().backend)
 
 
 def barrier(async_op: bool = False) -> Work | None:
-    """Wait until every process reaches this point."""
+    """Wait until every process reaches this point.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> dist.barrier()  # (returns once both ranks have called it)
+    """
     work = process_group.current().barrier()
     return work if async_op else work.wait()
 
 
 def destroy_process_group() -> None:
-    """Leave the group (MPI itself finalizes when the process exits)."""
+    """Leave the group (MPI itself finalizes when the process exits).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> dist.is_initialized()  # (until destroy_process_group())
+        True
+    """
     process_group.leave()
 
 
@@ -294,7 +313,13 @@ def _op(op: Any, name: str, x: Any = None) -> str:
 def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
     """``tensor`` combined over every rank (``sum``, ``mean``, ``max`` or ``min``), as a new
     array; with ``async_op=True`` a ``Work`` whose ``wait()`` returns it. Differentiable,
-    and usable inside ``fg.grad``, ``fg.vmap`` and ``fg.compile``."""
+    and usable inside ``fg.grad``, ``fg.vmap`` and ``fg.compile``.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> x = fg.ones(2) * (rank + 1)
+        >>> dist.all_reduce(x).tolist(), dist.all_reduce(x, "max").tolist()
+        ([3.0, 3.0], [2.0, 2.0])
+    """
     _world(group, "all_reduce")
     _check_used("all_reduce", "`t = dist.all_reduce(t)`")
     x, op = _array(tensor, "all_reduce"), _op(op, "all_reduce")
@@ -311,7 +336,12 @@ def all_reduce(tensor: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op:
 
 def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = False) -> Any:
     """Rank ``src``'s ``tensor`` on every rank, as a new array (every rank passes one of the
-    same shape and dtype)."""
+    same shape and dtype).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> dist.broadcast(fg.asarray([1.0, 2.0]) * (rank + 1), src=0).tolist()
+        [1.0, 2.0]
+    """
     _world(group, "broadcast")
     _check_used("broadcast", "`t = dist.broadcast(t, src)`")
     x = _array(tensor, "broadcast")
@@ -324,7 +354,12 @@ def broadcast(tensor: Any, src: int = 0, group: Any = None, async_op: bool = Fal
 
 def all_gather(tensor_list: Any, tensor: Any = None, group: Any = None, async_op: bool = False) -> Any:
     """Every rank's array (all of one shape and dtype), in rank order: ``dist.all_gather(x)``
-    returns the list; PyTorch's ``dist.all_gather(tensor_list, x)`` fills ``tensor_list``."""
+    returns the list; PyTorch's ``dist.all_gather(tensor_list, x)`` fills ``tensor_list``.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> [a.tolist() for a in dist.all_gather(fg.asarray([float(rank)]))]
+        [[0.0], [1.0]]
+    """
     _world(group, "all_gather")
     into = tensor_list if tensor is not None else None
     x = _array(tensor if tensor is not None else tensor_list, "all_gather")
@@ -349,7 +384,13 @@ def _rows(out: Any, like: Array, into: list[Any] | None) -> list[Array] | None:
 
 def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
     """Rank ``r`` gets block ``r`` of the inputs combined over every rank: ``input_list`` is a
-    list of one array per rank (or one array whose first axis has one entry per rank)."""
+    list of one array per rank (or one array whose first axis has one entry per rank).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> blocks = [fg.asarray([1.0]) * (rank + 1), fg.asarray([10.0]) * (rank + 1)]
+        >>> dist.reduce_scatter(blocks).tolist() == [[3.0], [30.0]][rank]
+        True
+    """
     _world(group, "reduce_scatter")
     _check_used("reduce_scatter", "`out = dist.reduce_scatter(input_list)`")
     group_ = process_group.current()
@@ -375,7 +416,13 @@ def reduce_scatter(input_list: Any, op: Any = ReduceOp.SUM, group: Any = None, a
 
 def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None, async_op: bool = False) -> Any:
     """``tensor`` combined over every rank, on rank ``dst``; the other ranks get their own
-    ``tensor`` back (PyTorch leaves theirs as it was)."""
+    ``tensor`` back (PyTorch leaves theirs as it was).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> x = fg.ones(2) * (rank + 1)
+        >>> dist.reduce(x, dst=0).tolist() == [[3.0, 3.0], [2.0, 2.0]][rank]  # (rank 1 keeps its own)
+        True
+    """
     _world(group, "reduce")
     _check_used("reduce", "`t = dist.reduce(t, dst)`")
     x = _array(tensor, "reduce")
@@ -390,7 +437,13 @@ def reduce(tensor: Any, dst: int = 0, op: Any = ReduceOp.SUM, group: Any = None,
 
 def gather(tensor: Any, gather_list: Any = None, dst: int = 0, group: Any = None, async_op: bool = False) -> Any:
     """Every rank's ``tensor``, in rank order, on rank ``dst`` (a list there, ``None`` on the
-    others); PyTorch's ``gather_list`` argument, given on ``dst``, is filled too."""
+    others); PyTorch's ``gather_list`` argument, given on ``dst``, is filled too.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> got = dist.gather(fg.asarray([float(rank)]), dst=0)
+        >>> got is None if rank == 1 else [a.tolist() for a in got] == [[0.0], [1.0]]
+        True
+    """
     _world(group, "gather")
     x = _array(tensor, "gather")
     _check_rank(dst, "gather", "dst")
@@ -405,7 +458,13 @@ def gather(tensor: Any, gather_list: Any = None, dst: int = 0, group: Any = None
 
 def scatter(tensor: Any, scatter_list: Any = None, src: int = 0, group: Any = None, async_op: bool = False) -> Any:
     """Rank ``r`` gets ``scatter_list[r]`` from rank ``src`` (a list of one array per rank,
-    given on ``src``), shaped and typed like ``tensor``; returned (``tensor`` is unchanged)."""
+    given on ``src``), shaped and typed like ``tensor``; returned (``tensor`` is unchanged).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> pieces = [fg.asarray([5.0]), fg.asarray([7.0])] if rank == 0 else None
+        >>> dist.scatter(fg.zeros(1), pieces, src=0).tolist() == [[5.0], [7.0]][rank]
+        True
+    """
     _world(group, "scatter")
     _check_used("scatter", "`t = dist.scatter(t, scatter_list, src)`")
     x = _array(tensor, "scatter")
@@ -429,7 +488,12 @@ def scatter(tensor: Any, scatter_list: Any = None, src: int = 0, group: Any = No
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = None, async_op: bool = False) -> Any:
     """Every rank's ``input_tensor`` joined along the first axis (PyTorch's name); the result
-    is returned, and ``output_tensor`` (PyTorch writes into it) gives only its shape."""
+    is returned, and ``output_tensor`` (PyTorch writes into it) gives only its shape.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> dist.all_gather_into_tensor(None, fg.asarray([float(rank), float(rank)])).tolist()
+        [0.0, 0.0, 1.0, 1.0]
+    """
     _world(group, "all_gather_into_tensor")
     _check_used("all_gather_into_tensor", "`out = dist.all_gather_into_tensor(out, x)`")
     x = _array(input_tensor, "all_gather_into_tensor")
@@ -446,7 +510,13 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
 def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group: Any = None,  # noqa: A002
                           async_op: bool = False) -> Any:
     """``input`` (each rank's, its first axis in world-size blocks) combined over the ranks;
-    rank ``r`` gets block ``r`` (PyTorch's name). Returned; ``output`` gives only its shape."""
+    rank ``r`` gets block ``r`` (PyTorch's name). Returned; ``output`` gives only its shape.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> x = fg.asarray([1.0, 2.0]) * (rank + 1)
+        >>> dist.reduce_scatter_tensor(None, x).tolist() == [[3.0], [6.0]][rank]
+        True
+    """
     _world(group, "reduce_scatter_tensor")
     _check_used("reduce_scatter_tensor", "`out = dist.reduce_scatter_tensor(out, x)`")
     x = _array(input, "reduce_scatter_tensor")
@@ -465,7 +535,14 @@ def reduce_scatter_tensor(output: Any, input: Any, op: Any = ReduceOp.SUM, group
 def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> list[Any]:
     """Every rank's ``obj`` (any picklable Python object), in rank order, filling
     ``object_list`` as PyTorch does (and returning it). The ranks of one job trust each
-    other, as in PyTorch: objects travel pickled (files never are: ``fg.load``)."""
+    other, as in PyTorch: objects travel pickled (files never are: ``fg.load``).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> objects = [None, None]
+        >>> _ = dist.all_gather_object(objects, {"rank": rank})
+        >>> objects
+        [{'rank': 0}, {'rank': 1}]
+    """
     _world(group, "all_gather_object")
     group_ = process_group.current()
     if not isinstance(object_list, list) or len(object_list) != group_.size:
@@ -483,7 +560,14 @@ def _gather_bytes(group_: Any, data: bytes, name: str) -> list[bytes]:
 
 def broadcast_object_list(object_list: list[Any], src: int = 0, group: Any = None) -> list[Any]:
     """Rank ``src``'s ``object_list`` entries on every rank, in place (PyTorch's semantics:
-    every rank passes a list of the same length)."""
+    every rank passes a list of the same length).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> settings = [{"lr": 0.1} if rank == 0 else None]
+        >>> _ = dist.broadcast_object_list(settings, src=0)
+        >>> settings
+        [{'lr': 0.1}]
+    """
     _world(group, "broadcast_object_list")
     _check_rank(src, "broadcast_object_list", "src")
     group_ = process_group.current()
@@ -505,7 +589,14 @@ def _check_rank(r: Any, name: str, what: str) -> None:
 
 
 def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
-    """Start sending ``tensor`` to rank ``dst``; ``wait()`` on the result."""
+    """Start sending ``tensor`` to rank ``dst``; ``wait()`` on the result.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> work = dist.isend(fg.asarray([3.0]), dst=1) if rank == 0 else dist.irecv(fg.zeros(1), src=0)
+        >>> result = work.wait()
+        >>> rank == 0 or result.tolist() == [3.0]
+        True
+    """
     _world(group, "isend")
     x = _array(tensor, "send")
     _check_rank(dst, "send", "dst")
@@ -514,13 +605,27 @@ def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
 
 
 def send(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> None:
-    """Send ``tensor`` to rank ``dst`` (which calls ``recv``)."""
+    """Send ``tensor`` to rank ``dst`` (which calls ``recv``).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> if rank == 0:
+        ...     dist.send(fg.asarray([1.0, 2.0]), dst=1)
+        ... else:
+        ...     assert dist.recv(fg.zeros(2), src=0).tolist() == [1.0, 2.0]
+    """
     _world(group, "send")
     isend(tensor, dst, group, tag).wait()
 
 
 def irecv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Work:
-    """Start receiving from rank ``src`` an array shaped like ``tensor``; ``wait()`` returns it."""
+    """Start receiving from rank ``src`` an array shaped like ``tensor``; ``wait()`` returns it.
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> work = dist.irecv(fg.zeros(1), src=1) if rank == 0 else dist.isend(fg.asarray([4.0]), dst=0)
+        >>> result = work.wait()
+        >>> rank == 1 or result.tolist() == [4.0]
+        True
+    """
     _world(group, "irecv")
     x = _array(tensor, "recv")
     _check_rank(src, "recv", "src")
@@ -529,7 +634,13 @@ def irecv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Work:
 
 
 def recv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Array:
-    """The array rank ``src`` sent, shaped and typed like ``tensor`` (returned: ``tensor`` is unchanged)."""
+    """The array rank ``src`` sent, shaped and typed like ``tensor`` (returned: ``tensor`` is unchanged).
+
+    Example (on two ranks: ``rank`` is each process's, ``dist`` is ``funcgrad.distributed``):
+        >>> got = dist.recv(fg.zeros(2), src=0) if rank == 1 else dist.send(fg.asarray([1.0, 2.0]), dst=1)
+        >>> got is None if rank == 0 else got.tolist() == [1.0, 2.0]
+        True
+    """
     _world(group, "recv")
     _check_used("recv", "`t = dist.recv(t, src)`")
     return irecv(tensor, src, group, tag).wait()  # type: ignore[no-any-return]
