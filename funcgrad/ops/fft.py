@@ -22,6 +22,7 @@ from ..primitives.elementwise import conj_p
 from ..primitives.fft import NORMS, fft_p
 from .creation import asarray
 from .elementwise import as_operand, cast_to
+from .reference_docs import sections
 from .shape import roll
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
@@ -100,192 +101,58 @@ def _one_axis(op: str, fft_type: str, x: Any, n: Any, axis: int, norm: Any) -> A
 
 
 def fft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The one-dimensional discrete Fourier transform along ``axis``, as ``np.fft.fft``.
-
-    Args:
-        x: the array (real arrays are taken as complex).
-        n: the transform's length (``x`` cropped or zero-padded to it; its own by default).
-        axis: the axis to transform.
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A complex array.
-
-    Example:
-        >>> fg.fft.fft(fg.asarray([1.0, 0.0, 0.0, 0.0])).tolist()
-        [(1+0j), (1+0j), (1+0j), (1+0j)]
-    """
+    """The one-dimensional discrete Fourier transform along ``axis``, as ``np.fft.fft``."""
     return _one_axis("fft", "fft", x, n, axis, norm)
 
 
 def ifft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The inverse of ``fft`` along ``axis``, as ``np.fft.ifft``.
-
-    Args:
-        x: the array (real arrays are taken as complex).
-        n: the transform's length (``x`` cropped or zero-padded to it; its own by default).
-        axis: the axis to transform.
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A complex array.
-
-    Example:
-        >>> fg.fft.ifft(fg.asarray([4.0, 0.0, 0.0, 0.0])).tolist()
-        [(1+0j), (1+0j), (1+0j), (1+0j)]
-    """
+    """The inverse of ``fft`` along ``axis``."""
     return _one_axis("ifft", "ifft", x, n, axis, norm)
 
 
 def fftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
          norm: str = "backward") -> Any:
-    """The n-dimensional discrete Fourier transform over ``axes``, as ``np.fft.fftn``.
-
-    Args:
-        x: the array (real arrays are taken as complex).
-        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
-        axes: the axes to transform (all, or the last ``len(s)``, by default).
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A complex array.
-
-    Example:
-        >>> fg.fft.fftn(fg.asarray([[1.0, 2.0], [3.0, 4.0]])).tolist()
-        [[(10+0j), (-2+0j)], [(-4+0j), 0j]]
-    """
+    """The n-dimensional discrete Fourier transform over ``axes`` (default: all, or the last ``len(s)``)."""
     return _transform("fftn", "fft", x, s, axes, norm)
 
 
 def ifftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> Any:
-    """The inverse of ``fftn``, as ``np.fft.ifftn``.
-
-    Args:
-        x: the array (real arrays are taken as complex).
-        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
-        axes: the axes to transform (all, or the last ``len(s)``, by default).
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A complex array.
-
-    Example:
-        >>> fg.fft.ifftn(fg.asarray([[4.0, 0.0], [0.0, 0.0]])).tolist()
-        [[(1+0j), (1+0j)], [(1+0j), (1+0j)]]
-    """
+    """The inverse of ``fftn``."""
     return _transform("ifftn", "ifft", x, s, axes, norm)
 
 
 def rfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
     """The Fourier transform of a real array: the ``n // 2 + 1`` non-negative frequencies, as
-    ``np.fft.rfft``; the arguments are ``fft``'s.
-
-    Example:
-        >>> fg.fft.rfft(fg.asarray([1.0, 2.0, 3.0, 4.0])).tolist()
-        [(10+0j), (-2+2j), (-2+0j)]
-    """
+    ``np.fft.rfft``."""
     return _one_axis("rfft", "rfft", x, n, axis, norm)
 
 
 def irfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The inverse of ``rfft``: a real array of length ``n``, as ``np.fft.irfft``.
-
-    Args:
-        x: the array of the non-negative frequencies (``m`` of them).
-        n: the transform's length (``2 * (m - 1)`` by default).
-        axis: the axis to transform.
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A real array.
-
-    Example:
-        >>> fg.fft.irfft(fg.asarray([10 + 0j, -2 + 2j, -2 + 0j])).tolist()
-        [1.0, 2.0, 3.0, 4.0]
-    """
+    """The inverse of ``rfft``: a real array of length ``n`` (default ``2 * (m - 1)``)."""
     return _one_axis("irfft", "irfft", x, n, axis, norm)
 
 
 def rfftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> Any:
-    """The n-dimensional transform of a real array, halved along the last of ``axes``, as
-    ``np.fft.rfftn``.
-
-    Args:
-        x: the array (real).
-        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
-        axes: the axes to transform (all, or the last ``len(s)``, by default).
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A complex array.
-
-    Example:
-        >>> fg.fft.rfftn(fg.asarray([[1.0, 2.0], [3.0, 4.0]])).tolist()
-        [[(10+0j), (-2+0j)], [(-4+0j), 0j]]
-    """
+    """The n-dimensional transform of a real array, halved along the last of ``axes``."""
     return _transform("rfftn", "rfft", x, s, axes, norm)
 
 
 def irfftn(x: Any, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
            norm: str = "backward") -> Any:
-    """The inverse of ``rfftn``, as ``np.fft.irfftn``.
-
-    Args:
-        x: the array (complex: ``rfftn``'s half spectrum).
-        s: the transform's length along each of ``axes`` (cropped or zero-padded to it).
-        axes: the axes to transform (all, or the last ``len(s)``, by default).
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A real array.
-
-    Example:
-        >>> fg.fft.irfftn(fg.asarray([[10 + 0j, -2 + 0j], [-4 + 0j, 0j]])).tolist()
-        [[1.0, 2.0], [3.0, 4.0]]
-    """
+    """The inverse of ``rfftn``."""
     return _transform("irfftn", "irfft", x, s, axes, norm)
 
 
 def hfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The transform of a signal with Hermitian symmetry, given by its first half: a real
-    spectrum, as ``np.fft.hfft``.
-
-    Args:
-        x: the array (the signal's first half, ``m`` values).
-        n: the transform's length (``2 * (m - 1)`` by default).
-        axis: the axis to transform.
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A real array.
-
-    Example:
-        >>> fg.fft.hfft(fg.asarray([1 + 0j, 2 + 0j, 3 + 0j])).tolist()
-        [8.0, -2.0, 0.0, -2.0]
-    """
+    """The transform of a signal with Hermitian symmetry, given by its first half: a real spectrum."""
     x = _as_complex("hfft", as_operand(x))
     return irfft(bind(conj_p, x), n=n, axis=axis, norm=_SWAPPED[_norm("hfft", norm)])
 
 
 def ihfft(x: Any, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> Any:
-    """The inverse of ``hfft``: the first half of a real signal's Hermitian spectrum, as
-    ``np.fft.ihfft``.
-
-    Args:
-        x: the array (real).
-        n: the transform's length (``x`` cropped or zero-padded to it; its own by default).
-        axis: the axis to transform.
-        norm: ``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.
-
-    Returns:
-        A complex array of ``n // 2 + 1`` values.
-
-    Example:
-        >>> fg.fft.ihfft(fg.asarray([1.0, 2.0, 3.0, 4.0])).tolist()
-        [(2.5-0j), (-0.5-0.5j), (-0.5-0j)]
-    """
+    """The inverse of ``hfft``: the first half of a real signal's Hermitian spectrum."""
     return bind(conj_p, rfft(x, n=n, axis=axis, norm=_SWAPPED[_norm("ihfft", norm)]))
 
 
@@ -294,43 +161,13 @@ def _freq_dtype(dtype: Any) -> Any:
 
 
 def fftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Any:
-    """The sample frequencies of an ``n``-point ``fft``: ``[0, 1, ..., -1] / (d * n)``, as
-    ``np.fft.fftfreq``.
-
-    Args:
-        n: the transform's length.
-        d: the sample spacing.
-        dtype: the result's dtype (the default float dtype by default).
-        device: where the result goes.
-
-    Returns:
-        A 1-d array.
-
-    Example:
-        >>> fg.fft.fftfreq(4).tolist()
-        [0.0, 0.25, -0.5, -0.25]
-    """
+    """The sample frequencies of an ``n``-point ``fft``: ``[0, 1, ..., -1] / (d * n)``."""
     n = _length("fftfreq", n)
     return asarray(np.fft.fftfreq(n, d), _freq_dtype(dtype), device=device)
 
 
 def rfftfreq(n: int, /, *, d: float = 1.0, dtype: Any = None, device: Any = None) -> Any:
-    """The sample frequencies of an ``n``-point ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``, as
-    ``np.fft.rfftfreq``.
-
-    Args:
-        n: the transform's length.
-        d: the sample spacing.
-        dtype: the result's dtype (the default float dtype by default).
-        device: where the result goes.
-
-    Returns:
-        A 1-d array.
-
-    Example:
-        >>> fg.fft.rfftfreq(4).tolist()
-        [0.0, 0.25, 0.5]
-    """
+    """The sample frequencies of an ``n``-point ``rfft``: ``[0, 1, ..., n // 2] / (d * n)``."""
     n = _length("rfftfreq", n)
     return asarray(np.fft.rfftfreq(n, d), _freq_dtype(dtype), device=device)
 
@@ -345,35 +182,57 @@ def _shift(op: str, x: Any, axes: Any, sign: int) -> Any:
 
 
 def fftshift(x: Any, /, *, axes: int | Sequence[int] | None = None) -> Any:
-    """The zero frequency moved to the middle (a roll by half of each axis), as
-    ``np.fft.fftshift``.
-
-    Args:
-        x: the array.
-        axes: the axes to shift (all by default).
-
-    Returns:
-        An array of ``x``'s shape.
-
-    Example:
-        >>> fg.fft.fftshift(fg.arange(5)).tolist()
-        [3, 4, 0, 1, 2]
-    """
+    """The zero frequency moved to the middle (a roll by half of each axis)."""
     return _shift("fftshift", x, axes, 1)
 
 
 def ifftshift(x: Any, /, *, axes: int | Sequence[int] | None = None) -> Any:
-    """The inverse of ``fftshift``, as ``np.fft.ifftshift``.
-
-    Args:
-        x: the array.
-        axes: the axes to shift (all by default).
-
-    Returns:
-        An array of ``x``'s shape.
-
-    Example:
-        >>> fg.fft.ifftshift(fg.arange(5)).tolist()
-        [2, 3, 4, 0, 1]
-    """
+    """The inverse of ``fftshift``."""
     return _shift("ifftshift", x, axes, -1)
+
+
+# The API reference's sections: each function's summary above, then its parameters (one
+# description each, shared by the functions that take it), its result and an example whose
+# values are NumPy's.
+_PARAMETERS = {
+    "x": "the array.",
+    "n": "the transform's length (``x`` cropped or zero-padded to it; for the inverses of real "
+         "transforms, ``2 * (m - 1)`` for ``m`` values by default; else its own).",
+    "axis": "the axis to transform.",
+    "s": "the transform's length along each of ``axes`` (cropped or zero-padded to it).",
+    "axes": "the axes (all by default; for the n-dimensional transforms given ``s``, its last ``len(s)``).",
+    "norm": '``"backward"`` (no scaling forward), ``"ortho"`` or ``"forward"``.',
+    "d": "the sample spacing.",
+    "dtype": "the result's dtype (the default float dtype by default).",
+    "device": "where the result goes.",
+}
+_REFERENCE = {  # name: (what it returns, the example's call, what it prints)
+    "fft": ("A complex array.", "fg.fft.fft(fg.asarray([1.0, 0.0, 0.0, 0.0])).tolist()",
+            "[(1+0j), (1+0j), (1+0j), (1+0j)]"),
+    "ifft": ("A complex array.", "fg.fft.ifft(fg.asarray([4.0, 0.0, 0.0, 0.0])).tolist()",
+             "[(1+0j), (1+0j), (1+0j), (1+0j)]"),
+    "fftn": ("A complex array.", "fg.fft.fftn(fg.asarray([[1.0, 2.0], [3.0, 4.0]])).tolist()",
+             "[[(10+0j), (-2+0j)], [(-4+0j), 0j]]"),
+    "ifftn": ("A complex array.", "fg.fft.ifftn(fg.asarray([[4.0, 0.0], [0.0, 0.0]])).tolist()",
+              "[[(1+0j), (1+0j)], [(1+0j), (1+0j)]]"),
+    "rfft": ("A complex array.", "fg.fft.rfft(fg.asarray([1.0, 2.0, 3.0, 4.0])).tolist()",
+             "[(10+0j), (-2+2j), (-2+0j)]"),
+    "irfft": ("A real array.", "fg.fft.irfft(fg.asarray([10 + 0j, -2 + 2j, -2 + 0j])).tolist()",
+              "[1.0, 2.0, 3.0, 4.0]"),
+    "rfftn": ("A complex array.", "fg.fft.rfftn(fg.asarray([[1.0, 2.0], [3.0, 4.0]])).tolist()",
+              "[[(10+0j), (-2+0j)], [(-4+0j), 0j]]"),
+    "irfftn": ("A real array.", "fg.fft.irfftn(fg.asarray([[10 + 0j, -2 + 0j], [-4 + 0j, 0j]])).tolist()",
+               "[[1.0, 2.0], [3.0, 4.0]]"),
+    "hfft": ("A real array.", "fg.fft.hfft(fg.asarray([1 + 0j, 2 + 0j, 3 + 0j])).tolist()", "[8.0, -2.0, 0.0, -2.0]"),
+    "ihfft": ("A complex array of ``n // 2 + 1`` values.", "fg.fft.ihfft(fg.asarray([1.0, 2.0, 3.0, 4.0])).tolist()",
+              "[(2.5-0j), (-0.5-0.5j), (-0.5-0j)]"),
+    "fftfreq": ("A 1-d array.", "fg.fft.fftfreq(4).tolist()", "[0.0, 0.25, -0.5, -0.25]"),
+    "rfftfreq": ("A 1-d array.", "fg.fft.rfftfreq(4).tolist()", "[0.0, 0.25, 0.5]"),
+    "fftshift": ("An array of ``x``'s shape.", "fg.fft.fftshift(fg.arange(5)).tolist()", "[3, 4, 0, 1, 2]"),
+    "ifftshift": ("An array of ``x``'s shape.", "fg.fft.ifftshift(fg.arange(5)).tolist()", "[2, 3, 4, 0, 1]"),
+}
+for _name, (_returns, _call, _shown) in _REFERENCE.items():
+    _fn = globals()[_name]
+    _fn.__doc__ = sections(_fn.__doc__ or "", [(p, _PARAMETERS[p]) for p in _fn.__code__.co_varnames[
+        :_fn.__code__.co_argcount + _fn.__code__.co_kwonlyargcount]], [f">>> {_call}", _shown], _returns)
+

@@ -73,7 +73,7 @@ def _array_leaves(args: tuple[Any, ...]) -> tuple[Any, Any]:
     model's parameters, a batch), in pytree order, and the key's part for the structure;
     ``(None, None)`` for any other call (it takes the general path, through ``tree``)."""
     leaves: list[Array] = []
-    structure = []
+    structure: list[Any] = []
     for a in args:
         cls = a.__class__
         if cls is Array:
