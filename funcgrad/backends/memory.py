@@ -20,6 +20,8 @@ def allocated(device: Any = "cpu") -> int:
     """Bytes held by live funcgrad buffers on ``device``.
 
     Example:
+        >>> import gc
+        >>> _ = gc.collect()  # (arrays other code left in reference cycles, freed now rather than midway)
         >>> before = fg.memory.allocated()
         >>> x = fg.ones(1000, dtype=fg.float64)
         >>> fg.memory.allocated() - before
@@ -35,6 +37,8 @@ def max_allocated(device: Any = "cpu") -> int:
     """Highest ``allocated(device)`` since start or the last ``reset_peak``.
 
     Example:
+        >>> import gc
+        >>> _ = gc.collect()
         >>> fg.memory.reset_peak()
         >>> start = fg.memory.max_allocated()
         >>> y = (fg.ones(1000, dtype=fg.float64) * 2.0).sum()  # (two 8000-byte arrays at once, at most)
@@ -48,6 +52,8 @@ def reset_peak(device: Any = "cpu") -> None:
     """Start peak tracking afresh from the current allocation.
 
     Example:
+        >>> import gc
+        >>> _ = gc.collect()
         >>> fg.memory.reset_peak()
         >>> fg.memory.max_allocated() == fg.memory.allocated()
         True

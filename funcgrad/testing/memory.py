@@ -22,6 +22,8 @@ def peak_memory(run: Callable[[], Any], device: Any = "cpu") -> tuple[int, int]:
     inputs are not the program's memory.
 
     Example:
+        >>> import gc
+        >>> _ = gc.collect()
         >>> fg.testing.peak_memory(lambda: fg.ones(1000, dtype=fg.float64) * 2.0)[0]  # (the ones and the product)
         16000
     """
