@@ -193,11 +193,14 @@ class DistributedError(FuncgradError, RuntimeError):
     the ranks disagree on, or a result thrown away where PyTorch would have written in place.
 
     Example:
-        >>> try:
-        ...     fg.distributed.all_reduce(fg.ones(2))
+        >>> def average_gradient(g):
+        ...     fg.distributed.all_reduce(g, "mean")  # (PyTorch's habit: its result thrown away)
+        ...     return g
+        >>> try:  # (outside a process group: "no process group"; in one: "returns its result")
+        ...     average_gradient(fg.ones(2))
         ... except fg.DistributedError as e:
-        ...     print(e)
-        fg.distributed: this process is in no process group; call fg.distributed.init_process_group() first
+        ...     print(type(e).__name__)
+        DistributedError
     """
 
 

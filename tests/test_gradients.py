@@ -4,6 +4,8 @@ inputs from the primitive's declared domain (fg.testing.check_grads)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -100,7 +102,7 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
         full = list(args)
         for i, v in zip(float_positions, floats):
             full[i] = (v + fg.conj(fg.matrix_transpose(v))) / 2 if spd else v
-        return fg.bind(prim, *full, **params)
+        return _gauge_free(prim, fg.bind(prim, *full, **params))
 
     # custom VJPs have no forward mode, while loops no reverse mode (as in JAX)
     modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd",) if prim.name in FORWARD_ONLY else ("fwd", "rev")
@@ -113,6 +115,21 @@ def test_derivatives_match_finite_differences(prim: fg.Primitive, data: st.DataO
 # check differentiates functions of the factors that the phases leave unchanged (their
 # tangents equal JAX's, in the same gauge: tests/test_linalg_decompositions.py)
 GAUGED = {"linalg_svd", "linalg_eigh", "linalg_eig"}
+
+
+def _gauge_free(prim: fg.Primitive, out: Any) -> Any:
+    """A decomposition's outputs as functions its factors' free phases (a real eigenvector's
+    sign, which LAPACK may flip under a finite difference's step) leave unchanged."""
+    if prim.name == "linalg_svd":
+        u, s, vh = out
+        return s, (u * fg.expand_dims(s, -2)) @ vh, fg.abs(u) ** 2, fg.abs(vh) ** 2
+    if prim.name == "linalg_eigh":
+        w, v = out
+        return w, (v * fg.expand_dims(w * w, -2)) @ fg.conj(fg.matrix_transpose(v)), fg.abs(v) ** 2
+    if prim.name == "linalg_eig":
+        w, v = out
+        return w, fg.abs(v) ** 2
+    return out
 
 REAL_ONLY = {"atan2", "attention", "copysign", "erf", "lgamma", "polygamma", "gelu", "gelu_grad", "hypot", "linear", "logaddexp", "logsumexp", "softmax", "layer_norm", "layer_norm_grad", "maximum", "select_and_gather", "select_and_scatter_add",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
@@ -149,17 +166,7 @@ def test_complex_derivatives_match_finite_differences(prim: fg.Primitive, data: 
         full = list(args)
         for i, v in zip(positions, values):  # (a Hermitian positive-definite matrix for cholesky)
             full[i] = (v + fg.conj(fg.matrix_transpose(v))) / 2 if spd else v
-        out = fg.bind(prim, *full, **params)
-        if prim.name == "linalg_svd":  # complex factors are unique up to a phase: what the phases leave alone
-            u, s, vh = out
-            return s, (u * fg.expand_dims(s, -2)) @ vh, fg.abs(u) ** 2, fg.abs(vh) ** 2
-        if prim.name == "linalg_eigh":
-            w, v = out
-            return w, (v * fg.expand_dims(w * w, -2)) @ fg.conj(fg.matrix_transpose(v)), fg.abs(v) ** 2
-        if prim.name == "linalg_eig":
-            w, v = out
-            return w, fg.abs(v) ** 2
-        return out
+        return _gauge_free(prim, fg.bind(prim, *full, **params))
 
     modes = ("rev",) if prim.name in REVERSE_ONLY else ("fwd",) if prim.name in FORWARD_ONLY else ("fwd", "rev")
     check_grads(f, [args[i] for i in positions], order=2, modes=modes, atol=1e-4, rtol=1e-4)
