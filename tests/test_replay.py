@@ -100,6 +100,29 @@ def test_plan_equals_rules_on_assorted_graphs(name: str) -> None:
         same(g(a, b), expected)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_graph_with_attention_has_a_plan_equal_to_the_rules(causal: bool) -> None:
+    """Attention's reverse-mode rule is its own class, not per-input rules, and is
+    ``plannable``: a transformer's backward pass (heads of a fused projection, nanoGPT's
+    layout) is one plan, equal to the rules'."""
+    rng = np.random.default_rng(1)
+    x = fg.asarray(rng.standard_normal((2, 5, 8)).astype(np.float32))
+    w = fg.asarray(rng.standard_normal((8, 24)).astype(np.float32) * 0.3)
+
+    def loss(x, w):
+        q, k, v = (t.reshape(2, 5, 2, 4).transpose(0, 2, 1, 3) for t in fg.split(x @ w, 3, axis=-1))
+        out = fg.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return (out * out).sum()
+
+    g = fg.grad(loss, argnums=(0, 1))
+    with rules_only():
+        expected = g(x, w)
+    before = replay.cache_info()["plans"]
+    for _ in range(3):
+        same(g(x, w), expected)
+    assert replay.cache_info()["plans"] == before + 1
+
+
 def test_one_plan_per_graph_structure() -> None:
     replay.clear()
     rng = np.random.default_rng(1)

@@ -57,7 +57,12 @@ class VJPRule:
     nothing else. ``fwd`` computes the outputs and what the backward pass keeps; ``bwd`` maps
     those residuals and the outputs' cotangents to one cotangent (or ``None``) per input;
     ``residuals`` gives what ``fwd`` would keep when the outputs are already known (a
-    checkpoint policy saved them). ``needs``: per input, whether a cotangent is asked for."""
+    checkpoint policy saved them). ``needs``: per input, whether a cotangent is asked for.
+    ``plannable``: ``bwd`` binds primitives alone, from a tuple of residuals (arrays,
+    shapes, Python scalars) and the parameters, so a backward plan may trace it once and
+    replay it (``transforms/compiler/plans.py``); rules that run user code are not."""
+
+    plannable = False
 
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         raise NotImplementedError
@@ -78,6 +83,8 @@ _NOTHING = [(None, (None,) * n) for n in range(8)]  # what a rule that reads not
 class VJPFromRules(VJPRule):
     """``prim.vjp``: ``fwd(primals, params) -> (ans, residuals)`` and
     ``bwd(residuals, g, params, needs) -> one cotangent (or None) per input``."""
+
+    plannable = True
 
     def __init__(self, prim: Primitive, rules: tuple[Callable[..., Any] | None, ...], saves: Any,
                  each: Callable[..., Any] | None = None) -> None:

@@ -261,6 +261,8 @@ class _AttentionVJP(VJPRule):
     p^T g``, the weights' cotangent ``g v^T`` (plus any the weights got themselves) through
     the softmax, then the scores' to ``q`` and ``k``."""
 
+    plannable = True
+
     def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
         ans = bind(attention_p, *primals, **params)
         return ans, self.residuals(primals, params, ans)

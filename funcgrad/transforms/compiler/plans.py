@@ -123,7 +123,7 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
             add(None)
             continue
         residuals = node.residuals
-        if rule.__class__ is not VJPFromRules or residuals.__class__ is not tuple:
+        if not getattr(rule, "plannable", False) or residuals.__class__ is not tuple:
             raise _NoPlan  # user code as a rule (custom_vjp, Function, checkpoint), or a freed graph
         params = node.params
         if params:
@@ -133,9 +133,10 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
             params = tuple([(k, v.__class__, v) for k, v in params.items()])
         else:
             params = None
-        ans, args = residuals
+        # (a primitive's rules keep its output(s) and its inputs; another rule, its own tuple)
+        saved = (residuals[0], *residuals[1]) if rule.__class__ is VJPFromRules else residuals
         # the rule object itself: compared by identity and kept alive, so never confused
-        edges: list[Any] = [rule, params, len(args)]
+        edges: list[Any] = [rule, params, len(saved)]
         for p in node.parents:
             if p is None:
                 edges.append(None)
@@ -146,7 +147,7 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
                 nodes.append(p[0])
             edges.append((k, p[1], p[2], p[3].name))
         add(tuple(edges))
-        for a in (ans, *args):
+        for a in saved:
             cls = a.__class__
             if cls is Array:  # the common cases, inline
                 arrays.append(a)
