@@ -117,10 +117,10 @@ def test_a_graph_with_attention_has_a_plan_equal_to_the_rules(causal: bool) -> N
     g = fg.grad(loss, argnums=(0, 1))
     with rules_only():
         expected = g(x, w)
-    before = replay.cache_info()["plans"]
+    replay.clear()  # (the cache holds at most MAX_PLANS: count this graph's from none)
     for _ in range(3):
         same(g(x, w), expected)
-    assert replay.cache_info()["plans"] == before + 1
+    assert replay.cache_info() == {"plans": 1, "unplannable": 0}
 
 
 def test_one_plan_per_graph_structure() -> None:
