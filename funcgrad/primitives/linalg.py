@@ -61,7 +61,7 @@ def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
     casts."""
     if a.ndim == 2 == b.ndim and a.dtype.char in "fdFD" and (a.flags.c_contiguous or a.flags.f_contiguous) and \
             (b.flags.c_contiguous or b.flags.f_contiguous) and (out is None or out.flags.c_contiguous) and \
-            a.shape[0] * a.shape[1] * b.shape[1] <= _DOT_MOST:
+            a.size * b.shape[1] <= _DOT_MOST:
         return xp.dot(a, b, out=out)
     if out is None and a.ndim >= 3 and a.shape[:-2] == b.shape[:-2] and a.dtype == b.dtype and \
             a.dtype in (np.float32, np.float64) and cc.eager_native(xp):
