@@ -588,6 +588,16 @@ def _check_rank(r: Any, name: str, what: str) -> None:
         raise ArgumentValueError(f"dist.{name}: {what} must be a rank in [0, {size}), got {r!r}")
 
 
+def _point_to_point(name: str, base: str, tensor: Any, peer: Any, role: str, group: Any) -> tuple[Any, Any, Any]:
+    """What a send or a receive checks first (the group, the array, the peer's rank, as
+    ``base`` names them), then the array, its backend module and its raw buffer."""
+    _world(group, name)
+    x = _array(tensor, base)
+    _check_rank(peer, base, role)
+    xp, raw = _raw(x, name)
+    return x, xp, raw
+
+
 def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
     """Start sending ``tensor`` to rank ``dst``; ``wait()`` on the result.
 
@@ -597,10 +607,7 @@ def isend(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Work:
         >>> rank == 0 or result.tolist() == [3.0]
         True
     """
-    _world(group, "isend")
-    x = _array(tensor, "send")
-    _check_rank(dst, "send", "dst")
-    xp, raw = _raw(x, "isend")
+    _, xp, raw = _point_to_point("isend", "send", tensor, dst, "dst", group)
     return process_group.current().send(xp, raw, int(dst), int(tag))
 
 
@@ -626,10 +633,7 @@ def irecv(tensor: Any, src: int, group: Any = None, tag: int = 0) -> Work:
         >>> rank == 1 or result.tolist() == [4.0]
         True
     """
-    _world(group, "irecv")
-    x = _array(tensor, "recv")
-    _check_rank(src, "recv", "src")
-    xp, raw = _raw(x, "irecv")
+    x, xp, raw = _point_to_point("irecv", "recv", tensor, src, "src", group)
     return process_group.current().recv(xp, raw, int(src), int(tag)).then(lambda out: _wrap(out, x))
 
 

@@ -16,7 +16,7 @@ from ..primitives.core import fmt_shape
 from . import functional as F
 from . import init
 from .module import Module
-from .norm import instance_norm_stats
+from .norm import channel_state, instance_norm_stats
 from .parameter import Parameter
 
 __all__ = ["Dropout3d", "InstanceNorm3d",
@@ -516,14 +516,7 @@ class _InstanceNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
                  track_running_stats: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
-        self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
-        self.track_running_stats = track_running_stats
-        self.weight = Parameter(ops.ones((num_features,), dtype, device=device)) if affine else None
-        self.bias = Parameter(ops.zeros((num_features,), dtype, device=device)) if affine and bias else None
-        if track_running_stats:
-            self.register_buffer("running_mean", ops.zeros((num_features,), dtype, device=device))
-            self.register_buffer("running_var", ops.ones((num_features,), dtype, device=device))
-            self.register_buffer("num_batches_tracked", ops.zeros((), "int64", device=device))
+        channel_state(self, num_features, eps, momentum, affine, track_running_stats, bias, dtype, device)
 
     def forward(self, x: Any) -> Any:
         """Each channel of each sample normalized: over its spatial axes (training, or without

@@ -17,7 +17,8 @@ from ._checks import same_dtype
 from .module import Module, buffers_collected
 from .parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "batch_norm", "instance_norm_stats"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "batch_norm", "channel_state",
+           "instance_norm_stats"]
 
 
 def batch_norm(x: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
@@ -78,6 +79,21 @@ def instance_norm_stats(x: Any, running_mean: Any, running_var: Any, weight: Any
     return out, mean, var
 
 
+def channel_state(module: Module, num_features: int, eps: float, momentum: float | None, affine: bool,
+                  track_running_stats: bool, bias: bool, dtype: Any, device: Any) -> None:
+    """The per-channel state batch and instance normalization share, as PyTorch names it:
+    the settings, ``weight`` and ``bias`` (with ``affine``) and the running statistics
+    (with ``track_running_stats``)."""
+    module.num_features, module.eps, module.momentum = num_features, eps, momentum
+    module.affine, module.track_running_stats = affine, track_running_stats
+    module.weight = Parameter(ops.ones((num_features,), dtype, device=device)) if affine else None
+    module.bias = Parameter(ops.zeros((num_features,), dtype, device=device)) if affine and bias else None
+    if track_running_stats:
+        module.register_buffer("running_mean", ops.zeros((num_features,), dtype, device=device))
+        module.register_buffer("running_var", ops.ones((num_features,), dtype, device=device))
+        module.register_buffer("num_batches_tracked", ops.zeros((), "int64", device=device))
+
+
 class _BatchNorm(Module):
     expected_ndim: tuple[int, ...] = ()
     _optional_state = ("num_batches_tracked",)  # PyTorch loads checkpoints from before it existed
@@ -86,14 +102,7 @@ class _BatchNorm(Module):
                  track_running_stats: bool = True, dtype: Any = None, device: Any = None, *,
                  bias: bool = True) -> None:
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = Parameter(ops.ones((num_features,), dtype, device=device)) if affine else None
-        self.bias = Parameter(ops.zeros((num_features,), dtype, device=device)) if affine and bias else None
-        if track_running_stats:
-            self.register_buffer("running_mean", ops.zeros((num_features,), dtype, device=device))
-            self.register_buffer("running_var", ops.ones((num_features,), dtype, device=device))
-            self.register_buffer("num_batches_tracked", ops.zeros((), "int64", device=device))
+        channel_state(self, num_features, eps, momentum, affine, track_running_stats, bias, dtype, device)
 
     def forward(self, x: Any) -> Any:
         if x.ndim not in self.expected_ndim or x.shape[1] != self.num_features:

@@ -300,9 +300,11 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     return create(device, lambda xp: xp.full(sh, fill_value, dtype=dt.np))
 
 
-def _sizes(op: str, size: tuple[Any, ...], dtype: Any) -> tuple[Any, Any]:
-    """The shape and dtype from PyTorch's ``zeros(3, 4, dtype=...)``, ``zeros((3, 4))`` or
-    NumPy's ``zeros((3, 4), float)``: a last positional that is not an int is the dtype."""
+def _sizes(op: str, shape: Any, size: tuple[Any, ...], dtype: Any) -> tuple[tuple[int, ...], Any]:
+    """The shape and dtype (the default float unless given) from PyTorch's ``zeros(3, 4,
+    dtype=...)``, ``zeros((3, 4))`` or NumPy's ``zeros((3, 4), float)``: a last positional
+    that is not an int is the dtype."""
+    size = size if shape is None else (shape, *size)
     if not size:
         raise TypeError(f"{op}: missing the shape (zeros((3, 4)) or zeros(3, 4))")
     if len(size) > 1 and not (isinstance(size[-1], (int, np.integer)) and not isinstance(size[-1], bool)):
@@ -311,7 +313,7 @@ def _sizes(op: str, size: tuple[Any, ...], dtype: Any) -> tuple[Any, Any]:
         size, dtype = size[:-1], size[-1]
         if len(size) > 1:
             raise TypeError(f"{op}: expected a shape then at most a dtype, got {(*size, dtype)!r}")
-    return (size[0] if len(size) == 1 else size), dtype
+    return _shape(size[0] if len(size) == 1 else size, op), _resolve(dtype, _dt.default_float, op)
 
 
 @_grad_leaf
@@ -333,8 +335,7 @@ def zeros(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
         >>> fg.zeros((2, 3)).shape == fg.zeros(2, 3).shape == (2, 3)
         True
     """
-    shape, dtype = _sizes("zeros", size if shape is None else (shape, *size), dtype)
-    dt, sh = _resolve(dtype, _dt.default_float, "zeros"), _shape(shape, "zeros")
+    sh, dt = _sizes("zeros", shape, size, dtype)
     return create(device, lambda xp: xp.zeros(sh, dtype=dt.np))
 
 
@@ -342,8 +343,7 @@ def zeros(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
 def ones(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Array:
     """Ones of a shape, in the forms ``zeros`` takes."""
-    shape, dtype = _sizes("ones", size if shape is None else (shape, *size), dtype)
-    dt, sh = _resolve(dtype, _dt.default_float, "ones"), _shape(shape, "ones")
+    sh, dt = _sizes("ones", shape, size, dtype)
     return create(device, lambda xp: xp.ones(sh, dtype=dt.np))
 
 
@@ -351,8 +351,8 @@ def ones(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
 def empty(shape: Any = None, *size: Any, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Array:
     """Uninitialised in NumPy; here zeros, since an array can never be written later."""
-    shape, dtype = _sizes("empty", size if shape is None else (shape, *size), dtype)
-    return zeros(shape, dtype=dtype, device=device)
+    sh, dt = _sizes("empty", shape, size, dtype)
+    return zeros(sh, dtype=dt, device=device)
 
 
 def _backend_like(x: Array, fill: str) -> Array:

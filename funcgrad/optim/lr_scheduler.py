@@ -148,8 +148,9 @@ class CosineAnnealingLR(LRScheduler):
         return self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
 
-class LambdaLR(LRScheduler):
-    """The initial learning rate times ``lr_lambda(epoch)``."""
+class _LambdaScheduler(LRScheduler):
+    """A schedule given by functions of the epoch, one per parameter group (or one for all);
+    functions are not state, so ``state_dict`` leaves them out, as PyTorch's does."""
 
     def __init__(self, optimizer: _Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
@@ -158,13 +159,17 @@ class LambdaLR(LRScheduler):
         self.lr_lambdas = _lambdas(type(self).__name__, lr_lambda, n)
         super().__init__(optimizer, last_epoch)
 
-    def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
-        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
-        return base_lr * self.lr_lambdas[group_index](epoch)
-
     def state_dict(self) -> dict[str, Any]:
         """The state as a dict of plain values (what load_state_dict takes back)."""
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+
+class LambdaLR(_LambdaScheduler):
+    """The initial learning rate times ``lr_lambda(epoch)``."""
+
+    def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
+        """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
+        return base_lr * self.lr_lambdas[group_index](epoch)
 
 
 class MultiStepLR(LRScheduler):
@@ -228,24 +233,13 @@ class PolynomialLR(LRScheduler):
         return base_lr * (1.0 - min(epoch, self.total_iters) / self.total_iters) ** self.power
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """The learning rate times ``lr_lambda(epoch)`` at every epoch after the first."""
-
-    def __init__(self, optimizer: _Optimizer, lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
-                 last_epoch: int = -1) -> None:
-        _require_optimizer(type(self).__name__, optimizer)
-        n = len(optimizer.param_groups)
-        self.lr_lambdas = _lambdas(type(self).__name__, lr_lambda, n)
-        super().__init__(optimizer, last_epoch)
 
     def lr_at(self, base_lr: float, epoch: int, group_index: int) -> float:
         """The learning rate of a group with base rate ``base_lr`` at ``epoch``."""
         lr = base_lr if epoch == 0 else self.optimizer.param_groups[group_index]["lr"]
         return lr * self.lr_lambdas[group_index](epoch) if epoch > 0 else lr
-
-    def state_dict(self) -> dict[str, Any]:
-        """The state as a dict of plain values (what load_state_dict takes back)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):

@@ -362,6 +362,7 @@ _XENT_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) 
         {t} top = zr[0];
         for (int64_t i = 1; i < m; i++) top = zr[i] > top ? zr[i] : top;
         for (int64_t i = 0; i < m; i++) e[row * m + i] = zr[i] - top;
+        if (!grad) out[row] = top;  /* (the loss's slot keeps the row's max until the row is summed) */
     }}
     #pragma omp simd
     for (int64_t k = lo * m; k < hi * m; k++) e[k] = fg_exp(e[k]);
@@ -371,10 +372,8 @@ _XENT_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) 
         double s = 0;
         for (int64_t i = 0; i < m; i++) s += er[i];
         if (!grad) {{
-            {t} top = zr[0];
-            for (int64_t i = 1; i < m; i++) top = zr[i] > top ? zr[i] : top;
             {t} v = ({t})log(s);
-            v += top;
+            v += out[row];
             out[row] = v - zr[y[row]];
             continue;
         }}

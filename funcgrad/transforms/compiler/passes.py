@@ -21,6 +21,8 @@ left as they are.
 from __future__ import annotations
 
 import math
+from collections import ChainMap
+from collections.abc import Mapping
 from typing import Any
 
 from ...array import wrap_kernel_output
@@ -159,9 +161,9 @@ def fold_constants(program: Program) -> Program:
     constvars, consts = list(program.constvars), list(program.consts)
     for eqn in program.eqns:
         ins = [rw.atom(a) for a in eqn.inputs]
-        known = value
+        known: Mapping[int, Any] = value
         if not eqn.prim.reads_values and all(math.prod(o.aval.shape) <= FOLD_TYPED for o in eqn.outputs):
-            known = {**value, **{id(a): _stand_in(a) for a in ins if isinstance(a, Var) and id(a) not in value}}
+            known = ChainMap({id(a): _stand_in(a) for a in ins if isinstance(a, Var) and id(a) not in value}, value)
         foldable = eqn.prim.impl is None and not eqn.prim.effectful and eqn.prim.axis_batch is None
         if foldable and ins and all(isinstance(a, Literal) or id(a) in known for a in ins) \
                 and any(isinstance(a, Var) for a in ins):
