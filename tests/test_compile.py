@@ -676,26 +676,31 @@ def test_any_callable_compiles_a_partial_and_a_callable_object() -> None:
     assert compiled(fg.ones(2)).tolist() == [2.0, 2.0] and compiled.__name__ == "AddOne"
 
 
-@given(sections=st.sampled_from([3, 4, 6, [2, 5], [1, 7, 9], [0, 12]]), seed=st.integers(0, 2**16))
-def test_a_splits_gradient_adds_into_one_buffer(sections: Any, seed: int) -> None:
-    """The gradient of a split's pieces is one whole array (a piece's gradient padded with
-    zeros) and one ``scatter`` for each other piece, each writing into the buffer of the one
-    before (the passes' ``x + update of zeros`` identity; ``Primitive.updates``), where the
-    rules' path pads each piece and sums them: eager's values."""
+@given(sections=st.sampled_from([3, 4, 6, [2, 5], [1, 7, 9], [0, 12]]), order=st.sampled_from(["in", "reversed", "mixed"]),
+       seed=st.integers(0, 2**16))
+def test_a_splits_gradient_is_its_pieces_gradients_joined(sections: Any, order: str, seed: int) -> None:
+    """The gradient of a split whose pieces' gradients add up in order (or in reverse) is
+    one ``concatenate`` of them (the passes' ``pad(a) + pad(b)`` identity), where the rules'
+    path pads each piece with zeros and sums them. In another order (and with empty pieces)
+    the pieces that meet are joined and the others added into that buffer (``scatter``).
+    Never an ``add`` of whole arrays; always eager's values."""
     rng = np.random.default_rng(seed)
     n = len(fg.split(fg.zeros((3, 12)), sections, axis=1))
     w = rng.standard_normal((n, 3, 12)).astype(np.float32)
+    uses = {"in": list(range(n)), "reversed": list(range(n))[::-1],
+            "mixed": list(range(0, n, 2)) + list(range(1, n, 2))}[order]
 
     def loss(x: Any) -> Any:
-        return sum(((p * w[k, :, :p.shape[1]]) ** 2).sum() for k, p in enumerate(fg.split(x, sections, axis=1)))
+        pieces = fg.split(x, sections, axis=1)
+        return sum(((pieces[k] * w[k, :, :pieces[k].shape[1]]) ** 2).sum() for k in uses)
 
     x = fg.asarray(rng.standard_normal((3, 12)).astype(np.float32))
     compiled = fg.compile(fg.grad(loss))
     lines = [line for line in compiled.lower(x).source.splitlines() if not line.lstrip().startswith("#")]
-    scatters = [line for line in lines if line.endswith("# scatter")]
-    wholes = [line for line in lines if line.endswith(("# full", "# pad"))]
-    assert len(wholes) == 1 and len(scatters) == n - wholes[0].endswith("# pad")
-    assert all("out=" in line for line in scatters) and not any(line.endswith("# add") for line in lines)
+    kinds = [line.rsplit("# ", 1)[-1] for line in lines if "# " in line]
+    assert "add" not in kinds and "full" not in kinds
+    if order != "mixed" and 0 not in np.diff([0, *np.atleast_1d(sections), 12]):
+        assert kinds.count("concatenate") == 1 and "pad" not in kinds and "scatter" not in kinds
     np.testing.assert_allclose(compiled(x).numpy(), fg.grad(loss)(x).numpy(), rtol=1e-6, atol=1e-6)
 
 

@@ -670,6 +670,9 @@ def _sum(eqn: Any, ctx: Any) -> Any:
     scatter, full, pad = REGISTRY["scatter"], REGISTRY["full"], REGISTRY["pad"]
     out = eqn.outputs[0]
     a, b = eqn.inputs
+    joined = _joined_pads(eqn, ctx)
+    if joined is not None:
+        return joined
     for x, u in ((a, b), (b, a)):
         update = ctx.producer(u)
         if update is not None and update.prim is pad and update.params["mode"] == "constant" \
@@ -688,6 +691,55 @@ def _sum(eqn: Any, ctx: Any) -> Any:
                                                    and zeros.params["value"] == 0):
             return ctx.equation(scatter, [x, *update.inputs[1:]], eqn, update.params)
     return None
+
+
+def _zero_pad(eqn: Any, ctx: Any, u: Any) -> Any:
+    """The equation padding ``u`` with zeros to ``eqn``'s output type, or None."""
+    update = ctx.producer(u)
+    if update is None or update.prim is not REGISTRY["pad"] or update.params["mode"] != "constant" \
+            or isinstance(update.params["value"], bool) or update.params["value"] != 0 \
+            or not ctx.same_type(u, eqn.outputs[0]):
+        return None
+    return update
+
+
+def _joined_pads(eqn: Any, ctx: Any) -> Any:
+    """``pad(a) + pad(b)`` where the two pieces lie side by side along one axis and match
+    along the others: the two pieces joined, padded once (the gradient of a split: its
+    pieces' gradients written once each, into one array, as ``concatenate`` writes them,
+    instead of zeros and additions). A piece that is itself such a join along the same axis
+    is spliced in, so three pieces are one ``concatenate``."""
+    first, second = (_zero_pad(eqn, ctx, u) for u in eqn.inputs)
+    if first is None or second is None:
+        return None
+    shapes = (first.inputs[0].aval.shape, second.inputs[0].aval.shape)
+    regions = [[(lo, lo + n) for (lo, _), n in zip(e.params["pad_width"], shape)]
+               for e, shape in zip((first, second), shapes)]
+    differ = [k for k, (r, t) in enumerate(zip(*regions)) if r != t]
+    if len(differ) != 1:
+        return None
+    (axis,) = differ
+    if regions[1][axis][1] == regions[0][axis][0]:  # (the second operand's piece comes first)
+        first, second, regions = second, first, regions[::-1]
+    elif regions[0][axis][1] != regions[1][axis][0]:
+        return None
+    concatenate = REGISTRY["concatenate"]
+    pieces = []
+    for e in (first, second):
+        g = e.inputs[0]
+        inner = ctx.producer(g)
+        joins = inner is not None and inner.prim is concatenate and inner.params["axis"] == axis
+        pieces.extend(inner.inputs if joins else [g])
+    out = eqn.outputs[0]
+    widths = list(first.params["pad_width"])
+    widths[axis] = (widths[axis][0], second.params["pad_width"][axis][1])
+    if not any(lo or hi for lo, hi in widths):  # (the pieces fill the whole array)
+        return ctx.equation(concatenate, pieces, eqn, {"axis": axis})
+    shape = tuple(n - lo - hi for n, (lo, hi) in zip(out.aval.shape, widths))
+    joined = ctx.step(concatenate, pieces, eqn, {"axis": axis}, aval=ShapedArray(shape, out.aval.dtype,
+                                                                                   out.aval.device))
+    return [joined, ctx.equation(REGISTRY["pad"], joined.outputs, eqn,
+                                 {**first.params, "pad_width": tuple(widths)})]
 
 
 annotate("simplify", {"add": _sum, "mul": _unit(1, True), "sub": _unit(0, False),

@@ -105,10 +105,10 @@ class _Context:
         return Literal(value)
 
     @staticmethod
-    def step(prim: Any, inputs: list[Any], like: Eqn, params: dict[str, Any]) -> Eqn:
-        """An equation computing an intermediate value of ``like``'s type, for a rule that
-        returns several (the last computes ``like``'s outputs)."""
-        return Eqn(prim, inputs, [Var(like.outputs[0].aval)], params)
+    def step(prim: Any, inputs: list[Any], like: Eqn, params: dict[str, Any], aval: Any = None) -> Eqn:
+        """An equation computing an intermediate value, of ``like``'s type unless ``aval``
+        says another, for a rule that returns several (the last computes ``like``'s outputs)."""
+        return Eqn(prim, inputs, [Var(like.outputs[0].aval if aval is None else aval)], params)
 
 
 def simplify(program: Program) -> Program:
