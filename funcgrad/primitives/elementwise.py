@@ -724,7 +724,7 @@ def _joined_pads(eqn: Any, ctx: Any) -> Any:
     elif regions[0][axis][1] != regions[1][axis][0]:
         return None
     concatenate = REGISTRY["concatenate"]
-    pieces = []
+    pieces: list[Any] = []
     for e in (first, second):
         g = e.inputs[0]
         inner = ctx.producer(g)
