@@ -146,13 +146,13 @@ def _member_aval(x: Any, d: int) -> ShapedArray:
 # ---- psum, pmax, pmin ------------------------------------------------------------------------
 
 def _reduction_batch(kind: str) -> Any:
+    name = f"reduce_{kind}"  # (registered after this module)
+
     def rule(args: Sequence[Any], dims: Sequence[int | None], *, axis_name: Any, size: int) -> tuple[Any, None]:
         (x,), (d,) = args, dims
         if d is None:  # the same value in every member
             return (x * size if kind == "sum" else x), None
-        if kind == "sum":
-            return lax.reduce_sum(x, (d,)), None
-        return bind(REGISTRY[f"reduce_{kind}"], x, axes=(d,), keepdims=False), None
+        return bind(REGISTRY[name], x, axes=(d,), keepdims=False), None
 
     return rule
 

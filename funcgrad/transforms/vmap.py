@@ -78,8 +78,6 @@ class BatchInterpreter(Interpreter):
         self.axis_name = axis_name  # what collectives over this batch call it (None: none can)
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
-            return self._collective(prim, args, params)
         vals: Any = None  # (built once an operand is mapped: an operation of unmapped ones passes through)
         dims: Any = ()
         if len(args) == 1:  # (one operand, or two: the usual operations, without the loop below)
@@ -109,6 +107,9 @@ class BatchInterpreter(Interpreter):
             if any(mapped):
                 vals = tuple(a.val if m else a for a, m in zip(args, mapped))
                 dims = tuple(a.bdim if m else None for a, m in zip(args, mapped))
+        if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
+            return self._collective(prim, args if vals is None else vals, (None,) * len(args) if vals is None else dims,
+                                    params)
         token = _set_interpreter(self.parent)
         try:
             if vals is None:
@@ -129,23 +130,12 @@ class BatchInterpreter(Interpreter):
             return tuple(o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dims))
         return out if out_dims is None else BatchTracer(self, out, out_dims)
 
-    def _collective(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+    def _collective(self, prim: Any, vals: tuple[Any, ...], dims: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """A collective over this batch's named axis: its ``axis_batch`` rule, whether or not
         its operand differs between members (``psum(1.0, "i")`` is the batch's size)."""
-        vals: list[Any] = []
-        dims: list[Any] = []
-        for a in args:
-            if a.__class__ is BatchTracer and a._interp is self:
-                vals.append(a.val)
-                dims.append(a.bdim)
-            else:
-                if isinstance(a, Tracer):
-                    check_tracer(self, a)
-                vals.append(a)
-                dims.append(None)
         token = _set_interpreter(self.parent)
         try:
-            out, out_dim = prim.axis_batch(tuple(vals), tuple(dims), **params)
+            out, out_dim = prim.axis_batch(vals, dims, **params)
         finally:
             _reset_interpreter(token)
         return out if out_dim is None else BatchTracer(self, out, out_dim)
