@@ -662,8 +662,9 @@ def _sum(eqn: Any, ctx: Any) -> Any:
     """``x + 0`` is ``x``; and ``x + u``, where ``u`` is zeros with values added at an index
     (an indexing's gradient) or values padded with zeros (a slice's), is ``x`` with the
     values added there. So the gradients of a split's pieces add into one buffer, rather
-    than each into zeros of its own that are then summed (three padded pieces and two
-    ``add``s of the whole array become one padded piece and two ``scatter``s into it)."""
+    than each into zeros of its own that are then summed: pieces that meet are joined
+    (``_joined_pads``: three padded pieces and two ``add``s of the whole array become one
+    ``concatenate``), and the others are added into that buffer (``scatter``)."""
     same = _ADD_ZERO(eqn, ctx)
     if same is not None:
         return same
@@ -720,7 +721,7 @@ def _joined_pads(eqn: Any, ctx: Any) -> Any:
         return None
     (axis,) = differ
     if regions[1][axis][1] == regions[0][axis][0]:  # (the second operand's piece comes first)
-        first, second, regions = second, first, regions[::-1]
+        first, second = second, first
     elif regions[0][axis][1] != regions[1][axis][0]:
         return None
     concatenate = REGISTRY["concatenate"]
