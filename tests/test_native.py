@@ -363,6 +363,34 @@ def test_layer_norm_gradient_of_a_nearly_constant_row_stays_exact(backend: str) 
     np.testing.assert_allclose(got, [0.0, 0.0], atol=1e-6)
 
 
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 9), m=st.sampled_from([1, 2, 7, 128, 1000, 4099]), offset=st.sampled_from([0.0, 1.0, -300.0]),
+       spread=st.sampled_from([1.0, 1e-3, 1e-5]), seed=st.integers(0, 2**16))
+def test_native_layer_norm_gradient_is_float64s_within_float32_rounding(rows: int, m: int, offset: float, spread: float,
+                                                                       seed: int) -> None:
+    """The native float32 backward row loop (elementwise work in float32 lanes around a
+    double mean split in two, sums in double) against the same formula in float64 on the
+    same float32 inputs: rows short and long, centred and far from 0, spread and nearly
+    constant (r up to 1/sqrt(eps)). The error is a few float32 roundings of the result's
+    scale, r |g|."""
+    from funcgrad.primitives import normalization
+
+    rng = np.random.default_rng(seed)
+    x = (offset + spread * rng.standard_normal((rows, m))).astype(np.float32)
+    g = rng.standard_normal((rows, m)).astype(np.float32)
+    with compile_backend("c"):
+        got = normalization._native_layer_norm(np, (g, x), (1,), 1e-5)
+    if got is None:
+        pytest.skip("no C compiler")
+    x64, g64 = x.astype(np.float64), g.astype(np.float64)
+    c = x64 - x64.mean(1, keepdims=True)
+    r = 1 / np.sqrt((c * c).mean(1, keepdims=True) + np.float64(np.float32(1e-5)))
+    y = c * r
+    want = r * (g64 - g64.mean(1, keepdims=True) - y * (g64 * y).mean(1, keepdims=True))
+    scale = r * np.abs(g64).max(1, keepdims=True)
+    assert np.all(np.abs(got - want) <= 2e-6 * scale + 1e-30)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) -> None:
     """GELU, layer normalization, softmax and their derivatives run as native loops in eager
