@@ -704,6 +704,36 @@ def test_a_splits_gradient_is_its_pieces_gradients_joined(sections: Any, order: 
     np.testing.assert_allclose(compiled(x).numpy(), fg.grad(loss)(x).numpy(), rtol=1e-6, atol=1e-6)
 
 
+@given(axis=st.integers(0, 2), cuts=st.lists(st.integers(0, 6), max_size=4), keep=st.data(),
+       other=st.sampled_from([None, (0, 2), (1, 3)]), seed=st.integers(0, 2**16))
+def test_slices_gradients_joined_or_not_are_eagers(axis: int, cuts: list[int], keep: Any, other: Any,
+                                                   seed: int) -> None:
+    """Slices of one array along any axis (cut anywhere, empty pieces included), all taken
+    within the same range of another axis or not, some pieces unused, the rest used in any
+    order: the compiled gradient (pads joined, padded, scattered) equals eager's."""
+    rng = np.random.default_rng(seed)
+    x = fg.asarray(rng.standard_normal((4, 6, 5)).astype(np.float32))
+    n = x.shape[axis]
+    bounds = [0, *sorted(min(c, n) for c in cuts), n]
+    pieces = list(zip(bounds[:-1], bounds[1:]))
+    used = keep.draw(st.permutations(range(len(pieces))))[:keep.draw(st.integers(1, len(pieces)))]
+    across = (axis + 1) % 3
+
+    def loss(v: Any) -> Any:
+        total = 0.0
+        for k in used:
+            index = [slice(None)] * 3
+            index[axis] = slice(*pieces[k])
+            if other is not None:
+                index[across] = slice(*other)
+            piece = v[tuple(index)]
+            total = total + ((piece * float(k + 1)) ** 2).sum()
+        return total
+
+    compiled = fg.compile(fg.grad(loss))
+    np.testing.assert_array_equal(compiled(x).numpy(), fg.grad(loss)(x).numpy())
+
+
 def test_a_scatter_never_writes_into_the_values_it_reads() -> None:
     """``scatter`` takes its operand's buffer (``Primitive.updates``) only: values that are
     views of that buffer are read before anything is written, as eager evaluation reads them."""
