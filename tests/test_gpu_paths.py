@@ -42,6 +42,10 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=object).astype(x.dtype)
 
 
+def _erfc(x: np.ndarray) -> np.ndarray:
+    return np.asarray(np.frompyfunc(math.erfc, 1, 1)(x), dtype=object).astype(x.dtype)
+
+
 # The C functions the fused kernels call (``elementwise.C_EXPR``), as NumPy computes them.
 _C_FUNCTIONS = {
     **{name: getattr(np, name) for name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin",
@@ -49,10 +53,11 @@ _C_FUNCTIONS = {
                                             "hypot", "copysign")},
     "fabs": np.abs, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
     "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power, "atan2": np.arctan2, "erf": _erf,
+    "erfc": _erfc,
     "rsqrt": lambda x: 1 / np.sqrt(x), "fg_max": np.maximum, "fg_min": np.minimum, "fg_reciprocal": np.reciprocal,
     "fg_relu": lambda x: np.maximum(x, x.dtype.type(0)), "fg_sigmoid": lambda x: 1 / (1 + np.exp(-x)), "fg_tanh": np.tanh, "fg_exp": np.exp,
-    "fg_gelu": lambda x: 0.5 * x * (1 + _erf(x * math.sqrt(0.5))),
-    "fg_gelu_grad": lambda x: 0.5 * (1 + _erf(x * math.sqrt(0.5))) + x * (np.exp(-0.5 * (x * x)) / math.sqrt(2 * math.pi)),
+    "fg_gelu": lambda x: 0.5 * x * _erfc(-x * math.sqrt(0.5)),
+    "fg_gelu_grad": lambda x: 0.5 * _erfc(-x * math.sqrt(0.5)) + x * (np.exp(-0.5 * (x * x)) / math.sqrt(2 * math.pi)),
 }
 _C_STATEMENT = re.compile(r"^(?:(float|double) )?(\w+) = (.+);$")
 
@@ -142,7 +147,7 @@ def _cupyx() -> dict[str, types.ModuleType]:
         setattr(cupyx, f"scatter_{mode}", ufunc.at)
     scipy = types.ModuleType("cupyx.scipy")
     special = types.ModuleType("cupyx.scipy.special")
-    special.erf = _erf  # type: ignore[attr-defined]
+    special.erf, special.erfc = _erf, _erfc  # type: ignore[attr-defined]
     special.gammaln = lambda x: np.asarray(np.frompyfunc(math.lgamma, 1, 1)(x), dtype=object).astype(x.dtype)  # type: ignore[attr-defined]
     special.digamma = lambda x: polygamma_series(np.asarray(x, np.float64), 0).astype(x.dtype)  # type: ignore[attr-defined]
     special.polygamma = lambda n, x: polygamma_series(np.asarray(x, np.float64), int(n)).astype(x.dtype)  # type: ignore[attr-defined]

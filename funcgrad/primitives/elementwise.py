@@ -76,42 +76,52 @@ def _rsqrt(xp: Any, x: Any) -> Any:
 
 
 def _erf(xp: Any, x: Any) -> Any:
-    # float32: a native loop of C's erff (glibc's vector one: 1 ulp, 4 in its AVX-512
-    # version), where a compiler can build it: SciPy computes float32 in float64, several
-    # times slower
-    native = _native_unary(xp, x, "erf({0})") if x.dtype == np.float32 else None
+    return _special(xp, x, "erf")
+
+
+def _erfc(xp: Any, x: Any) -> Any:
+    return _special(xp, x, "erfc")
+
+
+def _special(xp: Any, x: Any, name: str) -> Any:
+    """``erf`` or ``erfc`` of ``x``. Float32: a native loop of C's (glibc's vector one: 1 ulp,
+    4 in its AVX-512 version), where a compiler can build it: SciPy computes float32 in
+    float64, several times slower."""
+    native = _native_unary(xp, x, name + "({0})") if x.dtype == np.float32 else None
     if native is not None:
         return native
     if xp is np:
         try:
-            from scipy.special import erf
+            import scipy.special
         except ImportError:  # scipy is optional: an exact but slower loop
             # (a 0-d input gives a Python float back, not an object array: asarray first)
-            return np.asarray(np.frompyfunc(math.erf, 1, 1)(x), dtype=object).astype(x.dtype)
-        return erf(x)
-    from cupyx.scipy.special import erf as cupy_erf
+            return np.asarray(np.frompyfunc(getattr(math, name), 1, 1)(x), dtype=object).astype(x.dtype)
+        return getattr(scipy.special, name)(x)
+    import cupyx.scipy.special
 
-    return cupy_erf(x)
+    return getattr(cupyx.scipy.special, name)(x)
 
 
 def _gelu(xp: Any, x: Any) -> Any:
-    """``x Phi(x)``, Phi the normal distribution function (PyTorch's exact GELU). One native
-    loop where a compiler can build it (the composite's five passes over x and its 2 MB
-    temporaries cost a transformer's MLP more than its matmuls); the same operations in
-    NumPy otherwise, so the two differ only by erf's ulps."""
+    """``x Phi(x)``, Phi the normal distribution function (PyTorch's exact GELU), written as
+    JAX writes it, ``Phi(x) = erfc(-x / sqrt 2) / 2``: a negative x keeps its relative
+    precision, which ``1 + erf(x / sqrt 2)`` loses in float32. One native loop where a
+    compiler can build it (the composite's passes over x and its 2 MB temporaries cost a
+    transformer's MLP more than its matmuls; float32 Phi from one inlined exponential,
+    ``cc.PRELUDE``'s ``fg_normal_tail``); NumPy and SciPy's ``erfc`` otherwise."""
     native = _native_unary(xp, x, "fg_gelu({0})")
     if native is not None:
         return native
-    return 0.5 * x * (1.0 + _erf(xp, x * _SQRT_HALF))
+    return 0.5 * x * _erfc(xp, -x * _SQRT_HALF)
 
 
 def _gelu_grad(xp: Any, x: Any) -> Any:
     """GELU's derivative ``Phi(x) + x phi(x)``, phi the normal density: its backward pass as
-    one loop, as ``_gelu``."""
+    one loop, as ``_gelu`` (in float32 Phi and phi share one exponential)."""
     native = _native_unary(xp, x, "fg_gelu_grad({0})")
     if native is not None:
         return native
-    return 0.5 * (1.0 + _erf(xp, x * _SQRT_HALF)) + x * (xp.exp(-0.5 * (x * x)) * _INV_SQRT_2PI)
+    return 0.5 * _erfc(xp, -x * _SQRT_HALF) + x * (xp.exp(-0.5 * (x * x)) * _INV_SQRT_2PI)
 
 
 def _native_unary(xp: Any, x: Any, expr: str) -> Any:

@@ -600,9 +600,9 @@ template <typename T> __device__ T fg_sigmoid(T x) { return T(1) / (T(1) + exp(-
 template <typename T> __device__ T fg_reciprocal(T x) { return T(1) / x; }
 template <typename T> __device__ T fg_tanh(T x) { return tanh(x); }
 template <typename T> __device__ T fg_exp(T x) { return exp(x); }
-template <typename T> __device__ T fg_gelu(T x) { return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440))); }
+template <typename T> __device__ T fg_gelu(T x) { return T(0.5) * x * erfc(-x * T(0.70710678118654752440)); }
 template <typename T> __device__ T fg_gelu_grad(T x) {
-    return T(0.5) * (T(1) + erf(x * T(0.70710678118654752440)))
+    return T(0.5) * erfc(-x * T(0.70710678118654752440))
         + x * (exp(T(-0.5) * (x * x)) * T(0.39894228040143267794));
 }
 """
