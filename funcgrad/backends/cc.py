@@ -262,6 +262,27 @@ static inline float fg_expf(float x) {
     __builtin_memcpy(&a, &bits, 4);
     return expf(a) * scale;
 }
+/* exp(y + c) = 2^n (1 + q), c a small correction: returns q = expm1(r), r = y + c - n ln 2
+   within ln(2)/2 and expm1(r) a polynomial, and sets *scale = 2^n (n = round(y / ln 2) within
+   the float exponent's range). Inlined and vectorized where glibc's vector functions are calls. */
+static inline float fg_expm1_reduced(float y, float c, float *scale) {
+    float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n */
+    float n = k - 12582912.0f;
+    float r = fg_fma(n, -0.693145752f, y);     /* y - n ln 2, ln 2 in two parts */
+    r = fg_fma(n, -1.42860677e-06f, r) + c;
+    float q = 1.0f / 5040.0f;
+    q = fg_fma(q, r, 1.0f / 720.0f);
+    q = fg_fma(q, r, 1.0f / 120.0f);
+    q = fg_fma(q, r, 1.0f / 24.0f);
+    q = fg_fma(q, r, 1.0f / 6.0f);
+    q = fg_fma(q, r, 0.5f);
+    q = fg_fma(q, r * r, r);                   /* expm1(r) */
+    uint32_t bits;
+    __builtin_memcpy(&bits, &k, 4);
+    bits = (bits - 0x4B400000u + 127u) << 23;  /* 2^n */
+    __builtin_memcpy(scale, &bits, 4);
+    return q;
+}
 /* GELU's normal distribution function as JAX writes it, Phi(x) = erfc(-x / sqrt 2) / 2, from
    one exponential: with a = |x|, erfc(a / sqrt 2) = e R(t), e = exp(-a^2 / 2) and R =
    erfc(z) exp(z^2) a polynomial in t = 1 / (1 + 0.4 z) (within 2.2e-7 in float). So
@@ -273,26 +294,9 @@ static inline float fg_normal_tail(float x, float *h) {
     float a = fabsf(x);
     a = a < 14.0f ? a : 14.0f;
     float sq = a * a, low = fg_fma(a, a, -sq);
-    float y = -0.5f * sq;
-    float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n = round(y / ln 2) */
-    float n = k - 12582912.0f;
-    float r = fg_fma(n, -0.693145752f, y);
-    r = fg_fma(n, -1.42860677e-06f, r);
-    r = fg_fma(-0.5f, low, r);
-    float q = 1.0f / 5040.0f;
-    q = fg_fma(q, r, 1.0f / 720.0f);
-    q = fg_fma(q, r, 1.0f / 120.0f);
-    q = fg_fma(q, r, 1.0f / 24.0f);
-    q = fg_fma(q, r, 1.0f / 6.0f);
-    q = fg_fma(q, r, 0.5f);
-    q = fg_fma(q, r * r, r);                   /* expm1(r) */
-    uint32_t bits;
-    __builtin_memcpy(&bits, &k, 4);
-    bits = (bits - 0x4B400000u + 127u) << 23;  /* 2^n */
-    float s;
-    __builtin_memcpy(&s, &bits, 4);
-    float e = fg_fma(s, q, s);
-    e = y < -87.0f ? 0.0f : e;
+    float y = -0.5f * sq, s;
+    float q = fg_expm1_reduced(y, -0.5f * low, &s);
+    float e = y < -87.0f ? 0.0f : fg_fma(s, q, s);
     float t = 1.0f / fg_fma(0.28284271f, a, 1.0f);
     float p = -0.0396222994f;
     p = fg_fma(p, t, 0.255666137f);
@@ -326,23 +330,7 @@ static inline float fg_gelu_grad_f(float x) {
 static inline float fg_tanhf(float x) {
     float a = fabsf(x);
     a = a > 9.1f ? 9.1f : a;                   /* tanh rounds to 1 from 9.01; NaN passes */
-    float y = a + a;
-    float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n = round(y / ln 2) */
-    float n = k - 12582912.0f;
-    float r = fg_fma(n, -0.693145752f, y);     /* y - n ln 2, ln 2 in two parts */
-    r = fg_fma(n, -1.42860677e-06f, r);
-    float q = 1.0f / 5040.0f;
-    q = fg_fma(q, r, 1.0f / 720.0f);
-    q = fg_fma(q, r, 1.0f / 120.0f);
-    q = fg_fma(q, r, 1.0f / 24.0f);
-    q = fg_fma(q, r, 1.0f / 6.0f);
-    q = fg_fma(q, r, 0.5f);
-    q = fg_fma(q, r * r, r);                   /* expm1(r) */
-    uint32_t bits;
-    __builtin_memcpy(&bits, &k, 4);
-    bits = (bits - 0x4B400000u + 127u) << 23;  /* 2^n */
-    float s;
-    __builtin_memcpy(&s, &bits, 4);
+    float s, q = fg_expm1_reduced(a + a, 0.0f, &s);
     float e = fg_fma(s, q, s - 1.0f);
     return copysignf(e / (e + 2.0f), x);
 }
