@@ -288,8 +288,8 @@ static inline float fg_expm1_reduced(float y, float c, float *scale) {
    erfc(z) exp(z^2) a polynomial in t = 1 / (1 + 0.4 z) (within 2.2e-7 in float). So
    Phi(x) = h e for x <= 0 (its relative precision kept: 1 + erf(x) in float32 loses it) and
    1 - h e above, h = R / 2; the density is e / sqrt(2 pi), the same e. a^2 is split in two
-   (a fused multiply-add) before exp, inlined as fg_tanhf's is; |x| above 14 gives e = 0.
-   Returns e and sets *h. */
+   (a fused multiply-add), its low part the exponent's correction (fg_expm1_reduced); |x|
+   above 14 gives e = 0. Returns e and sets *h. */
 static inline float fg_normal_tail(float x, float *h) {
     float a = fabsf(x);
     a = a < 14.0f ? a : 14.0f;
