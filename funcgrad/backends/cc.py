@@ -262,14 +262,15 @@ static inline float fg_expf(float x) {
     __builtin_memcpy(&a, &bits, 4);
     return expf(a) * scale;
 }
-/* exp(y + c) = 2^n (1 + q), c a small correction: returns q = expm1(r), r = y + c - n ln 2
+/* exp(y - c) = 2^n (1 + q), c a small correction: returns q = expm1(r), r = y - c - n ln 2
    within ln(2)/2 and expm1(r) a polynomial, and sets *scale = 2^n (n = round(y / ln 2) within
-   the float exponent's range). Inlined and vectorized where glibc's vector functions are calls. */
+   the float exponent's range). Inlined and vectorized where glibc's vector functions are calls
+   (a c of 0 costs nothing: x - 0 is x, where x + 0 is not for -0). */
 static inline float fg_expm1_reduced(float y, float c, float *scale) {
     float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n */
     float n = k - 12582912.0f;
     float r = fg_fma(n, -0.693145752f, y);     /* y - n ln 2, ln 2 in two parts */
-    r = fg_fma(n, -1.42860677e-06f, r) + c;
+    r = fg_fma(n, -1.42860677e-06f, r) - c;
     float q = 1.0f / 5040.0f;
     q = fg_fma(q, r, 1.0f / 720.0f);
     q = fg_fma(q, r, 1.0f / 120.0f);
@@ -295,7 +296,7 @@ static inline float fg_normal_tail(float x, float *h) {
     a = a < 14.0f ? a : 14.0f;
     float sq = a * a, low = fg_fma(a, a, -sq);
     float y = -0.5f * sq, s;
-    float q = fg_expm1_reduced(y, -0.5f * low, &s);
+    float q = fg_expm1_reduced(y, 0.5f * low, &s);
     float e = y < -87.0f ? 0.0f : fg_fma(s, q, s);
     float t = 1.0f / fg_fma(0.28284271f, a, 1.0f);
     float p = -0.0396222994f;
