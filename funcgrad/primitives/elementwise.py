@@ -678,21 +678,20 @@ def _sum(eqn: Any, ctx: Any) -> Any:
     same = _ADD_ZERO(eqn, ctx)
     if same is not None:
         return same
-    scatter, full, pad = REGISTRY["scatter"], REGISTRY["full"], REGISTRY["pad"]
+    scatter, full = REGISTRY["scatter"], REGISTRY["full"]
     out = eqn.outputs[0]
     a, b = eqn.inputs
     joined = _joined_pads(eqn, ctx)
     if joined is not None:
         return joined
     for x, u in ((a, b), (b, a)):
-        update = ctx.producer(u)
-        if update is not None and update.prim is pad and update.params["mode"] == "constant" \
-                and not isinstance(update.params["value"], bool) and update.params["value"] == 0 \
-                and ctx.same_type(x, out) and ctx.same_type(u, out):
-            g = update.inputs[0]  # (the region as a scatter's slice template: ("s", start, stop, step) an axis)
+        padded = _zero_pad(eqn, ctx, u)
+        if padded is not None and ctx.same_type(x, out):
+            g = padded.inputs[0]  # (the region as a scatter's slice template: ("s", start, stop, step) an axis)
             template = tuple(("s", lo, lo + n, 1) if n else ("s", 0, 0, 1)
-                             for (lo, _), n in zip(update.params["pad_width"], g.aval.shape))
+                             for (lo, _), n in zip(padded.params["pad_width"], g.aval.shape))
             return ctx.equation(scatter, [x, g], eqn, {"template": template, "mode": "add"})
+        update = ctx.producer(u)
         if update is None or update.prim is not scatter or update.params["mode"] != "add" \
                 or not (ctx.same_type(x, out) and ctx.same_type(u, out)):
             continue

@@ -108,8 +108,9 @@ class BatchInterpreter(Interpreter):
                 vals = tuple(a.val if m else a for a, m in zip(args, mapped))
                 dims = tuple(a.bdim if m else None for a, m in zip(args, mapped))
         if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
-            return self._collective(prim, args if vals is None else vals, (None,) * len(args) if vals is None else dims,
-                                    params)
+            if vals is None:  # (``psum(1.0, "i")``: no operand differs between members)
+                vals, dims = args, (None,) * len(args)
+            return self._collective(prim, vals, dims, params)
         token = _set_interpreter(self.parent)
         try:
             if vals is None:

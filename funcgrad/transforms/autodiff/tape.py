@@ -20,7 +20,7 @@ from ... import ops
 from ...array import Array, provide, run_eager
 from ...errors import DTypeError, GraphFreedError, ShapeError
 from ...primitives import core as primitives_core
-from ...primitives.ad import VJPFromRules
+from ...primitives.ad import VJPFromRules, VJPRule
 from ...primitives.core import fmt_shape
 from ...primitives.shape import stop_gradient_p
 from ..grad_mode import TAPE_OFF, enable_grad, is_grad_enabled
@@ -274,11 +274,11 @@ def _backward_pass(roots: Sequence[tuple[Any, int, Any]], retain_graph: bool, cr
     return got
 
 
-class _MoveBack:
+class _MoveBack(VJPRule):
     """The backward rule of a move between devices (PyTorch's ToCopyBackward): the
     cotangent moves back to the device the value came from."""
 
-    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any) -> tuple[Any]:
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         return (g.to(params["device"]),)
 
 

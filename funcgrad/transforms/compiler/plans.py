@@ -123,7 +123,7 @@ def _signature(roots: list[Any], outputs: list[Any] | None) -> tuple[tuple[Any, 
             add(None)
             continue
         residuals = node.residuals
-        if not getattr(rule, "plannable", False) or residuals.__class__ is not tuple:
+        if not rule.plannable or residuals.__class__ is not tuple:
             raise _NoPlan  # user code as a rule (custom_vjp, Function, checkpoint), or a freed graph
         params = node.params
         if params:
