@@ -1219,4 +1219,24 @@ def _attention_case(draw: Any) -> Case:
     return Case([q, k, v], params, ref, rtol_for(dtype) * 10)
 
 
-CASES.update({"attention": _attention_case})
+def _attention_grad_case(draw: Any) -> Case:
+    """Attention's inputs, weights of any values in (0, 1) (those a causal mask hides are
+    read as 0) and an output cotangent; the reference is the composite in float64."""
+    case = _attention_case(draw)
+    q, k, v = case.args
+    dtype = q.dtype.type
+    p = arrays(draw, dtype, (*q.shape[:-1], k.shape[-2]), 0, 1)
+    go = arrays(draw, dtype, (*q.shape[:-1], v.shape[-1]), -2, 2)
+
+    def ref(q: Any, k: Any, v: Any, p: Any, go: Any, scale: float, causal: bool) -> Any:
+        q, k, v, p, go = (a.astype(np.float64) for a in (q, k, v, p, go))
+        if causal:
+            p = np.where(np.arange(p.shape[-1])[None, :] <= np.arange(p.shape[-2])[:, None], p, 0.0)
+        dp = go @ np.swapaxes(v, -1, -2)
+        ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True)) * scale
+        return (ds @ k).astype(dtype)  # (dq: the first result; tests/test_attention.py checks all three)
+
+    return Case([q, k, v, p, go], case.params, ref, rtol_for(dtype) * 10)
+
+
+CASES.update({"attention": _attention_case, "attention_grad": _attention_grad_case})

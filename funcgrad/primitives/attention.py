@@ -1,13 +1,14 @@
-"""Scaled dot-product attention's forward pass as one primitive: ``attention(q, k, v)``
-gives ``o = softmax(q k^T * scale + mask) v`` and the weights ``p`` (the softmax), as
-PyTorch's ``_scaled_dot_product_*_attention`` gives its output and what its backward keeps.
+"""Scaled dot-product attention as two primitives: ``attention(q, k, v)`` gives ``o =
+softmax(q k^T * scale + mask) v`` and the weights ``p`` (the softmax), as PyTorch's
+``_scaled_dot_product_*_attention`` gives its output and what its backward keeps; and
+``attention_grad(q, k, v, p, go)`` gives the cotangents of q, k and v from the weights and
+the output's cotangent, the backward pass wherever the weights get no cotangent of their own.
 
-Its kernel computes a head's scores row by row, their softmax and the row's output while
-the row is in the caches, where the composite wrote the scores, the masked scores, the
-weights and the output as four arrays; a causal mask is the end of each row's loop, not an
-array. The rules are the composite's, written in array operations from the weights ``p``,
-so every derivative order and transform composes through them.
-"""
+Their kernels work on a head's rows in tiles while they are in the caches, where the
+composites wrote the scores, masked scores, weights and output (or the weights' and the
+scores' cotangents) as arrays of their own; a causal mask is the end of each row's loops,
+not an array. The rules are the composites', written in array operations, so every
+derivative order and transform composes through them."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .batching import axis_size, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
 
-__all__ = ["attention_p"]
+__all__ = ["attention_p", "attention_grad_p"]
 
 
 def _rule(q: ShapedArray, k: ShapedArray, v: ShapedArray, *, scale: float, causal: bool) -> tuple[ShapedArray, ...]:
@@ -46,16 +47,7 @@ def _keep(xp: Any, length: int, source: int) -> Any:
     return xp.arange(source)[None, :] <= xp.arange(length)[:, None]
 
 
-# One head a step of the outer loop (the heads split over threads): its keys transposed and
-# its values copied into scratch rows padded to whole blocks, then per query row its scores
-# by blocks of FG_B keys (a block's sums in four vector registers over the head's width: four
-# independent chains, where one would wait on each multiply-add's latency; GCC's vector type,
-# since it keeps an array of sums in memory), their softmax over whole blocks (the masked
-# keys -inf), and its output by blocks of FG_V features (the weighted sum of the value rows,
-# even and odd rows in two chains). Multiply-adds are fused where the CPU has them, so values
-# are within rounding of the composite's, not its bits. n: heads, L, S, E, Ev, causal; p: q, k,
-# v, the scale (one element), then o and the weights.
-_ATTENTION_C = """#include <stdlib.h>
+_HEADER_C = """#include <stdlib.h>
 #include <string.h>
 #if defined(__clang__)
 #pragma clang fp contract(fast)
@@ -72,84 +64,102 @@ _ATTENTION_C = """#include <stdlib.h>
 /* one vector register (a wider vector type than the ISA has is lowered lane by lane) */
 typedef T fg_vec __attribute__((vector_size(FG_BYTES), aligned(sizeof(T)), may_alias));
 #define FG_LANES ((int64_t)(FG_BYTES / sizeof(T)))
-#define FG_B (4 * FG_LANES)  /* keys a block of scores: four vectors of sums, four chains of multiply-adds */
-#define FG_V (2 * FG_LANES)  /* features a block of the output, even and odd value rows in two chains each */
+#define FG_R 4  /* rows a tile */
+#define FG_B (2 * FG_LANES)  /* columns a tile: two vectors */
+#define FG_PAD(x) (((x) + FG_B - 1) / FG_B * FG_B)
 static inline fg_vec fg_load(const T *x) { return *(const fg_vec *)x; }  /* (unaligned: the type's alignment is T's) */
 static inline void fg_store(T *x, fg_vec v) { *(fg_vec *)x = v; }
+/* a tile's eight sums, Y00..Y31 (row, vector), += X's four rows' element (X[r * step]) times P's two vectors */
+#define FG_ZERO(Y) fg_vec Y##00 = {0}, Y##01 = {0}, Y##10 = {0}, Y##11 = {0}, Y##20 = {0}, Y##21 = {0}, \\
+    Y##30 = {0}, Y##31 = {0}
+#define FG_TILE(X, Y, P, step) do { \\
+    const fg_vec x0 = fg_load(P), x1 = fg_load((P) + FG_LANES); \\
+    const T c0 = (X)[0], c1 = (X)[step], c2 = (X)[2 * (step)], c3 = (X)[3 * (step)]; \\
+    Y##00 += c0 * x0; Y##01 += c0 * x1; Y##10 += c1 * x0; Y##11 += c1 * x1; \\
+    Y##20 += c2 * x0; Y##21 += c2 * x1; Y##30 += c3 * x0; Y##31 += c3 * x1; } while (0)
+#define FG_STORE_ROWS(Y, D, step) do { \\
+    fg_store((D), Y##00); fg_store((D) + FG_LANES, Y##01); \\
+    fg_store((D) + (step), Y##10); fg_store((D) + (step) + FG_LANES, Y##11); \\
+    fg_store((D) + 2 * (step), Y##20); fg_store((D) + 2 * (step) + FG_LANES, Y##21); \\
+    fg_store((D) + 3 * (step), Y##30); fg_store((D) + 3 * (step) + FG_LANES, Y##31); } while (0)
+/* the head's place in each of `count` operands (offsets[]), for head b of a stack of lead axes dims[rank],
+   each operand's strides over them at strides + o * rank */
+static inline void fg_head(int64_t b, int64_t rank, const int64_t *dims, const int64_t *strides, int count,
+                           int64_t *offsets) {
+    for (int o = 0; o < count; o++) offsets[o] = 0;
+    for (int64_t a = rank - 1; a >= 0; a--) {
+        const int64_t at = b % dims[a];
+        b /= dims[a];
+        for (int o = 0; o < count; o++) offsets[o] += at * strides[o * rank + a];
+    }
+}
+"""
+
+
+# Attention's forward pass, one head a step of the outer loop (the heads split over threads).
+# The head's keys are transposed and its values copied into scratch rows padded to whole
+# tiles; then four query rows at a time: their scores by tiles of 4 rows x 2 vectors of keys
+# (eight independent chains of multiply-adds, each key vector loaded once for four rows),
+# a causal row's scores only up to the tile's last key, each row's softmax, and the output
+# by tiles of 4 rows x 2 vectors of features. Multiply-adds are fused where the CPU has
+# them, so values are within rounding of the composite's, not its bits. n: heads, L, S, E,
+# Ev, causal, the lead axes' rank, dims, strides of q, k and v over them, then their row
+# strides; p: q, k, v, the scale (one element), then o and the weights.
+_FORWARD_C = _HEADER_C + """
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const int64_t L = n[1], S = n[2], E = n[3], F = n[4], causal = n[5], rank = n[6];
-    const int64_t *dims = n + 7, *sq = dims + rank, *sk = sq + rank, *sv = sk + rank, *rows = sv + rank;
-    const int64_t Sp = (S + FG_B - 1) / FG_B * FG_B, Fp = (F + FG_V - 1) / FG_V * FG_V;
+    const int64_t *dims = n + 7, *rows = dims + 4 * rank;
+    const int64_t Sp = FG_PAD(S), Fp = FG_PAD(F);
     const T *restrict q = (const T *)p[0], *restrict k = (const T *)p[1], *restrict v = (const T *)p[2];
     const T scale = *(const T *)p[3];
     T *restrict o = (T *)p[4], *restrict w = (T *)p[5];
-    T *kt = (T *)calloc((size_t)(Sp * E + S * Fp + E + Sp + Fp), sizeof(T));
+    /* scratch, its padding zero: k transposed, v, four scaled query rows transposed, four rows of scores */
+    T *kt = (T *)calloc((size_t)(Sp * E + S * Fp + FG_R * E + FG_R * Sp + FG_R * FG_B), sizeof(T));
     if (!kt) abort();
-    T *vp = kt + Sp * E, *qs = vp + S * Fp, *row = qs + E, *acc = row + Sp;
+    T *vp = kt + Sp * E, *qs = vp + S * Fp, *sc = qs + FG_R * E, *acc = sc + FG_R * Sp;
     for (int64_t b = lo; b < hi; b++) {
-        int64_t rest = b, oq = 0, ok = 0, ov = 0;  /* the head's place in each operand (read where they lie) */
-        for (int64_t a = rank - 1; a >= 0; a--) {
-            const int64_t at = rest % dims[a];
-            rest /= dims[a];
-            oq += at * sq[a]; ok += at * sk[a]; ov += at * sv[a];
-        }
-        const T *qb = q + oq, *kb = k + ok, *vb = v + ov;
+        int64_t at[3];
+        fg_head(b, rank, dims, dims + rank, 3, at);
+        const T *qb = q + at[0], *kb = k + at[1], *vb = v + at[2];
         T *ob = o + b * L * F, *wb = w + b * L * S;
         for (int64_t j = 0; j < S; j++) {
             for (int64_t d = 0; d < E; d++) kt[d * Sp + j] = kb[j * rows[1] + d];
             memcpy(vp + j * Fp, vb + j * rows[2], sizeof(T) * (size_t)F);
         }
-        for (int64_t i = 0; i < L; i++) {
-            const int64_t seen = causal ? (i + 1 < S ? i + 1 : S) : S;
-            const int64_t width = (seen + FG_B - 1) / FG_B * FG_B;  /* the blocks computed: the rest is masked */
-            for (int64_t d = 0; d < E; d++) qs[d] = qb[i * rows[0] + d] * scale;
-            for (int64_t jb = 0; jb < seen; jb += FG_B) {
-                fg_vec s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-                for (int64_t d = 0; d < E; d++) {
-                    const T a = qs[d];
-                    const T *kd = kt + d * Sp + jb;
-                    s0 += a * fg_load(kd);
-                    s1 += a * fg_load(kd + FG_LANES);
-                    s2 += a * fg_load(kd + 2 * FG_LANES);
-                    s3 += a * fg_load(kd + 3 * FG_LANES);
-                }
-                fg_store(row + jb, s0);
-                fg_store(row + jb + FG_LANES, s1);
-                fg_store(row + jb + 2 * FG_LANES, s2);
-                fg_store(row + jb + 3 * FG_LANES, s3);
+        for (int64_t i0 = 0; i0 < L; i0 += FG_R) {
+            int64_t ri[FG_R], seen[FG_R];  /* a tile past the last row repeats it (its results written twice) */
+            for (int r = 0; r < FG_R; r++) {
+                ri[r] = i0 + r < L ? i0 + r : L - 1;
+                seen[r] = causal ? (ri[r] + 1 < S ? ri[r] + 1 : S) : S;
+                for (int64_t d = 0; d < E; d++) qs[d * FG_R + r] = qb[ri[r] * rows[0] + d] * scale;
             }
-            for (int64_t j = seen; j < width; j++) row[j] = -INFINITY;
-            T top = row[0];
-            #pragma omp simd reduction(max:top)
-            for (int64_t j = 0; j < width; j++) top = row[j] > top ? row[j] : top;
-            T total = 0;
-            #pragma omp simd reduction(+:total)
-            for (int64_t j = 0; j < width; j++) { T e = fg_exp(row[j] - top); row[j] = e; total += e; }
-            T *restrict wr = wb + i * S;
-            #pragma omp simd
-            for (int64_t j = 0; j < seen; j++) wr[j] = row[j] = row[j] / total;
-            for (int64_t j = seen; j < S; j++) wr[j] = 0;
-            for (int64_t fb = 0; fb < F; fb += FG_V) {
-                fg_vec e0 = {0}, e1 = {0}, o0 = {0}, o1 = {0};
-                int64_t j = 0;
-                for (; j + 1 < seen; j += 2) {
-                    const T a = row[j], c = row[j + 1];
-                    const T *vj = vp + j * Fp + fb, *vn = vj + Fp;
-                    e0 += a * fg_load(vj);
-                    e1 += a * fg_load(vj + FG_LANES);
-                    o0 += c * fg_load(vn);
-                    o1 += c * fg_load(vn + FG_LANES);
-                }
-                if (j < seen) {
-                    const T a = row[j];
-                    const T *vj = vp + j * Fp + fb;
-                    e0 += a * fg_load(vj);
-                    e1 += a * fg_load(vj + FG_LANES);
-                }
-                fg_store(acc, e0 + o0);
-                fg_store(acc + FG_LANES, e1 + o1);
-                const int64_t m = F - fb < FG_V ? F - fb : FG_V;
-                memcpy(ob + i * F + fb, acc, sizeof(T) * (size_t)m);
+            const int64_t most = seen[FG_R - 1], width = FG_PAD(most);
+            for (int64_t jb = 0; jb < most; jb += FG_B) {
+                FG_ZERO(s);
+                for (int64_t d = 0; d < E; d++) FG_TILE(qs + d * FG_R, s, kt + d * Sp + jb, 1);
+                FG_STORE_ROWS(s, sc + jb, Sp);
+            }
+            for (int r = 0; r < FG_R; r++) {
+                T *row = sc + r * Sp;
+                for (int64_t j = seen[r]; j < width; j++) row[j] = -INFINITY;
+                T top = row[0];
+                #pragma omp simd reduction(max:top)
+                for (int64_t j = 0; j < width; j++) top = row[j] > top ? row[j] : top;
+                T total = 0;
+                #pragma omp simd reduction(+:total)
+                for (int64_t j = 0; j < width; j++) { T e = fg_exp(row[j] - top); row[j] = e; total += e; }
+                const T inv = 1 / total;
+                T *restrict wr = wb + ri[r] * S;
+                #pragma omp simd
+                for (int64_t j = 0; j < seen[r]; j++) wr[j] = row[j] = row[j] * inv;
+                for (int64_t j = seen[r]; j < S; j++) wr[j] = 0;
+            }
+            for (int64_t fb = 0; fb < F; fb += FG_B) {
+                FG_ZERO(s);
+                for (int64_t j = 0; j < most; j++) FG_TILE(sc + j, s, vp + j * Fp + fb, Sp);
+                FG_STORE_ROWS(s, acc, FG_B);
+                const int64_t m = F - fb < FG_B ? F - fb : FG_B;
+                for (int r = 0; r < FG_R; r++) memcpy(ob + ri[r] * F + fb, acc + r * FG_B, sizeof(T) * (size_t)m);
             }
         }
     }
@@ -158,25 +168,129 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 """
 
 
-def _native(q: Any, k: Any, v: Any, scale: float, causal: bool) -> tuple[Any, Any] | None:
-    if q.dtype not in (np.float32, np.float64) or not (q.dtype == k.dtype == v.dtype) or not q.shape[-2] \
-            or not k.shape[-2]:
+# Attention's backward pass from the forward's weights p, one head a step of the outer loop:
+# four query rows at a time, the weights' cotangent dp = go v^T by tiles as the forward's
+# scores, the scores' cotangent ds = p (dp - rowsum(p dp)) scale, dq's rows ds k by tiles,
+# and dk += ds^T q, dv += p^T go accumulated in scratch rows (four rows' worth a pass over
+# them); a causal row's loops end at its last key. n: as the forward's, with go's strides
+# after v's; p: q, k, v, go, the weights, the scale, then dq, dk and dv.
+_BACKWARD_C = _HEADER_C + """
+/* rows j < most of acc += the tile's four rows (two vectors each, rows a_step apart) weighted by column j of
+   X's four rows (x_step apart) */
+static inline void fg_outer(T *restrict acc, int64_t Ap, const T *restrict X, int64_t x_step, int64_t most,
+                            const T *restrict a, int64_t a_step) {
+    const fg_vec a00 = fg_load(a), a01 = fg_load(a + FG_LANES), a10 = fg_load(a + a_step),
+                 a11 = fg_load(a + a_step + FG_LANES), a20 = fg_load(a + 2 * a_step),
+                 a21 = fg_load(a + 2 * a_step + FG_LANES), a30 = fg_load(a + 3 * a_step),
+                 a31 = fg_load(a + 3 * a_step + FG_LANES);
+    for (int64_t j = 0; j < most; j++) {
+        const T c0 = X[j], c1 = X[x_step + j], c2 = X[2 * x_step + j], c3 = X[3 * x_step + j];
+        T *row = acc + j * Ap;
+        fg_store(row, fg_load(row) + c0 * a00 + c1 * a10 + c2 * a20 + c3 * a30);
+        fg_store(row + FG_LANES, fg_load(row + FG_LANES) + c0 * a01 + c1 * a11 + c2 * a21 + c3 * a31);
+    }
+}
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const int64_t L = n[1], S = n[2], E = n[3], F = n[4], causal = n[5], rank = n[6];
+    const int64_t *dims = n + 7, *rows = dims + 5 * rank;
+    const int64_t Sp = FG_PAD(S), Ep = FG_PAD(E), Fp = FG_PAD(F), Lp = (L + FG_R - 1) / FG_R * FG_R;
+    const T *restrict q = (const T *)p[0], *restrict k = (const T *)p[1], *restrict v = (const T *)p[2],
+            *restrict g = (const T *)p[3], *restrict w = (const T *)p[4];
+    const T scale = *(const T *)p[5];
+    T *restrict dq = (T *)p[6], *restrict dk = (T *)p[7], *restrict dv = (T *)p[8];
+    /* scratch, its padding zero: v transposed, k, the accumulated dk and dv, q and go by rows (rows past L zero),
+       four rows of the scores' cotangent and of the weights, four rows of dq */
+    T *vt = (T *)calloc((size_t)(F * Sp + 2 * S * Ep + S * Fp + Lp * (Ep + Fp) + 2 * FG_R * Sp + FG_R * FG_B),
+                        sizeof(T));
+    if (!vt) abort();
+    T *kp = vt + F * Sp, *dka = kp + S * Ep, *dva = dka + S * Ep, *qa = dva + S * Fp, *ga = qa + Lp * Ep,
+      *ds = ga + Lp * Fp, *pt = ds + FG_R * Sp, *acc = pt + FG_R * Sp;
+    for (int64_t b = lo; b < hi; b++) {
+        int64_t at[4];
+        fg_head(b, rank, dims, dims + rank, 4, at);
+        const T *qb = q + at[0], *kb = k + at[1], *vb = v + at[2], *gb = g + at[3], *wb = w + b * L * S;
+        T *dqb = dq + b * L * E, *dkb = dk + b * S * E, *dvb = dv + b * S * F;
+        for (int64_t j = 0; j < S; j++) {
+            for (int64_t f = 0; f < F; f++) vt[f * Sp + j] = vb[j * rows[2] + f];
+            memcpy(kp + j * Ep, kb + j * rows[1], sizeof(T) * (size_t)E);
+        }
+        for (int64_t i = 0; i < L; i++) {
+            memcpy(qa + i * Ep, qb + i * rows[0], sizeof(T) * (size_t)E);
+            memcpy(ga + i * Fp, gb + i * rows[3], sizeof(T) * (size_t)F);
+        }
+        memset(dka, 0, sizeof(T) * (size_t)(S * Ep + S * Fp));
+        for (int64_t i0 = 0; i0 < L; i0 += FG_R) {
+            int64_t seen[FG_R], most = 0;
+            for (int r = 0; r < FG_R; r++) {
+                seen[r] = i0 + r >= L ? 0 : causal ? (i0 + r + 1 < S ? i0 + r + 1 : S) : S;
+                most = seen[r] > most ? seen[r] : most;
+            }
+            const int64_t width = FG_PAD(most);
+            const T *qi = qa + i0 * Ep, *gi = ga + i0 * Fp;
+            /* the weights' cotangent go v^T */
+            for (int64_t jb = 0; jb < most; jb += FG_B) {
+                FG_ZERO(s);
+                for (int64_t f = 0; f < F; f++) FG_TILE(gi + f, s, vt + f * Sp + jb, Fp);
+                FG_STORE_ROWS(s, ds + jb, Sp);
+            }
+            /* the scores' cotangent p (dp - sum(p dp)) * scale; zero past what a row sees */
+            for (int r = 0; r < FG_R; r++) {
+                T *restrict d = ds + r * Sp, *restrict pr = pt + r * Sp;
+                const T *restrict wr = wb + (i0 + r) * S;
+                T dot = 0;
+                #pragma omp simd reduction(+:dot)
+                for (int64_t j = 0; j < seen[r]; j++) dot += wr[j] * d[j];
+                #pragma omp simd
+                for (int64_t j = 0; j < seen[r]; j++) { pr[j] = wr[j]; d[j] = wr[j] * (d[j] - dot) * scale; }
+                for (int64_t j = seen[r]; j < width; j++) pr[j] = d[j] = 0;
+            }
+            /* dq's rows: ds k */
+            for (int64_t eb = 0; eb < E; eb += FG_B) {
+                FG_ZERO(s);
+                for (int64_t j = 0; j < most; j++) FG_TILE(ds + j, s, kp + j * Ep + eb, Sp);
+                FG_STORE_ROWS(s, acc, FG_B);
+                const int64_t m = E - eb < FG_B ? E - eb : FG_B;
+                for (int r = 0; r < FG_R && i0 + r < L; r++)
+                    memcpy(dqb + (i0 + r) * E + eb, acc + r * FG_B, sizeof(T) * (size_t)m);
+            }
+            /* dk += ds^T q, dv += p^T go */
+            for (int64_t eb = 0; eb < E; eb += FG_B) fg_outer(dka + eb, Ep, ds, Sp, most, qi + eb, Ep);
+            for (int64_t fb = 0; fb < F; fb += FG_B) fg_outer(dva + fb, Fp, pt, Sp, most, gi + fb, Fp);
+        }
+        for (int64_t j = 0; j < S; j++) {
+            memcpy(dkb + j * E, dka + j * Ep, sizeof(T) * (size_t)E);
+            memcpy(dvb + j * F, dva + j * Fp, sizeof(T) * (size_t)F);
+        }
+    }
+    free(vt);
+}
+"""
+
+
+def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...], shapes: tuple[tuple[int, ...], ...],
+            scale: float, causal: bool, per_element: int) -> tuple[Any, ...] | None:
+    """One of the kernels above over heads of ``arrays`` (q, k, v and, for the backward
+    pass, go: read where they lie), ``rest`` (C-ordered, shaped as the results' heads), the
+    scale, then new results of ``shapes``' last two axes; None where it cannot run here."""
+    q, k, v = arrays[:3]
+    c_type = cc.C_TYPE_OF.get(q.dtype)
+    if c_type not in ("float", "double") or not all(a.dtype == q.dtype for a in (*arrays, *rest)) \
+            or not q.shape[-2] or not k.shape[-2]:
         return None
     try:
-        address = cc.loop_kernel(f"#define T {cc.C_TYPE_OF[q.dtype]}\n" + _ATTENTION_C)
+        address = cc.loop_kernel(f"#define T {c_type}\n" + source)
     except cc.NativeBuildError:
         return None
-    length, source, e, f = q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1]
     lead = q.shape[:-2]
+    outs = tuple(np.empty((*lead, *shape), q.dtype) for shape in shapes)
     heads = math.prod(lead)
-    o = np.empty((*lead, length, f), q.dtype)
-    w = np.empty((*lead, length, source), q.dtype)
     if heads:
-        (rq, sq), (rk, sk), (rv, sv) = (_rows(a) for a in (q, k, v))
-        sizes = [heads, length, source, e, f, int(causal), len(lead), *lead, *sq[:-2], *sk[:-2], *sv[:-2], sq[-2],
-                 sk[-2], sv[-2]]
-        cc.run(address, [rq, rk, rv, np.asarray(scale, q.dtype)], [o, w], sizes, per_element=2 * e + 8)
-    return o, w
+        located = [_rows(a) for a in arrays]
+        sizes = [heads, q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], int(causal), len(lead), *lead,
+                 *(st for _, strides in located for st in strides[:-2]), *(strides[-2] for _, strides in located)]
+        inputs = [a for a, _ in located] + [np.ascontiguousarray(a) for a in rest] + [np.asarray(scale, q.dtype)]
+        cc.run(address, inputs, list(outs), sizes, per_element=per_element)
+    return outs
 
 
 def _rows(x: Any) -> tuple[Any, list[int]]:
@@ -197,9 +311,11 @@ def _attention(xp: Any, q: Any, k: Any, v: Any, *, scale: float, causal: bool) -
     """The output and the weights: the native loop where it can be built, else NumPy's (or
     CuPy's) products and softmax."""
     if cc.eager_native(xp):
-        native = _native(q, k, v, scale, causal)
+        length, source = q.shape[-2], k.shape[-2]
+        native = _native(_FORWARD_C, (q, k, v), (), ((length, v.shape[-1]), (length, source)), scale, causal,
+                         2 * q.shape[-1] + 8)
         if native is not None:
-            return native
+            return native  # type: ignore[return-value]
     s = xp.matmul(q * xp.asarray(scale, q.dtype), xp.swapaxes(k, -1, -2))
     if causal:
         s = xp.where(_keep(xp, q.shape[-2], k.shape[-2]), s, xp.asarray(-np.inf, s.dtype))
@@ -236,6 +352,15 @@ def _softmax_linear(p: Any, t: Any) -> Any:
     return p * (t - lax.reduce_sum(p * t, (p.ndim - 1,), keepdims=True))
 
 
+def _masked(p: Any, causal: bool) -> Any:
+    """``p`` where a causal query sees the key, 0 elsewhere (all of ``p`` without a mask)."""
+    if not causal:
+        return p
+    rows = lax.reshape(lax.iota(p, p.shape[-2]), (p.shape[-2], 1))
+    cols = lax.reshape(lax.iota(p, p.shape[-1]), (1, p.shape[-1]))
+    return lax.select(lax.ge(rows, cols), p, 0.0)
+
+
 def _jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, scale: float, causal: bool) -> tuple[Any, Any]:
     q, k, v = primals
     tq, tk, tv = tangents
@@ -257,9 +382,10 @@ def _jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, scale: float, c
 
 
 class _AttentionVJP(VJPRule):
-    """Keeps ``q``, ``k``, ``v`` and the weights; the cotangents are the composite's: ``dv =
-    p^T g``, the weights' cotangent ``g v^T`` (plus any the weights got themselves) through
-    the softmax, then the scores' to ``q`` and ``k``."""
+    """Keeps ``q``, ``k``, ``v`` and the weights. The cotangents of an output's alone are
+    ``attention_grad``'s; where the weights have a cotangent of their own, the composite's:
+    ``dv = p^T g``, the weights' cotangent ``g v^T`` plus theirs through the softmax, then
+    the scores' to ``q`` and ``k``."""
 
     plannable = True
 
@@ -274,6 +400,9 @@ class _AttentionVJP(VJPRule):
         q, k, v, p = residuals
         go, gp = g
         needs = needs or (True, True, True)
+        if gp is None and go is not None:
+            dq, dk, dv = bind(attention_grad_p, q, k, v, p, go, **params)
+            return tuple(d if need else None for d, need in zip((dq, dk, dv), needs))
         dv = lax.matmul(_mT(p), go) if needs[2] and go is not None else None
         dp = lax.matmul(go, _mT(v)) if go is not None else None
         if gp is not None:
@@ -284,14 +413,120 @@ class _AttentionVJP(VJPRule):
         return (lax.matmul(ds, k) if needs[0] else None, lax.matmul(_mT(ds), q) if needs[1] else None, dv)
 
 
-def _batch(args: Any, dims: Any, *, scale: float, causal: bool) -> tuple[Any, Any]:
+def _batch(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
     """The batch axis in front of every operand (the unmapped ones broadcast): one more
-    leading axis of heads."""
+    leading axis of heads (attention's and its gradient's)."""
     n = axis_size(args, dims)
-    out = bind(attention_p, *(to_front(a, d, n) for a, d in zip(args, dims)), scale=scale, causal=causal)
-    return out, (0, 0)
+    out = bind(_BATCHED[len(args)], *(to_front(a, d, n) for a, d in zip(args, dims)), **params)
+    return out, (0,) * len(out)
 
 
 attention_p.jvp = _jvp
 attention_p.vjp = _AttentionVJP()
 attention_p.batch = _batch
+
+
+# ---- attention_grad(q, k, v, p, go) -> (dq, dk, dv): the backward pass as one primitive
+
+def _grad_rule(q: ShapedArray, k: ShapedArray, v: ShapedArray, p: ShapedArray, go: ShapedArray, *, scale: float,
+               causal: bool) -> tuple[ShapedArray, ...]:
+    o, w = _rule(q, k, v, scale=scale, causal=causal)
+    if (p.shape, p.dtype, go.shape, go.dtype) != (w.shape, w.dtype, o.shape, o.dtype):
+        raise ShapeError(f"attention_grad: weights {fmt_shape(p.shape)} ({p.dtype}) and output cotangent "
+                         f"{fmt_shape(go.shape)} ({go.dtype}) for attention's weights {fmt_shape(w.shape)} and "
+                         f"output {fmt_shape(o.shape)} ({o.dtype})")
+    return q, k, v
+
+
+def _grad_composite(xp: Any, q: Any, k: Any, v: Any, p: Any, go: Any, scale: float, causal: bool) -> Any:
+    if causal:
+        p = xp.where(_keep(xp, q.shape[-2], k.shape[-2]), p, xp.asarray(0, p.dtype))
+    dp = xp.matmul(go, xp.swapaxes(v, -1, -2))
+    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True)) * xp.asarray(scale, p.dtype)
+    return xp.matmul(ds, k), xp.matmul(xp.swapaxes(ds, -1, -2), q), xp.matmul(xp.swapaxes(p, -1, -2), go)
+
+
+def _attention_grad(xp: Any, q: Any, k: Any, v: Any, p: Any, go: Any, *, scale: float,
+                    causal: bool) -> tuple[Any, Any, Any]:
+    """dq, dk and dv: the native loop where it can be built, else NumPy's (or CuPy's)
+    products."""
+    if cc.eager_native(xp):
+        native = _native(_BACKWARD_C, (q, k, v, go), (p,), (q.shape[-2:], k.shape[-2:], v.shape[-2:]), scale,
+                         causal, 4 * q.shape[-1] + 8)
+        if native is not None:
+            return native  # type: ignore[return-value]
+    return _grad_composite(xp, q, k, v, p, go, scale, causal)  # type: ignore[no-any-return]
+
+
+# Its value is the composite of ``p`` with the causal mask's entries taken as 0 (the weights
+# attention gives have 0 there): dp = go v^T, ds = p (dp - rowsum(p dp)) scale, dq = ds k,
+# dk = ds^T q, dv = p^T go. Its rules differentiate that composite, in array operations.
+attention_grad_p = Primitive("attention_grad", _grad_rule, kernel=_attention_grad, multiple_results=True,
+                             autocast="float32")
+
+
+def _grad_parts(q: Any, k: Any, v: Any, p: Any, go: Any, scale: float, causal: bool) -> tuple[Any, Any, Any]:
+    """The masked weights, dp - rowsum(p dp) and ds, in array operations."""
+    p = _masked(p, causal)
+    dp = lax.matmul(go, _mT(v))
+    centred = dp - lax.reduce_sum(p * dp, (p.ndim - 1,), keepdims=True)
+    return p, centred, p * centred * lax.const(p, scale)
+
+
+def _grad_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, scale: float,
+              causal: bool) -> tuple[Any, Any]:
+    """The composite's tangent: each product's two terms, the centring's through rowsum(p dp)."""
+    ans = bind(attention_grad_p, *primals, scale=scale, causal=causal)
+    q, k, v, p, go = primals
+    tq, tk, tv, tp, tg = (lax.zeros(x, tuple(x.shape)) if t is None else t for x, t in zip(primals, tangents))
+    p, centred, ds = _grad_parts(q, k, v, p, go, scale, causal)
+    tp = _masked(tp, causal)
+    dp = lax.matmul(go, _mT(v))
+    tdp = lax.matmul(tg, _mT(v)) + lax.matmul(go, _mT(tv))
+    tcentred = tdp - lax.reduce_sum(tp * dp + p * tdp, (p.ndim - 1,), keepdims=True)
+    tds = (tp * centred + p * tcentred) * lax.const(p, scale)
+    return ans, (lax.matmul(tds, k) + lax.matmul(ds, tk), lax.matmul(_mT(tds), q) + lax.matmul(_mT(ds), tq),
+                 lax.matmul(_mT(tp), go) + lax.matmul(_mT(p), tg))
+
+
+def _add(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else a + b
+
+
+class _AttentionGradVJP(VJPRule):
+    """Keeps the inputs; the cotangents are the composite's, term by term (ds's through
+    the centring: u = g_ds p scale, g_dp = u - rowsum(u) p)."""
+
+    plannable = True
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        return bind(attention_grad_p, *primals, **params), tuple(primals)
+
+    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        return tuple(primals)
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        q, k, v, p, go = residuals
+        gdq, gdk, gdv = g
+        scale, causal = params["scale"], params["causal"]
+        p, centred, ds = _grad_parts(q, k, v, p, go, scale, causal)
+        g_ds = _add(None if gdq is None else lax.matmul(gdq, _mT(k)), None if gdk is None else lax.matmul(q, _mT(gdk)))
+        gq = None if gdk is None else lax.matmul(ds, gdk)
+        gk = None if gdq is None else lax.matmul(_mT(ds), gdq)
+        gp = None if gdv is None else lax.matmul(go, _mT(gdv))
+        gg = None if gdv is None else lax.matmul(p, gdv)
+        gv = None
+        if g_ds is not None:
+            u = g_ds * p * lax.const(p, scale)
+            rows = lax.reduce_sum(u, (p.ndim - 1,), keepdims=True)
+            g_dp = u - rows * p
+            gp = _add(gp, g_ds * centred * lax.const(p, scale) - rows * lax.matmul(go, _mT(v)))
+            gg = _add(gg, lax.matmul(g_dp, v))
+            gv = lax.matmul(_mT(g_dp), go)
+        return gq, gk, gv, None if gp is None else _masked(gp, causal), gg
+
+
+attention_grad_p.jvp = _grad_jvp
+attention_grad_p.vjp = _AttentionGradVJP()
+attention_grad_p.batch = _batch
+_BATCHED = {3: attention_p, 5: attention_grad_p}
