@@ -313,19 +313,20 @@ def test_attention_primitive_reads_projection_heads_where_they_lie_and_composes(
 def test_attention_loops_match_the_float64_composite(data) -> None:
     """The native forward and backward loops (tiles of four query rows by two vectors of keys
     or features) against the composite in float64: lengths, widths and feature counts that
-    end inside a tile, causal or not, heads read where they lie in a fused projection. Every
-    result of the backward pass is checked, and the NumPy backend gives the same values."""
+    end inside a tile, causal or not, heads read where they lie in a fused projection and
+    results written in their inputs' layout. Every result of the backward pass is checked,
+    and the NumPy backend gives the same values."""
     from funcgrad.primitives.attention import attention_grad_p, attention_p
 
     dtype = data.draw(st.sampled_from([np.float32, np.float64]))
     length, source, width, features = (data.draw(st.integers(1, 40)) for _ in range(4))
     causal, scale = data.draw(st.booleans()), data.draw(st.sampled_from([0.5, 1.0]))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
-    fused = rng.standard_normal((2, max(length, source), 3, width + features)).astype(dtype)
-    q = fused[:, :length, 0, :width].reshape(2, 1, length, width)  # (rows (3 * (width + features)) apart)
-    k = fused[:, :source, 1, :width].reshape(2, 1, source, width)
-    v = fused[:, :source, 2, width:].reshape(2, 1, source, features)
-    go = rng.standard_normal((2, 1, length, features)).astype(dtype)
+    fused = rng.standard_normal((2, max(length, source), 3, 2, width + features)).astype(dtype)
+    q = fused[:, :length, 0, :, :width].transpose(0, 2, 1, 3)  # two heads, rows 6 * (width + features) apart
+    k = fused[:, :source, 1, :, :width].transpose(0, 2, 1, 3)
+    v = fused[:, :source, 2, :, width:].transpose(0, 2, 1, 3)
+    go = rng.standard_normal((2, 2, length, features)).astype(dtype)
     q64, k64, v64, go64 = (a.astype(np.float64) for a in (q, k, v, go))
     keep = np.arange(source)[None, :] <= np.arange(length)[:, None] if causal else np.ones((length, source), bool)
     s = np.where(keep, q64 @ np.swapaxes(k64, -1, -2) * scale, -np.inf)
@@ -342,6 +343,9 @@ def test_attention_loops_match_the_float64_composite(data) -> None:
             grads = fg.bind(attention_grad_p, *map(fg.asarray, (q, k, v, p.astype(dtype), go)), scale=scale,
                             causal=causal)
         results.append([o.numpy(), w.numpy(), *(g.numpy() for g in grads)])
+        if backend == "c":  # o and dq in q's layout, dk k's, dv v's: heads by rows, a view of (2, rows, 2 * width)
+            for a in (o, *grads):
+                assert np.transpose(a.numpy(), (0, 2, 1, 3)).flags.c_contiguous
         for name, got, expected in zip(("o", "p", "dq", "dk", "dv"), results[-1], want):
             assert got.dtype == dtype
             np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * max(1.0, np.abs(expected).max()),

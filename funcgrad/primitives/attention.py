@@ -108,7 +108,7 @@ static inline void fg_head(int64_t b, int64_t rank, const int64_t *dims, const i
 _FORWARD_C = _HEADER_C + """
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const int64_t L = n[1], S = n[2], E = n[3], F = n[4], causal = n[5], rank = n[6];
-    const int64_t *dims = n + 7, *rows = dims + 4 * rank;
+    const int64_t *dims = n + 7, *rows = dims + 6 * rank;  /* (dims, then q, k, v, o and w's strides over them) */
     const int64_t Sp = FG_PAD(S), Fp = FG_PAD(F);
     const T *restrict q = (const T *)p[0], *restrict k = (const T *)p[1], *restrict v = (const T *)p[2];
     const T scale = *(const T *)p[3];
@@ -118,10 +118,10 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     if (!kt) abort();
     T *vp = kt + Sp * E, *qs = vp + S * Fp, *sc = qs + FG_R * E, *acc = sc + FG_R * Sp;
     for (int64_t b = lo; b < hi; b++) {
-        int64_t at[3];
-        fg_head(b, rank, dims, dims + rank, 3, at);
+        int64_t at[5];
+        fg_head(b, rank, dims, dims + rank, 5, at);
         const T *qb = q + at[0], *kb = k + at[1], *vb = v + at[2];
-        T *ob = o + b * L * F, *wb = w + b * L * S;
+        T *ob = o + at[3], *wb = w + at[4];
         for (int64_t j = 0; j < S; j++) {
             for (int64_t d = 0; d < E; d++) kt[d * Sp + j] = kb[j * rows[1] + d];
             memcpy(vp + j * Fp, vb + j * rows[2], sizeof(T) * (size_t)F);
@@ -149,7 +149,7 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
                 #pragma omp simd reduction(+:total)
                 for (int64_t j = 0; j < width; j++) { T e = fg_exp(row[j] - top); row[j] = e; total += e; }
                 const T inv = 1 / total;
-                T *restrict wr = wb + ri[r] * S;
+                T *restrict wr = wb + ri[r] * rows[4];
                 #pragma omp simd
                 for (int64_t j = 0; j < seen[r]; j++) wr[j] = row[j] = row[j] * inv;
                 for (int64_t j = seen[r]; j < S; j++) wr[j] = 0;
@@ -159,7 +159,7 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
                 for (int64_t j = 0; j < most; j++) FG_TILE(sc + j, s, vp + j * Fp + fb, Sp);
                 FG_STORE_ROWS(s, acc, FG_B);
                 const int64_t m = F - fb < FG_B ? F - fb : FG_B;
-                for (int r = 0; r < FG_R; r++) memcpy(ob + ri[r] * F + fb, acc + r * FG_B, sizeof(T) * (size_t)m);
+                for (int r = 0; r < FG_R; r++) memcpy(ob + ri[r] * rows[3] + fb, acc + r * FG_B, sizeof(T) * (size_t)m);
             }
         }
     }
@@ -192,7 +192,7 @@ static inline void fg_outer(T *restrict acc, int64_t Ap, const T *restrict X, in
 }
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const int64_t L = n[1], S = n[2], E = n[3], F = n[4], causal = n[5], rank = n[6];
-    const int64_t *dims = n + 7, *rows = dims + 5 * rank;
+    const int64_t *dims = n + 7, *rows = dims + 9 * rank;  /* (dims, then eight operands' strides over them) */
     const int64_t Sp = FG_PAD(S), Ep = FG_PAD(E), Fp = FG_PAD(F), Lp = (L + FG_R - 1) / FG_R * FG_R;
     const T *restrict q = (const T *)p[0], *restrict k = (const T *)p[1], *restrict v = (const T *)p[2],
             *restrict g = (const T *)p[3], *restrict w = (const T *)p[4];
@@ -206,10 +206,10 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     T *kp = vt + F * Sp, *dka = kp + S * Ep, *dva = dka + S * Ep, *qa = dva + S * Fp, *ga = qa + Lp * Ep,
       *ds = ga + Lp * Fp, *pt = ds + FG_R * Sp, *acc = pt + FG_R * Sp;
     for (int64_t b = lo; b < hi; b++) {
-        int64_t at[4];
-        fg_head(b, rank, dims, dims + rank, 4, at);
-        const T *qb = q + at[0], *kb = k + at[1], *vb = v + at[2], *gb = g + at[3], *wb = w + b * L * S;
-        T *dqb = dq + b * L * E, *dkb = dk + b * S * E, *dvb = dv + b * S * F;
+        int64_t at[8];
+        fg_head(b, rank, dims, dims + rank, 8, at);
+        const T *qb = q + at[0], *kb = k + at[1], *vb = v + at[2], *gb = g + at[3], *wb = w + at[4];
+        T *dqb = dq + at[5], *dkb = dk + at[6], *dvb = dv + at[7];
         for (int64_t j = 0; j < S; j++) {
             for (int64_t f = 0; f < F; f++) vt[f * Sp + j] = vb[j * rows[2] + f];
             memcpy(kp + j * Ep, kb + j * rows[1], sizeof(T) * (size_t)E);
@@ -236,7 +236,7 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
             /* the scores' cotangent p (dp - sum(p dp)) * scale; zero past what a row sees */
             for (int r = 0; r < FG_R; r++) {
                 T *restrict d = ds + r * Sp, *restrict pr = pt + r * Sp;
-                const T *restrict wr = wb + (i0 + r) * S;
+                const T *restrict wr = wb + (i0 + r) * rows[4];
                 T dot = 0;
                 #pragma omp simd reduction(+:dot)
                 for (int64_t j = 0; j < seen[r]; j++) dot += wr[j] * d[j];
@@ -251,15 +251,15 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
                 FG_STORE_ROWS(s, acc, FG_B);
                 const int64_t m = E - eb < FG_B ? E - eb : FG_B;
                 for (int r = 0; r < FG_R && i0 + r < L; r++)
-                    memcpy(dqb + (i0 + r) * E + eb, acc + r * FG_B, sizeof(T) * (size_t)m);
+                    memcpy(dqb + (i0 + r) * rows[5] + eb, acc + r * FG_B, sizeof(T) * (size_t)m);
             }
             /* dk += ds^T q, dv += p^T go */
             for (int64_t eb = 0; eb < E; eb += FG_B) fg_outer(dka + eb, Ep, ds, Sp, most, qi + eb, Ep);
             for (int64_t fb = 0; fb < F; fb += FG_B) fg_outer(dva + fb, Fp, pt, Sp, most, gi + fb, Fp);
         }
         for (int64_t j = 0; j < S; j++) {
-            memcpy(dkb + j * E, dka + j * Ep, sizeof(T) * (size_t)E);
-            memcpy(dvb + j * F, dva + j * Fp, sizeof(T) * (size_t)F);
+            memcpy(dkb + j * rows[6], dka + j * Ep, sizeof(T) * (size_t)E);
+            memcpy(dvb + j * rows[7], dva + j * Fp, sizeof(T) * (size_t)F);
         }
     }
     free(vt);
@@ -267,11 +267,13 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 """
 
 
-def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...], shapes: tuple[tuple[int, ...], ...],
-            scale: float, causal: bool, per_element: int) -> tuple[Any, ...] | None:
+def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
+            results: tuple[tuple[tuple[int, ...], int | None], ...], scale: float, causal: bool,
+            per_element: int) -> tuple[Any, ...] | None:
     """One of the kernels above over heads of ``arrays`` (q, k, v and, for the backward
-    pass, go: read where they lie), ``rest`` (C-ordered, shaped as the results' heads), the
-    scale, then new results of ``shapes``' last two axes; None where it cannot run here."""
+    pass, go: read where they lie), ``rest`` (read C-ordered), the scale, then new results:
+    per result the shape of its last two axes and the array whose layout it takes (None: C
+    order). None where it cannot run here."""
     q, k, v = arrays[:3]
     c_type = cc.C_TYPE_OF.get(q.dtype)
     if c_type not in ("float", "double") or not all(a.dtype == q.dtype for a in (*arrays, *rest)) \
@@ -282,15 +284,27 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...], shapes:
     except cc.NativeBuildError:
         return None
     lead = q.shape[:-2]
-    outs = tuple(np.empty((*lead, *shape), q.dtype) for shape in shapes)
-    heads = math.prod(lead)
-    if heads:
-        located = [_rows(a) for a in arrays]
-        sizes = [heads, q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], int(causal), len(lead), *lead,
-                 *(st for _, strides in located for st in strides[:-2]), *(strides[-2] for _, strides in located)]
-        inputs = [a for a, _ in located] + [np.ascontiguousarray(a) for a in rest] + [np.asarray(scale, q.dtype)]
-        cc.run(address, inputs, list(outs), sizes, per_element=per_element)
-    return outs
+    memory, outs = zip(*(_laid_out_as(None if like is None else arrays[like], (*lead, *shape), q.dtype)
+                         for shape, like in results))
+    if math.prod(lead):
+        located = [_rows(a) for a in (*arrays, *(np.ascontiguousarray(a) for a in rest))]
+        strides = [*(st for _, st in located), *([st // o.itemsize for st in o.strides] for o in outs)]
+        sizes = [math.prod(lead), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], int(causal), len(lead), *lead,
+                 *(st for each in strides for st in each[:-2]), *(each[-2] for each in strides)]
+        inputs = [a for a, _ in located] + [np.asarray(scale, q.dtype)]
+        cc.run(address, inputs, list(memory), sizes, per_element=per_element)
+    return tuple(outs)
+
+
+def _laid_out_as(like: Any, shape: tuple[int, ...], dtype: Any) -> tuple[Any, Any]:
+    """New memory and the array of ``shape`` over it whose axes lie in the order ``like``'s
+    do (the last one last; C order where ``like`` is None): attention's output takes its query's
+    layout, as PyTorch's does, so heads read from a fused projection give an output that
+    is a view of (batch, length, heads * width) once transposed back, with no copy."""
+    last = len(shape) - 1
+    order = list(range(last)) if like is None else sorted(range(last), key=lambda a: -like.strides[a])
+    memory = np.empty([shape[a] for a in (*order, last)], dtype)
+    return memory, memory.transpose(np.argsort([*order, last]))
 
 
 def _rows(x: Any) -> tuple[Any, list[int]]:
@@ -312,8 +326,8 @@ def _attention(xp: Any, q: Any, k: Any, v: Any, *, scale: float, causal: bool) -
     CuPy's) products and softmax."""
     if cc.eager_native(xp):
         length, source = q.shape[-2], k.shape[-2]
-        native = _native(_FORWARD_C, (q, k, v), (), ((length, v.shape[-1]), (length, source)), scale, causal,
-                         2 * q.shape[-1] + 8)
+        native = _native(_FORWARD_C, (q, k, v), (), (((length, v.shape[-1]), 0), ((length, source), None)), scale,
+                         causal, 2 * q.shape[-1] + 8)
         if native is not None:
             return native  # type: ignore[return-value]
     s = xp.matmul(q * xp.asarray(scale, q.dtype), xp.swapaxes(k, -1, -2))
@@ -451,8 +465,8 @@ def _attention_grad(xp: Any, q: Any, k: Any, v: Any, p: Any, go: Any, *, scale: 
     """dq, dk and dv: the native loop where it can be built, else NumPy's (or CuPy's)
     products."""
     if cc.eager_native(xp):
-        native = _native(_BACKWARD_C, (q, k, v, go), (p,), (q.shape[-2:], k.shape[-2:], v.shape[-2:]), scale,
-                         causal, 4 * q.shape[-1] + 8)
+        native = _native(_BACKWARD_C, (q, k, v, go), (p,), ((q.shape[-2:], 0), (k.shape[-2:], 1), (v.shape[-2:], 2)),
+                         scale, causal, 4 * q.shape[-1] + 8)
         if native is not None:
             return native  # type: ignore[return-value]
     return _grad_composite(xp, q, k, v, p, go, scale, causal)  # type: ignore[no-any-return]
