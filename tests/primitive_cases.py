@@ -890,15 +890,36 @@ def _normalized(x: np.ndarray, axes: tuple[int, ...], eps: float) -> tuple[np.nd
 
 
 def _layer_norm_case(draw: Any) -> Case:
+    """x alone, with a weight, or with a weight and a bias (of a row's shape)."""
     x = _float_array(draw, draw(NONEMPTY))
     axes = tuple(range(draw(st.integers(0, x.ndim - 1)), x.ndim))
     eps = draw(st.sampled_from([1e-5, 0.1]))
+    affine = [arrays(draw, x.dtype.type, x.shape[axes[0]:]) for _ in range(draw(st.integers(0, 2)))]
 
-    def ref(x: Any, axes: Any, eps: float) -> Any:
+    def ref(x: Any, *affine: Any, axes: Any, eps: float) -> Any:
         c, r = _normalized(x, axes, eps)
-        return (c * r).astype(x.dtype)
+        y = c * r
+        for i, a in enumerate(affine):
+            y = y * a.astype(np.float64) if i == 0 else y + a.astype(np.float64)
+        return y.astype(x.dtype)
 
-    return Case([x], {"axes": axes, "eps": eps}, ref, rtol_for(x.dtype) * 10)
+    return Case([x, *affine], {"axes": axes, "eps": eps}, ref, rtol_for(x.dtype) * 10)
+
+
+def _layer_norm_affine_grad_case(draw: Any) -> Case:
+    x = _float_array(draw, draw(NONEMPTY))
+    g = arrays(draw, x.dtype.type, x.shape, -3, 3)
+    axes = tuple(range(draw(st.integers(0, x.ndim - 1)), x.ndim))
+    w = arrays(draw, x.dtype.type, x.shape[axes[0]:])
+    eps = draw(st.sampled_from([1e-5, 0.1]))
+
+    def ref(g: Any, x: Any, w: Any, axes: Any, eps: float) -> Any:
+        c, r = _normalized(x, axes, eps)
+        y, gw = c * r, g.astype(np.float64) * w.astype(np.float64)
+        out = r * (gw - gw.mean(axis=axes, keepdims=True) - y * (gw * y).mean(axis=axes, keepdims=True))
+        return out.astype(x.dtype)  # (dx: the first result; tests/test_layers_numerics.py checks all three)
+
+    return Case([g, x, w], {"axes": axes, "eps": eps}, ref, rtol_for(x.dtype) * 10)
 
 
 def _layer_norm_grad_case(draw: Any) -> Case:
@@ -986,6 +1007,7 @@ CASES.update({
     "concatenate": _concatenate, "pad": _pad, "sort": _sort_case(False), "argsort": _sort_case(True),
     "gather": _gather, "scatter": _scatter, "logsumexp": _logsumexp_case, "softmax": _softmax_case,
     "layer_norm": _layer_norm_case, "layer_norm_grad": _layer_norm_grad_case,
+    "layer_norm_affine_grad": _layer_norm_affine_grad_case,
     "checkpoint": _checkpoint, "compiled_call": _compiled_call, "debug_callback": _debug_callback,
     "custom_vjp_call": _custom_call("vjp"), "custom_jvp_call": _custom_call("jvp"),
     "autograd_function_call": _function_call, "cond": _cond_case, "while": _while_case, "scan": _scan_case,

@@ -131,7 +131,7 @@ def _gauge_free(prim: fg.Primitive, out: Any) -> Any:
         return w, fg.abs(v) ** 2
     return out
 
-REAL_ONLY = {"atan2", "attention", "attention_grad", "copysign", "erf", "lgamma", "polygamma", "gelu", "gelu_grad", "hypot", "linear", "logaddexp", "logsumexp", "softmax", "layer_norm", "layer_norm_grad", "maximum", "select_and_gather", "select_and_scatter_add",
+REAL_ONLY = {"atan2", "attention", "attention_grad", "copysign", "erf", "lgamma", "polygamma", "gelu", "gelu_grad", "hypot", "linear", "logaddexp", "logsumexp", "softmax", "layer_norm", "layer_norm_grad", "layer_norm_affine_grad", "maximum", "select_and_gather", "select_and_scatter_add",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
              "softmax_cross_entropy_grad"}
 

@@ -357,7 +357,7 @@ def test_layer_norm_gradient_of_a_nearly_constant_row_stays_exact(backend: str) 
 
     g, x = np.array([1.0, 1.0], np.float32), np.array([-0.7, -0.6875], np.float32)
     with compile_backend(backend):
-        assert (normalization._native_layer_norm(np, (g, x), (0,), 1e-5) is not None) == (backend == "c")
+        assert (normalization._native_layer_norm(np, (g, x), (0,), 1e-5, grad=True) is not None) == (backend == "c")
         got = normalization._layer_norm_grad(np, g, x, axes=(0,), eps=1e-5)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, [0.0, 0.0], atol=1e-6)
@@ -379,7 +379,7 @@ def test_native_layer_norm_gradient_is_float64s_within_float32_rounding(rows: in
     x = (offset + spread * rng.standard_normal((rows, m))).astype(np.float32)
     g = rng.standard_normal((rows, m)).astype(np.float32)
     with compile_backend("c"):
-        got = normalization._native_layer_norm(np, (g, x), (1,), 1e-5)
+        got = normalization._native_layer_norm(np, (g, x), (1,), 1e-5, grad=True)
     if got is None:
         pytest.skip("no C compiler")
     x64, g64 = x.astype(np.float64), g.astype(np.float64)
@@ -389,6 +389,42 @@ def test_native_layer_norm_gradient_is_float64s_within_float32_rounding(rows: in
     want = r * (g64 - g64.mean(1, keepdims=True) - y * (g64 * y).mean(1, keepdims=True))
     scale = r * np.abs(g64).max(1, keepdims=True)
     assert np.all(np.abs(got - want) <= 2e-6 * scale + 1e-30)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 300), m=st.sampled_from([1, 3, 16, 128, 1000]), dtype=st.sampled_from([np.float32, np.float64]),
+       seed=st.integers(0, 2**16))
+def test_native_affine_layer_norm_gradients_are_float64s(rows: int, m: int, dtype: Any, seed: int) -> None:
+    """The affine backward loop's three results against float64: x's (the Jacobian applied
+    to g w) within a few roundings of r |g w|, and the weight's and bias's column sums (a
+    block of rows at a time, the blocks added in order: rows past 64 share blocks) within a
+    few roundings of their terms' magnitudes; and the same values on one thread as on two."""
+    from funcgrad.primitives import normalization
+
+    rng = np.random.default_rng(seed)
+    x, g = (rng.standard_normal((rows, m)).astype(dtype) for _ in range(2))
+    w = rng.standard_normal(m).astype(dtype)
+    results = []
+    for threads in (1, 2):
+        with compile_backend("c"):
+            fg.config.compile_threads, before = threads, fg.config.compile_threads
+            try:
+                results.append(normalization._layer_norm_affine_grad(np, g, x, w, axes=(1,), eps=1e-5))
+            finally:
+                fg.config.compile_threads = before
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    x64, g64, w64 = (a.astype(np.float64) for a in (x, g, w))
+    c = x64 - x64.mean(1, keepdims=True)
+    r = 1 / np.sqrt((c * c).mean(1, keepdims=True) + np.float64(dtype(1e-5)))
+    y, gw = c * r, g64 * w64
+    dx = r * (gw - gw.mean(1, keepdims=True) - y * (gw * y).mean(1, keepdims=True))
+    unit = 4e-6 if dtype == np.float32 else 1e-13
+    got_dx, got_dw, got_db = results[0]
+    assert got_dx.dtype == got_dw.dtype == got_db.dtype == dtype and got_dw.shape == got_db.shape == (m,)
+    assert np.all(np.abs(got_dx - dx) <= unit * r * np.abs(gw).max(1, keepdims=True) + 1e-30)
+    assert np.all(np.abs(got_dw - (g64 * y).sum(0)) <= unit * np.abs(g64 * y).sum(0) + 1e-30)
+    assert np.all(np.abs(got_db - g64.sum(0)) <= unit * np.abs(g64).sum(0) + 1e-30)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -404,6 +440,9 @@ def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) 
         "gelu grad": lambda: fg.vjp(fg.nn.functional.gelu, x)[1](g)[0],
         "layer_norm": lambda: fg.nn.functional.layer_norm(x, (5, 33)),
         "layer_norm grad": lambda: fg.vjp(lambda v: fg.nn.functional.layer_norm(v, (33,)), x)[1](g)[0],
+        "affine layer_norm": lambda: fg.nn.functional.layer_norm(x, (33,), x[0, 0], x[1, 1]),
+        "affine layer_norm grads": lambda: fg.concatenate([a.reshape(-1) for a in fg.vjp(
+            lambda v, w, b: fg.nn.functional.layer_norm(v, (33,), w, b), x, x[0, 0], x[1, 1])[1](g)]),
         "softmax": lambda: fg.nn.functional.softmax(x, dim=-1),
         "softmax grad": lambda: fg.vjp(lambda v: fg.nn.functional.softmax(v, dim=-1), x)[1](g)[0],
     }
@@ -411,7 +450,7 @@ def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) 
 
     with compile_backend("c"):  # (the native loops are built, so the comparison is not of NumPy with itself)
         assert cc.unary("fg_gelu({0})", dtype) is not None
-        assert normalization._native_layer_norm(np, (x.numpy(),), (2,), 1e-5) is not None
+        assert normalization._native_layer_norm(np, (x.numpy(),), (2,), 1e-5, grad=False) is not None
         assert normalization._native_softmax(np, x.numpy()) is not None
     tolerance = 4e-6 if dtype == np.float32 else 1e-13
     for name, run in programs.items():

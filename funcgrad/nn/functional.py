@@ -460,12 +460,12 @@ def layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = No
         raise ShapeError(f"layer_norm: input of shape {_fmt_shape(tuple(x.shape))} does not end with "
                          f"{_fmt_shape(shape)}")
     x = _same_dtype("layer_norm", x, weight, bias)
-    out = bind(layer_norm_p, x, axes=tuple(range(x.ndim - len(shape), x.ndim)), eps=float(eps))
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    if weight is not None:  # (one primitive with its affine part, as PyTorch's native_layer_norm)
+        affine = (weight,) if bias is None else (weight, bias)
+        return bind(layer_norm_p, x, *affine, axes=axes, eps=float(eps))
+    out = bind(layer_norm_p, x, axes=axes, eps=float(eps))
+    return out if bias is None else out + bias
 
 
 def embedding(indices: Any, weight: Any, padding_idx: int | None = None, max_norm: float | None = None,

@@ -275,6 +275,11 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
     per result the shape of its last two axes and the array whose layout it takes (None: C
     order). None where it cannot run here."""
     q, k, v = arrays[:3]
+    lead, length, keys = q.shape[:-2], q.shape[-2], k.shape[-2]
+    if not (q.ndim >= 2 and lead == k.shape[:-2] == v.shape[:-2] and q.shape[-1] == k.shape[-1]
+            and keys == v.shape[-2] and all(a.shape == (*lead, length, v.shape[-1]) for a in arrays[3:])
+            and all(a.shape == (*lead, length, keys) for a in rest)):
+        raise ValueError("the arrays do not fit")  # (the caller's error names the shapes: explain_failure)
     c_type = cc.C_TYPE_OF.get(q.dtype)
     if c_type not in ("float", "double") or not all(a.dtype == q.dtype for a in (*arrays, *rest)) \
             or not q.shape[-2] or not k.shape[-2]:
@@ -283,7 +288,6 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
         address = cc.loop_kernel(f"#define T {c_type}\n" + source)
     except cc.NativeBuildError:
         return None
-    lead = q.shape[:-2]
     memory, outs = zip(*(_laid_out_as(None if like is None else arrays[like], (*lead, *shape), q.dtype)
                          for shape, like in results))
     if math.prod(lead):

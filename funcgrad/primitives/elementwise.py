@@ -37,12 +37,13 @@ _SQRT_HALF, _INV_SQRT_2PI = math.sqrt(0.5), 1.0 / math.sqrt(2.0 * math.pi)
 
 def in_float32(fn: Any) -> Any:
     """Run a float kernel in float32 when its (last) array is float16/bfloat16, then cast the
-    result back to that dtype."""
+    result (each of its results) back to that dtype."""
 
     def kernel(xp: Any, *arrays: Any, **params: Any) -> Any:
         dtype = arrays[-1].dtype
         if dtype in _LOW_PRECISION:
-            return fn(xp, *(a.astype(np.float32) for a in arrays), **params).astype(dtype)
+            out = fn(xp, *(a.astype(np.float32) for a in arrays), **params)
+            return tuple(o.astype(dtype) for o in out) if isinstance(out, tuple) else out.astype(dtype)
         return fn(xp, *arrays, **params)
 
     kernel.__name__ = fn.__name__

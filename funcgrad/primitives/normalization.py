@@ -17,13 +17,13 @@ import numpy as np
 from ..backends import cc
 from ..errors import ShapeError
 from . import lax
-from .ad import defjvp, defvjp
+from .ad import VJPRule, defjvp, defvjp
 from .batching import axis_size, defvectorized, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
 from .elementwise import in_float32
 
-__all__ = ["softmax_p", "layer_norm_p", "layer_norm_grad_p"]
+__all__ = ["softmax_p", "layer_norm_p", "layer_norm_grad_p", "layer_norm_affine_grad_p"]
 
 
 def _softmax_rule(x: ShapedArray, *, axis: int) -> ShapedArray:
@@ -114,10 +114,17 @@ defjvp(softmax_p, _softmax_linear)
 defvjp(softmax_p, _softmax_linear, saves="ans")
 
 
-def _layer_norm_rule(x: ShapedArray, *, axes: tuple[int, ...], eps: float) -> ShapedArray:
+def _layer_norm_rule(x: ShapedArray, *affine: ShapedArray, axes: tuple[int, ...], eps: float) -> ShapedArray:
     require_kind("layer_norm", x.dtype, "f", "a floating-point array")
     if not axes or tuple(axes) != tuple(range(len(x.shape) - len(axes), len(x.shape))):
         raise ShapeError(f"layer_norm: axes {axes} are not the trailing axes of shape {fmt_shape(x.shape)}")
+    normalized = x.shape[len(x.shape) - len(axes):]
+    for name, a in zip(("weight", "bias"), affine):
+        if a.shape != normalized or a.dtype != x.dtype:
+            raise ShapeError(f"layer_norm: a {name} of shape {fmt_shape(a.shape)} ({a.dtype}) for an input of shape "
+                             f"{fmt_shape(x.shape)} ({x.dtype}) normalized over {fmt_shape(normalized)}")
+    if len(affine) > 2:
+        raise ShapeError(f"layer_norm: x, a weight and a bias at most, got {1 + len(affine)} arrays")
     return x
 
 
@@ -173,7 +180,7 @@ _FORWARD_BODY = """const {t} mean = s / m;
         for (int64_t i = 0; i < m; i++) {{ {t} d = xr[i] - mean; v += d * d; }}
         const {t} r = 1 / sqrt(v / m + eps);
         #pragma omp simd
-        for (int64_t i = 0; i < m; i++) o[i] = (xr[i] - mean) * r;"""
+        for (int64_t i = 0; i < m; i++) o[i] = (xr[i] - mean) * r{affine};"""
 _BACKWARD_BODY = """const double mean = s / m;
         const {t} mh = ({t})mean, ml = ({t})(mean - mh);
         const {t} *restrict gr = g + row * m;
@@ -185,41 +192,109 @@ _BACKWARD_BODY = """const double mean = s / m;
         #pragma omp simd
         for (int64_t i = 0; i < m; i++) o[i] = rt * (gr[i] - mg - ((xr[i] - mh) - ml) * rt * mgy);"""
 
+# The affine backward pass: the Jacobian applied to g w (w the weight), and the weight's and
+# the bias's gradients, sum(g y) and sum(g) over the rows, from the same pass over a row.
+# Those column sums are taken a block of rows at a time into rows of doubles of their own
+# (``_BLOCKS`` blocks at most, so the rows split over threads), which NumPy then adds up: the
+# same blocks and the same order whatever the threads.
+_AFFINE_GRAD_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
+    const {t} *restrict g = (const {t} *)p[0], *restrict x = (const {t} *)p[1], *restrict w = (const {t} *)p[2];
+    {t} *restrict out = ({t} *)p[3];
+    double *restrict parts = (double *)p[4];
+    const int64_t blocks = n[0], m = n[1], rows = n[2];
+    const {t} eps = ({t}){eps};
+    for (int64_t block = lo; block < hi; block++) {{
+        double *restrict sw = parts + block * 2 * m, *restrict sb = sw + m;
+        for (int64_t i = 0; i < m; i++) sw[i] = sb[i] = 0;
+        for (int64_t row = block * rows / blocks; row < (block + 1) * rows / blocks; row++) {{
+            const {t} *restrict xr = x + row * m, *restrict gr = g + row * m;
+            {t} *restrict o = out + row * m;
+            double s = 0, v = 0;
+            #pragma omp simd reduction(+:s)
+            for (int64_t i = 0; i < m; i++) s += xr[i];
+            const double mean = s / m;
+            const {t} mh = ({t})mean, ml = ({t})(mean - mh);
+            double sg = 0, sgc = 0;
+            #pragma omp simd reduction(+:v, sg, sgc)
+            for (int64_t i = 0; i < m; i++) {{
+                {t} c = (xr[i] - mh) - ml, gw = gr[i] * w[i];
+                v += c * c; sg += gw; sgc += gw * c;
+            }}
+            const double r = 1 / sqrt(v / m + eps);
+            const {t} rt = ({t})r, mg = ({t})(sg / m), mgy = ({t})(r * (sgc / m));
+            #pragma omp simd
+            for (int64_t i = 0; i < m; i++) {{
+                {t} y = ((xr[i] - mh) - ml) * rt;
+                o[i] = rt * (gr[i] * w[i] - mg - y * mgy);
+                sw[i] += gr[i] * y;
+                sb[i] += gr[i];
+            }}
+        }}
+    }}
+}}
+"""
+_BLOCKS = 64  # blocks of rows the affine backward pass sums its columns in
 
-def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], eps: float) -> Any:
-    """The normalization (``arrays = (x,)``) or its Jacobian applied (``(g, x)``) as one C loop
-    over rows, where a compiler can build it; None otherwise (the NumPy kernels run)."""
-    x = arrays[-1]
-    if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64):
-        return None
-    t = cc.C_TYPE_OF[x.dtype]
-    grad = len(arrays) == 2
-    code = _LAYER_NORM_C.format(
-        t=t, a="double" if grad else t, eps=repr(float(eps)), out=len(arrays),
-        inputs=f"const {t} *restrict g = (const {t} *)p[1];" if grad else "",
-        body=(_BACKWARD_BODY if grad else _FORWARD_BODY).format(t=t))
+
+def _built(code: str) -> int | None:
     try:
-        address = cc.loop_kernel(code)
+        return cc.loop_kernel(code)
     except cc.NativeBuildError:
         return None
-    x = np.ascontiguousarray(x)
-    operands = [x, np.ascontiguousarray(arrays[0])] if grad else [x]
-    out = np.empty_like(x)
+
+
+def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], eps: float, grad: bool) -> Any:
+    """The normalization (``arrays``: x, then its weight and bias where it has them) or its
+    Jacobian applied (``grad``: g and x) as one C loop over rows, where a compiler can build
+    it; None otherwise (the NumPy kernels run)."""
+    x = arrays[1] if grad else arrays[0]
+    if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64) or any(a.dtype != x.dtype for a in arrays):
+        return None
+    t = cc.C_TYPE_OF[x.dtype]
+    if grad:
+        inputs, body = f"const {t} *restrict g = (const {t} *)p[1];", _BACKWARD_BODY.format(t=t)
+        operands = [x, arrays[0]]
+    else:
+        names = ("w", "b")[:len(arrays) - 1]
+        inputs = "".join(f"const {t} *restrict {name} = (const {t} *)p[{i + 1}];" for i, name in enumerate(names))
+        body = _FORWARD_BODY.format(t=t, affine=("", " * w[i]", " * w[i] + b[i]")[len(names)])
+        operands = list(arrays)
+    address = _built(_LAYER_NORM_C.format(t=t, a="double" if grad else t, eps=repr(float(eps)), out=len(operands),
+                                          inputs=inputs, body=body))
+    if address is None:
+        return None
+    operands = [np.ascontiguousarray(a) for a in operands]
+    out = np.empty(x.shape, x.dtype)
     m = math.prod(x.shape[a] for a in axes)
     cc.run(address, operands, [out], [x.size // m, m], per_element=8 if grad else 4)
     return out
 
 
+def _fit(x: Any, like_x: tuple[Any, ...], like_row: tuple[Any, ...], axes: tuple[int, ...]) -> None:
+    """Eager kernels run without the shape rule (it explains their failures): a cotangent
+    not of x's shape, or a weight or bias not of a row's, fails here, before a loop reads
+    past its end."""
+    if any(a.shape != x.shape for a in like_x) or any(a.shape != x.shape[x.ndim - len(axes):] for a in like_row):
+        raise ValueError("the arrays do not fit")
+
+
 @in_float32  # (half precision normalized in float32, as PyTorch's kernels do)
-def _layer_norm(xp: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
-    """``(x - mean) / sqrt(var + eps)`` over the trailing ``axes``, written into one new array."""
+def _layer_norm(xp: Any, x: Any, *affine: Any, axes: tuple[int, ...], eps: float) -> Any:
+    """``(x - mean) / sqrt(var + eps)`` over the trailing ``axes``, times the weight and plus
+    the bias where it has them, written into one new array."""
+    _fit(x, (), affine, axes)
     if x.size == 0:
         return xp.empty_like(x)
-    native = _native_layer_norm(xp, (x,), axes, eps)
+    native = _native_layer_norm(xp, (x, *affine), axes, eps, grad=False)
     if native is not None:
         return native
     c, r = _centered_and_scale(xp, x, axes, eps)
     c *= r
+    for i, a in enumerate(affine):  # (the composite's roundings: the normalized value, then the product)
+        if i == 0:
+            c *= a
+        else:
+            c += a
     return c
 
 
@@ -227,9 +302,10 @@ def _layer_norm(xp: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
 def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
     """The normalization's Jacobian (symmetric) applied to ``g``:
     ``r (g - mean(g) - y mean(g y))``, y the normalized x and r its scale."""
+    _fit(x, (g,), (), axes)
     if x.size == 0:
         return xp.empty_like(x)
-    native = _native_layer_norm(xp, (g, x), axes, eps)
+    native = _native_layer_norm(xp, (g, x), axes, eps, grad=True)
     if native is not None:
         return native
     y, r = _centered_and_scale(xp, x, axes, eps)
@@ -240,21 +316,60 @@ def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: flo
     return out
 
 
+@in_float32
+def _layer_norm_affine_grad(xp: Any, g: Any, x: Any, w: Any, *, axes: tuple[int, ...],
+                            eps: float) -> tuple[Any, Any, Any]:
+    """The affine normalization's backward pass: the Jacobian applied to ``g w``, and the
+    weight's and the bias's gradients (sums over the leading axes of ``g y`` and ``g``)."""
+    lead = tuple(range(x.ndim - len(axes)))
+    m = math.prod(x.shape[a] for a in axes)
+    _fit(x, (g,), (w,), axes)
+    if x.size and cc.eager_native(xp) and x.dtype in (np.float32, np.float64) and g.dtype == w.dtype == x.dtype:
+        t = cc.C_TYPE_OF[x.dtype]
+        address = _built(_AFFINE_GRAD_C.format(t=t, eps=repr(float(eps))))
+        if address is not None:
+            rows = x.size // m
+            blocks = min(rows, _BLOCKS)
+            out, parts = np.empty(x.shape, x.dtype), np.empty((blocks, 2, m))
+            cc.run(address, [np.ascontiguousarray(a) for a in (g, x, w)], [out, parts], [blocks, m, rows],
+                   per_element=8)
+            sums = parts.sum(axis=0).astype(x.dtype).reshape(2, *w.shape)
+            return out, sums[0], sums[1]
+    y, r = _centered_and_scale(xp, x, axes, eps)
+    y *= r
+    gw = g * w
+    out = gw - xp.mean(gw, axis=axes, keepdims=True)
+    out -= y * xp.mean(gw * y, axis=axes, keepdims=True)
+    out *= r
+    return out, (g * y).sum(axis=lead), g.sum(axis=lead)
+
+
 def _layer_norm_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
     """LayerNormalization"""
     shape = eqn.outputs[0].aval.shape
     axes = eqn.params["axes"]
-    scale = g.constant(np.ones([shape[a] for a in axes], eqn.outputs[0].aval.dtype.np), "scale")
-    g.node("LayerNormalization", [ins[0], scale], [out], axis=axes[0], epsilon=float(eqn.params["eps"]))
+    scale = ins[1] if len(ins) > 1 else g.constant(np.ones([shape[a] for a in axes], eqn.outputs[0].aval.dtype.np),
+                                                   "scale")
+    g.node("LayerNormalization", [ins[0], scale, *ins[2:]], [out], axis=axes[0], epsilon=float(eqn.params["eps"]))
 
 
-# Layer normalization without its affine part (PyTorch's native_layer_norm; the weight and
-# bias are a product and a sum around it): one kernel each way, where the composite of
-# means, differences and products took eight operations forward and fifteen backward.
+def _affine_grad_rule(g: ShapedArray, x: ShapedArray, w: ShapedArray, *, axes: tuple[int, ...],
+                      eps: float) -> tuple[ShapedArray, ...]:
+    _layer_norm_grad_rule(g, x, axes=axes, eps=eps)
+    _layer_norm_rule(x, w, axes=axes, eps=eps)
+    return x, w, w
+
+
+# Layer normalization with its affine part or without (PyTorch's native_layer_norm: x, then
+# the weight and the bias where there are any): one kernel each way, where the composite of
+# means, differences and products took eight operations forward and fifteen backward, and
+# the affine part two more passes each way.
 layer_norm_p = Primitive("layer_norm", _layer_norm_rule, kernel=_layer_norm, autocast="float32",
                          torch_name="NativeLayerNorm", onnx=_layer_norm_onnx)
 layer_norm_grad_p = Primitive("layer_norm_grad", _layer_norm_grad_rule, kernel=_layer_norm_grad,
                               autocast="float32")
+layer_norm_affine_grad_p = Primitive("layer_norm_affine_grad", _affine_grad_rule, kernel=_layer_norm_affine_grad,
+                                     multiple_results=True, autocast="float32")
 
 
 def _mean(v: Any, axes: tuple[int, ...]) -> Any:
@@ -275,12 +390,55 @@ def _layer_norm_curvature(g: Any, x: Any, d: Any, axes: tuple[int, ...], eps: fl
     return r3 * (3.0 * (r * r) * (a * b) * c - a * (g - _mean(g, axes)) - b * dc - e * c)
 
 
-def _layer_norm_applied(t: Any, ans: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
+def _normalized(x: Any, axes: tuple[int, ...], eps: float) -> Any:
+    return bind(layer_norm_p, x, axes=axes, eps=eps)
+
+
+def _applied(t: Any, x: Any, axes: tuple[int, ...], eps: float) -> Any:
     return bind(layer_norm_grad_p, t, x, axes=axes, eps=eps)
+
+
+def _add(a: Any, b: Any) -> Any:
+    return b if a is None else a if b is None else a + b
+
+
+def _layer_norm_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, axes: tuple[int, ...],
+                    eps: float) -> tuple[Any, Any]:
+    """The Jacobian (symmetric) applied to x's tangent, times the weight; the normalized
+    value times the weight's tangent; the bias's tangent."""
+    (x, *affine), (tx, *ta) = primals, tangents
+    ans = bind(layer_norm_p, *primals, axes=axes, eps=eps)
+    out = None if tx is None else _applied(tx, x, axes, eps)
+    if out is not None and affine:
+        out = out * affine[0]
+    if ta and ta[0] is not None:
+        out = _add(out, _normalized(x, axes, eps) * ta[0])
+    if len(ta) > 1 and ta[1] is not None:
+        out = _add(out, lax.broadcast_to(ta[1], tuple(ans.shape)))
+    return ans, out
+
+
+class _LayerNormVJP(VJPRule):
+    """Keeps x (and the weight): the backward pass is ``layer_norm_grad``, or with a weight
+    ``layer_norm_affine_grad``, one kernel for x's, the weight's and the bias's cotangents."""
+
+    plannable = True
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        return bind(layer_norm_p, *primals, **params), self.residuals(primals, params, None)
+
+    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        return (primals[0],) if len(primals) == 1 else (primals[0], primals[1], len(primals))
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        if len(residuals) == 1:
+            return (_applied(g, residuals[0], params["axes"], params["eps"]),)
+        x, w, inputs = residuals
+        return bind(layer_norm_affine_grad_p, g, x, w, **params)[:inputs]  # type: ignore[no-any-return]
 
 
 def _layer_norm_grad_in_g(t: Any, ans: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
-    return bind(layer_norm_grad_p, t, x, axes=axes, eps=eps)
+    return _applied(t, x, axes, eps)
 
 
 def _layer_norm_grad_in_x(t: Any, ans: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: float) -> Any:
@@ -288,8 +446,8 @@ def _layer_norm_grad_in_x(t: Any, ans: Any, g: Any, x: Any, *, axes: tuple[int, 
 
 
 # Every Jacobian here is symmetric, so each rule serves as tangent and as cotangent.
-defjvp(layer_norm_p, _layer_norm_applied)
-defvjp(layer_norm_p, _layer_norm_applied, saves="args")
+layer_norm_p.jvp = _layer_norm_jvp
+layer_norm_p.vjp = _LayerNormVJP()
 defjvp(layer_norm_grad_p, _layer_norm_grad_in_g, _layer_norm_grad_in_x)
 defvjp(layer_norm_grad_p, _layer_norm_grad_in_g, _layer_norm_grad_in_x, saves="args")
 defvectorized(layer_norm_p, lambda x, *, axes, eps: {"axes": tuple(a + 1 for a in axes), "eps": eps})
@@ -302,3 +460,69 @@ def _layer_norm_grad_batch(args: Any, dims: Any, *, axes: tuple[int, ...], eps: 
 
 
 layer_norm_grad_p.batch = _layer_norm_grad_batch
+
+
+def _affine_grad_parts(g: Any, x: Any, w: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, ...]:
+    """The composite's pieces: the leading axes, g w and the normalized x."""
+    return tuple(range(x.ndim - len(axes))), g * w, _normalized(x, axes, eps)
+
+
+def _affine_grad_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, axes: tuple[int, ...],
+                     eps: float) -> tuple[Any, Any]:
+    """dx = J(g w) (J the Jacobian at x), dw = sum(g y), db = sum(g): each product's terms,
+    J's derivative in x being ``_layer_norm_curvature``."""
+    ans = bind(layer_norm_affine_grad_p, *primals, axes=axes, eps=eps)
+    g, x, w = primals
+    tg, tx, tw = (lax.zeros(a, tuple(a.shape)) if t is None else t for a, t in zip(primals, tangents))
+    lead, gw, y = _affine_grad_parts(g, x, w, axes, eps)
+    tdx = _applied(tg * w + g * tw, x, axes, eps) + _layer_norm_curvature(gw, x, tx, axes, eps)
+    tdw = lax.reduce_sum(tg * y + g * _applied(tx, x, axes, eps), lead)
+    return ans, (tdx, tdw, lax.reduce_sum(tg, lead))
+
+
+class _AffineGradVJP(VJPRule):
+    """Keeps g, x and w; the cotangents are the composite's, term by term."""
+
+    plannable = True
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        return bind(layer_norm_affine_grad_p, *primals, **params), tuple(primals)
+
+    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        return tuple(primals)
+
+    def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
+        (gr, x, w), (a, bw, bb) = residuals, g
+        axes, eps = params["axes"], params["eps"]
+        lead, gw, _ = _affine_grad_parts(gr, x, w, axes, eps)
+        ct_g = ct_x = ct_w = None
+        if a is not None:  # dx = J(g w)
+            ct_gw = _applied(a, x, axes, eps)
+            ct_g, ct_w = ct_gw * w, lax.reduce_sum(ct_gw * gr, lead)
+            ct_x = _layer_norm_curvature(gw, x, a, axes, eps)
+        if bw is not None:  # dw = sum(g y)
+            ct_g = _add(ct_g, _normalized(x, axes, eps) * bw)
+            ct_x = _add(ct_x, _applied(gr * bw, x, axes, eps))
+        if bb is not None:  # db = sum(g)
+            ct_g = _add(ct_g, lax.broadcast_to(bb, tuple(x.shape)))
+        return ct_g, ct_x, ct_w
+
+
+def _affine_grad_batch(args: Any, dims: Any, *, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
+    """The composite over the batch in front: the weight's and bias's gradients sum each
+    member's rows apart."""
+    n = axis_size(args, dims)
+    g, x = (to_front(a, d, n) for a, d in zip(args[:2], dims[:2]))
+    w = args[2]
+    if dims[2] is not None:
+        w = to_front(w, dims[2], n)
+        w = lax.reshape(w, (n, *(1,) * (x.ndim - 1 - len(axes)), *w.shape[1:]))
+    shifted = tuple(a + 1 for a in axes)
+    within = tuple(range(1, x.ndim - len(axes)))
+    dx = _applied(g * w, x, shifted, eps)
+    return (dx, lax.reduce_sum(g * _normalized(x, shifted, eps), within), lax.reduce_sum(g, within)), (0, 0, 0)
+
+
+layer_norm_affine_grad_p.jvp = _affine_grad_jvp
+layer_norm_affine_grad_p.vjp = _AffineGradVJP()
+layer_norm_affine_grad_p.batch = _affine_grad_batch
