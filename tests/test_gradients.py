@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
@@ -160,6 +160,8 @@ def test_complex_derivatives_match_finite_differences(prim: fg.Primitive, data: 
     if not accepts:
         return
 
+    if prim.name == "linalg_eig":  # (imaginary parts may bring two eigenvalues together: the derivative blows up)
+        assume(np.linalg.cond(np.linalg.eig(args[0].numpy())[1]) < 50)
     spd = prim.domain.kind == "spd"
 
     def f(*values):
