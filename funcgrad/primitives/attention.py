@@ -113,7 +113,7 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
     const T *restrict q = (const T *)p[0], *restrict k = (const T *)p[1], *restrict v = (const T *)p[2];
     const T scale = *(const T *)p[3];
     T *restrict o = (T *)p[4], *restrict w = (T *)p[5];
-    /* scratch, its padding zero: k transposed, v, four scaled query rows transposed, four rows of scores */
+    /* scratch, its padding zero: k transposed, v, four scaled query rows, four rows of scores */
     T *kt = (T *)calloc((size_t)(Sp * E + S * Fp + FG_R * E + FG_R * Sp + FG_R * FG_B), sizeof(T));
     if (!kt) abort();
     T *vp = kt + Sp * E, *qs = vp + S * Fp, *sc = qs + FG_R * E, *acc = sc + FG_R * Sp;
@@ -122,21 +122,23 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
         fg_head(b, rank, dims, dims + rank, 5, at);
         const T *qb = q + at[0], *kb = k + at[1], *vb = v + at[2];
         T *ob = o + at[3], *wb = w + at[4];
-        for (int64_t j = 0; j < S; j++) {
-            for (int64_t d = 0; d < E; d++) kt[d * Sp + j] = kb[j * rows[1] + d];
-            memcpy(vp + j * Fp, vb + j * rows[2], sizeof(T) * (size_t)F);
+        for (int64_t d = 0; d < E; d++) {  /* (a row of kt at a time: gathered where the CPU gathers) */
+            const T *restrict kd = kb + d;
+            T *restrict row = kt + d * Sp;
+            for (int64_t j = 0; j < S; j++) row[j] = kd[j * rows[1]];
         }
+        for (int64_t j = 0; j < S; j++) memcpy(vp + j * Fp, vb + j * rows[2], sizeof(T) * (size_t)F);
         for (int64_t i0 = 0; i0 < L; i0 += FG_R) {
             int64_t ri[FG_R], seen[FG_R];  /* a tile past the last row repeats it (its results written twice) */
             for (int r = 0; r < FG_R; r++) {
                 ri[r] = i0 + r < L ? i0 + r : L - 1;
                 seen[r] = causal ? (ri[r] + 1 < S ? ri[r] + 1 : S) : S;
-                for (int64_t d = 0; d < E; d++) qs[d * FG_R + r] = qb[ri[r] * rows[0] + d] * scale;
+                for (int64_t d = 0; d < E; d++) qs[r * E + d] = qb[ri[r] * rows[0] + d] * scale;
             }
             const int64_t most = seen[FG_R - 1], width = FG_PAD(most);
             for (int64_t jb = 0; jb < most; jb += FG_B) {
                 FG_ZERO(s);
-                for (int64_t d = 0; d < E; d++) FG_TILE(qs + d * FG_R, s, kt + d * Sp + jb, 1);
+                for (int64_t d = 0; d < E; d++) FG_TILE(qs + d, s, kt + d * Sp + jb, E);
                 FG_STORE_ROWS(s, sc + jb, Sp);
             }
             for (int r = 0; r < FG_R; r++) {
