@@ -284,7 +284,7 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
         raise ValueError("the arrays do not fit")  # (the caller's error names the shapes: explain_failure)
     c_type = cc.C_TYPE_OF.get(q.dtype)
     if c_type not in ("float", "double") or not all(a.dtype == q.dtype for a in (*arrays, *rest)) \
-            or not q.shape[-2] or not k.shape[-2]:
+            or not length or not keys:
         return None
     try:
         address = cc.loop_kernel(f"#define T {c_type}\n" + source)
@@ -295,7 +295,7 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
     if math.prod(lead):
         located = [_rows(a) for a in (*arrays, *(np.ascontiguousarray(a) for a in rest))]
         strides = [*(st for _, st in located), *([st // o.itemsize for st in o.strides] for o in outs)]
-        sizes = [math.prod(lead), q.shape[-2], k.shape[-2], q.shape[-1], v.shape[-1], int(causal), len(lead), *lead,
+        sizes = [math.prod(lead), length, keys, q.shape[-1], v.shape[-1], int(causal), len(lead), *lead,
                  *(st for each in strides for st in each[:-2]), *(each[-2] for each in strides)]
         inputs = [a for a, _ in located] + [np.asarray(scale, q.dtype)]
         cc.run(address, inputs, list(memory), sizes, per_element=per_element)
@@ -331,8 +331,8 @@ def _attention(xp: Any, q: Any, k: Any, v: Any, *, scale: float, causal: bool) -
     """The output and the weights: the native loop where it can be built, else NumPy's (or
     CuPy's) products and softmax."""
     if cc.eager_native(xp):
-        length, source = q.shape[-2], k.shape[-2]
-        native = _native(_FORWARD_C, (q, k, v), (), (((length, v.shape[-1]), 0), ((length, source), None)), scale,
+        length, keys = q.shape[-2], k.shape[-2]
+        native = _native(_FORWARD_C, (q, k, v), (), (((length, v.shape[-1]), 0), ((length, keys), None)), scale,
                          causal, 2 * q.shape[-1] + 8)
         if native is not None:
             return native  # type: ignore[return-value]

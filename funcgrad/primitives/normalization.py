@@ -324,7 +324,9 @@ def _layer_norm_affine_grad(xp: Any, g: Any, x: Any, w: Any, *, axes: tuple[int,
     lead = tuple(range(x.ndim - len(axes)))
     m = math.prod(x.shape[a] for a in axes)
     _fit(x, (g,), (w,), axes)
-    if x.size and cc.eager_native(xp) and x.dtype in (np.float32, np.float64) and g.dtype == w.dtype == x.dtype:
+    if x.size == 0:  # (no rows: the sums are 0; no columns: nothing to sum)
+        return xp.empty_like(x), xp.zeros(w.shape, x.dtype), xp.zeros(w.shape, x.dtype)
+    if cc.eager_native(xp) and x.dtype in (np.float32, np.float64) and g.dtype == w.dtype == x.dtype:
         t = cc.C_TYPE_OF[x.dtype]
         address = _built(_AFFINE_GRAD_C.format(t=t, eps=repr(float(eps))))
         if address is not None:
