@@ -25,7 +25,7 @@ from typing import Any
 
 from .core import Primitive, ShapedArray, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "VJPRule", "VJPFromRules"]
+__all__ = ["defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "InputsVJP", "VJPRule", "VJPFromRules"]
 
 
 class JVPFromRules:
@@ -78,6 +78,21 @@ class VJPRule:
 
 
 _NOTHING = [(None, (None,) * n) for n in range(8)]  # what a rule that reads nothing keeps, by arity
+
+
+class InputsVJP(VJPRule):
+    """A rule whose backward pass reads the primitive's inputs alone (a fused backward
+    pass's rules, which differentiate its composite): ``fwd`` binds ``prim`` and keeps its
+    inputs; a subclass writes ``bwd``."""
+
+    plannable = True
+    prim: Primitive
+
+    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
+        return bind(self.prim, *primals, **params), tuple(primals)
+
+    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
+        return tuple(primals)
 
 
 class VJPFromRules(VJPRule):

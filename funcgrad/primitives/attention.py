@@ -20,7 +20,7 @@ import numpy as np
 from ..backends import cc
 from ..errors import ShapeError
 from . import lax
-from .ad import VJPRule
+from .ad import InputsVJP, VJPRule
 from .batching import axis_size, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
@@ -513,17 +513,11 @@ def _add(a: Any, b: Any) -> Any:
     return b if a is None else a if b is None else a + b
 
 
-class _AttentionGradVJP(VJPRule):
+class _AttentionGradVJP(InputsVJP):
     """Keeps the inputs; the cotangents are the composite's, term by term (ds's through
     the centring: u = g_ds p scale, g_dp = u - rowsum(u) p)."""
 
-    plannable = True
-
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
-        return bind(attention_grad_p, *primals, **params), tuple(primals)
-
-    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
-        return tuple(primals)
+    prim = attention_grad_p
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         q, k, v, p, go = residuals

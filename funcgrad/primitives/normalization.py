@@ -17,7 +17,7 @@ import numpy as np
 from ..backends import cc
 from ..errors import ShapeError
 from . import lax
-from .ad import VJPRule, defjvp, defvjp
+from .ad import InputsVJP, VJPRule, defjvp, defvjp
 from .batching import axis_size, defvectorized, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
@@ -482,16 +482,10 @@ def _affine_grad_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, axe
     return ans, (tdx, tdw, lax.reduce_sum(tg, lead))
 
 
-class _AffineGradVJP(VJPRule):
+class _AffineGradVJP(InputsVJP):
     """Keeps g, x and w; the cotangents are the composite's, term by term."""
 
-    plannable = True
-
-    def fwd(self, primals: tuple[Any, ...], params: dict[str, Any], needs: Any = None) -> tuple[Any, Any]:
-        return bind(layer_norm_affine_grad_p, *primals, **params), tuple(primals)
-
-    def residuals(self, primals: tuple[Any, ...], params: dict[str, Any], ans: Any) -> Any:
-        return tuple(primals)
+    prim = layer_norm_affine_grad_p
 
     def bwd(self, residuals: Any, g: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         (gr, x, w), (a, bw, bb) = residuals, g
