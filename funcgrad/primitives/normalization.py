@@ -270,6 +270,13 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     return out
 
 
+def _mean_of(xp: Any, v: Any, axes: tuple[int, ...]) -> Any:
+    """The mean over ``axes``, summed in float64 and rounded once to v's dtype: the Jacobian
+    multiplies g - mean(g) by r, up to 1/sqrt(eps), so a float32 sum's last-bit error in a
+    constant row's mean became 3e-4 where the gradient is 0 (a hypothesis draw)."""
+    return xp.mean(v, axis=axes, keepdims=True, dtype=xp.float64).astype(v.dtype, copy=False)
+
+
 def _fit(x: Any, like_x: tuple[Any, ...], like_row: tuple[Any, ...], axes: tuple[int, ...]) -> None:
     """Eager kernels run without the shape rule (it explains their failures): a cotangent
     not of x's shape, or a weight or bias not of a row's, fails here, before a loop reads
@@ -310,8 +317,8 @@ def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: flo
         return native
     y, r = _centered_and_scale(xp, x, axes, eps)
     y *= r
-    out = g - xp.mean(g, axis=axes, keepdims=True)
-    out -= y * xp.mean(g * y, axis=axes, keepdims=True)
+    out = g - _mean_of(xp, g, axes)
+    out -= y * _mean_of(xp, g * y, axes)
     out *= r
     return out
 
@@ -340,8 +347,8 @@ def _layer_norm_affine_grad(xp: Any, g: Any, x: Any, w: Any, *, axes: tuple[int,
     y, r = _centered_and_scale(xp, x, axes, eps)
     y *= r
     gw = g * w
-    out = gw - xp.mean(gw, axis=axes, keepdims=True)
-    out -= y * xp.mean(gw * y, axis=axes, keepdims=True)
+    out = gw - _mean_of(xp, gw, axes)
+    out -= y * _mean_of(xp, gw * y, axes)
     out *= r
     return out, (g * y).sum(axis=lead), g.sum(axis=lead)
 
