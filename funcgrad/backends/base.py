@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .device import Device
 
-__all__ = ["Backend", "ArrayModuleBackend"]
+__all__ = ["Backend", "ArrayModuleBackend", "flat_span"]
 
 
 class Backend(Protocol):
@@ -40,6 +40,31 @@ def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def flat_span(xp: Any, arr: Any) -> tuple[Any, int, tuple[int, ...]]:
+    """(flat, offset, strides): a 1-D view over all memory ``arr`` spans, and ``arr``'s
+    offset and element strides within it (``xp``: NumPy or CuPy). Never copies. Native
+    kernels read an operand where it lies through it: with no negative stride, the offset
+    is 0 and ``flat`` starts at ``arr``'s first element."""
+    if arr.flags.c_contiguous and arr.size:  # the common case: a fresh row-major kernel output
+        return arr.reshape(-1), 0, _row_major(arr.shape)
+    item = arr.itemsize
+    if arr.size == 0:
+        return xp.empty((0,), arr.dtype), 0, (0,) * arr.ndim
+    if any(s % item for s in arr.strides):
+        raise ValueError("strides are not a multiple of the item size")
+    strides = tuple(s // item for s in arr.strides)
+    low = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s > 0)
+    span = high - low + 1
+    if span == arr.size and low == 0:
+        # compact with no negative strides: ravel('K') is a view whose first element is
+        # arr's first element (the lowest address), so offsets and strides carry over
+        return arr.ravel(order="K"), 0, strides
+    corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(arr.shape, strides))]
+    flat = xp.lib.stride_tricks.as_strided(corner, shape=(span,), strides=(item,))
+    return flat, -low, strides
+
+
 class ArrayModuleBackend:
     """The protocol implemented over a NumPy-compatible module (NumPy or CuPy)."""
 
@@ -49,26 +74,8 @@ class ArrayModuleBackend:
 
     # -- layout ------------------------------------------------------------
     def flat_span(self, arr: Any) -> tuple[Any, int, tuple[int, ...]]:
-        """(flat, offset, strides): a 1-D view over all memory ``arr`` spans,
-        and ``arr``'s offset and element strides within it. Never copies."""
-        if arr.flags.c_contiguous and arr.size:  # the common case: a fresh row-major kernel output
-            return arr.reshape(-1), 0, _row_major(arr.shape)
-        item = arr.itemsize
-        if arr.size == 0:
-            return self.xp.empty((0,), arr.dtype), 0, (0,) * arr.ndim
-        if any(s % item for s in arr.strides):
-            raise ValueError("strides are not a multiple of the item size")
-        strides = tuple(s // item for s in arr.strides)
-        low = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s < 0)
-        high = sum((n - 1) * s for n, s in zip(arr.shape, strides) if s > 0)
-        span = high - low + 1
-        if span == arr.size and low == 0:
-            # compact with no negative strides: ravel('K') is a view whose first element is
-            # arr's first element (the lowest address), so offsets and strides carry over
-            return arr.ravel(order="K"), 0, strides
-        corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(arr.shape, strides))]
-        flat = self.xp.lib.stride_tricks.as_strided(corner, shape=(span,), strides=(item,))
-        return flat, -low, strides
+        """(flat, offset, strides): ``flat_span`` with this backend's array module."""
+        return flat_span(self.xp, arr)
 
     def place_in(self, flat: Any, arr: Any) -> tuple[int, tuple[int, ...]]:
         """(offset, strides): where ``arr``, a view into the memory of ``flat``, lies in it, in

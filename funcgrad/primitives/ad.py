@@ -25,7 +25,13 @@ from typing import Any
 
 from .core import Primitive, ShapedArray, aval_of, bind
 
-__all__ = ["defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "InputsVJP", "VJPRule", "VJPFromRules"]
+__all__ = ["add_optional", "defjvp", "defvjp", "defelementwise", "deflinear", "JVPFromRules", "InputsVJP", "VJPRule",
+           "VJPFromRules"]
+
+
+def add_optional(a: Any, b: Any) -> Any:
+    """``a + b``, where ``None`` is a zero (a tangent or cotangent no term contributed)."""
+    return b if a is None else a if b is None else a + b
 
 
 class JVPFromRules:
@@ -47,8 +53,7 @@ class JVPFromRules:
             rule = None if t is None else self.rule(i)
             if rule is None:
                 continue
-            c = rule(t, ans, *primals, **params)
-            out = c if out is None else out + c
+            out = add_optional(out, rule(t, ans, *primals, **params))
         return ans, out
 
 

@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
+from ..backends.base import flat_span
 from ..errors import ShapeError
 from . import lax
-from .ad import InputsVJP, VJPRule
+from .ad import InputsVJP, VJPRule, add_optional
 from .batching import axis_size, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
@@ -320,9 +321,8 @@ def _rows(x: Any) -> tuple[Any, list[int]]:
     read a C-contiguous copy."""
     size = x.itemsize
     if x.strides[-1] == size and all(st >= 0 and st % size == 0 for st in x.strides):
-        strides = [st // size for st in x.strides]
-        span = 1 + sum((d - 1) * st for d, st in zip(x.shape, strides))
-        return np.lib.stride_tricks.as_strided(x, (span,), (size,)), strides
+        flat, _, strides = flat_span(np, x)  # (no negative stride: it starts at x's first element)
+        return flat, list(strides)
     x = np.ascontiguousarray(x)
     return x, [st // size for st in x.strides]
 
@@ -433,17 +433,21 @@ class _AttentionVJP(VJPRule):
         return (lax.matmul(ds, k) if needs[0] else None, lax.matmul(_mT(ds), q) if needs[1] else None, dv)
 
 
-def _batch(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
-    """The batch axis in front of every operand (the unmapped ones broadcast): one more
-    leading axis of heads (attention's and its gradient's)."""
-    n = axis_size(args, dims)
-    out = bind(_BATCHED[len(args)], *(to_front(a, d, n) for a, d in zip(args, dims)), **params)
-    return out, (0,) * len(out)
+def _heads_batch(prim: Primitive) -> Any:
+    """``prim``'s batching rule (attention's and its gradient's): the batch axis in front of
+    every operand (the unmapped ones broadcast), one more leading axis of heads."""
+
+    def rule(args: Any, dims: Any, **params: Any) -> tuple[Any, Any]:
+        n = axis_size(args, dims)
+        out = bind(prim, *(to_front(a, d, n) for a, d in zip(args, dims)), **params)
+        return out, (0,) * len(out)
+
+    return rule
 
 
 attention_p.jvp = _jvp
 attention_p.vjp = _AttentionVJP()
-attention_p.batch = _batch
+attention_p.batch = _heads_batch(attention_p)
 
 
 # ---- attention_grad(q, k, v, p, go) -> (dq, dk, dv): the backward pass as one primitive
@@ -485,12 +489,12 @@ attention_grad_p = Primitive("attention_grad", _grad_rule, kernel=_attention_gra
                              autocast="float32")
 
 
-def _grad_parts(q: Any, k: Any, v: Any, p: Any, go: Any, scale: float, causal: bool) -> tuple[Any, Any, Any]:
-    """The masked weights, dp - rowsum(p dp) and ds, in array operations."""
+def _grad_parts(q: Any, k: Any, v: Any, p: Any, go: Any, scale: float, causal: bool) -> tuple[Any, ...]:
+    """The masked weights, dp = go v^T, dp - rowsum(p dp) and ds, in array operations."""
     p = _masked(p, causal)
     dp = lax.matmul(go, _mT(v))
     centred = dp - lax.reduce_sum(p * dp, (p.ndim - 1,), keepdims=True)
-    return p, centred, p * centred * lax.const(p, scale)
+    return p, dp, centred, p * centred * lax.const(p, scale)
 
 
 def _grad_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, scale: float,
@@ -499,18 +503,13 @@ def _grad_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, scale: flo
     ans = bind(attention_grad_p, *primals, scale=scale, causal=causal)
     q, k, v, p, go = primals
     tq, tk, tv, tp, tg = (lax.zeros(x, tuple(x.shape)) if t is None else t for x, t in zip(primals, tangents))
-    p, centred, ds = _grad_parts(q, k, v, p, go, scale, causal)
+    p, dp, centred, ds = _grad_parts(q, k, v, p, go, scale, causal)
     tp = _masked(tp, causal)
-    dp = lax.matmul(go, _mT(v))
     tdp = lax.matmul(tg, _mT(v)) + lax.matmul(go, _mT(tv))
     tcentred = tdp - lax.reduce_sum(tp * dp + p * tdp, (p.ndim - 1,), keepdims=True)
     tds = (tp * centred + p * tcentred) * lax.const(p, scale)
     return ans, (lax.matmul(tds, k) + lax.matmul(ds, tk), lax.matmul(_mT(tds), q) + lax.matmul(_mT(ds), tq),
                  lax.matmul(_mT(tp), go) + lax.matmul(_mT(p), tg))
-
-
-def _add(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else a + b
 
 
 class _AttentionGradVJP(InputsVJP):
@@ -523,8 +522,9 @@ class _AttentionGradVJP(InputsVJP):
         q, k, v, p, go = residuals
         gdq, gdk, gdv = g
         scale, causal = params["scale"], params["causal"]
-        p, centred, ds = _grad_parts(q, k, v, p, go, scale, causal)
-        g_ds = _add(None if gdq is None else lax.matmul(gdq, _mT(k)), None if gdk is None else lax.matmul(q, _mT(gdk)))
+        p, dp, centred, ds = _grad_parts(q, k, v, p, go, scale, causal)
+        g_ds = add_optional(None if gdq is None else lax.matmul(gdq, _mT(k)),
+                            None if gdk is None else lax.matmul(q, _mT(gdk)))
         gq = None if gdk is None else lax.matmul(ds, gdk)
         gk = None if gdq is None else lax.matmul(_mT(ds), gdq)
         gp = None if gdv is None else lax.matmul(go, _mT(gdv))
@@ -534,13 +534,12 @@ class _AttentionGradVJP(InputsVJP):
             u = g_ds * p * lax.const(p, scale)
             rows = lax.reduce_sum(u, (p.ndim - 1,), keepdims=True)
             g_dp = u - rows * p
-            gp = _add(gp, g_ds * centred * lax.const(p, scale) - rows * lax.matmul(go, _mT(v)))
-            gg = _add(gg, lax.matmul(g_dp, v))
+            gp = add_optional(gp, g_ds * centred * lax.const(p, scale) - rows * dp)
+            gg = add_optional(gg, lax.matmul(g_dp, v))
             gv = lax.matmul(_mT(g_dp), go)
         return gq, gk, gv, None if gp is None else _masked(gp, causal), gg
 
 
 attention_grad_p.jvp = _grad_jvp
 attention_grad_p.vjp = _AttentionGradVJP()
-attention_grad_p.batch = _batch
-_BATCHED = {3: attention_p, 5: attention_grad_p}
+attention_grad_p.batch = _heads_batch(attention_grad_p)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
+from ..backends.base import flat_span
 from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -122,10 +123,8 @@ def _as_read(x: Any) -> tuple[Any, int, int, list[int]]:
     if all(s >= 0 and s % size == 0 for s in x.strides):
         sr, sc = strides[-2:]
         read = (0, sr) if sc == 1 and sr >= cols else (1, sc) if sr == 1 and sc >= rows else None
-        if read is not None:
-            span = 1 + sum((n - 1) * s for n, s in zip(x.shape, strides))
-            flat = np.lib.stride_tricks.as_strided(x, (span,), (size,))
-            return flat, read[0], read[1], strides[:-2]
+        if read is not None:  # (no negative stride: the span starts at x's first element)
+            return flat_span(np, x)[0], read[0], read[1], strides[:-2]
     x = np.ascontiguousarray(x)
     return x, 0, cols, [s // size for s in x.strides[:-2]]
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..backends import cc
 from ..errors import ShapeError
 from . import lax
-from .ad import InputsVJP, VJPRule, defjvp, defvjp
+from .ad import InputsVJP, VJPRule, add_optional, defjvp, defvjp
 from .batching import axis_size, defvectorized, to_front
 from .checks import require_kind
 from .core import Primitive, ShapedArray, bind, fmt_shape
@@ -297,11 +297,10 @@ def _layer_norm(xp: Any, x: Any, *affine: Any, axes: tuple[int, ...], eps: float
         return native
     c, r = _centered_and_scale(xp, x, axes, eps)
     c *= r
-    for i, a in enumerate(affine):  # (the composite's roundings: the normalized value, then the product)
-        if i == 0:
-            c *= a
-        else:
-            c += a
+    if affine:  # (the composite's roundings: the normalized value, the product, then the sum)
+        c *= affine[0]
+    if len(affine) > 1:
+        c += affine[1]
     return c
 
 
@@ -315,12 +314,17 @@ def _layer_norm_grad(xp: Any, g: Any, x: Any, *, axes: tuple[int, ...], eps: flo
     native = _native_layer_norm(xp, (g, x), axes, eps, grad=True)
     if native is not None:
         return native
+    return _jacobian_applied(xp, g, x, axes, eps)[0]
+
+
+def _jacobian_applied(xp: Any, g: Any, x: Any, axes: tuple[int, ...], eps: float) -> tuple[Any, Any]:
+    """``r (g - mean(g) - y mean(g y))`` in array operations, and the normalized x, y."""
     y, r = _centered_and_scale(xp, x, axes, eps)
     y *= r
     out = g - _mean_of(xp, g, axes)
     out -= y * _mean_of(xp, g * y, axes)
     out *= r
-    return out
+    return out, y
 
 
 @in_float32
@@ -344,12 +348,7 @@ def _layer_norm_affine_grad(xp: Any, g: Any, x: Any, w: Any, *, axes: tuple[int,
                    per_element=8)
             sums = parts.sum(axis=0).astype(x.dtype).reshape(2, *w.shape)
             return out, sums[0], sums[1]
-    y, r = _centered_and_scale(xp, x, axes, eps)
-    y *= r
-    gw = g * w
-    out = gw - _mean_of(xp, gw, axes)
-    out -= y * _mean_of(xp, gw * y, axes)
-    out *= r
+    out, y = _jacobian_applied(xp, g * w, x, axes, eps)
     return out, (g * y).sum(axis=lead), g.sum(axis=lead)
 
 
@@ -407,10 +406,6 @@ def _applied(t: Any, x: Any, axes: tuple[int, ...], eps: float) -> Any:
     return bind(layer_norm_grad_p, t, x, axes=axes, eps=eps)
 
 
-def _add(a: Any, b: Any) -> Any:
-    return b if a is None else a if b is None else a + b
-
-
 def _layer_norm_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, axes: tuple[int, ...],
                     eps: float) -> tuple[Any, Any]:
     """The Jacobian (symmetric) applied to x's tangent, times the weight; the normalized
@@ -421,9 +416,9 @@ def _layer_norm_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], *, axes
     if out is not None and affine:
         out = out * affine[0]
     if ta and ta[0] is not None:
-        out = _add(out, _normalized(x, axes, eps) * ta[0])
+        out = add_optional(out, _normalized(x, axes, eps) * ta[0])
     if len(ta) > 1 and ta[1] is not None:
-        out = _add(out, lax.broadcast_to(ta[1], tuple(ans.shape)))
+        out = add_optional(out, lax.broadcast_to(ta[1], tuple(ans.shape)))
     return ans, out
 
 
@@ -504,10 +499,10 @@ class _AffineGradVJP(InputsVJP):
             ct_g, ct_w = ct_gw * w, lax.reduce_sum(ct_gw * gr, lead)
             ct_x = _layer_norm_curvature(gw, x, a, axes, eps)
         if bw is not None:  # dw = sum(g y)
-            ct_g = _add(ct_g, _normalized(x, axes, eps) * bw)
-            ct_x = _add(ct_x, _applied(gr * bw, x, axes, eps))
+            ct_g = add_optional(ct_g, _normalized(x, axes, eps) * bw)
+            ct_x = add_optional(ct_x, _applied(gr * bw, x, axes, eps))
         if bb is not None:  # db = sum(g)
-            ct_g = _add(ct_g, lax.broadcast_to(bb, tuple(x.shape)))
+            ct_g = add_optional(ct_g, lax.broadcast_to(bb, tuple(x.shape)))
         return ct_g, ct_x, ct_w
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
+from ..backends.base import flat_span
 from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
 from . import lax
@@ -484,8 +485,7 @@ def _native_windows_add(xp: Any, g: Any, shape: tuple[int, ...], axes: tuple[int
         address = cc.loop_kernel(code)
     except cc.NativeBuildError:
         return None
-    span = 1 + sum((size - 1) * st for size, st in zip(g.shape, strides)) if g.size else 0
-    memory = np.lib.stride_tricks.as_strided(g, (span,), (item,))  # g's elements and those between them
+    memory = flat_span(np, g)[0]  # g's elements and those between them, from its first
     out = np.zeros(shape, g.dtype)
     cc.run(address, [memory], [out], [int(np.prod(shape[:n - k]))], per_element=2)
     return out
