@@ -205,6 +205,99 @@ def test_a_linears_bias_joins_the_native_loop_that_reads_it() -> None:
             assert g.numpy().tobytes() == e.numpy().tobytes()
 
 
+def test_a_native_loop_writes_its_result_where_a_dying_input_lay() -> None:
+    """A loop's result goes into the memory of a temporary that dies in it (the product a
+    ReLU reads, the cotangent its gradient reads): the C loop declares that pair without
+    ``restrict``; the values are eager's, the caller's arrays unchanged, and a result
+    returned by one call is not overwritten by the next."""
+    rng = np.random.default_rng(6)
+    x, w = (rng.standard_normal(s).astype(np.float32) for s in ((128, 64), (64, 256)))  # (not one native program)
+    b = rng.standard_normal(256).astype(np.float32)
+    args = tuple(fg.asarray(a) for a in (x, w, b))
+
+    def f(x, w, b):
+        return fg.maximum(x @ w + b, 0.0) * 2.0
+
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        source = compiled.lower(*args).source
+        first = compiled(*args)
+        kept = first.numpy().copy()
+        second = compiled(*args)
+        grads = fg.grad(lambda *a: compiled(*a).sum(), argnums=(0, 1, 2))(*args)
+    assert "if t" in source and ".flags.c_contiguous else EMPTY" in source
+    assert "    float *y0 = (float *)p[2];" in source and "    const float *a0 = (const float *)p[0];" in source
+    assert first.numpy().tobytes() == kept.tobytes() == second.numpy().tobytes() == f(*args).numpy().tobytes()
+    for got, want in zip(grads, fg.grad(lambda *a: f(*a).sum(), argnums=(0, 1, 2))(*args)):
+        assert got.numpy().tobytes() == want.numpy().tobytes()
+    assert all(a.numpy().tobytes() == raw.tobytes() for a, raw in zip(args, (x, w, b)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.sampled_from(["add b", "mul 2", "relu", "sub h", "mul h", "keep"]), min_size=1, max_size=6),
+       rows=st.sampled_from([64, 129, 300]), transpose=st.booleans(), seed=st.integers(0, 2**16))
+def test_chains_over_dying_temporaries_give_eagers_bits(ops, rows, transpose, seed) -> None:
+    """Chains of exact operations over products that die in them (some values kept, read
+    again or returned, some products laid out transposed): the compiled values are eager's
+    bits, the arrays a call returned keep their values through the next call, and the
+    gradients are eager's (up to the products' roundings: a compiled gradient may take a
+    product in another layout)."""
+    rng = np.random.default_rng(seed)
+    x, w = (fg.asarray(rng.standard_normal(s).astype(np.float32)) for s in ((rows, 96), (96, 192)))
+    b = fg.asarray(rng.standard_normal(192).astype(np.float32))
+
+    def f(x, w, b):
+        h = (w.T @ x.T).T if transpose else x @ w
+        out, kept = h, []
+        for op in ops:
+            out = {"add b": lambda v: v + b, "mul 2": lambda v: v * 2.0, "relu": lambda v: fg.maximum(v, 0.0),
+                   "sub h": lambda v: v - h, "mul h": lambda v: v * h, "keep": lambda v: v}[op](out)
+            if op == "keep":
+                kept.append(out * 1.5)
+            out = out @ w.T @ w if op == "keep" else out  # (a product: the chain goes on over a new temporary)
+        return out, *kept
+
+    with compile_backend("c"):
+        compiled = fg.compile(f)
+        first = [a.numpy().copy() for a in compiled(x, w, b)]
+        again = compiled(x, w, b)
+        grads = fg.grad(lambda *a: compiled(*a)[0].sum(), argnums=(1, 2))(x, w, b)
+    want = [a.numpy() for a in f(x, w, b)]
+    assert [a.tobytes() for a in first] == [a.numpy().tobytes() for a in again] == [a.tobytes() for a in want]
+    for got, expected in zip(grads, fg.grad(lambda *a: f(*a)[0].sum(), argnums=(1, 2))(x, w, b)):
+        scale = np.abs(expected.numpy()).max()  # (products in other layouts: roundings of the largest terms)
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5 * scale)
+
+
+def test_a_native_result_never_takes_memory_laid_out_otherwise() -> None:
+    """A temporary laid out otherwise than in C order (attention's output takes its query's
+    layout; NumPy's ufunc of a transposed operand keeps it) is not written by a C loop,
+    whether the loop comes after it died or reads it as it dies: the loop's result gets new
+    memory."""
+    F = fg.nn.functional
+    rng = np.random.default_rng(7)
+
+    def after_attention(qkv, z):
+        q, k, v = (a.reshape(2, 8, 2, 16).transpose(1, 2) for a in qkv.split(32, 2))
+        s = (F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2.0).sum()  # (dies here, read where it lies)
+        return s, fg.exp(z) + 1.0
+
+    def reading_a_transposed_result(t, z):
+        e = fg.exp(t.T)  # (alone, between values of other shapes: a small NumPy ufunc; z: not one native program)
+        return fg.sin(z) * 2.0, e * 2.0 + 1.0
+
+    for f, args in [(after_attention, (rng.standard_normal((2, 8, 96)), rng.standard_normal((2, 2, 8, 16)))),
+                    (reading_a_transposed_result, (rng.standard_normal((3, 4)), rng.standard_normal(20000)))]:
+        args = tuple(fg.asarray(a.astype(np.float32)) for a in args)
+        with compile_backend("c"):
+            compiled = fg.compile(f)
+            source = compiled.lower(*args).source
+            got = compiled(*args)
+        assert ".flags.c_contiguous else EMPTY" in source
+        for g, e in zip(got, f(*args)):
+            np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
+
+
 def test_an_expensive_loop_leaves_its_leading_sum_to_numpy_and_splits() -> None:
     """A run of transcendental functions large enough for two threads is not ended by a sum
     over leading axes (which would keep it on one): the loop splits, the sum runs after it,

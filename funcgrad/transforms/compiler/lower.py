@@ -686,30 +686,43 @@ def _write_gpu_sum(w: _Writer, eqns: list[Any], total: Any, params: list[str], p
 def _native_groups(w: _Writer, program: Program) -> dict[int, native.NativeGroup]:
     """The program's native loops, built (an empty dict when they cannot be: NumPy then)."""
     found: dict[int, native.NativeGroup] = {}
+    made = {id(v): i for i, e in enumerate(program.eqns) for v in e.outputs}
     for start, end in native.groups(program.eqns).items():
         eqns = program.eqns[start:end]
+        kept = _kept(w, eqns, end - 1)
+        inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var)))
+        dying = sorted((a for a in inputs if w.buffers.owns(a) and id(a) not in w.given
+                        and w.buffers.poolable(a, end - 1)
+                        and not any(b is not a and id(a) in w.buffers.owners.get(id(b), ()) for b in inputs)),
+                       key=lambda a: -made.get(id(a), -1))  # (with no view of it among the group's inputs)
         try:
-            found[start] = native.NativeGroup(eqns, _kept(w, eqns, end - 1))
+            found[start] = native.NativeGroup(eqns, kept, aliases=native.in_place(eqns, kept, dying))
         except ValueError:  # (more operands than one kernel takes: NumPy's calls)
             continue
     return found if native.build_groups(list(found.values())) else {}
 
 
 def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
-    """A native loop's call: its results go into dead temporaries of their type where the
-    pool has them, else into new memory; the C loop is written into the text as comments."""
+    """A native loop's call: its results go into the memory of inputs that die in it
+    (``native.in_place``), or dead temporaries of their type where the pool has them, else
+    into new memory; the C loop is written into the text as comments. The loop writes C
+    order: memory laid out otherwise (an attention result laid out as its query, a ufunc's
+    of a transposed operand) is not taken, and a result goes into new memory then."""
     passed = [w.names[id(a)] for a in group.inputs]
-    for v in group.kept:
-        reused = w.pool.get(v.aval) and w.pool[v.aval].pop()
-        name = w.name(v)
+    for j, v in enumerate(group.kept):
+        dying = group.inputs[group.aliases[j]] if j in group.aliases else None
+        reused = dying or (w.pool.get(v.aval) and w.pool[v.aval].pop())
+        name, new = w.name(v), f"EMPTY({tuple(v.aval.shape)}, {v.aval.dtype.np.name!r})"
         w.results.add(id(v))
         if reused:
-            w.lines.append(f"    {name} = {w.names[id(reused)]}")
-            w.lines.append(f"    del {w.names[id(reused)]}")
+            old = w.names[id(reused)]
+            w.lines.append(f"    {name} = {old} if {old}.flags.c_contiguous else {new}")
+            if dying is None:  # (a dying input's name goes with the group's other dead inputs)
+                w.lines.append(f"    del {old}")
             w.hand_over(reused, v)
         else:
             w.free_pool()
-            w.lines.append(f"    {name} = EMPTY({tuple(v.aval.shape)}, {v.aval.dtype.np.name!r})")
+            w.lines.append(f"    {name} = {new}")
             w.allocate([v])
         passed.append(name)
     threads = native.threads_for(group, w.threads)

@@ -36,7 +36,8 @@ from ...primitives.elementwise import BINARY
 from ...primitives.linalg import linear_p
 from ..ir import Eqn, Var
 
-__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "schedule", "split_biases", "use_native"]
+__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "in_place", "schedule", "split_biases",
+           "use_native"]
 
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 
@@ -174,9 +175,11 @@ class NativeGroup:
     expressions, the dtypes and which loops each operand moves in, not on the sizes, so
     programs of other shapes share it (and its build)."""
 
-    def __init__(self, eqns: list[Any], kept: list[Var], strides: dict[int, tuple[int, ...]] | None = None) -> None:
+    def __init__(self, eqns: list[Any], kept: list[Var], strides: dict[int, tuple[int, ...]] | None = None,
+                 aliases: dict[int, int] | None = None) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
+        self.aliases = aliases or {}  # result j -> input k whose memory it is written into (``in_place``)
         total = eqns[-1] if FOLDS & eqns[-1].prim.tags else None  # (a reduction ending the run: fused_reduction)
         fold = min(FOLDS & total.prim.tags) if total is not None else "sum"
         if total is not None:
@@ -226,8 +229,11 @@ class NativeGroup:
         if self.trailing:
             lines += _pairwise(ctypes_[-1]) if fold == "sum" else _sequential(ctypes_[-1], f"fg_{fold}")
         lines += ["void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {"]
-        lines += [f"    const {t} *restrict a{k} = (const {t} *)p[{k}];" for k, t in enumerate(ctypes_[:n_in])]
-        lines += [f"    {t} *restrict y{j} = ({t} *)p[{n_in + j}];" for j, t in enumerate(ctypes_[n_in:])]
+        shared = set(self.aliases.values())  # (an element is read, then written, in one iteration: no restrict)
+        lines += [f"    const {t} *{'' if k in shared else 'restrict '}a{k} = (const {t} *)p[{k}];"
+                  for k, t in enumerate(ctypes_[:n_in])]
+        lines += [f"    {t} *{'' if j in self.aliases else 'restrict '}y{j} = ({t} *)p[{n_in + j}];"
+                  for j, t in enumerate(ctypes_[n_in:])]
         first_summed = summed.index(True) if any(summed) else rank
         if self.trailing:  # each row's values into a buffer, then added pairwise (or folded)
             row = " * ".join(f"n[{d}]" for d in range(first_summed, rank))
@@ -265,6 +271,27 @@ class NativeGroup:
         lines.append("}")
         self.source = "\n".join(lines)
         self.kernel = 0  # its address, once built
+
+
+def in_place(eqns: list[Any], kept: list[Var], dying: list[Var]) -> dict[int, int]:
+    """Which results of a group over ``eqns`` may be written into the memory of an input in
+    ``dying``: the C-ordered temporaries the program made that die there (held by nothing
+    else, read by nothing after), the most recently made first. Result j -> input k, of the
+    same type and shape, so that the loop reads each element of the input in the iteration
+    that writes the result's element there, before it writes it. The result then lands
+    in memory the caches hold (the latest dying input: a product's result, a cotangent
+    just computed), not in new memory."""
+    made = {id(e.outputs[0]) for e in eqns}
+    inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made))
+    total = eqns[-1].outputs[0] if FOLDS & eqns[-1].prim.tags else None
+    free = [inputs.index(a) for a in dying if a in inputs]
+    aliases: dict[int, int] = {}
+    for j, v in enumerate(kept):
+        k = next((k for k in free if inputs[k].aval == v.aval), None)
+        if k is not None and v is not total:
+            aliases[j] = k
+            free.remove(k)
+    return aliases
 
 
 def _over(strides: tuple[int, ...], shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
