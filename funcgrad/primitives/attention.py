@@ -12,6 +12,7 @@ derivative order and transform composes through them."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -270,6 +271,13 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 """
 
 
+@functools.lru_cache(maxsize=8)
+def _built(source: str, c_type: str) -> int:
+    """The address of loop ``source`` over ``c_type``, made once (finding it in the cache by
+    its text cost 3 us a call); ``cc.NativeBuildError`` where it cannot be built."""
+    return cc.loop_kernel(f"#define T {c_type}\n" + source)
+
+
 def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
             results: tuple[tuple[tuple[int, ...], int | None], ...], scale: float, causal: bool,
             per_element: int) -> tuple[Any, ...] | None:
@@ -288,7 +296,7 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
             or not length or not keys:
         return None
     try:
-        address = cc.loop_kernel(f"#define T {c_type}\n" + source)
+        address = _built(source, c_type)
     except cc.NativeBuildError:
         return None
     memory, outs = zip(*(_laid_out_as(None if like is None else arrays[like], (*lead, *shape), q.dtype)

@@ -9,6 +9,7 @@ Jacobians are symmetric, so each rule serves as tangent and as cotangent.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -236,11 +237,32 @@ _AFFINE_GRAD_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, cha
 _BLOCKS = 64  # blocks of rows the affine backward pass sums its columns in
 
 
-def _built(code: str) -> int | None:
+def _built(grad: bool | str, t: str, operands: int, eps: float) -> int | None:
+    """The address of a loop (``grad``: False the normalization of x and ``operands - 1``
+    affine operands, True its Jacobian applied, "affine" the affine backward pass); None
+    where it cannot be built (tried again at the next call)."""
     try:
-        return cc.loop_kernel(code)
+        return _loop(grad, t, operands, eps)
     except cc.NativeBuildError:
         return None
+
+
+@functools.lru_cache(maxsize=32)
+def _loop(grad: bool | str, t: str, operands: int, eps: float) -> int:
+    """``_built``'s loop, made once per kind: formatting its source and finding it in the
+    cache cost 7 us a call."""
+    if grad == "affine":
+        code = _AFFINE_GRAD_C.format(t=t, eps=repr(float(eps)))
+    else:
+        if grad:
+            inputs, body = f"const {t} *restrict g = (const {t} *)p[1];", _BACKWARD_BODY.format(t=t)
+        else:
+            names = ("w", "b")[:operands - 1]
+            inputs = "".join(f"const {t} *restrict {name} = (const {t} *)p[{i + 1}];" for i, name in enumerate(names))
+            body = _FORWARD_BODY.format(t=t, affine=("", " * w[i]", " * w[i] + b[i]")[len(names)])
+        code = _LAYER_NORM_C.format(t=t, a="double" if grad else t, eps=repr(float(eps)), out=operands, inputs=inputs,
+                                    body=body)
+    return cc.loop_kernel(code)
 
 
 def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], eps: float, grad: bool) -> Any:
@@ -250,17 +272,8 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     x = arrays[1] if grad else arrays[0]
     if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64) or any(a.dtype != x.dtype for a in arrays):
         return None
-    t = cc.C_TYPE_OF[x.dtype]
-    if grad:
-        inputs, body = f"const {t} *restrict g = (const {t} *)p[1];", _BACKWARD_BODY.format(t=t)
-        operands = [x, arrays[0]]
-    else:
-        names = ("w", "b")[:len(arrays) - 1]
-        inputs = "".join(f"const {t} *restrict {name} = (const {t} *)p[{i + 1}];" for i, name in enumerate(names))
-        body = _FORWARD_BODY.format(t=t, affine=("", " * w[i]", " * w[i] + b[i]")[len(names)])
-        operands = list(arrays)
-    address = _built(_LAYER_NORM_C.format(t=t, a="double" if grad else t, eps=repr(float(eps)), out=len(operands),
-                                          inputs=inputs, body=body))
+    operands = [x, arrays[0]] if grad else list(arrays)
+    address = _built(grad, cc.C_TYPE_OF[x.dtype], len(operands), eps)
     if address is None:
         return None
     operands = [np.ascontiguousarray(a) for a in operands]
@@ -339,7 +352,7 @@ def _layer_norm_affine_grad(xp: Any, g: Any, x: Any, w: Any, *, axes: tuple[int,
         return xp.empty_like(x), xp.zeros(w.shape, x.dtype), xp.zeros(w.shape, x.dtype)
     if cc.eager_native(xp) and x.dtype in (np.float32, np.float64) and g.dtype == w.dtype == x.dtype:
         t = cc.C_TYPE_OF[x.dtype]
-        address = _built(_AFFINE_GRAD_C.format(t=t, eps=repr(float(eps))))
+        address = _built("affine", t, 3, eps)
         if address is not None:
             rows = x.size // m
             blocks = min(rows, _BLOCKS)
