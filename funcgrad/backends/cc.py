@@ -352,7 +352,11 @@ MAX_THREADS = 64  # threads one kernel call splits over, at most
 # 72-76 without the wait, 42-50 in a run), the calling thread one of them. The loop is
 # cut into chunks (a few per thread, on multiples of 64 steps), and each thread takes the next
 # chunk until none is left: a thread that wakes late finds its share done by the others, and
-# the caller waits only for chunks a thread has begun. (On a 2-core EPYC VM a wake took about
+# the caller waits only for chunks a thread has begun, yielding for ``SPIN_NS`` before it
+# sleeps too (asleep, its own vCPU went idle: with the wait, a round of three steps after a
+# 0.25 s pause took 0.79-0.83x PyTorch's for MNIST and 0.94-1.01x for nanoGPT where it took
+# 0.88-0.95x and 0.96-1.05x, the calling thread sleeping 11-12 times a step instead of
+# 18-20). (On a 2-core EPYC VM a wake took about
 # 200 us, and right after a matrix product OpenBLAS's own threads spin on the cores: with a
 # fixed half for the other thread, back-to-back GELU gradients of 2^19 elements took what one
 # thread takes; in chunks, 0.6x.) A Python thread pool costs
@@ -471,6 +475,10 @@ static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, in
     }
     pthread_mutex_unlock(&fg_lock);
     fg_help();
+    if (__atomic_load_n(&fg_finished, __ATOMIC_ACQUIRE) < chunks) {  /* a while yielding: the last chunk ends soon */
+        const int64_t until = fg_now() + FG_SPIN_NS;
+        while (__atomic_load_n(&fg_finished, __ATOMIC_ACQUIRE) < chunks && fg_now() < until) sched_yield();
+    }
     if (__atomic_load_n(&fg_finished, __ATOMIC_ACQUIRE) < chunks) {
         pthread_mutex_lock(&fg_lock);
         while (__atomic_load_n(&fg_finished, __ATOMIC_ACQUIRE) < chunks) pthread_cond_wait(&fg_done, &fg_lock);
