@@ -780,6 +780,9 @@ def blas() -> tuple[int, ...] | None:
 # MNIST's training step went from 55 to 110 ms for stretches of 10-20 s. 2^20 ticks (about
 # 0.3 ms) keeps the threads awake between back-to-back products (nanoGPT's step measured the
 # same) and lets them sleep through the rest. A user's own OPENBLAS_THREAD_TIMEOUT is kept.
+# (Rounds after pauses, against PyTorch: MNIST 0.81-0.88x at 20 where 1.12-1.17x at 28,
+# nanoGPT 0.95-1.005x where 1.04-1.08x; 16 took nanoGPT to 0.91-0.94x but the W2 step in
+# blocks after pauses from 2.4-2.6 ms to 3.3-3.9: docs/performance.md.)
 BLAS_THREAD_TIMEOUT = "20"
 
 
