@@ -333,7 +333,8 @@ def report(title: str, frameworks: dict, rounds: int, number: int, base: str = "
         fw, what = key.split("|")
         ref = f"{base}|{what}"
         ratio = f"{paired_ratio(samples, key, ref):6.2f}x {base}" if ref in run and key != ref else ""
-        print(f"  {what:9s} {fw:24s} {med[key] * 1e3:9.3f} ms  {ratio}")
+        took = f"{med[key] * 1e6:9.2f} us" if med[key] < 1e-4 else f"{med[key] * 1e3:9.3f} ms"  # (a call's overhead)
+        print(f"  {what:9s} {fw:24s} {took}  {ratio}")
     for fw in frameworks:
         if f"{fw}|vg" in run and f"{fw}|loss" in run:
             print(f"  vg / loss, {fw}: {paired_ratio(samples, f'{fw}|vg', f'{fw}|loss'):.2f}")
