@@ -355,7 +355,7 @@ MAX_THREADS = 64  # threads one kernel call splits over, at most
 # the caller waits only for chunks a thread has begun, yielding for ``SPIN_NS`` before it
 # sleeps too (asleep, its own vCPU went idle: with the wait, a round of three steps after a
 # 0.25 s pause took 0.79-0.83x PyTorch's for MNIST and 0.94-1.01x for nanoGPT where it took
-# 0.88-0.95x and 0.96-1.05x, the calling thread sleeping 11-12 times a step instead of
+# 0.88-0.95x and 0.96-1.05x, the process's threads sleeping 11-12 times a step instead of
 # 18-20). (On a 2-core EPYC VM a wake took about
 # 200 us, and right after a matrix product OpenBLAS's own threads spin on the cores: with a
 # fixed half for the other thread, back-to-back GELU gradients of 2^19 elements took what one

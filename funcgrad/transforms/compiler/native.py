@@ -275,8 +275,9 @@ class NativeGroup:
 
 def in_place(eqns: list[Any], kept: list[Var], dying: list[Var]) -> dict[int, int]:
     """Which results of a group over ``eqns`` may be written into the memory of an input in
-    ``dying``: the C-ordered temporaries the program made that die there (held by nothing
-    else, read by nothing after), the most recently made first. Result j -> input k, of the
+    ``dying``: the temporaries the program made that die there (held by nothing else, read
+    by nothing after), the most recently made first; memory laid out otherwise than in C
+    order is left alone at the call (``lower._write_native_group``). Result j -> input k, of the
     same type and shape, so that the loop reads each element of the input in the iteration
     that writes the result's element there, before it writes it. The result then lands
     in memory the caches hold (the latest dying input: a product's result, a cotangent
