@@ -689,14 +689,12 @@ def _native_groups(w: _Writer, program: Program) -> dict[int, native.NativeGroup
     made = {id(v): i for i, e in enumerate(program.eqns) for v in e.outputs}
     for start, end in native.groups(program.eqns).items():
         eqns = program.eqns[start:end]
-        kept = _kept(w, eqns, end - 1)
         inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var)))
-        dying = sorted((a for a in inputs if w.buffers.owns(a) and id(a) not in w.given
-                        and w.buffers.poolable(a, end - 1)
+        dying = sorted((a for a in inputs if id(a) not in w.given and w.buffers.poolable(a, end - 1)
                         and not any(b is not a and id(a) in w.buffers.owners.get(id(b), ()) for b in inputs)),
                        key=lambda a: -made.get(id(a), -1))  # (with no view of it among the group's inputs)
         try:
-            found[start] = native.NativeGroup(eqns, kept, aliases=native.in_place(eqns, kept, dying))
+            found[start] = native.NativeGroup(eqns, _kept(w, eqns, end - 1), dying=dying)
         except ValueError:  # (more operands than one kernel takes: NumPy's calls)
             continue
     return found if native.build_groups(list(found.values())) else {}
@@ -704,7 +702,7 @@ def _native_groups(w: _Writer, program: Program) -> dict[int, native.NativeGroup
 
 def _write_native_group(w: _Writer, group: native.NativeGroup) -> None:
     """A native loop's call: its results go into the memory of inputs that die in it
-    (``native.in_place``), or dead temporaries of their type where the pool has them, else
+    (``NativeGroup.aliases``), or dead temporaries of their type where the pool has them, else
     into new memory; the C loop is written into the text as comments. The loop writes C
     order: memory laid out otherwise (an attention result laid out as its query, a ufunc's
     of a transposed operand) is not taken, and a result goes into new memory then."""

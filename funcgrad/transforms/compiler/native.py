@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from ...backends import cc
@@ -36,8 +37,7 @@ from ...primitives.elementwise import BINARY
 from ...primitives.linalg import linear_p
 from ..ir import Eqn, Var
 
-__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "in_place", "schedule", "split_biases",
-           "use_native"]
+__all__ = ["NativeGroup", "build_groups", "fused_reduction", "groups", "schedule", "split_biases", "use_native"]
 
 _RESULTS = ("float32", "float64", "bool")  # results a native loop makes (a cast to an integer is NumPy's)
 
@@ -176,10 +176,9 @@ class NativeGroup:
     programs of other shapes share it (and its build)."""
 
     def __init__(self, eqns: list[Any], kept: list[Var], strides: dict[int, tuple[int, ...]] | None = None,
-                 aliases: dict[int, int] | None = None) -> None:
+                 dying: Sequence[Var] = ()) -> None:
         made = {id(e.outputs[0]) for e in eqns}
         self.eqns, self.kept = eqns, kept
-        self.aliases = aliases or {}  # result j -> input k whose memory it is written into (``in_place``)
         total = eqns[-1] if FOLDS & eqns[-1].prim.tags else None  # (a reduction ending the run: fused_reduction)
         fold = min(FOLDS & total.prim.tags) if total is not None else "sum"
         if total is not None:
@@ -187,6 +186,20 @@ class NativeGroup:
             if total.outputs[0] not in kept:
                 kept = self.kept = [*kept, total.outputs[0]]
         self.inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made))
+        # Result j written into the memory of input k (``aliases[j] = k``): an input in ``dying``
+        # (temporaries the program made that die here, held by nothing else, the most recently
+        # made first) of the result's type and shape, so that the loop reads each of its
+        # elements in the iteration that writes the result's element there, before it writes
+        # it. The result then lands in memory the caches hold (a product's result, a cotangent
+        # just computed). Memory laid out otherwise than in C order is left alone at the call
+        # (``lower._write_native_group``).
+        free = [self.inputs.index(a) for a in dying if a in self.inputs]
+        self.aliases: dict[int, int] = {}
+        for j, v in enumerate(kept):
+            k = next((k for k in free if self.inputs[k].aval == v.aval), None)
+            if k is not None and (total is None or v is not total.outputs[0]):
+                self.aliases[j] = k
+                free.remove(k)
         operands = [*self.inputs, *kept]
         if len(operands) > MAX_OPERANDS:
             raise ValueError("too many operands for one native kernel")
@@ -271,28 +284,6 @@ class NativeGroup:
         lines.append("}")
         self.source = "\n".join(lines)
         self.kernel = 0  # its address, once built
-
-
-def in_place(eqns: list[Any], kept: list[Var], dying: list[Var]) -> dict[int, int]:
-    """Which results of a group over ``eqns`` may be written into the memory of an input in
-    ``dying``: the temporaries the program made that die there (held by nothing else, read
-    by nothing after), the most recently made first; memory laid out otherwise than in C
-    order is left alone at the call (``lower._write_native_group``). Result j -> input k, of the
-    same type and shape, so that the loop reads each element of the input in the iteration
-    that writes the result's element there, before it writes it. The result then lands
-    in memory the caches hold (the latest dying input: a product's result, a cotangent
-    just computed), not in new memory."""
-    made = {id(e.outputs[0]) for e in eqns}
-    inputs = list(dict.fromkeys(a for e in eqns for a in e.inputs if isinstance(a, Var) and id(a) not in made))
-    total = eqns[-1].outputs[0] if FOLDS & eqns[-1].prim.tags else None
-    free = [inputs.index(a) for a in dying if a in inputs]
-    aliases: dict[int, int] = {}
-    for j, v in enumerate(kept):
-        k = next((k for k in free if inputs[k].aval == v.aval), None)
-        if k is not None and v is not total:
-            aliases[j] = k
-            free.remove(k)
-    return aliases
 
 
 def _over(strides: tuple[int, ...], shape: tuple[int, ...], out_shape: tuple[int, ...]) -> list[int]:
