@@ -341,17 +341,17 @@ def _row_weights(y: np.ndarray, reduction: str, ignore_index: int) -> np.ndarray
     return counted / counted.sum() if reduction == "mean" else counted
 
 
+def _xent_reference(z: np.ndarray, y: np.ndarray, reduction: str, ignore_index: int) -> np.ndarray:
+    m = _row_max(z)
+    safe = np.where(y == ignore_index, 0, y)
+    per_row = (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(len(z)), safe]) * _row_weights(
+        y, reduction, ignore_index)
+    return np.asarray(per_row if reduction == "none" else per_row.sum()).astype(z.dtype)
+
+
 def _softmax_cross_entropy(draw: Any) -> Case:
-    n, dtype, logits, labels, params = _logits_and_labels(draw)
-
-    def reference(z: np.ndarray, y: np.ndarray, reduction: str, ignore_index: int) -> np.ndarray:
-        m = _row_max(z)
-        safe = np.where(y == ignore_index, 0, y)
-        per_row = (np.log(np.exp(z - m).sum(1)) + m[:, 0] - z[np.arange(n), safe]) * _row_weights(
-            y, reduction, ignore_index)
-        return np.asarray(per_row if reduction == "none" else per_row.sum()).astype(z.dtype)
-
-    return Case([logits, labels], params, reference, rtol_for(dtype) * 10)
+    _, dtype, logits, labels, params = _logits_and_labels(draw)
+    return Case([logits, labels], params, _xent_reference, rtol_for(dtype) * 10)
 
 
 def _softmax_cross_entropy_grad(draw: Any) -> Case:
@@ -365,6 +365,13 @@ def _softmax_cross_entropy_grad(draw: Any) -> Case:
 
     g = arrays(draw, dtype, (n,) if params["reduction"] == "none" else ())  # one per row, or one for all rows
     return Case([g, logits, labels], params, reference, rtol_for(dtype) * 10)
+
+
+def _softmax_cross_entropy_and_grad(draw: Any) -> Case:
+    """The joined pair's inputs (the gradient's); the reference is the loss, its first
+    result (tests/test_nn_losses.py checks both against the pair)."""
+    grad = _softmax_cross_entropy_grad(draw)
+    return Case(grad.args, grad.params, lambda g, z, y, **params: _xent_reference(z, y, **params), grad.rtol)
 
 
 def _einsum(draw: Any) -> Case:
@@ -989,7 +996,8 @@ CASES.update({
     "argmax": _arg_reduction("argmax"), "argmin": _arg_reduction("argmin"),
     "cumsum": _scan("cumsum"), "cumprod": _scan("cumprod"),
     "matmul": _matmul, "linear": _linear, "softmax_cross_entropy": _softmax_cross_entropy,
-    "softmax_cross_entropy_grad": _softmax_cross_entropy_grad, "einsum": _einsum, "linalg_solve": _solve,
+    "softmax_cross_entropy_grad": _softmax_cross_entropy_grad,
+    "softmax_cross_entropy_and_grad": _softmax_cross_entropy_and_grad, "einsum": _einsum, "linalg_solve": _solve,
     "linalg_cholesky": _square_case(np.linalg.cholesky), "triangular_solve": _triangular_solve,
     "linalg_eigh": _eigh_case, "linalg_eig": _eig_case, "searchsorted": _searchsorted_case,
     "real": _complex_part(np.real), "imag": _complex_part(np.imag), "conj": _complex_part(np.conjugate),

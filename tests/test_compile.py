@@ -420,6 +420,39 @@ def test_dead_code_is_dropped_with_its_constants() -> None:
     assert _names(pruned) == ["mul"] and pruned.consts == []
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@given(rows=st.integers(1, 6), classes=st.integers(1, 5), reduction=st.sampled_from(["mean", "sum", "none"]),
+       dtype=st.sampled_from([np.float32, np.float64]), ignored=st.booleans(), squared=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_a_loss_and_its_gradient_join_into_one_kernel(backend, rows, classes, reduction, dtype, ignored, squared,
+                                                      seed) -> None:
+    """``value_and_grad`` of a cross-entropy computes the loss and the logits' gradient in
+    one equation (``join_siblings``), with eager's values and the inputs unchanged; where
+    the gradient's cotangent is computed from the loss (its square's), it cannot, and the
+    pair stays apart."""
+    rng = np.random.default_rng(seed)
+    z = fg.asarray(rng.standard_normal((rows, classes)).astype(dtype))
+    labels = rng.integers(0, classes, rows)
+    if ignored:
+        labels[0] = -100
+    y, before = fg.asarray(labels), (z.numpy().copy(), labels.copy())
+
+    def loss(z, y):
+        value = fg.nn.functional.cross_entropy(z * 2.0, y, reduction=reduction).sum()
+        return value * value if squared else value
+
+    vg = fg.value_and_grad(loss)
+    with compile_backend(backend):
+        compiled = fg.compile(vg)
+        names = _names(compiled.lower(z, y).program)
+        assert ("softmax_cross_entropy_and_grad" in names) is not squared
+        assert ("softmax_cross_entropy_grad" in names) is squared
+        for got, want in zip(compiled(z, y), vg(z, y)):
+            assert_as_eager(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(z.numpy(), before[0])
+    np.testing.assert_array_equal(y.numpy(), before[1])
+
+
 def test_lowering_shows_the_passes_and_the_generated_code() -> None:
     f = fg.compile(lambda x: fg.tanh(x * 1.0) * fg.tanh(x * 1.0))
     lowered = f.lower(_arr(3))

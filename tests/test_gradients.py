@@ -20,7 +20,7 @@ from .primitive_cases import CASES, FORWARD_ONLY, REVERSE_ONLY, along_axis_indic
 DIFFERENTIABLE = sorted((p for p in fg.registry() if p.differentiable), key=lambda p: p.name)
 REVERSIBLE = [p for p in DIFFERENTIABLE if p.name not in FORWARD_ONLY]  # (the tape is reverse mode)
 INDEX_ARGS = {"gather": 1, "scatter": 2, "softmax_cross_entropy": 1,
-              "softmax_cross_entropy_grad": 2, "while": 1}  # positions from which args are indices
+              "softmax_cross_entropy_grad": 2, "softmax_cross_entropy_and_grad": 2, "while": 1}  # positions from which args are indices
 
 
 def test_every_differentiable_primitive_has_rules_and_a_domain() -> None:
@@ -133,7 +133,7 @@ def _gauge_free(prim: fg.Primitive, out: Any) -> Any:
 
 REAL_ONLY = {"atan2", "attention", "attention_grad", "copysign", "erf", "lgamma", "polygamma", "gelu", "gelu_grad", "hypot", "linear", "logaddexp", "logsumexp", "softmax", "layer_norm", "layer_norm_grad", "layer_norm_affine_grad", "maximum", "select_and_gather", "select_and_scatter_add",
              "minimum", "reduce_max", "reduce_min", "relu", "remainder", "sigmoid", "softmax_cross_entropy",
-             "softmax_cross_entropy_grad"}
+             "softmax_cross_entropy_grad", "softmax_cross_entropy_and_grad"}
 
 
 @pytest.mark.parametrize("prim", DIFFERENTIABLE, ids=lambda p: p.name)

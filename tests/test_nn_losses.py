@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import funcgrad as fg
-from funcgrad.primitives.reduce import softmax_cross_entropy_grad_p
+from funcgrad.primitives.cross_entropy import softmax_cross_entropy_grad_p
 
 from .nn_common import RNG, F, needs_torch, nn, torch
 
@@ -145,7 +145,7 @@ class _NotNumPy:
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_cross_entropy_kernels_device_branch_masks_without_reading_labels(reduction: str) -> None:
-    from funcgrad.primitives.reduce import _xent, _xent_grad
+    from funcgrad.primitives.cross_entropy import _xent, _xent_grad
 
     z = RNG.standard_normal((5, 4))
     g = RNG.standard_normal((5,) if reduction == "none" else ())

@@ -18,10 +18,10 @@ from ..primitives.attention import attention_p
 from ..primitives.checks import normalize_axis
 from ..primitives.core import bind
 from ..primitives.core import fmt_shape as _fmt_shape
+from ..primitives.cross_entropy import softmax_cross_entropy_p
 from ..primitives.elementwise import UNARY
 from ..primitives.linalg import linear_p
 from ..primitives.normalization import layer_norm_p, softmax_p
-from ..primitives.reduce import softmax_cross_entropy_p
 from ..random.generator import bernoulli_mask, default_generator, uniform_draw
 from ..transforms import custom_vjp as _custom_vjp
 from ..transforms import no_grad as _no_grad

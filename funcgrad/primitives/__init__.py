@@ -15,6 +15,7 @@ from . import (  # noqa: F401  (registers them)
     axes,
     collective,
     convolution,
+    cross_entropy,
     decompositions,
     elementwise,
     fft,

@@ -193,6 +193,11 @@ class Primitive:
             memory of the result's type to write the result into: the memory planner of
             lowered programs hands it that operand's own buffer where nothing reads it
             again, so the copy is skipped.
+        joins: ``{other: joined}``: where one program applies this primitive and ``other``
+            to the same operands (``other``'s last ones), with the same parameters,
+            ``joined`` computes both in one kernel: its inputs are ``other``'s, its results
+            this primitive's then ``other``'s (a loss and its gradient from one pass over
+            the logits). The compiler's ``join_siblings`` pass writes it.
         axis_batch: for a collective over a named axis (``fg.lax.psum``...), the batching
             rule ``(args, dims, **params) -> (out, out_dim)`` of the ``vmap`` that binds
             its ``axis_name``: the collective across that batch's members
@@ -276,6 +281,7 @@ class Primitive:
         self.axis_batch = axis_batch
         self.updates = updates
         self.native_eager = native_eager
+        self.joins: dict[Primitive, Primitive] = {}
         self.c_expr = c_expr
         self._kernels: dict[Any, Callable[..., Any]] = {}
         self._natives: dict[Any, Callable[..., Any] | None] = {}

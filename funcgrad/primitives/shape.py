@@ -134,8 +134,17 @@ def _transpose_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
     g.node("Transpose", ins, [out], perm=list(eqn.params["permutation"]))
 
 
+def _static_transpose(params: dict[str, Any], x: Any, out: Any) -> Any:
+    """``x.T`` where every axis turns round (a product's transposed operand), else NumPy's
+    ``transpose``: one C call either way."""
+    permutation = params["permutation"]
+    if permutation == tuple(reversed(range(len(permutation)))):
+        return operator.attrgetter("T")
+    return operator.methodcaller("transpose", permutation)
+
+
 transpose_p = Primitive("transpose", None, view=_transpose,
-                        native=lambda xp, x, *, permutation: x.transpose(permutation),
+                        native=lambda xp, x, *, permutation: x.transpose(permutation), static_view=_static_transpose,
                         torch_name="Permute", simplify=_transpose_simplified, onnx=_transpose_onnx)
 deflinear(transpose_p, lambda g, ans, x, *, permutation: bind(
     transpose_p, g, permutation=tuple(int(i) for i in np.argsort(permutation))))

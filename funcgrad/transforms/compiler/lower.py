@@ -838,12 +838,12 @@ def _step_fn(eqn: Any) -> Callable[..., Any]:
         if native is not None:
             return functools.partial(native, **params) if params else native
         return functools.partial(_raw_view, prim, params, device.backend)  # type: ignore[union-attr]
-    if prim.impl is None and not prim.multiple_results:
+    if prim.impl is None:
         kernel = prim.kernel_for(device)
         return functools.partial(kernel, **params) if params else kernel
     is_array = [isinstance(a, Var) for a in eqn.inputs]
 
-    def through_arrays(*raw: Any) -> Any:  # call-like or multiple-result primitives: the eager path itself
+    def through_arrays(*raw: Any) -> Any:  # call-like primitives: the eager path itself
         args = [wrap_kernel_output(r, device) if arr else r for r, arr in zip(raw, is_array)]  # type: ignore[arg-type]
         out = run_eager(prim, tuple(args), params)
         return tuple(o._data for o in out) if prim.multiple_results else out._data

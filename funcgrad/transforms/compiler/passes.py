@@ -12,7 +12,9 @@ They run in ``pipeline.PASSES`` order before a program is lowered, and each can 
   (as is a small one that reads its inputs' types alone: ``full(x, (), 1.0)``);
 * ``eliminate_common_subexpressions``: two equations with the same primitive, inputs and
   parameters compute the same value (primitives are pure), so the second reads the first;
-* ``eliminate_dead_code``: equations no output depends on are dropped.
+* ``eliminate_dead_code``: equations no output depends on are dropped;
+* ``join_siblings``: two equations a primitive declares one kernel for
+  (``Primitive.joins``: a loss and its gradient) become one equation of that kernel.
 
 Call-like primitives (``checkpoint``, custom rules, compiled calls) hold user code and are
 left as they are.
@@ -30,7 +32,7 @@ from ...primitives.core import bind, current_interpreter
 from ..core import Tracer
 from ..ir import Eqn, Literal, Program, Var
 
-__all__ = ["simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code"]
+__all__ = ["simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code", "join_siblings"]
 
 
 class _Rewrite:
@@ -220,3 +222,42 @@ def eliminate_dead_code(program: Program) -> Program:
     used = [(v, c) for v, c in zip(program.constvars, program.consts) if id(v) in live]
     return Program(program.invars, [v for v, _ in used], [c for _, c in used], kept[::-1], program.outvars,
                    program.in_tree, program.out_tree)
+
+
+def _same_atom(a: Any, b: Any) -> bool:
+    if isinstance(a, Var) or isinstance(b, Var):
+        return a is b
+    return type(a.value) is type(b.value) and a.value == b.value
+
+
+def join_siblings(program: Program) -> Program:
+    """Each pair of equations ``P(*args)`` and ``Q(*extra, *args)`` with the same parameters,
+    where ``P.joins`` names a primitive computing both (``Primitive.joins``), as one equation
+    of it: at the first one's place, where every input of the pair is computed by then (a
+    gradient whose cotangent the loss's value feeds keeps its own equation)."""
+    eqns = program.eqns
+    if not any(e.prim.joins for e in eqns):
+        return program
+    defined = {id(v): i for i, e in enumerate(eqns) for v in e.outputs}
+    placed: dict[int, Eqn] = {}
+    dropped: set[int] = set()
+    for i, eqn in enumerate(eqns):
+        if not eqn.prim.joins or i in dropped or i in placed:
+            continue
+        k = len(eqn.inputs)
+        for j, other in enumerate(eqns):
+            joined = eqn.prim.joins.get(other.prim)
+            if joined is None or j in dropped or j in placed or other.params != eqn.params \
+                    or len(other.inputs) < k or not all(map(_same_atom, other.inputs[-k:], eqn.inputs)):
+                continue
+            at = min(i, j)
+            if any(defined.get(id(a), -1) >= at for a in other.inputs if isinstance(a, Var)):
+                continue
+            placed[at] = Eqn(joined, list(other.inputs), [*eqn.outputs, *other.outputs], eqn.params)
+            dropped.add(max(i, j))
+            break
+    if not placed:
+        return program
+    kept = [placed.get(i, e) for i, e in enumerate(eqns) if i not in dropped]
+    return Program(program.invars, program.constvars, program.consts, kept, program.outvars, program.in_tree,
+                   program.out_tree)

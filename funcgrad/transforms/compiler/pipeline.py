@@ -15,12 +15,13 @@ from collections.abc import Callable
 
 from ..ir import Program
 from .lower import LoweredFunction, lower
-from .passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, simplify
+from .passes import eliminate_common_subexpressions, eliminate_dead_code, fold_constants, join_siblings, simplify
 
 __all__ = ["PASSES", "optimize", "compile_program"]
 
 PASSES: tuple[Callable[[Program], Program], ...] = (simplify, fold_constants, simplify,
-                                                     eliminate_common_subexpressions, eliminate_dead_code)
+                                                     eliminate_common_subexpressions, eliminate_dead_code,
+                                                     join_siblings)
 
 
 def optimize(program: Program) -> Program:
