@@ -152,14 +152,16 @@ def _centered_and_scale(xp: Any, x: Any, axes: tuple[int, ...], eps: float) -> t
 # in the input's precision, vectorized (float32 for float32, as PyTorch's kernel:
 # accumulated in double it took 108 us for nanoGPT's (1024, 128) where it takes 43, within
 # 7e-7). The backward pass (``GRAD``: g too, the sums of g and g * y, then
-# r (g - mean(g) - y mean(g y))) sums in double: its result carries r^2 times the error of
+# r (g - mean(g) - y mean(g y))) sums x in double: its result carries r^2 times the error of
 # the mean, and for a row of nearly equal values (r in the hundreds) a float32 mean left
-# 5e-4 where the gradient is 0. Its elementwise work is in the input's precision: the
-# difference from the double mean is x - hi - lo, the mean split into two numbers of x's
-# type (x - hi is exact where x is near the mean, and so is the rest for a row of nearly
-# equal values), so a float32 row is computed in float32 lanes; the sums of c^2, g and g c
-# take one pass (mean(g y) is r mean(g c)). nanoGPT's (1024, 128) rows: 92-97 us where four
-# passes in double took 161-163 (paired).
+# 5e-4 where the gradient is 0. The rest is in the input's precision: the difference from
+# the double mean is x - hi - lo, the mean split into two numbers of x's type (x - hi is
+# exact where x is near the mean, and so is the rest for a row of nearly equal values), and
+# the sums of c^2, g and g c take one pass (mean(g y) is r mean(g c)), each vector lane
+# adding its own share (as PyTorch's kernel; their errors reach the result times r, not r^2).
+# nanoGPT's (1024, 128) rows: 92-97 us where four passes in double took 161-163 (paired);
+# the affine pass 114 us on one thread where those sums in double took 158, both within
+# 1.3e-7 of the float64 result.
 _LAYER_NORM_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
     const {t} *restrict x = (const {t} *)p[0];
     {inputs}
@@ -185,9 +187,10 @@ _FORWARD_BODY = """const {t} mean = s / m;
 _BACKWARD_BODY = """const double mean = s / m;
         const {t} mh = ({t})mean, ml = ({t})(mean - mh);
         const {t} *restrict gr = g + row * m;
-        double sg = 0, sgc = 0;
-        #pragma omp simd reduction(+:v, sg, sgc)
-        for (int64_t i = 0; i < m; i++) {{ {t} c = (xr[i] - mh) - ml; v += c * c; sg += gr[i]; sgc += gr[i] * c; }}
+        {t} vt = 0, sg = 0, sgc = 0;
+        #pragma omp simd reduction(+:vt, sg, sgc)
+        for (int64_t i = 0; i < m; i++) {{ {t} c = (xr[i] - mh) - ml; vt += c * c; sg += gr[i]; sgc += gr[i] * c; }}
+        v = vt;
         const double r = 1 / sqrt(v / m + eps);
         const {t} rt = ({t})r, mg = ({t})(sg / m), mgy = ({t})(r * (sgc / m));
         #pragma omp simd
@@ -195,17 +198,18 @@ _BACKWARD_BODY = """const double mean = s / m;
 
 # The affine backward pass: the Jacobian applied to g w (w the weight), and the weight's and
 # the bias's gradients, sum(g y) and sum(g) over the rows, from the same pass over a row.
-# Those column sums are taken a block of rows at a time into rows of doubles of their own
-# (``_BLOCKS`` blocks at most, so the rows split over threads), which NumPy then adds up: the
-# same blocks and the same order whatever the threads.
+# Those column sums are taken a block of rows at a time into rows of their own, in the
+# input's precision (at least ``_BLOCKS`` blocks where there are the rows, so they split over
+# threads; at most ``_BLOCK_ROWS`` rows a block, so each sum is short), which NumPy then adds
+# up in float64: the same blocks and the same order whatever the threads.
 _AFFINE_GRAD_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {{
     const {t} *restrict g = (const {t} *)p[0], *restrict x = (const {t} *)p[1], *restrict w = (const {t} *)p[2];
     {t} *restrict out = ({t} *)p[3];
-    double *restrict parts = (double *)p[4];
+    {t} *restrict parts = ({t} *)p[4];
     const int64_t blocks = n[0], m = n[1], rows = n[2];
     const {t} eps = ({t}){eps};
     for (int64_t block = lo; block < hi; block++) {{
-        double *restrict sw = parts + block * 2 * m, *restrict sb = sw + m;
+        {t} *restrict sw = parts + block * 2 * m, *restrict sb = sw + m;
         for (int64_t i = 0; i < m; i++) sw[i] = sb[i] = 0;
         for (int64_t row = block * rows / blocks; row < (block + 1) * rows / blocks; row++) {{
             const {t} *restrict xr = x + row * m, *restrict gr = g + row * m;
@@ -215,12 +219,13 @@ _AFFINE_GRAD_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, cha
             for (int64_t i = 0; i < m; i++) s += xr[i];
             const double mean = s / m;
             const {t} mh = ({t})mean, ml = ({t})(mean - mh);
-            double sg = 0, sgc = 0;
-            #pragma omp simd reduction(+:v, sg, sgc)
+            {t} vt = 0, sg = 0, sgc = 0;
+            #pragma omp simd reduction(+:vt, sg, sgc)
             for (int64_t i = 0; i < m; i++) {{
                 {t} c = (xr[i] - mh) - ml, gw = gr[i] * w[i];
-                v += c * c; sg += gw; sgc += gw * c;
+                vt += c * c; sg += gw; sgc += gw * c;
             }}
+            v = vt;
             const double r = 1 / sqrt(v / m + eps);
             const {t} rt = ({t})r, mg = ({t})(sg / m), mgy = ({t})(r * (sgc / m));
             #pragma omp simd
@@ -234,7 +239,8 @@ _AFFINE_GRAD_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, cha
     }}
 }}
 """
-_BLOCKS = 64  # blocks of rows the affine backward pass sums its columns in
+_BLOCKS = 64  # blocks of rows the affine backward pass sums its columns in, where it has the rows
+_BLOCK_ROWS = 64  # the most rows a block sums
 
 
 def _built(grad: bool | str, t: str, operands: int, eps: float) -> int | None:
@@ -268,7 +274,9 @@ def _loop(grad: bool | str, t: str, operands: int, eps: float) -> int:
 def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], eps: float, grad: bool) -> Any:
     """The normalization (``arrays``: x, then its weight and bias where it has them) or its
     Jacobian applied (``grad``: g and x) as one C loop over rows, where a compiler can build
-    it; None otherwise (the NumPy kernels run)."""
+    it; None otherwise (the NumPy kernels run). Either counts 8 work units an element
+    (``cc.threads_for``): nanoGPT's (1024, 128) rows split over two threads, its forward in 24
+    us where one thread took 46."""
     x = arrays[1] if grad else arrays[0]
     if not cc.eager_native(xp) or x.dtype not in (np.float32, np.float64) or any(a.dtype != x.dtype for a in arrays):
         return None
@@ -279,7 +287,7 @@ def _native_layer_norm(xp: Any, arrays: tuple[Any, ...], axes: tuple[int, ...], 
     operands = [np.ascontiguousarray(a) for a in operands]
     out = np.empty(x.shape, x.dtype)
     m = math.prod(x.shape[a] for a in axes)
-    cc.run(address, operands, [out], [x.size // m, m], per_element=8 if grad else 4)
+    cc.run(address, operands, [out], [x.size // m, m], per_element=8)
     return out
 
 
@@ -355,11 +363,11 @@ def _layer_norm_affine_grad(xp: Any, g: Any, x: Any, w: Any, *, axes: tuple[int,
         address = _built("affine", t, 3, eps)
         if address is not None:
             rows = x.size // m
-            blocks = min(rows, _BLOCKS)
-            out, parts = np.empty(x.shape, x.dtype), np.empty((blocks, 2, m))
+            blocks = min(rows, max(_BLOCKS, -(-rows // _BLOCK_ROWS)))
+            out, parts = np.empty(x.shape, x.dtype), np.empty((blocks, 2, m), x.dtype)
             cc.run(address, [np.ascontiguousarray(a) for a in (g, x, w)], [out, parts], [blocks, m, rows],
                    per_element=8)
-            sums = parts.sum(axis=0).astype(x.dtype).reshape(2, *w.shape)
+            sums = parts.sum(axis=0, dtype=np.float64).astype(x.dtype).reshape(2, *w.shape)
             return out, sums[0], sums[1]
     out, y = _jacobian_applied(xp, g * w, x, axes, eps)
     return out, (g * y).sum(axis=lead), g.sum(axis=lead)
