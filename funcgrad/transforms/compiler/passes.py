@@ -239,16 +239,22 @@ def join_siblings(program: Program) -> Program:
     if not any(e.prim.joins for e in eqns):
         return program
     defined = {id(v): i for i, e in enumerate(eqns) for v in e.outputs}
+    partners = {q for e in eqns for q in e.prim.joins}
+    by_prim: dict[Any, list[int]] = {}
+    for j, e in enumerate(eqns):
+        if e.prim in partners:
+            by_prim.setdefault(e.prim, []).append(j)
     placed: dict[int, Eqn] = {}
     dropped: set[int] = set()
     for i, eqn in enumerate(eqns):
         if not eqn.prim.joins or i in dropped or i in placed:
             continue
         k = len(eqn.inputs)
-        for j, other in enumerate(eqns):
-            joined = eqn.prim.joins.get(other.prim)
-            if joined is None or j in dropped or j in placed or other.params != eqn.params \
-                    or len(other.inputs) < k or not all(map(_same_atom, other.inputs[-k:], eqn.inputs)):
+        for j in (j for q in eqn.prim.joins for j in by_prim.get(q, ())):
+            other = eqns[j]
+            joined = eqn.prim.joins[other.prim]
+            if j in dropped or j in placed or other.params != eqn.params or len(other.inputs) < k \
+                    or not all(map(_same_atom, other.inputs[-k:], eqn.inputs)):
                 continue
             at = min(i, j)
             if any(defined.get(id(a), -1) >= at for a in other.inputs if isinstance(a, Var)):
