@@ -355,20 +355,23 @@ def _softmax_jvp(w: Any, z: Any, t: Any) -> Any:
     return lax.expand_dims(w, (1,)) * (st - s * lax.reduce_sum(st, (1,), keepdims=True))
 
 
+def _gradient_of(c: Any, z: Any, y: Any, **params: Any) -> Any:
+    """The gradient for cotangent ``c``: the loss's VJP, and the gradient's derivative along
+    its own cotangent (it is linear in it)."""
+    return bind(softmax_cross_entropy_grad_p, c, z, y, **params)
+
+
+def _gradient_in_z(c: Any, g: Any, z: Any, y: Any, **params: Any) -> Any:
+    """The gradient's derivative in the logits applied to ``c`` (symmetric: its JVP and VJP)."""
+    return _softmax_jvp(_row_weights(g, y, **params), z, c)
+
+
 defjvp(softmax_cross_entropy_p, _xent_jvp, None)
-defvjp(softmax_cross_entropy_p, lambda g, ans, z, y, **params: bind(softmax_cross_entropy_grad_p, g, z, y, **params),
-       None, saves="args")
-
-
-def _grad_of_grad_g(t: Any, g: Any, z: Any, y: Any, **params: Any) -> Any:
-    """The gradient's derivative along its cotangent: linear in it, so the gradient of ``t``."""
-    return bind(softmax_cross_entropy_grad_p, t, z, y, **params)
-
-
-defjvp(softmax_cross_entropy_grad_p, lambda t, ans, g, z, y, **params: _grad_of_grad_g(t, g, z, y, **params),
-       lambda t, ans, g, z, y, **params: _softmax_jvp(_row_weights(g, y, **params), z, t), None)
+defvjp(softmax_cross_entropy_p, lambda g, ans, z, y, **params: _gradient_of(g, z, y, **params), None, saves="args")
+defjvp(softmax_cross_entropy_grad_p, lambda t, ans, g, z, y, **params: _gradient_of(t, z, y, **params),
+       lambda t, ans, g, z, y, **params: _gradient_in_z(t, g, z, y, **params), None)
 defvjp(softmax_cross_entropy_grad_p, lambda c, ans, g, z, y, **params: _xent_jvp(c, None, z, y, **params),
-       lambda c, ans, g, z, y, **params: _softmax_jvp(_row_weights(g, y, **params), z, c), None, saves="args")
+       lambda c, ans, g, z, y, **params: _gradient_in_z(c, g, z, y, **params), None, saves="args")
 
 
 # ---- the loss and its gradient together -------------------------------------------------
@@ -401,8 +404,8 @@ def _joined_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...], **params: A
     tg, tz, _ = tangents
     ans = bind(softmax_cross_entropy_and_grad_p, g, z, y, **params)
     loss_t = lax.zeros(ans[0], tuple(ans[0].shape)) if tz is None else _xent_jvp(tz, None, z, y, **params)
-    grad_t = add_optional(None if tg is None else _grad_of_grad_g(tg, g, z, y, **params),
-                          None if tz is None else _softmax_jvp(_row_weights(g, y, **params), z, tz))
+    grad_t = add_optional(None if tg is None else _gradient_of(tg, z, y, **params),
+                          None if tz is None else _gradient_in_z(tz, g, z, y, **params))
     return ans, (loss_t, lax.zeros(z, tuple(z.shape)) if grad_t is None else grad_t)
 
 
@@ -415,10 +418,10 @@ class _JoinedVJP(InputsVJP):
     def bwd(self, residuals: Any, c: Any, params: dict[str, Any], needs: Any = None) -> tuple[Any, ...]:
         g, z, y = residuals
         c_loss, c_grad = c
-        gz = None if c_loss is None else bind(softmax_cross_entropy_grad_p, c_loss, z, y, **params)
+        gz = None if c_loss is None else _gradient_of(c_loss, z, y, **params)
         if c_grad is None:
             return None, gz, None
-        gz = add_optional(gz, _softmax_jvp(_row_weights(g, y, **params), z, c_grad))
+        gz = add_optional(gz, _gradient_in_z(c_grad, g, z, y, **params))
         return _xent_jvp(c_grad, None, z, y, **params), gz, None
 
 
