@@ -525,6 +525,34 @@ def test_native_affine_layer_norm_gradients_are_float64s(rows: int, m: int, dtyp
     assert np.all(np.abs(got_db - g64.sum(0)) <= unit * np.abs(g64).sum(0) + 1e-30)
 
 
+@settings(max_examples=30, deadline=None)
+@given(rows=st.integers(1, 13), m=st.sampled_from([1, 5, 16, 37, 128]), dtype=st.sampled_from([np.float32, np.float64]),
+       seed=st.integers(0, 2**16))
+def test_layer_norm_loops_give_each_row_the_bits_it_has_alone(rows: int, m: int, dtype: Any, seed: int) -> None:
+    """The row loops take several rows at once (their sums in one loop) and the rest one at
+    a time: every row of every kernel (forward with and without the affine operands, the
+    Jacobian applied, the affine backward pass) has the bits it has as a one-row input."""
+    from funcgrad.primitives import normalization
+
+    rng = np.random.default_rng(seed)
+    x, g = ((rng.standard_normal((rows, m)) * 2 + 1).astype(dtype) for _ in range(2))
+    w, b = (rng.standard_normal(m).astype(dtype) for _ in range(2))
+    kernels = {
+        "forward": lambda x, g: normalization._native_layer_norm(np, (x,), (1,), 1e-5, grad=False),
+        "affine forward": lambda x, g: normalization._native_layer_norm(np, (x, w, b), (1,), 1e-5, grad=False),
+        "Jacobian applied": lambda x, g: normalization._native_layer_norm(np, (g, x), (1,), 1e-5, grad=True),
+        "affine backward, x's": lambda x, g: normalization._layer_norm_affine_grad(np, g, x, w, axes=(1,),
+                                                                                   eps=1e-5)[0],
+    }
+    with compile_backend("c"):
+        for name, kernel in kernels.items():
+            whole = kernel(x, g)
+            if whole is None:
+                pytest.skip("no C compiler")
+            for i in range(rows):
+                np.testing.assert_array_equal(whole[i:i + 1], kernel(x[i:i + 1], g[i:i + 1]), err_msg=f"{name}, row {i}")
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_eager_native_gelu_and_layer_norm_agree_with_their_numpy_kernels(dtype) -> None:
     """GELU, layer normalization, softmax and their derivatives run as native loops in eager
