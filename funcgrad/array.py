@@ -33,6 +33,7 @@ import numpy as np
 from typing_extensions import Self
 
 from . import dtypes as _dt
+from .backends.base import memory_root
 from .backends.buffer import Buffer, read_only
 from .backends.cc import EAGER_MIN
 from .backends.device import CPU, Device
@@ -48,7 +49,7 @@ from .errors import (
 )
 from .primitives import core as _core
 from .primitives.checks import as_int, normalize_axis
-from .primitives.core import Layout, Primitive, ShapedArray, explain_failure, fmt_shape
+from .primitives.core import ANY, Layout, Primitive, ShapedArray, explain_failure, fmt_shape
 from .primitives.elementwise import copy_p
 from .primitives.shape import reshape_p, stop_gradient_p, strict_view
 
@@ -1538,6 +1539,19 @@ def run_eager(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) ->
         raise explain_failure(prim, args, params, exc) from exc
     if prim.multiple_results:
         return tuple(wrap_kernel_output(o, device) for o in out)
+    if prim.aliases == ANY:
+        return _over_operands(args, out, device)
+    return wrap_kernel_output(out, device)
+
+
+def _over_operands(args: tuple[Any, ...], out: Any, device: Device) -> Array:
+    """The result of a kernel that may return an operand's memory (``Primitive.aliases`` ANY:
+    a concatenate of adjacent views, one rank's all-reduce): a view of that operand's buffer
+    where it does, so its bytes stay counted once; else new memory."""
+    root = memory_root(out)
+    for a in args:
+        if isinstance(a, Array) and memory_root(a._data) is root:
+            return Array._backend_view(a, out)
     return wrap_kernel_output(out, device)
 
 

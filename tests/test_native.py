@@ -269,6 +269,34 @@ def test_chains_over_dying_temporaries_give_eagers_bits(ops, rows, transpose, se
         np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-5 * scale)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_attention_gradients_lie_as_a_fused_projections_heads(monkeypatch, dtype) -> None:
+    """q, k and v read from one projection's result get gradients in one new memory lying as
+    they do, so joining them back is a view, with the bits of gradients laid out apart;
+    q, k and v that overlap (one array three times) get memory of their own each."""
+    from funcgrad.backends.base import joined_view, laid_out_together
+    from funcgrad.primitives import attention
+
+    monkeypatch.setattr(fg.config, "compile_backend", "c")  # (the native kernels)
+    rng = np.random.default_rng(3)
+    qkv = rng.standard_normal((2, 8, 3 * 32)).astype(dtype)
+    q, k, v = (qkv[:, :, i * 32:(i + 1) * 32].reshape(2, 8, 2, 16).transpose(0, 2, 1, 3) for i in range(3))
+    _, p = attention._attention(np, q, k, v, scale=0.25, causal=True)
+    go = rng.standard_normal(q.shape).astype(dtype)
+    together = attention._attention_grad(np, q, k, v, p, go, scale=0.25, causal=True)
+    joined = joined_view([g.transpose(0, 2, 1, 3).reshape(2, 8, 32) for g in together], 2)
+    assert joined is not None and joined.shape == qkv.shape
+    monkeypatch.setattr(attention, "laid_out_together", lambda *a: None)
+    apart = attention._attention_grad(np, q, k, v, p, go, scale=0.25, causal=True)
+    assert [g.tobytes() for g in together] == [g.tobytes() for g in apart]
+    monkeypatch.setattr(attention, "laid_out_together", laid_out_together)
+    own = attention._attention_grad(np, q, q, q, p, go, scale=0.25, causal=True)
+    assert not any(np.shares_memory(a, b) for i, a in enumerate(own) for b in own[i + 1:])
+    want = attention._grad_composite(np, q, q, q, p, go, 0.25, True)
+    for g, w in zip(own, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-5)
+
+
 def test_a_native_result_never_takes_memory_laid_out_otherwise() -> None:
     """A temporary laid out otherwise than in C order (attention's output takes its query's
     layout; NumPy's ufunc of a transposed operand keeps it) is not written by a C loop,

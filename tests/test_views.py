@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
@@ -140,6 +142,49 @@ def test_views_of_a_view_never_change_when_a_new_array_is_made() -> None:
     v = x[::2]
     y = x.at[0].set(100.0)
     assert v.tolist() == [0.0, 2.0, 4.0] and y[0].item() == 100.0
+
+
+@settings(max_examples=150)
+@given(data=st.data(), shape=hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=5))
+def test_adjacent_pieces_of_one_memory_concatenate_as_a_view(data: st.DataObject, shape: tuple[int, ...]) -> None:
+    """Pieces lying next to each other in one memory (a split, of a flipped or transposed
+    array too) concatenate to a view of it; any other order is a copy. Values are NumPy's
+    either way, eager and compiled, and the operands keep theirs."""
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    base = np.arange(float(np.prod(shape))).reshape(shape)
+    x = data.draw(st.sampled_from(["plain", "flip", "transpose"]))
+    x = {"plain": fg.asarray(base), "flip": fg.flip(fg.asarray(base), axis),
+         "transpose": fg.asarray(base.T).T}[x]
+    cuts = sorted(data.draw(st.lists(st.integers(1, max(shape[axis] - 1, 1)), max_size=3, unique=True)))
+    cuts = [c for c in cuts if c < shape[axis]]
+    pieces = fg.split(x, cuts, axis=axis) if cuts else [x]
+    order = data.draw(st.permutations(range(len(pieces))))
+    chosen = [pieces[i] for i in order]
+    want = np.concatenate([p.numpy() for p in chosen], axis)
+    before, allocated = x.numpy().copy(), fg.memory.allocated("cpu")
+    got = fg.concatenate(chosen, axis)
+    np.testing.assert_array_equal(got.numpy(), want)
+    in_order = list(order) == sorted(order)
+    assert (got.buffer is x.buffer) == (in_order and len(pieces) > 1)
+    assert fg.memory.allocated("cpu") - allocated == (0 if got.buffer is x.buffer else want.nbytes)  # (counted once)
+    compiled = fg.compile(lambda *ps: fg.concatenate(ps, axis) * 2.0)(*chosen)
+    np.testing.assert_array_equal(compiled.numpy(), want * 2.0)
+    np.testing.assert_array_equal(x.numpy(), before)
+
+
+def test_pieces_next_to_each_other_in_different_memories_are_copied() -> None:
+    """Two allocations that happen to lie back to back are not one memory: a view of both
+    would keep only the first alive."""
+    from funcgrad.backends.base import joined_view
+
+    whole = np.arange(8.0)
+    at = whole.ctypes.data
+    left, right = (np.ctypeslib.as_array(ctypes.cast(at + offset, ctypes.POINTER(ctypes.c_double)), (4,))
+                   for offset in (0, 32))
+    assert left.base is not None and joined_view([left, right], 0) is None  # (two owners, though adjacent)
+    assert joined_view([whole[:4], whole[4:]], 0) is not None
+    assert joined_view([whole[:4], whole[5:]], 0) is None  # (a gap)
+    assert joined_view([whole[:0], whole[:4]], 0) is None  # (an empty piece)
 
 
 @st.composite

@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .device import Device
 
-__all__ = ["Backend", "ArrayModuleBackend", "flat_span"]
+__all__ = ["Backend", "ArrayModuleBackend", "flat_span", "memory_root", "joined_view", "laid_out_together"]
 
 
 class Backend(Protocol):
@@ -63,6 +63,63 @@ def flat_span(xp: Any, arr: Any) -> tuple[Any, int, tuple[int, ...]]:
     corner = arr[tuple(slice(n - 1, n) if s < 0 else slice(0, 1) for n, s in zip(arr.shape, strides))]
     flat = xp.lib.stride_tricks.as_strided(corner, shape=(span,), strides=(item,))
     return flat, -low, strides
+
+
+def memory_root(arr: Any) -> Any:
+    """The object at the end of ``arr``'s ``.base`` chain: what owns the memory it views."""
+    while getattr(arr, "base", None) is not None:
+        arr = arr.base
+    return arr
+
+
+def _address(arr: np.ndarray) -> int:
+    return arr.__array_interface__["data"][0]  # type: ignore[no-any-return]
+
+
+def joined_view(pieces: Any, axis: int) -> np.ndarray | None:
+    """NumPy arrays ``pieces`` concatenated along ``axis`` as a view, where they lie next to
+    each other in one memory (the same strides, each starting where the one before ends
+    along ``axis``): the gradients of a split's pieces written where the split read them
+    are joined without a copy. None otherwise (and for empty pieces)."""
+    first = pieces[0]
+    if len(pieces) < 2 or not isinstance(first, np.ndarray) or first.base is None or not first.size:
+        return None
+    strides, root, at = first.strides, memory_root(first), _address(first)
+    for before, piece in zip(pieces, pieces[1:]):
+        at += before.shape[axis] * strides[axis]
+        if not isinstance(piece, np.ndarray) or piece.strides != strides or not piece.size \
+                or piece.dtype != first.dtype or _address(piece) != at or memory_root(piece) is not root:
+            return None
+    shape = (*first.shape[:axis], sum(p.shape[axis] for p in pieces), *first.shape[axis + 1:])
+    return np.lib.stride_tricks.as_strided(first, shape, strides,  # type: ignore[no-any-return]
+                                           writeable=all(p.flags.writeable for p in pieces))
+
+
+def laid_out_together(likes: Any, dtype: Any) -> tuple[np.ndarray, ...] | None:
+    """New arrays of ``likes``' shape and ``dtype`` in one new memory, each lying where its
+    like lies relative to the others, where the likes are disjoint pieces that fill one
+    span of one memory (q, k and v as heads of one fused projection). Their gradients
+    then lie as the projection's result does, so joining them back copies nothing
+    (``joined_view``). None otherwise."""
+    first = likes[0]
+    item = first.itemsize
+    if not (isinstance(first, np.ndarray) and first.size and first.dtype == dtype and first.base is not None) \
+            or any(s < 0 or s % item for s in first.strides):
+        return None
+    root = memory_root(first)
+    if any(not isinstance(x, np.ndarray) or x.shape != first.shape or x.strides != first.strides
+           or x.dtype != dtype or memory_root(x) is not root for x in likes[1:]):
+        return None
+    starts = [_address(x) for x in likes]
+    low = min(starts)
+    span = max(starts) - low + sum((n - 1) * s for n, s in zip(first.shape, first.strides)) + item
+    if span != len(likes) * first.nbytes or any((s - low) % item for s in starts):
+        return None
+    if any(np.shares_memory(a, b) for i, a in enumerate(likes) for b in likes[i + 1:]):  # (exact: about 1 us)
+        return None
+    memory = np.empty(span // item, dtype)
+    return tuple(np.lib.stride_tricks.as_strided(memory[(s - low) // item:], first.shape, first.strides)
+                 for s in starts)
 
 
 class ArrayModuleBackend:

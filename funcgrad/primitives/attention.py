@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
-from ..backends.base import flat_span
+from ..backends.base import flat_span, laid_out_together
 from ..errors import ShapeError
 from . import lax
 from .ad import InputsVJP, VJPRule, add_optional
@@ -299,16 +299,30 @@ def _native(source: str, arrays: tuple[Any, ...], rest: tuple[Any, ...],
         address = _built(source, c_type)
     except cc.NativeBuildError:
         return None
-    memory, outs = zip(*(_laid_out_as(None if like is None else arrays[like], (*lead, *shape), q.dtype)
-                         for shape, like in results))
+    outs = _results_memory(arrays, [((*lead, *shape), like) for shape, like in results], q.dtype)
     if math.prod(lead):
         located = [_rows(a) for a in (*arrays, *(np.ascontiguousarray(a) for a in rest))]
         strides = [*(st for _, st in located), *([st // o.itemsize for st in o.strides] for o in outs)]
         sizes = [math.prod(lead), length, keys, q.shape[-1], v.shape[-1], int(causal), len(lead), *lead,
                  *(st for each in strides for st in each[:-2]), *(each[-2] for each in strides)]
         inputs = [a for a, _ in located] + [np.asarray(scale, q.dtype)]
-        cc.run(address, inputs, list(memory), sizes, per_element=per_element)
+        cc.run(address, inputs, [flat_span(np, o)[0] for o in outs], sizes, per_element=per_element)
     return tuple(outs)
+
+
+def _results_memory(arrays: tuple[Any, ...], results: list[tuple[tuple[int, ...], int | None]],
+                    dtype: Any) -> tuple[Any, ...]:
+    """New results, per result its shape and the array whose layout it takes (None: C order).
+    Where every result takes the layout of an input of its shape and those inputs are
+    pieces of one memory (q, k and v read from one fused projection), the results are
+    pieces of one new memory lying as they do: dq, dk and dv joined back are then one
+    array with no copy."""
+    likes = [None if like is None else arrays[like] for _, like in results]
+    if all(like is not None and like.shape == shape for like, (shape, _) in zip(likes, results)):
+        together = laid_out_together(likes, dtype)
+        if together is not None:
+            return together
+    return tuple(_laid_out_as(like, shape, dtype)[1] for like, (shape, _) in zip(likes, results))
 
 
 def _laid_out_as(like: Any, shape: tuple[int, ...], dtype: Any) -> tuple[Any, Any]:

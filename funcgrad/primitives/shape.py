@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 
 from ..backends import cc
-from ..backends.base import flat_span
+from ..backends.base import flat_span, joined_view
 from ..dtypes import DType, int64
 from ..errors import ShapeError, ViewError
 from . import lax
 from .ad import defjvp, deflinear, defvjp
 from .batching import axis_size, defbroadcasting, defunbatched, defvectorized, shift_axes, to_front, with_batch
 from .checks import common_device, normalize_axis
-from .core import Layout, Primitive, ShapedArray, bind, contiguous_strides, fmt_shape
+from .core import ANY, Layout, Primitive, ShapedArray, bind, contiguous_strides, fmt_shape
 from .domains import DISTINCT
 from .index import scatter_p
 
@@ -527,8 +527,16 @@ def _concatenate_onnx(g: Any, ins: list[str], out: str, eqn: Any) -> None:
     g.node("Concat", ins, [out], axis=int(eqn.params["axis"]))
 
 
-concatenate_p = Primitive("concatenate", _concatenate_rule,
-                          kernel=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), onnx=_concatenate_onnx)
+def _concatenate(xp: Any, *xs: Any, axis: int) -> Any:
+    joined = joined_view(xs, axis) if xp is np else None
+    return joined if joined is not None else xp.concatenate(xs, axis=axis)
+
+
+# Pieces lying next to each other in one memory join as a view of it (so its result may
+# share its operands' memory: ``aliases=ANY``): q, k and v's gradients, written where a
+# fused projection's heads lie (attention_grad), are the projection's gradient with no copy.
+concatenate_p = Primitive("concatenate", _concatenate_rule, kernel=_concatenate, aliases=ANY,
+                          onnx=_concatenate_onnx)
 
 
 def _concatenate_batch(args: Any, dims: Any, *, axis: int) -> tuple[Any, int]:
