@@ -326,16 +326,22 @@ def test_a_native_result_never_takes_memory_laid_out_otherwise() -> None:
             np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6)
 
 
-def test_an_expensive_loop_leaves_its_leading_sum_to_numpy_and_splits() -> None:
-    """A run of transcendental functions large enough for two threads is not ended by a sum
-    over leading axes (which would keep it on one): the loop splits, the sum runs after it,
-    and the values are eager's."""
-    rng = np.random.default_rng(2)
-    x, g = (fg.asarray(rng.standard_normal((1024, 512)).astype(np.float32)) for _ in range(2))
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 3), st.integers(40, 700), st.sampled_from(["float32", "float64"]), st.booleans(),
+       st.integers(0, 2**31))
+def test_an_expensive_loop_splits_its_leading_sum_over_its_columns(lead, columns, dtype, keepdims, seed) -> None:
+    """A run of transcendental functions large enough for two threads, ended by a sum over
+    its leading axes, splits over the sum's columns (each thread all the rows of its
+    columns, in order): the sum has NumPy's bits of the loop's own values, whatever the
+    column count, and the values are eager's."""
+    rng = np.random.default_rng(seed)
+    shape = (*(2,) * (lead - 1), 2 ** 18 // columns // 2 ** (lead - 1) + 1, columns)
+    x, g = (fg.asarray(rng.standard_normal(shape).astype(dtype)) for _ in range(2))
+    axes = tuple(range(lead))
 
     def f(u, v):
         h = fg.tanh(u) * v
-        return h.sum(0), h * 2.0
+        return h.sum(axes, keepdims=keepdims), h * 2.0
 
     kept = fg.config.compile_threads
     fg.config.compile_threads = 2
@@ -343,12 +349,14 @@ def test_an_expensive_loop_leaves_its_leading_sum_to_numpy_and_splits() -> None:
         with compile_backend("c"):
             compiled = fg.compile(f)
             source = compiled.lower(x, g).source
-            got = compiled(x, g)
+            total, doubled = compiled(x, g)
     finally:
         fg.config.compile_threads = kept
-    assert "native loop: tanh mul, on 2 threads" in source and "# reduce_sum" in source
-    for compiled_value, eager_value in zip(got, f(x, g)):  # (tanh within 2 ulp of NumPy's)
-        np.testing.assert_allclose(compiled_value.numpy(), eager_value.numpy(), rtol=2e-5, atol=1e-4)
+    assert "native loop: tanh mul reduce_sum, on 2 threads" in source
+    h = doubled.numpy() / 2.0  # (exact: the loop's own values)
+    assert total.numpy().tobytes() == np.add.reduce(h, axis=axes, keepdims=keepdims).tobytes()
+    for compiled_value, eager_value in zip((total, doubled), f(x, g)):  # (tanh within 2 ulp of NumPy's)
+        np.testing.assert_allclose(compiled_value.numpy(), eager_value.numpy(), rtol=2e-5, atol=1e-3)
 
 
 def test_the_lowered_source_shows_the_c_loop() -> None:

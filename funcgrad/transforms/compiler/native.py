@@ -86,6 +86,7 @@ def groups(eqns: list[Any], every: bool = False) -> dict[int, int]:
 
 
 FOLDS = frozenset({"sum", "max", "min"})  # the reductions (by their primitives' tags) a native loop may end in
+COLUMN_BLOCK = 16  # columns at least in each piece of a loop ending in a sum over its rows, split over its columns
 
 
 def fused_reduction(eqn: Any, run: list[Any]) -> bool:
@@ -93,10 +94,9 @@ def fused_reduction(eqn: Any, run: list[Any]) -> bool:
     float value the run makes, over a leading or a trailing block of its axes, so that it
     adds in NumPy's order (row after row; or each row pairwise, as NumPy's ``pairwise_sum``)
     and gives its bits. (A max or a min gives NumPy's values; a tie of +0 and -0 may go
-    either way, as between NumPy's own loops.) A sum over leading axes makes the loop run on
-    one thread, so it ends a run of transcendental functions only where that would run on
-    one: a large ``gelu_grad`` run splits over threads, and its bias gradient is NumPy's
-    sum after it."""
+    either way, as between NumPy's own loops.) A sum over leading axes splits the loop over
+    its columns (``NativeGroup.columns``): a large ``gelu_grad`` run takes its bias gradient
+    along, where NumPy's sum after it read the whole value again."""
     if not FOLDS & eqn.prim.tags or eqn.outputs[0].aval.device.kind != "cpu":
         return False
     (x,) = eqn.inputs
@@ -109,10 +109,12 @@ def fused_reduction(eqn: Any, run: list[Any]) -> bool:
         return False
     if trailing and not leading:  # (rows summed apart: the loop still splits over its rows)
         return True
-    # A sum into one row runs on one thread. Left to NumPy it reads the value again (about two
-    # work units an element); on two threads a run saves half its work: more only above four.
+    # A sum into one row on one thread: left to NumPy it reads the value again (about two work
+    # units an element), and on two threads a run saves half its work, so more only above four.
+    # A sum into a row of many columns splits over them.
     size, per_element = math.prod(x.aval.shape), cc.work(e.prim.c_expr for e in run if e.prim.c_expr)
-    return per_element <= 4 or cc.threads_for(size, size, per_element) == 1
+    columns = math.prod(x.aval.shape[len(axes):])
+    return per_element <= 4 or cc.threads_for(size, size, per_element) == 1 or columns >= 2 * COLUMN_BLOCK
 
 
 def split_biases(eqns: list[Any]) -> list[Any]:
@@ -214,12 +216,20 @@ class NativeGroup:
         sizes, moves = cc.merged_loops(out_shape, given)
         steps = cc.merged_strides(out_shape, given)
         summed = [not moves[-1][d] for d in range(len(sizes))] if total is not None else [False] * len(sizes)
-        if total is not None and (summed[0] or not any(summed)):  # (all summed, or one element: a loop of 1 outside)
-            sizes, moves, summed = [1, *sizes], [[False, *m] for m in moves], [False, *summed]
+        # A sum over the rows into one row of many columns, in a loop worth splitting: the loop
+        # outside runs over blocks of the columns, each all the rows in order (NumPy's bits), one
+        # block a thread (four a thread, as other loops split, read each row 256 bytes at a time
+        # in nanoGPT's bias gradient and took 1.7x as long).
+        per_element = cc.work(e.prim.c_expr for e in eqns if e.prim.c_expr)
+        self.columns = total is not None and len(sizes) >= 2 and all(summed[:-1]) and not summed[-1] and \
+            sizes[-1] >= 2 * COLUMN_BLOCK and cc.threads_for(self.size, sizes[-1] // COLUMN_BLOCK, per_element) > 1
+        if total is not None and (summed[0] or not any(summed)):  # (all summed, or one element: a loop of 1 outside,
+            blocks = min(config.compile_threads, sizes[-1] // COLUMN_BLOCK) if self.columns else 1  # or blocks)
+            sizes, moves, summed = [blocks, *sizes], [[False, *m] for m in moves], [False, *summed]
             steps = [[0, *st] for st in steps]
         self.trailing = total is not None and summed[-1]  # (else a leading sum: row after row)
         self.outer = sizes[0]
-        self.parallel = total is None or self.trailing  # (a leading sum's outer loop adds into every result)
+        self.parallel = total is None or self.trailing or self.columns  # (else its loop adds into every result)
         nbytes = [math.prod(v.aval.shape) * v.aval.dtype.itemsize for v in operands]
         self.meta = sizes_and_bytes(len(self.inputs), len(kept), sizes, nbytes)
         self.label = " ".join(e.prim.name for e in self.eqns)
@@ -255,6 +265,10 @@ class NativeGroup:
             pad = "    " * (d + 1)
             if d == rank - 1:
                 lines.append(f"{pad}#pragma omp simd")
+            if d == rank - 1 and self.columns:  # (block i0's columns)
+                i, n = f"i{d}", f"n[{d}]"
+                lines.append(f"{pad}for (int64_t {i} = i0 * {n} / n[0]; {i} < (i0 + 1) * {n} / n[0]; {i}++) {{")
+                continue
             lines.append(f"{pad}for (int64_t i{d} = {'lo' if d == 0 else '0'}; i{d} < {'hi' if d == 0 else f'n[{d}]'}; "
                          f"i{d}++) {{")
         pad = "    " * (rank + 1)
