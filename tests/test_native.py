@@ -401,6 +401,61 @@ def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch: pytest.Mo
         cc.toolchain.cache_clear()
 
 
+_PRODUCTS = """
+import hashlib, os, sys, threading, numpy as np, funcgrad as fg
+from funcgrad.backends import cc
+fg.config.compile_backend = "c"
+cc.caller()
+module = cc.extension(cc.CALLER)  # (loaded by caller(), which shares the threads)
+rng = np.random.default_rng(0)
+digest = hashlib.sha256()
+shapes = [((512, 512), (512, 512)), ((1024, 128), (128, 384)), ((128, 1024), (1024, 384)), ((3, 200, 300), (300, 250))]
+for dtype in (np.float32, np.float64, np.complex64):
+    for a, b in shapes:
+        x, y = rng.standard_normal(a).astype(dtype), rng.standard_normal(b).astype(dtype)
+        for p in (x @ y, (y.T @ x.swapaxes(-1, -2)) if x.ndim == 2 else x @ y):
+            digest.update(p.tobytes())
+calls = module.blas_calls()
+f = fg.compile(lambda v: fg.tanh(v @ v) * 2.0 + 1.0)
+v = fg.asarray(rng.standard_normal((512, 512)).astype(np.float32))
+want = np.tanh(v.numpy() @ v.numpy()) * 2.0 + 1.0
+errors = []
+def work():  # (products and native loops from several Python threads at once)
+    try:
+        for _ in range(20):
+            np.testing.assert_allclose(f(v).numpy(), want, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(v.numpy() @ v.numpy(), v.numpy() @ v.numpy())
+    except Exception as exc:
+        errors.append(exc)
+threads = [threading.Thread(target=work) for _ in range(3)]
+for t in threads: t.start()
+for t in threads: t.join()
+pid = os.fork()
+if pid == 0:  # (a forked child: its own threads, the same products)
+    os._exit(0 if np.array_equal(v.numpy() @ v.numpy(), v.numpy() @ v.numpy()) else 1)
+_, status = os.waitpid(pid, 0)
+print(digest.hexdigest(), calls, bool(errors), status)
+"""
+
+
+def test_numpys_products_run_on_the_extensions_threads_with_their_own_bits() -> None:
+    """With the extension loaded, NumPy's OpenBLAS runs its parallel work on the extension's
+    threads (one pool, ``cc.share_blas_threads``): the products' bits are those of its own
+    threads, and products and native loops from several Python threads, and in a forked
+    child, all finish with the right values."""
+    if not any(hasattr(lib, name) for lib in cc._blas_libraries() for name in cc._BLAS_CALLBACK_SETTERS):
+        pytest.skip("NumPy's BLAS takes no threads callback (OpenBLAS 0.3.28 or later does)")
+    runs = {}
+    for share in ("0", "1"):
+        env = dict(os.environ, FUNCGRAD_SHARE_BLAS_THREADS=share)
+        done = subprocess.run([sys.executable, "-c", _PRODUCTS], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs[share] = done.stdout.split()
+    assert runs["0"][0] == runs["1"][0]  # (the same bits)
+    assert runs["0"][1] == "0" and int(runs["1"][1]) > 0  # (the products ran on the extension's threads)
+    assert runs["0"][2:] == runs["1"][2:] == ["False", "0"]
+
+
 _BUILD = """
 import sys, numpy as np, funcgrad as fg
 fg.config.compile_backend = "c"

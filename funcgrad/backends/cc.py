@@ -363,7 +363,10 @@ MAX_THREADS = 64  # threads one kernel call splits over, at most
 # 50-70 us a call here in submitting, waking and joining; this costs a futex wake. One call
 # uses the threads at a time: a call that finds them busy (another Python thread's) runs the
 # whole loop itself. A forked child starts with none and makes its own.
-SPIN_NS = 200_000  # how long an idle thread of the extension yields before it sleeps
+# With OpenBLAS's products on the same threads (``share_blas_threads``), 1 ms rather than 200 us:
+# NumPy's own loops between products, longer than 200 us, put the threads to sleep before
+# each product (a NumPy MLP step took 5.0-5.3 ms where it took 3.2-3.3).
+SPIN_NS = 1_000_000  # how long an idle thread of the extension yields before it sleeps
 CALLER = """#define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <pthread.h>
@@ -378,7 +381,7 @@ static PyObject *fg_ascontiguousarray;
    count (16 bits) and the next unclaimed chunk (low 16 bits): a thread claims a chunk of the
    current job by one compare-and-swap, and only then reads the job, which stays as it is
    until every claimed chunk is done. */
-static struct { fg_kernel kernel; const int64_t *sizes; char **pointers; int64_t lo, hi; } fg_job;
+static struct { fg_kernel kernel; const int64_t *sizes; char **pointers; int64_t lo, hi; int one_each; } fg_job;
 static uint64_t fg_claimed = 0;
 static int64_t fg_finished = 0;
 static long fg_round = 0;
@@ -399,6 +402,7 @@ static void fg_help(void) {
         uint64_t next = c & 0xffff, n = (c >> 16) & 0xffff;
         if (next >= n) return;
         if (!__atomic_compare_exchange_n(&fg_claimed, &c, c + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+        const int one_each = fg_job.one_each;
         fg_job.kernel(fg_start(fg_job.lo, fg_job.hi, next, n), fg_start(fg_job.lo, fg_job.hi, next + 1, n),
                       fg_job.sizes, fg_job.pointers);
         if (__atomic_add_fetch(&fg_finished, 1, __ATOMIC_ACQ_REL) == (int64_t)n) {
@@ -406,6 +410,7 @@ static void fg_help(void) {
             pthread_cond_signal(&fg_done);
             pthread_mutex_unlock(&fg_lock);
         }
+        if (one_each) return;
     }
 }
 
@@ -444,13 +449,8 @@ static void fg_forked(void) {
     fg_claimed = 0;
 }
 
-static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, int64_t lo, int64_t hi, int threads) {
-    if (threads > FG_THREADS + 1) threads = FG_THREADS + 1;
-    if (threads < 2 || hi - lo < threads || pthread_mutex_trylock(&fg_busy) != 0) {
-        kernel(lo, hi, sizes, pointers);
-        return;
-    }
-    pthread_mutex_lock(&fg_lock);
+/* make the threads a job of ``threads`` needs (fg_lock held); whether there are enough */
+static int fg_threads(int threads) {
     while (fg_started < threads - 1) {
         pthread_t id;
         pthread_attr_t attr;
@@ -461,11 +461,15 @@ static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, in
         if (failed) break;
         fg_started++;
     }
-    /* four chunks a thread where the loop has the steps (on multiples of 64 steps where it has 64 for each), else
-       one a thread: a thread that wakes late (up to a clock tick, 10 ms, on a VM whose other vCPU was idle) finds
-       the others have taken most of its share */
-    int64_t chunks = (hi - lo >= 4 * (int64_t)threads) ? 4 * (int64_t)threads : threads;
+    return fg_started >= threads - 1;
+}
+
+/* share out ``chunks`` chunks of [lo, hi) (fg_busy and fg_lock held; both released here); one_each: each thread
+   runs one chunk at most, so that every chunk runs at once with the others */
+static void fg_share(fg_kernel kernel, const int64_t *sizes, char **pointers, int64_t lo, int64_t hi, int64_t chunks,
+                     int one_each) {
     fg_job.kernel = kernel; fg_job.sizes = sizes; fg_job.pointers = pointers; fg_job.lo = lo; fg_job.hi = hi;
+    fg_job.one_each = one_each;
     __atomic_store_n(&fg_finished, 0, __ATOMIC_RELAXED);
     uint64_t job = (__atomic_load_n(&fg_claimed, __ATOMIC_RELAXED) >> 32) + 1;
     __atomic_store_n(&fg_claimed, (job << 32) | ((uint64_t)chunks << 16), __ATOMIC_RELEASE);
@@ -485,6 +489,75 @@ static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, in
         pthread_mutex_unlock(&fg_lock);
     }
     pthread_mutex_unlock(&fg_busy);
+}
+
+static void fg_split(fg_kernel kernel, const int64_t *sizes, char **pointers, int64_t lo, int64_t hi, int threads) {
+    if (threads > FG_THREADS + 1) threads = FG_THREADS + 1;
+    if (threads < 2 || hi - lo < threads || pthread_mutex_trylock(&fg_busy) != 0) {
+        kernel(lo, hi, sizes, pointers);
+        return;
+    }
+    pthread_mutex_lock(&fg_lock);
+    fg_threads(threads);
+    /* four chunks a thread where the loop has the steps (on multiples of 64 steps where it has 64 for each), else
+       one a thread: a thread that wakes late (up to a clock tick, 10 ms, on a VM whose other vCPU was idle) finds
+       the others have taken most of its share */
+    fg_share(kernel, sizes, pointers, lo, hi, (hi - lo >= 4 * (int64_t)threads) ? 4 * (int64_t)threads : threads, 0);
+}
+
+/* OpenBLAS's parallel work on these threads (``openblas_set_threads_callback_function``): its jobs wait for each
+   other's packed panels, so each runs on a thread of its own, all at once; where these threads are busy (another
+   call's) or too few, on threads made for the call. One pool for the products and the loops between them: each
+   finds the other's threads awake, where two pools took turns spinning on the same cores. */
+typedef void (*fg_dojob)(int, void *, int);
+static struct { fg_dojob dojob; char *data; size_t size; int extra; } fg_blas_job;
+static void fg_blas_chunk(int64_t lo, int64_t hi, const int64_t *sizes, char **pointers) {
+    (void)sizes; (void)pointers;
+    for (int64_t i = lo; i < hi; i++) fg_blas_job.dojob((int)i, fg_blas_job.data + (size_t)i * fg_blas_job.size,
+                                                        fg_blas_job.extra);
+}
+struct fg_blas_one { fg_dojob dojob; int i; void *data; int extra; };
+static void *fg_blas_thread(void *arg) {
+    struct fg_blas_one *one = (struct fg_blas_one *)arg;
+    one->dojob(one->i, one->data, one->extra);
+    return NULL;
+}
+static int64_t fg_blas_calls = 0;
+static void fg_blas_callback(int sync, fg_dojob dojob, int numjobs, size_t size, void *data, int extra) {
+    (void)sync;
+    __atomic_add_fetch(&fg_blas_calls, 1, __ATOMIC_RELAXED);
+    if (numjobs > 1 && numjobs <= FG_THREADS + 1 && pthread_mutex_trylock(&fg_busy) == 0) {
+        pthread_mutex_lock(&fg_lock);
+        if (fg_threads(numjobs)) {
+            fg_blas_job.dojob = dojob; fg_blas_job.data = (char *)data; fg_blas_job.size = size;
+            fg_blas_job.extra = extra;
+            fg_share(fg_blas_chunk, NULL, NULL, 0, numjobs, numjobs, 1);
+            return;
+        }
+        pthread_mutex_unlock(&fg_lock);
+        pthread_mutex_unlock(&fg_busy);
+    }
+    struct fg_blas_one *ones = (struct fg_blas_one *)malloc(sizeof(struct fg_blas_one) * (size_t)numjobs);
+    pthread_t *ids = (pthread_t *)malloc(sizeof(pthread_t) * (size_t)numjobs);
+    if (numjobs > 1 && (!ones || !ids)) abort();  /* (run one after another, a job would wait for the others forever) */
+    for (int i = 1; i < numjobs; i++) {
+        ones[i] = (struct fg_blas_one){dojob, i, (char *)data + (size_t)i * size, extra};
+        if (pthread_create(&ids[i], NULL, fg_blas_thread, &ones[i]) != 0) abort();
+    }
+    dojob(0, data, extra);
+    for (int i = 1; i < numjobs; i++) pthread_join(ids[i], NULL);
+    free(ones);
+    free(ids);
+}
+
+static PyObject *fg_blas_callback_address(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromVoidPtr((void *)fg_blas_callback);
+}
+
+static PyObject *fg_blas_calls_made(PyObject *self, PyObject *unused) {
+    (void)self; (void)unused;
+    return PyLong_FromLongLong(__atomic_load_n(&fg_blas_calls, __ATOMIC_RELAXED));
 }
 
 static int fg_take(PyObject *obj, Py_buffer *view, PyObject **held, int writable, Py_ssize_t nbytes) {
@@ -537,6 +610,8 @@ done:
 }
 
 static PyMethodDef fg_methods[] = {{"call", (PyCFunction)(void (*)(void))fg_call, METH_FASTCALL, NULL},
+                                   {"blas_callback", fg_blas_callback_address, METH_NOARGS, NULL},
+                                   {"blas_calls", fg_blas_calls_made, METH_NOARGS, NULL},
                                    {NULL, NULL, 0, NULL}};
 static struct PyModuleDef fg_module = {PyModuleDef_HEAD_INIT, "{name}", NULL, -1, fg_methods};
 PyMODINIT_FUNC PyInit_{name}(void) {
@@ -554,8 +629,34 @@ PyMODINIT_FUNC PyInit_{name}(void) {
 
 def caller() -> Callable[..., None]:
     """``call(threads, kernel, meta, lo, hi, *arrays)``, the function every kernel is called
-    through."""
-    return extension(CALLER).call  # type: ignore[no-any-return]
+    through. Loading it gives NumPy's OpenBLAS its threads (``share_blas_threads``)."""
+    module = _LOADED.get(CALLER)
+    if module is None:
+        module = extension(CALLER)
+        share_blas_threads(module)
+    return module.call  # type: ignore[no-any-return]
+
+
+_BLAS_CALLBACK_SETTERS = ("openblas_set_threads_callback_function", "scipy_openblas_set_threads_callback_function64_",
+                          "scipy_openblas_set_threads_callback_function")
+
+
+def share_blas_threads(module: ModuleType) -> bool:
+    """Have NumPy's OpenBLAS (0.3.28 on: ``openblas_set_threads_callback_function``) run its
+    parallel work on the extension's threads, unless ``FUNCGRAD_SHARE_BLAS_THREADS=0``: one
+    pool for the products and the loops between them, where OpenBLAS's threads and these
+    took turns on the same cores. True where a loaded OpenBLAS took it."""
+    if os.environ.get("FUNCGRAD_SHARE_BLAS_THREADS", "1") == "0":
+        return False
+    address = module.blas_callback()
+    shared = False
+    for library in _blas_libraries():
+        setter = next((getattr(library, name) for name in _BLAS_CALLBACK_SETTERS if hasattr(library, name)), None)
+        if setter is not None:
+            setter.argtypes, setter.restype = [ctypes.c_void_p], None
+            setter(address)
+            shared = True
+    return shared
 
 
 # the C type of each dtype a kernel reads or writes
