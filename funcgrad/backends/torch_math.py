@@ -157,8 +157,19 @@ _LOG_POLY = tuple(_F(c) for c in (7.0376836292E-2, -1.1514610310E-1, 1.167699874
 
 
 def _fma32(a: Any, b: Any, c: Any) -> np.ndarray:
-    """``a * b + c`` of float32 values rounded once (the product is exact in float64)."""
-    return (np.float64(a) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(np.float32)  # type: ignore[no-any-return]
+    """``a * b + c`` of float32 values rounded once: the product is exact in float64, and the
+    sum is rounded to odd there (an inexact sum's last bit set, toward what it lost), so that
+    rounding it to float32 rounds the exact value (53 bits are 24 + 2 more). A sum rounded to
+    nearest in float64 lost a far smaller ``c`` where the product lay halfway between two
+    floats, and the tie then went to even (PyTorch's ``uniform_(6e-37, 3)``, a hypothesis draw)."""
+    p = np.asarray(np.float64(a) * np.asarray(b, np.float64))
+    z = np.asarray(c, np.float64)
+    s = np.asarray(p + z)
+    back = s - p
+    lost = (p - (s - back)) + (z - back)  # (Knuth's two-sum: s + lost is p + z exactly)
+    with np.errstate(invalid="ignore"):
+        step = np.isfinite(s) & (lost != 0) & ((s.view(np.int64) & 1) == 0)
+    return np.where(step, np.nextafter(s, np.where(lost > 0, np.inf, -np.inf)), s).astype(np.float32)
 
 
 def _log_avx(x: np.ndarray) -> np.ndarray:
