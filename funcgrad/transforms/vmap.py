@@ -323,4 +323,5 @@ def _unbox(name: str, interp: BatchInterpreter, out: Any, ax: Any, n: int) -> An
     # the same for every member (a Python number too, as in JAX): repeated along the new axis
     out = ops.asarray(out) if isinstance(out, (bool, int, float, complex)) else _batched_operand(name, out)
     ax = _normalize(name, "out_axes", ax, out.ndim + 1)
-    return lax.moveaxis(lax.broadcast_to(out, (n, *out.shape)), (0,), (ax,))
+    repeated = lax.broadcast_to(out, (n, *out.shape))
+    return repeated if ax == 0 else lax.moveaxis(repeated, (0,), (ax,))
