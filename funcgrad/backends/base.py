@@ -72,7 +72,8 @@ def memory_root(arr: Any) -> Any:
     return arr
 
 
-def _address(arr: np.ndarray) -> int:
+def _address(arr: Any) -> int:
+    """Where ``arr``'s first element lies (NumPy's and CuPy's arrays both say)."""
     return arr.__array_interface__["data"][0]  # type: ignore[no-any-return]
 
 
@@ -140,11 +141,7 @@ class ArrayModuleBackend:
         if arr.size == 0:
             return 0, (0,) * arr.ndim
         item = arr.itemsize
-        return (self._address(arr) - self._address(flat)) // item, tuple(s // item for s in arr.strides)
-
-    @staticmethod
-    def _address(arr: Any) -> int:
-        return arr.__array_interface__["data"][0]  # type: ignore[no-any-return]
+        return (_address(arr) - _address(flat)) // item, tuple(s // item for s in arr.strides)
 
     def view(self, flat: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Any:
         if 0 in shape:  # reads no memory: its offset may point past an empty buffer

@@ -51,7 +51,8 @@ from ..config import config
 from ..errors import FuncgradError
 
 __all__ = ["C_TYPES", "MAX_OPERANDS", "PRELUDE", "NativeBuildError", "cache_dir", "caller", "extension", "kernel",
-           "loop_kernel", "run", "settle_blas_threads", "sizes_and_bytes", "threads_for", "toolchain", "unary", "work",
+           "loop_kernel", "run", "settle_blas_threads", "share_blas_threads", "cpu_flags", "sizes_and_bytes",
+           "threads_for", "toolchain", "unary", "work",
            "EAGER_MIN",
            "broadcast_strides", "element_index", "elementwise", "merged_loops", "merged_strides", "blas", "libm",
            "plain_kernel"]
@@ -88,6 +89,17 @@ class Toolchain:
 
 _BASE_FLAGS = ["-O3", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-fopenmp-simd",
                "-w"]
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    """The instruction-set flags Linux reports for this CPU (``avx2``, ``avx512_fp16``...);
+    none where it reports none: what the code other libraries run here was built for."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return frozenset(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), ()))
+    except OSError:
+        return frozenset()
 
 
 @functools.lru_cache(maxsize=1)
@@ -526,7 +538,11 @@ static int64_t fg_blas_calls = 0;
 static void fg_blas_callback(int sync, fg_dojob dojob, int numjobs, size_t size, void *data, int extra) {
     (void)sync;
     __atomic_add_fetch(&fg_blas_calls, 1, __ATOMIC_RELAXED);
-    if (numjobs > 1 && numjobs <= FG_THREADS + 1 && pthread_mutex_trylock(&fg_busy) == 0) {
+    if (numjobs <= 1) {
+        if (numjobs == 1) dojob(0, data, extra);
+        return;
+    }
+    if (numjobs <= FG_THREADS + 1 && pthread_mutex_trylock(&fg_busy) == 0) {
         pthread_mutex_lock(&fg_lock);
         if (fg_threads(numjobs)) {
             fg_blas_job.dojob = dojob; fg_blas_job.data = (char *)data; fg_blas_job.size = size;
@@ -539,7 +555,7 @@ static void fg_blas_callback(int sync, fg_dojob dojob, int numjobs, size_t size,
     }
     struct fg_blas_one *ones = (struct fg_blas_one *)malloc(sizeof(struct fg_blas_one) * (size_t)numjobs);
     pthread_t *ids = (pthread_t *)malloc(sizeof(pthread_t) * (size_t)numjobs);
-    if (numjobs > 1 && (!ones || !ids)) abort();  /* (run one after another, a job would wait for the others forever) */
+    if (!ones || !ids) abort();  /* (run one after another, a job would wait for the others forever) */
     for (int i = 1; i < numjobs; i++) {
         ones[i] = (struct fg_blas_one){dojob, i, (char *)data + (size_t)i * size, extra};
         if (pthread_create(&ids[i], NULL, fg_blas_thread, &ones[i]) != 0) abort();

@@ -141,11 +141,7 @@ def _pytorch_avx2() -> bool:
     if platform.machine().lower() not in ("x86_64", "amd64") or \
             os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "default":
         return False
-    try:
-        with open("/proc/cpuinfo") as info:
-            return any(line.startswith("flags") and " avx2" in line for line in info)
-    except OSError:
-        return False
+    return "avx2" in cc.cpu_flags()
 
 
 _PYTORCH_AVX2 = _pytorch_avx2()

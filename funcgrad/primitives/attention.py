@@ -322,18 +322,18 @@ def _results_memory(arrays: tuple[Any, ...], results: list[tuple[tuple[int, ...]
         together = laid_out_together(likes, dtype)
         if together is not None:
             return together
-    return tuple(_laid_out_as(like, shape, dtype)[1] for like, (shape, _) in zip(likes, results))
+    return tuple(_laid_out_as(like, shape, dtype) for like, (shape, _) in zip(likes, results))
 
 
-def _laid_out_as(like: Any, shape: tuple[int, ...], dtype: Any) -> tuple[Any, Any]:
-    """New memory and the array of ``shape`` over it whose axes lie in the order ``like``'s
+def _laid_out_as(like: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """A new array of ``shape`` whose axes lie in memory in the order ``like``'s
     do (the last one last; C order where ``like`` is None): attention's output takes its query's
     layout, as PyTorch's does, so heads read from a fused projection give an output that
     is a view of (batch, length, heads * width) once transposed back, with no copy."""
     last = len(shape) - 1
     order = list(range(last)) if like is None else sorted(range(last), key=lambda a: -like.strides[a])
     memory = np.empty([shape[a] for a in (*order, last)], dtype)
-    return memory, memory.transpose(np.argsort([*order, last]))
+    return memory.transpose(np.argsort([*order, last]))
 
 
 def _rows(x: Any) -> tuple[Any, list[int]]:

@@ -43,22 +43,12 @@ from ..primitives import lax
 __all__ = ["fma", "exp", "log", "log1p", "erfinv", "lgamma", "tan"]
 
 
-@functools.lru_cache(maxsize=1)
-def _float16_arithmetic() -> bool:
-    """Whether this CPU computes float16 natively (x86's AVX512-FP16), as XLA's code then does."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return any(line.startswith("flags") and "avx512_fp16" in line.split() for line in f)
-    except OSError:
-        return False
-
-
 def fma(a: Any, b: Any, c: Any) -> Any:
     """``a * b + c`` with one rounding, in the operands' dtype (float32 or float64); in half
     precision each operation rounds, as XLA computes it there, unless the CPU computes
     float16 itself (then one rounding for float16, as XLA's fused code gives)."""
     d = a.dtype
-    if d.itemsize < 4 and not (d is float16 and _float16_arithmetic()):
+    if d.itemsize < 4 and not (d is float16 and "avx512_fp16" in cc.cpu_flags()):  # (x86's native float16)
         return a * b + c
     if d is not float64:
         wide = lax.convert(a, float64) * lax.convert(b, float64) + lax.convert(c, float64)

@@ -220,9 +220,9 @@ class NativeGroup:
         # outside runs over blocks of the columns, each all the rows in order (NumPy's bits), one
         # block a thread (four a thread, as other loops split, read each row 256 bytes at a time
         # in nanoGPT's bias gradient and took 1.7x as long).
-        per_element = cc.work(e.prim.c_expr for e in eqns if e.prim.c_expr)
+        self.work = cc.work(e.prim.c_expr for e in eqns if e.prim.c_expr)  # (per element)
         self.columns = total is not None and len(sizes) >= 2 and all(summed[:-1]) and not summed[-1] and \
-            sizes[-1] >= 2 * COLUMN_BLOCK and cc.threads_for(self.size, sizes[-1] // COLUMN_BLOCK, per_element) > 1
+            sizes[-1] >= 2 * COLUMN_BLOCK and cc.threads_for(self.size, sizes[-1] // COLUMN_BLOCK, self.work) > 1
         if total is not None and (summed[0] or not any(summed)):  # (all summed, or one element: a loop of 1 outside,
             blocks = min(config.compile_threads, sizes[-1] // COLUMN_BLOCK) if self.columns else 1  # or blocks)
             sizes, moves, summed = [blocks, *sizes], [[False, *m] for m in moves], [False, *summed]
@@ -369,5 +369,4 @@ def build_groups(found: list[NativeGroup]) -> bool:
 def threads_for(group: NativeGroup, threads: int) -> int:
     """How many threads a group's loop splits over (``cc.threads_for``, ``threads`` at most):
     one where its outermost loop accumulates."""
-    per_element = cc.work(e.prim.c_expr for e in group.eqns if e.prim.c_expr)
-    return min(threads, cc.threads_for(group.size, group.outer, per_element)) if group.parallel else 1
+    return min(threads, cc.threads_for(group.size, group.outer, group.work)) if group.parallel else 1
