@@ -391,6 +391,10 @@ TORCH_BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "
 # PyTorch's trigamma (lgamma's second derivative) is a short asymptotic series, good to
 # about 4e-10; funcgrad's polygamma is SciPy's (checked to the last bits in primitive_cases)
 SECOND_DERIVATIVE_RTOL = {"lgamma": 1e-8}
+# PyTorch's digamma loses digits near its zero (x = 1.4616...): at x = 1.46132 it is 5e-16 off
+# mpmath's -3.0141102240660790e-4, which funcgrad's gives to the last digit (a hypothesis draw).
+# A rule formed in float32 is 1e-8 off.
+FIRST_DERIVATIVE_ATOL = {"lgamma": 1e-14}
 
 
 @pytest.mark.parametrize("name", sorted(TORCH_UNARY) + sorted(TORCH_BINARY))
@@ -411,7 +415,8 @@ def test_float64_elementwise_gradients_match_pytorch_to_1e_12(name: str, data: s
         got = fg.grad(lambda v: fg.bind(prim, v).sum())(fg.asarray(x)).numpy()
         t = torch.tensor(x, requires_grad=True)
         (tg,) = torch.autograd.grad(getattr(torch, TORCH_UNARY[name])(t).sum(), t, create_graph=True)
-        np.testing.assert_allclose(got, tg.detach().numpy(), rtol=1e-12, atol=1e-300, err_msg=name)
+        np.testing.assert_allclose(got, tg.detach().numpy(), rtol=1e-12, atol=FIRST_DERIVATIVE_ATOL.get(name, 1e-300),
+                                   err_msg=name)
         # the second derivative, on the tape (create_graph=True twice) as in PyTorch
         v = fg.asarray(x).requires_grad_()
         (g,) = fg.autograd.grad(fg.bind(prim, v).sum(), v, create_graph=True)
