@@ -71,6 +71,27 @@ def test_it_sees_the_transforms_work_below_and_hands_tracers_on_above() -> None:
     np.testing.assert_allclose(fg.vmap(fg.grad(logged))(fg.stack([x, 2 * x])).numpy()[0], g.numpy())
 
 
+def test_operations_of_plain_arrays_inside_vmap_and_jvp_still_reach_an_interpreter_below() -> None:
+    """vmap and jvp hand an operation none of whose operands is their tracer straight to
+    eager evaluation, unless an interpreter below them must see it: this one, which sees
+    every operation of the constants ``c`` and ``d`` (and the batched ones, below vmap)."""
+    c, d = fg.asarray(np.array([1.0, 2.0, 3.0])), fg.asarray(np.array([0.5, 0.25, 2.0]))
+
+    def f(v):
+        k = fg.exp(c) * d + 1.0  # (no operand differs between the members)
+        return fg.sqrt(k) * v
+
+    x = fg.asarray(np.arange(6.0).reshape(2, 3))
+    expected = np.sqrt(np.exp(c.numpy()) * d.numpy() + 1.0) * x.numpy()
+    for transformed in (lambda: fg.vmap(f)(x), lambda: fg.jvp(f, (x,), (fg.ones_like(x),))[0],
+                        lambda: fg.vmap(lambda v: fg.jvp(f, (v,), (v,))[0])(x)):
+        with Logger() as log:
+            got = transformed()
+        assert log.names[:4] == ["exp", "mul", "add", "sqrt"], log.names
+        np.testing.assert_allclose(got.numpy(), expected)
+        np.testing.assert_allclose(transformed().numpy(), expected)  # (and with no interpreter below)
+
+
 def test_the_tape_backward_and_a_compiled_call_inside_the_block() -> None:
     w = fg.tensor(np.array([1.0, 2.0]), requires_grad=True)
     with Logger() as log:

@@ -208,11 +208,11 @@ def set_default_key(key: Any) -> None:
 
 
 # The ``fg.vmap`` calls around the code now running, outermost first, each as
-# ``(name, randomness, size, box, mapped)``: how a draw from a generator (``fg.rand``,
-# ``Dropout``) behaves inside them (``torch.func.vmap``'s ``randomness``); ``box``, which makes
-# a value with one entry per member (a leading axis) that vmap's batched value; and
-# ``mapped(x)``, whether ``x`` already differs between that vmap's members (a key the user
-# mapped over, as ``functional_call(..., rng=keys)`` under vmap passes).
+# ``(name, randomness, size, batch)``: how a draw from a generator (``fg.rand``, ``Dropout``)
+# behaves inside them (``torch.func.vmap``'s ``randomness``); ``batch.box(x)`` makes a value
+# with one entry per member (a leading axis) that vmap's batched value, and
+# ``batch.owns(x)`` says whether ``x`` already differs between that vmap's members (a key the
+# user mapped over, as ``functional_call(..., rng=keys)`` under vmap passes).
 _VMAP_DRAWS: ContextVar[tuple[Any, ...]] = ContextVar("funcgrad_vmap_draws", default=())
 
 
@@ -220,10 +220,9 @@ def vmap_draws() -> tuple[Any, ...]:
     return _VMAP_DRAWS.get()
 
 
-def enter_vmap(name: str, randomness: str, size: int, box: Any, mapped: Any) -> Token[tuple[Any, ...]]:
+def enter_vmap(name: str, randomness: str, size: int, batch: Any) -> Token[tuple[Any, ...]]:
     """Called by ``fg.vmap`` around the mapped function; ``exit_vmap(token)`` after."""
-    return _VMAP_DRAWS.set((*_VMAP_DRAWS.get(), (name, randomness, size, box, mapped)))
+    return _VMAP_DRAWS.set((*_VMAP_DRAWS.get(), (name, randomness, size, batch)))
 
 
-def exit_vmap(token: Token[tuple[Any, ...]]) -> None:
-    _VMAP_DRAWS.reset(token)
+exit_vmap = _VMAP_DRAWS.reset

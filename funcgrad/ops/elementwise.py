@@ -126,9 +126,11 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
             if dt.kind in kinds and (
                 (y.__class__ is Array and y._dtype is dt) or (dt.kind, y.__class__) in _WEAK_FITS
             ):
-                return evaluate(prim, (x, y), {}) if _current() is None else bind(prim, x, y)
+                interp = _current()
+                return evaluate(prim, (x, y), {}) if interp is None or interp.plain_is_eager else bind(prim, x, y)
         elif y.__class__ is Array and (y._dtype.kind, x.__class__) in _WEAK_FITS and y._dtype.kind in kinds:
-            return bind(prim, x, y)
+            interp = _current()
+            return evaluate(prim, (x, y), {}) if interp is None or interp.plain_is_eager else bind(prim, x, y)
         elif isinstance(x, ArrayBase):  # tracers: the same checks through the public attributes
             dt = x.dtype
             if dt.kind in kinds and (
@@ -274,7 +276,10 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
                                  "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
                 x = cast_to(x, _dt.int64)
-        return evaluate(prim, (x,), {}) if _current() is None else bind(prim, x)
+        interp = _current()
+        if interp is None or interp.plain_is_eager and x.__class__ is Array:
+            return evaluate(prim, (x,), {})
+        return bind(prim, x)
 
     fn.__name__ = name
     return fn

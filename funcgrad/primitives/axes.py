@@ -58,10 +58,19 @@ def bound_axes() -> tuple[tuple[Any, int, Any], ...]:
     return _BOUND.get()
 
 
+def bind_axis(name: Any, size: int, group: Any = None) -> Any:
+    """Bind axis ``name`` of ``size`` members (a vmap's batch, or with ``group``, a process
+    group of ``size`` ranks, a mesh axis of ``fg.shard_map``) until ``unbind_axis(token)``
+    with the token this returns. (Two calls, not a context manager: every named vmap call
+    makes them.)"""
+    return _BOUND.set((*_BOUND.get(), (name, size, group)))
+
+
+unbind_axis = _BOUND.reset
+
+
 class binding:
-    """Axis ``name`` of ``size`` members bound while the block runs: a vmap's batch, or with
-    ``group`` (a process group of ``size`` ranks) a mesh axis of ``fg.shard_map``. (A class,
-    not a generator: every named vmap call enters one.)"""
+    """``bind_axis`` for the duration of a block."""
 
     __slots__ = ("axis", "token")
 
@@ -69,10 +78,10 @@ class binding:
         self.axis = (name, size, group)
 
     def __enter__(self) -> None:
-        self.token = _BOUND.set((*_BOUND.get(), self.axis))
+        self.token = bind_axis(*self.axis)
 
     def __exit__(self, *exc: Any) -> None:
-        _BOUND.reset(self.token)
+        unbind_axis(self.token)
 
 
 def axis_binding(op: str, name: Any) -> tuple[int, Any]:

@@ -27,7 +27,7 @@ from . import lax
 from .core import REGISTRY, Primitive, ShapedArray, aval_of, bind
 
 __all__ = ["axis_size", "to_front", "with_batch", "defbroadcasting", "defvectorized", "defbatched_matrices",
-           "batch_by_loop", "defunbatched", "shift_axes", "logical_ndim"]
+           "batch_by_loop", "defunbatched", "shift_axes", "logical_ndim", "lined_up"]
 
 
 def axis_size(args: Sequence[Any], dims: Sequence[int | None]) -> int:
@@ -63,18 +63,29 @@ def shift_axes(axes: Any, by: int = 1) -> Any:
     return tuple(a + by for a in axes)
 
 
+def lined_up(args: Sequence[Any], dims: Sequence[int | None]) -> int | None:
+    """Where the batch axis of an elementwise primitive's result is when the primitive
+    applied to the operands as they are is already the batched result (one operand, or
+    two batch-first, or one batch-first and the other unmapped of lower rank, which NumPy
+    broadcasting lines up with the members); ``None`` when they need lining up first."""
+    if len(args) == 1:
+        return dims[0]
+    if len(args) == 2:
+        (a, b), (da, db) = args, dims
+        if (da == 0 and (db is None and getattr(b, "ndim", 0) < a.ndim or db == 0 and a.ndim == b.ndim)) \
+                or (db == 0 and da is None and getattr(a, "ndim", 0) < b.ndim):
+            return 0
+    return None
+
+
 def defbroadcasting(prim: Primitive) -> None:
     """An elementwise primitive: one batch axis in front of every mapped operand."""
 
     def rule(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
-        if len(args) == 1:  # (one operand, mapped: its axis stays where it is)
-            return bind(prim, args[0], **params), dims[0]  # type: ignore[return-value]
-        if len(args) == 2:  # (the usual case, decided without lists: both batch-first, or one is unmapped
-            # and of lower rank than the other, so that it broadcasts against the members)
-            (a, b), (da, db) = args, dims
-            if (da == 0 and (db is None and getattr(b, "ndim", 0) < a.ndim or db == 0 and a.ndim == b.ndim)) \
-                    or (db == 0 and da is None and getattr(a, "ndim", 0) < b.ndim):
-                return bind(prim, a, b, **params), 0
+        if len(args) <= 2:  # (the usual cases, decided without lists)
+            d = lined_up(args, dims)
+            if d is not None:
+                return bind(prim, *args, **params), d
         shapes = [getattr(a, "shape", ()) for a in args]  # (a Python number has none)
         mapped = [d for d in dims if d is not None]
         if len(mapped) == 1 and len(shapes) - shapes.count(()) == 1:
@@ -85,6 +96,7 @@ def defbroadcasting(prim: Primitive) -> None:
             return bind(prim, *args, **params), 0
         return bind(prim, *(with_batch(a, d, rank) for a, d in zip(args, dims)), **params), 0
 
+    rule.elementwise = True  # type: ignore[attr-defined]  # (vmap may apply ``lined_up`` itself)
     prim.batch = rule
 
 

@@ -247,12 +247,12 @@ def _engine_draw(op: str, source: Generator, shape: tuple[int, ...],
                  from_engine: Callable[[Any, tuple[int, ...]], Any], device: Any = None) -> Any:
     """``_draw``'s engine half (the engine's numbers moved to ``device`` where given)."""
     sizes, boxes = [], []
-    for name, randomness, size, box, _mapped in random_state.vmap_draws():
+    for name, randomness, size, batch in random_state.vmap_draws():
         if randomness == "error":
             raise _vmap_draw_error(name)
         if randomness == "different":
             sizes.append(size)
-            boxes.append(box)
+            boxes.append(batch.box)
     full = (*sizes, *shape)
     if math.prod(full) > _MAX_DRAW:
         raise ArgumentValueError(f"{op}: a draw of shape {full} is {math.prod(full)} values, more than any array "
@@ -277,13 +277,13 @@ def _per_member(key: Any) -> Any:
     """A draw's key inside ``fg.vmap``, as each vmap's ``randomness`` says: ``"error"``
     refuses the draw, ``"same"`` gives every member the same numbers, ``"different"`` gives
     each member its own (the key split once per member), as ``torch.func.vmap`` does."""
-    for name, randomness, size, box, mapped in random_state.vmap_draws():
-        if mapped(key):  # the generator's key already differs per member (the user mapped over keys)
+    for name, randomness, size, batch in random_state.vmap_draws():
+        if batch.owns(key):  # the generator's key already differs per member (the user mapped over keys)
             continue
         if randomness == "error":
             raise _vmap_draw_error(name)
         if randomness == "different":
-            key = box(_keys.split(key, size))
+            key = batch.box(_keys.split(key, size))
     return key
 
 

@@ -101,9 +101,17 @@ class Interpreter:
     """
 
     name = "transform"
+    # Whether this interpreter passes on, unchanged, every operation none of whose operands
+    # is one of its tracers (vmap, jvp). ``plain_is_eager`` then says whether the operations
+    # of plain arrays alone go straight to eager evaluation while it is current, as in JAX
+    # an operation joins the innermost transform among its operands': the ops layer skips
+    # ``bind`` for them. Nothing else may be below it for that (a user's interpreter, a trace).
+    only_own_tracers = False
+    plain_is_eager = False
 
     def __init__(self) -> None:
         self.parent = current_interpreter.get()
+        self.plain_is_eager = self.only_own_tracers and (self.parent is None or self.parent.plain_is_eager)
         self.active = True
         self.transform = USER_TRANSFORM.get() or self.name
 
@@ -118,6 +126,7 @@ class Interpreter:
     def __enter__(self) -> Any:
         """Make this interpreter current: it sees every primitive bound in the block."""
         self.parent = current_interpreter.get()  # (whatever is current now, which may differ from __init__'s)
+        self.plain_is_eager = self.only_own_tracers and (self.parent is None or self.parent.plain_is_eager)
         self.active = True
         if "transform" not in self.__dict__:  # (a subclass whose __init__ did not call ours)
             self.transform = type(self).__name__

@@ -10,7 +10,6 @@ gradient of a batched function, ``compile(vmap(f))`` one program.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -18,17 +17,19 @@ from typing import Any
 
 from .. import ops
 from .. import tree as _tree
-from ..array import ArrayBase
+from ..array import Array, ArrayBase, evaluate
 from ..backends import random_state as random_state
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
-from ..primitives.axes import binding
+from ..primitives.axes import bind_axis, unbind_axis
+from ..primitives.batching import lined_up
 from ..primitives.checks import as_int
 from ..primitives.core import ShapedArray, bind, current_interpreter
-from .core import Interpreter, Tracer, check_tracer, new_interpreter, user_transform
+from .core import Interpreter, Tracer, check_tracer, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]
 
+_SCALARS = (bool, int, float, complex)
 _set_interpreter = current_interpreter.set
 _reset_interpreter = current_interpreter.reset
 
@@ -71,11 +72,20 @@ class BatchTracer(Tracer):
 
 class BatchInterpreter(Interpreter):
     name = "vmap"
+    only_own_tracers = True  # (a collective is its own operation: ``lax.psum`` binds it, never the ops layer)
 
     def __init__(self, axis_size: int, axis_name: Any = None) -> None:
         super().__init__()
         self.axis_size = axis_size
         self.axis_name = axis_name  # what collectives over this batch call it (None: none can)
+
+    def box(self, x: Any) -> BatchTracer:
+        """``x``, whose leading axis has one entry per member, as this batch's value."""
+        return BatchTracer(self, x, 0)
+
+    def owns(self, x: Any) -> bool:
+        """Whether ``x`` differs between this batch's members (is its tracer)."""
+        return isinstance(x, BatchTracer) and x._interp is self
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         vals: Any = None  # (built once an operand is mapped: an operation of unmapped ones passes through)
@@ -107,6 +117,12 @@ class BatchInterpreter(Interpreter):
             if any(mapped):
                 vals = tuple(a.val if m else a for a, m in zip(args, mapped))
                 dims = tuple(a.bdim if m else None for a, m in zip(args, mapped))
+        if vals is not None and self.plain_is_eager and getattr(prim.batch, "elementwise", False) and \
+                (vals[0].__class__ is Array or vals[0].__class__ in _SCALARS) and \
+                (len(vals) == 1 or vals[1].__class__ is Array or vals[1].__class__ in _SCALARS):
+            d = lined_up(vals, dims)  # (an elementwise operation of arrays that line up: evaluated now)
+            if d is not None:
+                return BatchTracer(self, evaluate(prim, vals, params), d)
         if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
             if vals is None:  # (``psum(1.0, "i")``: no operand differs between members)
                 vals, dims = args, (None,) * len(args)
@@ -208,22 +224,25 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
             axes = [_normalize(name, "in_axes", ax, x.ndim) if ax is not None else None for x, ax in zip(leaves, axes)]
         n = leaves[0].shape[axes[0]] if len(leaves) == 1 and axis_size is None and axes[0] is not None else \
             _batch_size(name, leaves, axes, args, kwargs, axis_size)
-        with new_interpreter(BatchInterpreter(n, axis_name)) as interp, \
-                (binding(axis_name, n) if axis_name is not None else contextlib.nullcontext()):
+        interp = BatchInterpreter(n, axis_name)
+        token = _set_interpreter(interp)  # (tokens, not context managers: every call pays for these)
+        bound = bind_axis(axis_name, n) if axis_name is not None else None
+        draws = random_state.enter_vmap(name, randomness, n, interp)
+        try:
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
             call_args, call_kwargs = (boxed, {}) if tree is None else _tree.unflatten(tree, boxed)
-            token = random_state.enter_vmap(name, randomness, n,
-                                            lambda keys: BatchTracer(interp, keys, 0),  # type: ignore[arg-type]
-                                            lambda x: isinstance(x, BatchTracer) and x._interp is interp)
-            try:
-                out = f(*call_args, **call_kwargs)
-            finally:
-                random_state.exit_vmap(token)
+            out = f(*call_args, **call_kwargs)
             if out_axes.__class__ is int and isinstance(out, ArrayBase):  # (one array: no tree to walk)
                 return _unbox(name, interp, out, out_axes, n)  # type: ignore[arg-type]
             out_leaves, out_tree = _tree.flatten(out)
             targets = _prefix_axes(name, "out_axes", out_axes, out)
             results = [_unbox(name, interp, o, ax, n) for o, ax in zip(out_leaves, targets)]  # type: ignore[arg-type]
+        finally:
+            random_state.exit_vmap(draws)
+            if bound is not None:
+                unbind_axis(bound)
+            _reset_interpreter(token)
+            interp.active = False
         return _tree.unflatten(out_tree, results)
 
     return user_transform("vmap", batched)

@@ -99,6 +99,7 @@ class JVPTracer(PrimalTracer):
 
 class JVPInterpreter(Interpreter):
     name = "jvp"
+    only_own_tracers = True
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         primals, tangents, live = [], [], False
