@@ -361,27 +361,27 @@ MAX_THREADS = 64  # threads one kernel call splits over, at most
 # The threads are its own: made on first use, asleep on a condition variable between calls
 # after yielding for ``SPIN_NS`` (a step's next job usually comes sooner: on a VM, a vCPU left
 # idle wakes slowly, and the first MNIST step after a 0.25 s pause took 58-67 ms where it took
-# 72-76 without the wait, 42-50 in a run), the calling thread one of them. The loop is
-# cut into chunks (a few per thread, on multiples of 64 steps) and the chunks into one run of
+# 72-76 without the wait, 42-50 in a run), the calling thread one of them. The loop is cut
+# into chunks (a few per thread, on multiples of 64 steps) and the chunks into one run of
 # consecutive chunks per thread, the caller's first. Each thread takes its own run's chunks
 # first, then what is left of the others' runs: a thread that wakes late finds its share done
-# by the others, and while all are awake each thread works on the same part of the memory
-# from one loop to the next, and in the products on these threads (OpenBLAS's job k runs on
-# thread k), so that part stays in its core's cache (the MNIST step 0.97x and nanoGPT's 0.99x
-# the time they took when each thread took the next unclaimed chunk of the whole loop,
-# alternating processes, Intel Xeon). The caller waits only for chunks a thread has begun,
-# yielding for ``SPIN_NS`` before it sleeps too (asleep, its own vCPU went idle: with the
-# wait, a round of three steps after a 0.25 s pause took 0.79-0.83x PyTorch's for MNIST and 0.94-1.01x for nanoGPT where it took
-# 0.88-0.95x and 0.96-1.05x, the process's threads sleeping 11-12 times a step instead of
-# 18-20). (On a 2-core EPYC VM a wake took about
-# 200 us, and right after a matrix product OpenBLAS's own threads spin on the cores: with a
-# fixed half for the other thread, back-to-back GELU gradients of 2^19 elements took what one
-# thread takes; in chunks, 0.6x.) A Python thread pool costs
-# 50-70 us a call here in submitting, waking and joining; this costs a futex wake. One call
-# uses the threads at a time: a call that finds them busy (another Python thread's) runs the
-# whole loop itself. A forked child starts with none and makes its own.
-# With OpenBLAS's products on the same threads (``share_blas_threads``), 1 ms rather than 200 us:
-# NumPy's own loops between products, longer than 200 us, put the threads to sleep before
+# by the others, and while all are awake each thread works on the same part of the memory from
+# one loop to the next, and in the products on these threads (OpenBLAS's job k runs on thread
+# k), so that part stays in its core's cache (the MNIST step 0.97x and nanoGPT's 0.99x the
+# time they took when each thread took the next unclaimed chunk of the whole loop, alternating
+# processes, Intel Xeon). The caller waits only for chunks a thread has begun, yielding for
+# ``SPIN_NS`` before it sleeps too (asleep, its own vCPU went idle: with the wait, a round of
+# three steps after a 0.25 s pause took 0.79-0.83x PyTorch's for MNIST and 0.94-1.01x for
+# nanoGPT where it took 0.88-0.95x and 0.96-1.05x, the process's threads sleeping 11-12 times
+# a step instead of 18-20). (On a 2-core EPYC VM a wake took about 200 us, and right after a
+# matrix product OpenBLAS's own threads spin on the cores: with a fixed half for the other
+# thread, back-to-back GELU gradients of 2^19 elements took what one thread takes; in chunks,
+# 0.6x.) A Python thread pool costs 50-70 us a call here in submitting, waking and joining;
+# this costs a futex wake. One call uses the threads at a time: a call that finds them busy
+# (another Python thread's) runs the whole loop itself. A forked child starts with none and
+# makes its own.
+# With OpenBLAS's products on the same threads (``share_blas_threads``), 1 ms rather than 200
+# us: NumPy's own loops between products, longer than 200 us, put the threads to sleep before
 # each product (a NumPy MLP step took 5.0-5.3 ms where it took 3.2-3.3).
 SPIN_NS = 1_000_000  # how long an idle thread of the extension yields before it sleeps
 CALLER = """#define PY_SSIZE_T_CLEAN
