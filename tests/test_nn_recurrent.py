@@ -352,6 +352,33 @@ def test_attention_loops_match_the_float64_composite(data) -> None:
                                        err_msg=f"{backend} {name}")
 
 
+def test_the_attention_loops_exponential_at_the_ends_of_its_range() -> None:
+    """The forward loop's exponential (a polynomial, within 1.04 ulp of exp over [-87.3, 0]):
+    weights whose scores lie more than 87.3 below their row's largest are 0 (subnormal in
+    NumPy's composite), the rest match float64 within float32's rounding, and a NaN score
+    makes its row NaN and no other; under both backends."""
+    from funcgrad.primitives.attention import attention_p
+
+    rng = np.random.default_rng(5)
+    q = (rng.standard_normal((1, 2, 6, 4)) * 12).astype(np.float32)
+    k = (rng.standard_normal((1, 2, 9, 4)) * 12).astype(np.float32)
+    v = rng.standard_normal((1, 2, 9, 3)).astype(np.float32)
+    q[0, 1, 2, 0] = np.nan
+    s = q.astype(np.float64) @ np.swapaxes(k, -1, -2).astype(np.float64)
+    gap = s.max(-1, keepdims=True) - s
+    p = np.exp(-gap) / np.exp(-gap).sum(-1, keepdims=True)
+    finite = ~np.isnan(s).any(-1)
+    for backend in ("c", "numpy"):
+        with compile_backend(backend):
+            o, w = (a.numpy() for a in fg.bind(attention_p, *map(fg.asarray, (q, k, v)), scale=1.0, causal=False))
+        assert np.isnan(w[0, 1, 2]).all() and np.isnan(o[0, 1, 2]).all() and finite.sum() == 11
+        far = gap[finite] > 88  # (float32 scores: a margin)
+        assert far.any() and (w[finite][far] < np.finfo(np.float32).tiny).all(), backend
+        rtol = 2e-7 * np.abs(s[finite]).max()  # (a score's float32 rounding is an exponential's relative error)
+        np.testing.assert_allclose(w[finite], p[finite], rtol=rtol, atol=1e-30, err_msg=backend)
+        np.testing.assert_allclose(o[finite], (p @ v.astype(np.float64))[finite], rtol=rtol, atol=1e-6)
+
+
 def test_a_gradient_through_attention_is_one_attention_grad() -> None:
     """Without a cotangent for the weights, attention's backward pass is the one primitive
     (its rules differentiate it further: tests/test_gradients.py)."""

@@ -274,27 +274,36 @@ static inline float fg_expf(float x) {
     __builtin_memcpy(&a, &bits, 4);
     return expf(a) * scale;
 }
-/* exp(y - c) = 2^n (1 + q), c a small correction: returns q = expm1(r), r = y - c - n ln 2
-   within ln(2)/2 and expm1(r) a polynomial, and sets *scale = 2^n (n = round(y / ln 2) within
-   the float exponent's range). Inlined and vectorized where glibc's vector functions are calls
-   (a c of 0 costs nothing: x - 0 is x, where x + 0 is not for -0). */
-static inline float fg_expm1_reduced(float y, float c, float *scale) {
-    float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n */
-    float n = k - 12582912.0f;
-    float r = fg_fma(n, -0.693145752f, y);     /* y - n ln 2, ln 2 in two parts */
-    r = fg_fma(n, -1.42860677e-06f, r) - c;
+/* expm1(r) for |r| within ln(2)/2, a polynomial (its error under 1e-8 of the result) */
+static inline float fg_expm1_poly(float r) {
     float q = 1.0f / 5040.0f;
     q = fg_fma(q, r, 1.0f / 720.0f);
     q = fg_fma(q, r, 1.0f / 120.0f);
     q = fg_fma(q, r, 1.0f / 24.0f);
     q = fg_fma(q, r, 1.0f / 6.0f);
     q = fg_fma(q, r, 0.5f);
-    q = fg_fma(q, r * r, r);                   /* expm1(r) */
+    return fg_fma(q, r * r, r);
+}
+/* 2^n from k = y / ln 2 + 1.5 * 2^23, whose low bits are n = round(y / ln 2) */
+static inline float fg_pow2_rounded(float k) {
     uint32_t bits;
     __builtin_memcpy(&bits, &k, 4);
-    bits = (bits - 0x4B400000u + 127u) << 23;  /* 2^n */
-    __builtin_memcpy(scale, &bits, 4);
-    return q;
+    bits = (bits - 0x4B400000u + 127u) << 23;
+    float scale;
+    __builtin_memcpy(&scale, &bits, 4);
+    return scale;
+}
+/* exp(y - c) = 2^n (1 + q), c a small correction: returns q = expm1(r), r = y - c - n ln 2
+   within ln(2)/2, and sets *scale = 2^n (n = round(y / ln 2) within the float exponent's
+   range). Inlined and vectorized where glibc's vector functions are calls (a c of 0 costs
+   nothing: x - 0 is x, where x + 0 is not for -0). */
+static inline float fg_expm1_reduced(float y, float c, float *scale) {
+    float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n */
+    float n = k - 12582912.0f;
+    float r = fg_fma(n, -0.693145752f, y);     /* y - n ln 2, ln 2 in two parts */
+    r = fg_fma(n, -1.42860677e-06f, r) - c;
+    *scale = fg_pow2_rounded(k);
+    return fg_expm1_poly(r);
 }
 /* GELU's normal distribution function as JAX writes it, Phi(x) = erfc(-x / sqrt 2) / 2, from
    one exponential: with a = |x|, erfc(a / sqrt 2) = e R(t), e = exp(-a^2 / 2) and R =
