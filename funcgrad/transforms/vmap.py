@@ -201,14 +201,14 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
     def batched(*args: Any, **kwargs: Any) -> Any:
         rule_axis = _RULE_AXIS.get()
         if rule_axis is None:  # (no rule is mapping a sub-program: the usual call)
-            return run(axis_name, *args, **kwargs)
+            return run(axis_name, args, kwargs)
         token = _RULE_AXIS.set(None)
         try:
-            return run(axis_name if axis_name is not None else rule_axis, *args, **kwargs)
+            return run(axis_name if axis_name is not None else rule_axis, args, kwargs)
         finally:
             _RULE_AXIS.reset(token)
 
-    def run(axis_name: Any, *args: Any, **kwargs: Any) -> Any:
+    def run(axis_name: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         leaves: list[Any]
         axes: list[Any]
         if len(args) == 1 and not kwargs and in_axes.__class__ is int and isinstance(args[0], ArrayBase) \
@@ -232,6 +232,8 @@ def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: 
             boxed = [BatchTracer(interp, x, ax) if ax is not None else x for x, ax in zip(leaves, axes)]  # type: ignore[arg-type]
             call_args, call_kwargs = (boxed, {}) if tree is None else _tree.unflatten(tree, boxed)
             out = f(*call_args, **call_kwargs)
+            if out.__class__ is BatchTracer and out._interp is interp and out_axes == out.bdim:
+                return out.val  # (one array, its batch axis where it goes: the usual result)
             if out_axes.__class__ is int and isinstance(out, ArrayBase):  # (one array: no tree to walk)
                 return _unbox(name, interp, out, out_axes, n)  # type: ignore[arg-type]
             out_leaves, out_tree = _tree.flatten(out)
