@@ -59,13 +59,13 @@ def _one_name(op: str, axis_name: Any) -> Any:
 
 def axis_size(axis_name: Any) -> int:
     """How many members the axis (or axes, together) called ``axis_name`` has."""
-    return math.prod(_axes.axis_size("fg.lax.axis_size", n) for n in _names("axis_size", axis_name))
+    return math.prod(_axes.axis_size("axis_size", n) for n in _names("axis_size", axis_name))
 
 
 def _axis(op: str, name: Any) -> dict[str, Any]:
     """The parameters naming axis ``name``: its size, and the group of its ranks under
     ``fg.shard_map`` (none under ``vmap``)."""
-    size, group = _axes.axis_binding(f"fg.lax.{op}", name)
+    size, group = _axes.axis_binding(op, name)
     return {"axis_name": name, "size": size} if group is None else {"axis_name": name, "size": size, "group": group}
 
 

@@ -86,12 +86,12 @@ class binding:
 
 def axis_binding(op: str, name: Any) -> tuple[int, Any]:
     """The size and group of the innermost axis called ``name``; ``UnboundAxisError`` naming
-    it if none is."""
+    it, and ``fg.lax.{op}``, if none is."""
     for bound, size, group in reversed(_BOUND.get()):
         if bound == name:
             return size, group
     names = ", ".join(repr(n) for n, _, _ in _BOUND.get()) or "none"
-    raise UnboundAxisError(f"{op}: unbound axis name {name!r} (the axes bound here: {names}); bind it with "
+    raise UnboundAxisError(f"fg.lax.{op}: unbound axis name {name!r} (the axes bound here: {names}); bind it with "
                            f"fg.vmap(..., axis_name={name!r}) or fg.shard_map over a mesh with that axis")
 
 
