@@ -36,6 +36,13 @@ from .creation import asarray, full
 
 _current = current_interpreter.get  # (the fast paths below write out bind's eager case)
 
+
+def _evaluated_now() -> bool:
+    """Whether an operation of plain arrays alone is evaluated at once under the current
+    interpreter: it passes such operations on, and so do those below it
+    (``Interpreter.plain_is_eager``). (The fast paths ask whether there is one first.)"""
+    return getattr(_current(), "plain_is_eager", False)
+
 __all__ = [
     "astype", "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "power",
     "pow", "maximum", "minimum", "arctan2", "atan2", "hypot", "copysign", "logaddexp", "nextafter",
@@ -126,11 +133,11 @@ def _binary_fn(name: str, *, floating: bool = False) -> Any:
             if dt.kind in kinds and (
                 (y.__class__ is Array and y._dtype is dt) or (dt.kind, y.__class__) in _WEAK_FITS
             ):
-                interp = _current()
-                return evaluate(prim, (x, y), {}) if interp is None or interp.plain_is_eager else bind(prim, x, y)
+                if _current() is None or _evaluated_now():
+                    return evaluate(prim, (x, y), {})
+                return bind(prim, x, y)
         elif y.__class__ is Array and (y._dtype.kind, x.__class__) in _WEAK_FITS and y._dtype.kind in kinds:
-            interp = _current()
-            return evaluate(prim, (x, y), {}) if interp is None or interp.plain_is_eager else bind(prim, x, y)
+            return evaluate(prim, (x, y), {}) if _current() is None or _evaluated_now() else bind(prim, x, y)
         elif isinstance(x, ArrayBase):  # tracers: the same checks through the public attributes
             dt = x.dtype
             if dt.kind in kinds and (
@@ -276,8 +283,7 @@ def _unary_fn(name: str, *, floating: bool = False, int_identity: bool = False) 
                                  "PyTorch); use ~x or fg.logical_not(x)")
             elif kind == "b" and name != "bitwise_invert":
                 x = cast_to(x, _dt.int64)
-        interp = _current()
-        if interp is None or interp.plain_is_eager and x.__class__ is Array:
+        if _current() is None or x.__class__ is Array and _evaluated_now():
             return evaluate(prim, (x,), {})
         return bind(prim, x)
 

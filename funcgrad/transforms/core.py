@@ -111,9 +111,12 @@ class Interpreter:
 
     def __init__(self) -> None:
         self.parent = current_interpreter.get()
-        self.plain_is_eager = self.only_own_tracers and (self.parent is None or self.parent.plain_is_eager)
+        self.plain_is_eager = self._plain_is_eager()
         self.active = True
         self.transform = USER_TRANSFORM.get() or self.name
+
+    def _plain_is_eager(self) -> bool:
+        return self.only_own_tracers and (self.parent is None or getattr(self.parent, "plain_is_eager", False))
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
         """Run ``prim`` below this interpreter, unchanged (what a subclass's ``super()`` call does)."""
@@ -126,7 +129,7 @@ class Interpreter:
     def __enter__(self) -> Any:
         """Make this interpreter current: it sees every primitive bound in the block."""
         self.parent = current_interpreter.get()  # (whatever is current now, which may differ from __init__'s)
-        self.plain_is_eager = self.only_own_tracers and (self.parent is None or self.parent.plain_is_eager)
+        self.plain_is_eager = self._plain_is_eager()
         self.active = True
         if "transform" not in self.__dict__:  # (a subclass whose __init__ did not call ours)
             self.transform = type(self).__name__
