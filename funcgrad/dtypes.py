@@ -24,7 +24,7 @@ from .errors import DTypeError
 __all__ = [
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "bfloat16", "float32", "float64", "complex64", "complex128", "component_dtype", "as_dtype", "result_type",
-    "promote", "PYTHON_DTYPES", "python_result",
+    "promote", "PYTHON_DTYPES", "PYTHON_SCALARS", "python_result",
     "weak_result", "can_cast", "finfo", "iinfo", "isdtype", "all_dtypes",
     "default_float", "default_complex", "default_int", "set_default_float", "set_default_dtype", "get_default_dtype",
     "set_converter",
@@ -227,6 +227,7 @@ _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 # Python's numbers and the dtypes of their precision: what a Python number becomes as a
 # (weakly typed) traced value, and what arithmetic among numbers alone computes in
 PYTHON_DTYPES: dict[type, DType] = {bool: bool_, int: int64, float: float64, complex: complex128}
+PYTHON_SCALARS = tuple(PYTHON_DTYPES)  # (for isinstance and class checks)
 
 
 def python_result(kinds: Any, floating: bool = False) -> DType:

@@ -284,7 +284,14 @@ static inline float fg_expm1_poly(float r) {
     q = fg_fma(q, r, 0.5f);
     return fg_fma(q, r * r, r);
 }
-/* 2^n from k = y / ln 2 + 1.5 * 2^23, whose low bits are n = round(y / ln 2) */
+/* k = y / ln 2 + 1.5 * 2^23, whose low bits are n = round(y / ln 2) */
+static inline float fg_log2_rounded(float y) { return y * 1.44269504f + 12582912.0f; }
+/* r = y - n ln 2 (ln 2 in two parts), within ln(2)/2, for k = fg_log2_rounded(y) */
+static inline float fg_ln2_remainder(float y, float k) {
+    const float n = k - 12582912.0f;
+    return fg_fma(n, -1.42860677e-06f, fg_fma(n, -0.693145752f, y));
+}
+/* 2^n for k = fg_log2_rounded(y) */
 static inline float fg_pow2_rounded(float k) {
     uint32_t bits;
     __builtin_memcpy(&bits, &k, 4);
@@ -298,12 +305,9 @@ static inline float fg_pow2_rounded(float k) {
    range). Inlined and vectorized where glibc's vector functions are calls (a c of 0 costs
    nothing: x - 0 is x, where x + 0 is not for -0). */
 static inline float fg_expm1_reduced(float y, float c, float *scale) {
-    float k = y * 1.44269504f + 12582912.0f;   /* 1.5 * 2^23: k's low bits are n */
-    float n = k - 12582912.0f;
-    float r = fg_fma(n, -0.693145752f, y);     /* y - n ln 2, ln 2 in two parts */
-    r = fg_fma(n, -1.42860677e-06f, r) - c;
+    const float k = fg_log2_rounded(y);
     *scale = fg_pow2_rounded(k);
-    return fg_expm1_poly(r);
+    return fg_expm1_poly(fg_ln2_remainder(y, k) - c);
 }
 /* GELU's normal distribution function as JAX writes it, Phi(x) = erfc(-x / sqrt 2) / 2, from
    one exponential: with a = |x|, erfc(a / sqrt 2) = e R(t), e = exp(-a^2 / 2) and R =

@@ -56,7 +56,7 @@ __all__ = [
     "sign", "square", "reciprocal", "floor", "ceil", "trunc", "round", "where", "clip", "integer_pow",
 ]
 
-_SCALARS = (bool, int, float, complex)
+_SCALARS = _dt.PYTHON_SCALARS
 
 
 def _to_array(x: Any) -> Any:

@@ -115,10 +115,8 @@ _FORWARD_C = _HEADER_C + """
 static inline float fg_exp_score_f(float y) {
     const float zero = y < -87.33f ? 0.0f : 1.0f;  /* (a NaN stays NaN) */
     y = y < -87.33f ? -87.33f : y;
-    const float k = y * 1.44269504f + 12582912.0f, n = k - 12582912.0f;  /* as fg_expm1_reduced's */
-    const float r = fg_fma(n, -1.42860677e-06f, fg_fma(n, -0.693145752f, y));
-    const float scale = fg_pow2_rounded(k) * zero;
-    return fg_fma(scale, fg_expm1_poly(r), scale);
+    const float k = fg_log2_rounded(y), scale = fg_pow2_rounded(k) * zero;
+    return fg_fma(scale, fg_expm1_poly(fg_ln2_remainder(y, k)), scale);
 }
 #define fg_exp_score(y) _Generic((y), float: fg_exp_score_f((float)(y)), default: exp(y))
 void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {

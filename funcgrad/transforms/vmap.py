@@ -19,6 +19,7 @@ from .. import ops
 from .. import tree as _tree
 from ..array import Array, ArrayBase, evaluate
 from ..backends import random_state as random_state
+from ..dtypes import PYTHON_SCALARS as _SCALARS
 from ..errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ..primitives import lax
 from ..primitives.axes import bind_axis, unbind_axis
@@ -29,7 +30,6 @@ from .core import Interpreter, Tracer, check_tracer, user_transform
 
 __all__ = ["vmap", "BatchInterpreter", "BatchTracer"]
 
-_SCALARS = (bool, int, float, complex)
 _set_interpreter = current_interpreter.set
 _reset_interpreter = current_interpreter.reset
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ... import tree as _tree
 from ...array import Array, ArrayBase
+from ...dtypes import PYTHON_SCALARS as _SCALARS
 from ...ops import zeros
 from ...primitives.ad import VJPRule
 from ...primitives.core import Primitive, ShapedArray, aval_of, current_interpreter
@@ -31,9 +32,6 @@ from .lower import LoweredFunction, lower, wrap_outputs
 from .pipeline import optimize
 
 __all__ = ["compiled_call_p", "lowered_program"]
-
-_SCALARS = (bool, int, float, complex)
-
 
 
 def _abstract_eval(*avals: Any, name: str, program: Program, donated: tuple[int, ...] = ()) -> tuple[Any, ...]:

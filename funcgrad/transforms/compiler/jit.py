@@ -36,6 +36,7 @@ from ...array import Array, ArrayBase, wrap_kernel_output
 from ...backends import random_state as random_state
 from ...config import config
 from ...dtypes import PYTHON_DTYPES
+from ...dtypes import PYTHON_SCALARS as _SCALARS
 from ...errors import ArgumentTypeError, ArgumentValueError, DonatedArrayError, RetraceError
 from ...ops import asarray
 from ...primitives.core import ShapedArray, current_interpreter
@@ -56,7 +57,6 @@ MAX_SIGNATURES = 64  # programs kept per compiled function (the least recently u
 
 # ---- signatures --------------------------------------------------------------------------
 
-_SCALARS = (bool, int, float, complex)
 
 
 def _describe(leaf: Any) -> Any:
