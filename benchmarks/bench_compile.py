@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import bench_autodiff as mlp_bench  # noqa: E402
-from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
+from common import blas_line, interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
 
@@ -385,6 +385,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", choices=["first", "W2", "W6", "W3", "W5", "call"],
                         help="these workloads only (W2 includes W4)")
     args = parser.parse_args()
+    print(blas_line())
     wanted = set(args.only or ["first", "W2", "W6", "W3", "W5", "call"])
     if "first" in wanted:
         first_calls()

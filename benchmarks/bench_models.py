@@ -21,7 +21,7 @@ import types
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
+from common import blas_line, interleaved_samples, median_and_best, optional, paired_ratio  # noqa: E402
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
@@ -120,6 +120,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args()
+    print(blas_line())
     report("nanoGPT step (4 layers, 4 heads, width 128, batch 16 x 64, AdamW)",
            _contenders(nanogpt, not args.no_torch_compile), args.rounds, 3)
     report("MNIST CNN step (pytorch/examples' Net, batch 64, Adadelta)",

@@ -53,3 +53,15 @@ def optional(module: str) -> Any:
         return __import__(module)
     except ImportError:
         return None
+
+
+def blas_line() -> str:
+    """Which BLAS library funcgrad's products call (``fg.config.blas``), for a report's head:
+    the products of a model step are most of its time, and MKL's and OpenBLAS's differ."""
+    from funcgrad.backends import cc
+
+    found = cc.blas()
+    if found is None:
+        return "funcgrad's products: NumPy's (no BLAS native code can call)"
+    how = "one thread a call, shared out over funcgrad's threads" if found.sequential else "threaded by itself"
+    return f"funcgrad's products: {found.name} ({how}; fg.config.blas = {cc.config.blas!r})"

@@ -30,6 +30,13 @@
   mapping costs on every large array, at the price of a resident size up to this much above
   what is live; ``fg.memory.empty_cache("cpu")`` gives it back. Also set by the environment
   variable ``FUNCGRAD_CPU_HEAP_CACHE`` (bytes). It affects the whole process (glibc only).
+* ``blas``: the library that computes matrix products: ``"auto"`` (the default) Intel's MKL
+  where the ``mkl`` package is installed (``pip install funcgrad[mkl]``) and NumPy does not
+  use MKL itself, else NumPy's own BLAS; ``"mkl"`` or ``"numpy"`` to choose. MKL runs one
+  thread a call and funcgrad shares each product out over its threads; NumPy's OpenBLAS
+  threads itself. The two give different bits; eager and compiled code use the same one.
+  Read at each product (a program compiled before a change keeps the library it was built
+  with); also set by the environment variable ``FUNCGRAD_BLAS``.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ __all__ = ["config"]
 
 class _Config:
     __slots__ = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "_compile_backend", "_x64",
-                 "_heap_cache", "_followers")
+                 "_heap_cache", "_blas", "_followers")
 
     def __init__(self) -> None:
         self.explain_cache_misses = os.environ.get("FUNCGRAD_EXPLAIN_CACHE_MISSES", "") not in ("", "0")
@@ -50,6 +57,7 @@ class _Config:
         self.compile_threads = int(os.environ.get("FUNCGRAD_COMPILE_THREADS", 0)) or _usable_cores()
         self.write_guard = os.environ.get("FUNCGRAD_WRITE_GUARD", "") not in ("", "0")
         self.compile_backend = os.environ.get("FUNCGRAD_COMPILE_BACKEND", "") or "c"
+        self.blas = os.environ.get("FUNCGRAD_BLAS", "") or "auto"
         self._followers: dict[str, list[Callable[[object], None]]] = {"enable_x64": [], "cpu_heap_cache": []}
         self.enable_x64 = os.environ.get("FUNCGRAD_ENABLE_X64", "") not in ("", "0")
         self.cpu_heap_cache = _byte_count("FUNCGRAD_CPU_HEAP_CACHE", 1 << 30)
@@ -108,10 +116,21 @@ class _Config:
             raise ValueError(f"fg.config.compile_backend: {value!r} is not a backend; use 'c' or 'numpy'")
         self._compile_backend = value
 
+    @property
+    def blas(self) -> str:
+        return self._blas
+
+    @blas.setter
+    def blas(self, value: str) -> None:
+        if value not in ("auto", "mkl", "numpy"):
+            raise ValueError(f"fg.config.blas: {value!r} is not a BLAS choice; use 'auto', 'mkl' or 'numpy'")
+        self._blas = value
+
     def __repr__(self) -> str:
         return (f"fg.config(explain_cache_misses={self.explain_cache_misses}, no_retrace={self.no_retrace}, "
                 f"compile_threads={self.compile_threads}, compile_backend={self.compile_backend!r}, "
-                f"write_guard={self.write_guard}, enable_x64={self.enable_x64}, cpu_heap_cache={self.cpu_heap_cache})")
+                f"blas={self.blas!r}, write_guard={self.write_guard}, enable_x64={self.enable_x64}, "
+                f"cpu_heap_cache={self.cpu_heap_cache})")
 
 
 def _byte_count(variable: str, default: int) -> int:
@@ -135,6 +154,6 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-_SWITCHES = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "compile_backend", "enable_x64",
-             "cpu_heap_cache")
+_SWITCHES = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "compile_backend", "blas",
+             "enable_x64", "cpu_heap_cache")
 config = _Config()

@@ -23,14 +23,24 @@ RTOL = {np.dtype("float32"): 2e-5, np.dtype("float64"): 1e-12}
 
 
 @contextmanager
-def compile_backend(name: str) -> Iterator[None]:
-    """Programs lowered inside run on backend ``name``."""
-    before = fg.config.compile_backend
-    fg.config.compile_backend = name
+def setting(name: str, value: Any) -> Iterator[None]:
+    """``fg.config``'s switch ``name`` set to ``value`` inside."""
+    before = getattr(fg.config, name)
+    setattr(fg.config, name, value)
     try:
         yield
     finally:
-        fg.config.compile_backend = before
+        setattr(fg.config, name, before)
+
+
+def compile_backend(name: str) -> Any:
+    """Programs lowered inside run on backend ``name``."""
+    return setting("compile_backend", name)
+
+
+def blas(name: str) -> Any:
+    """Products inside call the BLAS library ``name`` chooses (``fg.config.blas``)."""
+    return setting("blas", name)
 
 
 def native() -> bool:

@@ -12,7 +12,7 @@ import funcgrad as fg
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-SWITCHES = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "compile_backend", "enable_x64",
+SWITCHES = ("explain_cache_misses", "no_retrace", "compile_threads", "write_guard", "compile_backend", "blas", "enable_x64",
             "cpu_heap_cache")
 
 

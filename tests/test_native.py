@@ -22,7 +22,7 @@ import funcgrad as fg
 from funcgrad.backends import cc
 from funcgrad.primitives.core import ShapedArray
 
-from .backends import compile_backend
+from .backends import blas, compile_backend
 
 pytestmark = pytest.mark.skipif(not any(os.path.exists(os.path.join(p, c)) for p in os.environ["PATH"].split(":")
                                         for c in ("cc", "gcc", "clang")), reason="no C compiler")
@@ -1170,7 +1170,7 @@ def test_the_linear_kernels_bias_add_is_numpys_bits(data):
     w, b = rng.standard_normal((q, k)).astype(dtype), rng.standard_normal(q).astype(dtype)
     with compile_backend("numpy"):
         want = _linear(np, x, w, b)
-    with compile_backend("c"):
+    with compile_backend("c"), blas("numpy"):  # (the same product: NumPy's)
         assert _linear(np, x, w, b).tobytes() == want.tobytes()
 
 
@@ -1204,8 +1204,13 @@ def test_stacked_products_are_numpys_bits(data):
     a = operand(m, k)
     b = a.swapaxes(-1, -2) if data.draw(st.booleans()) else operand(k, q)  # (x @ x.mT)
     before = a.copy(), b.copy()
-    with compile_backend("c"):
-        got = _matmul_kernel(np, a, b)
-    np.testing.assert_array_equal(got, np.matmul(a, b))
-    np.testing.assert_array_equal(a, before[0])
-    np.testing.assert_array_equal(b, before[1])
+    for library in ("numpy", "mkl") if cc._mkl_blas() is not None else ("numpy",):
+        with blas(library), compile_backend("c"):
+            got = _matmul_kernel(np, a, b)
+        if library == "numpy":
+            np.testing.assert_array_equal(got, np.matmul(a, b))
+        else:  # (MKL's products, one thread each: NumPy's values, not its bits)
+            tol = 1e-4 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(got, np.matmul(a, b), rtol=tol, atol=tol)
+        np.testing.assert_array_equal(a, before[0])
+        np.testing.assert_array_equal(b, before[1])

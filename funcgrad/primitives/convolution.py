@@ -544,8 +544,8 @@ def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int,
             hw: Pair, sizes: Pair, strides: Pair, dilations: Pair) -> Any:
     """The kernel as a native loop over the images, for float32 and float64 without groups
     where a compiler is found: at stride 1 direct (``_DIRECT_C``, over threads), else im2col
-    by chunks of images and NumPy's BLAS (one thread: the product splits itself); None
-    otherwise."""
+    by chunks of images and ``cc.blas``'s products (one thread: NumPy's OpenBLAS splits a
+    product itself, MKL's runs on that one); None otherwise."""
     a, b = operands
     if not (cc.eager_native(xp) and groups == 1 and a.dtype == b.dtype and a.dtype in (np.float32, np.float64)):
         return None
@@ -554,8 +554,8 @@ def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int,
         out = _direct(mode, a, b, out_shape, c, hw, sizes, dilations)
         if out is not None:
             return out
-    gemms = cc.blas()
-    if gemms is None:
+    blas = cc.blas()
+    if blas is None:
         return None
     address = _kernel(cc.C_TYPE_OF[a.dtype], False)
     if address is None:
@@ -564,7 +564,7 @@ def _native(xp: Any, mode: int, operands: tuple[Any, Any], out_shape: tuple[int,
     images = a.shape[0]
     o = out_shape[1] if mode == 0 else b.shape[1] if mode == 2 else a.shape[1]  # (the output channels)
     oh, ow = out_size(hw, sizes, strides, dilations)
-    gemm = gemms[0] if a.dtype == np.float32 else gemms[1]
+    gemm = blas.addresses[0 if a.dtype == np.float32 else 1]
     chunk = max(1, min(images, _CHUNK_BYTES // max(1, c * sizes[0] * sizes[1] * oh * ow * a.itemsize)))
     cc.run(address, [a, b], [out], [images, gemm, mode, c, *hw, o, *sizes, oh, ow, *strides, *dilations, chunk])
     return out

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..backends import cc
 from ..backends.base import flat_span
+from ..config import config
 from ..errors import DTypeError, ShapeError
 from . import lax
 from .ad import defjvp, defvjp
@@ -50,16 +51,30 @@ def _matmul_rule(a: ShapedArray, b: ShapedArray) -> ShapedArray:
 _DOT_MOST = 1 << 22  # multiply-adds: the largest product of two matrices ``np.dot`` computes
 
 
+@functools.lru_cache(maxsize=16)
+def _typed_kernel(source: str, c_type: str) -> int | None:
+    """The native loop ``source`` with ``T`` the C type ``c_type``, or None where it cannot be built."""
+    try:
+        return cc.loop_kernel(f"#define T {c_type}\n" + source)
+    except cc.NativeBuildError:
+        return None
+
+
 def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
-    """``np.matmul``, the hottest kernel of a training loop. A small product of two
-    matrices that BLAS reads as they lie (each C or Fortran ordered, a BLAS dtype) goes to
-    ``np.dot``, which calls the same ``gemm`` with less around it (3.1 against 2.2 us for
-    8x32 @ 32x32 here, 3.0 against 0.8 for 8x32.T @ 32x32) and so gives the same bits; a
-    large one stays with ``np.matmul``, as NumPy's ``@``: ``np.dot`` is slower there with a
-    transposed first operand (a weight gradient ``x.T @ dy``: 784x128 @ 128x512 1.05-1.07x
-    in float32, 1.02-1.32x in float64). A stack of them, ``_stacked``'s native loop.
-    bfloat16 has no matmul loop of its own, so fg.matmul runs it in float32 with explicit
-    casts."""
+    """``np.matmul``, the hottest kernel of a training loop. With a BLAS that runs one
+    thread a call (MKL: ``cc.blas``), a product of two matrices is ``_blocked``'s. Else a
+    small product of two matrices that BLAS reads as they lie (each C or Fortran ordered, a
+    BLAS dtype) goes to ``np.dot``, which calls the same ``gemm`` with less around it (3.1
+    against 2.2 us for 8x32 @ 32x32 here, 3.0 against 0.8 for 8x32.T @ 32x32) and so gives
+    the same bits; a large one stays with ``np.matmul``, as NumPy's ``@``: ``np.dot`` is
+    slower there with a transposed first operand (a weight gradient ``x.T @ dy``: 784x128 @
+    128x512 1.05-1.07x in float32, 1.02-1.32x in float64). A stack of them, ``_stacked``'s
+    native loop. bfloat16 has no matmul loop of its own, so fg.matmul runs it in float32
+    with explicit casts."""
+    if a.ndim == 2 == b.ndim and a.dtype.char in "fd" and a.dtype == b.dtype and cc.eager_native(xp):
+        product = _blocked(a, b, out)
+        if product is not None:
+            return product
     if a.ndim == 2 == b.ndim and a.dtype.char in "fdFD" and (a.flags.c_contiguous or a.flags.f_contiguous) and \
             (b.flags.c_contiguous or b.flags.f_contiguous) and (out is None or out.flags.c_contiguous) and \
             a.size * b.shape[1] <= _DOT_MOST:
@@ -70,6 +85,80 @@ def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
         if stacked is not None:
             return stacked
     return xp.matmul(a, b, out=out)
+
+
+# A product of two matrices with a BLAS that runs one thread a call (MKL), as ``np.dot``
+# computes one (``gemm``, each operand read transposed where it lies in Fortran order, or
+# ``syrk`` where both are one matrix and its transpose, its upper triangle copied down: the
+# native program's products are the same calls), cut into one block of rows (or of columns,
+# where the result has more of those) a thread. (nanoGPT's products on two threads: 0.81-0.89x
+# the time of NumPy's OpenBLAS, as PyTorch's MKL takes, Intel Xeon.)
+# n: the blocks, gemm's and syrk's addresses, M, K, N; per operand whether it is read
+# transposed and its leading dimension; whether the blocks are of columns.
+_BLOCKED_C = """#include <stdint.h>
+typedef void (*fg_gemm_f)(int, int, int, int64_t, int64_t, int64_t, T, const T *, int64_t, const T *, int64_t, T,
+                          T *, int64_t);
+typedef void (*fg_syrk_f)(int, int, int, int64_t, int64_t, T, const T *, int64_t, T, T *, int64_t);
+static int64_t fg_edge(int64_t size, int64_t i, int64_t blocks) {  /* on multiples of 16 between blocks */
+    return (i == 0 || i == blocks) ? size * i / blocks : (size * i / blocks) & ~(int64_t)15;
+}
+void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
+    const fg_gemm_f gemm = (fg_gemm_f)(intptr_t)n[1];
+    const fg_syrk_f syrk = (fg_syrk_f)(intptr_t)n[2];
+    const int64_t blocks = n[0], m = n[3], k = n[4], q = n[5], ta = n[6], lda = n[7], tb = n[8], ldb = n[9];
+    const int by_columns = (int)n[10], trans_a = ta ? 112 : 111, trans_b = tb ? 112 : 111;
+    const T *a = (const T *)p[0], *b = (const T *)p[1];
+    T *c = (T *)p[2];
+    if (blocks == 1 && ta != tb && m == q && (const void *)a == (const void *)b) {
+        syrk(101, 121, trans_a, q, k, 1, ta ? b : a, ta ? ldb : lda, 0, c, q);
+        for (int64_t i = 0; i < q; i++) for (int64_t j = i + 1; j < q; j++) c[j * q + i] = c[i * q + j];
+        return;
+    }
+    for (int64_t i = lo; i < hi; i++) {
+        const int64_t s0 = fg_edge(by_columns ? q : m, i, blocks), s1 = fg_edge(by_columns ? q : m, i + 1, blocks);
+        if (by_columns)
+            gemm(101, trans_a, trans_b, m, s1 - s0, k, 1, a, lda, tb ? b + s0 * ldb : b + s0, ldb, 0, c + s0, q);
+        else
+            gemm(101, trans_a, trans_b, s1 - s0, q, k, 1, ta ? a + s0 : a + s0 * lda, lda, b, ldb, 0, c + s0 * q, q);
+    }
+}
+"""
+_BLOCK_WORK = 1 << 18  # multiply-adds a block takes at least (about 3 us on one core)
+
+
+def _blocked(a: Any, b: Any, out: Any = None) -> Any:
+    """``a @ b`` of two float matrices by ``_BLOCKED_C``'s blocks where the BLAS runs one
+    thread a call; None otherwise (NumPy's BLAS, which threads itself; a row or column
+    vector, ``gemv``'s; no compiler)."""
+    blas = cc.blas()
+    (m, k), q = a.shape, b.shape[1]
+    if blas is None or not blas.sequential or min(m, k, q) < 2 or (out is not None and not out.flags.c_contiguous):
+        return None
+    address = _typed_kernel(_BLOCKED_C, cc.C_TYPE_OF[a.dtype])
+    if address is None:
+        return None
+    (ra, ta, lda), (rb, tb, ldb) = _as_matrix(a), _as_matrix(b)
+    if out is None:
+        out = np.empty((m, q), a.dtype)
+    by_columns = q > m
+    blocks = max(1, min(config.compile_threads, (q if by_columns else m) // 16, m * k * q // _BLOCK_WORK))
+    if ta != tb and m == q and ra.ctypes.data == rb.ctypes.data:
+        blocks = 1  # (syrk: one call)
+    single = a.dtype == np.float32
+    gemm, syrk = blas.addresses[0 if single else 1], blas.addresses[2 if single else 3]
+    cc.caller()(blocks, address, cc.sizes_and_bytes(2, 1, [blocks, gemm, syrk, m, k, q, ta, lda, tb, ldb, by_columns],
+                                                    [ra.nbytes, rb.nbytes, out.nbytes]), 0, blocks, ra, rb, out)
+    return out
+
+
+def _as_matrix(x: Any) -> tuple[Any, int, int]:
+    """A matrix as BLAS reads it: its C-ordered memory, whether it is read transposed (it lies
+    in Fortran order) and its leading dimension; a copy in C order where it lies in neither."""
+    if x.flags.c_contiguous and x.strides[-1] == x.itemsize:
+        return x, 0, x.shape[1]
+    if x.flags.f_contiguous:
+        return x.T, 1, x.shape[0]
+    return np.ascontiguousarray(x), 0, x.shape[1]
 
 
 # A stack of products (attention's scores and their gradients: 64 products of 64x32 by
@@ -103,14 +192,6 @@ void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {
 """
 
 
-@functools.lru_cache(maxsize=4)
-def _stacked_kernel(c_type: str) -> int | None:
-    try:
-        return cc.loop_kernel(f"#define T {c_type}\n" + _STACKED_C)
-    except cc.NativeBuildError:
-        return None
-
-
 def _as_read(x: Any) -> tuple[Any, int, int, list[int]]:
     """``x``'s matrices as BLAS reads them where they lie: the contiguous run of memory
     from its first element to its last, whether each matrix is read transposed (a view
@@ -138,17 +219,17 @@ def _stacked(a: Any, b: Any) -> Any:
     batch = a.shape[:-2]
     if min(m, k, q) < 2 or not math.prod(batch):
         return None
-    gemms = cc.blas()
-    if gemms is None:
+    blas = cc.blas()
+    if blas is None:
         return None
-    address = _stacked_kernel(cc.C_TYPE_OF[a.dtype])
+    address = _typed_kernel(_STACKED_C, cc.C_TYPE_OF[a.dtype])
     if address is None:
         return None
     (ra, ta, lda, sa), (rb, tb, ldb, sb) = _as_read(a), _as_read(b)
     if ta != tb and ra.ctypes.data == rb.ctypes.data:
         return None
     out = np.empty((*batch, m, q), a.dtype)
-    gemm = gemms[0] if a.dtype == np.float32 else gemms[1]
+    gemm = blas.addresses[0 if a.dtype == np.float32 else 1]
     cc.run(address, [ra, rb], [out], [math.prod(batch), gemm, m, k, q, ta, lda, tb, ldb, len(batch), *batch, *sa, *sb],
            per_element=2 * k)
     return out
@@ -253,19 +334,11 @@ _ADD_BIAS_C = """void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char *
 """
 
 
-@functools.lru_cache(maxsize=4)
-def _add_bias_kernel(c_type: str) -> int | None:
-    try:
-        return cc.loop_kernel(f"#define T {c_type}\n" + _ADD_BIAS_C)
-    except cc.NativeBuildError:
-        return None
-
-
 def _add_bias(xp: Any, out: Any, b: Any) -> None:
     """``out += b`` over ``out``'s rows: the native loop for C-ordered float arrays, else NumPy's."""
     if cc.eager_native(xp) and out.flags.c_contiguous and b.flags.c_contiguous and out.dtype == b.dtype and \
             out.dtype in (np.float32, np.float64) and out.size:
-        address = _add_bias_kernel(cc.C_TYPE_OF[out.dtype])
+        address = _typed_kernel(_ADD_BIAS_C, cc.C_TYPE_OF[out.dtype])
         if address is not None:
             q = b.shape[0]
             cc.caller()(1, address, cc.sizes_and_bytes(1, 1, [out.size // q, q], [b.nbytes, out.nbytes]), 0,
@@ -276,9 +349,10 @@ def _add_bias(xp: Any, out: Any, b: Any) -> None:
 
 def _linear(xp: Any, x: Any, w: Any, b: Any = None) -> Any:
     if x.ndim > 2 and x.flags.c_contiguous:  # every leading axis a batch of rows: one 2-d product (one
-        out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T).reshape(*x.shape[:-1], w.shape[0])  # GEMM, not one each)
+        rows = x.reshape(-1, x.shape[-1])  # GEMM, not one each)
+        out = _matmul_kernel(xp, rows, w.T).reshape(*x.shape[:-1], w.shape[0])
     else:
-        out = xp.matmul(x, w.T)
+        out = _matmul_kernel(xp, x, w.T) if x.ndim == 2 else xp.matmul(x, w.T)
     if b is not None:
         _add_bias(xp, out, b)  # (the product's output is fresh memory: added in place, no allocation)
     return out

@@ -128,7 +128,7 @@ class NativeProgram:
         self.helpers: list[str] = []
         self.body: list[str] = []
         self.loops: list[str] = []  # each native loop's label, in order
-        self.steps = 0
+        self.steps = self.products = 0
         for start, end, kind in _steps(program.eqns):
             eqns = program.eqns[start:end]
             temporary: list[tuple[int, int]] = []
@@ -163,7 +163,7 @@ class NativeProgram:
                                  "void fg_kernel(int64_t lo, int64_t hi, const int64_t *n, char **p) {",
                                  f"    char *arena = p[{n_in + len(self.outputs)}];", *self.body, "}", ""])
         sizes = [_nbytes(v) for v in (*self.inputs, *self.outputs)]
-        self.meta = cc.sizes_and_bytes(n_in, len(self.outputs) + 1, [1, *(cc.blas() or (0, 0, 0, 0))],
+        self.meta = cc.sizes_and_bytes(n_in, len(self.outputs) + 1, [1, *_addresses(self.products)],
                                        [*sizes, self.arena])
         self.kernel = 0
         self.label = f"native program: {self.steps} loops and products"
@@ -297,6 +297,13 @@ class NativeProgram:
         lines[-1] += " }  /* matmul */"
         self.body.extend(lines)
         self.steps += 1
+        self.products += 1
+
+
+def _addresses(products: int) -> tuple[int, int, int, int]:
+    """The BLAS functions a program with ``products`` products calls (``cc.blas``)."""
+    blas = cc.blas() if products else None
+    return (0, 0, 0, 0) if blas is None else blas.addresses
 
 
 def _address(operand: int | None, offset: int) -> str:
