@@ -1028,6 +1028,13 @@ def blas() -> Blas | None:
     return _numpy_blas()
 
 
+def blas_sequential() -> bool:
+    """Whether ``blas``'s library runs one thread a call (funcgrad shares its products out):
+    the test before each product, so it reads the choice and one cached answer only."""
+    choice = config.blas
+    return choice != "numpy" and _mkl_blas() is not None
+
+
 @functools.lru_cache(maxsize=1)
 def _warn_no_mkl() -> None:
     warnings.warn("fg.config.blas is 'mkl' but no MKL library was found to load (pip install funcgrad[mkl]), or "

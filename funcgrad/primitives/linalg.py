@@ -71,7 +71,8 @@ def _matmul_kernel(xp: Any, a: Any, b: Any, out: Any = None) -> Any:
     128x512 1.05-1.07x in float32, 1.02-1.32x in float64). A stack of them, ``_stacked``'s
     native loop. bfloat16 has no matmul loop of its own, so fg.matmul runs it in float32
     with explicit casts."""
-    if a.ndim == 2 == b.ndim and a.dtype.char in "fd" and a.dtype == b.dtype and cc.eager_native(xp):
+    if cc.blas_sequential() and a.ndim == 2 == b.ndim and a.dtype.char in "fd" and a.dtype == b.dtype and \
+            cc.eager_native(xp):
         product = _blocked(a, b, out)
         if product is not None:
             return product
@@ -131,24 +132,37 @@ def _blocked(a: Any, b: Any, out: Any = None) -> Any:
     thread a call; None otherwise (NumPy's BLAS, which threads itself; a row or column
     vector, ``gemv``'s; no compiler)."""
     blas = cc.blas()
-    (m, k), q = a.shape, b.shape[1]
-    if blas is None or not blas.sequential or min(m, k, q) < 2 or (out is not None and not out.flags.c_contiguous):
-        return None
-    address = _typed_kernel(_BLOCKED_C, cc.C_TYPE_OF[a.dtype])
-    if address is None:
+    if blas is None or not blas.sequential or (out is not None and not out.flags.c_contiguous):
         return None
     (ra, ta, lda), (rb, tb, ldb) = _as_matrix(a), _as_matrix(b)
+    (m, k), q = a.shape, b.shape[1]
+    syrk = ta != tb and m == q and ra.__array_interface__["data"][0] == rb.__array_interface__["data"][0]
+    plan = _blocked_plan(m, k, q, ta, lda, tb, ldb, a.dtype, blas, config.compile_threads, syrk)
+    if plan is None:
+        return None
     if out is None:
         out = np.empty((m, q), a.dtype)
-    by_columns = q > m
-    blocks = max(1, min(config.compile_threads, (q if by_columns else m) // 16, m * k * q // _BLOCK_WORK))
-    if ta != tb and m == q and ra.ctypes.data == rb.ctypes.data:
-        blocks = 1  # (syrk: one call)
-    single = a.dtype == np.float32
-    gemm, syrk = blas.addresses[0 if single else 1], blas.addresses[2 if single else 3]
-    cc.caller()(blocks, address, cc.sizes_and_bytes(2, 1, [blocks, gemm, syrk, m, k, q, ta, lda, tb, ldb, by_columns],
-                                                    [ra.nbytes, rb.nbytes, out.nbytes]), 0, blocks, ra, rb, out)
+    address, meta, blocks = plan
+    cc.caller()(blocks, address, meta, 0, blocks, ra, rb, out)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _blocked_plan(m: int, k: int, q: int, ta: int, lda: int, tb: int, ldb: int, dtype: Any, blas: cc.Blas,
+                  threads: int, syrk: bool) -> tuple[int, Any, int] | None:
+    """The kernel, its sizes and the blocks of one shape and layout of product (worked out
+    once: a small product's call costs about what its arithmetic does)."""
+    address = _typed_kernel(_BLOCKED_C, cc.C_TYPE_OF[dtype])
+    if address is None or min(m, k, q) < 2:
+        return None
+    by_columns = q > m
+    blocks = 1 if syrk else max(1, min(threads, (q if by_columns else m) // 16, m * k * q // _BLOCK_WORK))
+    single = dtype == np.float32
+    gemm, syrk_address = blas.addresses[0 if single else 1], blas.addresses[2 if single else 3]
+    size = dtype.itemsize
+    meta = cc.sizes_and_bytes(2, 1, [blocks, gemm, syrk_address, m, k, q, ta, lda, tb, ldb, by_columns],
+                              [m * k * size, k * q * size, m * q * size])
+    return address, meta, blocks
 
 
 def _as_matrix(x: Any) -> tuple[Any, int, int]:
