@@ -31,8 +31,8 @@
   what is live; ``fg.memory.empty_cache("cpu")`` gives it back. Also set by the environment
   variable ``FUNCGRAD_CPU_HEAP_CACHE`` (bytes). It affects the whole process (glibc only).
 * ``blas``: the library that computes matrix products: ``"auto"`` (the default) Intel's MKL
-  where the ``mkl`` package is installed (``pip install funcgrad[mkl]``) and NumPy does not
-  use MKL itself, else NumPy's own BLAS; ``"mkl"`` or ``"numpy"`` to choose. MKL runs one
+  on an Intel CPU where the ``mkl`` package is installed (``pip install funcgrad[mkl]``) and
+  NumPy does not use MKL itself, else NumPy's own BLAS; ``"mkl"`` or ``"numpy"`` to choose. MKL runs one
   thread a call and funcgrad shares each product out over its threads; NumPy's OpenBLAS
   threads itself. The two give different bits; eager and compiled code use the same one.
   Read at each product (a program compiled before a change keeps the library it was built

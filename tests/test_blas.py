@@ -52,9 +52,14 @@ def test_numpy_chooses_numpys_own(monkeypatch) -> None:
 
 
 @needs_mkl
-def test_auto_chooses_mkl_where_it_is_installed(monkeypatch) -> None:
+def test_auto_chooses_mkl_where_it_is_installed_on_an_intel_cpu(monkeypatch) -> None:
     monkeypatch.setattr(fg.config, "blas", "auto")
-    assert cc.blas() == MKL and MKL.sequential
+    monkeypatch.setattr(cc, "_intel_cpu", lambda: True)
+    assert cc.blas() == MKL and MKL.sequential and cc.blas_sequential()
+    monkeypatch.setattr(cc, "_intel_cpu", lambda: False)  # (another vendor's: NumPy's, unless asked)
+    assert cc.blas() == NUMPYS and not cc.blas_sequential()
+    monkeypatch.setattr(fg.config, "blas", "mkl")
+    assert cc.blas() == MKL and cc.blas_sequential()
 
 
 def test_mkl_asked_for_and_missing_warns_and_uses_numpys(monkeypatch) -> None:
@@ -143,7 +148,7 @@ def test_mkl_runs_one_thread_a_call_and_leaves_its_setting_as_it_was(monkeypatch
 @needs_mkl
 def test_the_environment_variable_chooses() -> None:
     code = "from funcgrad.backends import cc; print(cc.blas().name)"
-    for choice, name in (("numpy", "numpy"), ("mkl", "mkl"), ("auto", "mkl")):
+    for choice, name in (("numpy", "numpy"), ("mkl", "mkl"), ("auto", "mkl" if cc._intel_cpu() else "numpy")):
         done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "FUNCGRAD_BLAS": choice},
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0 and done.stdout.split() == [name], done.stderr

@@ -1013,13 +1013,13 @@ def _mkl_blas() -> Blas | None:
 
 
 def blas() -> Blas | None:
-    """The BLAS library ``fg.config.blas`` chooses: MKL where it is installed (``"auto"``, or
-    ``"mkl"``), else NumPy's own; None where neither can be called from native code (not
+    """The BLAS library ``fg.config.blas`` chooses: MKL where it is installed (``"auto"`` on an
+    Intel CPU, or ``"mkl"``), else NumPy's own; None where neither can be called from native code (not
     Linux, another BLAS): products are then NumPy's. (MKL's sgemm took 0.79-0.89x the time of
     NumPy's OpenBLAS 0.3.31 on nanoGPT's products here, Intel Xeon, and nanoGPT's compiled
     step 39.3 ms where it took 43.6: OpenBLAS zeroes each result before it adds the product in.)"""
     choice = config.blas
-    if choice != "numpy":
+    if choice == "mkl" or choice == "auto" and _intel_cpu():
         found = _mkl_blas()
         if found is not None:
             return found
@@ -1030,9 +1030,21 @@ def blas() -> Blas | None:
 
 def blas_sequential() -> bool:
     """Whether ``blas``'s library runs one thread a call (funcgrad shares its products out):
-    the test before each product, so it reads the choice and one cached answer only."""
+    the test before each product, so it reads the choice and cached answers only."""
     choice = config.blas
-    return choice != "numpy" and _mkl_blas() is not None
+    return (choice == "mkl" or choice == "auto" and _intel_cpu()) and _mkl_blas() is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _intel_cpu() -> bool:
+    """Whether this is an Intel CPU, whose MKL ``"auto"`` picks: MKL's kernels are tuned for
+    Intel's processors, and on AMD's it was not measured (an EPYC with AVX-512 runs
+    OpenBLAS's AVX-512 kernels)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in info)
+    except OSError:
+        return False
 
 
 @functools.lru_cache(maxsize=1)
