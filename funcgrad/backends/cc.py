@@ -93,14 +93,20 @@ _BASE_FLAGS = ["-O3", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math
 
 
 @functools.lru_cache(maxsize=1)
+def _cpu_field(name: str) -> str:
+    """The value Linux reports for field ``name`` of this CPU (``/proc/cpuinfo``); "" where it
+    reports none."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next((line.split(":", 1)[1].strip() for line in info if line.split(":", 1)[0].strip() == name), "")
+    except OSError:
+        return ""
+
+
 def cpu_flags() -> frozenset[str]:
     """The instruction-set flags Linux reports for this CPU (``avx2``, ``avx512_fp16``...);
     none where it reports none: what the code other libraries run here was built for."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            return frozenset(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), ()))
-    except OSError:
-        return frozenset()
+    return frozenset(_cpu_field("flags").split())
 
 
 @functools.lru_cache(maxsize=1)
@@ -892,7 +898,7 @@ def _unary_of(expr: str, dtype: Any, x: Any) -> Any:
 
 # The BLAS functions products call, by address: a native program calls them itself, and so do
 # the loops over stacks of products and over a product's blocks, so eager and compiled
-# products give the same bits. Their names, in the order ``Blas.addresses`` gives them.
+# products call the same library. Their names, in the order ``Blas.addresses`` gives them.
 _BLAS_NAMES = ("sgemm", "dgemm", "ssyrk", "dsyrk")
 _BLAS_FORMS = ("scipy_cblas_{}64_", "cblas_{}64_")  # (ILP64 builds mark their symbols 64_)
 
@@ -1018,21 +1024,27 @@ def blas() -> Blas | None:
     Linux, another BLAS): products are then NumPy's. (MKL's sgemm took 0.79-0.89x the time of
     NumPy's OpenBLAS 0.3.31 on nanoGPT's products here, Intel Xeon, and nanoGPT's compiled
     step 39.3 ms where it took 43.6: OpenBLAS zeroes each result before it adds the product in.)"""
-    choice = config.blas
-    if choice == "mkl" or choice == "auto" and _intel_cpu():
+    if _mkl_chosen():
         found = _mkl_blas()
         if found is not None:
             return found
-        if choice == "mkl":
+        if config.blas == "mkl":
             _warn_no_mkl()
     return _numpy_blas()
 
 
 def blas_sequential() -> bool:
     """Whether ``blas``'s library runs one thread a call (funcgrad shares its products out):
-    the test before each product, so it reads the choice and cached answers only."""
+    the test before each product, so it reads the choice and cached answers only
+    (``_mkl_chosen`` written out: a call more took 2% of a 64x64 product's time)."""
     choice = config.blas
     return (choice == "mkl" or choice == "auto" and _intel_cpu()) and _mkl_blas() is not None
+
+
+def _mkl_chosen() -> bool:
+    """Whether ``fg.config.blas`` asks for MKL: ``"mkl"``, or ``"auto"`` on an Intel CPU."""
+    choice = config.blas
+    return choice == "mkl" or choice == "auto" and _intel_cpu()
 
 
 @functools.lru_cache(maxsize=1)
@@ -1040,11 +1052,7 @@ def _intel_cpu() -> bool:
     """Whether this is an Intel CPU, whose MKL ``"auto"`` picks: MKL's kernels are tuned for
     Intel's processors, and on AMD's it was not measured (an EPYC with AVX-512 runs
     OpenBLAS's AVX-512 kernels)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in info)
-    except OSError:
-        return False
+    return _cpu_field("vendor_id") == "GenuineIntel"
 
 
 @functools.lru_cache(maxsize=1)
