@@ -62,13 +62,6 @@ def axis_size(axis_name: Any) -> int:
     return math.prod(_axes.axis_size("axis_size", n) for n in _names("axis_size", axis_name))
 
 
-def _axis(op: str, name: Any) -> dict[str, Any]:
-    """The parameters naming axis ``name``: its size, and the group of its ranks under
-    ``fg.shard_map`` (none under ``vmap``)."""
-    size, group = _axes.axis_binding(op, name)
-    return {"axis_name": name, "size": size} if group is None else {"axis_name": name, "size": size, "group": group}
-
-
 def _leaves(fn: Callable[[Any], Any], x: Any) -> Any:
     """``fn`` of each leaf of ``x`` (an array is its own one leaf)."""
     return fn(x) if isinstance(x, ArrayBase) else _tree.map(fn, x)
@@ -77,8 +70,8 @@ def _leaves(fn: Callable[[Any], Any], x: Any) -> Any:
 def _over(op: str, prim: Any, x: Any, axis_name: Any, **params: Any) -> Any:
     """``prim`` over each named axis in turn (the last first), on every leaf of ``x``."""
     if isinstance(x, ArrayBase) and not isinstance(axis_name, (tuple, list)):  # (one array over one axis)
-        return bind(prim, x, **_axis(op, axis_name), **params)
-    axes = [_axis(op, n) for n in _names(op, axis_name)]
+        return bind(prim, x, **_axes.axis_params(op, axis_name), **params)
+    axes = [_axes.axis_params(op, n) for n in _names(op, axis_name)]
 
     def leaf(v: Any) -> Any:
         v = as_array(v)
@@ -97,7 +90,7 @@ def psum(x: Any, axis_name: Any) -> Any:
 def pmean(x: Any, axis_name: Any) -> Any:
     """The mean over the members of ``axis_name`` of each leaf of ``x``, in every member."""
     if isinstance(x, ArrayBase) and not isinstance(axis_name, (tuple, list)):  # (one array over one axis)
-        axis = _axis("pmean", axis_name)
+        axis = _axes.axis_params("pmean", axis_name)
         return bind(_axes.psum_p, x, **axis) / axis["size"]
     n = axis_size(axis_name)
     return _leaves(lambda v: v / n, psum(x, axis_name))
@@ -121,7 +114,7 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
     def leaf(v: Any) -> Any:
         v = as_array(v)
         for k, name in enumerate(reversed(names)):  # the minor name first; the others concatenate onto it
-            v = bind(_axes.all_gather_p, v, **_axis("all_gather", name), axis=axis, tiled=tiled or k > 0)
+            v = bind(_axes.all_gather_p, v, **_axes.axis_params("all_gather", name), axis=axis, tiled=tiled or k > 0)
         return v
 
     return _leaves(leaf, x)
@@ -130,7 +123,7 @@ def all_gather(x: Any, axis_name: Any, *, axis: int = 0, tiled: bool = False) ->
 def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: bool = False) -> Any:
     """``psum`` whose result member ``i`` keeps only block ``i`` of axis ``scatter_dimension``
     (whose size is the axis size, or with ``tiled`` a multiple of it)."""
-    named = _axis("psum_scatter", _one_name("psum_scatter", axis_name))
+    named = _axes.axis_params("psum_scatter", _one_name("psum_scatter", axis_name))
     return _leaves(lambda v: bind(_axes.psum_scatter_p, as_array(v), **named, scatter_dimension=scatter_dimension,
                                     tiled=tiled), x)
 
@@ -138,7 +131,7 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0, tiled: b
 def ppermute(x: Any, axis_name: Any, perm: Sequence[tuple[int, int]]) -> Any:
     """Member ``t`` receives member ``s``'s ``x`` for each pair ``(s, t)`` of ``perm``;
     members no pair sends to receive zeros."""
-    named = _axis("ppermute", _one_name("ppermute", axis_name))
+    named = _axes.axis_params("ppermute", _one_name("ppermute", axis_name))
     pairs = tuple((int(s), int(t)) for s, t in perm)
     return _leaves(lambda v: bind(_axes.ppermute_p, as_array(v), **named, perm=pairs), x)
 
@@ -147,7 +140,7 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *, til
     """Axis ``split_axis`` cut in one block per member, block ``i`` sent to member ``i``, and
     the blocks received stacked along a new axis ``concat_axis`` (``tiled``: the split axis
     keeps its place, and the blocks are concatenated along ``concat_axis``)."""
-    named = _axis("all_to_all", _one_name("all_to_all", axis_name))
+    named = _axes.axis_params("all_to_all", _one_name("all_to_all", axis_name))
     return _leaves(lambda v: bind(_axes.all_to_all_p, as_array(v), **named, split_axis=split_axis,
                                     concat_axis=concat_axis, tiled=tiled), x)
 
@@ -157,7 +150,7 @@ def axis_index(axis_name: Any) -> Any:
     their product, the first the major)."""
     index: Any = None
     for name in _names("axis_index", axis_name):
-        named = _axis("axis_index", name)
+        named = _axes.axis_params("axis_index", name)
         k = bind(_axes.axis_index_p, ops.zeros((0,)), **named)
         index = k if index is None else index * named["size"] + k
     return index

@@ -54,6 +54,11 @@ w, x = fg.asarray([0.5, -1.0, 2.0]), fg.arange(6.0)[3 * r:3 * r + 3]
 assert f(w, x).item() == 10.5 and fg.grad(f)(w, x).tolist() == [3.0, 5.0, 7.0]
 assert fg.compile(f)(w, x).item() == 10.5 and fg.compile(fg.grad(f))(w, x).tolist() == [3.0, 5.0, 7.0]
 assert x.tolist() == [3.0 * r, 3.0 * r + 1, 3.0 * r + 2]  # (the arguments unchanged)
+# a vmap whose axis has the mesh axis's name: inside shard_map the name is the mesh's, the
+# innermost binding, so the sum runs across the ranks for each member of the batch
+across = fg.shard_map(lambda v: fg.lax.psum(v, "data"), mesh=mesh, in_specs=P(), out_specs=P())
+rows = fg.asarray([[1.0 + r, 2.0], [3.0, 4.0 * (r + 1)]])
+assert fg.vmap(across, axis_name="data")(rows).tolist() == [[3.0, 4.0], [6.0, 12.0]]
 results = {}
 w, x = fg.asarray(W), fg.asarray(X[4 * r:4 * r + 4])
 for name, (program, kind) in PROGRAMS.items():

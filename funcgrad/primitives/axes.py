@@ -40,7 +40,7 @@ from .batching import to_front
 from .core import REGISTRY, Primitive, ShapedArray, aval_of, bind, fmt_shape
 from .elementwise import BINARY
 
-__all__ = ["UnboundAxisError", "axis_binding", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p",
+__all__ = ["UnboundAxisError", "axis_params", "axis_size", "binding", "bound_axes", "psum_p", "pmax_p", "pmin_p",
            "all_gather_p", "psum_scatter_p", "ppermute_p", "all_to_all_p", "axis_index_p", "COLLECTIVES"]
 
 
@@ -84,12 +84,14 @@ class binding:
         unbind_axis(self.token)
 
 
-def axis_binding(op: str, name: Any) -> tuple[int, Any]:
-    """The size and group of the innermost axis called ``name``; ``UnboundAxisError`` naming
-    it, and ``fg.lax.{op}``, if none is."""
+def axis_params(op: str, name: Any) -> dict[str, Any]:
+    """The parameters that name the innermost axis called ``name`` in a collective: its name
+    and size, and under ``fg.shard_map`` the process group of its ranks (a vmap's batch has
+    none); ``UnboundAxisError`` naming it, and ``fg.lax.{op}``, if no axis is called that."""
     for bound, size, group in reversed(_BOUND.get()):
         if bound == name:
-            return size, group
+            return {"axis_name": name, "size": size} if group is None else \
+                {"axis_name": name, "size": size, "group": group}
     names = ", ".join(repr(n) for n, _, _ in _BOUND.get()) or "none"
     raise UnboundAxisError(f"fg.lax.{op}: unbound axis name {name!r} (the axes bound here: {names}); bind it with "
                            f"fg.vmap(..., axis_name={name!r}) or fg.shard_map over a mesh with that axis")
@@ -97,7 +99,7 @@ def axis_binding(op: str, name: Any) -> tuple[int, Any]:
 
 def axis_size(op: str, name: Any) -> int:
     """The size of the innermost axis called ``name``."""
-    return axis_binding(op, name)[0]
+    return axis_params(op, name)["size"]  # type: ignore[no-any-return]
 
 
 def _same(x: ShapedArray, *, axis_name: Any, size: int, group: Any = None) -> ShapedArray:
@@ -129,12 +131,14 @@ def _collective(name: str, rule: Any, axis_batch: Any, vectorized: Any = None, *
             raise UnboundAxisError(f"{name}: no transform binds axis {axis_name!r} (of {size} members) here")
         return ONE_MEMBER[name](xp, *raw, **params)  # type: ignore[operator]
 
-    def batched(args: Sequence[Any], dims: Sequence[int | None], group: Any = None, **params: Any) -> Any:
-        if rule is not _same:  # (the shape rule's checks, on what one member sees; psum's has none)
-            rule(*(aval_of(a) if d is None else _member_aval(a, d) for a, d in zip(args, dims)), **params)
+    def checked(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> Any:
+        """``axis_batch`` after the shape rule's checks, on what one member sees."""
+        rule(*(aval_of(a) if d is None else _member_aval(a, d) for a, d in zip(args, dims)), **params)
         return axis_batch(args, dims, **params)
 
-    prim = Primitive(name, rule, kernel=kernel, axis_batch=batched, **kw)
+    # (psum's shape rule checks nothing: its batch rule is called directly, as every named
+    # vmap's psum and pmean call it)
+    prim = Primitive(name, rule, kernel=kernel, axis_batch=axis_batch if rule is _same else checked, **kw)
 
     def other_axis(args: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple[Any, int]:
         """Another vmap's batch: the collective of each of its members (batch axis first)."""

@@ -123,10 +123,16 @@ class BatchInterpreter(Interpreter):
             d = lined_up(vals, dims)  # (an elementwise operation of arrays that line up: evaluated now)
             if d is not None:
                 return BatchTracer(self, evaluate(prim, vals, params), d)
-        if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name:
+        if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name \
+                and "group" not in params:  # (with a group, the name is a mesh axis bound inside: fg.shard_map's)
             if vals is None:  # (``psum(1.0, "i")``: no operand differs between members)
                 vals, dims = args, (None,) * len(args)
-            return self._collective(prim, vals, dims, params)
+            token = _set_interpreter(self.parent)  # (its ``axis_batch`` rule, whether or not an operand is mapped)
+            try:
+                out, out_dim = prim.axis_batch(vals, dims, **params)
+            finally:
+                _reset_interpreter(token)
+            return out if out_dim is None else BatchTracer(self, out, out_dim)
         token = _set_interpreter(self.parent)
         try:
             if vals is None:
@@ -146,16 +152,6 @@ class BatchInterpreter(Interpreter):
         if prim.multiple_results:
             return tuple(o if d is None else BatchTracer(self, o, d) for o, d in zip(out, out_dims))
         return out if out_dims is None else BatchTracer(self, out, out_dims)
-
-    def _collective(self, prim: Any, vals: tuple[Any, ...], dims: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        """A collective over this batch's named axis: its ``axis_batch`` rule, whether or not
-        its operand differs between members (``psum(1.0, "i")`` is the batch's size)."""
-        token = _set_interpreter(self.parent)
-        try:
-            out, out_dim = prim.axis_batch(vals, dims, **params)
-        finally:
-            _reset_interpreter(token)
-        return out if out_dim is None else BatchTracer(self, out, out_dim)
 
 
 def vmap(f: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None,
