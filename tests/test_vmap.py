@@ -79,6 +79,40 @@ def test_every_primitive_batches_as_a_loop_over_members(prim: fg.Primitive, data
             np.testing.assert_array_equal(g, want)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (a division by a zero drawn: inf, the same in both)
+@given(data=st.data())
+def test_elementwise_operations_evaluated_at_once_equal_a_loop(data: st.DataObject) -> None:
+    """The operations vmap evaluates without its batching rule (a batch-first value with a
+    plain array that broadcasts against one member, a number, or another batch-first value,
+    in either order; ``process``'s first case and ``lined_up``): each member's result, bit
+    for bit, and the operands unchanged."""
+    member = data.draw(st.lists(st.integers(1, 3), max_size=3).map(tuple), label="member shape")
+    n = data.draw(st.integers(1, 3), label="batch size")
+    op = data.draw(st.sampled_from([fg.add, fg.subtract, fg.multiply, fg.divide, fg.maximum]), label="op")
+    kind = data.draw(st.sampled_from(["plain", "number", "mapped"]), label="other operand")
+    first = data.draw(st.booleans(), label="batch operand first")
+    xs = RNG.standard_normal((n, *member)).astype(np.float32)
+    if kind == "plain":  # (a trailing part of the member's shape, down to a 0-d array)
+        other = fg.asarray(RNG.standard_normal(member[data.draw(st.integers(0, len(member))):]).astype(np.float32))
+    elif kind == "number":
+        other = data.draw(st.floats(-3, 3, allow_nan=False, width=32), label="number")
+    else:
+        other = fg.asarray(RNG.standard_normal((n, *member)).astype(np.float32))
+    kept = (xs.copy(), other.numpy().copy() if kind != "number" else other)
+
+    def f(x, y):
+        return op(x, y) if first else op(y, x)
+
+    got = fg.vmap(f, in_axes=(0, 0 if kind == "mapped" else None))(fg.asarray(xs), other)
+    pick = (lambda k: other[k]) if kind == "mapped" else (lambda k: other)
+    want = np.stack([f(fg.asarray(xs[k]), pick(k)).numpy() for k in range(n)])
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(xs, kept[0])
+    if kind != "number":
+        np.testing.assert_array_equal(other.numpy(), kept[1])
+
+
 def test_indexing_with_index_arrays_apart_and_batched_indices() -> None:
     """NumPy puts the broadcast shape of index arrays that a slice separates first: the batch
     axis then lands after it. Batched indices index each member with its own."""

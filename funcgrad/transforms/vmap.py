@@ -88,6 +88,18 @@ class BatchInterpreter(Interpreter):
         return isinstance(x, BatchTracer) and x._interp is self
 
     def process(self, prim: Any, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        if len(args) == 2 and self.plain_is_eager and getattr(prim.batch, "elementwise", False):
+            # (the hottest case, written out first: an elementwise operation of this batch's
+            # batch-first array and a plain array of lower rank, a number, or another
+            # batch-first array of its rank, evaluated now; ranks read from the raw data)
+            a, b = args
+            if a.__class__ is BatchTracer and a._interp is self and a.bdim == 0 and a.val.__class__ is Array:
+                av = a.val
+                if b.__class__ is Array and b._data.ndim < av._data.ndim or b.__class__ in _SCALARS:
+                    return BatchTracer(self, evaluate(prim, (av, b), params), 0)
+                if b.__class__ is BatchTracer and b._interp is self and b.bdim == 0 and b.val.__class__ is Array \
+                        and b.val._data.ndim == av._data.ndim:
+                    return BatchTracer(self, evaluate(prim, (av, b.val), params), 0)
         vals: Any = None  # (built once an operand is mapped: an operation of unmapped ones passes through)
         dims: Any = ()
         if len(args) == 1:  # (one operand, or two: the usual operations, without the loop below)
