@@ -151,7 +151,8 @@ def axis_index(axis_name: Any) -> Any:
     index: Any = None
     for name in _names("axis_index", axis_name):
         named = _axes.axis_params("axis_index", name)
-        k = bind(_axes.axis_index_p, ops.zeros((0,)), **named)
+        group = named.get("group")  # (a mesh axis's ranks: the index on the device their group moves)
+        k = bind(_axes.axis_index_p, ops.zeros((0,), device=group.device if group is not None else None), **named)
         index = k if index is None else index * named["size"] + k
     return index
 

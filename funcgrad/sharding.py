@@ -4,7 +4,8 @@ one rank per process, as PyTorch's process groups run).
 
 * ``make_mesh((2, 2), ("data", "model"))``: the process group's ranks as an array of that
   shape, row-major; each axis gets a process group of the ranks along it (MPI's
-  ``Comm.Split``), made while every rank calls ``make_mesh``.
+  ``Comm.Split``, or over NCCL a communicator of its own), made while every rank calls
+  ``make_mesh``.
 * ``PartitionSpec`` (``P``): per dimension of an array, the mesh axis (or axes) it is split
   over, or ``None``. An axis a spec leaves out is one the array is *replicated* over.
 * ``shard_map(f, mesh=, in_specs=, out_specs=)`` takes each rank's blocks and returns its
@@ -109,9 +110,6 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[Any]) -> Mesh:
     ranks = np.arange(size).reshape(shape)
     groups: dict[Any, Any] = {}
     if size > 1:
-        if not hasattr(world, "split"):
-            raise ArgumentValueError(f"fg.make_mesh: the {world.backend} process group cannot make sub-groups; "
-                                     "a mesh needs the MPI backend")
         where = np.unravel_index(rank, shape)
         for k, name in enumerate(names):
             others = tuple(c for j, c in enumerate(where) if j != k)

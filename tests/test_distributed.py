@@ -431,7 +431,11 @@ def test_a_stuck_rank_makes_the_others_time_out() -> None:
     assert "DistributedTimeoutError" in done.stderr and "all_reduce(sum) (rank 0 of 2, MPI): waited" in done.stderr
 
 
-NCCL_STANDIN = r"""
+# A stand-in ``cupy.cuda.nccl`` whose calls on device pointers MPI carries out, and the
+# stand-in GPU: the NCCL group's code runs as on a GPU, on the host. Communicators of a
+# subset of the ranks (a mesh's axes) are found by their id; a group of calls
+# (groupStart/groupEnd) runs its sends and receives at once, as NCCL does.
+NCCL_PRELUDE = r"""
 import ctypes, sys, types, numpy as np
 from mpi4py import MPI
 
@@ -460,11 +464,24 @@ def memory(ptr, count, code):  # what a device pointer holds, as NCCL reads it
     raw = (ctypes.c_char * (count * dtype.itemsize)).from_address(ptr)
     return np.frombuffer(raw, dtype=dtype)
 
+GROUPED = []  # the sends and receives of the open groupStart, as MPI requests to start
+
+def groupStart():
+    GROUPED.append([])
+
+def groupEnd():
+    CALLS.append("group")
+    MPI.Request.Waitall([start() for start in GROUPED.pop()])
+
 class NcclCommunicator:
-    # NCCL's calls on device pointers, carried out by MPI between the two processes
+    # NCCL's calls on device pointers, carried out by MPI between the processes. Every rank
+    # makes its communicators at the same time here (init_process_group, make_mesh), so the
+    # ranks that share an id find each other through the whole world.
     def __init__(self, size, uid, rank):
-        assert len(uid) == 128 and MPI.COMM_WORLD.size == size and MPI.COMM_WORLD.rank == rank
-        self.comm = MPI.COMM_WORLD
+        assert len(uid) == 128 and all(-128 <= b < 128 for b in uid)
+        ids = sorted(set(MPI.COMM_WORLD.allgather(tuple(uid))))
+        self.comm = MPI.COMM_WORLD.Split(ids.index(tuple(uid)), rank)
+        assert self.comm.size == size and self.comm.rank == rank, (self.comm.size, size, self.comm.rank, rank)
     def allReduce(self, send, recv, count, dtype, op, stream):
         CALLS.append("allReduce")
         self.comm.Allreduce(memory(send, count, dtype).copy(), memory(recv, count, dtype), op=MPI_OPS[op])
@@ -482,10 +499,17 @@ class NcclCommunicator:
                                        op=MPI_OPS[op])
     def send(self, buf, count, dtype, peer, stream):
         CALLS.append("send")
-        self.comm.Send(memory(buf, count, dtype).copy(), dest=peer)
+        if GROUPED:
+            data = memory(buf, count, dtype).copy()
+            GROUPED[-1].append(lambda: self.comm.Isend(data, dest=peer))
+        else:
+            self.comm.Send(memory(buf, count, dtype).copy(), dest=peer)
     def recv(self, buf, count, dtype, peer, stream):
         CALLS.append("recv")
-        self.comm.Recv(memory(buf, count, dtype), source=peer)
+        if GROUPED:
+            GROUPED[-1].append(lambda: self.comm.Irecv(memory(buf, count, dtype), source=peer))
+        else:
+            self.comm.Recv(memory(buf, count, dtype), source=peer)
     def reduce(self, send, recv, count, dtype, op, root, stream):
         CALLS.append("reduce")
         self.comm.Reduce(memory(send, count, dtype).copy(), memory(recv, count, dtype) if self.comm.rank == root
@@ -493,10 +517,11 @@ class NcclCommunicator:
     def abort(self):
         CALLS.append("abort")
 
-nccl.NcclCommunicator = NcclCommunicator
+nccl.NcclCommunicator, nccl.groupStart, nccl.groupEnd = NcclCommunicator, groupStart, groupEnd
 nccl.get_unique_id = lambda: tuple(int(v) for v in np.random.default_rng().integers(-128, 128, 128))
 cuda = types.ModuleType("cupy.cuda")
 cuda.nccl, cuda.Event, cuda.get_current_stream = nccl, Event, lambda: Stream()
+cuda.Device = lambda: types.SimpleNamespace(id=0)
 cupy = types.ModuleType("cupy")   # NumPy under CuPy's name, as the stand-in GPU's arrays are
 cupy.cuda = cuda
 cupy.__getattr__ = lambda name: getattr(np, name)
@@ -510,6 +535,9 @@ device_module._DEVICES["gpu", 0] = STANDIN   # the stand-in GPU: its arrays go t
 
 dist.init_process_group("nccl")
 r, n = dist.get_rank(), dist.get_world_size()
+"""
+
+NCCL_STANDIN = NCCL_PRELUDE + r"""
 assert dist.get_backend() == "nccl" and n == 2
 x = fg.asarray(np.arange(6.0).reshape(2, 3) * (r + 1)).to("gpu")
 total = fg.asarray(np.arange(6.0).reshape(2, 3) * 3)
@@ -577,7 +605,7 @@ class NcclCommunicator:
     def __init__(self, size, uid, rank):
         print(f"rank {rank} of {size} got {uid[0]} {uid[-1]} {len(uid)}", flush=True)
 nccl.NcclCommunicator = NcclCommunicator
-cuda = types.ModuleType("cupy.cuda"); cuda.nccl = nccl
+cuda = types.ModuleType("cupy.cuda"); cuda.nccl, cuda.Device = nccl, lambda: types.SimpleNamespace(id=0)
 cupy = types.ModuleType("cupy"); cupy.cuda = cuda
 sys.modules.update({"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.nccl": nccl})
 import funcgrad.distributed as dist

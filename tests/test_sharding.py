@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import funcgrad as fg
 from funcgrad.sharding import P
 
-from .test_distributed import ROOT, assert_ranks_ok, run_ranks
+from .test_distributed import NCCL_PRELUDE, ROOT, assert_ranks_ok, run_ranks
 
 # The programs, written once for both libraries (``lax`` is fg.lax or jax.lax): each rank
 # holds a block of 4 of x (8 in all) and the whole of w (4).
@@ -76,6 +76,38 @@ with open(os.path.join(os.environ["FG_RESULTS"], f"rank{r}.json"), "w") as out:
 print(f"rank {r}: ok")
 """
 
+# The same programs over NCCL on the stand-in GPU (test_distributed's stand-in: NCCL's calls
+# on device pointers carried out by MPI), on a mesh whose other axis has one rank: each
+# axis's communicator is made by splitting the world's.
+NCCL_RANKS = NCCL_PRELUDE + PROGRAMS + r"""
+import json, os
+from funcgrad.sharding import P
+mesh = fg.make_mesh((1, 2), ("one", "data"))
+assert [(type(mesh.group(a)).__name__, mesh.group(a).size, mesh.group(a).rank) for a in ("one", "data")] == \
+    [("NCCLGroup", 1, 0), ("NCCLGroup", 2, r)]
+gpu = lambda v: fg.asarray(v).to("gpu")
+f = fg.shard_map(lambda w, x: fg.lax.psum((w * x).sum(), "data"), mesh=mesh, in_specs=(P(), P("data")),
+                 out_specs=P())
+w, x = gpu([0.5, -1.0, 2.0]), gpu(np.arange(6.0)[3 * r:3 * r + 3])
+assert f(w, x).item() == 10.5 and fg.grad(f)(w, x).cpu().tolist() == [3.0, 5.0, 7.0]
+both = fg.shard_map(lambda x: fg.lax.psum(x, "one") * 10 + fg.lax.axis_index("one") + fg.lax.psum(x, ("one", "data")),
+                    mesh=mesh, in_specs=P("data"), out_specs=P("data"))
+assert both(x).cpu().tolist() == [v * 10 + s for v, s in zip(x.cpu().tolist(), [3.0, 5.0, 7.0])]
+results = {}
+w, x = gpu(W), gpu(X[4 * r:4 * r + 4])
+for name, (program, kind) in PROGRAMS.items():
+    mapped = fg.shard_map(lambda w, x: program(fg.lax, w, x), mesh=mesh, in_specs=(P(), P("data")),
+                          out_specs=P() if kind == "replicated" else P("data"))
+    value = mapped(w, x)
+    gw, gx = fg.grad(lambda w, x: mapped(w, x).sum(), (0, 1))(w, x)
+    assert value.device == gw.device == gx.device == x.device, name
+    results[name] = {"value": value.cpu().tolist(), "w": gw.cpu().tolist(), "x": gx.cpu().tolist()}
+assert {"group", "allGather", "allReduce", "reduceScatter", "send", "recv"} <= set(CALLS), CALLS
+with open(os.path.join(os.environ["FG_RESULTS"], f"rank{r}.json"), "w") as out:
+    json.dump(results, out)
+print(f"rank {r}: ok")
+"""
+
 JAX = PROGRAMS + r"""
 import json
 import jax, jax.numpy as jnp
@@ -108,12 +140,18 @@ def _jax_results() -> dict | None:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_shard_map_on_two_ranks_equals_jax(tmp_path) -> None:
+@pytest.fixture(scope="module")
+def mpi_ranks(tmp_path_factory) -> dict:
+    """Each rank's values and gradients of PROGRAMS, two ranks over MPI."""
+    where = tmp_path_factory.mktemp("mpi")
+    assert_ranks_ok(run_ranks(RANKS, env={"FG_RESULTS": str(where)}))
+    return {r: json.loads((where / f"rank{r}.json").read_text()) for r in (0, 1)}
+
+
+def test_shard_map_on_two_ranks_equals_jax(mpi_ranks) -> None:
     """Each rank's values and gradients are its blocks of JAX's on the whole arrays (the
     gradient of the replicated w is the same on both ranks; a replicated output counts once)."""
-    done = run_ranks(RANKS, env={"FG_RESULTS": str(tmp_path)})
-    assert_ranks_ok(done)
-    ranks = {r: json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)}
+    ranks = mpi_ranks
     want = _jax_results()
     namespace: dict = {}
     exec(PROGRAMS, namespace)
@@ -130,6 +168,65 @@ def test_shard_map_on_two_ranks_equals_jax(tmp_path) -> None:
         if "w" in theirs:
             np.testing.assert_allclose(mine[0]["w"], theirs["w"], rtol=1e-12, err_msg=name)
             np.testing.assert_allclose(mine[0]["x"] + mine[1]["x"], theirs["x"], rtol=1e-12, err_msg=name)
+
+
+def test_shard_map_over_nccl_equals_mpi(mpi_ranks, tmp_path) -> None:
+    """A mesh over NCCL (stand-in GPU and NCCL) splits the world's communicator per axis, and
+    every collective, with its gradient, gives what it gives over MPI."""
+    assert_ranks_ok(run_ranks(NCCL_RANKS, env={"FG_RESULTS": str(tmp_path)}))
+    for r in (0, 1):
+        nccl = json.loads((tmp_path / f"rank{r}.json").read_text())
+        assert nccl.keys() == mpi_ranks[r].keys()
+        for name, got in nccl.items():
+            for part, want in mpi_ranks[r][name].items():
+                np.testing.assert_allclose(got[part], want, rtol=1e-6, err_msg=f"{name} {part} rank {r}")
+
+
+GRID = r"""
+import numpy as np, funcgrad as fg
+import funcgrad.distributed as dist
+from funcgrad.sharding import P
+if not dist.is_initialized():
+    dist.init_process_group("mpi")
+r = dist.get_rank()
+mesh = fg.make_mesh((2, 2), ("a", "b"))
+a, b = divmod(r, 2)
+assert [(mesh.group(n).size, mesh.group(n).rank) for n in ("a", "b")] == [(2, a), (2, b)]
+device = "gpu" if dist.get_backend() == "nccl" else "cpu"
+x = fg.asarray(np.full(2, float(r))).to(device)
+every = P(("a", "b"))
+def f(x):
+    return fg.stack([fg.lax.psum(x, "b"), fg.lax.psum(x, "a"), fg.lax.psum(x, ("a", "b")),
+                     fg.lax.all_gather(x, "b")[1], fg.lax.ppermute(x, "a", [(0, 1), (1, 0)]),
+                     x * 0 + fg.lax.axis_index(("a", "b"))])
+got = fg.shard_map(f, mesh=mesh, in_specs=every, out_specs=every)(x)
+want = [4 * a + 1, 2 * b + 2, 6, 2 * a + 1, 2 * (1 - a) + b, r]
+assert got.device == x.device and got.cpu().numpy().tolist() == [[float(v)] * 2 for v in want], got
+print(f"rank {r}: ok")
+"""
+
+
+@pytest.mark.parametrize("backend", ["mpi", "nccl"])
+def test_a_two_by_two_mesh_on_four_ranks(backend: str) -> None:
+    """Each axis of a (2, 2) mesh is its own group of two ranks: sums along either axis, both,
+    a gather, a permutation and the index, over MPI and over NCCL (the stand-ins)."""
+    script = (NCCL_PRELUDE if backend == "nccl" else "") + GRID
+    assert_ranks_ok(run_ranks(script, n=4), n=4)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2)), min_size=1, max_size=8))
+def test_a_split_partitions_the_ranks_by_color_in_key_order(colors_and_keys: list[tuple[int, int]]) -> None:
+    """The NCCL group's split (MPI's ``Comm.Split``): the ranks of one color form one group,
+    each computes the same members, ordered by key and then by rank."""
+    from funcgrad.backends.process_group import split_members
+
+    every = [list(ck) for ck in colors_and_keys]
+    groups = {r: split_members(every, r) for r in range(len(every))}
+    for r, members in groups.items():
+        assert r in members and all(groups[m] == members for m in members)
+        assert {every[m][0] for m in members} == {every[r][0]}
+        assert [(every[m][1], m) for m in members] == sorted((every[m][1], m) for m in members)
+    assert sorted(r for members in {tuple(m) for m in groups.values()} for r in members) == list(range(len(every)))
 
 
 def test_a_mesh_of_one_rank_is_the_plain_call() -> None:

@@ -129,6 +129,7 @@ _MPI_KINDS = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.ui
 
 
 _DTYPE_BYTES = 16  # a point-to-point message starts with its dtype's name, so recv can check it
+_PERMUTE_TAG = 7301  # (ppermute's messages, apart from the user's sends and receives)
 
 
 def _check_received(label: np.ndarray, nbytes: int, out: Any, src: int, what: str) -> None:
@@ -166,6 +167,7 @@ class MPIGroup:
     """Collectives through ``mpi4py`` on host buffers (a GPU buffer goes through the host)."""
 
     backend = "mpi"
+    device = "cpu"  # (where results that belong to no array go: ``fg.lax.axis_index``'s)
 
     def __init__(self, comm: Any, mpi: Any, timeout: float) -> None:
         self.comm, self.mpi, self.timeout = comm, mpi, timeout
@@ -217,6 +219,16 @@ class MPIGroup:
         send, back = self._host(xp, buf)  # (world, *shape): block j goes to rank j, block k comes from rank k
         out = np.empty_like(send)
         return self._work(self.comm.Ialltoall(send, out), lambda: back(out), "all_to_all")
+
+    def permute(self, xp: Any, buf: Any, perm: tuple[tuple[int, int], ...]) -> Work:
+        """For each pair ``(s, t)`` of ``perm``, rank s's ``buf`` to rank t; a rank no pair
+        sends to gets zeros. (Every rank passes the same shape and dtype, as in ``ppermute``.)"""
+        send, back = self._host(xp, buf)
+        out = np.zeros_like(send)
+        requests = [self.comm.Isend(send, dest=t, tag=_PERMUTE_TAG) for s, t in perm if s == self.rank] + \
+            [self.comm.Irecv(out, source=s, tag=_PERMUTE_TAG) for s, t in perm if t == self.rank]
+        return Work(lambda: bool(self.mpi.Request.Testall(requests)), lambda: (send, back(out))[1],
+                    f"ppermute (rank {self.rank} of {self.size}, MPI)", self.timeout)  # (send lives until sent)
 
     def split(self, color: int, key: int) -> MPIGroup:
         """The ranks of this group with the same ``color`` as a group of their own, ordered by
@@ -311,6 +323,27 @@ _NCCL_DTYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32
 _NCCL_OPS = {"sum": "NCCL_SUM", "mean": "NCCL_SUM", "max": "NCCL_MAX", "min": "NCCL_MIN"}
 
 
+NCCL_ID_BYTES = 128
+
+
+def nccl_id_bytes(uid: Any) -> bytes:
+    """NCCL's unique id as bytes (CuPy spells it as a tuple of signed chars)."""
+    return bytes(b & 0xFF for b in uid)
+
+
+def nccl_id(data: bytes) -> tuple[int, ...]:
+    """NCCL's unique id as CuPy spells it, from its bytes."""
+    return tuple(b - 256 if b > 127 else b for b in data)
+
+
+def split_members(colors_and_keys: list[list[int]], rank: int) -> list[int]:
+    """The ranks of ``rank``'s new group after a split, in their new order (MPI's
+    ``Comm.Split``): those with its color, by key and then by old rank. ``colors_and_keys``
+    has each rank's ``(color, key)``."""
+    color = colors_and_keys[rank][0]
+    return [r for _, r in sorted((k, r) for r, (c, k) in enumerate(colors_and_keys) if c == color)]
+
+
 def _pointer(buf: Any) -> int:
     """A device buffer's address (CUDA's array interface; a host stand-in's own)."""
     face = getattr(buf, "__cuda_array_interface__", None) or buf.__array_interface__
@@ -326,6 +359,7 @@ class NCCLGroup:
     def __init__(self, cupy: Any, rank: int, size: int, unique_id: Any, timeout: float) -> None:
         self.cupy, self.nccl, self.timeout = cupy, cupy.cuda.nccl, timeout
         self.rank, self.size = rank, size
+        self.device = f"gpu:{cupy.cuda.Device().id}"  # (the current GPU, whose buffers this group moves)
         self.comm = self.nccl.NcclCommunicator(size, unique_id, rank)
 
     def _code(self, dtype: Any, what: str) -> int:
@@ -419,6 +453,53 @@ class NCCLGroup:
             raise
         self.comm.recv(_pointer(out), out.size, code, src, self._stream())
         return self._queued(lambda: out, f"recv(src={src})")
+
+    def all_to_all(self, xp: Any, buf: Any) -> Work:
+        """Block j of ``buf`` (its first axis) to rank j; block k of the result from rank k:
+        each rank's sends and receives as one NCCL group, as NCCL's own all-to-all is written."""
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty_like(send)
+        code, stream, count = self._code(send.dtype, "all_to_all"), self._stream(), send[0].size
+        self.nccl.groupStart()
+        try:
+            for peer in range(self.size):
+                self.comm.send(_pointer(send[peer]), count, code, peer, stream)
+                self.comm.recv(_pointer(out[peer]), count, code, peer, stream)
+        finally:
+            self.nccl.groupEnd()
+        return self._queued(lambda: (send, out)[1], "all_to_all")  # (send lives until the transfer is done)
+
+    def permute(self, xp: Any, buf: Any, perm: tuple[tuple[int, int], ...]) -> Work:
+        """For each pair ``(s, t)`` of ``perm``, rank s's ``buf`` to rank t; a rank no pair
+        sends to gets zeros. One NCCL group: a rank that sends to a peer it also receives
+        from would otherwise wait on itself."""
+        send = xp.ascontiguousarray(buf)
+        out = xp.zeros_like(send)
+        code, stream = self._code(send.dtype, "ppermute"), self._stream()
+        self.nccl.groupStart()
+        try:
+            for s, t in perm:
+                if s == self.rank:
+                    self.comm.send(_pointer(send), send.size, code, t, stream)
+                if t == self.rank:
+                    self.comm.recv(_pointer(out), out.size, code, s, stream)
+        finally:
+            self.nccl.groupEnd()
+        return self._queued(lambda: (send, out)[1], "ppermute")
+
+    def split(self, color: int, key: int) -> NCCLGroup:
+        """The ranks of this group with the same ``color`` as a group of their own, ordered by
+        ``key`` (then by rank), as MPI's ``Comm.Split``; every rank of this group calls it,
+        in the same order. The colors and keys travel through this group first; then each
+        new group's first rank makes its NCCL id, which travels the same way."""
+        mine = np.frombuffer(np.asarray([color, key], np.int64).tobytes(), np.uint8)
+        every = self.gather_bytes(mine, "split").copy().view(np.int64)  # (size, 2): each rank's color and key
+        members = split_members(every.tolist(), self.rank)
+        uid = np.frombuffer(nccl_id_bytes(self.nccl.get_unique_id()), np.uint8) if members[0] == self.rank else \
+            np.zeros(NCCL_ID_BYTES, np.uint8)
+        ids = self.gather_bytes(uid, "split")
+        return NCCLGroup(self.cupy, members.index(self.rank), len(members), nccl_id(bytes(ids[members[0]])),
+                         self.timeout)
 
     def barrier(self) -> Work:
         one = self.cupy.ones(1, np.float32)

@@ -161,9 +161,8 @@ def _nccl_group(world_size: int, rank: int, seconds: float) -> Any:
     else:
         rank = rank if rank >= 0 else int(os.environ.get("RANK", 0))
         size = world_size if world_size > 0 else int(os.environ.get("WORLD_SIZE", 1))
-        mine = bytes(b & 0xFF for b in nccl.get_unique_id()) if rank == 0 else None
-        got = process_group.exchange_id(mine, rank, size, seconds)
-        uid = tuple(b - 256 if b > 127 else b for b in got)  # NCCL's id as CuPy spells it (signed chars)
+        mine = process_group.nccl_id_bytes(nccl.get_unique_id()) if rank == 0 else None
+        uid = process_group.nccl_id(process_group.exchange_id(mine, rank, size, seconds))
     return process_group.NCCLGroup(cupy, rank, size, uid, seconds)
 
 

@@ -405,27 +405,18 @@ def _scatter_ranks(group: Any, xp: Any, x: Any, *, scatter_dimension: int, tiled
     return group.reduce_scatter(xp, _blocks(xp, x, scatter_dimension % x.ndim, group.size, tiled), "sum").wait()
 
 
-def _permute_ranks(group: Any, xp: Any, x: Any, *, perm: tuple[tuple[int, int], ...]) -> Any:
-    sent = [group.send(xp, x, dst=t, tag=_PERMUTE_TAG) for s, t in perm if s == group.rank]
-    source = [s for s, t in perm if t == group.rank]
-    out = group.recv(xp, x, src=source[0], tag=_PERMUTE_TAG).wait() if source else xp.zeros_like(x)
-    for work in sent:
-        work.wait()
-    return out
-
-
 def _exchange_ranks(group: Any, xp: Any, x: Any, *, split_axis: int, concat_axis: int, tiled: bool) -> Any:
     # block j to rank j; what arrives is (sender, *block), each block keeping the split axis tiled
     received = group.all_to_all(xp, _blocks(xp, x, split_axis % x.ndim, group.size, tiled)).wait()
     return _stacked(xp, received, concat_axis % x.ndim, tiled)
 
 
-_PERMUTE_TAG = 7301
 ACROSS_RANKS = {
     "psum": lambda group, xp, x: group.all_reduce(xp, x, "sum").wait().reshape(x.shape),
     "pmax": lambda group, xp, x: group.all_reduce(xp, x, "max").wait().reshape(x.shape),
     "pmin": lambda group, xp, x: group.all_reduce(xp, x, "min").wait().reshape(x.shape),
-    "all_gather": _gather_ranks, "psum_scatter": _scatter_ranks, "ppermute": _permute_ranks,
+    "all_gather": _gather_ranks, "psum_scatter": _scatter_ranks,
+    "ppermute": lambda group, xp, x, *, perm: group.permute(xp, x, perm).wait(),
     "all_to_all": _exchange_ranks,
     "axis_index": lambda group, xp, like: xp.asarray(group.rank, np.int32),
 }
