@@ -1,8 +1,8 @@
 """Fully sharded data parallel (``funcgrad.distributed.fsdp``): two ranks under ``mpiexec``
 against one process on the concatenated batches (Adam, float64, with and without
 ``reshard_after_forward``), mixed precision against the same policy on one rank, the
-compiled step, the parameters freed between forward and backward, gradient clipping over shards, the full state dict both ways; the blocks'
-assignment and padding as a property; a world of one as the model itself."""
+compiled step, the parameters freed between forward and backward, gradient clipping over shards, the full state dict both ways; the same
+over NCCL on the stand-in GPU; the blocks' assignment and padding as a property; a world of one as the model itself."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import funcgrad as fg
 from funcgrad.distributed.fsdp import block_of, block_size, full_state_dict, fully_shard
 
-from .test_distributed import assert_ranks_ok, run_ranks
+from .test_distributed import NCCL_PRELUDE, assert_ranks_ok, run_ranks
 
 SCRIPT = r"""
 import gc, json, os
@@ -130,6 +130,57 @@ with open(os.path.join(os.environ["FG_RESULTS"], f"mp{n}-rank{r}.json"), "w") as
     json.dump({k: v.numpy().tolist() for k, v in full_state_dict(model).items()}, f)
 print(f"rank {r}: ok")
 """
+
+
+# The same training over NCCL on the stand-in GPU: the parameters' broadcast, gathers and
+# reduce-scatters on GPU buffers, the state dict both ways and clipping over shards.
+NCCL_SCRIPT = NCCL_PRELUDE + r"""
+from funcgrad.distributed.fsdp import clip_grad_norm_, full_state_dict, fully_shard, load_full_state_dict
+
+def make():
+    fg.manual_seed(0)
+    return fg.nn.Sequential(fg.nn.Linear(5, 7, dtype=fg.float64), fg.nn.Tanh(), fg.nn.Linear(7, 3, dtype=fg.float64))
+
+def shard(model):
+    for layer in model:
+        if isinstance(layer, fg.nn.Linear):
+            fully_shard(layer)
+    return fully_shard(model)
+
+rng = np.random.default_rng(0)
+data = [(rng.standard_normal((8, 5)), rng.standard_normal((8, 3))) for _ in range(6)]
+ref = make()
+ropt = fg.optim.Adam(ref.parameters(), lr=0.01)
+for x, y in data:
+    ropt.zero_grad()
+    ((ref(fg.asarray(x)) - fg.asarray(y)) ** 2).mean().backward()
+    ropt.step()
+model = shard(make().to("gpu"))
+assert all(p.device.kind == "gpu" for p in model.parameters())
+opt = fg.optim.Adam(model.parameters(), lr=0.01)
+mine = lambda a: fg.asarray(a[4 * r:4 * r + 4]).to("gpu")
+for x, y in data:
+    opt.zero_grad()
+    ((model(mine(x)) - mine(y)) ** 2).mean().backward()
+    opt.step()
+full, want = full_state_dict(model), ref.state_dict()
+for k in want:
+    assert full[k].device.kind == "gpu" and np.allclose(full[k].cpu().numpy(), want[k].numpy(), rtol=1e-9, atol=1e-12), k
+fresh = shard(make().to("gpu"))
+load_full_state_dict(fresh, want)  # (a state dict on the CPU)
+assert all(np.array_equal(full_state_dict(fresh)[k].cpu().numpy(), want[k].numpy()) for k in want)
+x, y = data[0]
+((fresh(mine(x)) - mine(y)) ** 2).mean().backward()
+norm = clip_grad_norm_(fresh, 1e-3)
+assert norm.device.kind == "gpu" and norm.item() > 1e-3
+assert {"broadcast", "allGather", "reduceScatter", "allReduce"} <= set(CALLS), CALLS
+print(f"rank {r}: ok")
+"""
+
+
+def test_over_nccl_on_the_standin_gpu() -> None:
+    """FSDP with NCCL's process group (stand-in NCCL, stand-in GPU) trains as one process does."""
+    assert_ranks_ok(run_ranks(NCCL_SCRIPT))
 
 
 def test_two_ranks_equal_one_process_on_the_concatenated_batches(tmp_path) -> None:

@@ -31,8 +31,6 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .. import tree as _tree
 from ..array import Array, ArrayBase
 from ..backends import process_group
@@ -86,7 +84,7 @@ def block_of(whole: Any, n: int, rank: int) -> Any:
     blocks, the ``rank``-th (a new array)."""
     size = block_size(whole.size, n)
     flat = whole.reshape(-1)
-    padded = concatenate([flat, zeros((size * n - flat.shape[0],), dtype=flat.dtype)])
+    padded = concatenate([flat, zeros((size * n - flat.shape[0],), dtype=flat.dtype, device=flat.device)])
     return padded[rank * size:(rank + 1) * size].clone()
 
 
@@ -365,8 +363,9 @@ def fully_shard(module: Module, *, reshard_after_forward: bool = True,
             if p is None or id(p) in taken:
                 continue
             whole = p.detach()
-            if group is not None and n > 1:  # (rank 0's values, on the parameter's device)
-                whole = asarray(group.broadcast(np, np.ascontiguousarray(whole.numpy()), 0).wait(), device=p.device)
+            if group is not None and n > 1:  # (rank 0's values, moved where the parameter lies: NCCL's GPU buffers)
+                xp = p.device.backend.xp
+                whole = Array._from_kernel(group.broadcast(xp, xp.ascontiguousarray(whole._data), 0).wait(), p.device)
             owner._parameters[name] = Parameter(block_of(whole, n, rank), requires_grad=p.requires_grad)
             managed.append(_Managed(owner, name, tuple(whole.shape), block_size(whole.size, n)))
             taken.add(id(owner._parameters[name]))
@@ -403,7 +402,7 @@ def load_full_state_dict(module: Module, state_dict: dict[str, Any]) -> None:
             key = names[id(block)]
             if key not in state_dict:
                 raise ArgumentValueError(f"load_full_state_dict: the state dict has no {key!r}")
-            whole = asarray(state_dict[key]).astype(block.dtype)
+            whole = asarray(state_dict[key]).to(block.device).astype(block.dtype)
             if whole.size != math.prod(m.shape):
                 raise ArgumentValueError(f"load_full_state_dict: {key!r} has {whole.size} elements, the "
                                          f"parameter {math.prod(m.shape)}")
@@ -419,7 +418,8 @@ def clip_grad_norm_(module: Module, max_norm: float, norm_type: float = 2.0) -> 
     if norm_type != 2.0:
         raise ArgumentValueError(f"clip_grad_norm_: only the 2-norm is supported over shards, got {norm_type}")
     grads = [p.grad for p in module.parameters() if p.grad is not None]
-    local = sum(((g.astype(float64) ** 2).sum() for g in grads), asarray(0.0, dtype=float64))
+    zero = asarray(0.0, dtype=float64, device=grads[0].device if grads else None)
+    local = sum(((g.astype(float64) ** 2).sum() for g in grads), zero)
     group, n, _ = _world()
     total = sqrt(bind(all_reduce_p, local, op="sum") if group is not None and n > 1 else local)
     scale = min(1.0, float(max_norm) / (float(total.item()) + 1e-6))
