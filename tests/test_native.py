@@ -218,18 +218,18 @@ def test_a_native_loop_writes_its_result_where_a_dying_input_lay() -> None:
     def f(x, w, b):
         return fg.maximum(x @ w + b, 0.0) * 2.0
 
-    with compile_backend("c"):
+    with compile_backend("c"), blas("numpy"):  # (eager products: NumPy's BLAS, as the suite's NumPy backend runs them)
         compiled = fg.compile(f)
         source = compiled.lower(*args).source
         first = compiled(*args)
         kept = first.numpy().copy()
         second = compiled(*args)
         grads = fg.grad(lambda *a: compiled(*a).sum(), argnums=(0, 1, 2))(*args)
-    assert "if t" in source and ".flags.c_contiguous else EMPTY" in source
-    assert "    float *y0 = (float *)p[2];" in source and "    const float *a0 = (const float *)p[0];" in source
-    assert first.numpy().tobytes() == kept.tobytes() == second.numpy().tobytes() == f(*args).numpy().tobytes()
-    for got, want in zip(grads, fg.grad(lambda *a: f(*a).sum(), argnums=(0, 1, 2))(*args)):
-        assert got.numpy().tobytes() == want.numpy().tobytes()
+        assert "if t" in source and ".flags.c_contiguous else EMPTY" in source
+        assert "    float *y0 = (float *)p[2];" in source and "    const float *a0 = (const float *)p[0];" in source
+        assert first.numpy().tobytes() == kept.tobytes() == second.numpy().tobytes() == f(*args).numpy().tobytes()
+        for got, want in zip(grads, fg.grad(lambda *a: f(*a).sum(), argnums=(0, 1, 2))(*args)):
+            assert got.numpy().tobytes() == want.numpy().tobytes()
     assert all(a.numpy().tobytes() == raw.tobytes() for a, raw in zip(args, (x, w, b)))
 
 
@@ -257,12 +257,12 @@ def test_chains_over_dying_temporaries_give_eagers_bits(ops, rows, transpose, se
             out = out @ w.T @ w if op == "keep" else out  # (a product: the chain goes on over a new temporary)
         return out, *kept
 
-    with compile_backend("c"):
+    with compile_backend("c"), blas("numpy"):  # (eager products: NumPy's BLAS, as the suite's NumPy backend runs them)
         compiled = fg.compile(f)
         first = [a.numpy().copy() for a in compiled(x, w, b)]
         again = compiled(x, w, b)
         grads = fg.grad(lambda *a: compiled(*a)[0].sum(), argnums=(1, 2))(x, w, b)
-    want = [a.numpy() for a in f(x, w, b)]
+        want = [a.numpy() for a in f(x, w, b)]
     assert [a.tobytes() for a in first] == [a.numpy().tobytes() for a in again] == [a.tobytes() for a in want]
     for got, expected in zip(grads, fg.grad(lambda *a: f(*a)[0].sum(), argnums=(1, 2))(x, w, b)):
         scale = np.abs(expected.numpy()).max()  # (products in other layouts: roundings of the largest terms)
@@ -446,8 +446,8 @@ def test_numpys_products_run_on_the_extensions_threads_with_their_own_bits() -> 
     if not any(hasattr(lib, name) for lib in cc._blas_libraries() for name in cc._BLAS_CALLBACK_SETTERS):
         pytest.skip("NumPy's BLAS takes no threads callback (OpenBLAS 0.3.28 or later does)")
     runs = {}
-    for share in ("0", "1"):
-        env = dict(os.environ, FUNCGRAD_SHARE_BLAS_THREADS=share)
+    for share in ("0", "1"):  # (NumPy's OpenBLAS for funcgrad's products too: the threads shared are its)
+        env = dict(os.environ, FUNCGRAD_SHARE_BLAS_THREADS=share, FUNCGRAD_BLAS="numpy")
         done = subprocess.run([sys.executable, "-c", _PRODUCTS], env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         runs[share] = done.stdout.split()
