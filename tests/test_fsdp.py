@@ -17,15 +17,10 @@ from funcgrad.distributed.fsdp import block_of, block_size, full_state_dict, ful
 
 from .test_distributed import NCCL_PRELUDE, assert_ranks_ok, run_ranks
 
-SCRIPT = r"""
-import gc, json, os
-import numpy as np, funcgrad as fg
-import funcgrad.distributed as dist
+# The model, the data and the one-process reference both scripts train against.
+MODEL = r"""
 from funcgrad.distributed.fsdp import (MixedPrecisionPolicy, clip_grad_norm_, full_state_dict, fully_shard,
                                        load_full_state_dict)
-dist.init_process_group("mpi")
-r, n = dist.get_rank(), dist.get_world_size()
-per_rank = 8 // n
 
 
 def make():
@@ -40,10 +35,6 @@ def shard(model, **options):
     return fully_shard(model, **options)
 
 
-def mine(a):
-    return fg.asarray(a[per_rank * r:per_rank * (r + 1)])
-
-
 rng = np.random.default_rng(0)
 data = [(rng.standard_normal((8, 5)), rng.standard_normal((8, 3))) for _ in range(12)]
 ref = make()
@@ -52,6 +43,21 @@ for x, y in data:
     ropt.zero_grad()
     ((ref(fg.asarray(x)) - fg.asarray(y)) ** 2).mean().backward()
     ropt.step()
+"""
+
+SCRIPT = r"""
+import gc, json, os
+import numpy as np, funcgrad as fg
+import funcgrad.distributed as dist
+dist.init_process_group("mpi")
+r, n = dist.get_rank(), dist.get_world_size()
+per_rank = 8 // n
+""" + MODEL + r"""
+
+def mine(a):
+    return fg.asarray(a[per_rank * r:per_rank * (r + 1)])
+
+
 want = ref.state_dict()
 total = sum(p.size for p in ref.parameters())
 for reshard in (True, False):
@@ -134,27 +140,7 @@ print(f"rank {r}: ok")
 
 # The same training over NCCL on the stand-in GPU: the parameters' broadcast, gathers and
 # reduce-scatters on GPU buffers, the state dict both ways and clipping over shards.
-NCCL_SCRIPT = NCCL_PRELUDE + r"""
-from funcgrad.distributed.fsdp import clip_grad_norm_, full_state_dict, fully_shard, load_full_state_dict
-
-def make():
-    fg.manual_seed(0)
-    return fg.nn.Sequential(fg.nn.Linear(5, 7, dtype=fg.float64), fg.nn.Tanh(), fg.nn.Linear(7, 3, dtype=fg.float64))
-
-def shard(model):
-    for layer in model:
-        if isinstance(layer, fg.nn.Linear):
-            fully_shard(layer)
-    return fully_shard(model)
-
-rng = np.random.default_rng(0)
-data = [(rng.standard_normal((8, 5)), rng.standard_normal((8, 3))) for _ in range(6)]
-ref = make()
-ropt = fg.optim.Adam(ref.parameters(), lr=0.01)
-for x, y in data:
-    ropt.zero_grad()
-    ((ref(fg.asarray(x)) - fg.asarray(y)) ** 2).mean().backward()
-    ropt.step()
+NCCL_SCRIPT = NCCL_PRELUDE + MODEL + r"""
 model = shard(make().to("gpu"))
 assert all(p.device.kind == "gpu" for p in model.parameters())
 opt = fg.optim.Adam(model.parameters(), lr=0.01)
