@@ -240,6 +240,20 @@ def test_a_mesh_of_one_rank_is_the_plain_call() -> None:
     assert gathered(x).tolist() == [[2.0, 3.0]]
 
 
+def test_a_mesh_axis_inside_a_vmap_of_its_name_is_the_meshs() -> None:
+    """The innermost binding of a name wins, as in JAX: inside ``shard_map`` over a one-rank
+    mesh axis ``"i"``, a collective over ``"i"`` is the mesh's (one rank: the value), though
+    a vmap around it binds ``"i"`` to its batch; outside the shard_map, the vmap's."""
+    mesh = fg.make_mesh((1,), ("i",))
+    x = fg.arange(6.0).reshape(3, 2)
+    inner = fg.shard_map(lambda v: fg.lax.psum(v, "i") * 2.0 + fg.lax.axis_index("i"), mesh=mesh, in_specs=P(),
+                         out_specs=P())
+    assert fg.vmap(inner, axis_name="i")(x).tolist() == (x * 2.0).tolist()
+    assert fg.vmap(lambda v: inner(v) + fg.lax.psum(v, "i"), axis_name="i")(x).tolist() == \
+        (x * 2.0 + x.sum(0)).tolist()
+    assert fg.grad(lambda x: fg.vmap(inner, axis_name="i")(x).sum())(x).tolist() == [[2.0, 2.0]] * 3
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.lists(st.floats(-3, 3), min_size=1, max_size=5), st.sampled_from(["psum", "pmean", "pmax", "pmin"]))
 def test_collectives_on_one_rank_give_the_value(values: list[float], op: str) -> None:

@@ -136,7 +136,8 @@ class BatchInterpreter(Interpreter):
             if d is not None:
                 return BatchTracer(self, evaluate(prim, vals, params), d)
         if prim.axis_batch is not None and self.axis_name is not None and params["axis_name"] == self.axis_name \
-                and "group" not in params:  # (with a group, the name is a mesh axis bound inside: fg.shard_map's)
+                and params["size"] == self.axis_size and "group" not in params:
+            # (a group, or another size, says the name is a mesh axis fg.shard_map binds inside this batch)
             if vals is None:  # (``psum(1.0, "i")``: no operand differs between members)
                 vals, dims = args, (None,) * len(args)
             token = _set_interpreter(self.parent)  # (its ``axis_batch`` rule, whether or not an operand is mapped)
