@@ -454,37 +454,35 @@ class NCCLGroup:
         self.comm.recv(_pointer(out), out.size, code, src, self._stream())
         return self._queued(lambda: out, f"recv(src={src})")
 
-    def all_to_all(self, xp: Any, buf: Any) -> Work:
-        """Block j of ``buf`` (its first axis) to rank j; block k of the result from rank k:
-        each rank's sends and receives as one NCCL group, as NCCL's own all-to-all is written."""
-        send = xp.ascontiguousarray(buf)
-        out = xp.empty_like(send)
-        code, stream, count = self._code(send.dtype, "all_to_all"), self._stream(), send[0].size
+    def _grouped(self, sends: list[tuple[Any, int]], receives: list[tuple[Any, int]], code: int) -> None:
+        """``(buffer, peer)`` sends and receives queued as one NCCL group (``groupStart``/
+        ``groupEnd``), as NCCL's own all-to-all is written: a rank that sends to a peer it
+        also receives from would otherwise wait on itself."""
+        stream = self._stream()
         self.nccl.groupStart()
         try:
-            for peer in range(self.size):
-                self.comm.send(_pointer(send[peer]), count, code, peer, stream)
-                self.comm.recv(_pointer(out[peer]), count, code, peer, stream)
+            for buf, peer in sends:
+                self.comm.send(_pointer(buf), buf.size, code, peer, stream)
+            for buf, peer in receives:
+                self.comm.recv(_pointer(buf), buf.size, code, peer, stream)
         finally:
             self.nccl.groupEnd()
+
+    def all_to_all(self, xp: Any, buf: Any) -> Work:
+        """Block j of ``buf`` (its first axis) to rank j; block k of the result from rank k."""
+        send = xp.ascontiguousarray(buf)
+        out = xp.empty_like(send)
+        peers = range(self.size)
+        self._grouped([(send[j], j) for j in peers], [(out[j], j) for j in peers], self._code(send.dtype, "all_to_all"))
         return self._queued(lambda: (send, out)[1], "all_to_all")  # (send lives until the transfer is done)
 
     def permute(self, xp: Any, buf: Any, perm: tuple[tuple[int, int], ...]) -> Work:
         """For each pair ``(s, t)`` of ``perm``, rank s's ``buf`` to rank t; a rank no pair
-        sends to gets zeros. One NCCL group: a rank that sends to a peer it also receives
-        from would otherwise wait on itself."""
+        sends to gets zeros."""
         send = xp.ascontiguousarray(buf)
         out = xp.zeros_like(send)
-        code, stream = self._code(send.dtype, "ppermute"), self._stream()
-        self.nccl.groupStart()
-        try:
-            for s, t in perm:
-                if s == self.rank:
-                    self.comm.send(_pointer(send), send.size, code, t, stream)
-                if t == self.rank:
-                    self.comm.recv(_pointer(out), out.size, code, s, stream)
-        finally:
-            self.nccl.groupEnd()
+        self._grouped([(send, t) for s, t in perm if s == self.rank], [(out, s) for s, t in perm if t == self.rank],
+                      self._code(send.dtype, "ppermute"))
         return self._queued(lambda: (send, out)[1], "ppermute")
 
     def split(self, color: int, key: int) -> NCCLGroup:
